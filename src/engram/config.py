@@ -1,0 +1,115 @@
+"""Typed configuration of a :class:`~engram.Memory`.
+
+Settings are read when a ``Memory`` is built, never at import, so differently
+configured engines can live side by side. Precedence: explicit argument, then the
+environment, then the default.
+
+=====================  ==========================  =================================
+setting                environment                 default
+=====================  ==========================  =================================
+path                   ``ENGRAM_DB``               ``<user data dir>/engram/engram.db``
+embedder               ``ENGRAM_EMBEDDER``         MiniLM if installed, else hashing
+decay_days             ``ENGRAM_DECAY_DAYS``       0 (no decay); ``MEMORY_DECAY_DAYS``
+                                                   is accepted too
+tenant_id              ``ENGRAM_TENANT``           "" (single tenant)
+=====================  ==========================  =================================
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigurationError
+
+
+def default_db_path() -> Path:
+    """Where the store lives when no path is given: ``ENGRAM_DB`` or the user data dir."""
+    env = os.environ.get("ENGRAM_DB")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("engram", appauthor=False)) / "engram.db"
+
+
+def _env_decay_days() -> float | None:
+    for name in ("ENGRAM_DECAY_DAYS", "MEMORY_DECAY_DAYS"):
+        raw = os.environ.get(name)
+        if raw is not None and raw.strip():
+            try:
+                value = float(raw)
+            except ValueError as exc:
+                raise ConfigurationError(f"{name} must be a number of days, got {raw!r}") from exc
+            if value < 0:
+                raise ConfigurationError(f"{name} must be >= 0, got {raw!r}")
+            return value
+    return None
+
+
+@dataclass(slots=True)
+class RetrievalConfig:
+    """How search finds and orders candidates."""
+
+    vector_weight: float = 1.0  # weight of the embedding ranking in the fusion
+    text_weight: float = 1.0  # weight of the BM25 ranking in the fusion
+    rrf_k: int = 60
+    candidates: int = 50  # per ranking, before fusion (at least 4 x limit)
+
+
+@dataclass(slots=True)
+class MemoryConfig:
+    path: str | None = None
+    embedder: Any = None
+    decay_days: float | None = None
+    tenant_id: str = ""
+    max_message_chars: int = 100_000
+    similar_k: int = 5  # stored memories shown to the reconciler per fact
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> MemoryConfig:
+        if not isinstance(data, Mapping):
+            raise ConfigurationError(f"config must be a mapping, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown config key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        values = dict(data)
+        retrieval = values.get("retrieval")
+        if isinstance(retrieval, Mapping):
+            rknown = {f.name for f in fields(RetrievalConfig)}
+            bad = sorted(set(retrieval) - rknown)
+            if bad:
+                raise ConfigurationError(f"unknown retrieval key(s) {', '.join(bad)}; known: {', '.join(sorted(rknown))}")
+            values["retrieval"] = RetrievalConfig(**retrieval)
+        return cls(**values)
+
+    def resolved(self) -> MemoryConfig:
+        """A copy with environment defaults filled in and values checked."""
+        decay = self.decay_days if self.decay_days is not None else _env_decay_days()
+        if decay is not None and (isinstance(decay, bool) or not isinstance(decay, int | float) or decay < 0):
+            raise ConfigurationError(f"decay_days must be a number >= 0, got {decay!r}")
+        embedder = self.embedder if self.embedder is not None else (os.environ.get("ENGRAM_EMBEDDER") or None)
+        tenant = self.tenant_id or os.environ.get("ENGRAM_TENANT", "")
+        if not isinstance(tenant, str):
+            raise ConfigurationError(f"tenant_id must be a string, got {type(tenant).__name__}")
+        r = self.retrieval
+        if r.rrf_k < 0 or r.candidates < 1 or r.vector_weight < 0 or r.text_weight < 0:
+            raise ConfigurationError(f"retrieval settings out of range: {r}")
+        if self.max_message_chars < 1 or self.similar_k < 1:
+            raise ConfigurationError("max_message_chars and similar_k must be >= 1")
+        return MemoryConfig(
+            path=self.path,
+            embedder=embedder,
+            decay_days=decay or None,
+            tenant_id=tenant,
+            max_message_chars=self.max_message_chars,
+            similar_k=self.similar_k,
+            retrieval=r,
+        )

@@ -1,0 +1,79 @@
+"""Engram's exception tree.
+
+Every error Engram raises on purpose derives from :class:`EngramError`::
+
+    EngramError
+    ├── ValidationError        bad input; ``field`` names what was wrong
+    ├── NotFoundError          an id that does not exist (or is deleted)
+    ├── ConfigurationError     a setting that cannot work
+    │   ├── EmbedderMismatchError   the store was built with another embedder
+    │   └── MissingDependencyError  an optional extra is not installed
+    ├── StoreError             the store cannot be read or written
+    │   └── CorruptStoreError       the file is not an Engram store, or is damaged
+    └── ProviderError          an embedding or LLM provider failed
+
+Interfaces (CLI, REST server) translate these in one place each.
+"""
+
+from __future__ import annotations
+
+
+class EngramError(Exception):
+    """Base class of every error Engram raises on purpose."""
+
+
+class ValidationError(EngramError, ValueError):
+    """Bad input. ``field`` names the argument (or field) that was wrong."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class NotFoundError(EngramError, KeyError):
+    """An id that does not exist, or names a deleted memory."""
+
+    def __init__(self, what: str, ident: str) -> None:
+        self.what = what
+        self.ident = ident
+        super().__init__(f"{what} not found: {ident!r}")
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class ConfigurationError(EngramError):
+    """A setting or combination of settings that cannot work."""
+
+
+class EmbedderMismatchError(ConfigurationError):
+    """The store holds vectors of another embedder than the one configured."""
+
+
+class MissingDependencyError(ConfigurationError, ImportError):
+    """An optional extra is needed; the message names the pip command."""
+
+
+class StoreError(EngramError):
+    """The store could not be read or written."""
+
+
+class CorruptStoreError(StoreError):
+    """The file is not an Engram store, is damaged, or is from a newer Engram."""
+
+
+class ProviderError(EngramError):
+    """An embedding or LLM provider failed."""
+
+
+__all__ = [
+    "ConfigurationError",
+    "CorruptStoreError",
+    "EmbedderMismatchError",
+    "EngramError",
+    "MissingDependencyError",
+    "NotFoundError",
+    "ProviderError",
+    "StoreError",
+    "ValidationError",
+]

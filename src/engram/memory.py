@@ -1,0 +1,355 @@
+"""The :class:`Memory` facade: Engram's composition root and public API.
+
+>>> from engram import Memory
+>>> m = Memory(":memory:", embedder="hashing")
+>>> m.add("Hi, I'm Alex. I'm a vegetarian and allergic to nuts.", user_id="alex")["message"]
+'Added 3 memories successfully'
+>>> [r["memory"] for r in m.get_all(user_id="alex")["results"]]
+['Name is Alex', 'Is vegetarian', 'Allergic to nuts']
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from . import validate
+from .config import MemoryConfig, default_db_path
+from .embed import Embedder, embedder_for_identity, resolve_embedder
+from .errors import ConfigurationError, EmbedderMismatchError, NotFoundError, ValidationError
+from .model import MemoryRecord, Scope, Status
+from .pipelines.ingest import Ingestor
+from .policies.filters import compile_filters
+from .policies.fusion import reciprocal_rank_fusion
+from .policies.ranking import RankContext, RankingPolicy
+from .policies.text import content_hash, query_terms
+from .policies.validity import is_valid, validity_cutoff
+from .roles.base import Extractor, Reconciler
+from .store.base import ScopeFilter, Store
+from .store.sqlite import SQLiteStore
+
+_QUERY_CACHE = 256
+
+
+class Memory:
+    """Long-term memory for agents: per-user memories that last across conversations.
+
+    ``path`` is the SQLite file (created if missing; ``":memory:"`` for a throwaway
+    store; None for ``ENGRAM_DB`` or the user data directory). ``embedder`` is an
+    :class:`~engram.embed.base.Embedder`, ``"hashing"`` or
+    ``"sentence-transformers:<model>"``; by default the store's own embedder, else
+    all-MiniLM-L6-v2 when installed, else the hashing fallback. ``decay_days``:
+    memories not updated for that many days are no longer returned (0 or None: never).
+    """
+
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        embedder: str | Embedder | None = None,
+        decay_days: float | None = None,
+        tenant_id: str = "",
+        extractor: Extractor | None = None,
+        reconciler: Reconciler | None = None,
+        ranking: RankingPolicy | None = None,
+        store: Store | None = None,
+        config: MemoryConfig | None = None,
+    ) -> None:
+        base = config or MemoryConfig()
+        if path is not None:
+            base.path = path
+        if embedder is not None:
+            base.embedder = embedder
+        if decay_days is not None:
+            base.decay_days = decay_days
+        if tenant_id:
+            base.tenant_id = tenant_id
+        self.config = base.resolved()
+        if store is None:
+            target = self.config.path if self.config.path is not None else str(default_db_path())
+            if not isinstance(target, str | bytes) and not hasattr(target, "__fspath__"):
+                raise ValidationError("path", f"must be a file path, got {type(target).__name__}")
+            store = SQLiteStore(target)
+        self.store = store
+        try:
+            self.embedder = self._bind_embedder(self.config.embedder)
+        except BaseException:
+            store.close()
+            raise
+        if extractor is None:
+            from .roles.extractor import HeuristicExtractor
+
+            extractor = HeuristicExtractor()
+        if reconciler is None:
+            from .roles.reconciler import HeuristicReconciler
+
+            reconciler = HeuristicReconciler()
+        self.extractor = extractor
+        self.reconciler = reconciler
+        self.ranking = ranking or RankingPolicy()
+        self._ingest = Ingestor(self.store, self.embedder, self.extractor, self.reconciler, similar_k=self.config.similar_k)
+        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Memory:
+        """Build from a plain mapping, e.g. ``{"path": "mem.db", "decay_days": 6}``.
+
+        Keys are those of :class:`~engram.config.MemoryConfig`; unknown keys are an error.
+        """
+        return cls(config=MemoryConfig.from_mapping(config))
+
+    def _bind_embedder(self, spec: str | Embedder | None) -> Embedder:
+        """Choose the embedder and check it against the vectors already stored."""
+        identity = self.store.embedder_identity()
+        if spec is None and identity is not None:
+            known = embedder_for_identity(identity[0])
+            if known is None:
+                raise EmbedderMismatchError(
+                    f"this store's vectors were made by {identity[0]} ({identity[1]} dims), which "
+                    f"is not available here; install engram[embeddings] or pass that embedder"
+                )
+            return known
+        embedder = resolve_embedder(spec)
+        if identity is None:
+            self.store.set_embedder_identity(embedder.name, embedder.dim)
+        elif identity != (embedder.name, embedder.dim):
+            raise EmbedderMismatchError(
+                f"this store's vectors were made by {identity[0]} ({identity[1]} dims) but the "
+                f"configured embedder is {embedder.name} ({embedder.dim} dims); open it with "
+                f"embedder={identity[0]!r}, or re-embed with `engram reindex --embedder ...`"
+            )
+        return embedder
+
+    # helpers ---------------------------------------------------------------------
+    def _scope_filter(self, user_id: Any, agent_id: Any, run_id: Any) -> ScopeFilter:
+        u, a, r = validate.require_scope(user_id, agent_id, run_id)
+        return ScopeFilter(self.config.tenant_id, u, a, r)
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        vec = self._query_vectors.get(query)
+        if vec is None:
+            vec = self.embedder.embed_one(query)
+            self._query_vectors[query] = vec
+            if len(self._query_vectors) > _QUERY_CACHE:
+                self._query_vectors.popitem(last=False)
+        else:
+            self._query_vectors.move_to_end(query)
+        return vec
+
+    def _visible(self, record: MemoryRecord | None, now: float) -> bool:
+        return (
+            record is not None
+            and record.status is Status.ACTIVE
+            and record.scope.tenant_id == self.config.tenant_id
+            and is_valid(record.created_at, record.updated_at, record.valid_to, now=now, decay_days=self.config.decay_days)
+        )
+
+    def _get_record(self, memory_id: Any) -> MemoryRecord:
+        mid = validate.memory_id(memory_id)
+        record = self.store.get(mid)
+        if record is None or record.status is Status.DELETED or record.scope.tenant_id != self.config.tenant_id:
+            raise NotFoundError("memory", mid)
+        return record
+
+    # the mem0-style API ------------------------------------------------------------
+    def add(
+        self,
+        messages: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        timestamp: Any = None,
+    ) -> dict[str, Any]:
+        """Remember a conversation turn (a string, one message, or a list of messages).
+
+        With ``infer=True`` facts are extracted and reconciled with what the scope
+        already holds; with ``infer=False`` each non-system message is stored as is.
+        ``timestamp`` is when the conversation happened (default: now). Returns
+        ``{"results": [{"id", "memory", "event"}], "message": ...}``. The turn is
+        written to the event log even when nothing is extracted.
+        """
+        u, a, r = validate.require_scope(user_id, agent_id, run_id)
+        msgs, plain = validate.messages(messages, max_chars=self.config.max_message_chars)
+        meta = validate.metadata(metadata)
+        if not isinstance(infer, bool):
+            raise ValidationError("infer", f"must be True or False, got {infer!r}")
+        at = validate.timestamp(timestamp)
+        at = time.time() if at is None else at
+        scope = Scope(self.config.tenant_id, u or "", a or "", r or "")
+        if infer:
+            return self._ingest.add_inferred(msgs, scope, metadata=meta, at=at)
+        return self._ingest.add_verbatim(msgs, scope, metadata=meta, at=at, plain_text=plain)
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 5,
+        filters: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The memories of the scope most relevant to ``query``, best first.
+
+        Vector similarity and BM25 candidates are fused by reciprocal rank fusion,
+        then the ranking policy's terms apply. ``filters`` restrict by metadata and
+        fields (see :mod:`engram.policies.filters`). Each result has a ``score``.
+        """
+        scope = self._scope_filter(user_id, agent_id, run_id)
+        query = validate.text("query", query, max_chars=self.config.max_message_chars)
+        limit = validate.limit(limit)
+        predicate = compile_filters(filters)
+        now = time.time()
+        cutoff = validity_cutoff(now, self.config.decay_days)
+        conf = self.config.retrieval
+        pool = max(conf.candidates, 4 * limit)
+        vector_hits = self.store.vector_search(scope, self._query_vector(query), k=None if predicate else pool, cutoff=cutoff, now=now)
+        text_hits = self.store.text_search(scope, query_terms(query), k=pool * 4 if predicate else pool, cutoff=cutoff, now=now)
+        fused = reciprocal_rank_fusion(
+            {"vector": [m for m, _ in vector_hits], "text": [m for m, _ in text_hits]},
+            {"vector": conf.vector_weight, "text": conf.text_weight},
+            k=conf.rrf_k,
+        )
+        ordered = sorted(fused, key=lambda mid: -fused[mid])
+        similarity = dict(vector_hits)
+        candidates: list[tuple[MemoryRecord, float]] = []
+        # Fetch in ranked chunks; with a filter, keep reading until the pool is full.
+        for start in range(0, len(ordered), pool):
+            chunk = ordered[start : start + pool]
+            records = self.store.get_many(chunk)
+            for mid in chunk:
+                record = records.get(mid)
+                if record is not None and (predicate is None or predicate(record)):
+                    candidates.append((record, fused[mid]))
+            if len(candidates) >= pool or predicate is None:
+                break
+        ctx = RankContext(query=query, now=now)
+        ranked = self.ranking.rank(candidates, ctx)[:limit]
+        self.store.touch([r for r, _ in ranked], query=query)
+        results = []
+        for record, score in ranked:
+            item = record.to_item(score)
+            if record.id in similarity:
+                item["similarity"] = round(similarity[record.id], 6)
+            results.append(item)
+        return {"results": results}
+
+    def get(self, memory_id: str) -> dict[str, Any]:
+        """One memory by id; :class:`~engram.errors.NotFoundError` if unknown or deleted."""
+        return self._get_record(memory_id).to_item()
+
+    def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        filters: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The scope's memories, newest first (at most ``limit``)."""
+        scope = self._scope_filter(user_id, agent_id, run_id)
+        limit = validate.limit(limit)
+        predicate = compile_filters(filters)
+        now = time.time()
+        cutoff = validity_cutoff(now, self.config.decay_days)
+        if predicate is None:
+            records = self.store.list(scope, limit=limit, cutoff=cutoff, now=now)
+        else:
+            records = [r for r in self.store.list(scope, cutoff=cutoff, now=now) if predicate(r)][:limit]
+        return {"results": [r.to_item() for r in records]}
+
+    def update(self, memory_id: str, text: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Replace a memory's text (re-embedded); ``metadata`` keys are merged in."""
+        record = self._get_record(memory_id)
+        text = validate.text("text", text, max_chars=self.config.max_message_chars)
+        meta = validate.metadata(metadata)
+        vector = self.embedder.embed_one(text)
+        updated = record.copy(
+            text=text,
+            search_text=text,
+            content_hash=content_hash(text),
+            updated_at=time.time(),
+            metadata={**record.metadata, **meta},
+        )
+        with self.store.transaction() as batch:
+            batch.update(updated, vector, old_text=record.text, payload={"metadata": meta} if meta else None)
+        return {"id": record.id, "memory": text, "event": "UPDATE", "previous_memory": record.text}
+
+    def delete(self, memory_id: str) -> dict[str, Any]:
+        """Delete one memory. Its history stays readable through :meth:`history`."""
+        record = self._get_record(memory_id)
+        with self.store.transaction() as batch:
+            batch.delete(record)
+        return {"id": record.id, "memory": record.text, "event": "DELETE", "message": "Memory deleted successfully"}
+
+    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """Delete every memory of a scope. At least one id is required: never a wipe."""
+        scope = self._scope_filter(user_id, agent_id, run_id)
+        records = self.store.list(scope)
+        with self.store.transaction() as batch:
+            for record in records:
+                batch.delete(record, payload={"delete_all": {k: v for k, v in (("user_id", scope.user_id), ("agent_id", scope.agent_id), ("run_id", scope.run_id)) if v}})
+        noun = "memory" if len(records) == 1 else "memories"
+        return {"deleted": len(records), "message": f"Deleted {len(records)} {noun}"}
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        """Every event of a memory, oldest first, with old and new text (deleted ones too)."""
+        mid = validate.memory_id(memory_id)
+        record = self.store.get(mid)
+        if record is None or record.scope.tenant_id != self.config.tenant_id:
+            raise NotFoundError("memory", mid)
+        return [e.to_item() for e in self.store.history(mid)]
+
+    def reset(self) -> None:
+        """Delete everything in the store: memories, vectors and the event log."""
+        identity = (self.embedder.name, self.embedder.dim)
+        self.store.reset()
+        self.store.set_embedder_identity(*identity)
+        self._query_vectors.clear()
+
+    # inspection and maintenance ------------------------------------------------------
+    def events(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        """The event log of a scope (turns, adds, updates, deletes, retrievals), oldest first."""
+        scope = self._scope_filter(user_id, agent_id, run_id)
+        if limit is not None:
+            limit = validate.limit(limit)
+        return [e.to_item() for e in self.store.events(scope, since=since, limit=limit)]
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and identity of the store."""
+        stats = self.store.stats()
+        stats["decay_days"] = self.config.decay_days
+        return stats
+
+    def reindex(self, *, embedder: str | Embedder | None = None, progress: Any = None) -> dict[str, int]:
+        """Rebuild the indexes from the store; with ``embedder``, re-embed everything with it."""
+        if embedder is None:
+            return self.store.reindex()
+        new = resolve_embedder(embedder)
+        result = self.store.reindex(new.embed, name=new.name, dim=new.dim, progress=progress)
+        self.embedder = new
+        self._ingest.embedder = new
+        self._query_vectors.clear()
+        return result
+
+    def close(self) -> None:
+        """Flush buffered bookkeeping and close the store."""
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Memory(path={getattr(self.store, 'path', None)!r}, embedder={self.embedder.name!r})"

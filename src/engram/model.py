@@ -1,0 +1,208 @@
+"""Engram's domain types. No I/O here.
+
+A :class:`MemoryRecord` is one unit of memory in a :class:`Scope`. Every field the
+later capabilities need (counters for playbooks, per-class strengths and access
+indices for decay, energy and tier, lineage) exists from the start, so adding
+behaviour never needs a schema redesign.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+
+class Kind(str, enum.Enum):
+    """What a memory is."""
+
+    FACT = "fact"
+    PREFERENCE = "preference"
+    EXPERIENCE = "experience"
+    STRATEGY = "strategy"
+    ANTI_PATTERN = "anti_pattern"
+    OBSERVATION = "observation"
+    REFLECTION = "reflection"
+    CONSOLIDATED = "consolidated"
+    TURN = "turn"
+
+
+class MemoryClass(str, enum.Enum):
+    """The one memory class of every memory: what it remembers."""
+
+    SEMANTIC = "semantic"  # facts about the world or the user
+    EPISODIC = "episodic"  # things that happened
+    PROCEDURAL = "procedural"  # how to do things: strategies, anti-patterns
+
+
+class Status(str, enum.Enum):
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+    DELETED = "deleted"
+
+
+class Tier(str, enum.Enum):
+    WORKING = "working"
+    SHORT_TERM = "short_term"
+    LONG_TERM = "long_term"
+
+
+#: The memory class a kind gets when none is given.
+DEFAULT_CLASS: dict[Kind, MemoryClass] = {
+    Kind.FACT: MemoryClass.SEMANTIC,
+    Kind.PREFERENCE: MemoryClass.SEMANTIC,
+    Kind.OBSERVATION: MemoryClass.SEMANTIC,
+    Kind.CONSOLIDATED: MemoryClass.SEMANTIC,
+    Kind.EXPERIENCE: MemoryClass.EPISODIC,
+    Kind.REFLECTION: MemoryClass.EPISODIC,
+    Kind.TURN: MemoryClass.EPISODIC,
+    Kind.STRATEGY: MemoryClass.PROCEDURAL,
+    Kind.ANTI_PATTERN: MemoryClass.PROCEDURAL,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Who a memory belongs to.
+
+    A *space* — (tenant_id, user_id, agent_id) — persists across conversations;
+    ``run_id`` names the conversation (or task run) a memory came from. Empty
+    strings are "not set"; the store keeps them that way so equality is simple.
+    """
+
+    tenant_id: str = ""
+    user_id: str = ""
+    agent_id: str = ""
+    run_id: str = ""
+
+    @property
+    def space(self) -> tuple[str, str, str]:
+        return (self.tenant_id, self.user_id, self.agent_id)
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {
+            "tenant_id": self.tenant_id or None,
+            "user_id": self.user_id or None,
+            "agent_id": self.agent_id or None,
+            "run_id": self.run_id or None,
+        }
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def to_epoch(moment: datetime) -> float:
+    """Seconds since the epoch; a naive datetime is taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def from_epoch(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+@dataclass(slots=True)
+class MemoryRecord:
+    """One stored memory, as the store holds it."""
+
+    id: str
+    scope: Scope
+    text: str
+    kind: Kind = Kind.FACT
+    memory_class: MemoryClass = MemoryClass.SEMANTIC
+    topic: str = ""
+    concept: str = ""
+    section: str = ""
+    tags: list[str] = field(default_factory=list)
+    helpful: int = 0
+    harmful: int = 0
+    # Per-class strength and the space's access-clock value when that class
+    # component was last touched (decay counts access events, not seconds).
+    strengths: dict[str, float] = field(
+        default_factory=lambda: {c.value: 1.0 for c in MemoryClass}
+    )
+    last_access: dict[str, int] = field(default_factory=lambda: {c.value: 0 for c in MemoryClass})
+    access_count: int = 0
+    importance: float = 0.5
+    energy: float = 1.0
+    tier: Tier = Tier.WORKING
+    created_at: float = 0.0  # when it happened (epoch seconds, UTC)
+    updated_at: float | None = None
+    valid_to: float | None = None
+    content_hash: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    lineage: dict[str, Any] = field(default_factory=dict)
+    status: Status = Status.ACTIVE
+    search_text: str = ""  # what the full-text index sees; defaults to text
+
+    def copy(self, **changes: Any) -> MemoryRecord:
+        return replace(self, **changes)
+
+    def to_item(self, score: float | None = None) -> dict[str, Any]:
+        """The result item of the public API (spec 004's shape plus Engram's fields)."""
+        item: dict[str, Any] = {
+            "id": self.id,
+            "memory": self.text,
+            "user_id": self.scope.user_id or None,
+            "agent_id": self.scope.agent_id or None,
+            "run_id": self.scope.run_id or None,
+            "created_at": from_epoch(self.created_at).isoformat(),
+            # Spec 004 reports a never-updated memory with updated_at == created_at.
+            "updated_at": from_epoch(
+                self.updated_at if self.updated_at is not None else self.created_at
+            ).isoformat(),
+            "metadata": dict(self.metadata),
+            "kind": self.kind.value,
+            "memory_class": self.memory_class.value,
+        }
+        if self.scope.tenant_id:
+            item["tenant_id"] = self.scope.tenant_id
+        if score is not None:
+            item["score"] = round(float(score), 6)
+        return item
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """One entry of the append-only event log."""
+
+    seq: int
+    ts: float
+    op: str
+    memory_id: str | None
+    scope: Scope
+    old_text: str | None
+    new_text: str | None
+    payload: dict[str, Any]
+    actor: str = ""
+
+    def to_item(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "event": self.op.upper(),
+            "memory_id": self.memory_id,
+            "old_memory": self.old_text,
+            "new_memory": self.new_text,
+            "created_at": from_epoch(self.ts).isoformat(),
+            "actor": self.actor or None,
+            **self.scope.as_dict(),
+            "payload": self.payload,
+        }
+
+
+__all__ = [
+    "DEFAULT_CLASS",
+    "EventRecord",
+    "Kind",
+    "MemoryClass",
+    "MemoryRecord",
+    "Scope",
+    "Status",
+    "Tier",
+    "from_epoch",
+    "to_epoch",
+    "utcnow",
+]

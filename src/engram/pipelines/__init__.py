@@ -1,0 +1,1 @@
+"""Pipelines: ingest (extract → reconcile → delta) and context building."""

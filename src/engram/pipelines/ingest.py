@@ -1,0 +1,180 @@
+"""Ingest: a conversation turn becomes memories.
+
+``infer=True``: extract facts → find similar stored memories → reconcile
+(ADD / UPDATE / DELETE / NONE) → apply every decision and the turn's event in one
+transaction. ``infer=False``: every non-system message is stored verbatim, with one
+batched embedding call for the whole list.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from ..embed.base import Embedder
+from ..model import DEFAULT_CLASS, Kind, MemoryRecord, Scope, from_epoch
+from ..policies.text import content_hash
+from ..roles.base import Decision, Event, Existing, Extractor, Fact, Message, Reconciler
+from ..store.base import ScopeFilter, Store
+
+logger = logging.getLogger("engram")
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def make_record(
+    text: str,
+    scope: Scope,
+    *,
+    kind: Kind,
+    at: float,
+    metadata: dict[str, Any],
+    lineage: dict[str, Any] | None = None,
+) -> MemoryRecord:
+    return MemoryRecord(
+        id=new_id(),
+        scope=scope,
+        text=text,
+        kind=kind,
+        memory_class=DEFAULT_CLASS[kind],
+        created_at=at,
+        content_hash=content_hash(text),
+        metadata=metadata,
+        lineage=lineage or {},
+    )
+
+
+def _summary(counts: dict[str, int]) -> str:
+    parts = [
+        f"{verb} {counts[event]}"
+        for event, verb in (("ADD", "added"), ("UPDATE", "updated"), ("DELETE", "deleted"))
+        if counts.get(event)
+    ]
+    if not parts:
+        return "No new memories; nothing changed"
+    total = sum(counts.get(e, 0) for e in ("ADD", "UPDATE", "DELETE"))
+    noun = "memory" if total == 1 else "memories"
+    text = ", ".join(parts) if len(parts) < 3 else f"{parts[0]}, {parts[1]} and {parts[2]}"
+    return f"{text[0].upper()}{text[1:]} {noun} successfully"
+
+
+class Ingestor:
+    """Runs the ingest pipeline against one store with one embedder."""
+
+    def __init__(self, store: Store, embedder: Embedder, extractor: Extractor, reconciler: Reconciler, *, similar_k: int = 5) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.extractor = extractor
+        self.reconciler = reconciler
+        self.similar_k = similar_k
+
+    def _turn_payload(self, messages: Sequence[Message], metadata: dict[str, Any], at: float, infer: bool) -> dict[str, Any]:
+        return {
+            "messages": [{k: v for k, v in asdict(m).items() if v is not None} for m in messages],
+            "metadata": metadata,
+            "timestamp": from_epoch(at).isoformat(),
+            "infer": infer,
+        }
+
+    def add_verbatim(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float, plain_text: bool) -> dict[str, Any]:
+        kept = [m for m in messages if m.role != "system" and m.content.strip()]
+        vectors = self.embedder.embed([m.content for m in kept])
+        kind = Kind.FACT if plain_text else Kind.TURN
+        results = []
+        with self.store.transaction() as batch:
+            turn = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, False))
+            for i, (message, vector) in enumerate(zip(kept, vectors, strict=True)):
+                meta = dict(metadata)
+                if not plain_text:
+                    meta.setdefault("role", message.role)
+                    if message.name:
+                        meta.setdefault("name", message.name)
+                # Later messages of one call are later in time, so order survives.
+                record = make_record(message.content, scope, kind=kind, at=at + i * 1e-6, metadata=meta, lineage={"turn_event": turn})
+                batch.add(record, vector)
+                results.append({"id": record.id, "memory": record.text, "event": "ADD"})
+        return {"results": results, "message": _summary({"ADD": len(results)})}
+
+    def add_inferred(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float) -> dict[str, Any]:
+        facts = self.extractor.extract(messages, timestamp=from_epoch(at))
+        space = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
+        vectors = self.embedder.embed([f.text for f in facts]) if facts else np.zeros((0, self.embedder.dim), np.float32)
+        existing = self._similar(space, facts, vectors)
+        decisions = self.reconciler.reconcile(facts, existing) if facts else []
+        vector_of = {f.text: vectors[i] for i, f in enumerate(facts)}
+        allowed = {e.id for group in existing for e in group}
+        results: list[dict[str, Any]] = []
+        counts: dict[str, int] = {}
+        with self.store.transaction() as batch:
+            turn = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, True) | {"facts": [f.text for f in facts]})
+            for decision in decisions:
+                outcome = self._apply(batch, decision, scope, metadata, at, turn, vector_of, allowed)
+                if outcome is not None:
+                    results.append(outcome)
+                    counts[outcome["event"]] = counts.get(outcome["event"], 0) + 1
+        return {"results": results, "message": _summary(counts)}
+
+    def _similar(self, space: ScopeFilter, facts: Sequence[Fact], vectors: np.ndarray) -> list[list[Existing]]:
+        if not facts:
+            return []
+        now = time.time()
+        hits = [self.store.vector_search(space, vectors[i], k=self.similar_k, cutoff=None, now=now) for i in range(len(facts))]
+        records = self.store.get_many([mid for group in hits for mid, _ in group])
+        return [
+            [Existing(mid, records[mid].text, max(0.0, min(1.0, score))) for mid, score in group if mid in records]
+            for group in hits
+        ]
+
+    def _apply(self, batch: Any, decision: Decision, scope: Scope, metadata: dict[str, Any], at: float, turn: int, vector_of: dict[str, np.ndarray], allowed: set[str]) -> dict[str, Any] | None:
+        event = decision.event
+        if event is not Event.ADD and decision.target_id not in allowed:
+            # A reconciler may only touch memories it was shown; anything else is
+            # dropped (the turn itself stays in the log).
+            if event is not Event.NONE:
+                logger.warning("engram: ignored %s of unknown memory id %r", event.value, decision.target_id)
+            return None
+        payload = {"turn_event": turn, "reason": decision.reason}
+        if event is Event.ADD:
+            digest = content_hash(decision.text)
+            if batch.find_active_hash(scope, digest) is not None:
+                return None  # already stored, perhaps by a concurrent writer: NONE
+            kind = Kind(decision.fact.kind) if decision.fact and decision.fact.kind in Kind._value2member_map_ else Kind.FACT
+            record = make_record(decision.text, scope, kind=kind, at=at, metadata=dict(metadata), lineage={"turn_event": turn})
+            vector = vector_of.get(decision.text)
+            if vector is None:
+                vector = self.embedder.embed_one(decision.text)
+            batch.add(record, vector, payload=payload)
+            return {"id": record.id, "memory": record.text, "event": "ADD"}
+        if event is Event.NONE:
+            return None
+        current = self.store.get(decision.target_id)  # type: ignore[arg-type]
+        if current is None or current.status.value != "active":
+            return None
+        if event is Event.UPDATE:
+            vector = vector_of.get(decision.text)
+            if vector is None:
+                vector = self.embedder.embed_one(decision.text)
+            merged_meta = {**current.metadata, **metadata}
+            updated = current.copy(
+                text=decision.text,
+                search_text=decision.text,
+                content_hash=content_hash(decision.text),
+                updated_at=max(at, current.created_at),
+                metadata=merged_meta,
+                lineage={**current.lineage, "updated_by_turn": turn},
+            )
+            batch.update(updated, vector, old_text=current.text, payload=payload)
+            return {"id": current.id, "memory": decision.text, "event": "UPDATE", "previous_memory": current.text}
+        batch.delete(current, payload=payload)
+        return {"id": current.id, "memory": current.text, "event": "DELETE"}
+
+
+__all__ = ["Ingestor", "make_record", "new_id"]

@@ -1,0 +1,1 @@
+"""Pure rules: text normalisation, fusion, filters, validity and ranking. No I/O."""

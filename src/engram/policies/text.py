@@ -1,0 +1,68 @@
+"""Text normalisation shared by hashing, full-text queries and the embedders."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+
+# Words that carry no retrieval signal, English and German. Kept small on purpose:
+# BM25's idf already discounts common words; this list only stops questions like
+# "what are my ..." from matching every memory that contains "are".
+STOPWORDS = frozenset(
+    """
+    a an and are as at be been being but by can could did do does doing for from had has
+    have having he her hers him his how i i'm if in into is it its itself me my myself no
+    nor not of off on once only or our ours out over own same she should so some such than
+    that the their theirs them then there these they this those to too under until up very
+    was we were what when where which while who whom why will with would you your yours
+    yourself am any about again all also just more most other s t don
+    der die das ein eine einen einem eines und oder ist sind war bin bist mein meine meinen
+    ich du er sie es wir ihr nicht zu mit von im in auf für dem den des was wie wer wo
+    """.split()
+)
+
+
+def normalize(text: str) -> str:
+    """Case-, width- and whitespace-insensitive form used for content hashes."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = _SPACE.sub(" ", text).strip()
+    return text.rstrip(" .!?;:")
+
+
+def content_hash(text: str) -> str:
+    """A stable hash of the normalised text: equal for trivially different copies."""
+    return hashlib.blake2b(normalize(text).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens."""
+    return [w.casefold() for w in _WORD.findall(unicodedata.normalize("NFKC", text))]
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct content words of a query, in order, stop words removed.
+
+    Falls back to all words when the query is made only of stop words, so that
+    "who am I" still searches for something.
+    """
+    tokens = words(text)
+    kept = [t for t in tokens if t not in STOPWORDS]
+    seen: dict[str, None] = {}
+    for t in kept or tokens:
+        seen.setdefault(t, None)
+    return list(seen)
+
+
+def stable_token(prefix: str, value: str) -> str:
+    """A full-text-safe token naming ``value``: a letter then digits.
+
+    Digits only after the prefix, so neither the unicode61 tokenizer (which splits
+    on punctuation) nor the porter stemmer (which only strips letter suffixes) can
+    alter it.
+    """
+    digest = hashlib.blake2b(value.encode("utf-8"), digest_size=8).digest()
+    return f"{prefix}{int.from_bytes(digest, 'big')}"

@@ -1,0 +1,169 @@
+"""The storage contract every backend implements.
+
+A store is the system of record: memories, their vectors and the append-only event
+log, with a full-text index and a vector index that can always be rebuilt from it.
+Writes happen inside :meth:`Store.transaction`, whose :class:`Batch` writes every
+change together with its event, so a change never exists without its event and an
+event never exists without its change.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..model import EventRecord, MemoryRecord, Scope, Status
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeFilter:
+    """Which memories a call may see: ids left as None match any value.
+
+    ``tenant_id`` always applies. At least one of user/agent/run is set for every
+    public call, so no call ever spans all users by accident.
+    """
+
+    tenant_id: str = ""
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+    def matches(self, scope: Scope) -> bool:
+        return (
+            scope.tenant_id == self.tenant_id
+            and (self.user_id is None or scope.user_id == self.user_id)
+            and (self.agent_id is None or scope.agent_id == self.agent_id)
+            and (self.run_id is None or scope.run_id == self.run_id)
+        )
+
+
+class Batch(abc.ABC):
+    """The writes of one transaction. Each method also appends its event."""
+
+    @abc.abstractmethod
+    def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None: ...
+
+    @abc.abstractmethod
+    def update(
+        self,
+        record: MemoryRecord,
+        vector: np.ndarray | None,
+        *,
+        old_text: str,
+        op: str = "update",
+        actor: str = "",
+        payload: dict[str, Any] | None = None,
+    ) -> None:
+        """Replace a stored memory's fields with ``record``'s (same id)."""
+
+    @abc.abstractmethod
+    def delete(self, record: MemoryRecord, *, op: str = "delete", actor: str = "", payload: dict[str, Any] | None = None) -> None:
+        """Mark a memory deleted; it leaves every index but its history stays."""
+
+    @abc.abstractmethod
+    def find_active_hash(self, scope: Scope, content_hash: str) -> str | None:
+        """The id of an active memory of the same space with this content hash.
+
+        Read inside the transaction, so two writers adding the same text cannot
+        both miss each other."""
+
+    @abc.abstractmethod
+    def event(
+        self,
+        op: str,
+        scope: Scope,
+        *,
+        memory_id: str | None = None,
+        old_text: str | None = None,
+        new_text: str | None = None,
+        actor: str = "",
+        payload: dict[str, Any] | None = None,
+    ) -> int:
+        """Append an event that goes with no memory row change (a turn, a run)."""
+
+
+class Store(abc.ABC):
+    """A backend: SQLite (embedded, default) or PostgreSQL."""
+
+    @abc.abstractmethod
+    def transaction(self) -> AbstractContextManager[Batch]: ...
+
+    # embedder identity ---------------------------------------------------------
+    @abc.abstractmethod
+    def embedder_identity(self) -> tuple[str, int] | None: ...
+
+    @abc.abstractmethod
+    def set_embedder_identity(self, name: str, dim: int) -> None: ...
+
+    # reads ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def get(self, memory_id: str) -> MemoryRecord | None: ...
+
+    @abc.abstractmethod
+    def get_many(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]: ...
+
+    @abc.abstractmethod
+    def list(
+        self,
+        scope: ScopeFilter,
+        *,
+        limit: int | None = None,
+        cutoff: float | None = None,
+        now: float | None = None,
+        status: Status = Status.ACTIVE,
+    ) -> list[MemoryRecord]:
+        """Memories of the scope, newest first."""
+
+    @abc.abstractmethod
+    def find_by_hash(self, scope: ScopeFilter, content_hash: str) -> list[MemoryRecord]: ...
+
+    @abc.abstractmethod
+    def vector_search(
+        self, scope: ScopeFilter, vector: np.ndarray, *, k: int | None, cutoff: float | None, now: float
+    ) -> list[tuple[str, float]]:
+        """``(memory_id, cosine)`` of active, valid memories, best first."""
+
+    @abc.abstractmethod
+    def text_search(
+        self, scope: ScopeFilter, terms: Sequence[str], *, k: int, cutoff: float | None, now: float
+    ) -> list[tuple[str, float]]:
+        """``(memory_id, bm25)`` of active, valid memories matching any term, best first."""
+
+    @abc.abstractmethod
+    def history(self, memory_id: str) -> list[EventRecord]: ...
+
+    @abc.abstractmethod
+    def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None) -> list[EventRecord]: ...
+
+    @abc.abstractmethod
+    def stats(self) -> dict[str, Any]: ...
+
+    # access clock ----------------------------------------------------------------
+    @abc.abstractmethod
+    def touch(self, records: Sequence[MemoryRecord], *, query: str = "") -> None:
+        """Record one retrieval in each space of ``records``: the space's access
+        clock advances by one and each record's class component is touched."""
+
+    @abc.abstractmethod
+    def access_clock(self, scope: Scope) -> int: ...
+
+    # maintenance -------------------------------------------------------------------
+    @abc.abstractmethod
+    def reindex(self, embed: Callable[[list[str]], np.ndarray] | None = None, *, name: str | None = None, dim: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Rebuild the full-text index and the in-memory vector index from the store;
+        with ``embed``, re-embed every active memory and record the new identity."""
+
+    @abc.abstractmethod
+    def reset(self) -> None:
+        """Remove every memory, vector and event."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def iter_all(self, scope: ScopeFilter) -> Iterator[MemoryRecord]:
+        yield from self.list(scope)

@@ -1,0 +1,112 @@
+"""Versioned schema of the SQLite store.
+
+Each entry of :data:`MIGRATIONS` moves a store from version ``n - 1`` to ``n``.
+They run in one transaction each, in order, when a store is opened; a store from a
+newer Engram is refused instead of being half-understood.
+"""
+
+from __future__ import annotations
+
+V1 = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE spaces (
+    id           INTEGER PRIMARY KEY,
+    tenant_id    TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    agent_id     TEXT NOT NULL,
+    access_clock INTEGER NOT NULL DEFAULT 0,
+    generation   INTEGER NOT NULL DEFAULT 0,
+    created_at   REAL NOT NULL,
+    UNIQUE (tenant_id, user_id, agent_id)
+);
+CREATE TABLE memories (
+    id            TEXT NOT NULL UNIQUE,
+    space_id      INTEGER NOT NULL REFERENCES spaces(id),
+    run_id        TEXT NOT NULL DEFAULT '',
+    scope_key     TEXT NOT NULL,
+    text          TEXT NOT NULL,
+    search_text   TEXT NOT NULL,
+    kind          TEXT NOT NULL,
+    memory_class  TEXT NOT NULL,
+    topic         TEXT NOT NULL DEFAULT '',
+    concept       TEXT NOT NULL DEFAULT '',
+    section       TEXT NOT NULL DEFAULT '',
+    tags          TEXT NOT NULL DEFAULT '[]',
+    helpful       INTEGER NOT NULL DEFAULT 0,
+    harmful       INTEGER NOT NULL DEFAULT 0,
+    strengths     TEXT NOT NULL DEFAULT '{}',
+    last_access   TEXT NOT NULL DEFAULT '{}',
+    access_count  INTEGER NOT NULL DEFAULT 0,
+    importance    REAL NOT NULL DEFAULT 0.5,
+    energy        REAL NOT NULL DEFAULT 1.0,
+    tier          TEXT NOT NULL DEFAULT 'working',
+    created_at    REAL NOT NULL,
+    updated_at    REAL,
+    valid_to      REAL,
+    content_hash  TEXT NOT NULL,
+    metadata      TEXT NOT NULL DEFAULT '{}',
+    lineage       TEXT NOT NULL DEFAULT '{}',
+    status        TEXT NOT NULL DEFAULT 'active'
+);
+CREATE INDEX memories_space ON memories (space_id, status, created_at);
+CREATE INDEX memories_hash ON memories (space_id, content_hash);
+CREATE TABLE embeddings (
+    memory_rowid INTEGER PRIMARY KEY,
+    space_id     INTEGER NOT NULL,
+    vector       BLOB NOT NULL
+);
+CREATE INDEX embeddings_space ON embeddings (space_id);
+CREATE TABLE events (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts        REAL NOT NULL,
+    op        TEXT NOT NULL,
+    space_id  INTEGER,
+    memory_id TEXT,
+    run_id    TEXT NOT NULL DEFAULT '',
+    actor     TEXT NOT NULL DEFAULT '',
+    old_text  TEXT,
+    new_text  TEXT,
+    payload   TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_memory ON events (memory_id, seq);
+CREATE INDEX events_space ON events (space_id, seq);
+-- The log is append-only: rewriting history is refused by the database itself.
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+"""
+
+# Version 2 adds the BM25 full-text index, kept in step with the memories table by
+# triggers (so it can never drift from the rows it indexes) and filled from the
+# memories a version-1 store already holds.
+V2 = """
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    search_text, scope_key,
+    content='memories', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories WHEN new.status = 'active'
+BEGIN
+    INSERT INTO memories_fts (rowid, search_text, scope_key)
+    VALUES (new.rowid, new.search_text, new.scope_key);
+END;
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories WHEN old.status = 'active'
+BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, search_text, scope_key)
+    VALUES ('delete', old.rowid, old.search_text, old.scope_key);
+END;
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF search_text, scope_key, status ON memories
+BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, search_text, scope_key)
+    SELECT 'delete', old.rowid, old.search_text, old.scope_key WHERE old.status = 'active';
+    INSERT INTO memories_fts (rowid, search_text, scope_key)
+    SELECT new.rowid, new.search_text, new.scope_key WHERE new.status = 'active';
+END;
+INSERT INTO memories_fts (rowid, search_text, scope_key)
+SELECT rowid, search_text, scope_key FROM memories WHERE status = 'active';
+"""
+
+MIGRATIONS: list[str] = [V1, V2]
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,701 @@
+"""The embedded SQLite backend: one file, WAL, real transactions.
+
+Durability: every committed transaction is fsynced (``synchronous=FULL``), so a
+write that returned survives a crash or power loss. Retrieval bookkeeping (the
+access clock and per-memory touches) is the one exception: it is buffered and
+written with the next write transaction, on :meth:`close`, or every few dozen
+searches, because making every search an fsynced write would cost more than the
+search itself; a crash loses at most that buffer, never a memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import CorruptStoreError, StoreError
+from ..model import EventRecord, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
+from ..policies.text import stable_token
+from .base import Batch, ScopeFilter, Store
+from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .vector_index import Row, SpaceIndex
+
+_COLUMNS = (
+    "m.id, m.run_id, m.text, m.search_text, m.kind, m.memory_class, m.topic, m.concept, "
+    "m.section, m.tags, m.helpful, m.harmful, m.strengths, m.last_access, m.access_count, "
+    "m.importance, m.energy, m.tier, m.created_at, m.updated_at, m.valid_to, "
+    "m.content_hash, m.metadata, m.lineage, m.status, s.tenant_id, s.user_id, s.agent_id"
+)
+_FROM = "FROM memories m JOIN spaces s ON s.id = m.space_id"
+_TOUCH_FLUSH_EVERY = 32
+
+
+def scope_key(scope: Scope) -> str:
+    """The full-text tokens that let BM25 queries stay inside a scope."""
+    return " ".join(
+        stable_token(prefix, value)
+        for prefix, value in (
+            ("t", scope.tenant_id),
+            ("u", scope.user_id),
+            ("a", scope.agent_id),
+            ("r", scope.run_id),
+        )
+    )
+
+
+def _row_to_record(row: sqlite3.Row | tuple) -> MemoryRecord:
+    return MemoryRecord(
+        id=row[0],
+        scope=Scope(tenant_id=row[25], user_id=row[26], agent_id=row[27], run_id=row[1]),
+        text=row[2],
+        search_text=row[3],
+        kind=Kind(row[4]),
+        memory_class=MemoryClass(row[5]),
+        topic=row[6],
+        concept=row[7],
+        section=row[8],
+        tags=json.loads(row[9]),
+        helpful=row[10],
+        harmful=row[11],
+        strengths=json.loads(row[12]),
+        last_access=json.loads(row[13]),
+        access_count=row[14],
+        importance=row[15],
+        energy=row[16],
+        tier=Tier(row[17]),
+        created_at=row[18],
+        updated_at=row[19],
+        valid_to=row[20],
+        content_hash=row[21],
+        metadata=json.loads(row[22]),
+        lineage=json.loads(row[23]),
+        status=Status(row[24]),
+    )
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _record_values(record: MemoryRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "run_id": record.scope.run_id,
+        "scope_key": scope_key(record.scope),
+        "text": record.text,
+        "search_text": record.search_text or record.text,
+        "kind": record.kind.value,
+        "memory_class": record.memory_class.value,
+        "topic": record.topic,
+        "concept": record.concept,
+        "section": record.section,
+        "tags": _dumps(record.tags),
+        "helpful": record.helpful,
+        "harmful": record.harmful,
+        "strengths": _dumps(record.strengths),
+        "last_access": _dumps(record.last_access),
+        "access_count": record.access_count,
+        "importance": record.importance,
+        "energy": record.energy,
+        "tier": record.tier.value,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "valid_to": record.valid_to,
+        "content_hash": record.content_hash,
+        "metadata": _dumps(record.metadata),
+        "lineage": _dumps(record.lineage),
+        "status": record.status.value,
+    }
+
+
+def _effective(record: MemoryRecord) -> float:
+    return record.updated_at if record.updated_at is not None else record.created_at
+
+
+class _SQLiteBatch(Batch):
+    def __init__(self, store: SQLiteStore, conn: sqlite3.Connection) -> None:
+        self._store = store
+        self._conn = conn
+        self.touched_spaces: set[int] = set()
+        # What the in-process vector indexes must learn once the commit succeeded.
+        self.index_upserts: dict[int, list[tuple[Row, np.ndarray]]] = {}
+        self.index_removals: dict[int, list[str]] = {}
+        self.index_times: dict[int, list[tuple[str, float, float | None]]] = {}
+
+    def _space(self, scope: Scope) -> int:
+        space = self._store._space_id(self._conn, scope, create=True)
+        assert space is not None
+        if space not in self.touched_spaces:
+            self.touched_spaces.add(space)
+            self._conn.execute("UPDATE spaces SET generation = generation + 1 WHERE id = ?", (space,))
+        return space
+
+    def _append(self, op: str, space: int | None, scope: Scope, memory_id: str | None, old: str | None, new: str | None, actor: str, payload: dict[str, Any] | None) -> int:
+        cur = self._conn.execute(
+            "INSERT INTO events (ts, op, space_id, memory_id, run_id, actor, old_text, new_text, payload) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (time.time(), op, space, memory_id, scope.run_id, actor, old, new, _dumps(payload or {})),
+        )
+        return int(cur.lastrowid or 0)
+
+    def _write_vector(self, space: int, record: MemoryRecord, vector: np.ndarray) -> None:
+        rowid = self._conn.execute("SELECT rowid FROM memories WHERE id = ?", (record.id,)).fetchone()[0]
+        vec = np.ascontiguousarray(vector, dtype=np.float32)
+        self._conn.execute(
+            "INSERT OR REPLACE INTO embeddings (memory_rowid, space_id, vector) VALUES (?, ?, ?)",
+            (rowid, space, vec.tobytes()),
+        )
+        row = Row(record.id, record.scope.run_id, _effective(record), record.valid_to)
+        self.index_upserts.setdefault(space, []).append((row, vec))
+
+    def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None:
+        space = self._space(record.scope)
+        values = _record_values(record)
+        values["space_id"] = space
+        cols = ", ".join(values)
+        marks = ", ".join(f":{c}" for c in values)
+        try:
+            self._conn.execute(f"INSERT INTO memories ({cols}) VALUES ({marks})", values)
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"memory id already exists: {record.id!r}") from exc
+        if vector is not None and record.status is Status.ACTIVE:
+            self._write_vector(space, record, vector)
+        self._append("add", space, record.scope, record.id, None, record.text, actor, payload)
+
+    def update(self, record: MemoryRecord, vector: np.ndarray | None, *, old_text: str, op: str = "update", actor: str = "", payload: dict[str, Any] | None = None) -> None:
+        space = self._space(record.scope)
+        values = _record_values(record)
+        values["space_id"] = space
+        assignments = ", ".join(f"{c} = :{c}" for c in values if c != "id")
+        cur = self._conn.execute(f"UPDATE memories SET {assignments} WHERE id = :id", values)
+        if cur.rowcount != 1:
+            raise StoreError(f"memory not found for update: {record.id!r}")
+        if record.status is not Status.ACTIVE:
+            self._drop_vector(space, record.id)
+        elif vector is not None:
+            self._write_vector(space, record, vector)
+        else:
+            self.index_times.setdefault(space, []).append((record.id, _effective(record), record.valid_to))
+        self._append(op, space, record.scope, record.id, old_text, record.text, actor, payload)
+
+    def _drop_vector(self, space: int, memory_id: str) -> None:
+        self._conn.execute(
+            "DELETE FROM embeddings WHERE memory_rowid = (SELECT rowid FROM memories WHERE id = ?)",
+            (memory_id,),
+        )
+        self.index_removals.setdefault(space, []).append(memory_id)
+
+    def delete(self, record: MemoryRecord, *, op: str = "delete", actor: str = "", payload: dict[str, Any] | None = None) -> None:
+        space = self._space(record.scope)
+        cur = self._conn.execute(
+            "UPDATE memories SET status = 'deleted', updated_at = ? WHERE id = ? AND status != 'deleted'",
+            (time.time(), record.id),
+        )
+        if cur.rowcount != 1:
+            raise StoreError(f"memory not found for delete: {record.id!r}")
+        self._drop_vector(space, record.id)
+        self._append(op, space, record.scope, record.id, record.text, None, actor, payload)
+
+    def find_active_hash(self, scope: Scope, content_hash: str) -> str | None:
+        row = self._conn.execute(
+            "SELECT m.id FROM memories m JOIN spaces s ON s.id = m.space_id "
+            "WHERE s.tenant_id = ? AND s.user_id = ? AND s.agent_id = ? "
+            "AND m.content_hash = ? AND m.status = 'active' LIMIT 1",
+            (*scope.space, content_hash),
+        ).fetchone()
+        return row[0] if row else None
+
+    def event(self, op: str, scope: Scope, *, memory_id: str | None = None, old_text: str | None = None, new_text: str | None = None, actor: str = "", payload: dict[str, Any] | None = None) -> int:
+        space = self._store._space_id(self._conn, scope, create=True)
+        return self._append(op, space, scope, memory_id, old_text, new_text, actor, payload)
+
+
+class SQLiteStore(Store):
+    """Engram's default store: a single SQLite file (or ``":memory:"``)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            parent = Path(self.path).expanduser().resolve().parent
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store's folder {parent}: {exc}") from exc
+        self._lock = threading.RLock()
+        self._indexes: dict[int, SpaceIndex] = {}
+        self._touch_buffer: dict[int, dict[str, str]] = {}  # space -> memory_id -> class
+        self._touch_counts: dict[int, int] = {}
+        self._touch_events: list[tuple[float, int, str, list[str]]] = []
+        try:
+            self._conn = sqlite3.connect(
+                self.path, timeout=10.0, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = FULL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            if hasattr(self, "_conn"):
+                self._conn.close()
+            raise CorruptStoreError(f"{self.path} is not a readable Engram store: {exc}") from exc
+
+    # schema ----------------------------------------------------------------------
+    def schema_version(self) -> int:
+        has_meta = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        if not has_meta:
+            others = self._conn.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+            ).fetchone()[0]
+            if others:
+                raise CorruptStoreError(f"{self.path} is a SQLite database but not an Engram store")
+            return 0
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self, target: int = SCHEMA_VERSION) -> None:
+        current = self.schema_version()
+        if current > SCHEMA_VERSION:
+            raise CorruptStoreError(
+                f"{self.path} has schema version {current}, newer than this Engram "
+                f"understands ({SCHEMA_VERSION}); upgrade engram"
+            )
+        for version in range(current + 1, target + 1):
+            with self._write() as conn:
+                # executescript would commit on its own; run statement by statement
+                # so a failing migration rolls back whole.
+                for statement in _split_sql(MIGRATIONS[version - 1]):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(version),),
+                )
+
+    # transactions ----------------------------------------------------------------
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    @contextmanager
+    def transaction(self) -> Iterator[Batch]:
+        with self._lock:
+            try:
+                with self._write() as conn:
+                    self._flush_touches(conn)
+                    batch = _SQLiteBatch(self, conn)
+                    yield batch
+                    generations = self._generations(conn, batch.touched_spaces)
+            except sqlite3.DatabaseError as exc:
+                self._indexes.clear()
+                raise StoreError(f"write to {self.path} failed: {exc}") from exc
+            self._apply_to_indexes(batch, generations)
+
+    def _generations(self, conn: sqlite3.Connection, spaces: set[int]) -> dict[int, int]:
+        if not spaces:
+            return {}
+        marks = ",".join("?" * len(spaces))
+        rows = conn.execute(f"SELECT id, generation FROM spaces WHERE id IN ({marks})", tuple(spaces))
+        return dict(rows.fetchall())
+
+    def _apply_to_indexes(self, batch: _SQLiteBatch, generations: dict[int, int]) -> None:
+        """Bring in-process indexes up to date without reloading them.
+
+        An index is only patched when it was current before this transaction (its
+        generation is exactly one behind); otherwise another process wrote too, and
+        the index is dropped to be reloaded on the next search.
+        """
+        for space, generation in generations.items():
+            index = self._indexes.get(space)
+            if index is None:
+                continue
+            if index.generation != generation - 1:
+                del self._indexes[space]
+                continue
+            upserts = batch.index_upserts.get(space, [])
+            if upserts:
+                index.upsert([r for r, _ in upserts], np.vstack([v for _, v in upserts]))
+            if space in batch.index_removals:
+                index.remove(batch.index_removals[space])
+            for memory_id, effective, valid_to in batch.index_times.get(space, []):
+                index.set_times(memory_id, effective, valid_to)
+            index.generation = generation
+
+    # spaces ----------------------------------------------------------------------
+    def _space_id(self, conn: sqlite3.Connection, scope: Scope, *, create: bool) -> int | None:
+        row = conn.execute(
+            "SELECT id FROM spaces WHERE tenant_id = ? AND user_id = ? AND agent_id = ?", scope.space
+        ).fetchone()
+        if row:
+            return int(row[0])
+        if not create:
+            return None
+        cur = conn.execute(
+            "INSERT INTO spaces (tenant_id, user_id, agent_id, created_at) VALUES (?, ?, ?, ?)",
+            (*scope.space, time.time()),
+        )
+        return int(cur.lastrowid or 0)
+
+    def _spaces(self, scope: ScopeFilter) -> list[tuple[int, int]]:
+        """``(space_id, generation)`` of every space the filter can see."""
+        sql = "SELECT id, generation FROM spaces WHERE tenant_id = ?"
+        args: list[Any] = [scope.tenant_id]
+        if scope.user_id is not None:
+            sql += " AND user_id = ?"
+            args.append(scope.user_id)
+        if scope.agent_id is not None:
+            sql += " AND agent_id = ?"
+            args.append(scope.agent_id)
+        return [(int(a), int(b)) for a, b in self._conn.execute(sql, args).fetchall()]
+
+    # embedder identity -----------------------------------------------------------
+    def embedder_identity(self) -> tuple[str, int] | None:
+        with self._lock:
+            rows = dict(
+                self._conn.execute(
+                    "SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')"
+                ).fetchall()
+            )
+        if "embedder_name" not in rows:
+            return None
+        return rows["embedder_name"], int(rows["embedder_dim"])
+
+    def set_embedder_identity(self, name: str, dim: int) -> None:
+        with self._write() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_name', ?)", (name,))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
+
+    # reads -----------------------------------------------------------------------
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        with self._lock:
+            row = self._conn.execute(f"SELECT {_COLUMNS} {_FROM} WHERE m.id = ?", (memory_id,)).fetchone()
+        return _row_to_record(row) if row else None
+
+    def get_many(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        out: dict[str, MemoryRecord] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for row in self._conn.execute(f"SELECT {_COLUMNS} {_FROM} WHERE m.id IN ({marks})", chunk):
+                    out[row[0]] = _row_to_record(row)
+        return out
+
+    def _scope_sql(self, scope: ScopeFilter) -> tuple[str, list[Any]]:
+        sql = "s.tenant_id = ?"
+        args: list[Any] = [scope.tenant_id]
+        for column, value in (("s.user_id", scope.user_id), ("s.agent_id", scope.agent_id), ("m.run_id", scope.run_id)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                args.append(value)
+        return sql, args
+
+    def list(self, scope: ScopeFilter, *, limit: int | None = None, cutoff: float | None = None, now: float | None = None, status: Status = Status.ACTIVE) -> list[MemoryRecord]:
+        where, args = self._scope_sql(scope)
+        where += " AND m.status = ?"
+        args.append(status.value)
+        if cutoff is not None:
+            where += " AND COALESCE(m.updated_at, m.created_at) >= ?"
+            args.append(cutoff)
+        if now is not None:
+            where += " AND (m.valid_to IS NULL OR m.valid_to > ?)"
+            args.append(now)
+        sql = f"SELECT {_COLUMNS} {_FROM} WHERE {where} ORDER BY m.created_at DESC, m.rowid DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        with self._lock:
+            return [_row_to_record(r) for r in self._conn.execute(sql, args)]
+
+    def find_by_hash(self, scope: ScopeFilter, content_hash: str) -> list[MemoryRecord]:
+        where, args = self._scope_sql(scope)
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} {_FROM} WHERE {where} AND m.status = 'active' AND m.content_hash = ?",
+                (*args, content_hash),
+            ).fetchall()
+        return [_row_to_record(r) for r in rows]
+
+    def count(self, scope: ScopeFilter) -> int:
+        where, args = self._scope_sql(scope)
+        with self._lock:
+            return int(self._conn.execute(f"SELECT count(*) {_FROM} WHERE {where} AND m.status = 'active'", args).fetchone()[0])
+
+    # vector search -----------------------------------------------------------------
+    def _index(self, space: int, generation: int) -> SpaceIndex | None:
+        index = self._indexes.get(space)
+        if index is not None and index.generation == generation:
+            return index
+        identity = self.embedder_identity()
+        if identity is None:
+            return None
+        index = SpaceIndex(identity[1], generation)
+        rows = self._conn.execute(
+            "SELECT m.id, m.run_id, COALESCE(m.updated_at, m.created_at), m.valid_to, e.vector "
+            "FROM embeddings e JOIN memories m ON m.rowid = e.memory_rowid "
+            "WHERE e.space_id = ? AND m.status = 'active'",
+            (space,),
+        ).fetchall()
+        if rows:
+            vectors = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+            if vectors.shape[1] != identity[1]:
+                raise CorruptStoreError(
+                    f"{self.path}: stored vectors have {vectors.shape[1]} dims, the store says {identity[1]}; run `engram reindex`"
+                )
+            index.upsert([Row(r[0], r[1], r[2], r[3]) for r in rows], vectors)
+        self._indexes[space] = index
+        return index
+
+    def vector_search(self, scope: ScopeFilter, vector: np.ndarray, *, k: int | None, cutoff: float | None, now: float) -> list[tuple[str, float]]:
+        with self._lock:
+            hits: list[tuple[str, float]] = []
+            spaces = self._spaces(scope)
+            for space, generation in spaces:
+                index = self._index(space, generation)
+                if index is not None:
+                    hits.extend(index.search(vector, k=k, run_id=scope.run_id, cutoff=cutoff, now=now))
+        if len(spaces) > 1:
+            hits.sort(key=lambda h: -h[1])
+            if k is not None:
+                hits = hits[:k]
+        return hits
+
+    def text_search(self, scope: ScopeFilter, terms: Sequence[str], *, k: int, cutoff: float | None, now: float) -> list[tuple[str, float]]:
+        if not terms:
+            return []
+        scope_terms = [stable_token("t", scope.tenant_id)]
+        for prefix, value in (("u", scope.user_id), ("a", scope.agent_id), ("r", scope.run_id)):
+            if value is not None:
+                scope_terms.append(stable_token(prefix, value))
+        words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        match = "scope_key : (" + " AND ".join(scope_terms) + ") AND search_text : (" + words + ")"
+        sql = (
+            "SELECT m.id, bm25(memories_fts, 1.0, 0.0) AS rank FROM memories_fts "
+            "JOIN memories m ON m.rowid = memories_fts.rowid "
+            "WHERE memories_fts MATCH ? AND (m.valid_to IS NULL OR m.valid_to > ?)"
+        )
+        args: list[Any] = [match, now]
+        if cutoff is not None:
+            sql += " AND COALESCE(m.updated_at, m.created_at) >= ?"
+            args.append(cutoff)
+        sql += " ORDER BY rank LIMIT ?"
+        args.append(k)
+        with self._lock:
+            try:
+                rows = self._conn.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"full-text search failed for terms {list(terms)!r}: {exc}") from exc
+        # FTS5's bm25() is negative (lower is better); report the usual positive form.
+        return [(r[0], -float(r[1])) for r in rows]
+
+    # history -----------------------------------------------------------------------
+    def _events(self, where: str, args: Sequence[Any], limit: int | None = None) -> list[EventRecord]:
+        sql = (
+            "SELECT e.seq, e.ts, e.op, e.memory_id, e.run_id, e.actor, e.old_text, e.new_text, "
+            "e.payload, s.tenant_id, s.user_id, s.agent_id FROM events e "
+            f"LEFT JOIN spaces s ON s.id = e.space_id WHERE {where} ORDER BY e.seq"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        return [
+            EventRecord(
+                seq=r[0], ts=r[1], op=r[2], memory_id=r[3],
+                scope=Scope(r[9] or "", r[10] or "", r[11] or "", r[4]),
+                actor=r[5], old_text=r[6], new_text=r[7], payload=json.loads(r[8]),
+            )
+            for r in rows
+        ]
+
+    def history(self, memory_id: str) -> list[EventRecord]:
+        return self._events("e.memory_id = ?", (memory_id,))
+
+    def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None) -> list[EventRecord]:
+        where, args = "e.seq > ?", [since]
+        if scope is not None:
+            where += " AND s.tenant_id = ?"
+            args.append(scope.tenant_id)
+            for column, value in (("s.user_id", scope.user_id), ("s.agent_id", scope.agent_id), ("e.run_id", scope.run_id)):
+                if value is not None:
+                    where += f" AND {column} = ?"
+                    args.append(value)
+        if ops:
+            where += f" AND e.op IN ({','.join('?' * len(ops))})"
+            args.extend(ops)
+        return self._events(where, args, limit)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            q = self._conn.execute
+            by_status = dict(q("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
+            by_kind = dict(q("SELECT kind, count(*) FROM memories WHERE status = 'active' GROUP BY kind").fetchall())
+            identity = self.embedder_identity()
+            return {
+                "path": self.path,
+                "schema_version": self.schema_version(),
+                "memories": by_status.get("active", 0),
+                "deleted": by_status.get("deleted", 0),
+                "archived": by_status.get("archived", 0),
+                "by_kind": by_kind,
+                "users": q("SELECT count(DISTINCT user_id) FROM spaces WHERE user_id != ''").fetchone()[0],
+                "spaces": q("SELECT count(*) FROM spaces").fetchone()[0],
+                "events": q("SELECT count(*) FROM events").fetchone()[0],
+                "embedder": identity[0] if identity else None,
+                "dim": identity[1] if identity else None,
+                "size_bytes": os.path.getsize(self.path) if self.path != ":memory:" else None,
+            }
+
+    # access clock --------------------------------------------------------------------
+    def touch(self, records: Sequence[MemoryRecord], *, query: str = "") -> None:
+        if not records:
+            return
+        with self._lock:
+            by_space: dict[tuple[str, str, str], list[MemoryRecord]] = {}
+            for r in records:
+                by_space.setdefault(r.scope.space, []).append(r)
+            for space_key_, recs in by_space.items():
+                space = self._space_id(self._conn, recs[0].scope, create=False)
+                if space is None:
+                    continue
+                self._touch_counts[space] = self._touch_counts.get(space, 0) + 1
+                buf = self._touch_buffer.setdefault(space, {})
+                for r in recs:
+                    buf[r.id] = r.memory_class.value
+                self._touch_events.append((time.time(), space, query, [r.id for r in recs]))
+            if len(self._touch_events) >= _TOUCH_FLUSH_EVERY:
+                with self._write() as conn:
+                    self._flush_touches(conn)
+
+    def _flush_touches(self, conn: sqlite3.Connection) -> None:
+        """Write buffered retrievals: clock advance, per-memory touch, retrieve events.
+
+        Each memory's class component records the clock value after the retrieval
+        that touched it last (all buffered retrievals collapse to the final value,
+        which is what the decay formula needs: accesses *since* the last touch).
+        """
+        if not self._touch_events:
+            return
+        for space, count in self._touch_counts.items():
+            conn.execute("UPDATE spaces SET access_clock = access_clock + ? WHERE id = ?", (count, space))
+            clock = conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0]
+            for memory_id, cls in self._touch_buffer.get(space, {}).items():
+                conn.execute(
+                    "UPDATE memories SET access_count = access_count + 1, "
+                    "last_access = json_set(last_access, '$.' || ?, ?) WHERE id = ?",
+                    (cls, clock, memory_id),
+                )
+        conn.executemany(
+            "INSERT INTO events (ts, op, space_id, payload) VALUES (?, 'retrieve', ?, ?)",
+            [(ts, space, _dumps({"query": q, "ids": ids})) for ts, space, q, ids in self._touch_events],
+        )
+        self._touch_buffer.clear()
+        self._touch_counts.clear()
+        self._touch_events.clear()
+
+    def access_clock(self, scope: Scope) -> int:
+        with self._lock:
+            space = self._space_id(self._conn, scope, create=False)
+            if space is None:
+                return 0
+            stored = self._conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0]
+            return int(stored) + self._touch_counts.get(space, 0)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._touch_events:
+                with self._write() as conn:
+                    self._flush_touches(conn)
+
+    # maintenance -------------------------------------------------------------------
+    def reindex(self, embed: Callable[[list[str]], np.ndarray] | None = None, *, name: str | None = None, dim: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        with self._lock:
+            self.flush()
+            self._indexes.clear()
+            with self._write() as conn:
+                conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+            re_embedded = 0
+            if embed is not None:
+                rows = self._conn.execute(
+                    "SELECT rowid, space_id, search_text FROM memories WHERE status = 'active' ORDER BY rowid"
+                ).fetchall()
+                with self._write() as conn:
+                    conn.execute("DELETE FROM embeddings")
+                    for start in range(0, len(rows), 256):
+                        chunk = rows[start : start + 256]
+                        vectors = np.asarray(embed([r[2] for r in chunk]), dtype=np.float32)
+                        conn.executemany(
+                            "INSERT INTO embeddings (memory_rowid, space_id, vector) VALUES (?, ?, ?)",
+                            [(r[0], r[1], vectors[i].tobytes()) for i, r in enumerate(chunk)],
+                        )
+                        re_embedded += len(chunk)
+                        if progress:
+                            progress(re_embedded, len(rows))
+                    if name is not None and dim is not None:
+                        conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_name', ?)", (name,))
+                        conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
+                    conn.execute("INSERT INTO events (ts, op, payload) VALUES (?, 'reindex', ?)", (time.time(), _dumps({"embedder": name, "re_embedded": re_embedded})))
+            indexed = self._conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0]
+            return {"indexed": int(indexed), "re_embedded": re_embedded}
+
+    def reset(self) -> None:
+        with self._lock:
+            self._touch_buffer.clear()
+            self._touch_counts.clear()
+            self._touch_events.clear()
+            with self._write() as conn:
+                conn.execute("DROP TRIGGER IF EXISTS events_no_update")
+                for table in ("embeddings", "memories", "events", "spaces"):
+                    conn.execute(f"DELETE FROM {table}")
+                conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
+                conn.execute("DELETE FROM sqlite_sequence WHERE name = 'events'")
+                conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
+                conn.execute(
+                    "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
+                    "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"
+                )
+            self._indexes.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            if getattr(self, "_conn", None) is None:
+                return
+            try:
+                self.flush()
+            finally:
+                self._conn.close()
+                self._conn = None  # type: ignore[assignment]
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration script into statements, keeping trigger bodies whole."""
+    statements, current = [], []
+    for line in script.splitlines():
+        if line.strip().startswith("--") or not line.strip():
+            continue
+        current.append(line)
+        joined = "\n".join(current)
+        if sqlite3.complete_statement(joined):
+            statements.append(joined.strip())
+            current = []
+    if current:
+        statements.append("\n".join(current).strip())
+    return statements
