@@ -26,7 +26,7 @@ from .pipelines.ingest import Ingestor
 from .policies.filters import compile_filters
 from .policies.fusion import reciprocal_rank_fusion
 from .policies.ranking import RankContext, RankingPolicy
-from .policies.text import content_hash, query_terms
+from .policies.text import content_hash
 from .policies.validity import is_valid, validity_cutoff
 from .roles.base import Extractor, Reconciler
 from .store.base import ScopeFilter, Store
@@ -212,7 +212,7 @@ class Memory:
         conf = self.config.retrieval
         pool = max(conf.candidates, 4 * limit)
         vector_hits = self.store.vector_search(scope, self._query_vector(query), k=None if predicate else pool, cutoff=cutoff, now=now)
-        text_hits = self.store.text_search(scope, query_terms(query), k=pool * 4 if predicate else pool, cutoff=cutoff, now=now)
+        text_hits = self.store.text_search(scope, query, k=pool * 4 if predicate else pool, cutoff=cutoff, now=now)
         fused = reciprocal_rank_fusion(
             {"vector": [m for m, _ in vector_hits], "text": [m for m, _ in text_hits]},
             {"vector": conf.vector_weight, "text": conf.text_weight},
@@ -221,15 +221,18 @@ class Memory:
         ordered = sorted(fused, key=lambda mid: -fused[mid])
         similarity = dict(vector_hits)
         candidates: list[tuple[MemoryRecord, float]] = []
-        # Fetch in ranked chunks; with a filter, keep reading until the pool is full.
-        for start in range(0, len(ordered), pool):
-            chunk = ordered[start : start + pool]
+        # Ranking terms may reorder the pool, so they need all of it; with no terms
+        # only the first ``limit`` records are ever shown. With a filter, keep
+        # reading ranked chunks until enough records pass it.
+        step = pool if (predicate is not None or self.ranking.terms) else limit
+        for start in range(0, len(ordered), step):
+            chunk = ordered[start : start + step]
             records = self.store.get_many(chunk)
             for mid in chunk:
                 record = records.get(mid)
                 if record is not None and (predicate is None or predicate(record)):
                     candidates.append((record, fused[mid]))
-            if len(candidates) >= pool or predicate is None:
+            if predicate is None or len(candidates) >= step:
                 break
         ctx = RankContext(query=query, now=now)
         ranked = self.ranking.rank(candidates, ctx)[:limit]

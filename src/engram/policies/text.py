@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
+from typing import Any
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
@@ -66,3 +68,23 @@ def stable_token(prefix: str, value: str) -> str:
     """
     digest = hashlib.blake2b(value.encode("utf-8"), digest_size=8).digest()
     return f"{prefix}{int.from_bytes(digest, 'big')}"
+
+
+@functools.lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    return _stemmer().stemWord(word)
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+def index_terms(text: str) -> list[str]:
+    """The BM25 terms of a text: lower-cased words, stop words dropped, stemmed.
+
+    "preferences" and "prefer" meet; "I", "the" and "are" never count.
+    """
+    return [_stem(w) for w in words(text) if w not in STOPWORDS]

@@ -130,9 +130,10 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def text_search(
-        self, scope: ScopeFilter, terms: Sequence[str], *, k: int, cutoff: float | None, now: float
+        self, scope: ScopeFilter, query: str, *, k: int, cutoff: float | None, now: float
     ) -> list[tuple[str, float]]:
-        """``(memory_id, bm25)`` of active, valid memories matching any term, best first."""
+        """``(memory_id, bm25)`` of active, valid memories sharing a term with ``query``,
+        best first. The backend tokenises ``query`` the way its index does."""
 
     @abc.abstractmethod
     def history(self, memory_id: str) -> list[EventRecord]: ...

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import CorruptStoreError, StoreError
 from ..model import EventRecord, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
-from ..policies.text import stable_token
+from ..policies.text import index_terms, query_terms, stable_token
 from .base import Batch, ScopeFilter, Store
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .vector_index import Row, SpaceIndex
@@ -154,7 +154,7 @@ class _SQLiteBatch(Batch):
             "INSERT OR REPLACE INTO embeddings (memory_rowid, space_id, vector) VALUES (?, ?, ?)",
             (rowid, space, vec.tobytes()),
         )
-        row = Row(record.id, record.scope.run_id, _effective(record), record.valid_to)
+        row = Row(record.id, record.scope.run_id, _effective(record), record.valid_to, record.search_text or record.text)
         self.index_upserts.setdefault(space, []).append((row, vec))
 
     def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None:
@@ -449,7 +449,7 @@ class SQLiteStore(Store):
             return None
         index = SpaceIndex(identity[1], generation)
         rows = self._conn.execute(
-            "SELECT m.id, m.run_id, COALESCE(m.updated_at, m.created_at), m.valid_to, e.vector "
+            "SELECT m.id, m.run_id, COALESCE(m.updated_at, m.created_at), m.valid_to, e.vector, m.search_text "
             "FROM embeddings e JOIN memories m ON m.rowid = e.memory_rowid "
             "WHERE e.space_id = ? AND m.status = 'active'",
             (space,),
@@ -460,7 +460,7 @@ class SQLiteStore(Store):
                 raise CorruptStoreError(
                     f"{self.path}: stored vectors have {vectors.shape[1]} dims, the store says {identity[1]}; run `engram reindex`"
                 )
-            index.upsert([Row(r[0], r[1], r[2], r[3]) for r in rows], vectors)
+            index.upsert([Row(r[0], r[1], r[2], r[3], r[5]) for r in rows], vectors)
         self._indexes[space] = index
         return index
 
@@ -478,7 +478,22 @@ class SQLiteStore(Store):
                 hits = hits[:k]
         return hits
 
-    def text_search(self, scope: ScopeFilter, terms: Sequence[str], *, k: int, cutoff: float | None, now: float) -> list[tuple[str, float]]:
+    def text_search(self, scope: ScopeFilter, query: str, *, k: int, cutoff: float | None, now: float) -> list[tuple[str, float]]:
+        with self._lock:
+            spaces = self._spaces(scope)
+            if len(spaces) == 1:
+                # The common case, one user's space: BM25 on the in-process index.
+                index = self._index(*spaces[0])
+                if index is None:
+                    return []
+                return index.search_text(index_terms(query), k=k, run_id=scope.run_id, cutoff=cutoff, now=now)
+        if not spaces:
+            return []
+        # A scope spanning many spaces (an agent across all its users, say) asks
+        # the durable FTS5 index instead of loading every space into memory.
+        return self._fts_search(scope, query_terms(query), k=k, cutoff=cutoff, now=now)
+
+    def _fts_search(self, scope: ScopeFilter, terms: Sequence[str], *, k: int, cutoff: float | None, now: float) -> list[tuple[str, float]]:
         if not terms:
             return []
         scope_terms = [stable_token("t", scope.tenant_id)]

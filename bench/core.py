@@ -1,0 +1,140 @@
+"""Core benchmark: add throughput and search latency at 1k, 10k and 100k memories.
+
+Run:  python bench/core.py [--embedder minilm|hashing|both] [--sizes 1000,10000,100000]
+
+For each embedder and size N, in one user's scope of a fresh store:
+- the embedder's own batched throughput on the same texts (the ceiling);
+- bulk add: ``add(list_of_messages, infer=False)`` in calls of 1,000 messages;
+- single add: the rate of 200 one-message ``add(..., infer=False)`` calls made
+  once the store holds N memories (is add cost flat with store size?);
+- search: p50/p95 over 200 queries of the whole ``search()``, of the query
+  embedding alone, and of the engine alone (search with the query vector cached);
+- peak RSS of the process.
+Figures are printed as a Markdown table; paste them into bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+
+from engram import Memory
+from engram.embed import resolve_embedder
+
+WORDS = (
+    "alex likes hiking climbing pasta sushi vegetarian vegan coffee tea oat milk latte works engineer "
+    "teacher nurse doctor berlin paris london tokyo california francisco lives moved started learning "
+    "python rust spanish german guitar piano running swimming yoga cat dog sister brother daughter son "
+    "birthday march april may june project deadline meeting monday friday weekend allergic nuts "
+    "shellfish gluten prefers dark mode music jazz rock novels science fiction history football tennis"
+).split()
+
+
+def sentence(rng: random.Random) -> str:
+    n = rng.randint(6, 14)
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run(embedder_spec: str, size: int, rng: random.Random) -> dict[str, float]:
+    embedder = resolve_embedder(embedder_spec)
+    texts = [sentence(rng) for _ in range(size)]
+    # Warm the model, then measure the embedder's own batched rate on a sample.
+    embedder.embed(texts[:64])
+    sample = texts[: min(size, 2000)]
+    t0 = time.perf_counter()
+    embedder.embed(sample)
+    embed_rate = len(sample) / (time.perf_counter() - t0)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        memory = Memory(os.path.join(tmp, "bench.db"), embedder=embedder)
+        t0 = time.perf_counter()
+        for start in range(0, size, 1000):
+            chunk = [{"role": "user", "content": t} for t in texts[start : start + 1000]]
+            memory.add(chunk, user_id="bench", infer=False)
+        bulk_rate = size / (time.perf_counter() - t0)
+
+        singles = [sentence(rng) for _ in range(200)]
+        t0 = time.perf_counter()
+        for text in singles:
+            memory.add(text, user_id="bench", infer=False)
+        single_rate = len(singles) / (time.perf_counter() - t0)
+
+        queries = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7))) + "?" for _ in range(200)]
+        memory.search(queries[0], user_id="bench")  # load the index once
+        embed_ms, engine_ms, total_ms = [], [], []
+        for q in queries:
+            memory._query_vectors.clear()
+            t0 = time.perf_counter()
+            memory.search(q, user_id="bench", limit=5)
+            total_ms.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            embedder.embed_one(q)
+            embed_ms.append((time.perf_counter() - t0) * 1000)
+            # The query vector is now cached: this call is the engine alone.
+            t0 = time.perf_counter()
+            memory.search(q, user_id="bench", limit=5)
+            engine_ms.append((time.perf_counter() - t0) * 1000)
+        memory.close()
+    return {
+        "embed_rate": embed_rate,
+        "bulk_rate": bulk_rate,
+        "bulk_vs_embed": bulk_rate / embed_rate,
+        "single_rate": single_rate,
+        "search_p50": statistics.median(total_ms),
+        "search_p95": pct(total_ms, 0.95),
+        "embed_p50": statistics.median(embed_ms),
+        "engine_p50": statistics.median(engine_ms),
+        "engine_p95": pct(engine_ms, 0.95),
+        "rss_mb": peak_rss_mb(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--embedder", default="both", choices=["minilm", "hashing", "both"])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    specs = {"minilm": ["sentence-transformers"], "hashing": ["hashing"], "both": ["sentence-transformers", "hashing"]}[args.embedder]
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}")
+    print(f"command: python bench/core.py {' '.join(sys.argv[1:])}")
+    header = (
+        "| embedder | N | embedder batched/s | bulk add/s | bulk/embedder | single add/s | "
+        "search p50 ms | search p95 ms | query embed p50 ms | engine p50 ms | engine p95 ms | peak RSS MB |"
+    )
+    print(header)
+    print("|" + "---|" * header.count("|")[:-1] if False else "|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for spec in specs:
+        rates = {}
+        for size in sizes:
+            r = run(spec, size, random.Random(args.seed))
+            rates[size] = r["single_rate"]
+            print(
+                f"| {spec} | {size:,} | {r['embed_rate']:.0f} | {r['bulk_rate']:.0f} | {r['bulk_vs_embed']:.0%} | "
+                f"{r['single_rate']:.1f} | {r['search_p50']:.2f} | {r['search_p95']:.2f} | {r['embed_p50']:.2f} | "
+                f"{r['engine_p50']:.3f} | {r['engine_p95']:.3f} | {r['rss_mb']:.0f} |",
+                flush=True,
+            )
+        if len(sizes) > 1:
+            print(f"single-add rate at {sizes[-1]:,} vs {sizes[0]:,} ({spec}): {rates[sizes[-1]] / rates[sizes[0]]:.0%}")
+
+
+if __name__ == "__main__":
+    main()
