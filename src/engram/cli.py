@@ -97,12 +97,14 @@ class App:
         else:
             human()
 
-    def table(self, columns: list[tuple[str, dict[str, Any]]], rows: list[list[Any]], *, title: str | None = None) -> None:
+    def table(
+        self, columns: list[tuple[str, dict[str, Any]]], rows: list[list[Any]], *, title: str | None = None
+    ) -> None:
         from rich import box
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False)
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, title=title, title_justify="left", pad_edge=False)
         for name, options in columns:
             table.add_column(name, **options)
         for row in rows:
@@ -111,7 +113,10 @@ class App:
         self.console.print(table)
 
     def pairs(self, data: dict[str, Any]) -> None:
-        self.table([("key", {"style": "bold", "no_wrap": True}), ("value", {"overflow": "fold"})], [[k, v] for k, v in data.items()])
+        self.table(
+            [("key", {"style": "bold", "no_wrap": True}), ("value", {"overflow": "fold"})],
+            [[k, v] for k, v in data.items()],
+        )
 
 
 def _cell(value: Any) -> str:
@@ -133,9 +138,15 @@ def _json_object(ctx: click.Context, param: click.Parameter, value: str | None) 
     try:
         data = json.loads(value)
     except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not valid JSON: {exc.msg} (column {exc.colno})", ctx=ctx, param=param) from exc
+        raise click.BadParameter(
+            f"not valid JSON: {exc.msg} (column {exc.colno})", ctx=ctx, param=param
+        ) from exc
     if not isinstance(data, dict):
-        raise click.BadParameter(f"must be a JSON object like '{{\"key\": \"value\"}}', got {type(data).__name__}", ctx=ctx, param=param)
+        raise click.BadParameter(
+            f'must be a JSON object like \'{{"key": "value"}}\', got {type(data).__name__}',
+            ctx=ctx,
+            param=param,
+        )
     return data
 
 
@@ -160,7 +171,7 @@ def _describe_scope(scope: dict[str, str | None]) -> str:
 def _read_text(words: tuple[str, ...]) -> str:
     """The words joined by spaces, or stdin when the only word is ``-``."""
     if words == ("-",):
-        return click.get_text_stream("stdin").read().rstrip("\n")
+        return sys.stdin.read().rstrip("\n")
     return " ".join(words)
 
 
@@ -201,7 +212,9 @@ def _results_table(app: App, results: list[dict[str, Any]]) -> None:
     show_default=True,
     help="The SQLite store.",
 )
-@click.option("--json", "json_output", is_flag=True, help="Print one JSON document on stdout instead of tables.")
+@click.option(
+    "--json", "json_output", is_flag=True, help="Print one JSON document on stdout instead of tables."
+)
 @click.option(
     "--embedder",
     metavar="SPEC",
@@ -220,7 +233,9 @@ def _results_table(app: App, results: list[dict[str, Any]]) -> None:
 )
 @click.version_option(package_name="engram-memory", prog_name="engram")
 @click.pass_context
-def cli(ctx: click.Context, db: str, json_output: bool, embedder: str | None, decay_days: float | None) -> None:
+def cli(
+    ctx: click.Context, db: str, json_output: bool, embedder: str | None, decay_days: float | None
+) -> None:
     """Engram: long-term memory for LLM agents.
 
     Memories belong to a scope: a user (--user), an agent (--agent) and/or a run
@@ -238,13 +253,28 @@ pass_app = click.make_pass_decorator(App)
 @cli.command()
 @click.argument("text", nargs=-1, required=True)
 @_scope_options
-@click.option("--metadata", metavar="JSON", callback=_json_object, help="A JSON object stored with the memories.")
-@click.option("--infer/--no-infer", default=True, show_default=True, help="Extract facts, or store the text as is.")
+@click.option(
+    "--metadata", metavar="JSON", callback=_json_object, help="A JSON object stored with the memories."
+)
+@click.option(
+    "--infer/--no-infer", default=True, show_default=True, help="Extract facts, or store the text as is."
+)
 @click.option("--timestamp", metavar="ISO", help="When the conversation happened (ISO-8601) [default: now].")
-@click.option("--role", type=click.Choice(["user", "assistant"]), help="Store TEXT as a message of this role.")
+@click.option(
+    "--role", type=click.Choice(["user", "assistant"]), help="Store TEXT as a message of this role."
+)
 @pass_app
-def add(app: App, text: tuple[str, ...], user_id: str | None, agent_id: str | None, run_id: str | None,
-        metadata: dict[str, Any] | None, infer: bool, timestamp: str | None, role: str | None) -> None:
+def add(
+    app: App,
+    text: tuple[str, ...],
+    user_id: str | None,
+    agent_id: str | None,
+    run_id: str | None,
+    metadata: dict[str, Any] | None,
+    infer: bool,
+    timestamp: str | None,
+    role: str | None,
+) -> None:
     """Remember TEXT (words joined by spaces; '-' reads stdin) as one message."""
     content = _read_text(text)
     messages: Any = [{"role": role, "content": content}] if role else content
@@ -264,21 +294,43 @@ def add(app: App, text: tuple[str, ...], user_id: str | None, agent_id: str | No
 @click.argument("query", nargs=-1, required=True)
 @_scope_options
 @click.option("--limit", default=5, show_default=True, metavar="N", help="How many memories.")
-@click.option("--filters", metavar="JSON", callback=_json_object, help='Metadata / field filters, e.g. \'{"category": "food"}\'.')
+@click.option(
+    "--filters",
+    metavar="JSON",
+    callback=_json_object,
+    help='Metadata / field filters, e.g. \'{"category": "food"}\'.',
+)
 @pass_app
-def search(app: App, query: tuple[str, ...], user_id: str | None, agent_id: str | None, run_id: str | None,
-           limit: int, filters: dict[str, Any] | None) -> None:
+def search(
+    app: App,
+    query: tuple[str, ...],
+    user_id: str | None,
+    agent_id: str | None,
+    run_id: str | None,
+    limit: int,
+    filters: dict[str, Any] | None,
+) -> None:
     """The memories most relevant to QUERY, best first."""
-    result = app.memory().search(" ".join(query), **_scope(user_id, agent_id, run_id), limit=limit, filters=filters)
+    result = app.memory().search(
+        " ".join(query), **_scope(user_id, agent_id, run_id), limit=limit, filters=filters
+    )
 
     def human() -> None:
         if not result["results"]:
             click.echo("No memories found.")
             return
         app.table(
-            [("#", {"justify": "right"}), ("score", {"justify": "right"}), ("memory", {"overflow": "fold", "ratio": 1}),
-             ("id", {"no_wrap": True}), ("created (UTC)", {"no_wrap": True})],
-            [[i, f"{r['score']:.4f}", r["memory"], r["id"], _when(r.get("created_at"))] for i, r in enumerate(result["results"], 1)],
+            [
+                ("#", {"justify": "right"}),
+                ("score", {"justify": "right"}),
+                ("memory", {"overflow": "fold", "ratio": 1}),
+                ("id", {"no_wrap": True}),
+                ("created (UTC)", {"no_wrap": True}),
+            ],
+            [
+                [i, f"{r['score']:.4f}", r["memory"], r["id"], _when(r.get("created_at"))]
+                for i, r in enumerate(result["results"], 1)
+            ],
         )
 
     app.emit(result, human)
@@ -286,7 +338,9 @@ def search(app: App, query: tuple[str, ...], user_id: str | None, agent_id: str 
 
 @cli.command("list")
 @_scope_options
-@click.option("--limit", default=100, show_default=True, metavar="N", help="At most N memories, newest first.")
+@click.option(
+    "--limit", default=100, show_default=True, metavar="N", help="At most N memories, newest first."
+)
 @pass_app
 def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, limit: int) -> None:
     """The scope's memories, newest first."""
@@ -298,8 +352,12 @@ def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
             click.echo("No memories.")
             return
         app.table(
-            [("memory", {"overflow": "fold", "ratio": 1}), ("id", {"no_wrap": True}), ("kind", {"no_wrap": True}),
-             ("created (UTC)", {"no_wrap": True})],
+            [
+                ("memory", {"overflow": "fold", "ratio": 1}),
+                ("id", {"no_wrap": True}),
+                ("kind", {"no_wrap": True}),
+                ("created (UTC)", {"no_wrap": True}),
+            ],
             [[r["memory"], r["id"], r.get("kind"), _when(r.get("created_at"))] for r in rows],
         )
         noun = "memory" if len(rows) == 1 else "memories"
@@ -320,12 +378,24 @@ def get(app: App, memory_id: str) -> None:
 @cli.command()
 @click.argument("memory_id", metavar="ID")
 @click.argument("text", nargs=-1, required=True)
-@click.option("--metadata", metavar="JSON", callback=_json_object, help="A JSON object merged into the metadata.")
+@click.option(
+    "--metadata", metavar="JSON", callback=_json_object, help="A JSON object merged into the metadata."
+)
 @pass_app
 def update(app: App, memory_id: str, text: tuple[str, ...], metadata: dict[str, Any] | None) -> None:
     """Replace the text of memory ID with TEXT ('-' reads stdin)."""
     result = app.memory().update(memory_id, _read_text(text), metadata=metadata)
-    app.emit(result, lambda: app.pairs({"event": result["event"], "id": result["id"], "before": result.get("previous_memory"), "after": result["memory"]}))
+    app.emit(
+        result,
+        lambda: app.pairs(
+            {
+                "event": result["event"],
+                "id": result["id"],
+                "before": result.get("previous_memory"),
+                "after": result["memory"],
+            }
+        ),
+    )
 
 
 @cli.command()
@@ -360,9 +430,17 @@ def history(app: App, memory_id: str) -> None:
 
     def human() -> None:
         app.table(
-            [("seq", {"justify": "right"}), ("event", {"no_wrap": True}), ("old", {"overflow": "fold", "ratio": 1}),
-             ("new", {"overflow": "fold", "ratio": 1}), ("when (UTC)", {"no_wrap": True})],
-            [[e["seq"], e["event"], e.get("old_memory"), e.get("new_memory"), _when(e.get("created_at"))] for e in events],
+            [
+                ("seq", {"justify": "right"}),
+                ("event", {"no_wrap": True}),
+                ("old", {"overflow": "fold", "ratio": 1}),
+                ("new", {"overflow": "fold", "ratio": 1}),
+                ("when (UTC)", {"no_wrap": True}),
+            ],
+            [
+                [e["seq"], e["event"], e.get("old_memory"), e.get("new_memory"), _when(e.get("created_at"))]
+                for e in events
+            ],
         )
 
     app.emit(events, human)
@@ -384,7 +462,9 @@ def reset(app: App, yes: bool) -> None:
     if not yes:
         if not _stdin_is_tty():
             raise CommandError(f"refusing to reset {app.db} without confirmation; pass --yes")
-        click.confirm(f"Delete every memory and event in {app.db}? This cannot be undone", abort=True, err=True)
+        click.confirm(
+            f"Delete every memory and event in {app.db}? This cannot be undone", abort=True, err=True
+        )
     app.memory().reset()
     result = {"reset": True, "db": app.db}
     app.emit(result, lambda: click.echo(f"Reset {app.db}: every memory and event deleted."))
@@ -458,28 +538,44 @@ class _Importer:
             raise _LineError(line_no, f"must be a JSON object, got {type(obj).__name__}")
         present = [k for k in ("messages", "text", "memory") if k in obj]
         if len(present) != 1:
-            raise _LineError(line_no, 'needs exactly one of "messages", "text" (a conversation turn) or "memory" (an exported memory)'
-                             + (f"; found {', '.join(present)}" if present else ""))
+            raise _LineError(
+                line_no,
+                'needs exactly one of "messages", "text" (a conversation turn) or "memory" (an exported memory)'
+                + (f"; found {', '.join(present)}" if present else ""),
+            )
         exported = present[0] == "memory"
         scope = {k: obj.get(k) for k in _SCOPE_KEYS}
         if not any(v is not None for v in scope.values()):
             scope = dict(self.defaults)
         metadata = obj.get("metadata")
         timestamp = obj.get("timestamp", obj.get("created_at") if exported else None)
-        infer = obj["infer"] if "infer" in obj else (self.infer if self.infer is not None else not exported)
+        infer = obj.get("infer", self.infer if self.infer is not None else not exported)
         messages: Any = obj[present[0]]
-        if exported and isinstance(metadata, dict) and obj.get("kind") == "turn" and metadata.get("role") in ("user", "assistant"):
+        if (
+            exported
+            and isinstance(metadata, dict)
+            and obj.get("kind") == "turn"
+            and metadata.get("role") in ("user", "assistant")
+        ):
             # An exported conversation message goes back in as a message, so it
             # stays a "turn" and keeps its role.
             messages = [{"role": metadata["role"], "content": messages}]
         kwargs = {**scope, "metadata": metadata, "infer": infer, "timestamp": timestamp}
-        batchable = infer is False and isinstance(messages, list) and all(isinstance(m, dict) for m in messages)
+        batchable = (
+            infer is False and isinstance(messages, list) and all(isinstance(m, dict) for m in messages)
+        )
         if not batchable:
             self.flush()
             self.call(line_no, messages, kwargs)
             return
-        key = (tuple(scope.values()), json.dumps(metadata, sort_keys=True, default=str), json.dumps(timestamp, default=str))
-        if self.pending is not None and (self.pending.key != key or self.pending.size + len(messages) > IMPORT_BATCH):
+        key = (
+            tuple(scope.values()),
+            json.dumps(metadata, sort_keys=True, default=str),
+            json.dumps(timestamp, default=str),
+        )
+        if self.pending is not None and (
+            self.pending.key != key or self.pending.size + len(messages) > IMPORT_BATCH
+        ):
             self.flush()
         if self.pending is None:
             self.pending = _Batch(key, kwargs)
@@ -495,10 +591,15 @@ class _LineError(Exception):
 @cli.command("import")
 @click.argument("file", type=click.File("r", encoding="utf-8"))
 @_scope_options
-@click.option("--infer/--no-infer", default=None,
-              help='Default for lines without "infer" [default: --infer for conversation lines, --no-infer for exported memories].')
+@click.option(
+    "--infer/--no-infer",
+    default=None,
+    help='Default for lines without "infer" [default: --infer for conversation lines, --no-infer for exported memories].',
+)
 @pass_app
-def import_(app: App, file: Any, user_id: str | None, agent_id: str | None, run_id: str | None, infer: bool | None) -> None:
+def import_(
+    app: App, file: Any, user_id: str | None, agent_id: str | None, run_id: str | None, infer: bool | None
+) -> None:
     """Add memories from FILE, JSON lines ('-' reads stdin).
 
     \b
@@ -522,28 +623,49 @@ def import_(app: App, file: Any, user_id: str | None, agent_id: str | None, run_
                 bar.update(1)
             importer.flush()
     except _LineError as exc:
-        click.echo(f"{importer.counts['ADD']} memories from lines 1-{exc.line_no - 1} were imported and stay in the store.", err=True)
+        click.echo(
+            f"{importer.counts['ADD']} memories from lines 1-{exc.line_no - 1} were imported and stay in the store.",
+            err=True,
+        )
         raise CommandError(str(exc)) from exc
     counts = importer.counts
-    summary = {"lines": len(lines), "added": counts["ADD"], "updated": counts["UPDATE"], "deleted": counts["DELETE"], "calls": importer.calls}
-    app.emit(summary, lambda: click.echo(
-        f"Read {summary['lines']} lines; added {summary['added']} memories"
-        + (f", updated {summary['updated']}" if summary["updated"] else "")
-        + (f", deleted {summary['deleted']}" if summary["deleted"] else "") + "."
-    ))
+    summary = {
+        "lines": len(lines),
+        "added": counts["ADD"],
+        "updated": counts["UPDATE"],
+        "deleted": counts["DELETE"],
+        "calls": importer.calls,
+    }
+    app.emit(
+        summary,
+        lambda: click.echo(
+            f"Read {summary['lines']} lines; added {summary['added']} memories"
+            + (f", updated {summary['updated']}" if summary["updated"] else "")
+            + (f", deleted {summary['deleted']}" if summary["deleted"] else "")
+            + "."
+        ),
+    )
 
 
 @cli.command()
 @_scope_options
-@click.option("--output", "-o", type=click.File("w", encoding="utf-8", lazy=True), help="Write to this file [default: stdout].")
+@click.option(
+    "--output",
+    "-o",
+    type=click.File("w", encoding="utf-8", lazy=True),
+    help="Write to this file [default: stdout].",
+)
 @pass_app
 def export(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, output: Any) -> None:
-    """Write the scope's memories as JSON lines, oldest first (`engram import` reads them)."""
+    """Write the scope's memories as JSON lines, oldest first (`engram import` reads them).
+
+    With --json and no --output, stdout gets one JSON document, {"results": [...]}.
+    """
     items = app.memory().get_all(**_scope(user_id, agent_id, run_id), limit=_EVERYTHING)["results"][::-1]
     if output is None and app.json:
         click.echo(json.dumps({"results": items}, ensure_ascii=False, indent=2, default=str))
         return
-    stream = output if output is not None else click.get_text_stream("stdout")
+    stream = output if output is not None else sys.stdout
     for item in items:
         stream.write(json.dumps(item, ensure_ascii=False, default=str) + "\n")
     stream.flush()
@@ -556,8 +678,12 @@ def export(app: App, user_id: str | None, agent_id: str | None, run_id: str | No
 
 # maintenance ------------------------------------------------------------------------------
 @cli.command()
-@click.option("--embedder", "new_embedder", metavar="SPEC",
-              help="Re-embed every memory with this embedder (it becomes the store's).")
+@click.option(
+    "--embedder",
+    "new_embedder",
+    metavar="SPEC",
+    help="Re-embed every memory with this embedder (it becomes the store's).",
+)
 @pass_app
 def reindex(app: App, new_embedder: str | None) -> None:
     """Rebuild the indexes from the store, or re-embed with a new embedder.
@@ -569,23 +695,54 @@ def reindex(app: App, new_embedder: str | None) -> None:
     with _progress("re-embedding") as progress:
         result = memory.reindex(embedder=new_embedder or None, progress=progress)
     result = {**result, "embedder": memory.embedder.name}
-    app.emit(result, lambda: click.echo(
-        f"Indexed {result['indexed']} memories"
-        + (f"; re-embedded {result['re_embedded']} with {result['embedder']}" if new_embedder else "") + "."
-    ))
+    app.emit(
+        result,
+        lambda: click.echo(
+            f"Indexed {result['indexed']} memories"
+            + (f"; re-embedded {result['re_embedded']} with {result['embedder']}" if new_embedder else "")
+            + "."
+        ),
+    )
 
 
 @cli.command()
-@click.option("--db", "demo_db", metavar="PATH", type=click.Path(dir_okay=False),
-              help="Store to use [default: a new temporary folder, so your own store is untouched].")
+@click.option(
+    "--db",
+    "demo_db",
+    metavar="PATH",
+    type=click.Path(dir_okay=False),
+    help="Store to use [default: a new temporary folder, so your own store is untouched].",
+)
 @pass_app
 def demo(app: App, demo_db: str | None) -> None:
     """Show what Engram is for: a tutor that remembers a learner across conversations."""
     from .demo import run_demo
 
-    result = run_demo(demo_db, echo=(lambda *_a, **_k: None) if app.json else click.echo, embedder=app.embedder)
+    result = run_demo(
+        demo_db, echo=(lambda *_a, **_k: None) if app.json else click.echo, embedder=app.embedder
+    )
     if app.json:
         app.emit(result, lambda: None)
+
+
+def _json_after_command(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        app = ctx.find_object(App)
+        if app is not None:
+            app.json = True
+
+
+# `engram list --json` reads as naturally as `engram --json list`: accept both.
+for _command in cli.commands.values():
+    _command.params.append(
+        click.Option(
+            ["--json"],
+            is_flag=True,
+            expose_value=False,
+            callback=_json_after_command,
+            help="Print one JSON document on stdout instead of tables.",
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

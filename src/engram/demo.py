@@ -53,7 +53,11 @@ def run_demo(
     conversation 2 (``retrieved``), the prompt ``context`` and the ``embedder`` name.
     """
     fresh = db_path is None
-    path = os.path.join(tempfile.mkdtemp(prefix="engram-demo-"), "engram.db") if db_path is None else str(db_path)
+    path = (
+        os.path.join(tempfile.mkdtemp(prefix="engram-demo-"), "engram.db")
+        if db_path is None
+        else str(db_path)
+    )
 
     echo("Engram demo: a tutor that remembers a learner across conversations")
     echo(f"store:    {path}" + ("  (a new temporary store; yours is untouched)" if fresh else ""))

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -59,7 +60,8 @@ class Memory:
         store: Store | None = None,
         config: MemoryConfig | None = None,
     ) -> None:
-        base = config or MemoryConfig()
+        # Overrides go to a copy: the caller's config object is never changed.
+        base = dataclasses.replace(config) if config is not None else MemoryConfig()
         if path is not None:
             base.path = path
         if embedder is not None:
@@ -246,8 +248,15 @@ class Memory:
         return {"results": results}
 
     def get(self, memory_id: str) -> dict[str, Any]:
-        """One memory by id; :class:`~engram.errors.NotFoundError` if unknown or deleted."""
-        return self._get_record(memory_id).to_item()
+        """One memory by id.
+
+        :class:`~engram.errors.NotFoundError` if it is unknown, deleted, or outside the
+        validity window (``decay_days``): no read returns an expired memory.
+        """
+        record = self._get_record(memory_id)
+        if not self._visible(record, time.time()):
+            raise NotFoundError("memory", record.id)
+        return record.to_item()
 
     def get_all(
         self,
@@ -325,6 +334,8 @@ class Memory:
         scope = self._scope_filter(user_id, agent_id, run_id)
         if limit is not None:
             limit = validate.limit(limit)
+        if isinstance(since, bool) or not isinstance(since, int) or since < 0:
+            raise ValidationError("since", f"must be a whole number >= 0 (an event seq), got {since!r}")
         return [e.to_item() for e in self.store.events(scope, since=since, limit=limit)]
 
     def stats(self) -> dict[str, Any]:

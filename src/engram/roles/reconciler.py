@@ -42,20 +42,23 @@ def _ws(words: str) -> frozenset[str]:
 
 
 _ARTICLES = _ws("a an the der die das den dem des ein eine einen einem einer eines")
-_STOP = _ARTICLES | _ws("is am are was were be been being do does did to of in on at for with from by about as "
-                        "into and or but that this these those it its so very really just also too up now still "
-                        "ist bin sind war im am an auf mit von zu zum zur für bei aus als dass es sehr auch und "
-                        "oder aber mehr longer")
-_NEGATION = re.compile(r"n't\b|\b(?:not|no|never|cannot|any ?more|stopped|quit|gave up|given up|nicht|nie|niemals|"
-                       r"kein\w*|aufgehört)\b")
-_NEGATION_WORDS = _ws("not no never cannot anymore any more stopped quit gave given nicht nie niemals kein keine "
-                      "keinen keinem keiner keines aufgehört")
+_STOP = _ARTICLES | _ws("is am are was were be been being do does did to of in on at for with from by about "
+                        "as into and or but that this these those it its so very really just also too up now "
+                        "still ist bin sind war im am an auf mit von zu zum zur für bei aus als dass es sehr "
+                        "auch und oder aber mehr longer")
+_NEGATION = re.compile(r"n't\b|\b(?:not|no|never|cannot|any ?more|stopped|quit|gave up|given up|nicht|nie|"
+                       r"niemals|kein\w*|aufgehört)\b")
+_NEGATION_WORDS = _ws("not no never cannot anymore any more stopped quit gave given nicht nie niemals kein "
+                      "keine keinen keinem keiner keines aufgehört")
+_NOT_A_SUBJECT = _STOP | _NEGATION_WORDS
 # Words that open a predicate but are not the predicate itself ("Does not like" -> "like").
-_PREDICATE_SKIP = _NEGATION_WORDS | _ws("is am are was were does do did has been longer still really also always "
-                                        "ist bin war hat nicht mehr")
+_PREDICATE_SKIP = _NEGATION_WORDS | _ws("is am are was were does do did has been longer still really also "
+                                        "always ist bin war hat nicht mehr")
 _LEMMAS = {"has": "have", "had": "have", "ate": "eat", "drank": "drink", "became": "become", "went": "go",
            "liebt": "lieben", "liebe": "lieben", "isst": "essen", "esse": "essen", "trinkt": "trinken",
            "trinke": "trinken", "hat": "haben", "habe": "haben"}
+
+
 def _fold(text: str) -> str:
     """Casefold and strip accents, so "Nüsse" and "nusse" compare equal."""
     text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
@@ -74,9 +77,7 @@ def _stem(word: str) -> str:
         word = word[:-1]
     if len(word) > 5 and word.endswith("ing"):
         word = word[:-3]
-    elif len(word) > 4 and word.endswith("ed"):
-        word = word[:-2]
-    elif len(word) > 5 and word.endswith("en"):
+    elif (len(word) > 4 and word.endswith("ed")) or (len(word) > 5 and word.endswith("en")):
         word = word[:-2]
     if len(word) > 3 and word.endswith("e"):
         word = word[:-1]
@@ -92,9 +93,9 @@ _PREFERENCE_FAMILY = frozenset(_stem(w) for w in _ws(
     "like love enjoy adore prefer eat drink have use play own want fan mag mochte lieben essen trinken haben "
     "nutzt spielt"))
 # Entities rather than attributes: "Sister is a doctor" and "Sister is married" are two facts, not one slot.
-_ENTITY_NOUNS = _ws("sister brother mother father mom mum dad wife husband partner son daughter friend boss child "
-                    "kid kids dog cat parents family schwester bruder mutter vater frau mann freund freundin sohn "
-                    "tochter hund katze chef")
+_ENTITY_NOUNS = _ws("sister brother mother father mom mum dad wife husband partner son daughter friend boss "
+                    "child kid kids dog cat parents family schwester bruder mutter vater frau mann freund "
+                    "freundin sohn tochter hund katze chef")
 
 _SLOT_PATTERNS = [(re.compile(p), key) for p, key in (
     (r"(?:name (?:is|ist)|name's|hei(?:ß|ss)t) (?P<v>.+)", "name"),
@@ -138,8 +139,8 @@ def _slot(norm: str) -> tuple[str, str] | None:
             continue
         groups = m.groupdict()
         subject = groups.get("k") or ""
-        if key == "{k}" and (subject.split()[0] in _STOP | _NEGATION_WORDS or _stem(subject.split()[0]) in _VERBS
-                             or subject.split()[-1] in _ENTITY_NOUNS):
+        first, last = subject.split()[:1] or [""], subject.split()[-1:] or [""]
+        if key == "{k}" and (first[0] in _NOT_A_SUBJECT or _stem(first[0]) in _VERBS or last[0] in _ENTITY_NOUNS):
             continue  # "Is ...", "Does not ...", "Sister is ...": not an attribute slot
         value = groups.get("v") or groups.get("v2") or ""
         return key.format(k=subject), value
@@ -187,7 +188,8 @@ def _contradicts(new: _Text, old: _Text) -> bool:
         return True
     # A negated consumption/liking predicate contradicts a positive one ("eats" vs "loves"); the reverse
     # direction (a positive fact against a negative memory) needs the same predicate.
-    return new.negative and bool(new.predicates & _PREFERENCE_FAMILY) and bool(old.predicates & _PREFERENCE_FAMILY)
+    family = _PREFERENCE_FAMILY
+    return new.negative and bool(new.predicates & family) and bool(old.predicates & family)
 
 
 def _update_reason(new: _Text, old: _Text) -> str | None:
@@ -239,9 +241,10 @@ class HeuristicReconciler(Reconciler):
     def _decide(fact: Fact, new: _Text, candidates: list[Existing], analyze: Callable[[str], _Text],
                 targeted: set[str], kept: list[_Text]) -> list[Decision]:
         """Decide for one fact; ``targeted`` and ``kept`` carry what earlier facts of the call did."""
-        captured = next(((m, why) for m in candidates if (why := _captured_by(new, analyze(m.text), m.score))), None)
-        contradicted = next((m for m in candidates
-                             if (not captured or m.id != captured[0].id) and _contradicts(new, analyze(m.text))), None)
+        captured = next(((m, why) for m in candidates if (why := _captured_by(new, analyze(m.text), m.score))),
+                        None)
+        contradicted = next((m for m in candidates if (not captured or m.id != captured[0].id)
+                             and _contradicts(new, analyze(m.text))), None)
         out: list[Decision] = []
         if contradicted is not None:
             targeted.add(contradicted.id)
@@ -263,6 +266,6 @@ class HeuristicReconciler(Reconciler):
                     return [Decision(Event.UPDATE, fact.text, target_id=memory.id, old_text=memory.text,
                                      fact=fact, reason=why)]
         kept.append(new)
-        out.append(Decision(Event.ADD, fact.text, fact=fact,
-                            reason="novel information" if contradicted is None else "replaces a contradicted memory"))
+        reason = "novel information" if contradicted is None else "replaces a contradicted memory"
+        out.append(Decision(Event.ADD, fact.text, fact=fact, reason=reason))
         return out

@@ -127,9 +127,8 @@ class _SQLiteBatch(Batch):
         self._conn = conn
         self.touched_spaces: set[int] = set()
         # What the in-process vector indexes must learn once the commit succeeded.
-        self.index_upserts: dict[int, list[tuple[Row, np.ndarray]]] = {}
+        self.index_upserts: dict[int, list[Row]] = {}
         self.index_removals: dict[int, list[str]] = {}
-        self.index_times: dict[int, list[tuple[str, float, float | None]]] = {}
 
     def _space(self, scope: Scope) -> int:
         space = self._store._space_id(self._conn, scope, create=True)
@@ -147,15 +146,24 @@ class _SQLiteBatch(Batch):
         )
         return int(cur.lastrowid or 0)
 
-    def _write_vector(self, space: int, record: MemoryRecord, vector: np.ndarray) -> None:
+    def _index_row(self, space: int, record: MemoryRecord, vector: np.ndarray | None) -> None:
+        """Write the vector (when given) and queue the row for the in-process index.
+
+        Without a new vector the stored one is kept, so an edit of the text alone
+        still refreshes the row's BM25 terms and times.
+        """
         rowid = self._conn.execute("SELECT rowid FROM memories WHERE id = ?", (record.id,)).fetchone()[0]
-        vec = np.ascontiguousarray(vector, dtype=np.float32)
-        self._conn.execute(
-            "INSERT OR REPLACE INTO embeddings (memory_rowid, space_id, vector) VALUES (?, ?, ?)",
-            (rowid, space, vec.tobytes()),
-        )
-        row = Row(record.id, record.scope.run_id, _effective(record), record.valid_to, record.search_text or record.text)
-        self.index_upserts.setdefault(space, []).append((row, vec))
+        if vector is not None:
+            vector = np.ascontiguousarray(vector, dtype=np.float32)
+            self._conn.execute(
+                "INSERT OR REPLACE INTO embeddings (memory_rowid, space_id, vector) VALUES (?, ?, ?)",
+                (rowid, space, vector.tobytes()),
+            )
+        else:
+            stored = self._conn.execute("SELECT vector FROM embeddings WHERE memory_rowid = ?", (rowid,)).fetchone()
+            vector = np.frombuffer(stored[0], dtype=np.float32) if stored else None
+        row = Row(record.id, record.scope.run_id, _effective(record), record.valid_to, record.search_text or record.text, vector)
+        self.index_upserts.setdefault(space, []).append(row)
 
     def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None:
         space = self._space(record.scope)
@@ -167,8 +175,8 @@ class _SQLiteBatch(Batch):
             self._conn.execute(f"INSERT INTO memories ({cols}) VALUES ({marks})", values)
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"memory id already exists: {record.id!r}") from exc
-        if vector is not None and record.status is Status.ACTIVE:
-            self._write_vector(space, record, vector)
+        if record.status is Status.ACTIVE:
+            self._index_row(space, record, vector)
         self._append("add", space, record.scope, record.id, None, record.text, actor, payload)
 
     def update(self, record: MemoryRecord, vector: np.ndarray | None, *, old_text: str, op: str = "update", actor: str = "", payload: dict[str, Any] | None = None) -> None:
@@ -181,10 +189,8 @@ class _SQLiteBatch(Batch):
             raise StoreError(f"memory not found for update: {record.id!r}")
         if record.status is not Status.ACTIVE:
             self._drop_vector(space, record.id)
-        elif vector is not None:
-            self._write_vector(space, record, vector)
         else:
-            self.index_times.setdefault(space, []).append((record.id, _effective(record), record.valid_to))
+            self._index_row(space, record, vector)
         self._append(op, space, record.scope, record.id, old_text, record.text, actor, payload)
 
     def _drop_vector(self, space: int, memory_id: str) -> None:
@@ -223,30 +229,38 @@ class SQLiteStore(Store):
     """Engram's default store: a single SQLite file (or ``":memory:"``)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = str(path)
+        self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
         if self.path != ":memory:":
-            parent = Path(self.path).expanduser().resolve().parent
+            parent = Path(self.path).resolve().parent
             try:
                 parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the store's folder {parent}: {exc}") from exc
         self._lock = threading.RLock()
         self._indexes: dict[int, SpaceIndex] = {}
-        self._touch_buffer: dict[int, dict[str, str]] = {}  # space -> memory_id -> class
+        self._touch_buffer: dict[int, dict[str, tuple[str, int]]] = {}  # space -> id -> (class, n)
         self._touch_counts: dict[int, int] = {}
         self._touch_events: list[tuple[float, int, str, list[str]]] = []
         try:
             self._conn = sqlite3.connect(
                 self.path, timeout=10.0, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        try:
+            # Check what the file is before changing anything in it: a foreign
+            # database must be left exactly as it was.
+            self.schema_version()
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except sqlite3.DatabaseError as exc:
-            if hasattr(self, "_conn"):
-                self._conn.close()
+            self._conn.close()
             raise CorruptStoreError(f"{self.path} is not a readable Engram store: {exc}") from exc
+        except BaseException:
+            self._conn.close()
+            raise
 
     # schema ----------------------------------------------------------------------
     def schema_version(self) -> int:
@@ -299,13 +313,16 @@ class SQLiteStore(Store):
         with self._lock:
             try:
                 with self._write() as conn:
-                    self._flush_touches(conn)
+                    flushed = self._flush_touches(conn)
                     batch = _SQLiteBatch(self, conn)
                     yield batch
                     generations = self._generations(conn, batch.touched_spaces)
             except sqlite3.DatabaseError as exc:
                 self._indexes.clear()
                 raise StoreError(f"write to {self.path} failed: {exc}") from exc
+            # Only a committed flush empties the buffer: a rolled-back transaction
+            # must not lose the retrievals recorded before it.
+            self._clear_touches(flushed)
             self._apply_to_indexes(batch, generations)
 
     def _generations(self, conn: sqlite3.Connection, spaces: set[int]) -> dict[int, int]:
@@ -329,13 +346,10 @@ class SQLiteStore(Store):
             if index.generation != generation - 1:
                 del self._indexes[space]
                 continue
-            upserts = batch.index_upserts.get(space, [])
-            if upserts:
-                index.upsert([r for r, _ in upserts], np.vstack([v for _, v in upserts]))
+            if space in batch.index_upserts:
+                index.upsert(batch.index_upserts[space])
             if space in batch.index_removals:
                 index.remove(batch.index_removals[space])
-            for memory_id, effective, valid_to in batch.index_times.get(space, []):
-                index.set_times(memory_id, effective, valid_to)
             index.generation = generation
 
     # spaces ----------------------------------------------------------------------
@@ -440,27 +454,31 @@ class SQLiteStore(Store):
             return int(self._conn.execute(f"SELECT count(*) {_FROM} WHERE {where} AND m.status = 'active'", args).fetchone()[0])
 
     # vector search -----------------------------------------------------------------
-    def _index(self, space: int, generation: int) -> SpaceIndex | None:
+    def _index(self, space: int, generation: int) -> SpaceIndex:
         index = self._indexes.get(space)
         if index is not None and index.generation == generation:
             return index
         identity = self.embedder_identity()
-        if identity is None:
-            return None
-        index = SpaceIndex(identity[1], generation)
+        dim = identity[1] if identity else 0
+        index = SpaceIndex(dim, generation)
         rows = self._conn.execute(
             "SELECT m.id, m.run_id, COALESCE(m.updated_at, m.created_at), m.valid_to, e.vector, m.search_text "
-            "FROM embeddings e JOIN memories m ON m.rowid = e.memory_rowid "
-            "WHERE e.space_id = ? AND m.status = 'active'",
+            "FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+            "WHERE m.space_id = ? AND m.status = 'active' ORDER BY m.rowid",
             (space,),
         ).fetchall()
-        if rows:
-            vectors = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-            if vectors.shape[1] != identity[1]:
-                raise CorruptStoreError(
-                    f"{self.path}: stored vectors have {vectors.shape[1]} dims, the store says {identity[1]}; run `engram reindex`"
-                )
-            index.upsert([Row(r[0], r[1], r[2], r[3], r[5]) for r in rows], vectors)
+        loaded = []
+        for r in rows:
+            vector = None
+            if r[4] is not None:
+                vector = np.frombuffer(r[4], dtype=np.float32)
+                if vector.shape[0] != dim:
+                    raise CorruptStoreError(
+                        f"{self.path}: memory {r[0]} has a {vector.shape[0]}-dim vector but the store's "
+                        f"embedder has {dim}; run `engram reindex --embedder ...`"
+                    )
+            loaded.append(Row(r[0], r[1], r[2], r[3], r[5], vector))
+        index.upsert(loaded)
         self._indexes[space] = index
         return index
 
@@ -470,8 +488,11 @@ class SQLiteStore(Store):
             spaces = self._spaces(scope)
             for space, generation in spaces:
                 index = self._index(space, generation)
-                if index is not None:
-                    hits.extend(index.search(vector, k=k, run_id=scope.run_id, cutoff=cutoff, now=now))
+                if index.dim != vector.shape[0]:
+                    raise StoreError(
+                        f"query vector has {vector.shape[0]} dims but the store's vectors have {index.dim}"
+                    )
+                hits.extend(index.search(vector, k=k, run_id=scope.run_id, cutoff=cutoff, now=now))
         if len(spaces) > 1:
             hits.sort(key=lambda h: -h[1])
             if k is not None:
@@ -484,8 +505,6 @@ class SQLiteStore(Store):
             if len(spaces) == 1:
                 # The common case, one user's space: BM25 on the in-process index.
                 index = self._index(*spaces[0])
-                if index is None:
-                    return []
                 return index.search_text(index_terms(query), k=k, run_id=scope.run_id, cutoff=cutoff, now=now)
         if not spaces:
             return []
@@ -505,7 +524,7 @@ class SQLiteStore(Store):
         sql = (
             "SELECT m.id, bm25(memories_fts, 1.0, 0.0) AS rank FROM memories_fts "
             "JOIN memories m ON m.rowid = memories_fts.rowid "
-            "WHERE memories_fts MATCH ? AND (m.valid_to IS NULL OR m.valid_to > ?)"
+            "WHERE memories_fts MATCH ? AND m.status = 'active' AND (m.valid_to IS NULL OR m.valid_to > ?)"
         )
         args: list[Any] = [match, now]
         if cutoff is not None:
@@ -587,44 +606,48 @@ class SQLiteStore(Store):
             by_space: dict[tuple[str, str, str], list[MemoryRecord]] = {}
             for r in records:
                 by_space.setdefault(r.scope.space, []).append(r)
-            for space_key_, recs in by_space.items():
+            for recs in by_space.values():
                 space = self._space_id(self._conn, recs[0].scope, create=False)
                 if space is None:
                     continue
                 self._touch_counts[space] = self._touch_counts.get(space, 0) + 1
                 buf = self._touch_buffer.setdefault(space, {})
                 for r in recs:
-                    buf[r.id] = r.memory_class.value
+                    cls, count = buf.get(r.id, (r.memory_class.value, 0))
+                    buf[r.id] = (cls, count + 1)
                 self._touch_events.append((time.time(), space, query, [r.id for r in recs]))
             if len(self._touch_events) >= _TOUCH_FLUSH_EVERY:
-                with self._write() as conn:
-                    self._flush_touches(conn)
+                self.flush()
 
-    def _flush_touches(self, conn: sqlite3.Connection) -> None:
+    def _flush_touches(self, conn: sqlite3.Connection) -> int:
         """Write buffered retrievals: clock advance, per-memory touch, retrieve events.
 
         Each memory's class component records the clock value after the retrieval
-        that touched it last (all buffered retrievals collapse to the final value,
-        which is what the decay formula needs: accesses *since* the last touch).
+        that touched it last (what the decay formula needs: accesses *since* the
+        last touch). Returns how many buffered retrievals were written; the caller
+        clears them with :meth:`_clear_touches` once the transaction committed.
         """
         if not self._touch_events:
-            return
+            return 0
         for space, count in self._touch_counts.items():
             conn.execute("UPDATE spaces SET access_clock = access_clock + ? WHERE id = ?", (count, space))
             clock = conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0]
-            for memory_id, cls in self._touch_buffer.get(space, {}).items():
-                conn.execute(
-                    "UPDATE memories SET access_count = access_count + 1, "
-                    "last_access = json_set(last_access, '$.' || ?, ?) WHERE id = ?",
-                    (cls, clock, memory_id),
-                )
+            conn.executemany(
+                "UPDATE memories SET access_count = access_count + ?, "
+                "last_access = json_set(last_access, '$.' || ?, ?) WHERE id = ?",
+                [(n, cls, clock, memory_id) for memory_id, (cls, n) in self._touch_buffer.get(space, {}).items()],
+            )
         conn.executemany(
             "INSERT INTO events (ts, op, space_id, payload) VALUES (?, 'retrieve', ?, ?)",
             [(ts, space, _dumps({"query": q, "ids": ids})) for ts, space, q, ids in self._touch_events],
         )
-        self._touch_buffer.clear()
-        self._touch_counts.clear()
-        self._touch_events.clear()
+        return len(self._touch_events)
+
+    def _clear_touches(self, flushed: int) -> None:
+        if flushed:
+            self._touch_buffer.clear()
+            self._touch_counts.clear()
+            self._touch_events.clear()
 
     def access_clock(self, scope: Scope) -> int:
         with self._lock:
@@ -635,10 +658,12 @@ class SQLiteStore(Store):
             return int(stored) + self._touch_counts.get(space, 0)
 
     def flush(self) -> None:
+        """Write buffered retrieval bookkeeping now."""
         with self._lock:
             if self._touch_events:
                 with self._write() as conn:
-                    self._flush_touches(conn)
+                    flushed = self._flush_touches(conn)
+                self._clear_touches(flushed)
 
     # maintenance -------------------------------------------------------------------
     def reindex(self, embed: Callable[[list[str]], np.ndarray] | None = None, *, name: str | None = None, dim: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
@@ -646,7 +671,14 @@ class SQLiteStore(Store):
             self.flush()
             self._indexes.clear()
             with self._write() as conn:
-                conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+                # Not FTS5's 'rebuild': it would index deleted rows too.
+                conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
+                conn.execute(
+                    "INSERT INTO memories_fts (rowid, search_text, scope_key) "
+                    "SELECT rowid, search_text, scope_key FROM memories WHERE status = 'active'"
+                )
+                # Other processes holding indexes of these spaces must reload them.
+                conn.execute("UPDATE spaces SET generation = generation + 1")
             re_embedded = 0
             if embed is not None:
                 rows = self._conn.execute(
@@ -654,6 +686,7 @@ class SQLiteStore(Store):
                 ).fetchall()
                 with self._write() as conn:
                     conn.execute("DELETE FROM embeddings")
+                    conn.execute("UPDATE spaces SET generation = generation + 1")
                     for start in range(0, len(rows), 256):
                         chunk = rows[start : start + 256]
                         vectors = np.asarray(embed([r[2] for r in chunk]), dtype=np.float32)

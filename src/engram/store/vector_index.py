@@ -30,6 +30,7 @@ class Row:
     effective_at: float  # updated_at, or created_at when never updated
     valid_to: float | None
     text: str = ""  # what BM25 indexes (the memory's search text)
+    vector: np.ndarray | None = None  # None: found by BM25 only
 
 
 class _Postings:
@@ -66,6 +67,7 @@ class SpaceIndex:
         # about twice as fast as matrix times vector for the usual sizes.
         self._vectors = np.zeros((dim, 0), dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
+        self._has_vector = np.zeros(0, dtype=bool)
         self._effective = np.zeros(0, dtype=np.float64)
         self._valid_to = np.zeros(0, dtype=np.float64)  # +inf when unbounded
         self._length = np.zeros(0, dtype=np.float32)  # BM25 document length
@@ -88,7 +90,7 @@ class SpaceIndex:
         vectors = np.zeros((self.dim, new_cap), dtype=np.float32)
         vectors[:, : self._size] = self._vectors[:, : self._size]
         self._vectors = vectors
-        for name, fill in (("_alive", False), ("_effective", 0.0), ("_valid_to", np.inf), ("_length", 0.0)):
+        for name, fill in (("_alive", False), ("_has_vector", False), ("_effective", 0.0), ("_valid_to", np.inf), ("_length", 0.0)):
             old = getattr(self, name)
             new = np.full(new_cap, fill, dtype=old.dtype)
             new[: self._size] = old[: self._size]
@@ -97,16 +99,18 @@ class SpaceIndex:
         run[: self._size] = self._run[: self._size]
         self._run = run
 
-    def upsert(self, rows: list[Row], vectors: np.ndarray) -> None:
+    def upsert(self, rows: list[Row]) -> None:
         """Add rows; a row whose id is present replaces the old one."""
         self.remove([r.memory_id for r in rows if r.memory_id in self._pos], compact=False)
         self._grow(len(rows))
-        for i, row in enumerate(rows):
+        for row in rows:
             pos = self._size
             self._size += 1
             self._pos[row.memory_id] = pos
             self._ids.append(row.memory_id)
-            self._vectors[:, pos] = vectors[i]
+            if row.vector is not None:
+                self._vectors[:, pos] = row.vector
+            self._has_vector[pos] = row.vector is not None
             self._alive[pos] = True
             self._effective[pos] = row.effective_at
             self._valid_to[pos] = np.inf if row.valid_to is None else row.valid_to
@@ -121,12 +125,6 @@ class SpaceIndex:
                 if postings is None:
                     postings = self._postings[term] = _Postings()
                 postings.append(pos, tf)
-
-    def set_times(self, memory_id: str, effective_at: float, valid_to: float | None) -> None:
-        pos = self._pos.get(memory_id)
-        if pos is not None:
-            self._effective[pos] = effective_at
-            self._valid_to[pos] = np.inf if valid_to is None else valid_to
 
     def remove(self, memory_ids: list[str], *, compact: bool = True) -> None:
         for mid in memory_ids:
@@ -149,6 +147,7 @@ class SpaceIndex:
         ]
         terms = [self._terms[i] for i in keep]
         vectors = self._vectors[:, keep].copy()
+        has_vector = self._has_vector[keep].copy()
         generation = self.generation
         self.__init__(self.dim, generation)  # type: ignore[misc]
         self._grow(len(rows))
@@ -167,6 +166,7 @@ class SpaceIndex:
             for term, tf in counts.items():
                 self._postings.setdefault(term, _Postings()).append(i, tf)
         self._vectors[:, : len(rows)] = vectors
+        self._has_vector[: len(rows)] = has_vector
 
     def _mask(self, run_id: str | None, cutoff: float | None, now: float | None) -> np.ndarray:
         n = self._size
@@ -205,7 +205,7 @@ class SpaceIndex:
         if n == 0:
             return []
         sims = query.astype(np.float32, copy=False) @ self._vectors[:, :n]
-        return self._top(sims, np.flatnonzero(self._mask(run_id, cutoff, now)), k)
+        return self._top(sims, np.flatnonzero(self._mask(run_id, cutoff, now) & self._has_vector[:n]), k)
 
     def search_text(
         self,

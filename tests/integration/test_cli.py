@@ -1,0 +1,596 @@
+"""The ``engram`` command line, through click's runner and two real subprocesses.
+
+Every test uses the hashing embedder and a fresh store in ``tmp_path`` except the
+subprocess demo, which runs the default (semantic) embedder like a new user would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+import engram.cli as cli_module
+from engram.cli import cli
+
+ENV_VARS = ("ENGRAM_DB", "ENGRAM_EMBEDDER", "ENGRAM_DECAY_DAYS", "MEMORY_DECAY_DAYS", "ENGRAM_TENANT")
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    # The demo's default store is a new temporary folder: keep it inside tmp_path.
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "store" / "engram.db")
+
+
+class Engram:
+    """Runs ``engram --db <db> --embedder hashing ARGS`` and checks the exit code."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.runner = CliRunner()
+
+    def __call__(
+        self,
+        *args: str,
+        code: int = 0,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        db: str | None = "",
+        embedder: str | None = "hashing",
+    ) -> Result:
+        argv: list[str] = []
+        if db is not None:
+            argv += ["--db", db or self.db]
+        if embedder is not None:
+            argv += ["--embedder", embedder]
+        result = self.runner.invoke(cli, [*argv, *args], input=input, env=env)
+        assert result.exit_code == code, (
+            f"exit {result.exit_code} != {code}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}\n{result.exception!r}"
+        )
+        if code != 0:
+            assert "Traceback" not in result.stderr and isinstance(result.exception, SystemExit), (
+                result.exception
+            )
+        return result
+
+    def json(self, *args: str, **kwargs) -> object:
+        result = self("--json", *args, **kwargs)
+        return json.loads(result.stdout)  # exactly one JSON document, nothing else
+
+    def add(self, text: str, *options: str, user: str = "alex") -> dict:
+        return self.json("add", "--user", user, "--no-infer", *options, text)["results"][0]
+
+    def memories(self, user: str = "alex", **kwargs) -> list[dict]:
+        return self.json("list", "--user", user, **kwargs)["results"]
+
+
+@pytest.fixture
+def engram(db: str) -> Engram:
+    return Engram(db)
+
+
+def write_lines(path: Path, *lines: object) -> str:
+    path.write_text(
+        "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines), encoding="utf-8"
+    )
+    return str(path)
+
+
+# help and startup ---------------------------------------------------------------------------
+def test_help_lists_every_command_and_opens_nothing(
+    engram: Engram, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import engram.memory as memory_module
+
+    def no_memory(*args, **kwargs):
+        raise AssertionError("--help must not open a Memory")
+
+    monkeypatch.setattr(memory_module, "Memory", no_memory)
+    out = engram("--help", db=None, embedder=None, env={"ENGRAM_DB": db}).stdout
+    for command in (
+        "add",
+        "search",
+        "list",
+        "get",
+        "update",
+        "delete",
+        "delete-all",
+        "history",
+        "stats",
+        "reset",
+        "import",
+        "export",
+        "reindex",
+        "demo",
+    ):
+        assert f"  {command} " in out
+    assert "ENGRAM_DB" in out and "ENGRAM_EMBEDDER" in out and "ENGRAM_DECAY_DAYS" in out
+    assert db in out.replace("\n", "").replace(" ", "")  # the default store, read at run time
+    assert not os.path.exists(db)
+
+
+def test_python_m_engram_help_loads_no_model() -> None:
+    code = (
+        "import sys\n"
+        "from engram.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "print('LOADED', sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "Usage: engram" in run.stdout and "LOADED []" in run.stdout
+    run = subprocess.run(
+        [sys.executable, "-m", "engram", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("Usage: engram") and "reindex" in run.stdout
+
+
+def test_json_flag_works_after_the_command_too(engram: Engram) -> None:
+    engram.add("Likes tea")
+    after = json.loads(engram("list", "--user", "alex", "--json").stdout)
+    assert after == json.loads(engram("--json", "list", "--user", "alex").stdout)
+    assert [m["memory"] for m in after["results"]] == ["Likes tea"]
+
+
+# add --------------------------------------------------------------------------------------
+def test_add_with_inference_extracts_facts(engram: Engram) -> None:
+    result = engram("add", "--user", "alex", "Hi, I'm Alex. I'm a vegetarian and allergic to nuts.")
+    assert "ADD" in result.stdout and "Is vegetarian" in result.stdout
+    assert "memories successfully" in result.stdout
+    stored = [m["memory"] for m in engram.memories()]
+    assert "Is vegetarian" in stored and len(stored) >= 2
+    assert not any("Hi, I'm Alex" in m for m in stored)  # facts, not the raw sentence
+
+
+def test_add_no_infer_stores_the_text_verbatim_and_prints_it_literally(engram: Engram) -> None:
+    text = "Likes tea with [bold]milk[/bold]"
+    result = engram("add", "--user", "alex", "--no-infer", *text.split())
+    assert "[bold]milk[/bold]" in result.stdout  # rich markup is not interpreted
+    assert "Added 1 memory successfully" in result.stdout
+    assert [m["memory"] for m in engram.memories()] == [text]
+
+
+def test_add_options_role_metadata_timestamp_and_stdin(engram: Engram) -> None:
+    item = engram.json(
+        "add",
+        "--user",
+        "alex",
+        "--agent",
+        "tutor",
+        "--run",
+        "r1",
+        "--no-infer",
+        "--role",
+        "assistant",
+        "--metadata",
+        '{"topic": "maths"}',
+        "--timestamp",
+        "2024-03-01T10:00:00Z",
+        "Try common denominators",
+    )["results"][0]
+    got = engram.json("get", item["id"])
+    assert got["memory"] == "Try common denominators"
+    assert (got["user_id"], got["agent_id"], got["run_id"]) == ("alex", "tutor", "r1")
+    assert got["metadata"] == {"topic": "maths", "role": "assistant"}
+    assert got["kind"] == "turn"
+    assert got["created_at"].startswith("2024-03-01T10:00:00")
+
+    piped = engram.json("add", "--user", "alex", "--no-infer", "-", input="read from stdin\n")
+    assert piped["results"][0]["memory"] == "read from stdin"
+
+
+# search, list, get ------------------------------------------------------------------------------
+def test_search_table_json_and_filters(engram: Engram) -> None:
+    food = engram.add("Loves spicy ramen noodles", "--metadata", '{"category": "food"}')
+    engram.add("Plays chess on weekends", "--metadata", '{"category": "hobby"}')
+    engram.add("Ramen shop visits every Friday", user="someone-else")
+
+    out = engram("search", "--user", "alex", "ramen", "noodles").stdout
+    lines = out.splitlines()
+    assert lines[0].split() == ["#", "score", "memory", "id", "created", "(UTC)"]
+    first = next(line for line in lines if line.strip().startswith("1 "))
+    assert "Loves spicy ramen noodles" in first and food["id"] in first
+
+    found = engram.json("search", "--user", "alex", "ramen", "--limit", "1")["results"]
+    assert [r["id"] for r in found] == [food["id"]] and isinstance(found[0]["score"], float)
+
+    filtered = engram.json(
+        "search", "--user", "alex", "weekend hobby food", "--filters", '{"category": "hobby"}'
+    )["results"]
+    assert [r["memory"] for r in filtered] == ["Plays chess on weekends"]
+
+    other = engram.json("search", "--user", "someone-else", "ramen")["results"]
+    assert [r["memory"] for r in other] == ["Ramen shop visits every Friday"]  # scopes stay apart
+
+
+def test_list_newest_first_with_limit(engram: Engram) -> None:
+    engram.add("First memory", "--timestamp", "2024-01-01T00:00:00Z")
+    engram.add("Second memory", "--timestamp", "2024-02-01T00:00:00Z")
+    out = engram("list", "--user", "alex").stdout
+    assert out.index("Second memory") < out.index("First memory")
+    assert "2 memories" in out
+    assert [m["memory"] for m in engram.memories()] == ["Second memory", "First memory"]
+    limited = engram("list", "--user", "alex", "--limit", "1").stdout
+    assert "Second memory" in limited and "First memory" not in limited
+    assert "No memories." in engram("list", "--user", "nobody").stdout
+
+
+def test_get_shows_one_memory(engram: Engram) -> None:
+    item = engram.add("Prefers dark mode", "--metadata", '{"source": "settings"}')
+    out = engram("get", item["id"]).stdout
+    assert item["id"] in out and "Prefers dark mode" in out and '{"source": "settings"}' in out
+    assert engram.json("get", item["id"])["metadata"] == {"source": "settings"}
+
+
+# update, history, delete, delete-all ---------------------------------------------------------------
+def test_update_then_history_shows_both_events(engram: Engram) -> None:
+    item = engram.add("Lives in Paris")
+    result = engram.json("update", item["id"], "Lives", "in", "Lyon", "--metadata", '{"moved": true}')
+    assert result["event"] == "UPDATE" and result["previous_memory"] == "Lives in Paris"
+    assert engram.json("get", item["id"])["metadata"] == {"moved": True}
+    assert "Lives in Lyon" in engram("update", item["id"], "Lives in Lyon").stdout
+
+    events = engram.json("history", item["id"])
+    assert [e["event"] for e in events] == ["ADD", "UPDATE", "UPDATE"]
+    assert (events[1]["old_memory"], events[1]["new_memory"]) == ("Lives in Paris", "Lives in Lyon")
+    table = engram("history", item["id"]).stdout.splitlines()
+    assert table[0].split()[:5] == ["seq", "event", "old", "new", "when"]
+    update_row = next(line for line in table if " UPDATE " in line)
+    assert "Lives in Paris" in update_row and "Lives in Lyon" in update_row
+
+
+def test_delete_removes_one_memory_and_keeps_its_history(engram: Engram) -> None:
+    keep = engram.add("Keeps this")
+    gone = engram.add("Forget this")
+    assert "Deleted" in engram("delete", gone["id"]).stdout
+    assert [m["id"] for m in engram.memories()] == [keep["id"]]
+    result = engram("get", gone["id"], code=1)
+    assert result.stderr.startswith("error:") and gone["id"] in result.stderr
+    assert [e["event"] for e in engram.json("history", gone["id"])] == ["ADD", "DELETE"]
+
+
+def test_delete_all_asks_for_confirmation(engram: Engram) -> None:
+    engram.add("Alex fact one")
+    engram.add("Alex fact two")
+    engram.add("Sam fact", user="sam")
+
+    refused = engram("delete-all", "--user", "alex", input="n\n", code=1)
+    assert "alex" in refused.stderr  # the prompt names the scope
+    assert len(engram.memories()) == 2
+    engram("delete-all", "--user", "alex", code=1)  # no answer at all: nothing is deleted
+    assert len(engram.memories()) == 2
+
+    assert "Deleted 2 memories" in engram("delete-all", "--user", "alex", input="y\n").stdout
+    assert engram.memories() == []
+    assert [m["memory"] for m in engram.memories("sam")] == ["Sam fact"]
+
+    assert engram.json("delete-all", "--user", "sam", "--yes")["deleted"] == 1
+    assert engram.memories("sam") == []
+
+
+def test_delete_all_without_a_scope_is_refused_by_the_engine(engram: Engram) -> None:
+    engram.add("Still here")
+    result = engram("delete-all", "--yes", code=1)
+    assert result.stderr.startswith("error:") and "user_id" in result.stderr
+    assert len(engram.memories()) == 1
+
+
+# stats, reset ---------------------------------------------------------------------------------
+def test_stats_reports_counts_and_embedder(engram: Engram, db: str) -> None:
+    engram.add("One")
+    engram.add("Two", user="sam")
+    data = engram.json("stats")
+    assert (data["memories"], data["users"], data["embedder"], data["dim"]) == (2, 2, "hashing-v1-384", 384)
+    assert data["path"] == db
+    out = engram("stats").stdout
+    assert any(line.split()[:2] == ["memories", "2"] for line in out.splitlines())
+    assert "hashing-v1-384" in out
+
+
+def test_reset_refuses_without_a_terminal_or_yes(engram: Engram) -> None:
+    engram.add("Precious")
+    result = engram("reset", input="y\n", code=1)  # piped input is not a confirmation
+    assert "--yes" in result.stderr and result.stderr.startswith("error:")
+    assert len(engram.memories()) == 1
+    assert engram.json("reset", "--yes")["reset"] is True
+    assert engram.memories() == []
+    assert engram.json("stats")["events"] == 0
+
+
+def test_reset_on_a_terminal_asks(engram: Engram, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli_module, "_stdin_is_tty", lambda: True)
+    engram.add("Precious")
+    engram("reset", input="n\n", code=1)
+    assert len(engram.memories()) == 1
+    assert "Reset" in engram("reset", input="y\n").stdout
+    assert engram.memories() == []
+
+
+# import / export -------------------------------------------------------------------------------
+def test_import_conversation_lines_and_exported_memories(engram: Engram, tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "in.jsonl",
+        {"messages": [{"role": "user", "content": "I'm a vegetarian."}], "user_id": "alex"},
+        {"text": "Prefers window seats", "infer": False},  # no ids: gets --user
+        "",  # blank lines are skipped
+        {
+            "memory": "Speaks French",
+            "user_id": "alex",
+            "metadata": {"source": "crm"},
+            "created_at": "2023-05-06T07:08:09+00:00",
+        },
+        {"text": "Sam likes jazz", "user_id": "sam", "infer": False},
+    )
+    result = engram.json("import", path, "--user", "alex")
+    assert result["lines"] == 5 and result["added"] == 4
+    by_text = {m["memory"]: m for m in engram.memories()}
+    assert set(by_text) == {"Is vegetarian", "Prefers window seats", "Speaks French"}
+    assert by_text["Speaks French"]["metadata"] == {"source": "crm"}
+    assert by_text["Speaks French"]["created_at"] == "2023-05-06T07:08:09+00:00"
+    assert [m["memory"] for m in engram.memories("sam")] == ["Sam likes jazz"]
+
+    human = engram("import", path, "--user", "alex")
+    assert "Read 5 lines" in human.stdout
+    assert "importing" in human.stderr  # the progress bar is on stderr
+
+
+def test_import_batches_consecutive_verbatim_lines(
+    engram: Engram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [
+        {"messages": [{"role": "user", "content": f"Note number {i}"}], "infer": False} for i in range(5)
+    ]
+    path = write_lines(tmp_path / "in.jsonl", *lines)
+    assert engram.json("import", path, "--user", "alex")["calls"] == 1
+    monkeypatch.setattr(cli_module, "IMPORT_BATCH", 2)
+    result = engram.json("import", path, "--user", "bo")
+    assert (result["added"], result["calls"]) == (5, 3)
+    assert sorted(m["memory"] for m in engram.memories("bo")) == [f"Note number {i}" for i in range(5)]
+
+
+def test_import_bad_line_names_it_and_keeps_earlier_lines(engram: Engram, tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "in.jsonl",
+        {"text": "Line one", "infer": False},
+        {"messages": [{"role": "user", "content": "Line two"}], "infer": False},
+        '{"text": "broken", ',
+        {"text": "Line four", "infer": False},
+    )
+    result = engram("import", path, "--user", "alex", code=1)
+    assert "error: line 3:" in result.stderr and "JSON" in result.stderr
+    assert sorted(m["memory"] for m in engram.memories()) == ["Line one", "Line two"]
+
+
+def test_import_line_rejected_by_the_engine_inside_a_batch(engram: Engram, tmp_path: Path) -> None:
+    def msg(text: str, role: str = "user") -> dict:
+        return {"messages": [{"role": role, "content": text}], "infer": False}
+
+    path = write_lines(
+        tmp_path / "in.jsonl", msg("Kept A"), msg("Kept B"), msg("Bad", role="robot"), msg("Never")
+    )
+    result = engram("import", path, "--user", "alex", code=1)
+    assert "line 3:" in result.stderr and "role" in result.stderr
+    assert sorted(m["memory"] for m in engram.memories()) == ["Kept A", "Kept B"]
+
+    missing = write_lines(tmp_path / "scope.jsonl", {"text": "No scope anywhere", "infer": False})
+    result = engram("import", missing, code=1)
+    assert "line 1:" in result.stderr and "user_id" in result.stderr
+
+    shape = write_lines(tmp_path / "shape.jsonl", ["not", "an", "object"], {"foo": 1})
+    assert "line 1:" in engram("import", shape, "--user", "alex", code=1).stderr
+
+
+def test_export_then_import_round_trips_into_another_store(engram: Engram, tmp_path: Path) -> None:
+    engram("add", "--user", "alex", "Hi, I'm Alex. I'm a vegetarian and allergic to nuts.")
+    engram.add("Has a cat named Miso", "--metadata", '{"pets": 1}', "--timestamp", "2022-02-02T02:02:02Z")
+    engram.json(
+        "add", "--user", "alex", "--run", "r9", "--no-infer", "--role", "assistant", "Try the lentil soup"
+    )
+    original = engram.memories()
+    assert len(original) == 5
+
+    out = tmp_path / "alex.jsonl"
+    result = engram("export", "--user", "alex", "--output", str(out))
+    assert "Exported 5 memories" in result.stderr
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 5 and all(json.loads(line)["user_id"] == "alex" for line in lines)
+    assert engram("export", "--user", "alex").stdout.splitlines() == lines  # stdout is the same JSONL
+
+    other = str(tmp_path / "other" / "engram.db")
+    summary = engram.json("import", str(out), db=other)
+    assert (summary["lines"], summary["added"]) == (5, 5)
+
+    def comparable(items: list[dict]) -> list[tuple]:
+        return sorted(
+            (
+                m["memory"],
+                m["user_id"],
+                m["agent_id"],
+                m["run_id"],
+                m["created_at"],
+                json.dumps(m["metadata"], sort_keys=True),
+                m["kind"],
+            )
+            for m in items
+        )
+
+    assert comparable(engram.memories(db=other)) == comparable(original)
+    assert engram.json("export", "--user", "alex")["results"][0]["memory"] == original[-1]["memory"]
+
+
+# reindex ------------------------------------------------------------------------------------------
+def test_reindex_rebuilds_and_reembeds(engram: Engram) -> None:
+    engram.add("Enjoys hiking in the Alps")
+    engram.add("Drinks oat milk")
+    assert engram.json("reindex") == {"indexed": 2, "re_embedded": 0, "embedder": "hashing-v1-384"}
+    assert "Indexed 2 memories" in engram("reindex").stdout
+
+    result = engram.json("reindex", "--embedder", "hashing:256")
+    assert (result["re_embedded"], result["embedder"]) == (2, "hashing-v1-256")
+    stats = engram.json("stats", embedder=None)
+    assert (stats["embedder"], stats["dim"]) == ("hashing-v1-256", 256)
+
+    # The old embedder is now the wrong one; the store's own is used by default.
+    mismatch = engram("search", "--user", "alex", "hiking", code=1)
+    assert "error:" in mismatch.stderr and "reindex" in mismatch.stderr
+    found = engram.json("search", "--user", "alex", "hiking", "Alps", embedder=None)["results"]
+    assert found[0]["memory"] == "Enjoys hiking in the Alps"
+
+
+def test_a_read_on_a_new_store_does_not_pin_its_embedder(engram: Engram) -> None:
+    # ENGINE BUG: Memory() records the embedder's identity when it opens a store,
+    # even for a read of a store that holds no vectors at all. After one harmless
+    # `engram list` (default embedder), the first write with another embedder fails
+    # with "this store's vectors were made by ..." although there are none.
+    assert engram.json("list", "--user", "alex", embedder="hashing:256")["results"] == []
+    engram("add", "--user", "alex", "--no-infer", "First memory", embedder="hashing")
+    assert engram.json("stats")["embedder"] == "hashing-v1-384"
+
+
+def test_the_embedder_a_mismatch_error_suggests_can_be_used(engram: Engram) -> None:
+    # ENGINE BUG: EmbedderMismatchError says "open it with embedder='hashing-v1-384'",
+    # the identity name, which is not an embedder spec ("hashing:384" is); following
+    # the advice fails with "unknown embedder provider".
+    engram.add("Enjoys hiking")
+    error = engram("stats", embedder="hashing:256", code=1).stderr
+    match = re.search(r"open it with embedder='([^']+)'", error)
+    assert match, error
+    assert engram.json("stats", embedder=match.group(1))["memories"] == 1
+
+
+# configuration ------------------------------------------------------------------------------------
+def test_engram_db_environment_variable_is_honoured(engram: Engram, tmp_path: Path) -> None:
+    path = str(tmp_path / "from-env" / "env.db")
+    engram("add", "--user", "alex", "--no-infer", "Stored via ENGRAM_DB", db=None, env={"ENGRAM_DB": path})
+    assert os.path.exists(path) and not os.path.exists(engram.db)
+    assert [m["memory"] for m in engram.memories(db=path)] == ["Stored via ENGRAM_DB"]
+
+
+def test_decay_days_hides_old_memories(engram: Engram) -> None:
+    engram.add("Old news", "--timestamp", "2001-01-01T00:00:00Z")
+    engram.add("Fresh news")
+    assert [m["memory"] for m in engram.memories()] == ["Fresh news", "Old news"]
+    visible = engram.json("--decay-days", "30", "list", "--user", "alex")["results"]
+    assert [m["memory"] for m in visible] == ["Fresh news"]
+    env = engram.json("list", "--user", "alex", env={"ENGRAM_DECAY_DAYS": "30"})["results"]
+    assert [m["memory"] for m in env] == ["Fresh news"]
+
+
+# errors ------------------------------------------------------------------------------------------
+def test_unknown_id_is_a_clean_error(engram: Engram) -> None:
+    for command in ("get", "delete", "history"):
+        result = engram(command, "no-such-id", code=1)
+        assert result.stderr.startswith("error:") and "no-such-id" in result.stderr
+        assert result.stdout == ""
+    result = engram("update", "no-such-id", "text", code=1)
+    assert "no-such-id" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_missing_scope_names_user_id(engram: Engram) -> None:
+    for args in (("add", "--no-infer", "hello"), ("search", "hello"), ("list",), ("export",)):
+        result = engram(*args, code=1)
+        assert result.stderr.startswith("error:") and "user_id" in result.stderr, args
+
+
+def test_bad_json_options_are_usage_errors(engram: Engram) -> None:
+    result = engram("add", "--user", "alex", "--metadata", "{not json", "hello", code=2)
+    assert "--metadata" in result.stderr
+    result = engram("add", "--user", "alex", "--metadata", "[1, 2]", "hello", code=2)
+    assert "--metadata" in result.stderr and "object" in result.stderr
+    result = engram("search", "--user", "alex", "--filters", "nope", "hello", code=2)
+    assert "--filters" in result.stderr
+    assert not os.path.exists(engram.db)  # nothing was opened
+
+
+def test_engine_validation_errors_are_translated(engram: Engram) -> None:
+    assert "timestamp" in engram("add", "--user", "a", "--timestamp", "yesterday", "hi", code=1).stderr
+    assert "limit" in engram("search", "--user", "a", "--limit", "0", "hi", code=1).stderr
+    assert "embedder" in engram("stats", embedder="nonsense", code=1).stderr
+    assert "--decay-days" in engram("--decay-days", "-1", "stats", code=2).stderr
+
+
+# demo ---------------------------------------------------------------------------------------------
+def _fraction(items: list[dict]) -> list[dict]:
+    return [m for m in items if "3/6" in m["memory"] or "fraction" in m["memory"].lower()]
+
+
+def test_demo_json_stores_and_retrieves_the_fraction_memory(engram: Engram, tmp_path: Path) -> None:
+    user_db = str(tmp_path / "user" / "engram.db")
+    result = engram.json("demo", db=user_db)
+    assert not os.path.exists(user_db)  # the demo never touches the user's store
+    assert result["db_path"].startswith(str(tmp_path / "tmp"))
+    assert result["embedder"] == "hashing-v1-384"
+    assert _fraction(result["stored"]["results"])
+    assert _fraction(result["retrieved"]["results"])
+    assert any("3/6" in m["memory"] for m in result["retrieved"]["results"])
+    assert "3/6" in result["context"]
+    assert result["conversation_1"]["run_id"] != result["conversation_2"]["run_id"]
+    # What it stored is really in the file it names.
+    assert _fraction(engram.memories("learner-1", db=result["db_path"]))
+
+
+def test_demo_walkthrough_with_a_given_store(engram: Engram, tmp_path: Path) -> None:
+    path = str(tmp_path / "demo.db")
+    out = engram("demo", "--db", path).stdout
+    for expected in (
+        "Conversation 1",
+        "1/2 becomes 3/6",
+        "closed",
+        "Conversation 2",
+        "reopened",
+        "1/2 + 1/3",
+        "## Relevant memories",
+        "embedder: hashing-v1-384",
+        path,
+    ):
+        assert expected in out, expected
+    assert (
+        out.index("Conversation 1") < out.index("closed") < out.index("reopened") < out.index("## Relevant")
+    )
+    assert os.path.exists(path)
+
+
+def test_run_demo_returns_the_results() -> None:
+    from engram.demo import run_demo
+
+    lines: list[str] = []
+    result = run_demo(None, echo=lines.append, embedder="hashing")
+    assert "3/6" in result["context"] and _fraction(result["retrieved"]["results"])
+    assert any("3/6" in line for line in lines) and any(result["embedder"] in line for line in lines)
+
+
+@pytest.mark.model
+def test_python_m_engram_demo_json_with_the_default_embedder(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
+    env["TMPDIR"] = str(tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-m", "engram", "demo", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["db_path"].startswith(str(tmp_path))
+    assert any("3/6" in m["memory"] for m in result["retrieved"]["results"])
+    assert _fraction(result["stored"]["results"])
+    assert "3/6" in result["context"]
+    assert result["embedder"]  # the default: MiniLM when installed, else hashing

@@ -1,0 +1,81 @@
+"""Reciprocal rank fusion: a pure function over ranked lists."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram.policies.fusion import RRF_K, reciprocal_rank_fusion
+
+
+def test_item_first_everywhere_scores_exactly_one():
+    fused = reciprocal_rank_fusion({"vector": ["a", "b", "c"], "text": ["a", "c"]}, {"vector": 0.7, "text": 2.5}, k=10)
+    assert fused["a"] == pytest.approx(1.0)
+    assert all(0 < s <= 1.0 + 1e-12 for s in fused.values())
+
+
+@pytest.mark.parametrize("k", [0, 1, 60, 1000])
+def test_normalisation_holds_for_any_k(k):
+    fused = reciprocal_rank_fusion({"x": ["a", "b"], "y": ["a", "b"]}, k=k)
+    assert fused["a"] == pytest.approx(1.0)
+    assert fused["b"] < fused["a"]
+
+
+def test_scores_follow_the_formula():
+    fused = reciprocal_rank_fusion({"v": ["a", "b"], "t": ["b", "c"]}, {"v": 1.0, "t": 3.0}, k=60)
+    best = 1.0 / 61 + 3.0 / 61
+    assert fused["a"] == pytest.approx((1.0 / 61) / best)
+    assert fused["b"] == pytest.approx((1.0 / 62 + 3.0 / 61) / best)
+    assert fused["c"] == pytest.approx((3.0 / 62) / best)
+
+
+def test_item_in_both_lists_beats_items_in_one():
+    fused = reciprocal_rank_fusion({"v": ["a", "shared"], "t": ["b", "shared"]})
+    order = sorted(fused, key=lambda i: -fused[i])
+    assert order[0] == "shared"
+    assert set(order) == {"a", "b", "shared"}
+
+
+def test_weights_decide_between_disagreeing_lists():
+    rankings = {"v": ["a", "b"], "t": ["b", "a"]}
+    vector_heavy = reciprocal_rank_fusion(rankings, {"v": 3.0, "t": 1.0})
+    text_heavy = reciprocal_rank_fusion(rankings, {"v": 1.0, "t": 3.0})
+    assert vector_heavy["a"] > vector_heavy["b"]
+    assert text_heavy["b"] > text_heavy["a"]
+
+
+def test_missing_weight_defaults_to_one():
+    rankings = {"v": ["a", "b"], "t": ["b", "a"]}
+    assert reciprocal_rank_fusion(rankings, {"v": 1.0}) == reciprocal_rank_fusion(rankings, {"v": 1.0, "t": 1.0})
+
+
+def test_zero_weight_list_is_ignored():
+    fused = reciprocal_rank_fusion({"v": ["a", "b"], "t": ["c", "b"]}, {"v": 1.0, "t": 0.0})
+    assert set(fused) == {"a", "b"}
+    assert fused["a"] == pytest.approx(1.0)
+
+
+def test_all_weights_zero_gives_nothing():
+    assert reciprocal_rank_fusion({"v": ["a"], "t": ["b"]}, {"v": 0.0, "t": 0.0}) == {}
+
+
+def test_empty_lists():
+    assert reciprocal_rank_fusion({}) == {}
+    assert reciprocal_rank_fusion({"v": [], "t": []}) == {}
+
+
+def test_one_empty_list_does_not_lower_the_other():
+    # An empty ranking contributes no "best possible" share, so the top item of the
+    # remaining list still scores 1.0.
+    fused = reciprocal_rank_fusion({"v": ["a", "b"], "t": []})
+    assert fused["a"] == pytest.approx(1.0)
+    assert fused["b"] == pytest.approx(61 / 62)
+
+
+def test_default_k_is_sixty():
+    assert RRF_K == 60
+    assert reciprocal_rank_fusion({"v": ["a", "b"]}) == reciprocal_rank_fusion({"v": ["a", "b"]}, k=60)
+
+
+def test_negative_k_is_refused():
+    with pytest.raises(ValueError):
+        reciprocal_rank_fusion({"v": ["a"]}, k=-1)

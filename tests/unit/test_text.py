@@ -1,0 +1,86 @@
+"""Text normalisation, content hashes, query terms and full-text-safe tokens."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+
+from engram.policies.text import STOPWORDS, content_hash, normalize, query_terms, stable_token, words
+
+
+def test_normalize_folds_case_space_width_and_trailing_punctuation():
+    assert normalize("  Likes   Sushi!  ") == "likes sushi"
+    assert normalize("LIKES\tsushi\n.") == "likes sushi"
+    assert normalize("ＬＩＫＥＳ sushi") == "likes sushi"  # full-width letters (NFKC)
+    assert normalize("Straße") == normalize("STRASSE")  # casefold, not lower
+    assert normalize("likes sushi?!;:") == "likes sushi"
+
+
+def test_normalize_keeps_inner_punctuation():
+    assert normalize("Dr. Who likes tea.") == "dr. who likes tea"
+
+
+@pytest.mark.parametrize("variant", ["likes sushi", "Likes Sushi", "  likes  sushi ", "Likes sushi.", "LIKES SUSHI!!"])
+def test_content_hash_equal_for_trivial_variants(variant):
+    assert content_hash(variant) == content_hash("Likes sushi")
+
+
+def test_content_hash_differs_for_different_text():
+    assert content_hash("Likes sushi") != content_hash("Likes ramen")
+    assert content_hash("Is vegetarian") != content_hash("Is not vegetarian")
+
+
+def test_content_hash_is_stable_hex():
+    h = content_hash("Likes sushi")
+    assert re.fullmatch(r"[0-9a-f]{32}", h)
+    assert h == content_hash("Likes sushi")
+
+
+def test_words_lowercase_unicode():
+    assert words("Alex's café, Zürich!") == ["alex", "s", "café", "zürich"]
+
+
+def test_query_terms_drop_stop_words_and_duplicates_in_order():
+    assert query_terms("What are my favourite foods and my favourite drinks?") == ["favourite", "foods", "drinks"]
+    assert query_terms("Was ist mein Lieblingsessen?") == ["lieblingsessen"]
+
+
+def test_query_terms_fall_back_to_all_words_when_only_stop_words():
+    assert query_terms("who am I") == ["who", "am", "i"]
+    assert all(t in STOPWORDS for t in query_terms("who am I"))
+
+
+def test_query_terms_of_punctuation_is_empty():
+    assert query_terms("?!...") == []
+
+
+def test_stable_token_is_letter_then_digits_and_deterministic():
+    for value in ["", "alex", "Bob Smith", "user@example.com", "ünïcödé", "x" * 300]:
+        tok = stable_token("u", value)
+        assert re.fullmatch(r"u[0-9]+", tok), tok
+        assert tok == stable_token("u", value)
+    assert stable_token("u", "alex") != stable_token("u", "bob")
+    assert stable_token("u", "alex") != stable_token("a", "alex")
+
+
+def test_stable_token_survives_fts5_porter_unicode61_tokenisation():
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
+    tokens = [stable_token(p, v) for p, v in (("u", "alex"), ("a", "agent-1"), ("r", "run/2"), ("t", ""))]
+    conn.execute("INSERT INTO t (x) VALUES (?)", (" ".join(tokens),))
+    indexed = {row[0] for row in conn.execute("SELECT term FROM v")}
+    assert indexed == set(tokens)
+    for tok in tokens:
+        assert conn.execute("SELECT count(*) FROM t WHERE t MATCH ?", (f'"{tok}"',)).fetchone()[0] == 1
+    conn.close()
+
+
+def test_index_terms_lowercase_stem_and_drop_stop_words():
+    from engram.policies.text import index_terms
+
+    assert index_terms("I prefer my PREFERENCES") == ["prefer", "prefer"]
+    assert index_terms("the and of is") == []
+    assert index_terms("Running runs") == ["run", "run"]
