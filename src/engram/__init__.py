@@ -19,7 +19,7 @@ from .errors import (
     StoreError,
     ValidationError,
 )
-from .memory import Memory
+from .memory import Memory, reembed
 from .model import Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
 from .pipelines.context import format_context
 from .policies.ranking import RankContext, RankingPolicy
@@ -59,4 +59,5 @@ __all__ = [
     "ValidationError",
     "__version__",
     "format_context",
+    "reembed",
 ]

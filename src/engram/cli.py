@@ -97,14 +97,12 @@ class App:
         else:
             human()
 
-    def table(
-        self, columns: list[tuple[str, dict[str, Any]]], rows: list[list[Any]], *, title: str | None = None
-    ) -> None:
+    def table(self, columns: list[tuple[str, dict[str, Any]]], rows: list[list[Any]]) -> None:
         from rich import box
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(box=box.SIMPLE_HEAD, show_edge=False, title=title, title_justify="left", pad_edge=False)
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
         for name, options in columns:
             table.add_column(name, **options)
         for row in rows:
@@ -624,7 +622,8 @@ def import_(
             importer.flush()
     except _LineError as exc:
         click.echo(
-            f"{importer.counts['ADD']} memories from lines 1-{exc.line_no - 1} were imported and stay in the store.",
+            f"{importer.counts['ADD']} memories from the lines before line {exc.line_no} were imported "
+            "and stay in the store.",
             err=True,
         )
         raise CommandError(str(exc)) from exc
@@ -688,13 +687,20 @@ def export(app: App, user_id: str | None, agent_id: str | None, run_id: str | No
 def reindex(app: App, new_embedder: str | None) -> None:
     """Rebuild the indexes from the store, or re-embed with a new embedder.
 
-    The group's --embedder names the store's CURRENT embedder (default: the
-    store's own).
+    Re-embedding needs only the stored texts, so it works even when the store's
+    old embedder is not available here.
     """
-    memory = app.memory()
-    with _progress("re-embedding") as progress:
-        result = memory.reindex(embedder=new_embedder or None, progress=progress)
-    result = {**result, "embedder": memory.embedder.name}
+    if new_embedder:
+        from .embed import resolve_embedder
+        from .memory import reembed
+
+        embedder = resolve_embedder(new_embedder)
+        with _progress("re-embedding") as progress:
+            result = reembed(app.db, embedder, progress=progress)
+        result = {**result, "embedder": embedder.name}
+    else:
+        memory = app.memory()
+        result = {**memory.reindex(), "embedder": memory.embedder.name}
     app.emit(
         result,
         lambda: click.echo(
@@ -711,7 +717,8 @@ def reindex(app: App, new_embedder: str | None) -> None:
     "demo_db",
     metavar="PATH",
     type=click.Path(dir_okay=False),
-    help="Store to use [default: a new temporary folder, so your own store is untouched].",
+    help="Store to use [default: a new temporary folder; engram's --db and ENGRAM_DB are not used, "
+    "so your own store is untouched].",
 )
 @pass_app
 def demo(app: App, demo_db: str | None) -> None:

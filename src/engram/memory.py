@@ -20,7 +20,7 @@ import numpy as np
 
 from . import validate
 from .config import MemoryConfig, default_db_path
-from .embed import Embedder, embedder_for_identity, resolve_embedder
+from .embed import Embedder, embedder_for_identity, resolve_embedder, spec_for_identity
 from .errors import ConfigurationError, EmbedderMismatchError, NotFoundError, ValidationError
 from .model import MemoryRecord, Scope, Status
 from .pipelines.ingest import Ingestor
@@ -112,18 +112,22 @@ class Memory:
             if known is None:
                 raise EmbedderMismatchError(
                     f"this store's vectors were made by {identity[0]} ({identity[1]} dims), which "
-                    f"is not available here; install engram[embeddings] or pass that embedder"
+                    f"is not available here; install engram[embeddings], pass "
+                    f"embedder={spec_for_identity(identity[0])!r}, or re-embed the store with "
+                    f"engram.reembed(path, embedder) (CLI: `engram reindex --embedder ...`)"
                 )
+            self.store.bind_embedder(known.name, known.dim)
             return known
         embedder = resolve_embedder(spec)
-        if identity is None:
-            self.store.set_embedder_identity(embedder.name, embedder.dim)
-        elif identity != (embedder.name, embedder.dim):
+        if identity is not None and identity != (embedder.name, embedder.dim):
             raise EmbedderMismatchError(
                 f"this store's vectors were made by {identity[0]} ({identity[1]} dims) but the "
                 f"configured embedder is {embedder.name} ({embedder.dim} dims); open it with "
-                f"embedder={identity[0]!r}, or re-embed with `engram reindex --embedder ...`"
+                f"embedder={spec_for_identity(identity[0])!r}, or re-embed it with "
+                f"engram.reembed(path, embedder) (CLI: `engram reindex --embedder ...`)"
             )
+        # Recorded with the first vector written, not now: reading must not pin it.
+        self.store.bind_embedder(embedder.name, embedder.dim)
         return embedder
 
     # helpers ---------------------------------------------------------------------
@@ -323,9 +327,7 @@ class Memory:
 
     def reset(self) -> None:
         """Delete everything in the store: memories, vectors and the event log."""
-        identity = (self.embedder.name, self.embedder.dim)
         self.store.reset()
-        self.store.set_embedder_identity(*identity)
         self._query_vectors.clear()
 
     # inspection and maintenance ------------------------------------------------------
@@ -350,6 +352,7 @@ class Memory:
             return self.store.reindex()
         new = resolve_embedder(embedder)
         result = self.store.reindex(new.embed, name=new.name, dim=new.dim, progress=progress)
+        self.store.bind_embedder(new.name, new.dim)
         self.embedder = new
         self._ingest.embedder = new
         self._query_vectors.clear()
@@ -367,3 +370,17 @@ class Memory:
 
     def __repr__(self) -> str:
         return f"Memory(path={getattr(self.store, 'path', None)!r}, embedder={self.embedder.name!r})"
+
+
+def reembed(path: str, embedder: str | Embedder, *, progress: Any = None) -> dict[str, int]:
+    """Re-embed every active memory of the store at ``path`` with ``embedder``.
+
+    Works without the store's old embedder (a retired model, a missing extra): it
+    needs only the stored texts. The store then belongs to the new embedder.
+    """
+    new = resolve_embedder(embedder)
+    store = SQLiteStore(path)
+    try:
+        return store.reindex(new.embed, name=new.name, dim=new.dim, progress=progress)
+    finally:
+        store.close()

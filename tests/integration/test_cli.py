@@ -346,6 +346,10 @@ def test_import_conversation_lines_and_exported_memories(engram: Engram, tmp_pat
     assert by_text["Speaks French"]["created_at"] == "2023-05-06T07:08:09+00:00"
     assert [m["memory"] for m in engram.memories("sam")] == ["Sam likes jazz"]
 
+    piped = engram.json("import", "-", "--user", "carol", input='{"text": "Piped in", "infer": false}\n')
+    assert piped["added"] == 1
+    assert [m["memory"] for m in engram.memories("carol")] == ["Piped in"]
+
     human = engram("import", path, "--user", "alex")
     assert "Read 5 lines" in human.stdout
     assert "importing" in human.stderr  # the progress bar is on stderr
@@ -375,6 +379,7 @@ def test_import_bad_line_names_it_and_keeps_earlier_lines(engram: Engram, tmp_pa
     )
     result = engram("import", path, "--user", "alex", code=1)
     assert "error: line 3:" in result.stderr and "JSON" in result.stderr
+    assert "2 memories from the lines before line 3 were imported" in result.stderr
     assert sorted(m["memory"] for m in engram.memories()) == ["Line one", "Line two"]
 
 

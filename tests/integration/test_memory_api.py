@@ -656,3 +656,23 @@ def test_in_memory_store(tmp_path):
     with Memory(":memory:", embedder="hashing") as m:
         remember(m, "Likes sushi")
         assert texts(m.search("sushi", user_id="alex")) == ["Likes sushi"]
+
+
+def test_reembed_works_without_the_old_embedder(tmp_path) -> None:
+    """A store whose embedder is gone (a retired model) can still be re-embedded."""
+    import sqlite3
+
+    from engram import EmbedderMismatchError, reembed
+
+    path = str(tmp_path / "retired.db")
+    with Memory(path, embedder="hashing:64") as memory:
+        memory.add("Enjoys hiking in the Alps", user_id="alex", infer=False)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE meta SET value = 'retired-model-v0' WHERE key = 'embedder_name'")
+    with pytest.raises(EmbedderMismatchError, match="retired-model-v0"):
+        Memory(path)
+    assert reembed(path, "hashing") == {"indexed": 1, "re_embedded": 1}
+    with Memory(path) as memory:
+        assert memory.embedder.name == "hashing-v1-384"
+        hits = memory.search("hiking", user_id="alex")["results"]
+        assert [h["memory"] for h in hits] == ["Enjoys hiking in the Alps"]

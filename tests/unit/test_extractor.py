@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from engram.roles.base import Fact, Message
 from engram.roles.extractor import HeuristicExtractor
 
-WEDNESDAY = datetime(2024, 5, 8, 15, 30, tzinfo=timezone.utc)
+WEDNESDAY = datetime(2024, 5, 8, 15, 30, tzinfo=UTC)
 
 
 def extract(*messages: tuple[str, str], timestamp: datetime | None = None) -> list[Fact]:

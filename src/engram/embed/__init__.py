@@ -59,6 +59,16 @@ def resolve_embedder(spec: str | Embedder | None) -> Embedder:
     )
 
 
+def spec_for_identity(name: str) -> str:
+    """The ``embedder=`` string that rebuilds the embedder whose identity is ``name``."""
+    if name.startswith("hashing-v1-"):
+        return "hashing:" + name.rsplit("-", 1)[1]
+    if name.startswith("sentence-transformers/"):
+        model = name.split("/", 1)[1]
+        return "sentence-transformers" if model == "all-MiniLM-L6-v2" else "sentence-transformers:" + model
+    return name
+
+
 def embedder_for_identity(name: str) -> Embedder | None:
     """The embedder that produced vectors named ``name``, if it can be built here."""
     if name.startswith("hashing-v1-"):
@@ -74,4 +84,4 @@ def embedder_for_identity(name: str) -> Embedder | None:
     return None
 
 
-__all__ = ["Embedder", "HashingEmbedder", "embedder_for_identity", "resolve_embedder"]
+__all__ = ["Embedder", "HashingEmbedder", "embedder_for_identity", "resolve_embedder", "spec_for_identity"]

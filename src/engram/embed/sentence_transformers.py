@@ -82,7 +82,7 @@ class SentenceTransformerEmbedder(Embedder):
                     raise MissingDependencyError(
                         f"sentence-transformers is not installed; run: {_INSTALL}"
                     ) from exc
-                self._model = SentenceTransformer(self._path, device=self.device)
+                self._model = _quietly(lambda: SentenceTransformer(self._path, device=self.device))
             return self._model
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -94,3 +94,19 @@ class SentenceTransformerEmbedder(Embedder):
             normalize_embeddings=True,
             show_progress_bar=False,
         )
+
+
+def _quietly(load: Any) -> Any:
+    """Load without the weight-loading progress bar on stderr (a library has no
+    business drawing bars in its host's terminal); the user's setting is restored."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return load()
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return load()
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()

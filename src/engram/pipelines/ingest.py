@@ -62,7 +62,7 @@ def _summary(counts: dict[str, int]) -> str:
         return "No new memories; nothing changed"
     total = sum(counts.get(e, 0) for e in ("ADD", "UPDATE", "DELETE"))
     noun = "memory" if total == 1 else "memories"
-    text = ", ".join(parts) if len(parts) < 3 else f"{parts[0]}, {parts[1]} and {parts[2]}"
+    text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return f"{text[0].upper()}{text[1:]} {noun} successfully"
 
 

@@ -36,7 +36,7 @@ _MAX_CLAUSE_WORDS = 60
 _MAX_FACT_WORDS = 40
 _I = re.IGNORECASE
 
-Rewritten = list[tuple[str, "str | None"]]  # (fact text, kind or None to infer it from the text)
+_Rewritten = list[tuple[str, "str | None"]]  # (fact text, kind or None to infer it from the text)
 
 
 def _ws(words: str) -> frozenset[str]:
@@ -323,7 +323,7 @@ def _en_split(clause: str) -> list[str]:
     return [clause]
 
 
-def _en_statement(clause: str) -> Rewritten:
+def _en_statement(clause: str) -> _Rewritten:
     """Rewrite one English first-person clause; a leading time phrase moves to the end."""
     clause = _strip_lead(_EN_FILLER, clause)
     suffix = ""
@@ -332,7 +332,7 @@ def _en_statement(clause: str) -> Rewritten:
     return [(text + suffix, kind) for text, kind in _en_core(clause) if text]
 
 
-def _en_core(clause: str) -> Rewritten:
+def _en_core(clause: str) -> _Rewritten:
     if m := _EN_REMIND.match(clause):
         if not m["conj"] and re.match(r"(?:what|how|why|when|where|who|which|if)\b", m["x"], _I):
             return []  # "remind me what 1/2 + 1/3 is": a question, not a reminder
@@ -379,7 +379,7 @@ def _en_core(clause: str) -> Rewritten:
     return [(_cap(" ".join([*adverbs, _en_3sg(words[0]), _sub_all(_EN_INNER, " ".join(words[1:]))])), None)]
 
 
-def _en_clause(clause: str, role: str, question: bool) -> Rewritten:
+def _en_clause(clause: str, role: str, question: bool) -> _Rewritten:
     if role == "assistant":
         clause = _strip_lead(_EN_FILLER, clause)
         if question or _EN_FIRST_PERSON.match(clause):
@@ -390,7 +390,7 @@ def _en_clause(clause: str, role: str, question: bool) -> Rewritten:
                 or re.search(r"\b(?:i|me|my|mine|we|us|our)\b", clause, _I)):
             return []
         clause = _sub_all(_EN_SWAP, clause)  # second person about the user -> first person, then as usual
-    out: Rewritten = []
+    out: _Rewritten = []
     for part in _en_split(clause):
         for text, kind in _en_statement(part):
             if role == "user" and re.search(r"\byou(?:r|rs|rself)?\b", text, _I):
@@ -431,7 +431,7 @@ def _de_split(clause: str) -> list[str]:
     return [clause]
 
 
-def _de_core(clause: str) -> Rewritten:
+def _de_core(clause: str) -> _Rewritten:
     if m := _DE_REMIND.match(clause):
         x = _sub_all(_DE_INNER, m["x"])
         if m["an"]:
@@ -474,7 +474,7 @@ def _de_core(clause: str) -> Rewritten:
     return [("Ist " + rest, None)]
 
 
-def _de_clause(clause: str, role: str, question: bool) -> Rewritten:
+def _de_clause(clause: str, role: str, question: bool) -> _Rewritten:
     clause = _strip_lead(_DE_FILLER, clause)
     if role == "assistant":
         if question or re.match(r"(?:ich|mein|wir|unser|du (?:solltest|könntest|kannst|musst))\b", clause, _I):
@@ -489,7 +489,7 @@ def _de_clause(clause: str, role: str, question: bool) -> Rewritten:
         else:
             return []
         clause = re.sub(r"\bdi(ch|r)\b", r"mi\1", clause, flags=_I)
-    out: Rewritten = []
+    out: _Rewritten = []
     for part in _de_split(clause):
         for text, kind in _de_core(part):
             if re.search(r"\b(?:ich|du|dich|dir|dein\w*)\b", text, _I):
@@ -500,7 +500,7 @@ def _de_clause(clause: str, role: str, question: bool) -> Rewritten:
     return out
 
 
-def _other_clause(clause: str, role: str, question: bool) -> Rewritten:
+def _other_clause(clause: str, role: str, question: bool) -> _Rewritten:
     # Unsupported language: keep a clearly first-person statement's remainder verbatim.
     m = _OTHER_FIRST_PERSON.match(clause)
     if role != "user" or question or not m or len(m["rest"].split()) < 2:
@@ -577,7 +577,7 @@ def _finish(text: str, lang: str, timestamp: datetime | None) -> str | None:
     return _cap(text)
 
 
-_CONVERTERS: dict[str, Callable[[str, str, bool], Rewritten]] = {
+_CONVERTERS: dict[str, Callable[[str, str, bool], _Rewritten]] = {
     "en": _en_clause, "de": _de_clause, "other": _other_clause}
 
 

@@ -98,7 +98,16 @@ class Store(abc.ABC):
     def embedder_identity(self) -> tuple[str, int] | None: ...
 
     @abc.abstractmethod
-    def set_embedder_identity(self, name: str, dim: int) -> None: ...
+    def set_embedder_identity(self, name: str, dim: int) -> None:
+        """Record the identity now (used by reindex and reset)."""
+
+    @abc.abstractmethod
+    def bind_embedder(self, name: str, dim: int) -> None:
+        """Declare the embedder of this session's writes.
+
+        A store with no identity yet records it in the transaction that writes its
+        first vector, so merely reading a new store never pins an embedder. A store
+        whose recorded identity differs refuses that write."""
 
     # reads ---------------------------------------------------------------------
     @abc.abstractmethod

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptStoreError, StoreError
+from ..errors import CorruptStoreError, EmbedderMismatchError, StoreError
 from ..model import EventRecord, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
 from ..policies.text import index_terms, query_terms, stable_token
 from .base import Batch, ScopeFilter, Store
@@ -155,6 +155,7 @@ class _SQLiteBatch(Batch):
         rowid = self._conn.execute("SELECT rowid FROM memories WHERE id = ?", (record.id,)).fetchone()[0]
         if vector is not None:
             vector = np.ascontiguousarray(vector, dtype=np.float32)
+            self._store._record_identity(self._conn, vector.shape[0])
             self._conn.execute(
                 "INSERT OR REPLACE INTO embeddings (memory_rowid, space_id, vector) VALUES (?, ?, ?)",
                 (rowid, space, vector.tobytes()),
@@ -237,6 +238,7 @@ class SQLiteStore(Store):
             except OSError as exc:
                 raise StoreError(f"cannot create the store's folder {parent}: {exc}") from exc
         self._lock = threading.RLock()
+        self._bound: tuple[str, int] | None = None
         self._indexes: dict[int, SpaceIndex] = {}
         self._touch_buffer: dict[int, dict[str, tuple[str, int]]] = {}  # space -> id -> (class, n)
         self._touch_counts: dict[int, int] = {}
@@ -390,6 +392,26 @@ class SQLiteStore(Store):
         if "embedder_name" not in rows:
             return None
         return rows["embedder_name"], int(rows["embedder_dim"])
+
+    def bind_embedder(self, name: str, dim: int) -> None:
+        self._bound = (name, dim)
+
+    def _record_identity(self, conn: sqlite3.Connection, dim: int) -> None:
+        """Inside a write: record the bound identity if the store has none yet."""
+        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')").fetchall())
+        bound = self._bound
+        if "embedder_name" in rows:
+            stored = (rows["embedder_name"], int(rows["embedder_dim"]))
+            if stored[1] != dim or (bound is not None and stored != bound):
+                raise EmbedderMismatchError(
+                    f"{self.path} holds vectors of {stored[0]} ({stored[1]} dims); "
+                    f"refusing to write vectors of {bound[0] if bound else 'another embedder'} ({dim} dims)"
+                )
+            return
+        if bound is None or bound[1] != dim:
+            raise StoreError(f"{self.path}: no embedder bound for a {dim}-dim vector; call bind_embedder first")
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_name', ?)", (bound[0],))
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
 
     def set_embedder_identity(self, name: str, dim: int) -> None:
         with self._write() as conn:
