@@ -21,7 +21,7 @@ import numpy as np
 from . import validate
 from .config import MemoryConfig, default_db_path
 from .embed import Embedder, embedder_for_identity, resolve_embedder, spec_for_identity
-from .errors import ConfigurationError, EmbedderMismatchError, NotFoundError, ValidationError
+from .errors import EmbedderMismatchError, NotFoundError, ValidationError
 from .model import MemoryRecord, Scope, Status
 from .pipelines.ingest import Ingestor
 from .policies.filters import compile_filters

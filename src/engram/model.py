@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 
-class Kind(str, enum.Enum):
+class Kind(enum.StrEnum):
     """What a memory is."""
 
     FACT = "fact"
@@ -28,7 +28,7 @@ class Kind(str, enum.Enum):
     TURN = "turn"
 
 
-class MemoryClass(str, enum.Enum):
+class MemoryClass(enum.StrEnum):
     """The one memory class of every memory: what it remembers."""
 
     SEMANTIC = "semantic"  # facts about the world or the user
@@ -36,13 +36,13 @@ class MemoryClass(str, enum.Enum):
     PROCEDURAL = "procedural"  # how to do things: strategies, anti-patterns
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     ACTIVE = "active"
     ARCHIVED = "archived"
     DELETED = "deleted"
 
 
-class Tier(str, enum.Enum):
+class Tier(enum.StrEnum):
     WORKING = "working"
     SHORT_TERM = "short_term"
     LONG_TERM = "long_term"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 
@@ -43,7 +43,7 @@ class Fact:
     source_role: str = "user"
 
 
-class Event(str, enum.Enum):
+class Event(enum.StrEnum):
     """What the reconciler decided for a fact (spec 004's memory-update events)."""
 
     ADD = "ADD"
