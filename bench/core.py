@@ -2,7 +2,9 @@
 
 Run:  python bench/core.py [--embedder minilm|hashing|both] [--sizes 1000,10000,100000]
 
-For each embedder and size N, in one user's scope of a fresh store:
+Memories are sentences sampled from the word frequencies of LoCoMo's dialogs
+(../shared/data), queries are LoCoMo questions. For each embedder and size N, in
+one user's scope of a fresh store:
 - the embedder's own batched throughput on the same texts (the ceiling);
 - bulk add: ``add(list_of_messages, infer=False)`` in calls of 1,000 messages;
 - single add: the rate of 200 one-message ``add(..., infer=False)`` calls made
@@ -16,30 +18,46 @@ Figures are printed as a Markdown table; paste them into bench/RESULTS.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
+import re
 import resource
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
+from pathlib import Path
 
 from engram import Memory
 from engram.embed import resolve_embedder
 
-WORDS = (
-    "alex likes hiking climbing pasta sushi vegetarian vegan coffee tea oat milk latte works engineer "
-    "teacher nurse doctor berlin paris london tokyo california francisco lives moved started learning "
-    "python rust spanish german guitar piano running swimming yoga cat dog sister brother daughter son "
-    "birthday march april may june project deadline meeting monday friday weekend allergic nuts "
-    "shellfish gluten prefers dark mode music jazz rock novels science fiction history football tennis"
-).split()
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 
 
-def sentence(rng: random.Random) -> str:
-    n = rng.randint(6, 14)
-    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+def corpus_model(path: Path = DATA) -> tuple[list[str], list[float], list[str]]:
+    """Word frequencies and questions from real conversations (LoCoMo's dev split).
+
+    Memories are sampled from the unigram distribution of the dialog text, so BM25
+    sees a natural, Zipf-shaped vocabulary; queries are the data set's questions.
+    """
+    data = json.loads(path.read_text(encoding="utf-8"))
+    counts: Counter[str] = Counter()
+    questions: list[str] = []
+    for conv in data:
+        for key, turns in conv["conversation"].items():
+            if key.startswith("session_") and isinstance(turns, list):
+                for turn in turns:
+                    counts.update(re.findall(r"[A-Za-z']+", turn["text"]))
+        questions += [qa["question"] for qa in conv["qa"]]
+    words, freq = zip(*counts.items(), strict=True)
+    return list(words), [float(f) for f in freq], questions
+
+
+def sentence(rng: random.Random, words: list[str], weights: list[float]) -> str:
+    return " ".join(rng.choices(words, weights, k=rng.randint(6, 20))).capitalize() + "."
 
 
 def pct(values: list[float], q: float) -> float:
@@ -53,7 +71,8 @@ def peak_rss_mb() -> float:
 
 def run(embedder_spec: str, size: int, rng: random.Random) -> dict[str, float]:
     embedder = resolve_embedder(embedder_spec)
-    texts = [sentence(rng) for _ in range(size)]
+    words, weights, questions = corpus_model()
+    texts = [sentence(rng, words, weights) for _ in range(size)]
     # Warm the model, then measure the embedder's own batched rate on a sample.
     embedder.embed(texts[:64])
     sample = texts[: min(size, 2000)]
@@ -69,13 +88,13 @@ def run(embedder_spec: str, size: int, rng: random.Random) -> dict[str, float]:
             memory.add(chunk, user_id="bench", infer=False)
         bulk_rate = size / (time.perf_counter() - t0)
 
-        singles = [sentence(rng) for _ in range(200)]
+        singles = [sentence(rng, words, weights) for _ in range(200)]
         t0 = time.perf_counter()
         for text in singles:
             memory.add(text, user_id="bench", infer=False)
         single_rate = len(singles) / (time.perf_counter() - t0)
 
-        queries = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7))) + "?" for _ in range(200)]
+        queries = rng.sample(questions, 200)
         memory.search(queries[0], user_id="bench")  # load the index once
         embed_ms, engine_ms, total_ms = [], [], []
         for q in queries:
@@ -120,7 +139,7 @@ def main() -> None:
         "search p50 ms | search p95 ms | query embed p50 ms | engine p50 ms | engine p95 ms | peak RSS MB |"
     )
     print(header)
-    print("|" + "---|" * header.count("|")[:-1] if False else "|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---" * (header.count("|") - 1) + "|")
     for spec in specs:
         rates = {}
         for size in sizes:

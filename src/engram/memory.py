@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -224,7 +225,10 @@ class Memory:
             {"vector": conf.vector_weight, "text": conf.text_weight},
             k=conf.rrf_k,
         )
-        ordered = sorted(fused, key=lambda mid: -fused[mid])
+        if predicate is None and not self.ranking.terms:
+            ordered = heapq.nlargest(limit, fused, key=fused.__getitem__)
+        else:
+            ordered = sorted(fused, key=lambda mid: -fused[mid])
         similarity = dict(vector_hits)
         candidates: list[tuple[MemoryRecord, float]] = []
         # Ranking terms may reorder the pool, so they need all of it; with no terms

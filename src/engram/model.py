@@ -143,17 +143,16 @@ class MemoryRecord:
 
     def to_item(self, score: float | None = None) -> dict[str, Any]:
         """The result item of the public API (spec 004's shape plus Engram's fields)."""
+        created = from_epoch(self.created_at).isoformat()
         item: dict[str, Any] = {
             "id": self.id,
             "memory": self.text,
             "user_id": self.scope.user_id or None,
             "agent_id": self.scope.agent_id or None,
             "run_id": self.scope.run_id or None,
-            "created_at": from_epoch(self.created_at).isoformat(),
+            "created_at": created,
             # Spec 004 reports a never-updated memory with updated_at == created_at.
-            "updated_at": from_epoch(
-                self.updated_at if self.updated_at is not None else self.created_at
-            ).isoformat(),
+            "updated_at": created if self.updated_at is None else from_epoch(self.updated_at).isoformat(),
             "metadata": dict(self.metadata),
             "kind": self.kind.value,
             "memory_class": self.memory_class.value,

@@ -12,7 +12,6 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -78,7 +77,9 @@ class Ingestor:
 
     def _turn_payload(self, messages: Sequence[Message], metadata: dict[str, Any], at: float, infer: bool) -> dict[str, Any]:
         return {
-            "messages": [{k: v for k, v in asdict(m).items() if v is not None} for m in messages],
+            "messages": [
+                {"role": m.role, "content": m.content, **({"name": m.name} if m.name else {})} for m in messages
+            ],
             "metadata": metadata,
             "timestamp": from_epoch(at).isoformat(),
             "infer": infer,

@@ -37,8 +37,14 @@ CREATE TABLE memories (
     tags          TEXT NOT NULL DEFAULT '[]',
     helpful       INTEGER NOT NULL DEFAULT 0,
     harmful       INTEGER NOT NULL DEFAULT 0,
-    strengths     TEXT NOT NULL DEFAULT '{}',
-    last_access   TEXT NOT NULL DEFAULT '{}',
+    -- Per-class strength, and the space's access clock when that class component
+    -- was last touched: the inputs of access-count decay.
+    strength_semantic     REAL NOT NULL DEFAULT 1.0,
+    strength_episodic     REAL NOT NULL DEFAULT 1.0,
+    strength_procedural   REAL NOT NULL DEFAULT 1.0,
+    last_access_semantic    INTEGER NOT NULL DEFAULT 0,
+    last_access_episodic    INTEGER NOT NULL DEFAULT 0,
+    last_access_procedural  INTEGER NOT NULL DEFAULT 0,
     access_count  INTEGER NOT NULL DEFAULT 0,
     importance    REAL NOT NULL DEFAULT 0.5,
     energy        REAL NOT NULL DEFAULT 1.0,

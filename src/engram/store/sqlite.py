@@ -10,6 +10,7 @@ search itself; a crash loses at most that buffer, never a memory.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -29,16 +30,21 @@ from .base import Batch, ScopeFilter, Store
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .vector_index import Row, SpaceIndex
 
-_COLUMNS = (
-    "m.id, m.run_id, m.text, m.search_text, m.kind, m.memory_class, m.topic, m.concept, "
-    "m.section, m.tags, m.helpful, m.harmful, m.strengths, m.last_access, m.access_count, "
-    "m.importance, m.energy, m.tier, m.created_at, m.updated_at, m.valid_to, "
-    "m.content_hash, m.metadata, m.lineage, m.status, s.tenant_id, s.user_id, s.agent_id"
+_CLASS_NAMES = tuple(c.value for c in MemoryClass)
+_FIELDS = (
+    "m.id", "m.run_id", "m.text", "m.search_text", "m.kind", "m.memory_class", "m.topic",
+    "m.concept", "m.section", "m.tags", "m.helpful", "m.harmful",
+    *(f"m.strength_{c}" for c in _CLASS_NAMES), *(f"m.last_access_{c}" for c in _CLASS_NAMES),
+    "m.access_count", "m.importance", "m.energy", "m.tier", "m.created_at", "m.updated_at",
+    "m.valid_to", "m.content_hash", "m.metadata", "m.lineage", "m.status",
+    "s.tenant_id", "s.user_id", "s.agent_id",
 )
+_COLUMNS = ", ".join(_FIELDS)
 _FROM = "FROM memories m JOIN spaces s ON s.id = m.space_id"
 _TOUCH_FLUSH_EVERY = 32
 
 
+@functools.lru_cache(maxsize=4096)
 def scope_key(scope: Scope) -> str:
     """The full-text tokens that let BM25 queries stay inside a scope."""
     return " ".join(
@@ -52,37 +58,58 @@ def scope_key(scope: Scope) -> str:
     )
 
 
+_KINDS = {k.value: k for k in Kind}
+_CLASSES = {c.value: c for c in MemoryClass}
+_TIERS = {t.value: t for t in Tier}
+_STATUSES = {s.value: s for s in Status}
+
+
+def _loads(text: str) -> Any:
+    # Most rows carry empty tags and metadata: skip the decoder for them.
+    if text == "{}":
+        return {}
+    if text == "[]":
+        return []
+    return json.loads(text)
+
+
 def _row_to_record(row: sqlite3.Row | tuple) -> MemoryRecord:
+    (mid, run_id, text, search_text, kind, cls, topic, concept, section, tags, helpful, harmful,
+     s_sem, s_epi, s_pro, a_sem, a_epi, a_pro, access_count, importance, energy, tier,
+     created_at, updated_at, valid_to, digest, metadata, lineage, status,
+     tenant_id, user_id, agent_id) = row  # fmt: skip
     return MemoryRecord(
-        id=row[0],
-        scope=Scope(tenant_id=row[25], user_id=row[26], agent_id=row[27], run_id=row[1]),
-        text=row[2],
-        search_text=row[3],
-        kind=Kind(row[4]),
-        memory_class=MemoryClass(row[5]),
-        topic=row[6],
-        concept=row[7],
-        section=row[8],
-        tags=json.loads(row[9]),
-        helpful=row[10],
-        harmful=row[11],
-        strengths=json.loads(row[12]),
-        last_access=json.loads(row[13]),
-        access_count=row[14],
-        importance=row[15],
-        energy=row[16],
-        tier=Tier(row[17]),
-        created_at=row[18],
-        updated_at=row[19],
-        valid_to=row[20],
-        content_hash=row[21],
-        metadata=json.loads(row[22]),
-        lineage=json.loads(row[23]),
-        status=Status(row[24]),
+        id=mid,
+        scope=Scope(tenant_id, user_id, agent_id, run_id),
+        text=text,
+        search_text=search_text,
+        kind=_KINDS[kind],
+        memory_class=_CLASSES[cls],
+        topic=topic,
+        concept=concept,
+        section=section,
+        tags=_loads(tags),
+        helpful=helpful,
+        harmful=harmful,
+        strengths={"semantic": s_sem, "episodic": s_epi, "procedural": s_pro},
+        last_access={"semantic": a_sem, "episodic": a_epi, "procedural": a_pro},
+        access_count=access_count,
+        importance=importance,
+        energy=energy,
+        tier=_TIERS[tier],
+        created_at=created_at,
+        updated_at=updated_at,
+        valid_to=valid_to,
+        content_hash=digest,
+        metadata=_loads(metadata),
+        lineage=_loads(lineage),
+        status=_STATUSES[status],
     )
 
 
 def _dumps(value: Any) -> str:
+    if not value:  # the common empty tags / metadata / payload
+        return "[]" if isinstance(value, list) else "{}"
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
@@ -101,8 +128,8 @@ def _record_values(record: MemoryRecord) -> dict[str, Any]:
         "tags": _dumps(record.tags),
         "helpful": record.helpful,
         "harmful": record.harmful,
-        "strengths": _dumps(record.strengths),
-        "last_access": _dumps(record.last_access),
+        **{f"strength_{c}": float(record.strengths.get(c, 1.0)) for c in _CLASS_NAMES},
+        **{f"last_access_{c}": int(record.last_access.get(c, 0)) for c in _CLASS_NAMES},
         "access_count": record.access_count,
         "importance": record.importance,
         "energy": record.energy,
@@ -126,13 +153,17 @@ class _SQLiteBatch(Batch):
         self._store = store
         self._conn = conn
         self.touched_spaces: set[int] = set()
+        self._space_ids: dict[tuple[str, str, str], int] = {}
         # What the in-process vector indexes must learn once the commit succeeded.
         self.index_upserts: dict[int, list[Row]] = {}
         self.index_removals: dict[int, list[str]] = {}
 
     def _space(self, scope: Scope) -> int:
-        space = self._store._space_id(self._conn, scope, create=True)
-        assert space is not None
+        space = self._space_ids.get(scope.space)
+        if space is None:
+            space = self._store._space_id(self._conn, scope, create=True)
+            assert space is not None
+            self._space_ids[scope.space] = space
         if space not in self.touched_spaces:
             self.touched_spaces.add(space)
             self._conn.execute("UPDATE spaces SET generation = generation + 1 WHERE id = ?", (space,))
@@ -146,13 +177,14 @@ class _SQLiteBatch(Batch):
         )
         return int(cur.lastrowid or 0)
 
-    def _index_row(self, space: int, record: MemoryRecord, vector: np.ndarray | None) -> None:
+    def _index_row(self, space: int, record: MemoryRecord, vector: np.ndarray | None, rowid: int | None = None) -> None:
         """Write the vector (when given) and queue the row for the in-process index.
 
         Without a new vector the stored one is kept, so an edit of the text alone
         still refreshes the row's BM25 terms and times.
         """
-        rowid = self._conn.execute("SELECT rowid FROM memories WHERE id = ?", (record.id,)).fetchone()[0]
+        if rowid is None:
+            rowid = self._conn.execute("SELECT rowid FROM memories WHERE id = ?", (record.id,)).fetchone()[0]
         if vector is not None:
             vector = np.ascontiguousarray(vector, dtype=np.float32)
             self._store._record_identity(self._conn, vector.shape[0])
@@ -173,11 +205,11 @@ class _SQLiteBatch(Batch):
         cols = ", ".join(values)
         marks = ", ".join(f":{c}" for c in values)
         try:
-            self._conn.execute(f"INSERT INTO memories ({cols}) VALUES ({marks})", values)
+            cur = self._conn.execute(f"INSERT INTO memories ({cols}) VALUES ({marks})", values)
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"memory id already exists: {record.id!r}") from exc
         if record.status is Status.ACTIVE:
-            self._index_row(space, record, vector)
+            self._index_row(space, record, vector, cur.lastrowid)
         self._append("add", space, record.scope, record.id, None, record.text, actor, payload)
 
     def update(self, record: MemoryRecord, vector: np.ndarray | None, *, old_text: str, op: str = "update", actor: str = "", payload: dict[str, Any] | None = None) -> None:
@@ -239,6 +271,10 @@ class SQLiteStore(Store):
                 raise StoreError(f"cannot create the store's folder {parent}: {exc}") from exc
         self._lock = threading.RLock()
         self._bound: tuple[str, int] | None = None
+        # The vector dimension already checked against meta in this session (0: not yet).
+        # A failed transaction may have recorded nothing, so it is only trusted
+        # once the identity was read back from the store.
+        self._identity_checked = 0
         self._indexes: dict[int, SpaceIndex] = {}
         self._touch_buffer: dict[int, dict[str, tuple[str, int]]] = {}  # space -> id -> (class, n)
         self._touch_counts: dict[int, int] = {}
@@ -395,9 +431,12 @@ class SQLiteStore(Store):
 
     def bind_embedder(self, name: str, dim: int) -> None:
         self._bound = (name, dim)
+        self._identity_checked = 0
 
     def _record_identity(self, conn: sqlite3.Connection, dim: int) -> None:
         """Inside a write: record the bound identity if the store has none yet."""
+        if self._identity_checked == dim:
+            return
         rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')").fetchall())
         bound = self._bound
         if "embedder_name" in rows:
@@ -407,6 +446,7 @@ class SQLiteStore(Store):
                     f"{self.path} holds vectors of {stored[0]} ({stored[1]} dims); "
                     f"refusing to write vectors of {bound[0] if bound else 'another embedder'} ({dim} dims)"
                 )
+            self._identity_checked = dim
             return
         if bound is None or bound[1] != dim:
             raise StoreError(f"{self.path}: no embedder bound for a {dim}-dim vector; call bind_embedder first")
@@ -414,6 +454,7 @@ class SQLiteStore(Store):
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
 
     def set_embedder_identity(self, name: str, dim: int) -> None:
+        self._identity_checked = 0
         with self._write() as conn:
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_name', ?)", (name,))
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
@@ -654,11 +695,12 @@ class SQLiteStore(Store):
         for space, count in self._touch_counts.items():
             conn.execute("UPDATE spaces SET access_clock = access_clock + ? WHERE id = ?", (count, space))
             clock = conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0]
-            conn.executemany(
-                "UPDATE memories SET access_count = access_count + ?, "
-                "last_access = json_set(last_access, '$.' || ?, ?) WHERE id = ?",
-                [(n, cls, clock, memory_id) for memory_id, (cls, n) in self._touch_buffer.get(space, {}).items()],
-            )
+            for cls in _CLASS_NAMES:
+                # The column name comes from the fixed class list, never from input.
+                conn.executemany(
+                    f"UPDATE memories SET access_count = access_count + ?, last_access_{cls} = ? WHERE id = ?",
+                    [(n, clock, memory_id) for memory_id, (c, n) in self._touch_buffer.get(space, {}).items() if c == cls],
+                )
         conn.executemany(
             "INSERT INTO events (ts, op, space_id, payload) VALUES (?, 'retrieve', ?, ?)",
             [(ts, space, _dumps({"query": q, "ids": ids})) for ts, space, q, ids in self._touch_events],
@@ -690,6 +732,7 @@ class SQLiteStore(Store):
     # maintenance -------------------------------------------------------------------
     def reindex(self, embed: Callable[[list[str]], np.ndarray] | None = None, *, name: str | None = None, dim: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         with self._lock:
+            self._identity_checked = 0
             self.flush()
             self._indexes.clear()
             with self._write() as conn:
@@ -728,6 +771,7 @@ class SQLiteStore(Store):
 
     def reset(self) -> None:
         with self._lock:
+            self._identity_checked = 0
             self._touch_buffer.clear()
             self._touch_counts.clear()
             self._touch_events.clear()

@@ -77,6 +77,8 @@ class SpaceIndex:
         self._pos: dict[str, int] = {}
         self._postings: dict[str, _Postings] = {}
         self._total_length = 0.0
+        self._vectorless = 0  # live rows with no vector (BM25 only)
+        self._expiring = 0  # live rows with an end of validity
 
     def __len__(self) -> int:
         return len(self._pos)
@@ -111,6 +113,8 @@ class SpaceIndex:
             if row.vector is not None:
                 self._vectors[:, pos] = row.vector
             self._has_vector[pos] = row.vector is not None
+            self._vectorless += row.vector is None
+            self._expiring += row.valid_to is not None
             self._alive[pos] = True
             self._effective[pos] = row.effective_at
             self._valid_to[pos] = np.inf if row.valid_to is None else row.valid_to
@@ -132,6 +136,8 @@ class SpaceIndex:
             if pos is None:
                 continue
             self._alive[pos] = False
+            self._vectorless -= not self._has_vector[pos]
+            self._expiring -= bool(np.isfinite(self._valid_to[pos]))
             self._total_length -= float(self._length[pos])
             for term in self._terms[pos]:
                 self._postings[term].live -= 1
@@ -167,9 +173,14 @@ class SpaceIndex:
                 self._postings.setdefault(term, _Postings()).append(i, tf)
         self._vectors[:, : len(rows)] = vectors
         self._has_vector[: len(rows)] = has_vector
+        self._vectorless = int((~has_vector).sum())
+        self._expiring = sum(r.valid_to is not None for r in rows)
 
-    def _mask(self, run_id: str | None, cutoff: float | None, now: float | None) -> np.ndarray:
+    def _mask(self, run_id: str | None, cutoff: float | None, now: float | None) -> np.ndarray | None:
+        """Rows a search may return, or None when that is every row (the usual case)."""
         n = self._size
+        if run_id is None and cutoff is None and len(self._pos) == n and (now is None or self._expiring == 0):
+            return None
         mask = self._alive[:n].copy()
         if run_id is not None:
             mask &= self._run[:n] == run_id
@@ -179,10 +190,12 @@ class SpaceIndex:
             mask &= self._valid_to[:n] > now
         return mask
 
-    def _top(self, scores: np.ndarray, candidates: np.ndarray, k: int | None) -> list[tuple[str, float]]:
+    def _top(self, scores: np.ndarray, candidates: np.ndarray | None, k: int | None) -> list[tuple[str, float]]:
+        if candidates is None:  # every row: rank the scores as they are
+            candidates = np.arange(scores.shape[0])
         if candidates.size == 0:
             return []
-        values = scores[candidates]
+        values = scores[candidates] if candidates.size != scores.shape[0] else scores
         if k is not None and k < candidates.size:
             top = np.argpartition(-values, k - 1)[:k]
             order = top[np.argsort(-values[top], kind="stable")]
@@ -205,7 +218,11 @@ class SpaceIndex:
         if n == 0:
             return []
         sims = query.astype(np.float32, copy=False) @ self._vectors[:, :n]
-        return self._top(sims, np.flatnonzero(self._mask(run_id, cutoff, now) & self._has_vector[:n]), k)
+        mask = self._mask(run_id, cutoff, now)
+        if mask is None and self._vectorless == 0:
+            return self._top(sims, None, k)
+        usable = self._has_vector[:n] if mask is None else mask & self._has_vector[:n]
+        return self._top(sims, np.flatnonzero(usable), k)
 
     def search_text(
         self,
@@ -233,4 +250,4 @@ class SpaceIndex:
             scores[docs] += idf * tfs * (BM25_K1 + 1.0) / (tfs + norm)
             hit[docs] = True
         mask = self._mask(run_id, cutoff, now)
-        return self._top(scores, np.flatnonzero(mask[: self._size] & hit), k)
+        return self._top(scores, np.flatnonzero(hit if mask is None else mask & hit), k)
