@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -218,6 +217,7 @@ class Memory:
         cutoff = validity_cutoff(now, self.config.decay_days)
         conf = self.config.retrieval
         pool = max(conf.candidates, 4 * limit)
+        # A filter may reject most candidates: then rank everything by vector.
         vector_hits = self.store.vector_search(scope, self._query_vector(query), k=None if predicate else pool, cutoff=cutoff, now=now)
         text_hits = self.store.text_search(scope, query, k=pool * 4 if predicate else pool, cutoff=cutoff, now=now)
         fused = reciprocal_rank_fusion(
@@ -225,10 +225,7 @@ class Memory:
             {"vector": conf.vector_weight, "text": conf.text_weight},
             k=conf.rrf_k,
         )
-        if predicate is None and not self.ranking.terms:
-            ordered = heapq.nlargest(limit, fused, key=fused.__getitem__)
-        else:
-            ordered = sorted(fused, key=lambda mid: -fused[mid])
+        ordered = sorted(fused, key=lambda mid: -fused[mid])
         similarity = dict(vector_hits)
         candidates: list[tuple[MemoryRecord, float]] = []
         # Ranking terms may reorder the pool, so they need all of it; with no terms

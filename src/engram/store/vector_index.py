@@ -202,7 +202,8 @@ class SpaceIndex:
         else:
             order = np.argsort(-values, kind="stable")
         ids = self._ids
-        return [(ids[candidates[i]], float(values[i])) for i in order]
+        # tolist() once: indexing numpy arrays element by element costs ~1 µs a hit.
+        return [(ids[c], v) for c, v in zip(candidates[order].tolist(), values[order].tolist(), strict=True)]
 
     def search(
         self,
