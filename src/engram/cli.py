@@ -739,9 +739,22 @@ def _json_after_command(ctx: click.Context, param: click.Parameter, value: bool)
             app.json = True
 
 
-# `engram list --json` reads as naturally as `engram --json list`: accept both.
-for _command in cli.commands.values():
-    _command.params.append(
+@cli.group()
+def bench() -> None:
+    """Benchmarks that print their figures (recorded in bench/RESULTS.md)."""
+
+
+# Commands that live in their own modules register here, before the --json pass
+# below (each module keeps its heavy imports inside its commands).
+
+
+def _accept_json_after(command: click.Command) -> None:
+    """`engram list --json` reads as naturally as `engram --json list`: accept both."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _accept_json_after(sub)
+        return
+    command.params.append(
         click.Option(
             ["--json"],
             is_flag=True,
@@ -750,6 +763,10 @@ for _command in cli.commands.values():
             help="Print one JSON document on stdout instead of tables.",
         )
     )
+
+
+for _command in cli.commands.values():
+    _accept_json_after(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -153,7 +153,7 @@ class MemoryRecord:
             "created_at": created,
             # Spec 004 reports a never-updated memory with updated_at == created_at.
             "updated_at": created if self.updated_at is None else from_epoch(self.updated_at).isoformat(),
-            "metadata": dict(self.metadata),
+            "metadata": self.metadata.copy(),
             "kind": self.kind.value,
             "memory_class": self.memory_class.value,
         }

@@ -36,24 +36,39 @@ class Row:
 class _Postings:
     """Positions and term frequencies of one term; numpy arrays built on demand."""
 
-    __slots__ = ("docs", "tfs", "live", "_arrays")
+    __slots__ = ("docs", "tfs", "live", "_arrays", "_weights")
 
     def __init__(self) -> None:
         self.docs: list[int] = []
         self.tfs: list[int] = []
         self.live = 0  # documents still alive that contain the term
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self._weights: tuple[float, np.ndarray] | None = None
 
     def append(self, doc: int, tf: int) -> None:
         self.docs.append(doc)
         self.tfs.append(tf)
         self.live += 1
         self._arrays = None
+        self._weights = None
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         if self._arrays is None:
             self._arrays = (np.asarray(self.docs, dtype=np.int64), np.asarray(self.tfs, dtype=np.float32))
         return self._arrays
+
+    def weights(self, lengths: np.ndarray, avg_length: float) -> tuple[np.ndarray, np.ndarray]:
+        """Positions and their BM25 term weights (without idf).
+
+        They depend on the average document length, so they are cached for the
+        exact average they were computed with: recomputed after a write, reused by
+        every search in between.
+        """
+        docs, tfs = self.arrays()
+        if self._weights is None or self._weights[0] != avg_length:
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[docs] / avg_length)
+            self._weights = (avg_length, tfs * (BM25_K1 + 1.0) / (tfs + norm))
+        return docs, self._weights[1]
 
 
 class SpaceIndex:
@@ -240,15 +255,14 @@ class SpaceIndex:
             return []
         avg_length = max(self._total_length / live, 1e-9)
         scores = np.zeros(self._size, dtype=np.float32)
-        hit = np.zeros(self._size, dtype=bool)
         for term in dict.fromkeys(terms):
             postings = self._postings.get(term)
             if postings is None or postings.live <= 0:
                 continue
-            docs, tfs = postings.arrays()
+            docs, weights = postings.weights(self._length, avg_length)
             idf = math.log(1.0 + (live - postings.live + 0.5) / (postings.live + 0.5))
-            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * self._length[docs] / avg_length)
-            scores[docs] += idf * tfs * (BM25_K1 + 1.0) / (tfs + norm)
-            hit[docs] = True
+            scores[docs] += idf * weights
+        # idf and the term weights are positive, so a score above 0 means a match.
+        hit = scores > 0
         mask = self._mask(run_id, cutoff, now)
         return self._top(scores, np.flatnonzero(hit if mask is None else mask & hit), k)
