@@ -746,6 +746,9 @@ def bench() -> None:
 
 # Commands that live in their own modules register here, before the --json pass
 # below (each module keeps its heavy imports inside its commands).
+from .benchmarks.commands import register as _register_benchmarks  # noqa: E402
+
+_register_benchmarks(bench)
 
 
 def _accept_json_after(command: click.Command) -> None:

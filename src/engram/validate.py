@@ -118,7 +118,17 @@ def messages(value: Any, *, max_chars: int) -> tuple[list[Message], bool]:
         name = item.get("name")
         if name is not None and not isinstance(name, str):
             raise ValidationError(f"{where}.name", f"must be a string, got {type(name).__name__}")
-        out.append(Message(role, content, name))
+        extra = item.get("metadata")
+        if extra is not None:
+            try:
+                extra = metadata(extra)
+            except ValidationError as exc:
+                raise ValidationError(f"{where}.metadata", str(exc).split(": ", 1)[-1]) from exc
+        try:
+            when = timestamp(item.get("timestamp"))
+        except ValidationError as exc:
+            raise ValidationError(f"{where}.timestamp", str(exc).split(": ", 1)[-1]) from exc
+        out.append(Message(role, content, name, extra or None, when))
     if not any(m.content.strip() for m in out if m.role != "system"):
         raise ValidationError("messages", "has no user or assistant text")
     return out, False

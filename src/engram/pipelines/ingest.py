@@ -78,7 +78,14 @@ class Ingestor:
     def _turn_payload(self, messages: Sequence[Message], metadata: dict[str, Any], at: float, infer: bool) -> dict[str, Any]:
         return {
             "messages": [
-                {"role": m.role, "content": m.content, **({"name": m.name} if m.name else {})} for m in messages
+                {
+                    "role": m.role,
+                    "content": m.content,
+                    **({"name": m.name} if m.name else {}),
+                    **({"metadata": m.metadata} if m.metadata else {}),
+                    **({"timestamp": from_epoch(m.timestamp).isoformat()} if m.timestamp is not None else {}),
+                }
+                for m in messages
             ],
             "metadata": metadata,
             "timestamp": from_epoch(at).isoformat(),
@@ -93,13 +100,14 @@ class Ingestor:
         with self.store.transaction() as batch:
             turn = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, False))
             for i, (message, vector) in enumerate(zip(kept, vectors, strict=True)):
-                meta = dict(metadata)
+                meta = {**metadata, **(message.metadata or {})}
                 if not plain_text:
                     meta.setdefault("role", message.role)
                     if message.name:
                         meta.setdefault("name", message.name)
                 # Later messages of one call are later in time, so order survives.
-                record = make_record(message.content, scope, kind=kind, at=at + i * 1e-6, metadata=meta, lineage={"turn_event": turn})
+                when = message.timestamp if message.timestamp is not None else at + i * 1e-6
+                record = make_record(message.content, scope, kind=kind, at=when, metadata=meta, lineage={"turn_event": turn})
                 batch.add(record, vector)
                 results.append({"id": record.id, "memory": record.text, "event": "ADD"})
         return {"results": results, "message": _summary({"ADD": len(results)})}

@@ -17,6 +17,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,10 @@ class Message:
     role: str
     content: str
     name: str | None = None
+    # Optional per-message extras (``add(..., infer=False)`` stores them on the
+    # message's memory): metadata merged over the call's, and when it was said.
+    metadata: dict[str, Any] | None = None
+    timestamp: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

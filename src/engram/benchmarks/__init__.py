@@ -1,0 +1,1 @@
+"""Benchmarks behind ``engram bench``: they run Engram through its public API."""
