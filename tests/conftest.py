@@ -15,6 +15,19 @@ _ENGRAM_ENV = (
     "ENGRAM_DECAY_DAYS",
     "MEMORY_DECAY_DAYS",
     "ENGRAM_TENANT",
+    # LLM providers: no test may pick up a developer's real key or endpoint.
+    "ENGRAM_LLM",
+    "ENGRAM_LLM_BASE_URL",
+    "ENGRAM_LLM_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    "GEMINI_API_KEY",
+    "GEMINI_MODEL",
+    "GEMINI_BASE_URL",
+    "ACE_LLM_TEMPERATURE",
+    "ACE_CURATOR_USE_LLM",
 )
 
 

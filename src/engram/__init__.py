@@ -6,6 +6,7 @@
 'Is vegetarian'
 """
 
+from .ace.playbook import Playbook, PlaybookTurn
 from .config import MemoryConfig, RetrievalConfig
 from .embed import Embedder, HashingEmbedder
 from .errors import (
@@ -13,21 +14,42 @@ from .errors import (
     CorruptStoreError,
     EmbedderMismatchError,
     EngramError,
+    InvalidOutputError,
     MissingDependencyError,
     NotFoundError,
     ProviderError,
     StoreError,
+    TransientProviderError,
     ValidationError,
 )
+from .llm import LLM, resolve_llm
+from .llm.testing import ScriptedLLM
 from .memory import Memory, reembed
 from .model import Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
 from .pipelines.context import format_context
+from .policies.playbook import PlaybookConfig
 from .policies.ranking import RankContext, RankingPolicy
 from .roles.base import Decision, Event, Existing, Extractor, Fact, Message, Reconciler
+from .roles.learning import Bullet, Curator, Delta, Lesson, Reflection, Reflector, Trace
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "LLM",
+    "InvalidOutputError",
+    "ScriptedLLM",
+    "TransientProviderError",
+    "resolve_llm",
+    "Bullet",
+    "Curator",
+    "Delta",
+    "Lesson",
+    "Playbook",
+    "PlaybookConfig",
+    "PlaybookTurn",
+    "Reflection",
+    "Reflector",
+    "Trace",
     "ConfigurationError",
     "CorruptStoreError",
     "Decision",

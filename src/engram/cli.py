@@ -747,8 +747,13 @@ def bench() -> None:
 # Commands that live in their own modules register here, before the --json pass
 # below (each module keeps its heavy imports inside its commands).
 from .benchmarks.commands import register as _register_benchmarks  # noqa: E402
+from .cli_reprocess import register as _register_reprocess  # noqa: E402
 
 _register_benchmarks(bench)
+_register_reprocess(cli)
+from .ace.commands import register as _register_ace  # noqa: E402
+
+_register_ace(cli, bench)
 
 
 def _accept_json_after(command: click.Command) -> None:

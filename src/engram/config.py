@@ -12,6 +12,7 @@ embedder               ``ENGRAM_EMBEDDER``         MiniLM if installed, else has
 decay_days             ``ENGRAM_DECAY_DAYS``       0 (no decay); ``MEMORY_DECAY_DAYS``
                                                    is accepted too
 tenant_id              ``ENGRAM_TENANT``           "" (single tenant)
+llm                    ``ENGRAM_LLM``              none: heuristic roles, no network
 =====================  ==========================  =================================
 """
 
@@ -56,8 +57,15 @@ class RetrievalConfig:
 
     vector_weight: float = 1.0  # weight of the embedding ranking in the fusion
     text_weight: float = 1.0  # weight of the BM25 ranking in the fusion
-    rrf_k: int = 60
+    # Reciprocal rank fusion constant: small values let the top of each ranking
+    # dominate (bench/RESULTS.md: 10 beat the textbook 60 by 9 points of R@10).
+    rrf_k: int = 10
     candidates: int = 50  # per ranking, before fusion (at least 4 x limit)
+    # Search keys of verbatim conversation turns (add(..., infer=False) with a list
+    # of messages); see engram.policies.keys.
+    speaker_keys: bool = True  # "<name>: <text>"
+    context_keys: bool = True  # the turn it replies to
+    fact_keys: bool = True  # the heuristic extractor's facts of the turn
 
 
 @dataclass(slots=True)
@@ -69,6 +77,9 @@ class MemoryConfig:
     max_message_chars: int = 100_000
     similar_k: int = 5  # stored memories shown to the reconciler per fact
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    # "provider:model" (e.g. "openai:gpt-5-mini"), an engram.llm.LLM, or None
+    # (ENGRAM_LLM, else no LLM). See engram.llm.resolve_llm.
+    llm: Any = None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> MemoryConfig:
@@ -112,4 +123,5 @@ class MemoryConfig:
             max_message_chars=self.max_message_chars,
             similar_k=self.similar_k,
             retrieval=r,
+            llm=self.llm if self.llm is not None else (os.environ.get("ENGRAM_LLM") or None),
         )

@@ -11,6 +11,8 @@ Every error Engram raises on purpose derives from :class:`EngramError`::
     ├── StoreError             the store cannot be read or written
     │   └── CorruptStoreError       the file is not an Engram store, or is damaged
     └── ProviderError          an embedding or LLM provider failed
+        ├── TransientProviderError  worth retrying: timeout, lost connection, 429, 5xx
+        └── InvalidOutputError      the model's output was unusable, even after a repair retry
 
 Interfaces (CLI, REST server) translate these in one place each.
 """
@@ -66,14 +68,37 @@ class ProviderError(EngramError):
     """An embedding or LLM provider failed."""
 
 
+class TransientProviderError(ProviderError):
+    """A provider failure that may pass: a timeout, a lost connection, 429, 5xx.
+
+    ``retry_after`` is the wait in seconds the provider asked for (``Retry-After``),
+    when it said; ``status`` is the HTTP status, when there was one."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, status: int | None = None) -> None:
+        self.retry_after = retry_after
+        self.status = status
+        super().__init__(message)
+
+
+class InvalidOutputError(ProviderError):
+    """The model answered, but not with what was asked (no JSON, or JSON that does not
+    fit the response schema), even after one repair retry. ``raw`` is its last reply."""
+
+    def __init__(self, message: str, *, raw: str = "") -> None:
+        self.raw = raw
+        super().__init__(message)
+
+
 __all__ = [
     "ConfigurationError",
     "CorruptStoreError",
     "EmbedderMismatchError",
     "EngramError",
+    "InvalidOutputError",
     "MissingDependencyError",
     "NotFoundError",
     "ProviderError",
     "StoreError",
+    "TransientProviderError",
     "ValidationError",
 ]

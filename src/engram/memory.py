@@ -22,10 +22,12 @@ from . import validate
 from .config import MemoryConfig, default_db_path
 from .embed import Embedder, embedder_for_identity, resolve_embedder, spec_for_identity
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
+from .llm import LLM, resolve_llm
 from .model import MemoryRecord, Scope, Status
 from .pipelines.ingest import Ingestor
 from .policies.filters import compile_filters
 from .policies.fusion import reciprocal_rank_fusion
+from .policies.keys import memory_key
 from .policies.ranking import RankContext, RankingPolicy
 from .policies.text import content_hash
 from .policies.validity import is_valid, validity_cutoff
@@ -59,6 +61,7 @@ class Memory:
         ranking: RankingPolicy | None = None,
         store: Store | None = None,
         config: MemoryConfig | None = None,
+        llm: str | LLM | None = None,
     ) -> None:
         # Overrides go to a copy: the caller's config object is never changed.
         base = dataclasses.replace(config) if config is not None else MemoryConfig()
@@ -70,7 +73,11 @@ class Memory:
             base.decay_days = decay_days
         if tenant_id:
             base.tenant_id = tenant_id
+        if llm is not None:
+            base.llm = llm
         self.config = base.resolved()
+        # Before the store is opened: a missing key must not leave a new file behind.
+        self.llm: LLM | None = resolve_llm(self.config.llm)
         if store is None:
             target = self.config.path if self.config.path is not None else str(default_db_path())
             if not isinstance(target, str | bytes) and not hasattr(target, "__fspath__"):
@@ -82,6 +89,12 @@ class Memory:
         except BaseException:
             store.close()
             raise
+        if self.llm is not None:
+            # LLM roles fall back to the heuristics below them when the model fails.
+            from .roles.llm import LLMExtractor, LLMReconciler
+
+            extractor = extractor if extractor is not None else LLMExtractor(self.llm)
+            reconciler = reconciler if reconciler is not None else LLMReconciler(self.llm)
         if extractor is None:
             from .roles.extractor import HeuristicExtractor
 
@@ -93,7 +106,16 @@ class Memory:
         self.extractor = extractor
         self.reconciler = reconciler
         self.ranking = ranking or RankingPolicy()
-        self._ingest = Ingestor(self.store, self.embedder, self.extractor, self.reconciler, similar_k=self.config.similar_k)
+        self._ingest = Ingestor(
+            self.store,
+            self.embedder,
+            self.extractor,
+            self.reconciler,
+            similar_k=self.config.similar_k,
+            speaker_keys=self.config.retrieval.speaker_keys,
+            context_keys=self.config.retrieval.context_keys,
+            fact_keys=self.config.retrieval.fact_keys,
+        )
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @classmethod
@@ -289,13 +311,16 @@ class Memory:
         record = self._get_record(memory_id)
         text = validate.text("text", text, max_chars=self.config.max_message_chars)
         meta = validate.metadata(metadata)
-        vector = self.embedder.embed_one(text)
+        merged = {**record.metadata, **meta}
+        name = merged.get("name") if self.config.retrieval.speaker_keys else None
+        key = memory_key(text, name=name if isinstance(name, str) and name else None)
+        vector = self.embedder.embed_one(key)
         updated = record.copy(
             text=text,
-            search_text=text,
+            search_text=key,
             content_hash=content_hash(text),
             updated_at=time.time(),
-            metadata={**record.metadata, **meta},
+            metadata=merged,
         )
         with self.store.transaction() as batch:
             batch.update(updated, vector, old_text=record.text, payload={"metadata": meta} if meta else None)
@@ -346,6 +371,51 @@ class Memory:
         stats = self.store.stats()
         stats["decay_days"] = self.config.decay_days
         return stats
+
+    # LLM roles: pending turns and usage -----------------------------------------------
+    def _optional_scope(self, user_id: Any, agent_id: Any, run_id: Any) -> ScopeFilter:
+        """Like ``_scope_filter`` but no id means the whole tenant (maintenance calls)."""
+        ids = (validate.scope_id(n, v) for n, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)))
+        return ScopeFilter(self.config.tenant_id, *ids)
+
+    def pending(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Turns whose LLM extraction failed and that wait for :meth:`reprocess`, oldest
+        first (every scope of the tenant when no id is given). Each item is the turn's
+        event (``seq``, messages in ``payload``, ``payload["reason"]``)."""
+        if limit is not None:
+            limit = validate.limit(limit)
+        return [e.to_item() for e in self.store.pending_turns(self._optional_scope(user_id, agent_id, run_id), limit=limit)]
+
+    def reprocess(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """Run extraction again on pending turns (those whose LLM extraction failed),
+        oldest first; every scope of the tenant when no id is given.
+
+        A turn whose extraction succeeds now is resolved: the provisional memories its
+        heuristic fallback added give way to the model's facts, reconciled as in
+        :meth:`add`. One that fails again stays pending. Returns ``{"results": [...],
+        "processed", "failed", "pending"}`` (``pending``: how many are left). Needs an
+        LLM (``llm=`` or ``ENGRAM_LLM``): the heuristics never fail, so re-running them
+        would prove nothing.
+        """
+        from .errors import ConfigurationError
+        from .pipelines.reprocess import reprocess
+
+        if getattr(self.extractor, "llm", None) is None:
+            raise ConfigurationError(
+                "reprocess needs an LLM extractor: pass llm='openai:gpt-5-mini' (or another provider) "
+                "or set ENGRAM_LLM"
+            )
+        if limit is not None:
+            limit = validate.limit(limit)
+        return reprocess(self._ingest, self._optional_scope(user_id, agent_id, run_id), limit=limit)
+
+    def llm_usage(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0) -> dict[str, Any]:
+        """Totals of the ``llm_call`` events in the log: calls, failed calls, tokens and
+        estimated cost (USD), overall and per role."""
+        from .pipelines.llm_events import usage_summary
+
+        scope = self._optional_scope(user_id, agent_id, run_id)
+        return usage_summary(self.store.events(scope, since=since, ops=("llm_call",)))
 
     def reindex(self, *, embedder: str | Embedder | None = None, progress: Any = None) -> dict[str, int]:
         """Rebuild the indexes from the store; with ``embedder``, re-embed everything with it."""

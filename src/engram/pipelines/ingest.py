@@ -17,10 +17,13 @@ from typing import Any
 import numpy as np
 
 from ..embed.base import Embedder
+from ..llm.base import recording
 from ..model import DEFAULT_CLASS, Kind, MemoryRecord, Scope, from_epoch
+from ..policies.keys import memory_key
 from ..policies.text import content_hash
 from ..roles.base import Decision, Event, Existing, Extractor, Fact, Message, Reconciler
 from ..store.base import ScopeFilter, Store
+from .llm_events import turn_flags, write_llm_calls
 
 logger = logging.getLogger("engram")
 
@@ -68,7 +71,24 @@ def _summary(counts: dict[str, int]) -> str:
 class Ingestor:
     """Runs the ingest pipeline against one store with one embedder."""
 
-    def __init__(self, store: Store, embedder: Embedder, extractor: Extractor, reconciler: Reconciler, *, similar_k: int = 5) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        extractor: Extractor,
+        reconciler: Reconciler,
+        *,
+        similar_k: int = 5,
+        speaker_keys: bool = True,
+        context_keys: bool = True,
+        fact_keys: bool = True,
+    ) -> None:
+        from ..roles.extractor import HeuristicExtractor
+
+        self.speaker_keys = speaker_keys
+        self.context_keys = context_keys
+        self.fact_keys = fact_keys
+        self._key_extractor = HeuristicExtractor()
         self.store = store
         self.embedder = embedder
         self.extractor = extractor
@@ -92,9 +112,42 @@ class Ingestor:
             "infer": infer,
         }
 
+    def _keys(self, kept: Sequence[Message], *, conversation: bool, at: float) -> list[str]:
+        """Search keys of verbatim memories (see :mod:`engram.policies.keys`).
+
+        Plain text keeps its text as key. Turns of a conversation get their
+        speaker, the turn they reply to and their facts, as configured. Facts come
+        from the heuristic extractor even when an LLM extractor is configured: keys
+        must stay cheap, local and deterministic for bulk imports.
+        """
+        if not conversation:
+            return [m.content for m in kept]
+        keys = []
+        for i, m in enumerate(kept):
+            # Only a reply carries context: consecutive messages of one speaker are
+            # separate statements (a list of facts must not blur into each other).
+            prev = kept[i - 1] if i and self.context_keys else None
+            if prev is not None and (prev.role, prev.name) == (m.role, m.name):
+                prev = None
+            facts = None
+            if self.fact_keys:
+                when = from_epoch(m.timestamp if m.timestamp is not None else at)
+                facts = [f.text for f in self._key_extractor.extract([Message("user", m.content)], timestamp=when)]
+            keys.append(
+                memory_key(
+                    m.content,
+                    name=m.name if self.speaker_keys else None,
+                    previous=prev.content if prev else None,
+                    previous_name=prev.name if prev and self.speaker_keys else None,
+                    facts=facts,
+                )
+            )
+        return keys
+
     def add_verbatim(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float, plain_text: bool) -> dict[str, Any]:
         kept = [m for m in messages if m.role != "system" and m.content.strip()]
-        vectors = self.embedder.embed([m.content for m in kept])
+        keys = self._keys(kept, conversation=not plain_text, at=at)
+        vectors = self.embedder.embed(keys)
         kind = Kind.FACT if plain_text else Kind.TURN
         results = []
         with self.store.transaction() as batch:
@@ -108,28 +161,37 @@ class Ingestor:
                 # Later messages of one call are later in time, so order survives.
                 when = message.timestamp if message.timestamp is not None else at + i * 1e-6
                 record = make_record(message.content, scope, kind=kind, at=when, metadata=meta, lineage={"turn_event": turn})
+                record.search_text = keys[i]
                 batch.add(record, vector)
                 results.append({"id": record.id, "memory": record.text, "event": "ADD"})
         return {"results": results, "message": _summary({"ADD": len(results)})}
 
     def add_inferred(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float) -> dict[str, Any]:
-        facts = self.extractor.extract(messages, timestamp=from_epoch(at))
-        space = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
-        vectors = self.embedder.embed([f.text for f in facts]) if facts else np.zeros((0, self.embedder.dim), np.float32)
-        existing = self._similar(space, facts, vectors)
-        decisions = self.reconciler.reconcile(facts, existing) if facts else []
+        # The recording sees the LLM calls and role fallbacks of this turn: a failed
+        # extraction leaves the turn pending (see pipelines/reprocess.py).
+        with recording() as rec:
+            facts = self.extractor.extract(messages, timestamp=from_epoch(at))
+            space = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
+            vectors = self.embedder.embed([f.text for f in facts]) if facts else np.zeros((0, self.embedder.dim), np.float32)
+            existing = self._similar(space, facts, vectors)
+            decisions = self.reconciler.reconcile(facts, existing) if facts else []
         vector_of = {f.text: vectors[i] for i, f in enumerate(facts)}
         allowed = {e.id for group in existing for e in group}
         results: list[dict[str, Any]] = []
         counts: dict[str, int] = {}
+        flags = turn_flags(rec)
         with self.store.transaction() as batch:
-            turn = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, True) | {"facts": [f.text for f in facts]})
+            turn = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, True) | {"facts": [f.text for f in facts]} | flags)
             for decision in decisions:
                 outcome = self._apply(batch, decision, scope, metadata, at, turn, vector_of, allowed)
                 if outcome is not None:
                     results.append(outcome)
                     counts[outcome["event"]] = counts.get(outcome["event"], 0) + 1
-        return {"results": results, "message": _summary(counts)}
+            write_llm_calls(batch, scope, rec, turn_event=turn)
+        out: dict[str, Any] = {"results": results, "message": _summary(counts)}
+        if flags.get("pending"):
+            out["pending"] = {"turn_event": turn, "reason": flags["reason"]}
+        return out
 
     def _similar(self, space: ScopeFilter, facts: Sequence[Fact], vectors: np.ndarray) -> list[list[Existing]]:
         if not facts:

@@ -86,6 +86,26 @@ class Batch(abc.ABC):
     ) -> int:
         """Append an event that goes with no memory row change (a turn, a run)."""
 
+    # Reads and bookkeeping inside the transaction (the learning pipeline's
+    # read-modify-write: what it reads here no other writer can change before commit).
+    @abc.abstractmethod
+    def get_many(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """Memories by id, whatever their status, as this transaction sees them."""
+
+    @abc.abstractmethod
+    def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        """:meth:`Store.list_bullets`, as this transaction sees it."""
+
+    @abc.abstractmethod
+    def space_version(self, scope: Scope) -> int:
+        """:meth:`Store.space_version`, as this transaction sees it (before its own
+        writes: the last committed version)."""
+
+    @abc.abstractmethod
+    def advance_clock(self, scope: Scope, n: int = 1) -> int:
+        """Advance the space's access clock by ``n`` access events (0: just read it)
+        and return its new value; buffered retrievals are already counted in it."""
+
 
 class Store(abc.ABC):
     """A backend: SQLite (embedded, default) or PostgreSQL."""
@@ -150,6 +170,23 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None) -> list[EventRecord]: ...
 
+    def pending_turns(self, scope: ScopeFilter | None = None, *, limit: int | None = None) -> list[EventRecord]:
+        """Turns still waiting to be processed, oldest first.
+
+        The log is append-only, so "pending" is expressed by events: a ``turn`` event
+        written with ``payload["pending"] is True`` (its extraction failed) stays
+        pending until a ``turn_processed`` event of the same space with
+        ``payload["turn_event"]`` equal to its seq resolves it. This default reads the
+        log through :meth:`events`; a backend may override it with one query.
+        """
+        events = self.events(scope, ops=("turn", "turn_processed"))
+        resolved = {(e.scope.space, e.payload.get("turn_event")) for e in events if e.op == "turn_processed"}
+        pending = [
+            e for e in events
+            if e.op == "turn" and e.payload.get("pending") is True and (e.scope.space, e.seq) not in resolved
+        ]
+        return pending if limit is None else pending[:limit]
+
     @abc.abstractmethod
     def stats(self) -> dict[str, Any]: ...
 
@@ -161,6 +198,19 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def access_clock(self, scope: Scope) -> int: ...
+
+    # playbooks -----------------------------------------------------------------------
+    @abc.abstractmethod
+    def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        """The active playbook bullets of the scope — memories with a non-empty
+        ``section`` — with their vectors, oldest first. Proportional to the scope's
+        memories, never to the whole store."""
+
+    @abc.abstractmethod
+    def space_version(self, scope: Scope) -> int:
+        """A number that changes whenever a transaction writes to the space of
+        ``scope`` (0 for a space never written). Readers compare it to know whether
+        what they loaded is still current."""
 
     # maintenance -------------------------------------------------------------------
     @abc.abstractmethod

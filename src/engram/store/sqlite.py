@@ -257,6 +257,23 @@ class _SQLiteBatch(Batch):
         space = self._store._space_id(self._conn, scope, create=True)
         return self._append(op, space, scope, memory_id, old_text, new_text, actor, payload)
 
+    # The store's reads run on this same connection, so inside the transaction they
+    # see its uncommitted writes, and the write lock keeps every other writer out.
+    def get_many(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        return self._store.get_many(memory_ids)
+
+    def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        return self._store.list_bullets(scope)
+
+    def space_version(self, scope: Scope) -> int:
+        return self._store.space_version(scope)
+
+    def advance_clock(self, scope: Scope, n: int = 1) -> int:
+        space = self._store._space_id(self._conn, scope, create=True)
+        if n:
+            self._conn.execute("UPDATE spaces SET access_clock = access_clock + ? WHERE id = ?", (int(n), space))
+        return int(self._conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0])
+
 
 class SQLiteStore(Store):
     """Engram's default store: a single SQLite file (or ``":memory:"``)."""
@@ -276,7 +293,7 @@ class SQLiteStore(Store):
         # once the identity was read back from the store.
         self._identity_checked = 0
         self._indexes: dict[int, SpaceIndex] = {}
-        self._touch_buffer: dict[int, dict[str, tuple[str, int]]] = {}  # space -> id -> (class, n)
+        self._touch_buffer: dict[int, dict[str, tuple[str, int, int]]] = {}  # space -> id -> (class, n, offset of the last)
         self._touch_counts: dict[int, int] = {}
         self._touch_events: list[tuple[float, int, str, list[str]]] = []
         try:
@@ -381,7 +398,11 @@ class SQLiteStore(Store):
             index = self._indexes.get(space)
             if index is None:
                 continue
-            if index.generation != generation - 1:
+            if index.generation != generation - 1 or (
+                index.dim == 0 and any(r.vector is not None for r in batch.index_upserts.get(space, ()))
+            ):
+                # Stale, or loaded before the store had any vector (dimension 0):
+                # reload on the next search.
                 del self._indexes[space]
                 continue
             if space in batch.index_upserts:
@@ -516,6 +537,29 @@ class SQLiteStore(Store):
         with self._lock:
             return int(self._conn.execute(f"SELECT count(*) {_FROM} WHERE {where} AND m.status = 'active'", args).fetchone()[0])
 
+    # playbooks -----------------------------------------------------------------------
+    def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        where, args = self._scope_sql(scope)
+        sql = (
+            f"SELECT {_COLUMNS}, e.vector {_FROM} LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+            f"WHERE {where} AND m.status = 'active' AND m.section != '' ORDER BY m.created_at, m.rowid"
+        )
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        return [
+            (_row_to_record(r[:-1]), None if r[-1] is None else np.frombuffer(r[-1], dtype=np.float32))
+            for r in rows
+        ]
+
+    def space_version(self, scope: Scope) -> int:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT id, generation FROM spaces WHERE tenant_id = ? AND user_id = ? AND agent_id = ?", scope.space
+            ).fetchone()
+        # The space id is part of it: a space deleted by reset() and created again
+        # must not look like the one a reader loaded before.
+        return 0 if row is None else (int(row[0]) << 32) + int(row[1])
+
     # vector search -----------------------------------------------------------------
     def _index(self, space: int, generation: int) -> SpaceIndex:
         index = self._indexes.get(space)
@@ -551,6 +595,10 @@ class SQLiteStore(Store):
             spaces = self._spaces(scope)
             for space, generation in spaces:
                 index = self._index(space, generation)
+                if index.dim == 0:
+                    # No vector stored yet anywhere (a space made by turns that gave
+                    # no memory): nothing to find, not a dimension mismatch.
+                    continue
                 if index.dim != vector.shape[0]:
                     raise StoreError(
                         f"query vector has {vector.shape[0]} dims but the store's vectors have {index.dim}"
@@ -640,6 +688,24 @@ class SQLiteStore(Store):
             args.extend(ops)
         return self._events(where, args, limit)
 
+    def pending_turns(self, scope: ScopeFilter | None = None, *, limit: int | None = None) -> list[EventRecord]:
+        # One query; the resolving event is looked up in its space from the turn on
+        # (the events_space index), so the cost grows with pending turns, not the log.
+        where = (
+            "e.op = 'turn' AND json_extract(e.payload, '$.pending') = 1 AND NOT EXISTS ("
+            "SELECT 1 FROM events p WHERE p.space_id IS e.space_id AND p.seq > e.seq "
+            "AND p.op = 'turn_processed' AND json_extract(p.payload, '$.turn_event') = e.seq)"
+        )
+        args: list[Any] = []
+        if scope is not None:
+            where += " AND s.tenant_id = ?"
+            args.append(scope.tenant_id)
+            for column, value in (("s.user_id", scope.user_id), ("s.agent_id", scope.agent_id), ("e.run_id", scope.run_id)):
+                if value is not None:
+                    where += f" AND {column} = ?"
+                    args.append(value)
+        return self._events(where, args, limit)
+
     def stats(self) -> dict[str, Any]:
         with self._lock:
             q = self._conn.execute
@@ -673,11 +739,13 @@ class SQLiteStore(Store):
                 space = self._space_id(self._conn, recs[0].scope, create=False)
                 if space is None:
                     continue
-                self._touch_counts[space] = self._touch_counts.get(space, 0) + 1
+                self._touch_counts[space] = offset = self._touch_counts.get(space, 0) + 1
                 buf = self._touch_buffer.setdefault(space, {})
                 for r in recs:
-                    cls, count = buf.get(r.id, (r.memory_class.value, 0))
-                    buf[r.id] = (cls, count + 1)
+                    cls, count, _ = buf.get(r.id, (r.memory_class.value, 0, 0))
+                    # ``offset``: this retrieval's place among the space's buffered ones,
+                    # so the flush can stamp the clock value of this very retrieval.
+                    buf[r.id] = (cls, count + 1, offset)
                 self._touch_events.append((time.time(), space, query, [r.id for r in recs]))
             if len(self._touch_events) >= _TOUCH_FLUSH_EVERY:
                 self.flush()
@@ -695,11 +763,13 @@ class SQLiteStore(Store):
         for space, count in self._touch_counts.items():
             conn.execute("UPDATE spaces SET access_clock = access_clock + ? WHERE id = ?", (count, space))
             clock = conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0]
+            before = clock - count  # the clock before the first buffered retrieval
             for cls in _CLASS_NAMES:
                 # The column name comes from the fixed class list, never from input.
+                # MAX: a touch written since (a reinforcement) is never moved back.
                 conn.executemany(
-                    f"UPDATE memories SET access_count = access_count + ?, last_access_{cls} = ? WHERE id = ?",
-                    [(n, clock, memory_id) for memory_id, (c, n) in self._touch_buffer.get(space, {}).items() if c == cls],
+                    f"UPDATE memories SET access_count = access_count + ?, last_access_{cls} = MAX(last_access_{cls}, ?) WHERE id = ?",
+                    [(n, before + offset, memory_id) for memory_id, (c, n, offset) in self._touch_buffer.get(space, {}).items() if c == cls],
                 )
         conn.executemany(
             "INSERT INTO events (ts, op, space_id, payload) VALUES (?, 'retrieve', ?, ?)",

@@ -1,0 +1,416 @@
+"""CLI commands of the learning playbooks: ``run-turn``, ``analyze`` and ``bench evolve``.
+
+Registered on the ``engram`` group by :func:`register`. Heavy imports stay inside
+the commands, so ``engram --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from ..errors import EngramError
+
+_PRESETS = click.Choice(["ltmbse", "baseline"])
+
+
+@contextmanager
+def ace_logs_to_stderr(level: int = logging.INFO) -> Iterator[None]:
+    """Send the ``engram`` log lines (spec 000's ``[ACE ...]`` lines) to stderr, as is."""
+    root = logging.getLogger("engram")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(min(level, old_level) if old_level else level)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+
+
+def _app(ctx: click.Context) -> Any:
+    return ctx.find_root().obj
+
+
+def _playbook(ctx: click.Context, preset: str, **overrides: Any) -> Any:
+    from .playbook import Playbook
+
+    memory = _app(ctx).memory()
+    return Playbook(memory, preset=preset, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _preset_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--preset", type=_PRESETS, default="ltmbse", show_default=True,
+        help="ltmbse: per-learner playbooks (spec 000's method); baseline: the ACE baseline, one shared playbook.",
+    )(func)
+
+
+# run-turn -------------------------------------------------------------------------------
+@click.command("run-turn")
+@click.option("--input", "input_file", type=click.File("r", encoding="utf-8"), default="-", show_default=True,
+              help="The turn as one JSON object ('-': stdin).")
+@_preset_option
+@click.option("--max-bullets", type=click.IntRange(min=1), help="Playbook capacity [default: 100].")
+@click.option("--top-k", type=click.IntRange(min=1), help="Bullets injected per turn [default: 10].")
+@click.pass_context
+def run_turn(ctx: click.Context, input_file: Any, preset: str, max_bullets: int | None, top_k: int | None) -> None:
+    """Run one tutoring turn: JSON in on stdin, JSON out on stdout, logs on stderr.
+
+    \b
+    Input:  {"messages": [{"role": "user", "content": "..."}], "learner_id": "sam",
+             "conversation_id": "c-1", "feedback"?: "...", "outcome"?: "success|failure", "topic"?: "..."}
+    Output: {"answer", "mode", "result": {...}, "scratch": {"ace_delta": {...}, ...}}
+
+    The learner's playbook is loaded once, the relevant bullets are injected, the
+    turn is answered (by the configured model, else deterministically, saying so),
+    and the playbook learns from the feedback.
+    """
+    raw = input_file.read()
+    try:
+        payload = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"the input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", param_hint="input") from exc
+    with ace_logs_to_stderr():
+        playbook = _playbook(ctx, preset, max_bullets=max_bullets, top_k=top_k)
+        result = playbook.run_turn(payload)
+    click.echo(json.dumps(result, ensure_ascii=False, indent=2))
+
+
+# analyze --------------------------------------------------------------------------------
+def _learner_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--learner", "learner_id", metavar="ID", help="One learner's playbook [default: every playbook].")(func)
+
+
+def _analyzer(ctx: click.Context, learner_id: str | None) -> tuple[Any, Any, str | None]:
+    obj = ctx.find_object(_AnalyzeState)
+    assert obj is not None
+    learner = learner_id or obj.learner_id
+    return _app(ctx), _playbook(ctx, obj.preset), learner
+
+
+class _AnalyzeState:
+    def __init__(self, preset: str, learner_id: str | None) -> None:
+        self.preset = preset
+        self.learner_id = learner_id
+
+
+def _json_flag(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and ctx.find_root().obj is not None:
+        ctx.find_root().obj.json = True
+
+
+@click.group("analyze", invoke_without_command=True)
+@_preset_option
+@_learner_option
+@click.option("--json", is_flag=True, expose_value=False, callback=_json_flag, help="Print one JSON document on stdout.")
+@click.pass_context
+def analyze(ctx: click.Context, preset: str, learner_id: str | None) -> None:
+    """Inspect and maintain the learning playbooks (default: summary).
+
+    \b
+    engram analyze                       overview: counts, types, sections, categories, top bullets
+    engram analyze top [--limit N]       the strongest bullets (score, then helpful)
+    engram analyze recent [--limit N]    the newest bullets
+    engram analyze search "<query>"      bullets by meaning
+    engram analyze export [-o FILE]      every bullet as text, for auditing
+    engram analyze interactive           a prompt for the commands above
+    engram analyze cleanup [--dry-run]   merge near-duplicates (cosine >= 0.90)
+    """
+    ctx.obj = _AnalyzeState(preset, learner_id)
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(summary)
+
+
+def _bullet_rows(bullets: list[Any], *, relevance: bool = False) -> tuple[list[tuple[str, dict[str, Any]]], list[list[Any]]]:
+    columns = [
+        ("id", {"no_wrap": True}),
+        ("score", {"justify": "right"}),
+        ("+/-", {"justify": "right", "no_wrap": True}),
+        ("type", {"no_wrap": True}),
+        ("learner", {"no_wrap": True}),
+        ("content", {"overflow": "fold", "ratio": 1}),
+    ]
+    if relevance:
+        columns.insert(1, ("similarity", {"justify": "right"}))
+    rows = []
+    for b in bullets:
+        row = [b.id[:8], f"{b.score:.3f}", f"{b.helpful}/{b.harmful}", b.memory_type, b.learner_id, b.content]
+        if relevance:
+            row.insert(1, f"{(b.relevance or 0.0):.3f}")
+        rows.append(row)
+    return columns, rows
+
+
+def _show_bullets(app: Any, bullets: list[Any], empty: str, *, relevance: bool = False) -> None:
+    if not bullets:
+        click.echo(empty)
+        return
+    app.table(*_bullet_rows(bullets, relevance=relevance))
+
+
+def _top(playbook: Any, learner: str | None, limit: int) -> list[Any]:
+    bullets = playbook.bullets(learner)
+    bullets.sort(key=lambda b: (b.score, b.helpful, b.created_at), reverse=True)
+    return bullets[:limit]
+
+
+def _recent(playbook: Any, learner: str | None, limit: int) -> list[Any]:
+    return sorted(playbook.bullets(learner), key=lambda b: b.created_at, reverse=True)[:limit]
+
+
+def _summary_data(playbook: Any, learner: str | None) -> dict[str, Any]:
+    data = playbook.stats(learner)
+    data["top"] = [b.to_dict() for b in _top(playbook, learner, 5)]
+    return data
+
+
+def _print_summary(app: Any, data: dict[str, Any]) -> None:
+    click.echo(
+        f"Playbooks ({data['preset']}): {data['total_bullets']} bullets, {data['learners']} learner(s); "
+        f"average score {data['avg_score']:.3f}, helpful {data['avg_helpful']:.2f}, harmful {data['avg_harmful']:.2f}"
+    )
+    if not data["total_bullets"]:
+        return
+    for title, key in (("memory types", "by_memory_type"), ("sections", "by_section"), ("topics", "by_topic")):
+        click.echo(f"{title}: " + ", ".join(f"{k} {v}" for k, v in data[key].items()))
+    cats = list(data["categories"].items())[:12]
+    click.echo("categories: " + ", ".join(f"{k} {v}" for k, v in cats))
+    click.echo("top bullets:")
+    from ..roles.learning import Bullet
+
+    _show_bullets(app, [Bullet.from_dict(b) for b in data["top"]], "")
+
+
+@analyze.command()
+@_learner_option
+@click.pass_context
+def summary(ctx: click.Context, learner_id: str | None = None) -> None:
+    """Overview: counts, averages, memory types, sections, categories, top bullets."""
+    app, playbook, learner = _analyzer(ctx, learner_id)
+    data = _summary_data(playbook, learner)
+    app.emit(data, lambda: _print_summary(app, data))
+
+
+@analyze.command()
+@_learner_option
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1), help="How many bullets.")
+@click.pass_context
+def top(ctx: click.Context, learner_id: str | None, limit: int) -> None:
+    """The strongest bullets: by decay score, then helpful count."""
+    app, playbook, learner = _analyzer(ctx, learner_id)
+    bullets = _top(playbook, learner, limit)
+    app.emit({"results": [b.to_dict() for b in bullets]}, lambda: _show_bullets(app, bullets, "No bullets."))
+
+
+@analyze.command()
+@_learner_option
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1), help="How many bullets.")
+@click.pass_context
+def recent(ctx: click.Context, learner_id: str | None, limit: int) -> None:
+    """The newest bullets."""
+    app, playbook, learner = _analyzer(ctx, learner_id)
+    bullets = _recent(playbook, learner, limit)
+    app.emit({"results": [b.to_dict() for b in bullets]}, lambda: _show_bullets(app, bullets, "No bullets."))
+
+
+@analyze.command()
+@click.argument("query", nargs=-1, required=True)
+@_learner_option
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1), help="How many bullets.")
+@click.pass_context
+def search(ctx: click.Context, query: tuple[str, ...], learner_id: str | None, limit: int) -> None:
+    """Bullets by similarity to QUERY (nothing is touched)."""
+    app, playbook, learner = _analyzer(ctx, learner_id)
+    bullets = playbook.search(" ".join(query), learner_id=learner, limit=limit)
+    app.emit({"results": [b.to_dict() for b in bullets]}, lambda: _show_bullets(app, bullets, "No bullets.", relevance=True))
+
+
+def export_text(bullets: list[Any]) -> str:
+    """Every bullet as text, grouped by learner and section (for auditing)."""
+    lines = [f"# Engram playbooks: {len(bullets)} bullets"]
+    by_learner: dict[str, list[Any]] = {}
+    for b in bullets:
+        by_learner.setdefault(b.learner_id, []).append(b)
+    for learner, items in by_learner.items():
+        lines.append("")
+        lines.append(f"## learner {learner} ({len(items)} bullets)")
+        sections: dict[str, list[Any]] = {}
+        for b in items:
+            sections.setdefault(b.section, []).append(b)
+        for section, group in sections.items():
+            lines.append(f"### {section}")
+            for b in group:
+                lines.append(
+                    f"[{b.id}] helpful={b.helpful} harmful={b.harmful} score={b.score:.3f} type={b.memory_type} "
+                    f"topic={b.topic or '-'} tags={list(b.tags)} :: {b.content}"
+                )
+    return "\n".join(lines) + "\n"
+
+
+@analyze.command()
+@_learner_option
+@click.option("--output", "-o", type=click.File("w", encoding="utf-8", lazy=True), help="Write to this file [default: stdout].")
+@click.pass_context
+def export(ctx: click.Context, learner_id: str | None, output: Any) -> None:
+    """Every bullet as text (with --json: as JSON), for auditing."""
+    app, playbook, learner = _analyzer(ctx, learner_id)
+    bullets = playbook.bullets(learner)
+    if app.json:
+        text = json.dumps({"bullets": [b.to_dict() for b in bullets]}, ensure_ascii=False, indent=2) + "\n"
+    else:
+        text = export_text(bullets)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write(text)
+        click.echo(f"Exported {len(bullets)} bullets to {output.name}.", err=True)
+
+
+def _cleanup(app: Any, playbook: Any, learner: str | None, threshold: float, dry_run: bool) -> dict[str, Any]:
+    with ace_logs_to_stderr():
+        result = playbook.cleanup(learner, threshold=threshold, dry_run=dry_run)
+
+    def human() -> None:
+        if not result["clusters"]:
+            click.echo(f"No near-duplicates (cosine >= {threshold:.2f}).")
+            return
+        for c in result["clusters"]:
+            click.echo(f"keep   {c['kept']}  {c['kept_content']}")
+            for mid, text in zip(c["merged"], c["merged_content"], strict=True):
+                click.echo(f"  merge {mid}  {text}")
+        n = sum(len(c["merged"]) for c in result["clusters"])
+        if dry_run:
+            click.echo(f"Dry run: {n} bullet(s) in {len(result['clusters'])} cluster(s) would be merged; nothing was written.")
+        else:
+            click.echo(f"Merged {result['merged']} bullet(s) in {len(result['clusters'])} cluster(s).")
+
+    app.emit(result, human)
+    return result
+
+
+@analyze.command()
+@_learner_option
+@click.option("--dry-run", is_flag=True, help="Show what would be merged; write nothing.")
+@click.option("--threshold", default=0.9, show_default=True, type=click.FloatRange(0.0, 1.0), help="Cosine similarity that makes two bullets duplicates.")
+@click.pass_context
+def cleanup(ctx: click.Context, learner_id: str | None, dry_run: bool, threshold: float) -> None:
+    """Merge near-duplicate bullets into their survivor (higher helpful - harmful, then newest).
+
+    Clusters are found within each playbook; the merge is the one used at run time
+    (counters summed, tags united, one memory class, the survivor's id kept).
+    """
+    app, playbook, learner = _analyzer(ctx, learner_id)
+    _cleanup(app, playbook, learner, threshold, dry_run)
+
+
+_HELP = """commands: summary | top [N] | recent [N] | search <query> | export | learner <id>|all | cleanup [--dry-run] | help | quit"""
+
+
+@analyze.command()
+@click.pass_context
+def interactive(ctx: click.Context) -> None:
+    """A prompt for exploring the playbooks (reads commands from stdin)."""
+    app, playbook, learner = _analyzer(ctx, None)
+    app.json = False
+    click.echo(_HELP)
+    stream = click.get_text_stream("stdin")
+    while True:
+        click.echo(f"analyze[{learner or 'all'}]> ", nl=False)
+        line = stream.readline()
+        if not line:
+            click.echo("")
+            break
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            click.echo(f"error: {exc}")
+            continue
+        if not words:
+            continue
+        cmd, args = words[0].lower(), words[1:]
+        try:
+            if cmd in ("quit", "exit", "q"):
+                break
+            if cmd == "help":
+                click.echo(_HELP)
+            elif cmd == "summary":
+                _print_summary(app, _summary_data(playbook, learner))
+            elif cmd in ("top", "recent"):
+                n = int(args[0]) if args else 10
+                bullets = (_top if cmd == "top" else _recent)(playbook, learner, n)
+                _show_bullets(app, bullets, "No bullets.")
+            elif cmd == "search":
+                if not args:
+                    click.echo("usage: search <query>")
+                    continue
+                _show_bullets(app, playbook.search(" ".join(args), learner_id=learner), "No bullets.", relevance=True)
+            elif cmd == "export":
+                click.echo(export_text(playbook.bullets(learner)), nl=False)
+            elif cmd == "learner":
+                learner = None if not args or args[0] == "all" else args[0]
+            elif cmd == "cleanup":
+                _cleanup(app, playbook, learner, 0.9, "--dry-run" in args)
+            else:
+                click.echo(f"unknown command {cmd!r}; {_HELP}")
+        except (ValueError, EngramError) as exc:
+            click.echo(f"error: {exc}")
+
+
+# bench evolve ------------------------------------------------------------------------------
+@click.command("evolve")
+@click.option("--data", "data", type=click.Path(dir_okay=False), default=None,
+              help="LoCoMo JSON [default: ../shared/data/locomo/locomo_dev.json beside the checkout].")
+@click.option("--embedder", "embedder_spec", default="minilm", show_default=True, metavar="SPEC",
+              help="'minilm' (all-MiniLM-L6-v2, offline), 'hashing', or any embedder spec.")
+@click.option("--stream", "streams", type=click.Choice(["all", "tutoring", "locomo"]), default="all", show_default=True)
+@click.option("--max-bullets", default=100, show_default=True, type=click.IntRange(min=1),
+              help="Capacity: per learner for LTMBSE, of the one shared playbook for the baseline.")
+@click.pass_context
+def evolve(ctx: click.Context, data: str | None, embedder_spec: str, streams: str, max_bullets: int) -> None:
+    """LTMBSE against the ACE baseline: bullets, near-duplicates, growth, capacity, recall.
+
+    Runs both presets on the seeded tutoring stream shipped with Engram and on the
+    LoCoMo development observations. With --json: one object,
+    {"streams": {"tutoring": {"baseline": {...}, "ltmbse": {...}}, "locomo": {...}}}.
+    """
+    import os
+
+    from ..embed import resolve_embedder
+    from .bench import format_table, run
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    spec = "sentence-transformers" if embedder_spec.lower() in ("minilm", "default") else embedder_spec
+    embedder = resolve_embedder(spec)
+    chosen = ("tutoring", "locomo") if streams == "all" else (streams,)
+    app = _app(ctx)
+    try:
+        result = run(streams=chosen, embedder=embedder, data_path=data, max_bullets=max_bullets,
+                     progress=lambda msg: click.echo(f"evolve: {msg}", err=True))
+    except FileNotFoundError as exc:
+        raise click.BadParameter(str(exc), param_hint="--data") from exc
+    if app is not None and getattr(app, "json", False):
+        click.echo(json.dumps(result))
+        return
+    click.echo(f"engram bench evolve: embedder {embedder.name}; max_bullets {max_bullets} "
+               "(per learner for LTMBSE, shared by all learners for the baseline)")
+    click.echo(format_table(result))
+
+
+def register(cli: click.Group, bench: click.Group) -> None:
+    """Add ``run-turn`` and ``analyze`` to ``cli`` and ``evolve`` to ``bench``."""
+    cli.add_command(run_turn)
+    cli.add_command(analyze)
+    bench.add_command(evolve)
+
+
+__all__ = ["ace_logs_to_stderr", "analyze", "evolve", "export_text", "register", "run_turn"]

@@ -1,0 +1,39 @@
+"""Fixtures of the playbook tests: a test embedder whose similarities are chosen exactly."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from ace_helpers import MappedEmbedder
+
+from engram import Memory, Playbook
+
+
+@pytest.fixture
+def embedder() -> MappedEmbedder:
+    return MappedEmbedder()
+
+
+@pytest.fixture
+def mem(tmp_path, embedder):
+    m = Memory(str(tmp_path / "ace.db"), embedder=embedder)
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def playbook(mem):
+    return Playbook(mem)
+
+
+@pytest.fixture
+def ace_logs(caplog):
+    """caplog at INFO for the engram loggers; ``ace_logs()`` returns the messages."""
+    caplog.set_level(logging.INFO, logger="engram")
+
+    def messages() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name.startswith("engram")]
+
+    messages.clear = caplog.clear  # type: ignore[attr-defined]
+    return messages
