@@ -429,6 +429,14 @@ class Memory:
         self._query_vectors.clear()
         return result
 
+    def playbook(self, preset: str = "ltmbse", **options: Any) -> Any:
+        """The self-evolving learning playbooks of this store (spec 000): an
+        :class:`~engram.Playbook`. ``preset`` is ``"ltmbse"`` (per learner, the default)
+        or ``"baseline"`` (the ACE baseline); ``options`` override its settings."""
+        from .ace.playbook import Playbook
+
+        return Playbook(self, preset=preset, **options)
+
     def close(self) -> None:
         """Flush buffered bookkeeping and close the store."""
         self.store.close()

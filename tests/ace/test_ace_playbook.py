@@ -12,7 +12,7 @@ from engram import Bullet, Curator, Delta, Lesson, Memory, Playbook, PlaybookCon
 from engram.ace.playbook import format_context
 from engram.policies.decay import CLASSES
 from engram.policies.taxonomy import CLASS_KEYWORDS
-from engram.roles.learning import CurationInput, NewBullet, Reflection
+from engram.roles.learning import CurationInput, NewBullet, Reflection, Similar
 
 at, axis = MappedEmbedder.at, MappedEmbedder.axis
 
@@ -245,8 +245,11 @@ def test_retrieval_ranks_procedural_then_episodic_then_semantic(embedder, playbo
     assert [b.content for b in playbook.turn("sam", "c9").retrieve("query", memory_types=["episodic"])] == ["An experience"]
     assert [b.content for b in playbook.turn("sam", "c9").retrieve("query", tags=["Fact"])] == ["A fact"]
     assert len(playbook.turn("sam", "c9").retrieve("query", top_k=1)) == 1
-    # A topic match outweighs the class priority at equal relevance.
-    assert playbook.turn("sam", "c9").retrieve("query", topic="t1")[0].content == "A fact"
+    # Within a class, at equal relevance, the bullet of the question's topic comes first.
+    embedder.mapping["Another strategy"] = axis(2)
+    learn(playbook, "Another strategy", topic="t4")
+    assert [b.content for b in playbook.turn("sam", "c9").retrieve("query", topic="t4")][:2] == ["Another strategy", "A strategy"]
+    assert [b.content for b in playbook.turn("sam", "c9").retrieve("query", topic="t3")][:2] == ["A strategy", "Another strategy"]
 
 
 def test_retrieval_skips_unrelated_bullets_and_touches_what_it_returns(embedder, mem, playbook):
@@ -381,7 +384,7 @@ def test_role_data_round_trips_through_json():
     assert Delta.from_dict(json.loads(json.dumps(delta.to_dict()))) == delta
     data = CurationInput(
         reflection=Reflection(lessons=(Lesson("L", tags=("t",)),)),
-        candidates=(((__import__("engram.roles.learning", fromlist=["Similar"]).Similar(Bullet("b", "B"), 0.5)),),),
+        candidates=((Similar(Bullet("b", "B"), 0.5),),),
         existing=(Bullet("b", "B"),),
         lesson_similarity=((1.0,),),
     )

@@ -8,9 +8,8 @@ Two streams, each run through both presets on a fresh store:
   about their misconceptions are asked.
 - **locomo** — LoCoMo's development observations (``../shared/data``), fed in session
   order, one turn per (speaker, dialog turn), as lessons of the speaker's playbook;
-  then every QA question is asked (of the speakers it names, else of both; the
-  baseline has one shared playbook for everyone). A bullet counts as its source
-  dialog ids.
+  then every QA question is asked of both speakers' playbooks (the baseline has
+  one shared playbook for everyone). A bullet counts as its source dialog ids.
 
 Reported per preset: bullets stored at the end; near-duplicate pairs (cosine
 ``>= 0.9`` within one playbook) as a percentage of bullets; the most new bullets
@@ -127,6 +126,8 @@ class _Run:
             self.capacity_exceeded = True
 
     def ranked_sources(self, learners: Sequence[str], vector: np.ndarray, k: int) -> list[set[str]]:
+        """The sources of the ``k`` best bullets for ``vector`` across the playbooks of
+        ``learners`` (for the baseline: its one shared playbook)."""
         pipeline = self.playbook.pipeline
         spaces = {pipeline.space(learner).user_id: learner for learner in learners}
         hits = []
@@ -229,9 +230,9 @@ def run_locomo(preset: str, embedder: Embedder, folder: str, *, max_bullets: int
             questions = [qa["question"] for qa in conv["qa"]]
             vectors = embedder.embed(questions)
             for qa, vector in zip(conv["qa"], vectors, strict=True):
-                named = [s for s in speakers if re.search(rf"\b{re.escape(s)}\b", qa["question"], re.I)]
-                learners = [f"{sample}/{s}" for s in (named or speakers)]
-                ranked = run.ranked_sources(learners, vector, max(KS))
+                # Both speakers' playbooks, equally: a question naming one speaker often
+                # rests on what the other said (boosting the named one costs recall here).
+                ranked = run.ranked_sources([f"{sample}/{s}" for s in speakers], vector, max(KS))
                 ranked = [{d for src in sources for d in src.split(",")} for sources in ranked]
                 evidence = _evidence(qa.get("evidence") or [])
                 for k in KS:

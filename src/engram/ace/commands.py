@@ -323,7 +323,7 @@ def interactive(ctx: click.Context) -> None:
     app, playbook, learner = _analyzer(ctx, None)
     app.json = False
     click.echo(_HELP)
-    stream = click.get_text_stream("stdin")
+    stream = sys.stdin
     while True:
         click.echo(f"analyze[{learner or 'all'}]> ", nl=False)
         line = stream.readline()

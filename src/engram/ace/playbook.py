@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..pipelines.learn import LearningPipeline, PlaybookState, preview
+from ..policies.decay import record_score
 from ..policies.dedup import choose_first_seen, choose_survivor, clusters, cosine_matrix
 from ..policies.playbook import PlaybookConfig
 from ..policies.taxonomy import SECTIONS
@@ -297,8 +298,6 @@ class Playbook:
 
 
 def _score(pipeline: LearningPipeline, record: Any, clock: int) -> float:
-    from ..policies.decay import record_score
-
     return record_score(record, clock, pipeline.rates)
 
 

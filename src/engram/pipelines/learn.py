@@ -199,6 +199,9 @@ class LearningPipeline:
     def load(self, learner_id: str) -> PlaybookState:
         """Read the learner's playbook (one query) and log spec 000's ``Loaded`` line."""
         scope = self.space(learner_id)
+        # Retrievals of earlier turns may still be buffered: write them, so every
+        # bullet is read with its latest access (usually a no-op: learning flushed them).
+        self.store.flush()
         version = self.store.space_version(scope)  # first: a write after it shows as a new version
         state = PlaybookState(scope=scope, learner_id=learner_id, version=version)
         state.fill(self.store.list_bullets(self._filter(scope)))

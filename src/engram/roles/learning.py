@@ -49,6 +49,13 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _tuples(value: Any) -> Any:
+    """JSON lists back into the tuples the frozen dataclasses hold."""
+    if isinstance(value, list | tuple):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
 class _Plain:
     """``to_dict`` / ``from_dict`` for the frozen dataclasses below."""
 
@@ -80,7 +87,7 @@ class _Plain:
                 else:
                     value = inner.from_dict(value)
             elif isinstance(value, list):
-                value = tuple(value)
+                value = _tuples(value)
             kwargs[f.name] = value
         return cls(**kwargs)
 

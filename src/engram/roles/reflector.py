@@ -138,7 +138,7 @@ class HeuristicReflector(Reflector):
         seen: set[str] = set()
 
         def keep(content: str, kind: str) -> None:
-            content = content[0].upper() + content[1:] if content else content
+            content = (content[0].upper() + content[1:]).rstrip(" .!") if content else content
             if len(content) < 8 or content.lower() in seen:
                 return
             seen.add(content.lower())

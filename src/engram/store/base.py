@@ -199,6 +199,11 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def access_clock(self, scope: Scope) -> int: ...
 
+    def flush(self) -> None:
+        """Write buffered retrieval bookkeeping now, so that reads return each touched
+        memory's latest access. A backend that does not buffer has nothing to do."""
+        return None
+
     # playbooks -----------------------------------------------------------------------
     @abc.abstractmethod
     def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:

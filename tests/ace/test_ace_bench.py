@@ -1,0 +1,100 @@
+"""``engram bench evolve``: the shipped stream, the JSON shape, LoCoMo parsing, and
+(with the real MiniLM model) LTMBSE beating the baseline on the tutoring stream."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from engram import HashingEmbedder
+from engram.ace import bench, tutoring
+from engram.cli import cli
+
+KEYS = {"bullets", "near_duplicate_pct", "max_new_in_turn", "capacity_exceeded", "recall_at_5", "recall_at_10"}
+
+
+def test_the_shipped_stream_is_the_seeded_generator_output():
+    shipped = tutoring.load()
+    assert shipped == json.loads(json.dumps(tutoring.generate(tutoring.SEED)))
+    assert len(shipped["learners"]) == 6 and len(shipped["turns"]) == 180
+    forms = {x["form"] for t in shipped["turns"] for x in t["lessons"]}
+    assert forms == {"canonical", "trivial", "minor", "paraphrase"}
+    assert {t["outcome"] for t in shipped["turns"]} == {"success", "failure"}
+    assert all(q["relevant"] for q in shipped["queries"])
+
+
+TINY_LOCOMO = [{
+    "sample_id": "conv-x",
+    "conversation": {"speaker_a": "Ada", "speaker_b": "Bo", "session_1": [], "session_2": [],
+                     "session_1_date_time": "1 May 2023", "session_2_date_time": "2 May 2023", "session_3_date_time": "x"},
+    "observation": {
+        "session_2_observation": {"Ada": [["Ada adopted a puppy named Rex.", "D2:4"]]},
+        "session_1_observation": {
+            "Ada": [["Ada started learning the violin.", "D1:3"], ["Ada practises the violin every morning.", "D1:3"],
+                    ["Ada is afraid of heights.", "D1:5"]],
+            "Bo": [["Bo works as a nurse in Lisbon.", "D1:2"], ["Bo ran a marathon in the spring.", ["D1:6", "D1:7"]]],
+        },
+    },
+    "qa": [
+        {"question": "What instrument is Ada learning?", "answer": "violin", "evidence": ["D1:3"], "category": 1},
+        {"question": "Where does Bo work?", "answer": "Lisbon", "evidence": ["D1:2; D1:9"], "category": 4},
+        {"question": "What is the puppy called?", "answer": "Rex", "evidence": ["D2:4", "D"], "category": 4},
+        {"question": "Anything else?", "answer": "-", "evidence": [], "category": 5},
+    ],
+}]
+
+
+def test_locomo_turns_follow_session_and_dialog_order():
+    turns = bench._locomo_turns(TINY_LOCOMO[0])
+    assert [(s, sess, [f for f, _ in facts]) for s, sess, facts in turns] == [
+        ("Bo", "session_1", ["Bo works as a nurse in Lisbon."]),
+        ("Ada", "session_1", ["Ada started learning the violin.", "Ada practises the violin every morning."]),
+        ("Ada", "session_1", ["Ada is afraid of heights."]),
+        ("Bo", "session_1", ["Bo ran a marathon in the spring."]),
+        ("Ada", "session_2", ["Ada adopted a puppy named Rex."]),
+    ]
+    assert bench._evidence(["D1:3", "D8:6; D9:17", "D", "D30:05"]) == ["D1:3", "D8:6", "D9:17", None, "D30:5"]
+    assert bench._recall(["D1:3", None], [{"D1:3"}], 5) == 0.5
+    assert bench._recall([], [], 5) == 1.0
+
+
+def test_evolve_json_shape_through_the_cli(tmp_path):
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps(TINY_LOCOMO))
+    result = CliRunner().invoke(cli, ["bench", "evolve", "--json", "--embedder", "hashing", "--stream", "locomo", "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert list(out) == ["streams"] and list(out["streams"]) == ["locomo"]
+    assert set(out["streams"]["locomo"]) == {"baseline", "ltmbse"}
+    for figures in out["streams"]["locomo"].values():
+        assert set(figures) == KEYS
+        assert isinstance(figures["capacity_exceeded"], bool) and 0 <= figures["near_duplicate_pct"] <= 100
+        assert 0.0 <= figures["recall_at_5"] <= figures["recall_at_10"] <= 1.0
+    lt = out["streams"]["locomo"]["ltmbse"]
+    assert lt["bullets"] == 6 and lt["max_new_in_turn"] == 2
+    human = CliRunner().invoke(cli, ["bench", "evolve", "--embedder", "hashing", "--stream", "locomo", "--data", str(data)])
+    assert "| locomo | ltmbse | 6 |" in human.stdout
+    missing = CliRunner().invoke(cli, ["bench", "evolve", "--stream", "locomo", "--embedder", "hashing", "--data", str(tmp_path / "no.json")])
+    assert missing.exit_code == 2 and "--data" in missing.output
+
+
+def test_tutoring_run_on_a_small_stream(tmp_path):
+    stream = tutoring.generate(3, conversations=1, turns_per_conversation=4)
+    emb = bench.CachingEmbedder(HashingEmbedder())
+    figures = {p: bench.run_tutoring(p, emb, str(tmp_path / p), max_bullets=100, stream=stream) for p in bench.PRESETS}
+    assert set(figures["ltmbse"]) == KEYS
+    assert figures["ltmbse"]["max_new_in_turn"] <= 2
+    assert figures["ltmbse"]["capacity_exceeded"] is False
+
+
+@pytest.mark.model
+def test_ltmbse_beats_the_baseline_on_the_tutoring_stream(tmp_path):
+    from engram.embed import resolve_embedder
+
+    result = bench.run(streams=("tutoring",), embedder=resolve_embedder("sentence-transformers"))
+    base, lt = result["streams"]["tutoring"]["baseline"], result["streams"]["tutoring"]["ltmbse"]
+    assert lt["near_duplicate_pct"] <= 1.0 < base["near_duplicate_pct"]
+    assert lt["recall_at_5"] > base["recall_at_5"] and lt["recall_at_10"] > base["recall_at_10"]
+    assert lt["max_new_in_turn"] <= 2 and not lt["capacity_exceeded"]
