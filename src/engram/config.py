@@ -61,6 +61,11 @@ class RetrievalConfig:
     # dominate (bench/RESULTS.md: 10 beat the textbook 60 by 9 points of R@10).
     rrf_k: int = 10
     candidates: int = 50  # per ranking, before fusion (at least 4 x limit)
+    time_weight: float = 1.0  # a time expression in the query adds that window's memories
+    # A speaker named in the query adds that speaker's memories. Off by default: on
+    # LoCoMo it lifted multi-hop recall but cost adversarial questions (which pin an
+    # event on the wrong speaker) more than it gained (bench/RESULTS.md).
+    speaker_weight: float = 0.0
     # Search keys of verbatim conversation turns (add(..., infer=False) with a list
     # of messages); see engram.policies.keys.
     speaker_keys: bool = True  # "<name>: <text>"
@@ -111,7 +116,7 @@ class MemoryConfig:
         if not isinstance(tenant, str):
             raise ConfigurationError(f"tenant_id must be a string, got {type(tenant).__name__}")
         r = self.retrieval
-        if r.rrf_k < 0 or r.candidates < 1 or r.vector_weight < 0 or r.text_weight < 0:
+        if r.rrf_k < 0 or r.candidates < 1 or min(r.vector_weight, r.text_weight, r.time_weight, r.speaker_weight) < 0:
             raise ConfigurationError(f"retrieval settings out of range: {r}")
         if self.max_message_chars < 1 or self.similar_k < 1:
             raise ConfigurationError("max_message_chars and similar_k must be >= 1")

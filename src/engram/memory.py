@@ -29,7 +29,8 @@ from .policies.filters import compile_filters
 from .policies.fusion import reciprocal_rank_fusion
 from .policies.keys import memory_key
 from .policies.ranking import RankContext, RankingPolicy
-from .policies.text import content_hash
+from .policies.text import content_hash, named_speakers
+from .policies.timeparse import query_window
 from .policies.validity import is_valid, validity_cutoff
 from .roles.base import Extractor, Reconciler
 from .store.base import ScopeFilter, Store
@@ -224,29 +225,43 @@ class Memory:
         run_id: str | None = None,
         limit: int = 5,
         filters: Mapping[str, Any] | None = None,
+        reference_time: Any = None,
     ) -> dict[str, Any]:
         """The memories of the scope most relevant to ``query``, best first.
 
         Vector similarity and BM25 candidates are fused by reciprocal rank fusion,
-        then the ranking policy's terms apply. ``filters`` restrict by metadata and
-        fields (see :mod:`engram.policies.filters`). Each result has a ``score``.
+        then the ranking policy's terms apply. Two more rankings join the fusion
+        when the query asks for them: a time expression ("last week", "in May
+        2023") adds the memories of that window, relative to ``reference_time``
+        (when the question is asked; default now); a speaker named in the query
+        adds that speaker's memories. ``filters`` restrict by metadata and fields
+        (see :mod:`engram.policies.filters`). Each result has a ``score``.
         """
         scope = self._scope_filter(user_id, agent_id, run_id)
         query = validate.text("query", query, max_chars=self.config.max_message_chars)
         limit = validate.limit(limit)
         predicate = compile_filters(filters)
+        reference = validate.timestamp(reference_time)
         now = time.time()
         cutoff = validity_cutoff(now, self.config.decay_days)
         conf = self.config.retrieval
         pool = max(conf.candidates, 4 * limit)
+        qvec = self._query_vector(query)
         # A filter may reject most candidates: then rank everything by vector.
-        vector_hits = self.store.vector_search(scope, self._query_vector(query), k=None if predicate else pool, cutoff=cutoff, now=now)
+        vector_hits = self.store.vector_search(scope, qvec, k=None if predicate else pool, cutoff=cutoff, now=now)
         text_hits = self.store.text_search(scope, query, k=pool * 4 if predicate else pool, cutoff=cutoff, now=now)
-        fused = reciprocal_rank_fusion(
-            {"vector": [m for m, _ in vector_hits], "text": [m for m, _ in text_hits]},
-            {"vector": conf.vector_weight, "text": conf.text_weight},
-            k=conf.rrf_k,
-        )
+        rankings = {"vector": [m for m, _ in vector_hits], "text": [m for m, _ in text_hits]}
+        window = query_window(query, reference if reference is not None else now) if conf.time_weight else None
+        if window is not None:
+            hits = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, window=window)
+            rankings["time"] = [m for m, _ in hits]
+        if conf.speaker_weight:
+            for speaker in named_speakers(query, self.store.speakers(scope)):
+                hits = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, speaker=speaker)
+                rankings["speaker:" + speaker] = [m for m, _ in hits]
+        weights = {"vector": conf.vector_weight, "text": conf.text_weight, "time": conf.time_weight}
+        weights.update({name: conf.speaker_weight for name in rankings if name.startswith("speaker:")})
+        fused = reciprocal_rank_fusion(rankings, weights, k=conf.rrf_k)
         ordered = sorted(fused, key=lambda mid: -fused[mid])
         similarity = dict(vector_hits)
         candidates: list[tuple[MemoryRecord, float]] = []

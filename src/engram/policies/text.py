@@ -88,3 +88,11 @@ def index_terms(text: str) -> list[str]:
     "preferences" and "prefer" meet; "I", "the" and "are" never count.
     """
     return [_stem(w) for w in words(text) if w not in STOPWORDS]
+
+
+def named_speakers(query: str, speakers: set[str]) -> list[str]:
+    """The known (casefolded) speaker names that the query mentions as whole words."""
+    if not speakers:
+        return []
+    present = set(words(query))
+    return sorted(name for name in speakers if name in present or (" " in name and name in query.casefold()))

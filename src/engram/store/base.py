@@ -153,9 +153,23 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def vector_search(
-        self, scope: ScopeFilter, vector: np.ndarray, *, k: int | None, cutoff: float | None, now: float
+        self,
+        scope: ScopeFilter,
+        vector: np.ndarray,
+        *,
+        k: int | None,
+        cutoff: float | None,
+        now: float,
+        window: tuple[float, float] | None = None,
+        speaker: str | None = None,
     ) -> list[tuple[str, float]]:
-        """``(memory_id, cosine)`` of active, valid memories, best first."""
+        """``(memory_id, cosine)`` of active, valid memories, best first; ``window``
+        keeps those created inside it, ``speaker`` those whose metadata ``name``
+        is that (casefolded) speaker."""
+
+    def speakers(self, scope: ScopeFilter) -> set[str]:
+        """Casefolded speaker names (metadata ``name``) of the scope's memories."""
+        return set()
 
     @abc.abstractmethod
     def text_search(

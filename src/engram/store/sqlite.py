@@ -144,6 +144,11 @@ def _record_values(record: MemoryRecord) -> dict[str, Any]:
     }
 
 
+def _speaker(metadata: dict[str, Any]) -> str:
+    name = metadata.get("name")
+    return name.casefold() if isinstance(name, str) else ""
+
+
 def _effective(record: MemoryRecord) -> float:
     return record.updated_at if record.updated_at is not None else record.created_at
 
@@ -195,7 +200,16 @@ class _SQLiteBatch(Batch):
         else:
             stored = self._conn.execute("SELECT vector FROM embeddings WHERE memory_rowid = ?", (rowid,)).fetchone()
             vector = np.frombuffer(stored[0], dtype=np.float32) if stored else None
-        row = Row(record.id, record.scope.run_id, _effective(record), record.valid_to, record.search_text or record.text, vector)
+        row = Row(
+            record.id,
+            record.scope.run_id,
+            _effective(record),
+            record.valid_to,
+            record.search_text or record.text,
+            vector,
+            created_at=record.created_at,
+            speaker=_speaker(record.metadata),
+        )
         self.index_upserts.setdefault(space, []).append(row)
 
     def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None:
@@ -569,7 +583,8 @@ class SQLiteStore(Store):
         dim = identity[1] if identity else 0
         index = SpaceIndex(dim, generation)
         rows = self._conn.execute(
-            "SELECT m.id, m.run_id, COALESCE(m.updated_at, m.created_at), m.valid_to, e.vector, m.search_text "
+            "SELECT m.id, m.run_id, COALESCE(m.updated_at, m.created_at), m.valid_to, e.vector, m.search_text, "
+            "m.created_at, json_extract(m.metadata, '$.name') "
             "FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
             "WHERE m.space_id = ? AND m.status = 'active' ORDER BY m.rowid",
             (space,),
@@ -584,12 +599,30 @@ class SQLiteStore(Store):
                         f"{self.path}: memory {r[0]} has a {vector.shape[0]}-dim vector but the store's "
                         f"embedder has {dim}; run `engram reindex --embedder ...`"
                     )
-            loaded.append(Row(r[0], r[1], r[2], r[3], r[5], vector))
+            name = r[7] if isinstance(r[7], str) else ""
+            loaded.append(Row(r[0], r[1], r[2], r[3], r[5], vector, created_at=r[6], speaker=name.casefold()))
         index.upsert(loaded)
         self._indexes[space] = index
         return index
 
-    def vector_search(self, scope: ScopeFilter, vector: np.ndarray, *, k: int | None, cutoff: float | None, now: float) -> list[tuple[str, float]]:
+    def speakers(self, scope: ScopeFilter) -> set[str]:
+        with self._lock:
+            names: set[str] = set()
+            for space, generation in self._spaces(scope):
+                names |= self._index(space, generation).speakers()
+            return names
+
+    def vector_search(
+        self,
+        scope: ScopeFilter,
+        vector: np.ndarray,
+        *,
+        k: int | None,
+        cutoff: float | None,
+        now: float,
+        window: tuple[float, float] | None = None,
+        speaker: str | None = None,
+    ) -> list[tuple[str, float]]:
         with self._lock:
             hits: list[tuple[str, float]] = []
             spaces = self._spaces(scope)
@@ -603,7 +636,7 @@ class SQLiteStore(Store):
                     raise StoreError(
                         f"query vector has {vector.shape[0]} dims but the store's vectors have {index.dim}"
                     )
-                hits.extend(index.search(vector, k=k, run_id=scope.run_id, cutoff=cutoff, now=now))
+                hits.extend(index.search(vector, k=k, run_id=scope.run_id, cutoff=cutoff, now=now, window=window, speaker=speaker))
         if len(spaces) > 1:
             hits.sort(key=lambda h: -h[1])
             if k is not None:

@@ -31,6 +31,8 @@ class Row:
     valid_to: float | None
     text: str = ""  # what BM25 indexes (the memory's search text)
     vector: np.ndarray | None = None  # None: found by BM25 only
+    created_at: float = 0.0  # when it happened (time windows of queries)
+    speaker: str = ""  # the casefolded name of who said it, if known
 
 
 class _Postings:
@@ -84,6 +86,9 @@ class SpaceIndex:
         self._alive = np.zeros(0, dtype=bool)
         self._has_vector = np.zeros(0, dtype=bool)
         self._effective = np.zeros(0, dtype=np.float64)
+        self._created = np.zeros(0, dtype=np.float64)
+        self._speaker = np.zeros(0, dtype=object)
+        self._speakers: dict[str, int] = {}  # live rows per speaker
         self._valid_to = np.zeros(0, dtype=np.float64)  # +inf when unbounded
         self._length = np.zeros(0, dtype=np.float32)  # BM25 document length
         self._run = np.zeros(0, dtype=object)
@@ -107,14 +112,16 @@ class SpaceIndex:
         vectors = np.zeros((self.dim, new_cap), dtype=np.float32)
         vectors[:, : self._size] = self._vectors[:, : self._size]
         self._vectors = vectors
-        for name, fill in (("_alive", False), ("_has_vector", False), ("_effective", 0.0), ("_valid_to", np.inf), ("_length", 0.0)):
+        for name, fill in (("_alive", False), ("_has_vector", False), ("_effective", 0.0), ("_created", 0.0), ("_valid_to", np.inf), ("_length", 0.0)):
             old = getattr(self, name)
             new = np.full(new_cap, fill, dtype=old.dtype)
             new[: self._size] = old[: self._size]
             setattr(self, name, new)
-        run = np.full(new_cap, "", dtype=object)
-        run[: self._size] = self._run[: self._size]
-        self._run = run
+        for name in ("_run", "_speaker"):
+            old = getattr(self, name)
+            new = np.full(new_cap, "", dtype=object)
+            new[: self._size] = old[: self._size]
+            setattr(self, name, new)
 
     def upsert(self, rows: list[Row]) -> None:
         """Add rows; a row whose id is present replaces the old one."""
@@ -132,8 +139,12 @@ class SpaceIndex:
             self._expiring += row.valid_to is not None
             self._alive[pos] = True
             self._effective[pos] = row.effective_at
+            self._created[pos] = row.created_at
             self._valid_to[pos] = np.inf if row.valid_to is None else row.valid_to
             self._run[pos] = row.run_id
+            self._speaker[pos] = row.speaker
+            if row.speaker:
+                self._speakers[row.speaker] = self._speakers.get(row.speaker, 0) + 1
             terms = Counter(index_terms(row.text))
             self._terms.append(terms)
             length = float(sum(terms.values()))
@@ -151,6 +162,11 @@ class SpaceIndex:
             if pos is None:
                 continue
             self._alive[pos] = False
+            speaker = self._speaker[pos]
+            if speaker:
+                self._speakers[speaker] -= 1
+                if not self._speakers[speaker]:
+                    del self._speakers[speaker]
             self._vectorless -= not self._has_vector[pos]
             self._expiring -= bool(np.isfinite(self._valid_to[pos]))
             self._total_length -= float(self._length[pos])
@@ -163,7 +179,14 @@ class SpaceIndex:
     def _compact(self) -> None:
         keep = np.flatnonzero(self._alive[: self._size])
         rows = [
-            Row(self._ids[i], self._run[i], float(self._effective[i]), None if math.isinf(self._valid_to[i]) else float(self._valid_to[i]))
+            Row(
+                self._ids[i],
+                self._run[i],
+                float(self._effective[i]),
+                None if math.isinf(self._valid_to[i]) else float(self._valid_to[i]),
+                created_at=float(self._created[i]),
+                speaker=self._speaker[i],
+            )
             for i in keep
         ]
         terms = [self._terms[i] for i in keep]
@@ -178,8 +201,12 @@ class SpaceIndex:
             self._ids.append(row.memory_id)
             self._alive[i] = True
             self._effective[i] = row.effective_at
+            self._created[i] = row.created_at
             self._valid_to[i] = np.inf if row.valid_to is None else row.valid_to
             self._run[i] = row.run_id
+            self._speaker[i] = row.speaker
+            if row.speaker:
+                self._speakers[row.speaker] = self._speakers.get(row.speaker, 0) + 1
             self._terms.append(counts)
             length = float(sum(counts.values()))
             self._length[i] = length
@@ -191,12 +218,34 @@ class SpaceIndex:
         self._vectorless = int((~has_vector).sum())
         self._expiring = sum(r.valid_to is not None for r in rows)
 
-    def _mask(self, run_id: str | None, cutoff: float | None, now: float | None) -> np.ndarray | None:
+    def speakers(self) -> set[str]:
+        """The casefolded speaker names of the live rows."""
+        return set(self._speakers)
+
+    def _mask(
+        self,
+        run_id: str | None,
+        cutoff: float | None,
+        now: float | None,
+        window: tuple[float, float] | None = None,
+        speaker: str | None = None,
+    ) -> np.ndarray | None:
         """Rows a search may return, or None when that is every row (the usual case)."""
         n = self._size
-        if run_id is None and cutoff is None and len(self._pos) == n and (now is None or self._expiring == 0):
+        if (
+            run_id is None
+            and cutoff is None
+            and window is None
+            and speaker is None
+            and len(self._pos) == n
+            and (now is None or self._expiring == 0)
+        ):
             return None
         mask = self._alive[:n].copy()
+        if window is not None:
+            mask &= (self._created[:n] >= window[0]) & (self._created[:n] < window[1])
+        if speaker is not None:
+            mask &= self._speaker[:n] == speaker
         if run_id is not None:
             mask &= self._run[:n] == run_id
         if cutoff is not None:
@@ -228,13 +277,16 @@ class SpaceIndex:
         run_id: str | None = None,
         cutoff: float | None = None,
         now: float | None = None,
+        window: tuple[float, float] | None = None,
+        speaker: str | None = None,
     ) -> list[tuple[str, float]]:
-        """The ``k`` live rows most similar to ``query`` (all of them when ``k`` is None)."""
+        """The ``k`` live rows most similar to ``query`` (all of them when ``k`` is None),
+        optionally only those created inside ``window`` or said by ``speaker``."""
         n = self._size
         if n == 0:
             return []
         sims = query.astype(np.float32, copy=False) @ self._vectors[:, :n]
-        mask = self._mask(run_id, cutoff, now)
+        mask = self._mask(run_id, cutoff, now, window, speaker)
         if mask is None and self._vectorless == 0:
             return self._top(sims, None, k)
         usable = self._has_vector[:n] if mask is None else mask & self._has_vector[:n]
