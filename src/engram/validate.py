@@ -74,8 +74,8 @@ def metadata(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def timestamp(value: Any) -> float | None:
-    """A datetime, an ISO-8601 string or epoch seconds; None means now."""
+def timestamp(value: Any, *, field: str = "timestamp") -> float | None:
+    """A datetime, an ISO-8601 string or epoch seconds, as epoch seconds; None stays None."""
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -84,12 +84,12 @@ def timestamp(value: Any) -> float | None:
         try:
             return to_epoch(datetime.fromisoformat(value.replace("Z", "+00:00")))
         except ValueError as exc:
-            raise ValidationError("timestamp", f"not an ISO-8601 date: {value!r}") from exc
+            raise ValidationError(field, f"not an ISO-8601 date: {value!r}") from exc
     if isinstance(value, int | float) and not isinstance(value, bool):
         if not math.isfinite(value) or value < 0:
-            raise ValidationError("timestamp", f"must be a finite time after 1970, got {value!r}")
+            raise ValidationError(field, f"must be a finite time after 1970, got {value!r}")
         return float(value)
-    raise ValidationError("timestamp", f"must be a datetime, ISO-8601 string or epoch seconds, got {type(value).__name__}")
+    raise ValidationError(field, f"must be a datetime, ISO-8601 string or epoch seconds, got {type(value).__name__}")
 
 
 def messages(value: Any, *, max_chars: int) -> tuple[list[Message], bool]:

@@ -23,11 +23,11 @@ that is wrong.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
 
 from ..errors import ValidationError
-from ..model import MemoryRecord, to_epoch
+from ..model import MemoryRecord
+from ..validate import timestamp
 
 Predicate = Callable[[MemoryRecord], bool]
 
@@ -104,16 +104,7 @@ def _getter(key: str) -> Callable[[MemoryRecord], Any]:
 def _coerce(key: str, value: Any, path: str) -> Any:
     """Dates given as ISO strings or datetimes compare as epoch seconds."""
     if key in _DATE_FIELDS and value is not None:
-        if isinstance(value, datetime):
-            return to_epoch(value)
-        if isinstance(value, str):
-            try:
-                return to_epoch(datetime.fromisoformat(value.replace("Z", "+00:00")))
-            except ValueError as exc:
-                raise ValidationError(path, f"not an ISO-8601 date: {value!r}") from exc
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        raise ValidationError(path, f"dates are ISO-8601 strings, got {type(value).__name__}")
+        return timestamp(value, field=path)
     return value
 
 

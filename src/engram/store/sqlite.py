@@ -709,13 +709,7 @@ class SQLiteStore(Store):
 
     def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None) -> list[EventRecord]:
         where, args = "e.seq > ?", [since]
-        if scope is not None:
-            where += " AND s.tenant_id = ?"
-            args.append(scope.tenant_id)
-            for column, value in (("s.user_id", scope.user_id), ("s.agent_id", scope.agent_id), ("e.run_id", scope.run_id)):
-                if value is not None:
-                    where += f" AND {column} = ?"
-                    args.append(value)
+        where, args = _event_scope_sql(where, args, scope)
         if ops:
             where += f" AND e.op IN ({','.join('?' * len(ops))})"
             args.extend(ops)
@@ -729,14 +723,7 @@ class SQLiteStore(Store):
             "SELECT 1 FROM events p WHERE p.space_id IS e.space_id AND p.seq > e.seq "
             "AND p.op = 'turn_processed' AND json_extract(p.payload, '$.turn_event') = e.seq)"
         )
-        args: list[Any] = []
-        if scope is not None:
-            where += " AND s.tenant_id = ?"
-            args.append(scope.tenant_id)
-            for column, value in (("s.user_id", scope.user_id), ("s.agent_id", scope.agent_id), ("e.run_id", scope.run_id)):
-                if value is not None:
-                    where += f" AND {column} = ?"
-                    args.append(value)
+        where, args = _event_scope_sql(where, [], scope)
         return self._events(where, args, limit)
 
     def stats(self) -> dict[str, Any]:
@@ -900,6 +887,19 @@ class SQLiteStore(Store):
             finally:
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
+
+
+def _event_scope_sql(where: str, args: list[Any], scope: ScopeFilter | None) -> tuple[str, list[Any]]:
+    """Narrow an events query (aliases ``e`` and ``s``) to a scope."""
+    if scope is None:
+        return where, args
+    where += " AND s.tenant_id = ?"
+    args = [*args, scope.tenant_id]
+    for column, value in (("s.user_id", scope.user_id), ("s.agent_id", scope.agent_id), ("e.run_id", scope.run_id)):
+        if value is not None:
+            where += f" AND {column} = ?"
+            args.append(value)
+    return where, args
 
 
 def _split_sql(script: str) -> list[str]:
