@@ -257,7 +257,9 @@ class Memory:
             rankings["time"] = [m for m, _ in hits]
         if conf.speaker_weight:
             for speaker in named_speakers(query, self.store.speakers(scope)):
-                hits = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, speaker=speaker)
+                # With a time window too, "what did Caroline say last week" asks
+                # for Caroline's turns of that week: both conditions at once.
+                hits = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, speaker=speaker, window=window)
                 rankings["speaker:" + speaker] = [m for m, _ in hits]
         weights = {"vector": conf.vector_weight, "text": conf.text_weight, "time": conf.time_weight}
         weights.update({name: conf.speaker_weight for name in rankings if name.startswith("speaker:")})

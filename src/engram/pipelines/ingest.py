@@ -138,7 +138,8 @@ class Ingestor:
                     m.content,
                     name=m.name if self.speaker_keys else None,
                     previous=prev.content if prev else None,
-                    previous_name=prev.name if prev and self.speaker_keys else None,
+                    # The replied-to speaker's name stays out: "what did Melanie
+                    # say" must not find Caroline's replies to her.
                     facts=facts,
                 )
             )
