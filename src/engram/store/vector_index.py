@@ -128,33 +128,36 @@ class SpaceIndex:
         self.remove([r.memory_id for r in rows if r.memory_id in self._pos], compact=False)
         self._grow(len(rows))
         for row in rows:
-            pos = self._size
-            self._size += 1
-            self._pos[row.memory_id] = pos
-            self._ids.append(row.memory_id)
-            if row.vector is not None:
-                self._vectors[:, pos] = row.vector
-            self._has_vector[pos] = row.vector is not None
-            self._vectorless += row.vector is None
-            self._expiring += row.valid_to is not None
-            self._alive[pos] = True
-            self._effective[pos] = row.effective_at
-            self._created[pos] = row.created_at
-            self._valid_to[pos] = np.inf if row.valid_to is None else row.valid_to
-            self._run[pos] = row.run_id
-            self._speaker[pos] = row.speaker
-            if row.speaker:
-                self._speakers[row.speaker] = self._speakers.get(row.speaker, 0) + 1
-            terms = Counter(index_terms(row.text))
-            self._terms.append(terms)
-            length = float(sum(terms.values()))
-            self._length[pos] = length
-            self._total_length += length
-            for term, tf in terms.items():
-                postings = self._postings.get(term)
-                if postings is None:
-                    postings = self._postings[term] = _Postings()
-                postings.append(pos, tf)
+            self._append(row, Counter(index_terms(row.text)))
+
+    def _append(self, row: Row, terms: Counter[str]) -> None:
+        """Put a row (and its BM25 terms) at the next position; capacity must exist."""
+        pos = self._size
+        self._size += 1
+        self._pos[row.memory_id] = pos
+        self._ids.append(row.memory_id)
+        if row.vector is not None:
+            self._vectors[:, pos] = row.vector
+        self._has_vector[pos] = row.vector is not None
+        self._vectorless += row.vector is None
+        self._expiring += row.valid_to is not None
+        self._alive[pos] = True
+        self._effective[pos] = row.effective_at
+        self._created[pos] = row.created_at
+        self._valid_to[pos] = np.inf if row.valid_to is None else row.valid_to
+        self._run[pos] = row.run_id
+        self._speaker[pos] = row.speaker
+        if row.speaker:
+            self._speakers[row.speaker] = self._speakers.get(row.speaker, 0) + 1
+        self._terms.append(terms)
+        length = float(sum(terms.values()))
+        self._length[pos] = length
+        self._total_length += length
+        for term, tf in terms.items():
+            postings = self._postings.get(term)
+            if postings is None:
+                postings = self._postings[term] = _Postings()
+            postings.append(pos, tf)
 
     def remove(self, memory_ids: list[str], *, compact: bool = True) -> None:
         for mid in memory_ids:
@@ -177,6 +180,7 @@ class SpaceIndex:
             self._compact()
 
     def _compact(self) -> None:
+        """Rebuild with the live rows only (their terms are kept, not re-tokenised)."""
         keep = np.flatnonzero(self._alive[: self._size])
         rows = [
             Row(
@@ -184,39 +188,18 @@ class SpaceIndex:
                 self._run[i],
                 float(self._effective[i]),
                 None if math.isinf(self._valid_to[i]) else float(self._valid_to[i]),
+                vector=self._vectors[:, i].copy() if self._has_vector[i] else None,
                 created_at=float(self._created[i]),
                 speaker=self._speaker[i],
             )
             for i in keep
         ]
         terms = [self._terms[i] for i in keep]
-        vectors = self._vectors[:, keep].copy()
-        has_vector = self._has_vector[keep].copy()
         generation = self.generation
         self.__init__(self.dim, generation)  # type: ignore[misc]
         self._grow(len(rows))
-        for i, (row, counts) in enumerate(zip(rows, terms, strict=True)):
-            self._size += 1
-            self._pos[row.memory_id] = i
-            self._ids.append(row.memory_id)
-            self._alive[i] = True
-            self._effective[i] = row.effective_at
-            self._created[i] = row.created_at
-            self._valid_to[i] = np.inf if row.valid_to is None else row.valid_to
-            self._run[i] = row.run_id
-            self._speaker[i] = row.speaker
-            if row.speaker:
-                self._speakers[row.speaker] = self._speakers.get(row.speaker, 0) + 1
-            self._terms.append(counts)
-            length = float(sum(counts.values()))
-            self._length[i] = length
-            self._total_length += length
-            for term, tf in counts.items():
-                self._postings.setdefault(term, _Postings()).append(i, tf)
-        self._vectors[:, : len(rows)] = vectors
-        self._has_vector[: len(rows)] = has_vector
-        self._vectorless = int((~has_vector).sum())
-        self._expiring = sum(r.valid_to is not None for r in rows)
+        for row, counts in zip(rows, terms, strict=True):
+            self._append(row, counts)
 
     def speakers(self) -> set[str]:
         """The casefolded speaker names of the live rows."""
