@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -242,11 +242,34 @@ class Memory:
         limit = validate.limit(limit)
         predicate = compile_filters(filters)
         reference = validate.timestamp(reference_time)
-        now = time.time()
-        cutoff = validity_cutoff(now, self.config.decay_days)
-        conf = self.config.retrieval
-        pool = max(conf.candidates, 4 * limit)
         qvec = self._query_vector(query)
+        now = time.time()
+        # One group of reads: the store checks for other writers once, not per call.
+        with self.store.reading():
+            ranked, similarity = self._retrieve(scope, query, qvec, limit, predicate, reference, now)
+            self.store.touch([r for r, _ in ranked], query=query)
+        results = []
+        for record, score in ranked:
+            item = record.to_item(score)
+            if record.id in similarity:
+                item["similarity"] = round(similarity[record.id], 6)
+            results.append(item)
+        return {"results": results}
+
+    def _retrieve(
+        self,
+        scope: ScopeFilter,
+        query: str,
+        qvec: np.ndarray,
+        limit: int,
+        predicate: Callable[[MemoryRecord], bool] | None,
+        reference: float | None,
+        now: float,
+    ) -> tuple[list[tuple[MemoryRecord, float]], dict[str, float]]:
+        """The ranked records of a search, and the cosine similarity of those found by vector."""
+        conf = self.config.retrieval
+        cutoff = validity_cutoff(now, self.config.decay_days)
+        pool = max(conf.candidates, 4 * limit)
         # A filter may reject most candidates: then rank everything by vector.
         vector_hits = self.store.vector_search(scope, qvec, k=None if predicate else pool, cutoff=cutoff, now=now)
         text_hits = self.store.text_search(scope, query, k=pool * 4 if predicate else pool, cutoff=cutoff, now=now)
@@ -264,8 +287,7 @@ class Memory:
         weights = {"vector": conf.vector_weight, "text": conf.text_weight, "time": conf.time_weight}
         weights.update({name: conf.speaker_weight for name in rankings if name.startswith("speaker:")})
         fused = reciprocal_rank_fusion(rankings, weights, k=conf.rrf_k)
-        ordered = sorted(fused, key=lambda mid: -fused[mid])
-        similarity = dict(vector_hits)
+        ordered = sorted(fused, key=fused.__getitem__, reverse=True)
         candidates: list[tuple[MemoryRecord, float]] = []
         # Ranking terms may reorder the pool, so they need all of it; with no terms
         # only the first ``limit`` records are ever shown. With a filter, keep
@@ -280,16 +302,8 @@ class Memory:
                     candidates.append((record, fused[mid]))
             if predicate is None or len(candidates) >= step:
                 break
-        ctx = RankContext(query=query, now=now)
-        ranked = self.ranking.rank(candidates, ctx)[:limit]
-        self.store.touch([r for r, _ in ranked], query=query)
-        results = []
-        for record, score in ranked:
-            item = record.to_item(score)
-            if record.id in similarity:
-                item["similarity"] = round(similarity[record.id], 6)
-            results.append(item)
-        return {"results": results}
+        ranked = self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit]
+        return ranked, dict(vector_hits)
 
     def get(self, memory_id: str) -> dict[str, Any]:
         """One memory by id.

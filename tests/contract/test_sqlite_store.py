@@ -123,6 +123,25 @@ def test_add_get_and_its_one_event(store):
     assert store.get("missing") is None
 
 
+def test_every_field_survives_the_round_trip(store, reopen):
+    from engram.model import Kind, MemoryClass, Tier
+
+    r = MemoryRecord(
+        id="full", scope=Scope("acme", "alex", "helper", "run-7"), text="Prefers tea", kind=Kind.PREFERENCE,
+        memory_class=MemoryClass.PROCEDURAL, topic="drinks", concept="tea", section="habits", tags=["a", "b"],
+        helpful=3, harmful=2, strengths={"semantic": 0.25, "episodic": 0.5, "procedural": 0.75},
+        last_access={"semantic": 4, "episodic": 5, "procedural": 6}, access_count=7, importance=0.9, energy=0.3,
+        tier=Tier.LONG_TERM, created_at=1_700_000_000.123456, updated_at=1_700_000_100.5, valid_to=1_900_000_000.25,
+        content_hash=content_hash("Prefers tea"), metadata={"source": "chat", "n": [1, {"x": None}]},
+        lineage={"merged_from": ["x", "y"]}, status=Status.ACTIVE, search_text="alex: Prefers tea",
+    )
+    add(store, r)
+    assert store.get("full") == r
+    assert store.get_many(["full"]) == {"full": r}
+    store.close()
+    assert reopen().get("full") == r
+
+
 def test_update_replaces_fields_and_logs_old_and_new(store):
     add(store, record("a", "Likes sushi"), record("h", "Helper likes tea", ALEX_HELPER))
     old = store.get("a")

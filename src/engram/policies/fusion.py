@@ -30,8 +30,9 @@ def reciprocal_rank_fusion(
         if w <= 0 or not ranking:
             continue
         best += w / (k + 1)
-        for rank, item in enumerate(ranking, start=1):
-            total[item] = total.get(item, 0.0) + w / (k + rank)
+        get = total.get
+        for rank, item in enumerate(ranking, start=k + 1):
+            total[item] = get(item, 0.0) + w / rank
     if best == 0:
         return {}
     return {item: score / best for item, score in total.items()}

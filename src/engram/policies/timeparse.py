@@ -34,6 +34,12 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bthis\s+(week(?:end)?|month|year)\b", re.I), "this"),
 ]
 
+# Every expression above holds one of these words: most queries have none, and one
+# search for them is cheaper than trying each expression.
+_HINT = re.compile(
+    rf"\b(?:ago|yesterday|today|tonight|this|last|past|previous|(?:19|20)\d{{2}}|{_MONTH})", re.I
+)
+
 
 def _ts(moment: datetime) -> float:
     return moment.timestamp()
@@ -50,6 +56,8 @@ def query_window(query: str, reference: float) -> tuple[float, float] | None:
 
     ``reference`` is when the question is asked (epoch seconds, UTC).
     """
+    if not _HINT.search(query):
+        return None
     ref = datetime.fromtimestamp(reference, UTC)
     day_start = ref.replace(hour=0, minute=0, second=0, microsecond=0)
     for pattern, kind in _PATTERNS:

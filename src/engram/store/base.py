@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +130,14 @@ class Store(abc.ABC):
         whose recorded identity differs refuses that write."""
 
     # reads ---------------------------------------------------------------------
+    def reading(self) -> AbstractContextManager[None]:
+        """Group the reads of one operation (a search).
+
+        A backend may use it to check once, instead of on every call, whether
+        other writers changed the store. Writes inside it stay correct.
+        """
+        return nullcontext()
+
     @abc.abstractmethod
     def get(self, memory_id: str) -> MemoryRecord | None: ...
 

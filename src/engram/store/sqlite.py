@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic_core import from_json
 
 from ..errors import CorruptStoreError, EmbedderMismatchError, StoreError
 from ..model import EventRecord, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
@@ -70,7 +71,13 @@ def _loads(text: str) -> Any:
         return {}
     if text == "[]":
         return []
-    return json.loads(text)
+    # pydantic-core's parser: several times faster than json.loads on the small
+    # objects every search result decodes.
+    return from_json(text)
+
+
+# Scopes are immutable and few: rows of one user share one Scope object.
+_scope = functools.lru_cache(maxsize=4096)(Scope)
 
 
 def _row_to_record(row: sqlite3.Row | tuple) -> MemoryRecord:
@@ -78,32 +85,34 @@ def _row_to_record(row: sqlite3.Row | tuple) -> MemoryRecord:
      s_sem, s_epi, s_pro, a_sem, a_epi, a_pro, access_count, importance, energy, tier,
      created_at, updated_at, valid_to, digest, metadata, lineage, status,
      tenant_id, user_id, agent_id) = row  # fmt: skip
+    # Positional, in MemoryRecord's field order (several times faster than keywords
+    # on the search path; the store contract's round-trip test guards the order).
     return MemoryRecord(
-        id=mid,
-        scope=Scope(tenant_id, user_id, agent_id, run_id),
-        text=text,
-        search_text=search_text,
-        kind=_KINDS[kind],
-        memory_class=_CLASSES[cls],
-        topic=topic,
-        concept=concept,
-        section=section,
-        tags=_loads(tags),
-        helpful=helpful,
-        harmful=harmful,
-        strengths={"semantic": s_sem, "episodic": s_epi, "procedural": s_pro},
-        last_access={"semantic": a_sem, "episodic": a_epi, "procedural": a_pro},
-        access_count=access_count,
-        importance=importance,
-        energy=energy,
-        tier=_TIERS[tier],
-        created_at=created_at,
-        updated_at=updated_at,
-        valid_to=valid_to,
-        content_hash=digest,
-        metadata=_loads(metadata),
-        lineage=_loads(lineage),
-        status=_STATUSES[status],
+        mid,
+        _scope(tenant_id, user_id, agent_id, run_id),
+        text,
+        _KINDS[kind],
+        _CLASSES[cls],
+        topic,
+        concept,
+        section,
+        _loads(tags),
+        helpful,
+        harmful,
+        {"semantic": s_sem, "episodic": s_epi, "procedural": s_pro},
+        {"semantic": a_sem, "episodic": a_epi, "procedural": a_pro},
+        access_count,
+        importance,
+        energy,
+        _TIERS[tier],
+        created_at,
+        updated_at,
+        valid_to,
+        digest,
+        _loads(metadata),
+        _loads(lineage),
+        _STATUSES[status],
+        search_text,
     )
 
 
@@ -310,6 +319,12 @@ class SQLiteStore(Store):
         self._touch_buffer: dict[int, dict[str, tuple[str, int, int]]] = {}  # space -> id -> (class, n, offset of the last)
         self._touch_counts: dict[int, int] = {}
         self._touch_events: list[tuple[float, int, str, list[str]]] = []
+        # What reads learnt of the spaces table (ids and generations), valid while
+        # nothing is committed: this connection's commits clear it, and SQLite's
+        # data_version tells when another connection committed.
+        self._space_cache: dict[tuple[str, str | None, str | None], list[tuple[int, int]]] = {}
+        self._data_version = -1
+        self._reading = 0  # depth of reading() blocks: inside, the cache was checked once
         try:
             self._conn = sqlite3.connect(
                 self.path, timeout=10.0, isolation_level=None, check_same_thread=False
@@ -376,6 +391,9 @@ class SQLiteStore(Store):
                 raise
             else:
                 self._conn.execute("COMMIT")
+            finally:
+                # Reads inside the transaction may have cached what it changed.
+                self._space_cache.clear()
 
     @contextmanager
     def transaction(self) -> Iterator[Batch]:
@@ -440,17 +458,48 @@ class SQLiteStore(Store):
         )
         return int(cur.lastrowid or 0)
 
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._lock:
+            self._check_data_version()
+            self._reading += 1
+            try:
+                yield
+            finally:
+                self._reading -= 1
+
+    def _check_data_version(self) -> None:
+        """Forget the cached spaces if another connection committed since the last look."""
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._data_version = version
+            self._space_cache.clear()
+
     def _spaces(self, scope: ScopeFilter) -> list[tuple[int, int]]:
-        """``(space_id, generation)`` of every space the filter can see."""
-        sql = "SELECT id, generation FROM spaces WHERE tenant_id = ?"
-        args: list[Any] = [scope.tenant_id]
-        if scope.user_id is not None:
-            sql += " AND user_id = ?"
-            args.append(scope.user_id)
-        if scope.agent_id is not None:
-            sql += " AND agent_id = ?"
-            args.append(scope.agent_id)
-        return [(int(a), int(b)) for a, b in self._conn.execute(sql, args).fetchall()]
+        """``(space_id, generation)`` of every space the filter can see.
+
+        Answers are cached until the database changes: this connection's commits
+        clear the cache, and SQLite's data_version tells when another connection
+        committed (checked once per :meth:`reading` block, else on every call).
+        """
+        if not self._reading:
+            self._check_data_version()
+        key = (scope.tenant_id, scope.user_id, scope.agent_id)
+        spaces = self._space_cache.get(key)
+        if spaces is None:
+            sql = "SELECT id, generation FROM spaces WHERE tenant_id = ?"
+            args: list[Any] = [scope.tenant_id]
+            if scope.user_id is not None:
+                sql += " AND user_id = ?"
+                args.append(scope.user_id)
+            if scope.agent_id is not None:
+                sql += " AND agent_id = ?"
+                args.append(scope.agent_id)
+            spaces = [(int(a), int(b)) for a, b in self._conn.execute(sql, args).fetchall()]
+            if len(self._space_cache) >= 1024:
+                self._space_cache.clear()
+            self._space_cache[key] = spaces
+        return spaces
 
     # embedder identity -----------------------------------------------------------
     def embedder_identity(self) -> tuple[str, int] | None:
@@ -755,10 +804,11 @@ class SQLiteStore(Store):
             by_space: dict[tuple[str, str, str], list[MemoryRecord]] = {}
             for r in records:
                 by_space.setdefault(r.scope.space, []).append(r)
-            for recs in by_space.values():
-                space = self._space_id(self._conn, recs[0].scope, create=False)
-                if space is None:
+            for (tenant, user, agent), recs in by_space.items():
+                spaces = self._spaces(ScopeFilter(tenant, user, agent))
+                if not spaces:
                     continue
+                space = spaces[0][0]
                 self._touch_counts[space] = offset = self._touch_counts.get(space, 0) + 1
                 buf = self._touch_buffer.setdefault(space, {})
                 for r in recs:

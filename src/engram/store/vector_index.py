@@ -92,7 +92,7 @@ class SpaceIndex:
         self._valid_to = np.zeros(0, dtype=np.float64)  # +inf when unbounded
         self._length = np.zeros(0, dtype=np.float32)  # BM25 document length
         self._run = np.zeros(0, dtype=object)
-        self._ids: list[str] = []
+        self._ids = np.zeros(0, dtype=object)  # memory id per position
         self._terms: list[Counter[str]] = []
         self._pos: dict[str, int] = {}
         self._postings: dict[str, _Postings] = {}
@@ -117,7 +117,7 @@ class SpaceIndex:
             new = np.full(new_cap, fill, dtype=old.dtype)
             new[: self._size] = old[: self._size]
             setattr(self, name, new)
-        for name in ("_run", "_speaker"):
+        for name in ("_ids", "_run", "_speaker"):
             old = getattr(self, name)
             new = np.full(new_cap, "", dtype=object)
             new[: self._size] = old[: self._size]
@@ -135,7 +135,7 @@ class SpaceIndex:
         pos = self._size
         self._size += 1
         self._pos[row.memory_id] = pos
-        self._ids.append(row.memory_id)
+        self._ids[pos] = row.memory_id
         if row.vector is not None:
             self._vectors[:, pos] = row.vector
         self._has_vector[pos] = row.vector is not None
@@ -238,19 +238,23 @@ class SpaceIndex:
         return mask
 
     def _top(self, scores: np.ndarray, candidates: np.ndarray | None, k: int | None) -> list[tuple[str, float]]:
-        if candidates is None:  # every row: rank the scores as they are
-            candidates = np.arange(scores.shape[0])
-        if candidates.size == 0:
+        """The ``k`` best rows by score, best first (all candidates when ``k`` is None).
+
+        ``candidates`` are the positions that may be returned (None: every row).
+        """
+        values = scores if candidates is None else scores[candidates]
+        size = values.shape[0]
+        if size == 0:
             return []
-        values = scores[candidates] if candidates.size != scores.shape[0] else scores
-        if k is not None and k < candidates.size:
-            top = np.argpartition(-values, k - 1)[:k]
+        if k is not None and k < size:
+            # argpartition on the scores as they are: the k largest are the last k.
+            top = np.argpartition(values, size - k)[size - k :]
             order = top[np.argsort(-values[top], kind="stable")]
         else:
             order = np.argsort(-values, kind="stable")
-        ids = self._ids
-        # tolist() once: indexing numpy arrays element by element costs ~1 µs a hit.
-        return [(ids[c], v) for c, v in zip(candidates[order].tolist(), values[order].tolist(), strict=True)]
+        positions = order if candidates is None else candidates[order]
+        # Whole-array steps: indexing numpy arrays element by element costs ~1 µs a hit.
+        return list(zip(self._ids[positions].tolist(), values[order].tolist(), strict=True))
 
     def search(
         self,
@@ -289,15 +293,20 @@ class SpaceIndex:
         if live == 0 or not terms:
             return []
         avg_length = max(self._total_length / live, 1e-9)
-        scores = np.zeros(self._size, dtype=np.float32)
+        docs: list[np.ndarray] = []
+        weights: list[np.ndarray] = []
         for term in dict.fromkeys(terms):
             postings = self._postings.get(term)
             if postings is None or postings.live <= 0:
                 continue
-            docs, weights = postings.weights(self._length, avg_length)
+            positions, term_weights = postings.weights(self._length, avg_length)
             idf = math.log(1.0 + (live - postings.live + 0.5) / (postings.live + 0.5))
-            scores[docs] += idf * weights
+            docs.append(positions)
+            weights.append(term_weights * np.float32(idf))
+        if not docs:
+            return []
+        # One pass sums every term's contribution per row.
+        scores = np.bincount(np.concatenate(docs), weights=np.concatenate(weights), minlength=self._size)
         # idf and the term weights are positive, so a score above 0 means a match.
-        hit = scores > 0
         mask = self._mask(run_id, cutoff, now)
-        return self._top(scores, np.flatnonzero(hit if mask is None else mask & hit), k)
+        return self._top(scores, np.flatnonzero(scores if mask is None else mask & (scores > 0)), k)
