@@ -87,6 +87,23 @@ class SentenceTransformerEmbedder(Embedder):
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         model = self._load()
+        if len(texts) == 1:
+            # One text (a search query) on one torch thread: it gains little from
+            # a second one, and torch's worker left spinning on the other core
+            # slows the vector product that follows. On 2 cores a 10k search took
+            # 40-65 ms this way and 16-23 ms on one thread (bench/RESULTS.md).
+            import torch
+
+            threads = torch.get_num_threads()
+            if threads > 1:
+                torch.set_num_threads(1)
+                try:
+                    return self._encode(model, texts)
+                finally:
+                    torch.set_num_threads(threads)
+        return self._encode(model, texts)
+
+    def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
         return model.encode(
             texts,
             batch_size=self.batch_size,
