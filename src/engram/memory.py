@@ -292,10 +292,13 @@ class Memory:
         # Ranking terms may reorder the pool, so they need all of it; with no terms
         # only the first ``limit`` records are ever shown. With a filter, keep
         # reading ranked chunks until enough records pass it.
-        step = pool if (predicate is not None or self.ranking.terms) else limit
+        exact = predicate is not None or bool(self.ranking.terms)
+        step = pool if exact else limit
         for start in range(0, len(ordered), step):
             chunk = ordered[start : start + step]
-            records = self.store.get_many(chunk)
+            # Filters and ranking terms may read any field; showing results only
+            # needs what the search index holds.
+            records = self.store.get_many(chunk, scope=scope, exact_access=exact)
             for mid in chunk:
                 record = records.get(mid)
                 if record is not None and (predicate is None or predicate(record)):

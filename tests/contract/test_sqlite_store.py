@@ -627,6 +627,55 @@ def test_two_instances_on_one_file_see_each_others_writes(store, reopen):
     assert set(tsearch(other, "sushi")) == {"b", "c", "d"}
 
 
+def _full_record(mid: str, text: str) -> MemoryRecord:
+    from engram.model import Kind, MemoryClass, Tier
+
+    return MemoryRecord(
+        id=mid, scope=Scope("", "alex", "", "run-7"), text=text, kind=Kind.PREFERENCE,
+        memory_class=MemoryClass.PROCEDURAL, topic="drinks", concept="tea", section="habits", tags=["a"],
+        helpful=3, harmful=2, strengths={"semantic": 0.25, "episodic": 0.5, "procedural": 0.75},
+        last_access={"semantic": 4, "episodic": 5, "procedural": 6}, access_count=7, importance=1, energy=0.3,
+        tier=Tier.LONG_TERM, created_at=1_700_000_000, updated_at=None, valid_to=None,
+        content_hash=content_hash(text), metadata={"name": "Alex", "n": [1, {"x": None}]},
+        lineage={"merged_from": ["x"]}, search_text="alex: " + text,
+    )
+
+
+def test_results_shown_from_the_index_equal_the_stored_rows(store):
+    add(store, _full_record("t", "Prefers green tea"), record("s", "Likes sushi"))
+    with store.transaction() as b:
+        b.update(store.get("s").copy(text="Likes salmon sushi", metadata={"k": 1}, updated_at=1_800_000_000.5),
+                 vec("Likes salmon sushi"), old_text="Likes sushi")
+    vsearch(store, "tea")  # the index is loaded, then patched by later writes
+    add(store, _full_record("u", "Prefers black tea"))
+    read = store.get_many(["t", "s", "u"])
+    shown = store.get_many(["t", "s", "u"], scope=F_ALEX, exact_access=False)
+    assert shown == read
+    # Retrievals change only the access bookkeeping of what is shown.
+    store.touch([read["t"]], query="tea")
+    store.flush()
+    read = store.get_many(["t"])["t"]
+    shown = store.get_many(["t"], scope=F_ALEX, exact_access=False)["t"]
+    assert read.access_count == 8
+    assert shown.access_count == 7  # shown from the index, which did not read it again
+    lagging = {"access_count": 0, "last_access": {}}
+    assert shown.copy(**lagging) == read.copy(**lagging)
+
+
+def test_results_shown_from_the_index_follow_another_instances_writes(store, reopen):
+    other = reopen()
+    add(store, record("a", "Likes sushi"))
+    assert vsearch(other, "sushi") == ["a"]  # other holds a's row now
+    with store.transaction() as b:
+        b.update(store.get("a").copy(text="Likes salmon sushi", metadata={"source": "edit"}), vec("Likes salmon sushi"), old_text="Likes sushi")
+    shown = other.get_many(["a"], scope=F_ALEX, exact_access=False)["a"]
+    assert (shown.text, shown.metadata) == ("Likes salmon sushi", {"source": "edit"})
+    with store.transaction() as b:
+        b.delete(store.get("a"))
+    assert other.get_many(["a"], scope=F_ALEX, exact_access=False)["a"].status is Status.DELETED
+    assert other.get_many(["missing"], scope=F_ALEX, exact_access=False) == {}
+
+
 def test_stats_counts(store):
     add(store, record("a", "one"), record("b", "two"), record("c", "three", BOB))
     with store.transaction() as b:

@@ -160,6 +160,19 @@ def test_compaction_past_1024_rows_keeps_results_right():
     assert len(idx) == len(alive)
 
 
+def test_repeated_query_sees_rows_written_in_between():
+    idx = SpaceIndex(DIM, 0)
+    upsert(idx, [row("a"), row("b")], np.stack([unit(0), unit(1)]))
+    query = mixed({0: 0.6, 2: 0.8})
+    assert [m for m, _ in idx.search(query, k=1)] == ["a"]
+    upsert(idx, [row("c")], np.stack([unit(2)]))  # now the best match
+    assert [m for m, _ in idx.search(query, k=1)] == ["c"]
+    upsert(idx, [row("c")], np.stack([unit(1)]))  # replaced: no longer the best
+    assert [m for m, _ in idx.search(query, k=1)] == ["a"]
+    query[:] = unit(1)  # the same array, changed in place, is a new query
+    assert [m for m, _ in idx.search(query, k=2)] in (["b", "c"], ["c", "b"])
+
+
 def test_query_of_other_dtype_is_accepted():
     idx = SpaceIndex(DIM, 0)
     upsert(idx, [row("a")], np.stack([unit(0)]))

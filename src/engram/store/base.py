@@ -142,7 +142,15 @@ class Store(abc.ABC):
     def get(self, memory_id: str) -> MemoryRecord | None: ...
 
     @abc.abstractmethod
-    def get_many(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]: ...
+    def get_many(
+        self, memory_ids: Sequence[str], *, scope: ScopeFilter | None = None, exact_access: bool = True
+    ) -> dict[str, MemoryRecord]:
+        """Memories by id, whatever their status.
+
+        ``scope`` (where the ids were found) and ``exact_access=False`` are hints
+        for showing search results: the backend may then answer from what it holds
+        in memory, with access counts and last-access marks that lag behind.
+        """
 
     @abc.abstractmethod
     def list(

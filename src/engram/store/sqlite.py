@@ -41,6 +41,9 @@ _FIELDS = (
     "s.tenant_id", "s.user_id", "s.agent_id",
 )
 _COLUMNS = ", ".join(_FIELDS)
+_AT = {field.split(".", 1)[1]: i for i, field in enumerate(_FIELDS)}  # column -> position in a row
+_INTEGER = {"helpful", "harmful", "access_count", *(f"last_access_{c}" for c in _CLASS_NAMES)}
+_REAL = {"importance", "energy", "created_at", "updated_at", "valid_to", *(f"strength_{c}" for c in _CLASS_NAMES)}
 _FROM = "FROM memories m JOIN spaces s ON s.id = m.space_id"
 _TOUCH_FLUSH_EVERY = 32
 
@@ -153,6 +156,21 @@ def _record_values(record: MemoryRecord) -> dict[str, Any]:
     }
 
 
+def _stored_row(record: MemoryRecord) -> tuple[Any, ...]:
+    """``record`` as a read of ``_COLUMNS`` returns it once written (column affinity included)."""
+    values = _record_values(record)
+    values.update(tenant_id=record.scope.tenant_id, user_id=record.scope.user_id, agent_id=record.scope.agent_id)
+    row = []
+    for column in _AT:
+        value = values[column]
+        if value is not None and column in _REAL:
+            value = float(value)
+        elif column in _INTEGER and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        row.append(value)
+    return tuple(row)
+
+
 def _speaker(metadata: dict[str, Any]) -> str:
     name = metadata.get("name")
     return name.casefold() if isinstance(name, str) else ""
@@ -218,6 +236,7 @@ class _SQLiteBatch(Batch):
             vector,
             created_at=record.created_at,
             speaker=_speaker(record.metadata),
+            stored=_stored_row(record),
         )
         self.index_upserts.setdefault(space, []).append(row)
 
@@ -283,7 +302,7 @@ class _SQLiteBatch(Batch):
     # The store's reads run on this same connection, so inside the transaction they
     # see its uncommitted writes, and the write lock keeps every other writer out.
     def get_many(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
-        return self._store.get_many(memory_ids)
+        return self._store.get_many(memory_ids)  # always read: the transaction's own writes count
 
     def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
         return self._store.list_bullets(scope)
@@ -549,10 +568,32 @@ class SQLiteStore(Store):
             row = self._conn.execute(f"SELECT {_COLUMNS} {_FROM} WHERE m.id = ?", (memory_id,)).fetchone()
         return _row_to_record(row) if row else None
 
-    def get_many(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+    def get_many(
+        self, memory_ids: Sequence[str], *, scope: ScopeFilter | None = None, exact_access: bool = True
+    ) -> dict[str, MemoryRecord]:
+        """Memories by id, whatever their status.
+
+        With a ``scope`` and ``exact_access=False`` (a search that shows its results
+        and ranks by nothing that reads access bookkeeping), the live memories of the
+        scope's loaded indexes are decoded from the rows they hold, with no read:
+        every field is current except the access counts and last-access marks,
+        which may lag behind retrievals (they change without a new index generation).
+        """
         out: dict[str, MemoryRecord] = {}
         ids = list(dict.fromkeys(memory_ids))
         with self._lock:
+            if scope is not None and not exact_access:
+                indexes = [self._index(space, generation) for space, generation in self._spaces(scope)]
+                unread = []
+                for mid in ids:
+                    for index in indexes:
+                        stored = index.stored(mid)
+                        if stored is not None:
+                            out[mid] = _row_to_record(stored)
+                            break
+                    else:
+                        unread.append(mid)
+                ids = unread
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
@@ -632,24 +673,37 @@ class SQLiteStore(Store):
         dim = identity[1] if identity else 0
         index = SpaceIndex(dim, generation)
         rows = self._conn.execute(
-            "SELECT m.id, m.run_id, COALESCE(m.updated_at, m.created_at), m.valid_to, e.vector, m.search_text, "
-            "m.created_at, json_extract(m.metadata, '$.name') "
-            "FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+            f"SELECT {_COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {_FROM} "
+            "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
             "WHERE m.space_id = ? AND m.status = 'active' ORDER BY m.rowid",
             (space,),
         ).fetchall()
+        width = len(_FIELDS)
         loaded = []
         for r in rows:
+            stored, blob, name = r[:width], r[width], r[width + 1]
             vector = None
-            if r[4] is not None:
-                vector = np.frombuffer(r[4], dtype=np.float32)
+            if blob is not None:
+                vector = np.frombuffer(blob, dtype=np.float32)
                 if vector.shape[0] != dim:
                     raise CorruptStoreError(
-                        f"{self.path}: memory {r[0]} has a {vector.shape[0]}-dim vector but the store's "
+                        f"{self.path}: memory {stored[0]} has a {vector.shape[0]}-dim vector but the store's "
                         f"embedder has {dim}; run `engram reindex --embedder ...`"
                     )
-            name = r[7] if isinstance(r[7], str) else ""
-            loaded.append(Row(r[0], r[1], r[2], r[3], r[5], vector, created_at=r[6], speaker=name.casefold()))
+            created, updated = stored[_AT["created_at"]], stored[_AT["updated_at"]]
+            loaded.append(
+                Row(
+                    stored[_AT["id"]],
+                    stored[_AT["run_id"]],
+                    created if updated is None else updated,
+                    stored[_AT["valid_to"]],
+                    stored[_AT["search_text"]],
+                    vector,
+                    created_at=created,
+                    speaker=name.casefold() if isinstance(name, str) else "",
+                    stored=stored,
+                )
+            )
         index.upsert(loaded)
         self._indexes[space] = index
         return index

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +34,9 @@ class Row:
     vector: np.ndarray | None = None  # None: found by BM25 only
     created_at: float = 0.0  # when it happened (time windows of queries)
     speaker: str = ""  # the casefolded name of who said it, if known
+    # The row as the store holds it (an immutable tuple in the store's column
+    # order), so that showing a result needs no read: see SQLiteStore.get_many.
+    stored: tuple[Any, ...] | None = None
 
 
 class _Postings:
@@ -45,7 +49,7 @@ class _Postings:
         self.tfs: list[int] = []
         self.live = 0  # documents still alive that contain the term
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
-        self._weights: tuple[float, np.ndarray] | None = None
+        self._weights: tuple[tuple[float, int, int], np.ndarray] | None = None
 
     def append(self, doc: int, tf: int) -> None:
         self.docs.append(doc)
@@ -59,17 +63,19 @@ class _Postings:
             self._arrays = (np.asarray(self.docs, dtype=np.int64), np.asarray(self.tfs, dtype=np.float32))
         return self._arrays
 
-    def weights(self, lengths: np.ndarray, avg_length: float) -> tuple[np.ndarray, np.ndarray]:
-        """Positions and their BM25 term weights (without idf).
+    def weights(self, lengths: np.ndarray, avg_length: float, live: int) -> tuple[np.ndarray, np.ndarray]:
+        """Positions and their BM25 contributions (term weight times idf).
 
-        They depend on the average document length, so they are cached for the
-        exact average they were computed with: recomputed after a write, reused by
-        every search in between.
+        They depend on the average document length and the number of live
+        documents, so they are cached for exactly those: recomputed after a write,
+        reused by every search in between.
         """
         docs, tfs = self.arrays()
-        if self._weights is None or self._weights[0] != avg_length:
+        key = (avg_length, live, self.live)
+        if self._weights is None or self._weights[0] != key:
             norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[docs] / avg_length)
-            self._weights = (avg_length, tfs * (BM25_K1 + 1.0) / (tfs + norm))
+            idf = math.log(1.0 + (live - self.live + 0.5) / (self.live + 0.5))
+            self._weights = (key, tfs * (BM25_K1 + 1.0) / (tfs + norm) * np.float32(idf))
         return docs, self._weights[1]
 
 
@@ -93,12 +99,16 @@ class SpaceIndex:
         self._length = np.zeros(0, dtype=np.float32)  # BM25 document length
         self._run = np.zeros(0, dtype=object)
         self._ids = np.zeros(0, dtype=object)  # memory id per position
+        self._stored = np.zeros(0, dtype=object)  # Row.stored per position
         self._terms: list[Counter[str]] = []
         self._pos: dict[str, int] = {}
         self._postings: dict[str, _Postings] = {}
         self._total_length = 0.0
         self._vectorless = 0  # live rows with no vector (BM25 only)
         self._expiring = 0  # live rows with an end of validity
+        # The similarities of the last query, while no row was appended: one search
+        # asks several rankings (time window, speaker) of the same query vector.
+        self._last_sims: tuple[np.ndarray, int, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self._pos)
@@ -117,7 +127,7 @@ class SpaceIndex:
             new = np.full(new_cap, fill, dtype=old.dtype)
             new[: self._size] = old[: self._size]
             setattr(self, name, new)
-        for name in ("_ids", "_run", "_speaker"):
+        for name in ("_ids", "_stored", "_run", "_speaker"):
             old = getattr(self, name)
             new = np.full(new_cap, "", dtype=object)
             new[: self._size] = old[: self._size]
@@ -136,6 +146,7 @@ class SpaceIndex:
         self._size += 1
         self._pos[row.memory_id] = pos
         self._ids[pos] = row.memory_id
+        self._stored[pos] = row.stored
         if row.vector is not None:
             self._vectors[:, pos] = row.vector
         self._has_vector[pos] = row.vector is not None
@@ -191,6 +202,7 @@ class SpaceIndex:
                 vector=self._vectors[:, i].copy() if self._has_vector[i] else None,
                 created_at=float(self._created[i]),
                 speaker=self._speaker[i],
+                stored=self._stored[i],
             )
             for i in keep
         ]
@@ -200,6 +212,11 @@ class SpaceIndex:
         self._grow(len(rows))
         for row, counts in zip(rows, terms, strict=True):
             self._append(row, counts)
+
+    def stored(self, memory_id: str) -> tuple[Any, ...] | None:
+        """The stored columns of a live row, if it carries them."""
+        pos = self._pos.get(memory_id)
+        return None if pos is None else self._stored[pos]
 
     def speakers(self) -> set[str]:
         """The casefolded speaker names of the live rows."""
@@ -272,7 +289,13 @@ class SpaceIndex:
         n = self._size
         if n == 0:
             return []
-        sims = query.astype(np.float32, copy=False) @ self._vectors[:, :n]
+        query = query.astype(np.float32, copy=False)
+        last = self._last_sims
+        if last is not None and last[1] == n and np.array_equal(last[0], query):
+            sims = last[2]
+        else:
+            sims = query @ self._vectors[:, :n]
+            self._last_sims = (query.copy(), n, sims)
         mask = self._mask(run_id, cutoff, now, window, speaker)
         if mask is None and self._vectorless == 0:
             return self._top(sims, None, k)
@@ -299,14 +322,14 @@ class SpaceIndex:
             postings = self._postings.get(term)
             if postings is None or postings.live <= 0:
                 continue
-            positions, term_weights = postings.weights(self._length, avg_length)
-            idf = math.log(1.0 + (live - postings.live + 0.5) / (postings.live + 0.5))
+            positions, contributions = postings.weights(self._length, avg_length, live)
             docs.append(positions)
-            weights.append(term_weights * np.float32(idf))
+            weights.append(contributions)
         if not docs:
             return []
         # One pass sums every term's contribution per row.
         scores = np.bincount(np.concatenate(docs), weights=np.concatenate(weights), minlength=self._size)
         # idf and the term weights are positive, so a score above 0 means a match.
         mask = self._mask(run_id, cutoff, now)
-        return self._top(scores, np.flatnonzero(scores if mask is None else mask & (scores > 0)), k)
+        hit = scores > 0  # nonzero() of a boolean array is several times cheaper
+        return self._top(scores, np.flatnonzero(hit if mask is None else mask & hit), k)
