@@ -161,7 +161,7 @@ class Memory:
     def _query_vector(self, query: str) -> np.ndarray:
         vec = self._query_vectors.get(query)
         if vec is None:
-            vec = self.embedder.embed_one(query)
+            vec = self.embedder.embed_query(query)
             self._query_vectors[query] = vec
             if len(self._query_vectors) > _QUERY_CACHE:
                 self._query_vectors.popitem(last=False)

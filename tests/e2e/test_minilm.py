@@ -74,16 +74,16 @@ def test_update_by_refinement(minilm: Memory) -> None:
     assert history[1]["old_memory"] == "Lives in California"
 
 
-def test_a_single_text_embeds_like_a_batch_and_leaves_torch_threads_alone(minilm: Memory) -> None:
+def test_a_query_embeds_like_a_stored_text_and_leaves_torch_threads_alone(minilm: Memory) -> None:
     import numpy as np
     import torch
 
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        one = minilm.embedder.embed_one("What are my food preferences?")
+        one = minilm.embedder.embed_query("What are my food preferences?")
+        assert torch.get_num_threads() == 2  # the query ran on one thread, then the setting is back
         batch = minilm.embedder.embed(["What are my food preferences?", "Likes hiking"])
-        assert torch.get_num_threads() == 2  # one text runs on one thread, then the setting is back
     finally:
         torch.set_num_threads(before)
     np.testing.assert_allclose(one, batch[0], atol=1e-5)

@@ -204,7 +204,7 @@ class Playbook:
         rows = self.memory.store.list_bullets(self._spaces(learner_id))
         if not rows:
             return []
-        qv = self.memory.embedder.embed_one(query)
+        qv = self.memory.embedder.embed_query(query)
         dim = qv.shape[0]
         matrix = np.stack([v if v is not None and v.shape[0] == dim else np.zeros(dim, np.float32) for _, v in rows])
         sims = matrix @ qv

@@ -55,5 +55,13 @@ class Embedder(abc.ABC):
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed a search query (what retrieval calls; stored texts use :meth:`embed`).
+
+        The same vector space as :meth:`embed`; a provider may tune it for one
+        short text at a time.
+        """
+        return self.embed_one(text)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"

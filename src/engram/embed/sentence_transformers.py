@@ -87,23 +87,6 @@ class SentenceTransformerEmbedder(Embedder):
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         model = self._load()
-        if len(texts) == 1:
-            # One text (a search query) on one torch thread: it gains little from
-            # a second one, and torch's worker left spinning on the other core
-            # slows the vector product that follows. On 2 cores a 10k search took
-            # 40-65 ms this way and 16-23 ms on one thread (bench/RESULTS.md).
-            import torch
-
-            threads = torch.get_num_threads()
-            if threads > 1:
-                torch.set_num_threads(1)
-                try:
-                    return self._encode(model, texts)
-                finally:
-                    torch.set_num_threads(threads)
-        return self._encode(model, texts)
-
-    def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
         return model.encode(
             texts,
             batch_size=self.batch_size,
@@ -111,6 +94,26 @@ class SentenceTransformerEmbedder(Embedder):
             normalize_embeddings=True,
             show_progress_bar=False,
         )
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One query on one torch thread.
+
+        It gains little from a second thread, and the worker torch leaves spinning
+        on the other core slows the vector product of the search that follows: on
+        2 cores a search over 10k memories took 40-65 ms with two threads and
+        20-24 ms with one (bench/RESULTS.md). Stored texts keep all threads.
+        """
+        self._load()
+        import torch
+
+        threads = torch.get_num_threads()
+        if threads <= 1:
+            return self.embed_one(text)
+        torch.set_num_threads(1)
+        try:
+            return self.embed_one(text)
+        finally:
+            torch.set_num_threads(threads)
 
 
 def _quietly(load: Any) -> Any:

@@ -235,7 +235,7 @@ class LearningPipeline:
         """
         cfg = self.config
         top_k = cfg.top_k if top_k is None else top_k
-        chosen = self.rank(state, self.embedder.embed_one(query), top_k=top_k, topic=topic, memory_types=memory_types, tags=tags)
+        chosen = self.rank(state, self.embedder.embed_query(query), top_k=top_k, topic=topic, memory_types=memory_types, tags=tags)
         bullets = [bullet_from(state.records[i], score=s, relevance=r) for i, s, r, _ in chosen]
         if touch and chosen:
             records = [state.records[i] for i, *_ in chosen]
@@ -325,7 +325,7 @@ class LearningPipeline:
         lesson_similarity = tuple(tuple(round(float(x), 6) for x in row) for row in (matrix @ matrix.T))
         existing: tuple[Bullet, ...] = ()
         if cfg.use_llm and state.records:  # context for a model; the heuristics do not need it
-            qv = self.embedder.embed_one(trace.question)
+            qv = self.embedder.embed_query(trace.question)
             existing = tuple(bullet_from(state.records[i], score=s, relevance=r) for i, s, r, _ in self.rank(state, qv, top_k=10, topic=topic))
         data = CurationInput(
             reflection=Reflection(lessons=lessons, bullet_tags=reflection.bullet_tags, summary=reflection.summary, outcome=reflection.outcome),

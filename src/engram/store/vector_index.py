@@ -176,6 +176,7 @@ class SpaceIndex:
             if pos is None:
                 continue
             self._alive[pos] = False
+            self._stored[pos] = None  # the row is gone: free what it held
             speaker = self._speaker[pos]
             if speaker:
                 self._speakers[speaker] -= 1
