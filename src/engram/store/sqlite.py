@@ -583,7 +583,12 @@ class SQLiteStore(Store):
         ids = list(dict.fromkeys(memory_ids))
         with self._lock:
             if scope is not None and not exact_access:
-                indexes = [self._index(space, generation) for space, generation in self._spaces(scope)]
+                # Only indexes already loaded and current: a read never loads one.
+                indexes = [
+                    index
+                    for space, generation in self._spaces(scope)
+                    if (index := self._indexes.get(space)) is not None and index.generation == generation
+                ]
                 unread = []
                 for mid in ids:
                     for index in indexes:
