@@ -100,8 +100,8 @@ class SentenceTransformerEmbedder(Embedder):
 
         It gains little from a second thread, and the worker torch leaves spinning
         on the other core slows the vector product of the search that follows: on
-        2 cores a search over 10k memories took 40-65 ms with two threads and
-        20-24 ms with one (bench/RESULTS.md). Stored texts keep all threads.
+        2 cores a search over 10k memories took 33 ms with the query on two threads
+        and 19 ms on one (``python bench/threads.py``). Stored texts keep all threads.
         """
         self._load()
         import torch
