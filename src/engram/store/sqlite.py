@@ -176,8 +176,20 @@ def _speaker(metadata: dict[str, Any]) -> str:
     return name.casefold() if isinstance(name, str) else ""
 
 
-def _effective(record: MemoryRecord) -> float:
-    return record.updated_at if record.updated_at is not None else record.created_at
+def _index_entry(stored: tuple[Any, ...], vector: np.ndarray | None, speaker: str) -> Row:
+    """The in-process index's row for a stored memory row (see ``_stored_row``)."""
+    created, updated = stored[_AT["created_at"]], stored[_AT["updated_at"]]
+    return Row(
+        stored[_AT["id"]],
+        stored[_AT["run_id"]],
+        created if updated is None else updated,  # validity runs from the last update
+        stored[_AT["valid_to"]],
+        stored[_AT["search_text"]],
+        vector,
+        created_at=created,
+        speaker=speaker,
+        stored=stored,
+    )
 
 
 class _SQLiteBatch(Batch):
@@ -227,17 +239,7 @@ class _SQLiteBatch(Batch):
         else:
             stored = self._conn.execute("SELECT vector FROM embeddings WHERE memory_rowid = ?", (rowid,)).fetchone()
             vector = np.frombuffer(stored[0], dtype=np.float32) if stored else None
-        row = Row(
-            record.id,
-            record.scope.run_id,
-            _effective(record),
-            record.valid_to,
-            record.search_text or record.text,
-            vector,
-            created_at=record.created_at,
-            speaker=_speaker(record.metadata),
-            stored=_stored_row(record),
-        )
+        row = _index_entry(_stored_row(record), vector, _speaker(record.metadata))
         self.index_upserts.setdefault(space, []).append(row)
 
     def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None:
@@ -695,20 +697,7 @@ class SQLiteStore(Store):
                         f"{self.path}: memory {stored[0]} has a {vector.shape[0]}-dim vector but the store's "
                         f"embedder has {dim}; run `engram reindex --embedder ...`"
                     )
-            created, updated = stored[_AT["created_at"]], stored[_AT["updated_at"]]
-            loaded.append(
-                Row(
-                    stored[_AT["id"]],
-                    stored[_AT["run_id"]],
-                    created if updated is None else updated,
-                    stored[_AT["valid_to"]],
-                    stored[_AT["search_text"]],
-                    vector,
-                    created_at=created,
-                    speaker=name.casefold() if isinstance(name, str) else "",
-                    stored=stored,
-                )
-            )
+            loaded.append(_index_entry(stored, vector, name.casefold() if isinstance(name, str) else ""))
         index.upsert(loaded)
         self._indexes[space] = index
         return index
