@@ -25,11 +25,23 @@ from .errors import (
 from .llm import LLM, resolve_llm
 from .llm.testing import ScriptedLLM
 from .memory import Memory, reembed
-from .model import Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
+from .model import (
+    Action,
+    Decision,
+    Existing,
+    Fact,
+    Kind,
+    MemoryClass,
+    MemoryRecord,
+    Message,
+    Scope,
+    Status,
+    Tier,
+)
 from .pipelines.context import format_context
 from .policies.playbook import PlaybookConfig
 from .policies.ranking import RankContext, RankingPolicy
-from .roles.base import Decision, Event, Existing, Extractor, Fact, Message, Reconciler
+from .roles.base import Extractor, Reconciler
 from .roles.learning import Bullet, Curator, Delta, Lesson, Reflection, Reflector, Trace
 
 __version__ = "0.1.0"
@@ -50,13 +62,13 @@ __all__ = [
     "Reflection",
     "Reflector",
     "Trace",
+    "Action",
     "ConfigurationError",
     "CorruptStoreError",
     "Decision",
     "Embedder",
     "EmbedderMismatchError",
     "EngramError",
-    "Event",
     "Existing",
     "Extractor",
     "Fact",

@@ -4,6 +4,11 @@ A :class:`MemoryRecord` is one unit of memory in a :class:`Scope`. Every field t
 later capabilities need (counters for playbooks, per-class strengths and access
 indices for decay, energy and tier, lineage) exists from the start, so adding
 behaviour never needs a schema redesign.
+
+The values the ingest roles exchange (:class:`Message`, :class:`Fact`,
+:class:`Existing`, :class:`Decision` and its :class:`Action`) live here too, not
+beside the role seams in :mod:`engram.roles.base`: argument checks, prompts and
+policies read them, and none of those may depend on the roles.
 """
 
 from __future__ import annotations
@@ -192,12 +197,92 @@ class EventRecord:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One conversation message. ``role`` is ``"user"``, ``"assistant"`` or ``"system"``."""
+
+    role: str
+    content: str
+    name: str | None = None
+    # Optional per-message extras (``add(..., infer=False)`` stores them on the
+    # message's memory): metadata merged over the call's, and when it was said.
+    metadata: dict[str, Any] | None = None
+    timestamp: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A fact extracted from a conversation.
+
+    ``text`` is concise and self-contained, in the language of the input, starting
+    directly with the fact ("Is vegetarian", not "The user is vegetarian").
+    ``kind`` is one of the memory kinds (``"fact"``, ``"preference"``, ...).
+    ``source_role`` is the role of the message the fact came from.
+    """
+
+    text: str
+    kind: str = "fact"
+    source_role: str = "user"
+
+
+class Action(enum.StrEnum):
+    """What the reconciler decided to do with a fact (spec 004's ADD / UPDATE /
+    DELETE / NONE).
+
+    Not called ``Event``: the event log (:class:`EventRecord`) is another thing. The
+    public API still reports the action under the key ``"event"`` (mem0's format).
+    """
+
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    NONE = "NONE"
+
+
+@dataclass(frozen=True, slots=True)
+class Existing:
+    """A memory already stored in the fact's scope, shown to the reconciler.
+
+    ``score`` is its similarity to the fact being reconciled, in [0, 1] (cosine for
+    the semantic embedder); higher is more similar.
+    """
+
+    id: str
+    text: str
+    score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One reconciliation decision.
+
+    - ``ADD``: store ``text`` as a new memory (``target_id`` is None).
+    - ``UPDATE``: replace the text of memory ``target_id`` with ``text``;
+      ``old_text`` is its text before.
+    - ``DELETE``: delete memory ``target_id`` (its text is ``old_text``).
+    - ``NONE``: nothing changes; ``target_id`` names the memory that already holds
+      the fact, when there is one.
+    """
+
+    action: Action
+    text: str
+    target_id: str | None = None
+    old_text: str | None = None
+    fact: Fact | None = None
+    reason: str = ""
+
+
 __all__ = [
     "DEFAULT_CLASS",
+    "Action",
+    "Decision",
     "EventRecord",
+    "Existing",
+    "Fact",
     "Kind",
     "MemoryClass",
     "MemoryRecord",
+    "Message",
     "Scope",
     "Status",
     "Tier",

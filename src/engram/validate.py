@@ -9,8 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from .errors import ValidationError
-from .model import to_epoch
-from .roles.base import Message
+from .model import Message, to_epoch
 
 ROLES = frozenset({"user", "assistant", "system", "tool"})
 MAX_ID_CHARS = 256

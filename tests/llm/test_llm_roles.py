@@ -10,7 +10,7 @@ from fake_openai import text
 
 from engram.llm.base import recording
 from engram.llm.openai import OpenAIResponsesLLM
-from engram.roles.base import Event, Existing, Fact, Message
+from engram.model import Action, Existing, Fact, Message
 from engram.roles.evaluator import HeuristicEvaluator, criteria_items
 from engram.roles.learning import Bullet, CurationInput, Lesson, Reflection, Similar, Trace
 from engram.roles.llm import (
@@ -103,11 +103,11 @@ def test_reconciler_happy_path_maps_small_ids_to_store_ids(fake_openai, llm) -> 
         {"event": "ADD", "text": "Name is John", "fact": 2},
     ]}))
     decisions = LLMReconciler(llm).reconcile(FACTS, EXISTING)
-    assert [(d.event, d.target_id, d.text) for d in decisions] == [
-        (Event.UPDATE, "mem-aaa", "Lives in San Francisco, California"),
-        (Event.DELETE, "mem-bbb", "Loves pizza"),
-        (Event.ADD, None, "Is vegan"),
-        (Event.ADD, None, "Name is John"),
+    assert [(d.action, d.target_id, d.text) for d in decisions] == [
+        (Action.UPDATE, "mem-aaa", "Lives in San Francisco, California"),
+        (Action.DELETE, "mem-bbb", "Loves pizza"),
+        (Action.ADD, None, "Is vegan"),
+        (Action.ADD, None, "Name is John"),
     ]
     assert decisions[0].old_text == "Lives in California"
     assert decisions[1].fact == FACTS[1]
@@ -129,7 +129,7 @@ def test_an_invented_id_is_rejected_and_repaired(fake_openai, llm) -> None:
                          {"event": "ADD", "text": "Name is John", "fact": 2}]}),
     )
     decisions = LLMReconciler(llm).reconcile(FACTS, EXISTING)
-    assert [(d.event, d.target_id) for d in decisions] == [(Event.UPDATE, "mem-aaa"), (Event.NONE, "mem-bbb"), (Event.ADD, None)]
+    assert [(d.action, d.target_id) for d in decisions] == [(Action.UPDATE, "mem-aaa"), (Action.NONE, "mem-bbb"), (Action.ADD, None)]
     repair = fake_openai.requests[1].body["input"][-1]["content"]
     assert "id '7' is not an existing memory" in repair
 
@@ -165,12 +165,12 @@ def test_a_memory_changed_twice_keeps_the_first_decision(fake_openai, llm) -> No
         {"event": "NONE", "text": "Name is John", "fact": 2},
     ]}))
     decisions = LLMReconciler(llm).reconcile(FACTS, EXISTING)
-    assert [(d.event, d.target_id) for d in decisions] == [(Event.UPDATE, "mem-aaa"), (Event.NONE, "mem-bbb"), (Event.NONE, None)]
+    assert [(d.action, d.target_id) for d in decisions] == [(Action.UPDATE, "mem-aaa"), (Action.NONE, "mem-bbb"), (Action.NONE, None)]
 
 
 def test_reconciler_asks_no_model_when_nothing_is_stored(fake_openai, llm) -> None:
     decisions = LLMReconciler(llm).reconcile([Fact("Likes tea"), Fact("Likes tea")], [[], []])
-    assert [d.event for d in decisions] == [Event.ADD, Event.NONE]
+    assert [d.action for d in decisions] == [Action.ADD, Action.NONE]
     assert fake_openai.requests == []
 
 

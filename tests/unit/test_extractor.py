@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from engram.roles.base import Fact, Message
+from engram.model import Fact, Message
 from engram.roles.extractor import HeuristicExtractor
 
 WEDNESDAY = datetime(2024, 5, 8, 15, 30, tzinfo=UTC)

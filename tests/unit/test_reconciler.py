@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engram.roles.base import Decision, Event, Existing, Fact, Message
+from engram.model import Action, Decision, Existing, Fact, Message
 from engram.roles.extractor import HeuristicExtractor
 from engram.roles.reconciler import HeuristicReconciler
 
@@ -17,7 +17,7 @@ def reconcile(facts: list[str], existing: list[list[tuple[str, str, float]]]) ->
 
 
 def events(decisions: list[Decision]) -> list[tuple[str, str, str | None]]:
-    return [(d.event.value, d.text, d.target_id) for d in decisions]
+    return [(d.action.value, d.text, d.target_id) for d in decisions]
 
 
 # --- spec 004's four examples --------------------------------------------------------------------------
@@ -30,7 +30,7 @@ def test_spec_add_novel_information():
 
 def test_spec_update_same_slot_new_value():
     (decision,) = reconcile(["Lives in San Francisco"], [[("m1", "Lives in California", 0.8)]])
-    assert (decision.event, decision.text, decision.target_id) == (Event.UPDATE, "Lives in San Francisco", "m1")
+    assert (decision.action, decision.text, decision.target_id) == (Action.UPDATE, "Lives in San Francisco", "m1")
     assert decision.old_text == "Lives in California"
     assert "lives in" in decision.reason
 
@@ -46,7 +46,7 @@ def test_spec_delete_on_contradiction_and_add_the_new_fact():
 
 def test_spec_none_when_already_stored():
     (decision,) = reconcile(["Name is John"], [[("m1", "Name is John", 1.0)]])
-    assert (decision.event, decision.target_id) == (Event.NONE, "m1")
+    assert (decision.action, decision.target_id) == (Action.NONE, "m1")
 
 
 # --- NONE --------------------------------------------------------------------------------------------------
@@ -64,16 +64,16 @@ def test_spec_none_when_already_stored():
 )
 def test_none_when_the_fact_is_already_captured(new, old):
     (decision,) = reconcile([new], [[("m1", old, 0.5)]])
-    assert (decision.event, decision.target_id) == (Event.NONE, "m1")
+    assert (decision.action, decision.target_id) == (Action.NONE, "m1")
 
 
 def test_near_identical_needs_equal_words_and_a_high_score():
     (same,) = reconcile(["Every morning drinks coffee"], [[("m1", "Drinks coffee every morning", 0.99)]])
-    assert (same.event, same.target_id) == (Event.NONE, "m1")  # equal word sets, score >= 0.97
+    assert (same.action, same.target_id) == (Action.NONE, "m1")  # equal word sets, score >= 0.97
     (low,) = reconcile(["Every morning drinks coffee"], [[("m1", "Drinks coffee every morning", 0.5)]])
-    assert low.event is Event.ADD
+    assert low.action is Action.ADD
     (other,) = reconcile(["Lives in Berlin"], [[("m1", "Sister lives in Berlin", 0.9)]])
-    assert other.event is Event.ADD  # the sister's home is not the user's
+    assert other.action is Action.ADD  # the sister's home is not the user's
 
 
 def test_a_negated_fact_is_not_captured_by_its_positive_form():
@@ -101,15 +101,15 @@ def test_a_negated_fact_is_not_captured_by_its_positive_form():
 )
 def test_update_single_valued_slot(new, old):
     (decision,) = reconcile([new], [[("m1", old, 0.6)]])
-    assert (decision.event, decision.text, decision.old_text, decision.target_id) == (Event.UPDATE, new, old, "m1")
+    assert (decision.action, decision.text, decision.old_text, decision.target_id) == (Action.UPDATE, new, old, "m1")
     assert decision.reason.startswith("same slot")
 
 
 def test_update_when_the_new_fact_refines_the_old_one():
     (decision,) = reconcile(["Drinks coffee with oat milk"], [[("m1", "Drinks coffee", 0.8)]])
-    assert (decision.event, decision.target_id, decision.old_text) == (Event.UPDATE, "m1", "Drinks coffee")
+    assert (decision.action, decision.target_id, decision.old_text) == (Action.UPDATE, "m1", "Drinks coffee")
     (more,) = reconcile(["Likes apples and pears"], [[("m1", "Likes apples", 0.8)]])
-    assert more.event is Event.UPDATE
+    assert more.action is Action.UPDATE
 
 
 @pytest.mark.parametrize(
@@ -163,7 +163,7 @@ def test_contradiction_when_the_new_fact_is_already_stored_deletes_but_does_not_
 
 def test_identical_facts_in_one_call_are_added_once():
     decisions = reconcile(["Lives in Berlin", "lives in Berlin."], [[], []])
-    assert [d.event for d in decisions] == [Event.ADD, Event.NONE]
+    assert [d.action for d in decisions] == [Action.ADD, Action.NONE]
     assert decisions[1].target_id is None
 
 
@@ -202,8 +202,8 @@ def test_ids_are_never_invented_and_never_reused():
     targets = [d.target_id for d in decisions if d.target_id is not None]
     assert set(targets) <= {"m1", "m2", "m3", "m4", "m5"}
     assert len(targets) == len(set(targets))
-    assert all(d.target_id is None for d in decisions if d.event is Event.ADD)
-    assert all(d.target_id is not None for d in decisions if d.event in (Event.UPDATE, Event.DELETE))
+    assert all(d.target_id is None for d in decisions if d.action is Action.ADD)
+    assert all(d.target_id is not None for d in decisions if d.action in (Action.UPDATE, Action.DELETE))
 
 
 def test_pure_and_deterministic():

@@ -18,10 +18,21 @@ import numpy as np
 
 from ..embed.base import Embedder
 from ..llm.base import recording
-from ..model import DEFAULT_CLASS, Kind, MemoryRecord, Scope, from_epoch
+from ..model import (
+    DEFAULT_CLASS,
+    Action,
+    Decision,
+    Existing,
+    Fact,
+    Kind,
+    MemoryRecord,
+    Message,
+    Scope,
+    from_epoch,
+)
 from ..policies.keys import memory_key
 from ..policies.text import content_hash
-from ..roles.base import Decision, Event, Existing, Extractor, Fact, Message, Reconciler
+from ..roles.base import Extractor, Reconciler
 from ..store.base import ScopeFilter, Store
 from .llm_events import turn_flags, write_llm_calls
 
@@ -206,15 +217,15 @@ class Ingestor:
         ]
 
     def _apply(self, batch: Any, decision: Decision, scope: Scope, metadata: dict[str, Any], at: float, turn: int, vector_of: dict[str, np.ndarray], allowed: set[str]) -> dict[str, Any] | None:
-        event = decision.event
-        if event is not Event.ADD and decision.target_id not in allowed:
+        action = decision.action
+        if action is not Action.ADD and decision.target_id not in allowed:
             # A reconciler may only touch memories it was shown; anything else is
             # dropped (the turn itself stays in the log).
-            if event is not Event.NONE:
-                logger.warning("engram: ignored %s of unknown memory id %r", event.value, decision.target_id)
+            if action is not Action.NONE:
+                logger.warning("engram: ignored %s of unknown memory id %r", action.value, decision.target_id)
             return None
         payload = {"turn_event": turn, "reason": decision.reason}
-        if event is Event.ADD:
+        if action is Action.ADD:
             digest = content_hash(decision.text)
             if batch.find_active_hash(scope, digest) is not None:
                 return None  # already stored, perhaps by a concurrent writer: NONE
@@ -225,12 +236,12 @@ class Ingestor:
                 vector = self.embedder.embed_one(decision.text)
             batch.add(record, vector, payload=payload)
             return {"id": record.id, "memory": record.text, "event": "ADD"}
-        if event is Event.NONE:
+        if action is Action.NONE:
             return None
         current = self.store.get(decision.target_id)  # type: ignore[arg-type]
         if current is None or current.status.value != "active":
             return None
-        if event is Event.UPDATE:
+        if action is Action.UPDATE:
             vector = vector_of.get(decision.text)
             if vector is None:
                 vector = self.embedder.embed_one(decision.text)

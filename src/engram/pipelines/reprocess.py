@@ -28,9 +28,8 @@ import numpy as np
 
 from ..errors import StoreError
 from ..llm.base import recording
-from ..model import EventRecord, MemoryRecord, Status, from_epoch
+from ..model import EventRecord, MemoryRecord, Message, Status, from_epoch
 from ..policies.text import content_hash
-from ..roles.base import Message
 from ..store.base import ScopeFilter
 from .llm_events import turn_flags, write_llm_calls
 

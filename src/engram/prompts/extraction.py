@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..roles.base import Message
+from ..model import Message
 from . import block
 
 VERSION = "extraction/1"

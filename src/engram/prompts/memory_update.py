@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..roles.base import Decision, Event, Existing, Fact
+from ..model import Action, Decision, Existing, Fact
 from . import normalize, numbered
 
 logger = logging.getLogger("engram")
@@ -181,11 +181,11 @@ def to_decisions(result: MemoryUpdateResult, shown: Sequence[Existing], facts: S
             if not key or key in added:
                 continue
             added.add(key)
-            decisions.append(Decision(Event.ADD, text, fact=fact or Fact(text), reason=reason))
+            decisions.append(Decision(Action.ADD, text, fact=fact or Fact(text), reason=reason))
             continue
         target = shown[int(d.id)] if d.id is not None and d.id.isdigit() and int(d.id) < len(shown) else None
         if d.event == "NONE" or target is None:
-            decisions.append(Decision(Event.NONE, target.text if target else d.text, target_id=target.id if target else None, fact=fact, reason=reason))
+            decisions.append(Decision(Action.NONE, target.text if target else d.text, target_id=target.id if target else None, fact=fact, reason=reason))
             continue
         if target.id in changed:
             logger.info("engram: the model changed memory [%s] twice; keeping its first decision", d.id)
@@ -193,13 +193,13 @@ def to_decisions(result: MemoryUpdateResult, shown: Sequence[Existing], facts: S
         if d.event == "UPDATE":
             text = d.text.strip()
             if normalize(text) == normalize(target.text):
-                decisions.append(Decision(Event.NONE, target.text, target_id=target.id, fact=fact, reason=reason))
+                decisions.append(Decision(Action.NONE, target.text, target_id=target.id, fact=fact, reason=reason))
                 continue
             changed.add(target.id)
-            decisions.append(Decision(Event.UPDATE, text, target_id=target.id, old_text=target.text, fact=fact, reason=reason))
+            decisions.append(Decision(Action.UPDATE, text, target_id=target.id, old_text=target.text, fact=fact, reason=reason))
         else:
             changed.add(target.id)
-            decisions.append(Decision(Event.DELETE, target.text, target_id=target.id, old_text=target.text, fact=fact, reason=reason))
+            decisions.append(Decision(Action.DELETE, target.text, target_id=target.id, old_text=target.text, fact=fact, reason=reason))
     return decisions
 
 

@@ -30,7 +30,8 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date, datetime, timedelta
 
-from engram.roles.base import Extractor, Fact, Message
+from engram.model import Fact, Message
+from engram.roles.base import Extractor
 
 _MAX_CLAUSE_WORDS = 60
 _MAX_FACT_WORDS = 40

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
-from .base import Message
+from ..model import Message
 
 logger = logging.getLogger("engram.ace.roles")
 

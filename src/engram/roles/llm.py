@@ -16,13 +16,14 @@ from datetime import datetime
 
 from ..errors import ProviderError
 from ..llm.base import LLM, note_fallback, preview
+from ..model import Decision, Existing, Fact, Message
 from ..prompts import curation as curation_prompt
 from ..prompts import evaluation as evaluation_prompt
 from ..prompts import extraction as extraction_prompt
 from ..prompts import memory_update as update_prompt
 from ..prompts import normalize
 from ..prompts import reflection as reflection_prompt
-from .base import Decision, Existing, Extractor, Fact, Message, Reconciler
+from .base import Extractor, Reconciler
 from .evaluator import Evaluation, Evaluator, Gap, HeuristicEvaluator
 from .learning import (
     HARMFUL,

@@ -34,7 +34,8 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engram.roles.base import Decision, Event, Existing, Fact, Reconciler
+from engram.model import Action, Decision, Existing, Fact
+from engram.roles.base import Reconciler
 
 
 def _ws(words: str) -> frozenset[str]:
@@ -226,7 +227,7 @@ class HeuristicReconciler(Reconciler):
         for index, fact in enumerate(facts):
             new = analyze(fact.text)
             if any(_captured_by(new, earlier, 0.0) for earlier in kept):
-                decisions.append(Decision(Event.NONE, fact.text, fact=fact,
+                decisions.append(Decision(Action.NONE, fact.text, fact=fact,
                                           reason="already covered by an earlier fact in this call"))
                 continue
             own = list(existing[index]) if index < len(existing) else []
@@ -248,14 +249,14 @@ class HeuristicReconciler(Reconciler):
         out: list[Decision] = []
         if contradicted is not None:
             targeted.add(contradicted.id)
-            out.append(Decision(Event.DELETE, contradicted.text, target_id=contradicted.id,
+            out.append(Decision(Action.DELETE, contradicted.text, target_id=contradicted.id,
                                 old_text=contradicted.text, fact=fact,
                                 reason=f"contradicted by '{fact.text}'"))
         if captured is not None:
             memory, why = captured
             targeted.add(memory.id)
             kept.append(analyze(memory.text))
-            out.append(Decision(Event.NONE, memory.text, target_id=memory.id, fact=fact,
+            out.append(Decision(Action.NONE, memory.text, target_id=memory.id, fact=fact,
                                 reason=f"already stored ({why}): '{memory.text}'"))
             return out
         if contradicted is None:
@@ -263,9 +264,9 @@ class HeuristicReconciler(Reconciler):
                 if why := _update_reason(new, analyze(memory.text)):
                     targeted.add(memory.id)
                     kept.append(new)
-                    return [Decision(Event.UPDATE, fact.text, target_id=memory.id, old_text=memory.text,
+                    return [Decision(Action.UPDATE, fact.text, target_id=memory.id, old_text=memory.text,
                                      fact=fact, reason=why)]
         kept.append(new)
         reason = "novel information" if contradicted is None else "replaces a contradicted memory"
-        out.append(Decision(Event.ADD, fact.text, fact=fact, reason=reason))
+        out.append(Decision(Action.ADD, fact.text, fact=fact, reason=reason))
         return out
