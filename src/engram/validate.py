@@ -1,4 +1,10 @@
-"""Checks of public-call arguments. Each failure names the argument."""
+"""Checks of public-call arguments. Each failure names the argument.
+
+This module sits at the bottom with :mod:`engram.model` and :mod:`engram.errors`
+and imports nothing else of Engram: the policies use its checks (the filter
+language reads dates with :func:`timestamp`), and policies depend on nothing above
+the model.
+"""
 
 from __future__ import annotations
 
