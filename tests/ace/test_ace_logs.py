@@ -7,7 +7,7 @@ import re
 from ace_helpers import MappedEmbedder
 
 from engram import Playbook
-from engram.pipelines.learn import preview
+from engram.policies.text import preview
 
 at, axis = MappedEmbedder.at, MappedEmbedder.axis
 

@@ -10,8 +10,9 @@ import pytest
 from pydantic import BaseModel
 
 from engram.errors import ConfigurationError, InvalidOutputError, ProviderError, TransientProviderError
-from engram.llm.base import PRICES, LLMCall, loads_lenient, note_fallback, preview, recording
+from engram.llm.base import PRICES, LLMCall, loads_lenient, note_fallback, recording
 from engram.llm.testing import ScriptedLLM
+from engram.policies.text import preview
 
 
 class Answer(BaseModel):

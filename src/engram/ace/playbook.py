@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ValidationError
-from ..pipelines.learn import LearningPipeline, PlaybookState, preview
+from ..pipelines.learn import LearningPipeline, PlaybookState
 from ..policies.decay import record_score
 from ..policies.dedup import choose_first_seen, choose_survivor, clusters, cosine_matrix
 from ..policies.playbook import PlaybookConfig
@@ -407,4 +407,4 @@ def _lesson(value: Lesson | Mapping[str, Any] | str) -> Lesson:
     raise ValidationError("lessons", f"a lesson is a string, a mapping or a Lesson, got {type(value).__name__}")
 
 
-__all__ = ["Playbook", "PlaybookTurn", "format_context", "preview"]
+__all__ = ["Playbook", "PlaybookTurn", "format_context"]

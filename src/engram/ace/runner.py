@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import EngramError, ValidationError
-from ..pipelines.learn import preview
 from ..policies.taxonomy import infer_topic, snake_case
+from ..policies.text import preview
 from ..roles.learning import Bullet, messages_of
 from .playbook import Playbook, format_context
 

@@ -24,7 +24,7 @@ import os
 from typing import Any
 
 from ..errors import ConfigurationError
-from .base import LLM, LLMCall, Recording, note_fallback, preview, recording
+from .base import LLM, LLMCall, Recording, note_fallback, recording
 
 _OFF = frozenset({"none", "off", "heuristic", "false", "0"})
 PROVIDERS = ("openai", "openai-compatible", "gemini")
@@ -69,4 +69,4 @@ def resolve_llm(spec: str | LLM | None, **options: Any) -> LLM | None:
     )
 
 
-__all__ = ["LLM", "PROVIDERS", "LLMCall", "Recording", "note_fallback", "preview", "recording", "resolve_llm"]
+__all__ = ["LLM", "PROVIDERS", "LLMCall", "Recording", "note_fallback", "recording", "resolve_llm"]

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from ..errors import ConfigurationError, InvalidOutputError, ProviderError, TransientProviderError
+from ..policies.text import preview
 
 logger = logging.getLogger("engram")
 
@@ -57,14 +58,6 @@ PRICES: dict[str, tuple[float, float]] = {
     "gemini-2.5-flash": (0.30, 2.50),
     "gemini-2.5-flash-lite": (0.10, 0.40),
 }
-
-
-def preview(text: Any, limit: int = 120) -> str:
-    """``text`` shortened for a log line: ``prefix… [len=N]`` (spec 000's format)."""
-    text = str(text)
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [len={len(text)}]"
 
 
 # --- requests, responses, calls ---------------------------------------------------
@@ -499,7 +492,6 @@ __all__ = [
     "Recording",
     "loads_lenient",
     "note_fallback",
-    "preview",
     "recording",
     "response_schema",
 ]

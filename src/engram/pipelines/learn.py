@@ -41,7 +41,7 @@ from ..policies.dedup import (
 )
 from ..policies.playbook import PlaybookConfig, context_score, prune_plan
 from ..policies.taxonomy import infer_topic, snake_case
-from ..policies.text import content_hash, normalize
+from ..policies.text import content_hash, normalize, preview
 from ..roles.learning import (
     Bullet,
     CounterUpdate,
@@ -61,17 +61,6 @@ memory_log = logging.getLogger("engram.ace.memory")
 runner_log = logging.getLogger("engram.ace.runner")
 reflector_log = logging.getLogger("engram.ace.reflector")
 curator_log = logging.getLogger("engram.ace.curator")
-
-PREVIEW = 120
-
-
-def preview(text: Any, limit: int = PREVIEW) -> str:
-    """``text`` shortened for a log line: ``prefix… [len=N]`` (spec 000's format)."""
-    text = str(text)
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [len={len(text)}]"
-
 
 @dataclass
 class PlaybookState:
@@ -649,4 +638,4 @@ class LearningPipeline:
         memory_log.info("[ACE Memory] Pruned %d low-quality bullets", len(doomed))
 
 
-__all__ = ["LearnResult", "LearningPipeline", "PlaybookState", "preview"]
+__all__ = ["LearnResult", "LearningPipeline", "PlaybookState"]

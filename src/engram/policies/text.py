@@ -1,4 +1,5 @@
-"""Text normalisation shared by hashing, full-text queries and the embedders."""
+"""Text normalisation shared by hashing, full-text queries and the embedders, and
+the one shortening rule of log lines (:func:`preview`)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,20 @@ def index_terms(text: str) -> list[str]:
     "preferences" and "prefer" meet; "I", "the" and "are" never count.
     """
     return [_stem(w) for w in words(text) if w not in STOPWORDS]
+
+
+def preview(text: Any, limit: int = 120) -> str:
+    """``text`` shortened for a log line: ``prefix… [len=N]`` (spec 000's format).
+
+    The one definition: the LLM layer, the roles, the learning pipeline and the
+    CLI all log through it, so every shortened line reads the same. ``limit`` is
+    the prefix's length; callers pass a larger one where more context pays (an
+    error, a model's raw reply).
+    """
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [len={len(text)}]"
 
 
 def named_speakers(query: str, speakers: set[str]) -> list[str]:

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ..errors import ProviderError
-from ..llm.base import LLM, note_fallback, preview
+from ..llm.base import LLM, note_fallback
 from ..model import Decision, Existing, Fact, Message
+from ..policies.text import preview
 from ..prompts import curation as curation_prompt
 from ..prompts import evaluation as evaluation_prompt
 from ..prompts import extraction as extraction_prompt
