@@ -9,7 +9,7 @@ import pytest
 from ace_helpers import MappedEmbedder
 
 from engram import Bullet, Curator, Delta, Lesson, Memory, Playbook, PlaybookConfig, ValidationError
-from engram.ace.playbook import format_context
+from engram.ace import format_context
 from engram.policies.decay import CLASSES
 from engram.policies.taxonomy import CLASS_KEYWORDS
 from engram.roles.learning import CurationInput, NewBullet, Reflection, Similar

@@ -229,7 +229,7 @@ def test_presets():
 
 
 @pytest.mark.parametrize("module", ["engram.policies.decay", "engram.policies.dedup", "engram.policies.taxonomy",
-                                    "engram.roles.reflector", "engram.ace.playbook"])
+                                    "engram.roles.reflector", "engram.ace.playbook", "engram.ace.context"])
 def test_docstring_examples_run(module):
     result = doctest.testmod(importlib.import_module(module))
     assert result.failed == 0 and result.attempted > 0

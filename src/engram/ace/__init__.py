@@ -6,6 +6,7 @@ the ``engram analyze`` tools and :mod:`engram.ace.bench` ``engram bench evolve``
 """
 
 from ..policies.playbook import PlaybookConfig
-from .playbook import Playbook, PlaybookTurn, format_context
+from .context import format_context
+from .playbook import Playbook, PlaybookTurn
 
 __all__ = ["Playbook", "PlaybookConfig", "PlaybookTurn", "format_context"]

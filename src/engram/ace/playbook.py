@@ -31,35 +31,14 @@ from ..pipelines.learn import LearningPipeline, PlaybookState
 from ..policies.decay import record_score
 from ..policies.dedup import choose_first_seen, choose_survivor, clusters, cosine_matrix
 from ..policies.playbook import PlaybookConfig
-from ..policies.taxonomy import SECTIONS
 from ..roles.curator import AppendCurator, HeuristicCurator
 from ..roles.learning import Bullet, Curator, Lesson, Reflector, Trace, bullet_from, messages_of
 from ..roles.reflector import HeuristicReflector
 from ..store.base import ScopeFilter
+from .context import format_context
+from .runner import run_turn
 
 logger = logging.getLogger("engram.ace.memory")
-
-
-def format_context(bullets: Sequence[Bullet], *, title: str = "ACE playbook") -> str:
-    """The prompt block: bullets grouped by section, ACE style
-    (``[id] helpful=X harmful=Y :: content``). Empty when there is nothing to inject.
-
-    >>> print(format_context([Bullet("b1", "Draw the fractions first", section="strategies_and_hard_rules", helpful=2)]))
-    ## ACE playbook
-    ### strategies_and_hard_rules
-    [b1] helpful=2 harmful=0 :: Draw the fractions first
-    """
-    if not bullets:
-        return ""
-    groups: dict[str, list[Bullet]] = {}
-    for b in bullets:
-        groups.setdefault(b.section or "other", []).append(b)
-    order = [s for s in SECTIONS if s in groups] + [s for s in groups if s not in SECTIONS]
-    lines = [f"## {title}"]
-    for section in order:
-        lines.append(f"### {section}")
-        lines.extend(b.format() for b in groups[section])
-    return "\n".join(lines)
 
 
 def _learner(value: Any, name: str = "learner_id") -> str:
@@ -175,8 +154,6 @@ class Playbook:
 
     def run_turn(self, payload: Mapping[str, Any], *, answerer: Callable[..., str] | None = None) -> dict[str, Any]:
         """The runner protocol (``engram run-turn``): see :mod:`engram.ace.runner`."""
-        from .runner import run_turn
-
         return run_turn(self, payload, answerer=answerer)
 
     # inspection ---------------------------------------------------------------------------
@@ -407,4 +384,4 @@ def _lesson(value: Lesson | Mapping[str, Any] | str) -> Lesson:
     raise ValidationError("lessons", f"a lesson is a string, a mapping or a Lesson, got {type(value).__name__}")
 
 
-__all__ = ["Playbook", "PlaybookTurn", "format_context"]
+__all__ = ["Playbook", "PlaybookTurn"]

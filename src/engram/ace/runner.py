@@ -24,13 +24,16 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EngramError, ValidationError
 from ..policies.taxonomy import infer_topic, snake_case
 from ..policies.text import preview
 from ..roles.learning import Bullet, messages_of
-from .playbook import Playbook, format_context
+from .context import format_context
+
+if TYPE_CHECKING:  # the playbook imports this module (Playbook.run_turn)
+    from .playbook import Playbook
 
 runner_log = logging.getLogger("engram.ace.runner")
 
