@@ -33,7 +33,7 @@ from ..model import (
 from ..policies.keys import memory_key
 from ..policies.text import content_hash
 from ..roles.base import Extractor, Reconciler
-from ..store.base import ScopeFilter, Store
+from ..store.base import Batch, ScopeFilter, Store
 from .llm_events import turn_flags, write_llm_calls
 
 logger = logging.getLogger("engram")
@@ -185,7 +185,7 @@ class Ingestor:
             facts = self.extractor.extract(messages, timestamp=from_epoch(at))
             space = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
             vectors = self.embedder.embed([f.text for f in facts]) if facts else np.zeros((0, self.embedder.dim), np.float32)
-            existing = self._similar(space, facts, vectors)
+            existing = self.similar(space, facts, vectors)
             decisions = self.reconciler.reconcile(facts, existing) if facts else []
         vector_of = {f.text: vectors[i] for i, f in enumerate(facts)}
         allowed = {e.id for group in existing for e in group}
@@ -195,7 +195,7 @@ class Ingestor:
         with self.store.transaction() as batch:
             turn = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, True) | {"facts": [f.text for f in facts]} | flags)
             for decision in decisions:
-                outcome = self._apply(batch, decision, scope, metadata, at, turn, vector_of, allowed)
+                outcome = self.apply(batch, decision, scope=scope, metadata=metadata, at=at, turn=turn, vector_of=vector_of, allowed=allowed)
                 if outcome is not None:
                     results.append(outcome)
                     counts[outcome["event"]] = counts.get(outcome["event"], 0) + 1
@@ -205,7 +205,14 @@ class Ingestor:
             out["pending"] = {"turn_event": turn, "reason": flags["reason"]}
         return out
 
-    def _similar(self, space: ScopeFilter, facts: Sequence[Fact], vectors: np.ndarray) -> list[list[Existing]]:
+    def similar(self, space: ScopeFilter, facts: Sequence[Fact], vectors: np.ndarray) -> list[list[Existing]]:
+        """What the reconciler is shown: for each fact (``vectors[i]`` is its
+        embedding), the ``similar_k`` stored memories of ``space`` nearest to it, best
+        first, expired ones included (a fact may confirm or replace them).
+
+        Public because :mod:`engram.pipelines.reprocess` reconciles a pending turn's
+        facts exactly as :meth:`add_inferred` does.
+        """
         if not facts:
             return []
         now = time.time()
@@ -216,7 +223,27 @@ class Ingestor:
             for group in hits
         ]
 
-    def _apply(self, batch: Any, decision: Decision, scope: Scope, metadata: dict[str, Any], at: float, turn: int, vector_of: dict[str, np.ndarray], allowed: set[str]) -> dict[str, Any] | None:
+    def apply(
+        self,
+        batch: Batch,
+        decision: Decision,
+        *,
+        scope: Scope,
+        metadata: dict[str, Any],
+        at: float,
+        turn: int,
+        vector_of: dict[str, np.ndarray],
+        allowed: set[str],
+    ) -> dict[str, Any] | None:
+        """Write one reconciler decision into ``batch``; returns its result item
+        (``{"id", "memory", "event", ...}``) or None when nothing changed.
+
+        ``turn`` is the seq of the turn event the change is attributed to;
+        ``vector_of`` maps fact texts to the embeddings already computed (others are
+        embedded here); ``allowed`` are the ids the reconciler was shown, the only
+        ones it may update or delete. An ADD of a text already stored is a NONE.
+        Public for the same reason as :meth:`similar`.
+        """
         action = decision.action
         if action is not Action.ADD and decision.target_id not in allowed:
             # A reconciler may only touch memories it was shown; anything else is

@@ -103,7 +103,7 @@ def reprocess_turn(ingestor: Ingestor, event: EventRecord) -> dict[str, Any]:
                 ingestor.embedder.embed([f.text for f in new_facts])
                 if new_facts else np.zeros((0, ingestor.embedder.dim), np.float32)
             )
-            existing = [[e for e in group if e.id not in gone] for group in ingestor._similar(space, new_facts, vectors)]
+            existing = [[e for e in group if e.id not in gone] for group in ingestor.similar(space, new_facts, vectors)]
             decisions = ingestor.reconciler.reconcile(new_facts, existing) if new_facts else []
     if failed is not None:
         with ingestor.store.transaction() as batch:
@@ -119,7 +119,7 @@ def reprocess_turn(ingestor: Ingestor, event: EventRecord) -> dict[str, Any]:
         for record in retract:
             batch.delete(record, payload={"turn_event": seq, "reason": RETRACT_REASON})
         for decision in decisions:
-            outcome = ingestor._apply(batch, decision, scope, metadata, at, seq, vector_of, allowed)
+            outcome = ingestor.apply(batch, decision, scope=scope, metadata=metadata, at=at, turn=seq, vector_of=vector_of, allowed=allowed)
             if outcome is not None:
                 results.append(outcome)
                 counts[outcome["event"]] = counts.get(outcome["event"], 0) + 1
