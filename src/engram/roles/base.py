@@ -7,7 +7,9 @@ already exist in the same scope (spec 004's ADD / UPDATE / DELETE / NONE).
 Both are pure: they receive plain values and return plain values. The ingest
 pipeline does the I/O (finding similar memories, applying the decisions in one
 transaction). The deterministic heuristic implementations are the default; LLM
-implementations plug into the same seams. The values they exchange
+implementations plug into the same seams; :class:`FallbackRole` is how every role
+that can fail (the LLM roles, the learning roles) falls back to its heuristic. The
+values they exchange
 (:class:`~engram.model.Message`, :class:`~engram.model.Fact`,
 :class:`~engram.model.Existing`, :class:`~engram.model.Decision`) are in
 :mod:`engram.model`.
@@ -16,10 +18,54 @@ implementations plug into the same seams. The values they exchange
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any, ClassVar, TypeVar
 
+from ..llm.base import note_fallback
 from ..model import Decision, Existing, Fact, Message
+
+T = TypeVar("T")
+_RAISE: Any = object()
+
+
+class FallbackRole(abc.ABC):
+    """Fallback-to-heuristic, written once for every role that has a fallback.
+
+    A role's own answer can fail: a model unreachable, rate limited or still unusable
+    after its repair retry, or a bug in a custom role. :meth:`_or_fallback` then
+    notes the failure in the open :func:`~engram.llm.base.recording` under
+    :attr:`role` (a failed ``"extractor"`` leaves the turn pending for
+    :meth:`engram.Memory.reprocess`; any other role's failure is only listed on the
+    turn), logs it (:meth:`_log_fallback`, in the role family's format) and lets
+    :attr:`fallback` answer. A failing model never costs the user a memory or a lesson.
+    """
+
+    #: The role's name in recordings and logs: ``"extractor"``, ``"curator"``, ...
+    role: ClassVar[str] = ""
+    #: Answers when the role's own attempt fails (the heuristic, usually); None, or
+    #: the role itself, means there is none.
+    fallback: Any = None
+
+    def _or_fallback(self, attempt: Callable[[], T], ask: Callable[[Any], T], *, without: T = _RAISE) -> T:
+        """``attempt()``; when it raises, ``ask(self.fallback)``.
+
+        With no fallback the failure propagates, unless ``without`` is given: then
+        the failure is noted and logged all the same and ``without`` is the answer.
+        """
+        try:
+            return attempt()
+        except Exception as exc:
+            backup = None if self.fallback is self else self.fallback
+            if backup is None and without is _RAISE:
+                raise
+            note_fallback(self.role, exc)
+            self._log_fallback(exc)
+            return ask(backup) if backup is not None else without
+
+    @abc.abstractmethod
+    def _log_fallback(self, exc: Exception) -> None:
+        """Log that the fallback answers instead (called while ``exc`` is handled)."""
 
 
 class Extractor(abc.ABC):
@@ -55,4 +101,4 @@ class Reconciler(abc.ABC):
         """
 
 
-__all__ = ["Extractor", "Reconciler"]
+__all__ = ["Extractor", "FallbackRole", "Reconciler"]

@@ -17,9 +17,10 @@ transaction.
 The deterministic heuristics (:class:`~engram.roles.reflector.HeuristicReflector`,
 :class:`~engram.roles.curator.HeuristicCurator`) are the default. An LLM
 implementation subclasses the same base and implements ``_reflect`` / ``_curate``;
-the base owns the fallback: when ``_reflect`` / ``_curate`` raises, the failure is
-logged and the role's ``fallback`` (the heuristic by default) answers instead, so no
-turn's input is ever lost.
+the base owns the fallback (through :class:`~engram.roles.base.FallbackRole`, as the
+LLM extractor and reconciler do): when ``_reflect`` / ``_curate`` raises, the
+failure is logged and the role's ``fallback`` (the heuristic by default) answers
+instead, so no turn's input is ever lost.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 from ..model import Message
+from .base import FallbackRole
 
 logger = logging.getLogger("engram.ace.roles")
 
@@ -284,27 +286,30 @@ class Delta(_Plain):
         return not (self.new or self.updates or self.removals)
 
 
-class Reflector(abc.ABC):
+class _LearningRole(FallbackRole):
+    """Spec 000's log line for a learning role that falls back."""
+
+    #: Shown in log lines.
+    label: str = ""
+
+    def _log_fallback(self, exc: Exception) -> None:
+        logger.warning("[%s] Falling back to %s: %s: %s", self.label, type(self.fallback).__name__, type(exc).__name__, exc)
+
+
+class Reflector(_LearningRole):
     """Turns a :class:`Trace` into a :class:`Reflection`.
 
     Subclasses implement :meth:`_reflect`. :meth:`reflect` calls it and, when it
     raises, logs the failure and asks :attr:`fallback` instead (None: re-raise).
     """
 
+    role = "reflector"
     #: Answers when :meth:`_reflect` fails. Subclasses set it (the heuristic, usually).
     fallback: Reflector | None = None
-    #: Shown in log lines.
     label: str = "Reflector"
 
     def reflect(self, trace: Trace) -> Reflection:
-        try:
-            return self._reflect(trace)
-        except Exception as exc:
-            if self.fallback is None or self.fallback is self:
-                raise
-            logger.warning("[%s] Falling back to %s: %s: %s", self.label, type(self.fallback).__name__, type(exc).__name__, exc)
-            _note_fallback("reflector", exc)
-            return self.fallback.reflect(trace)
+        return self._or_fallback(lambda: self._reflect(trace), lambda backup: backup.reflect(trace))
 
     @abc.abstractmethod
     def _reflect(self, trace: Trace) -> Reflection:
@@ -312,7 +317,7 @@ class Reflector(abc.ABC):
         clearly helped or hurt (others may be left out)."""
 
 
-class Curator(abc.ABC):
+class Curator(_LearningRole):
     """Turns a :class:`CurationInput` into a :class:`Delta`.
 
     Rules every curator follows (the pipeline enforces the first two anyway): at
@@ -321,30 +326,15 @@ class Curator(abc.ABC):
     ``reinforce_threshold`` similar to a candidate reinforces it instead of adding.
     """
 
+    role = "curator"
     fallback: Curator | None = None
     label: str = "Curator"
 
     def curate(self, data: CurationInput) -> Delta:
-        try:
-            return self._curate(data)
-        except Exception as exc:
-            if self.fallback is None or self.fallback is self:
-                raise
-            logger.warning("[%s] Falling back to %s: %s: %s", self.label, type(self.fallback).__name__, type(exc).__name__, exc)
-            _note_fallback("curator", exc)
-            return self.fallback.curate(data)
+        return self._or_fallback(lambda: self._curate(data), lambda backup: backup.curate(data))
 
     @abc.abstractmethod
     def _curate(self, data: CurationInput) -> Delta: ...
-
-
-def _note_fallback(role: str, exc: BaseException) -> None:
-    """Tell the LLM call recordings, when the LLM layer is there, that a role fell back."""
-    try:
-        from ..llm.base import note_fallback
-    except ImportError:  # pragma: no cover - the llm package is optional here
-        return
-    note_fallback(role, exc)
 
 
 def bullet_from(record: Any, *, score: float = 0.0, relevance: float | None = None) -> Bullet:

@@ -3,9 +3,11 @@
 Every role here calls its model through :meth:`engram.llm.base.LLM.generate_json`
 (timeouts, retries, JSON repair, accounting) with its prompt module from
 :mod:`engram.prompts`. When the model still fails — unreachable, rate limited,
-unusable output after the repair retry — the role logs why, tells the open
-:func:`~engram.llm.base.recording` (so the pipeline can mark the turn pending), and
-returns its heuristic's answer. A failing model never costs the user a memory.
+unusable output after the repair retry — :class:`~engram.roles.base.FallbackRole`
+(the one home of that rule, for these roles and the learning roles' bases alike)
+logs why, tells the open :func:`~engram.llm.base.recording` (so the pipeline can
+mark the turn pending), and returns the heuristic's answer. A failing model never
+costs the user a memory.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ..errors import ProviderError
-from ..llm.base import LLM, note_fallback
+from ..llm.base import LLM
 from ..model import Decision, Existing, Fact, Message
 from ..policies.text import preview
 from ..prompts import curation as curation_prompt
@@ -24,7 +26,7 @@ from ..prompts import extraction as extraction_prompt
 from ..prompts import memory_update as update_prompt
 from ..prompts import normalize
 from ..prompts import reflection as reflection_prompt
-from .base import Extractor, Reconciler
+from .base import Extractor, FallbackRole, Reconciler
 from .evaluator import Evaluation, Evaluator, Gap, HeuristicEvaluator
 from .learning import (
     HARMFUL,
@@ -44,16 +46,20 @@ from .learning import (
 logger = logging.getLogger("engram")
 
 
-def _fall_back(role: str, llm: LLM, exc: BaseException) -> None:
-    note_fallback(role, exc)
-    logger.warning(
-        "engram: %s %s failed, using the heuristic %s instead: %s",
-        llm.name, role, role, preview(str(exc), 300),
-        exc_info=not isinstance(exc, ProviderError),  # a traceback only for the unexpected
-    )
+class _ModelRole(FallbackRole):
+    """The log line of a model-backed ingest or evaluation role that falls back."""
+
+    llm: LLM
+
+    def _log_fallback(self, exc: Exception) -> None:
+        logger.warning(
+            "engram: %s %s failed, using the heuristic %s instead: %s",
+            self.llm.name, self.role, self.role, preview(str(exc), 300),
+            exc_info=not isinstance(exc, ProviderError),  # a traceback only for the unexpected
+        )
 
 
-class LLMExtractor(Extractor):
+class LLMExtractor(_ModelRole, Extractor):
     """Spec 004's fact extraction by a model.
 
     ``fallback`` (default :class:`~engram.roles.extractor.HeuristicExtractor`) answers
@@ -76,17 +82,22 @@ class LLMExtractor(Extractor):
         kept = [m for m in messages if m.role != "system" and m.content.strip()]
         if not kept:
             return []
-        try:
-            result = self.llm.generate_json(
-                extraction_prompt.ExtractionResult,
-                extraction_prompt.render(kept, timestamp),
-                system=extraction_prompt.SYSTEM,
-                role=self.role,
-                prompt_version=extraction_prompt.VERSION,
-            )
-        except Exception as exc:
-            _fall_back(self.role, self.llm, exc)
-            return self.fallback.extract(messages, timestamp=timestamp) if self.fallback is not None else []
+        # Without a fallback a failed extraction yields no facts, but is still noted:
+        # that is what leaves the turn pending.
+        return self._or_fallback(
+            lambda: self._ask(kept, timestamp),
+            lambda backup: backup.extract(messages, timestamp=timestamp),
+            without=[],
+        )
+
+    def _ask(self, kept: Sequence[Message], timestamp: datetime | None) -> list[Fact]:
+        result = self.llm.generate_json(
+            extraction_prompt.ExtractionResult,
+            extraction_prompt.render(kept, timestamp),
+            system=extraction_prompt.SYSTEM,
+            role=self.role,
+            prompt_version=extraction_prompt.VERSION,
+        )
         facts: list[Fact] = []
         seen: set[str] = set()
         for item in result.facts[: self.max_facts]:
@@ -98,7 +109,7 @@ class LLMExtractor(Extractor):
         return facts
 
 
-class LLMReconciler(Reconciler):
+class LLMReconciler(_ModelRole, Reconciler):
     """Spec 004's memory update by a model.
 
     The memories the pipeline found for the facts are shown under small integer ids;
@@ -124,22 +135,21 @@ class LLMReconciler(Reconciler):
         shown = update_prompt.shown_memories(existing)
         if not shown:
             return self.fallback.reconcile(facts, existing)
-        try:
-            result = self.llm.generate_json(
-                update_prompt.MemoryUpdateResult,
-                update_prompt.render(shown, facts),
-                system=update_prompt.SYSTEM,
-                role=self.role,
-                prompt_version=update_prompt.VERSION,
-                check=lambda r: update_prompt.check(r, shown, facts),
-            )
-        except Exception as exc:
-            _fall_back(self.role, self.llm, exc)
-            return self.fallback.reconcile(facts, existing)
+        return self._or_fallback(lambda: self._ask(facts, shown), lambda backup: backup.reconcile(facts, existing))
+
+    def _ask(self, facts: Sequence[Fact], shown: Sequence[Existing]) -> list[Decision]:
+        result = self.llm.generate_json(
+            update_prompt.MemoryUpdateResult,
+            update_prompt.render(shown, facts),
+            system=update_prompt.SYSTEM,
+            role=self.role,
+            prompt_version=update_prompt.VERSION,
+            check=lambda r: update_prompt.check(r, shown, facts),
+        )
         return update_prompt.to_decisions(result, shown, facts)
 
 
-class LLMEvaluator(Evaluator):
+class LLMEvaluator(_ModelRole, Evaluator):
     """Spec 003's fresh-context evaluation by a model: each call carries only the
     task, the criteria and the output."""
 
@@ -150,17 +160,18 @@ class LLMEvaluator(Evaluator):
         self.fallback = fallback or HeuristicEvaluator()
 
     def evaluate(self, task: str, criteria: str, output: str) -> Evaluation:
-        try:
-            result = self.llm.generate_json(
-                evaluation_prompt.EvaluationResult,
-                evaluation_prompt.render(task, criteria, output),
-                system=evaluation_prompt.SYSTEM,
-                role=self.role,
-                prompt_version=evaluation_prompt.VERSION,
-            )
-        except Exception as exc:
-            _fall_back(self.role, self.llm, exc)
-            return self.fallback.evaluate(task, criteria, output)
+        return self._or_fallback(
+            lambda: self._ask(task, criteria, output), lambda backup: backup.evaluate(task, criteria, output)
+        )
+
+    def _ask(self, task: str, criteria: str, output: str) -> Evaluation:
+        result = self.llm.generate_json(
+            evaluation_prompt.EvaluationResult,
+            evaluation_prompt.render(task, criteria, output),
+            system=evaluation_prompt.SYSTEM,
+            role=self.role,
+            prompt_version=evaluation_prompt.VERSION,
+        )
         gaps = [Gap(g.description.strip(), g.severity, g.criterion.strip()) for g in result.identified_gaps]
         return Evaluation(round(result.success_criteria_met, 1), gaps, result.summary.strip(), self.llm.name)
 
