@@ -39,9 +39,10 @@ from ..policies.dedup import (
     merge_into,
     union,
 )
-from ..policies.playbook import PlaybookConfig, context_score, prune_plan
+from ..policies.playbook import PlaybookConfig, context_score, prune_plan, room_for_new
 from ..policies.taxonomy import infer_topic, snake_case
 from ..policies.text import content_hash, normalize, preview
+from ..roles.curator import reinforce_overflow
 from ..roles.learning import (
     Bullet,
     CounterUpdate,
@@ -324,7 +325,7 @@ class LearningPipeline:
             candidates=candidates,
             existing=existing,
             lesson_similarity=lesson_similarity,
-            max_new=cfg.max_new if cfg.cap_new else None,
+            max_new=cfg.new_cap,
             reinforce_threshold=cfg.reinforce_threshold,
         )
         delta = self.curator.curate(data) if (lessons or reflection.bullet_tags) else Delta()
@@ -369,22 +370,23 @@ class LearningPipeline:
         ]
 
     def _enforce_cap(self, state: PlaybookState, delta: Delta, vectors: dict[str, np.ndarray], topic: str) -> Delta:
-        """Whatever the curator proposed, at most ``max_new`` new bullets: the overflow
-        reinforces its most similar bullet instead (logged ``ReinforceOverflow``)."""
-        cfg = self.config
-        if not cfg.cap_new or cfg.max_new is None or len(delta.new) <= cfg.max_new:
+        """Whatever the curator proposed, the cap on new bullets holds (a custom curator
+        may ignore it): the overflow reinforces its most similar bullet instead."""
+        cap = self.config.new_cap
+        keep: list[NewBullet] = []
+        extra: list[NewBullet] = []
+        for nb in delta.new:
+            (keep if room_for_new(len(keep), cap) else extra).append(nb)
+        if not extra:
             return delta
-        keep, extra = delta.new[: cfg.max_new], delta.new[cfg.max_new :]
         vectors.update(self._embed([nb.content for nb in extra if nb.content not in vectors]))
         updates = list(delta.updates)
         for nb in extra:
             near = self._similar(state, vectors[nb.content], nb.topic or topic)
-            if near:
-                updates.append(CounterUpdate(near[0].bullet.id, helpful=1))
-                curator_log.info("[Curator][Heuristic ReinforceOverflow] id=%s score=%.3f content=%s", near[0].bullet.id, near[0].score, nb.content)
-            else:
-                curator_log.info("[Curator][Heuristic ReinforceOverflow] id=- score=0.000 dropped (no similar bullet) content=%s", nb.content)
-        return Delta(new=keep, updates=tuple(updates), removals=delta.removals, reasoning=delta.reasoning, metadata=delta.metadata)
+            target = reinforce_overflow((near[0].bullet.id, near[0].score) if near else None, nb.content, log=curator_log)
+            if target is not None:
+                updates.append(CounterUpdate(target, helpful=1))
+        return Delta(new=tuple(keep), updates=tuple(updates), removals=delta.removals, reasoning=delta.reasoning, metadata=delta.metadata)
 
     # the transaction ----------------------------------------------------------------------
     def _apply(self, batch: Batch, state: PlaybookState, delta: Delta, vectors: dict[str, np.ndarray], run_id: str, now: float, result: LearnResult) -> None:

@@ -85,6 +85,18 @@ def prune_plan(items: Sequence[tuple[str, float, int, float]], max_bullets: int)
     return prune_order(items)[max_bullets:]
 
 
+def room_for_new(count: int, cap: int | None) -> bool:
+    """Spec 000's cap on new bullets per turn: whether a turn that already has
+    ``count`` new bullets may add one more (``cap`` None: no cap).
+
+    The one statement of the rule: the heuristic and LLM curators apply it while
+    they decide, and the learning pipeline applies it again to whatever a curator
+    returned. A lesson past the cap is not lost; see
+    :func:`engram.roles.curator.reinforce_overflow`.
+    """
+    return cap is None or count < cap
+
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -118,6 +130,12 @@ class PlaybookConfig:
     candidates: int = 5  # similar bullets shown to the curator per lesson
     use_llm: bool | None = None
     weights: ContextWeights = field(default_factory=ContextWeights)
+
+    @property
+    def new_cap(self) -> int | None:
+        """The cap on new bullets per turn that applies (see :func:`room_for_new`):
+        ``max_new``, or None when the preset does not cap (the baseline)."""
+        return self.max_new if self.cap_new else None
 
     @classmethod
     def ltmbse(cls, **overrides: Any) -> PlaybookConfig:
@@ -182,4 +200,4 @@ class PlaybookConfig:
         return dataclasses.replace(self, max_new=max_new, use_llm=use_llm, decay_rates=decay_rates(self.decay_rates))
 
 
-__all__ = ["CLASS_PRIORITY", "ContextWeights", "PlaybookConfig", "context_score", "prune_order", "prune_plan"]
+__all__ = ["CLASS_PRIORITY", "ContextWeights", "PlaybookConfig", "context_score", "prune_order", "prune_plan", "room_for_new"]

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from ..policies.playbook import room_for_new
 from ..policies.taxonomy import (
     GENERAL_TOPIC,
     infer_concept,
@@ -61,6 +62,22 @@ def new_bullet(lesson: Lesson, *, topic: str = "", normalise: bool = True) -> Ne
         harmful=0,
         sources=(lesson.source,) if lesson.source else (),
     )
+
+
+def reinforce_overflow(
+    nearest: tuple[str, float] | None, content: str, *, by: str = "Heuristic", log: logging.Logger = logger
+) -> str | None:
+    """What becomes of a lesson past the cap on new bullets (:func:`room_for_new`).
+
+    It still counts, as one more helpful for ``nearest`` — the ``(id, similarity)``
+    of the bullet most similar to it — whose id is returned; with no similar bullet
+    it is dropped (None). Logged ``[Curator][<by> ReinforceOverflow]`` either way.
+    """
+    if nearest is None:
+        log.info("[Curator][%s ReinforceOverflow] id=- score=0.000 dropped (no similar bullet) content=%s", by, content)
+        return None
+    log.info("[Curator][%s ReinforceOverflow] id=%s score=%.3f content=%s", by, nearest[0], nearest[1], content)
+    return nearest[0]
 
 
 class _Counts:
@@ -143,7 +160,7 @@ class HeuristicCurator(Curator):
                 outcome[i] = ("bullet", best.bullet.id)
                 logger.info("[Curator][Heuristic Reinforce] id=%s score=%.3f content=%s", best.bullet.id, best.score, content)
                 continue
-            if data.max_new is None or len(new) < data.max_new:
+            if room_for_new(len(new), data.max_new):
                 bullet = new_bullet(lesson, topic=data.topic, normalise=self.normalise_tags)
                 outcome[i] = ("new", len(new))
                 new.append(bullet)
@@ -151,12 +168,9 @@ class HeuristicCurator(Curator):
                     "[Curator][Heuristic New %d] type=%s tags=%s content=%s", len(new), bullet.memory_type, list(bullet.tags), content
                 )
                 continue
-            if best is not None:
-                # Over the cap: the lesson still counts, as support for its nearest bullet.
-                counts.add(best.bullet.id, helpful=1)
-                logger.info("[Curator][Heuristic ReinforceOverflow] id=%s score=%.3f content=%s", best.bullet.id, best.score, content)
-            else:
-                logger.info("[Curator][Heuristic ReinforceOverflow] id=- score=0.000 dropped (no similar bullet) content=%s", content)
+            target = reinforce_overflow((best.bullet.id, best.score) if best is not None else None, content)
+            if target is not None:
+                counts.add(target, helpful=1)
         return Delta(
             new=tuple(new),
             updates=counts.updates(),
@@ -182,4 +196,4 @@ class AppendCurator(Curator):
         return Delta(new=tuple(new), updates=counts.updates(), reasoning="heuristic: lessons to bullets")
 
 
-__all__ = ["AppendCurator", "HeuristicCurator", "new_bullet"]
+__all__ = ["AppendCurator", "HeuristicCurator", "new_bullet", "reinforce_overflow"]

@@ -19,6 +19,7 @@ from datetime import datetime
 from ..errors import ProviderError
 from ..llm.base import LLM
 from ..model import Decision, Existing, Fact, Message
+from ..policies.playbook import room_for_new
 from ..policies.text import preview
 from ..prompts import curation as curation_prompt
 from ..prompts import evaluation as evaluation_prompt
@@ -271,7 +272,7 @@ class LLMCurator(Curator):
         self.fallback = fallback
 
     def _curate(self, data: CurationInput) -> Delta:
-        from .curator import new_bullet
+        from .curator import new_bullet, reinforce_overflow
 
         lessons = list(data.reflection.lessons)
         if not any(lesson.content.strip() for lesson in lessons):
@@ -338,12 +339,11 @@ class LLMCurator(Curator):
             key = normalize(out.content)
             if not key or key in added:
                 continue
-            if data.max_new is not None and len(new) >= data.max_new:
-                if best is not None:
-                    count(ids[best[0]], helpful=1)
-                    logger.info("[Curator][LLM ReinforceOverflow] id=%s score=%.3f content=%s", ids[best[0]], best[1], out.content)
-                else:
-                    logger.info("[Curator][LLM ReinforceOverflow] id=- score=0.000 dropped (no similar bullet) content=%s", out.content)
+            if not room_for_new(len(new), data.max_new):
+                nearest = (ids[best[0]], best[1]) if best is not None else None
+                target = reinforce_overflow(nearest, out.content, by="LLM", log=logger)
+                if target is not None:
+                    count(target, helpful=1)
                 continue
             added.add(key)
             base = Lesson(
