@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -226,6 +226,7 @@ class Memory:
         limit: int = 5,
         filters: Mapping[str, Any] | None = None,
         reference_time: Any = None,
+        threshold: float | None = None,
     ) -> dict[str, Any]:
         """The memories of the scope most relevant to ``query``, best first.
 
@@ -235,18 +236,28 @@ class Memory:
         2023") adds the memories of that window, relative to ``reference_time``
         (when the question is asked; default now); a speaker named in the query
         adds that speaker's memories. ``filters`` restrict by metadata and fields
-        (see :mod:`engram.policies.filters`). Each result has a ``score``.
+        (see :mod:`engram.policies.filters`).
+
+        Each result has a ``score`` (the fused rank score: 1.0 is first in every
+        ranking; it orders, it does not measure) and a ``similarity``, the cosine of
+        memory and query (1 the same meaning, about 0 unrelated), which is what
+        ``threshold`` bounds: only memories at least that similar are returned, as in
+        mem0.
         """
         scope = self._scope_filter(user_id, agent_id, run_id)
         query = validate.text("query", query, max_chars=self.config.max_message_chars)
         limit = validate.limit(limit)
         predicate = compile_filters(filters)
         reference = validate.timestamp(reference_time)
+        threshold = validate.threshold(threshold)
         qvec = self._query_vector(query)
         now = time.time()
         # One group of reads: the store checks for other writers once, not per call.
         with self.store.reading():
-            ranked, similarity = self._retrieve(scope, query, qvec, limit, predicate, reference, now)
+            ranked, similarity = self._retrieve(scope, query, qvec, limit, predicate, reference, now, threshold)
+            missing = [r.id for r, _ in ranked if r.id not in similarity]
+            if missing:  # found by keywords, time or speaker only
+                similarity.update(self.store.similarities(scope, qvec, missing))
             self.store.touch([r for r, _ in ranked], query=query)
         results = []
         for record, score in ranked:
@@ -265,6 +276,7 @@ class Memory:
         predicate: Callable[[MemoryRecord], bool] | None,
         reference: float | None,
         now: float,
+        threshold: float | None = None,
     ) -> tuple[list[tuple[MemoryRecord, float]], dict[str, float]]:
         """The ranked records of a search, and the cosine similarity of those found by vector."""
         conf = self.config.retrieval
@@ -288,6 +300,10 @@ class Memory:
         weights.update({name: conf.speaker_weight for name in rankings if name.startswith("speaker:")})
         fused = reciprocal_rank_fusion(rankings, weights, k=conf.rrf_k)
         ordered = sorted(fused, key=fused.__getitem__, reverse=True)
+        similarity = dict(vector_hits)
+        if threshold is not None:
+            similarity.update(self.store.similarities(scope, qvec, [m for m in ordered if m not in similarity]))
+            ordered = [m for m in ordered if similarity.get(m, -2.0) >= threshold]
         candidates: list[tuple[MemoryRecord, float]] = []
         # Ranking terms may reorder the pool, so they need all of it; with no terms
         # only the first ``limit`` records are ever shown. With a filter, keep
@@ -306,7 +322,7 @@ class Memory:
             if predicate is None or len(candidates) >= step:
                 break
         ranked = self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit]
-        return ranked, dict(vector_hits)
+        return ranked, similarity
 
     def get(self, memory_id: str) -> dict[str, Any]:
         """One memory by id.
@@ -470,6 +486,94 @@ class Memory:
         from .ace.playbook import Playbook
 
         return Playbook(self, preset=preset, **options)
+
+    # ids, export and import -------------------------------------------------------------
+    def resolve_id(self, prefix: str, *, include_deleted: bool = False) -> str:
+        """The full id of the memory whose id is ``prefix`` or starts with it.
+
+        Lets people type the short ids tables show. :class:`NotFoundError` when no
+        memory of this tenant matches, :class:`ValidationError` when several do.
+        """
+        prefix = validate.memory_id(prefix).strip()
+        matches = self.store.ids_with_prefix(self.config.tenant_id, prefix, include_deleted=include_deleted, limit=6)
+        if prefix in matches or len(matches) == 1:
+            return prefix if prefix in matches else matches[0]
+        if not matches:
+            raise NotFoundError("memory", prefix)
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise ValidationError("memory_id", f"{prefix!r} is the start of several ids ({shown}); give more of it")
+
+    def export(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        all_scopes: bool = False,
+        events: bool = False,
+    ) -> Iterator[dict[str, Any]]:
+        """The scope's memories as export objects, oldest first (``all_scopes=True``:
+        every memory of the store, of this tenant). With ``events``, the scope's event
+        log follows as ``{"type": "event", ...}`` objects.
+
+        Each memory object is a whole memory (id, text, scope, dates, metadata, kind,
+        class, counters, tier, lineage): :meth:`import_` restores it as it was.
+        Written one JSON object per line, this is the file ``engram export`` writes.
+        """
+        from .pipelines.transfer import export_lines
+
+        if not isinstance(all_scopes, bool) or not isinstance(events, bool):
+            raise ValidationError("all_scopes" if not isinstance(all_scopes, bool) else "events", "must be True or False")
+        if all_scopes:
+            if any(v is not None for v in (user_id, agent_id, run_id)):
+                raise ValidationError("all_scopes", "exports every scope; do not pass user_id, agent_id or run_id with it")
+            scope = ScopeFilter(self.config.tenant_id)
+        else:
+            scope = self._scope_filter(user_id, agent_id, run_id)
+        return export_lines(self.store, scope, events=events)
+
+    def import_(
+        self,
+        source: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        infer: bool | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> dict[str, int]:
+        """Import JSON lines: a path, an open text file, or an iterable of lines or dicts.
+
+        A line is a memory written by :meth:`export` (restored with its id and dates;
+        one the store already holds is updated only if the line is newer, so importing
+        twice changes nothing) or a conversation turn, ``{"messages": [...] | "text":
+        "...", "user_id"?, "metadata"?, "timestamp"?, "infer"?}``, added like
+        :meth:`add` does. Lines that name no scope get ``user_id``/``agent_id``/
+        ``run_id``; ``infer`` is the default of turns without ``"infer"``.
+
+        Returns counts: ``lines``, ``added``, ``updated``, ``unchanged``, ``skipped``
+        (deleted here since), ``deleted`` (by reconciliation), ``events`` (event lines,
+        which are not replayed) and ``calls``. A bad line raises
+        :class:`~engram.pipelines.transfer.ImportLineError` naming it; the lines before
+        it stay imported. ``progress(lines_read)`` is called after each line.
+        """
+        import os
+
+        from .pipelines.transfer import Importer, import_lines
+
+        defaults = dict(zip(("user_id", "agent_id", "run_id"), (validate.scope_id(n, v) for n, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id))), strict=True))
+        if infer is not None and not isinstance(infer, bool):
+            raise ValidationError("infer", f"must be True, False or None, got {infer!r}")
+        importer = Importer(self.store, self.embedder, self.config.tenant_id, self.add, defaults, infer, max_chars=self.config.max_message_chars)
+        if isinstance(source, str | os.PathLike):
+            try:
+                with open(source, encoding="utf-8") as handle:
+                    return import_lines(importer, handle, progress=progress)
+            except OSError as exc:
+                raise ValidationError("source", f"cannot read {os.fspath(source)!r}: {exc.strerror or exc}") from exc
+        if isinstance(source, bytes | dict) or not hasattr(source, "__iter__"):
+            raise ValidationError("source", f"must be a path, a text file or an iterable of lines, got {type(source).__name__}")
+        return import_lines(importer, source, progress=progress)
 
     def close(self) -> None:
         """Flush buffered bookkeeping and close the store."""

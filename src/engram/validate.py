@@ -64,6 +64,17 @@ def limit(value: Any, *, name: str = "limit") -> int:
     return value
 
 
+def threshold(value: Any) -> float | None:
+    """A minimum cosine similarity, in [-1, 1]; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValidationError("threshold", f"must be a number from -1 to 1, got {value!r}")
+    if not -1.0 <= value <= 1.0:
+        raise ValidationError("threshold", f"must be from -1 to 1 (a cosine similarity), got {value}")
+    return float(value)
+
+
 def metadata(value: Any) -> dict[str, Any]:
     if value is None:
         return {}

@@ -168,6 +168,16 @@ class Store(abc.ABC):
     def find_by_hash(self, scope: ScopeFilter, content_hash: str) -> list[MemoryRecord]: ...
 
     @abc.abstractmethod
+    def similarities(self, scope: ScopeFilter, vector: np.ndarray, memory_ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity of ``vector`` with each of ``memory_ids`` that is an
+        active memory of the scope with a vector (the others are left out)."""
+
+    @abc.abstractmethod
+    def ids_with_prefix(self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2) -> list[str]:
+        """Ids of the tenant's memories that start with ``prefix`` (at most ``limit``,
+        sorted); deleted ones only with ``include_deleted``."""
+
+    @abc.abstractmethod
     def vector_search(
         self,
         scope: ScopeFilter,

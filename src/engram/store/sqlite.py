@@ -319,6 +319,10 @@ class _SQLiteBatch(Batch):
         return int(self._conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0])
 
 
+def _disk_size(path: str) -> int:
+    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+
+
 class SQLiteStore(Store):
     """Engram's default store: a single SQLite file (or ``":memory:"``)."""
 
@@ -643,6 +647,17 @@ class SQLiteStore(Store):
             ).fetchall()
         return [_row_to_record(r) for r in rows]
 
+    def ids_with_prefix(self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2) -> list[str]:
+        # A range, not LIKE: ids may hold % or _, and the range uses the id index.
+        where = "s.tenant_id = ? AND m.id >= ? AND m.id < ?"
+        if not include_deleted:
+            where += " AND m.status != 'deleted'"
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT m.id {_FROM} WHERE {where} ORDER BY m.id LIMIT ?", (tenant_id, prefix, prefix + "\U0010ffff", limit)
+            ).fetchall()
+        return [r[0] for r in rows]
+
     def count(self, scope: ScopeFilter) -> int:
         where, args = self._scope_sql(scope)
         with self._lock:
@@ -739,6 +754,18 @@ class SQLiteStore(Store):
             if k is not None:
                 hits = hits[:k]
         return hits
+
+    def similarities(self, scope: ScopeFilter, vector: np.ndarray, memory_ids: Sequence[str]) -> dict[str, float]:
+        wanted = list(memory_ids)
+        found: dict[str, float] = {}
+        with self._lock:
+            for space, generation in self._spaces(scope):
+                if len(found) == len(wanted):
+                    break
+                index = self._index(space, generation)
+                if index.dim == vector.shape[0]:
+                    found.update(index.similarities(vector, [m for m in wanted if m not in found]))
+        return found
 
     def text_search(self, scope: ScopeFilter, query: str, *, k: int, cutoff: float | None, now: float) -> list[tuple[str, float]]:
         with self._lock:
@@ -841,7 +868,9 @@ class SQLiteStore(Store):
                 "events": q("SELECT count(*) FROM events").fetchone()[0],
                 "embedder": identity[0] if identity else None,
                 "dim": identity[1] if identity else None,
-                "size_bytes": os.path.getsize(self.path) if self.path != ":memory:" else None,
+                # The write-ahead log holds recent commits until a checkpoint: the
+                # store's size on disk is both files.
+                "size_bytes": _disk_size(self.path) if self.path != ":memory:" else None,
             }
 
     # access clock --------------------------------------------------------------------

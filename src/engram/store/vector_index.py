@@ -303,6 +303,20 @@ class SpaceIndex:
         usable = self._has_vector[:n] if mask is None else mask & self._has_vector[:n]
         return self._top(sims, np.flatnonzero(usable), k)
 
+    def similarities(self, query: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
+        """The cosine of ``query`` with each of ``memory_ids`` that is a live row with a vector."""
+        n = self._size
+        positions = [p for p in (self._pos.get(m) for m in memory_ids) if p is not None and self._has_vector[p]]
+        if not positions:
+            return {}
+        query = query.astype(np.float32, copy=False)
+        last = self._last_sims
+        if last is not None and last[1] == n and np.array_equal(last[0], query):
+            values = last[2][positions]
+        else:
+            values = query @ self._vectors[:, positions]
+        return dict(zip(self._ids[positions].tolist(), values.tolist(), strict=True))
+
     def search_text(
         self,
         terms: list[str],
