@@ -73,16 +73,18 @@ class SentenceTransformerEmbedder(Embedder):
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                # Never reach for the hub: the model is local or it is an error.
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 try:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
                     raise MissingDependencyError(
                         f"sentence-transformers is not installed; run: {_INSTALL}"
                     ) from exc
-                self._model = _quietly(lambda: SentenceTransformer(self._path, device=self.device))
+                # Never reach for the hub: the model is local or it is an error. Asked
+                # of this load only; HF_HUB_OFFLINE would take the host's other
+                # Hugging Face code offline too.
+                self._model = _quietly(
+                    lambda: SentenceTransformer(self._path, device=self.device, local_files_only=True)
+                )
             return self._model
 
     def _embed(self, texts: list[str]) -> np.ndarray:

@@ -29,9 +29,10 @@ import abc
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
-from ..model import Message
+from ..model import Message, from_epoch, to_epoch
 from .base import FallbackRole
 
 logger = logging.getLogger("engram.ace.roles")
@@ -123,6 +124,21 @@ class Bullet(_Plain):
     def format(self) -> str:
         """The ACE prompt line: ``[id] helpful=X harmful=Y :: content``."""
         return f"[{self.id}] helpful={self.helpful} harmful={self.harmful} :: {self.content}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """As plain data, ``created_at`` an ISO-8601 date like every date the API shows."""
+        data = _Plain.to_dict(self)
+        data["created_at"] = from_epoch(self.created_at).isoformat()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Bullet:  # type: ignore[override]
+        """Build from :meth:`to_dict`'s output (``created_at`` ISO or epoch seconds)."""
+        created = data.get("created_at") if isinstance(data, Mapping) else None
+        if isinstance(created, str):
+            data = {**data, "created_at": to_epoch(datetime.fromisoformat(created))}
+        # Not super(): slots dataclasses are rebuilt, so the implicit class cell is stale.
+        return _Plain.from_dict.__func__(cls, data)  # type: ignore[attr-defined,no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
