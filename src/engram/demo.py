@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -45,22 +46,33 @@ def run_demo(
     *,
     echo: Callable[[str], Any] = print,
     embedder: str | Embedder | None = None,
+    keep: bool = False,
 ) -> dict[str, Any]:
-    """Run the two-conversation demo against ``db_path`` (default: a new temp folder).
+    """Run the two-conversation demo against ``db_path``.
 
-    ``echo`` receives each line of the human-readable walk-through. Returns the
-    ``add()`` result of conversation 1 (``stored``), the ``search()`` result of
-    conversation 2 (``retrieved``), the prompt ``context`` and the ``embedder`` name.
+    Without ``db_path`` the demo uses a new temporary folder, removed at the end
+    unless ``keep``. ``echo`` receives each line of the human-readable walk-through.
+    Returns the ``add()`` result of conversation 1 (``stored``), the ``search()``
+    result of conversation 2 (``retrieved``), the prompt ``context``, the
+    ``embedder`` name and ``db_path`` (None once a temporary store is removed).
     """
-    fresh = db_path is None
-    path = (
-        os.path.join(tempfile.mkdtemp(prefix="engram-demo-"), "engram.db")
-        if db_path is None
-        else str(db_path)
-    )
+    if db_path is not None:
+        return _run(str(db_path), echo, embedder, note="", kept=True)
+    folder = tempfile.mkdtemp(prefix="engram-demo-")
+    path = os.path.join(folder, "engram.db")
+    try:
+        note = "  (a new temporary store; yours is untouched)"
+        return _run(path, echo, embedder, note=note, kept=keep)
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
 
+
+def _run(
+    path: str, echo: Callable[[str], Any], embedder: str | Embedder | None, *, note: str, kept: bool
+) -> dict[str, Any]:
     echo("Engram demo: a tutor that remembers a learner across conversations")
-    echo(f"store:    {path}" + ("  (a new temporary store; yours is untouched)" if fresh else ""))
+    echo(f"store:    {path}{note}")
 
     # Conversation 1: the learner says what confuses them.
     with Memory(path, embedder=embedder) as memory:
@@ -93,10 +105,13 @@ def run_demo(
         echo(f"    {line}")
     echo("")
     echo("Without long-term memory, conversation 2 would start from an empty prompt.")
-    echo(f"Look around: engram --db {path} list --user {USER_ID}")
+    if kept:
+        echo(f"Look around: engram list --db {path} --user {USER_ID}")
+    else:
+        echo("The temporary store is removed. Keep one to look around: engram demo --db demo.db")
 
     return {
-        "db_path": path,
+        "db_path": path if kept else None,
         "embedder": embedder_name,
         "user_id": USER_ID,
         "conversation_1": {"run_id": RUN_1, "messages": CONVERSATION_1},

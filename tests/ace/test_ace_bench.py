@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from engram import HashingEmbedder
-from engram.ace import bench, tutoring
+from engram.benchmarks import evolve as bench
+from engram.benchmarks import tutoring
 from engram.cli import cli
 
 KEYS = {"bullets", "near_duplicate_pct", "max_new_in_turn", "capacity_exceeded", "recall_at_5", "recall_at_10"}

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import engram.cli as cli_module
+import engram.cli.memories as cli_memories
+import engram.pipelines.transfer as transfer
 from engram.cli import cli
 
 ENV_VARS = ("ENGRAM_DB", "ENGRAM_EMBEDDER", "ENGRAM_DECAY_DAYS", "MEMORY_DECAY_DAYS", "ENGRAM_TENANT")
@@ -204,7 +205,7 @@ def test_search_table_json_and_filters(engram: Engram) -> None:
 
     out = engram("search", "--user", "alex", "ramen", "noodles").stdout
     lines = out.splitlines()
-    assert lines[0].split() == ["#", "score", "memory", "id", "created", "(UTC)"]
+    assert lines[0].split() == ["#", "similarity", "memory", "id", "created", "(UTC)"]
     first = next(line for line in lines if line.strip().startswith("1 "))
     assert "Loves spicy ramen noodles" in first and food["id"] in first
 
@@ -288,7 +289,7 @@ def test_delete_all_asks_for_confirmation(engram: Engram) -> None:
 def test_delete_all_without_a_scope_is_refused_by_the_engine(engram: Engram) -> None:
     engram.add("Still here")
     result = engram("delete-all", "--yes", code=1)
-    assert result.stderr.startswith("error:") and "user_id" in result.stderr
+    assert result.stderr.startswith("error:") and "--user" in result.stderr
     assert len(engram.memories()) == 1
 
 
@@ -315,7 +316,7 @@ def test_reset_refuses_without_a_terminal_or_yes(engram: Engram) -> None:
 
 
 def test_reset_on_a_terminal_asks(engram: Engram, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli_module, "_stdin_is_tty", lambda: True)
+    monkeypatch.setattr(cli_memories, "stdin_is_tty", lambda: True)
     engram.add("Precious")
     engram("reset", input="n\n", code=1)
     assert len(engram.memories()) == 1
@@ -363,7 +364,7 @@ def test_import_batches_consecutive_verbatim_lines(
     ]
     path = write_lines(tmp_path / "in.jsonl", *lines)
     assert engram.json("import", path, "--user", "alex")["calls"] == 1
-    monkeypatch.setattr(cli_module, "IMPORT_BATCH", 2)
+    monkeypatch.setattr(transfer, "IMPORT_BATCH", 2)
     result = engram.json("import", path, "--user", "bo")
     assert (result["added"], result["calls"]) == (5, 3)
     assert sorted(m["memory"] for m in engram.memories("bo")) == [f"Note number {i}" for i in range(5)]
@@ -379,7 +380,7 @@ def test_import_bad_line_names_it_and_keeps_earlier_lines(engram: Engram, tmp_pa
     )
     result = engram("import", path, "--user", "alex", code=1)
     assert "error: line 3:" in result.stderr and "JSON" in result.stderr
-    assert "2 memories from the lines before line 3 were imported" in result.stderr
+    assert "2 memories added and 0 updated from the lines before line 3; they stay" in result.stderr
     assert sorted(m["memory"] for m in engram.memories()) == ["Line one", "Line two"]
 
 
@@ -396,7 +397,7 @@ def test_import_line_rejected_by_the_engine_inside_a_batch(engram: Engram, tmp_p
 
     missing = write_lines(tmp_path / "scope.jsonl", {"text": "No scope anywhere", "infer": False})
     result = engram("import", missing, code=1)
-    assert "line 1:" in result.stderr and "user_id" in result.stderr
+    assert "line 1:" in result.stderr and "--user" in result.stderr
 
     shape = write_lines(tmp_path / "shape.jsonl", ["not", "an", "object"], {"foo": 1})
     assert "line 1:" in engram("import", shape, "--user", "alex", code=1).stderr
@@ -413,7 +414,7 @@ def test_export_then_import_round_trips_into_another_store(engram: Engram, tmp_p
 
     out = tmp_path / "alex.jsonl"
     result = engram("export", "--user", "alex", "--output", str(out))
-    assert "Exported 5 memories" in result.stderr
+    assert "Exported 5 lines" in result.stderr
     lines = out.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 5 and all(json.loads(line)["user_id"] == "alex" for line in lines)
     assert engram("export", "--user", "alex").stdout.splitlines() == lines  # stdout is the same JSONL
@@ -464,6 +465,9 @@ def test_a_read_on_a_new_store_does_not_pin_its_embedder(engram: Engram) -> None
     # even for a read of a store that holds no vectors at all. After one harmless
     # `engram list` (default embedder), the first write with another embedder fails
     # with "this store's vectors were made by ..." although there are none.
+    from engram import Memory
+
+    Memory(engram.db, embedder="hashing:256").close()  # a new, empty store
     assert engram.json("list", "--user", "alex", embedder="hashing:256")["results"] == []
     engram("add", "--user", "alex", "--no-infer", "First memory", embedder="hashing")
     assert engram.json("stats")["embedder"] == "hashing-v1-384"
@@ -500,6 +504,7 @@ def test_decay_days_hides_old_memories(engram: Engram) -> None:
 
 # errors ------------------------------------------------------------------------------------------
 def test_unknown_id_is_a_clean_error(engram: Engram) -> None:
+    engram.add("Something")
     for command in ("get", "delete", "history"):
         result = engram(command, "no-such-id", code=1)
         assert result.stderr.startswith("error:") and "no-such-id" in result.stderr
@@ -509,9 +514,11 @@ def test_unknown_id_is_a_clean_error(engram: Engram) -> None:
 
 
 def test_missing_scope_names_user_id(engram: Engram) -> None:
-    for args in (("add", "--no-infer", "hello"), ("search", "hello"), ("list",), ("export",)):
+    engram.add("Something")
+    for args in (("add", "--no-infer", "hello"), ("search", "hello"), ("list",)):
         result = engram(*args, code=1)
-        assert result.stderr.startswith("error:") and "user_id" in result.stderr, args
+        assert result.stderr.startswith("error:") and "--user" in result.stderr, args
+        assert "user_id" not in result.stderr, args
 
 
 def test_bad_json_options_are_usage_errors(engram: Engram) -> None:
@@ -538,7 +545,7 @@ def _fraction(items: list[dict]) -> list[dict]:
 
 def test_demo_json_stores_and_retrieves_the_fraction_memory(engram: Engram, tmp_path: Path) -> None:
     user_db = str(tmp_path / "user" / "engram.db")
-    result = engram.json("demo", db=user_db)
+    result = engram.json("demo", "--keep", db=None, env={"ENGRAM_DB": user_db})
     assert not os.path.exists(user_db)  # the demo never touches the user's store
     assert result["db_path"].startswith(str(tmp_path / "tmp"))
     assert result["embedder"] == "hashing-v1-384"
@@ -594,7 +601,7 @@ def test_python_m_engram_demo_json_with_the_default_embedder(tmp_path: Path) -> 
     )
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
-    assert result["db_path"].startswith(str(tmp_path))
+    assert result["db_path"] is None and not list(tmp_path.glob("engram-demo-*"))  # removed
     assert any("3/6" in m["memory"] for m in result["retrieved"]["results"])
     assert _fraction(result["stored"]["results"])
     assert "3/6" in result["context"]

@@ -46,5 +46,6 @@ def test_engram_reprocess_lists_and_recovers_pending_turns(fake_openai, db_path,
 
 
 def test_reprocess_reports_a_missing_key(db_path) -> None:
+    Memory(db_path, embedder="hashing").close()
     result = CliRunner().invoke(cli, ["--db", db_path, "reprocess", "--llm", "openai"])
     assert result.exit_code == 1 and "OPENAI_API_KEY" in result.output

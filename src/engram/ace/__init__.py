@@ -1,8 +1,8 @@
 """Self-evolving playbooks per learner: spec 000's LTMBSE-ACE and its ACE baseline.
 
 :class:`Playbook` is the entry point (``Memory.playbook()`` builds one);
-:mod:`engram.ace.runner` is the ``engram run-turn`` protocol, :mod:`engram.ace.analyze`
-the ``engram analyze`` tools and :mod:`engram.ace.bench` ``engram bench evolve``.
+:mod:`engram.ace.runner` is the turn protocol of ``engram run-turn``. The commands
+live in :mod:`engram.cli.playbook`, the benchmark in :mod:`engram.benchmarks.evolve`.
 """
 
 from ..policies.playbook import PlaybookConfig

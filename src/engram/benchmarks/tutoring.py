@@ -317,7 +317,7 @@ def generate(seed: int = SEED, *, conversations: int = 5, turns_per_conversation
 
 def load() -> dict[str, Any]:
     """The stream shipped with Engram."""
-    text = resources.files("engram.ace").joinpath("data/tutoring_stream.json").read_text(encoding="utf-8")
+    text = resources.files("engram.benchmarks").joinpath("data/tutoring_stream.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 
@@ -331,4 +331,4 @@ def write(path: str, seed: int = SEED) -> None:
 if __name__ == "__main__":  # pragma: no cover
     import sys
 
-    write(sys.argv[1] if len(sys.argv) > 1 else "src/engram/ace/data/tutoring_stream.json")
+    write(sys.argv[1] if len(sys.argv) > 1 else "src/engram/benchmarks/data/tutoring_stream.json")

@@ -3,7 +3,7 @@
 Two streams, each run through both presets on a fresh store:
 
 - **tutoring** — the seeded synthetic stream shipped with Engram
-  (:mod:`engram.ace.tutoring`): each turn injects bullets for the question, then
+  (:mod:`engram.benchmarks.tutoring`): each turn injects bullets for the question, then
   learns from the outcome and the turn's lessons; afterwards each learner's queries
   about their misconceptions are asked.
 - **locomo** — LoCoMo's development observations (``../shared/data``), fed in session
@@ -107,8 +107,8 @@ class _Run:
     """One preset on one stream: a fresh store, the playbook, the counters."""
 
     def __init__(self, preset: str, embedder: Embedder, folder: str, max_bullets: int) -> None:
+        from ..ace.playbook import Playbook
         from ..memory import Memory
-        from .playbook import Playbook
 
         self.memory = Memory(str(Path(folder) / f"{preset}.db"), embedder=embedder)
         self.playbook = Playbook(self.memory, PlaybookConfig.preset(preset, max_bullets=max_bullets, use_llm=False, max_new=None))

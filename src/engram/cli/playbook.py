@@ -1,8 +1,4 @@
-"""CLI commands of the learning playbooks: ``run-turn``, ``analyze`` and ``bench evolve``.
-
-Registered on the ``engram`` group by :func:`register`. Heavy imports stay inside
-the commands, so ``engram --help`` stays instant.
-"""
+"""The learning playbooks' commands: ``run-turn`` and ``analyze`` (spec 000)."""
 
 from __future__ import annotations
 
@@ -12,11 +8,17 @@ import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import EngramError
+from .app import App, cli, pass_app
+
+if TYPE_CHECKING:
+    from ..ace.playbook import Playbook
+    from ..roles.learning import Bullet
 
 _PRESETS = click.Choice(["ltmbse", "baseline"])
 
@@ -37,14 +39,10 @@ def ace_logs_to_stderr(level: int = logging.INFO) -> Iterator[None]:
         root.setLevel(old_level)
 
 
-def _app(ctx: click.Context) -> Any:
-    return ctx.find_root().obj
+def _playbook(app: App, preset: str, *, create: bool = False, **overrides: Any) -> Playbook:
+    from ..ace.playbook import Playbook
 
-
-def _playbook(ctx: click.Context, preset: str, **overrides: Any) -> Any:
-    from .playbook import Playbook
-
-    memory = _app(ctx).memory()
+    memory = app.memory(create=create)
     return Playbook(memory, preset=preset, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -56,14 +54,14 @@ def _preset_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # run-turn -------------------------------------------------------------------------------
-@click.command("run-turn")
+@cli.command("run-turn")
 @click.option("--input", "input_file", type=click.File("r", encoding="utf-8"), default="-", show_default=True,
               help="The turn as one JSON object ('-': stdin).")
 @_preset_option
 @click.option("--max-bullets", type=click.IntRange(min=1), help="Playbook capacity [default: 100].")
 @click.option("--top-k", type=click.IntRange(min=1), help="Bullets injected per turn [default: 10].")
-@click.pass_context
-def run_turn(ctx: click.Context, input_file: Any, preset: str, max_bullets: int | None, top_k: int | None) -> None:
+@pass_app
+def run_turn(app: App, input_file: Any, preset: str, max_bullets: int | None, top_k: int | None) -> None:
     """Run one tutoring turn: JSON in on stdin, JSON out on stdout, logs on stderr.
 
     \b
@@ -76,12 +74,17 @@ def run_turn(ctx: click.Context, input_file: Any, preset: str, max_bullets: int 
     and the playbook learns from the feedback.
     """
     raw = input_file.read()
+    if not raw.strip():
+        where = "stdin" if input_file.name in ("<stdin>", "-") else input_file.name
+        raise click.BadParameter(f"no input: {where} is empty; give the turn as one JSON object", param_hint="--input")
     try:
         payload = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"the input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", param_hint="input") from exc
+        raise click.BadParameter(
+            f"the input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", param_hint="--input"
+        ) from exc
     with ace_logs_to_stderr():
-        playbook = _playbook(ctx, preset, max_bullets=max_bullets, top_k=top_k)
+        playbook = _playbook(app, preset, create=True, max_bullets=max_bullets, top_k=top_k)
         result = playbook.run_turn(payload)
     click.echo(json.dumps(result, ensure_ascii=False, indent=2))
 
@@ -91,28 +94,25 @@ def _learner_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--learner", "learner_id", metavar="ID", help="One learner's playbook [default: every playbook].")(func)
 
 
-def _analyzer(ctx: click.Context, learner_id: str | None) -> tuple[Any, Any, str | None]:
-    obj = ctx.find_object(_AnalyzeState)
-    assert obj is not None
-    learner = learner_id or obj.learner_id
-    return _app(ctx), _playbook(ctx, obj.preset), learner
+@dataclass
+class Analysis:
+    """What ``engram analyze`` was given, for its subcommands."""
+
+    app: App
+    preset: str
+    learner_id: str | None
+
+    def open(self, learner_id: str | None) -> tuple[App, Playbook, str | None]:
+        """The app, the playbooks, and the learner: the subcommand's, else the group's."""
+        return self.app, _playbook(self.app, self.preset), learner_id or self.learner_id
 
 
-class _AnalyzeState:
-    def __init__(self, preset: str, learner_id: str | None) -> None:
-        self.preset = preset
-        self.learner_id = learner_id
+pass_analysis = click.make_pass_decorator(Analysis)
 
 
-def _json_flag(ctx: click.Context, param: click.Parameter, value: bool) -> None:
-    if value and ctx.find_root().obj is not None:
-        ctx.find_root().obj.json = True
-
-
-@click.group("analyze", invoke_without_command=True)
+@cli.group("analyze", invoke_without_command=True)
 @_preset_option
 @_learner_option
-@click.option("--json", is_flag=True, expose_value=False, callback=_json_flag, help="Print one JSON document on stdout.")
 @click.pass_context
 def analyze(ctx: click.Context, preset: str, learner_id: str | None) -> None:
     """Inspect and maintain the learning playbooks (default: summary).
@@ -126,7 +126,7 @@ def analyze(ctx: click.Context, preset: str, learner_id: str | None) -> None:
     engram analyze interactive           a prompt for the commands above
     engram analyze cleanup [--dry-run]   merge near-duplicates (cosine >= 0.90)
     """
-    ctx.obj = _AnalyzeState(preset, learner_id)
+    ctx.obj = Analysis(ctx.find_object(App), preset, learner_id)  # type: ignore[arg-type]
     if ctx.invoked_subcommand is None:
         ctx.invoke(summary)
 
@@ -151,30 +151,30 @@ def _bullet_rows(bullets: list[Any], *, relevance: bool = False) -> tuple[list[t
     return columns, rows
 
 
-def _show_bullets(app: Any, bullets: list[Any], empty: str, *, relevance: bool = False) -> None:
+def _show_bullets(app: App, bullets: list[Bullet], empty: str, *, relevance: bool = False) -> None:
     if not bullets:
         click.echo(empty)
         return
     app.table(*_bullet_rows(bullets, relevance=relevance))
 
 
-def _top(playbook: Any, learner: str | None, limit: int) -> list[Any]:
+def _top(playbook: Playbook, learner: str | None, limit: int) -> list[Any]:
     bullets = playbook.bullets(learner)
     bullets.sort(key=lambda b: (b.score, b.helpful, b.created_at), reverse=True)
     return bullets[:limit]
 
 
-def _recent(playbook: Any, learner: str | None, limit: int) -> list[Any]:
+def _recent(playbook: Playbook, learner: str | None, limit: int) -> list[Any]:
     return sorted(playbook.bullets(learner), key=lambda b: b.created_at, reverse=True)[:limit]
 
 
-def _summary_data(playbook: Any, learner: str | None) -> dict[str, Any]:
+def _summary_data(playbook: Playbook, learner: str | None) -> dict[str, Any]:
     data = playbook.stats(learner)
     data["top"] = [b.to_dict() for b in _top(playbook, learner, 5)]
     return data
 
 
-def _print_summary(app: Any, data: dict[str, Any]) -> None:
+def _print_summary(app: App, data: dict[str, Any]) -> None:
     click.echo(
         f"Playbooks ({data['preset']}): {data['total_bullets']} bullets, {data['learners']} learner(s); "
         f"average score {data['avg_score']:.3f}, helpful {data['avg_helpful']:.2f}, harmful {data['avg_harmful']:.2f}"
@@ -193,10 +193,10 @@ def _print_summary(app: Any, data: dict[str, Any]) -> None:
 
 @analyze.command()
 @_learner_option
-@click.pass_context
-def summary(ctx: click.Context, learner_id: str | None = None) -> None:
+@pass_analysis
+def summary(analysis: Analysis, learner_id: str | None = None) -> None:
     """Overview: counts, averages, memory types, sections, categories, top bullets."""
-    app, playbook, learner = _analyzer(ctx, learner_id)
+    app, playbook, learner = analysis.open(learner_id)
     data = _summary_data(playbook, learner)
     app.emit(data, lambda: _print_summary(app, data))
 
@@ -204,10 +204,10 @@ def summary(ctx: click.Context, learner_id: str | None = None) -> None:
 @analyze.command()
 @_learner_option
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1), help="How many bullets.")
-@click.pass_context
-def top(ctx: click.Context, learner_id: str | None, limit: int) -> None:
+@pass_analysis
+def top(analysis: Analysis, learner_id: str | None, limit: int) -> None:
     """The strongest bullets: by decay score, then helpful count."""
-    app, playbook, learner = _analyzer(ctx, learner_id)
+    app, playbook, learner = analysis.open(learner_id)
     bullets = _top(playbook, learner, limit)
     app.emit({"results": [b.to_dict() for b in bullets]}, lambda: _show_bullets(app, bullets, "No bullets."))
 
@@ -215,10 +215,10 @@ def top(ctx: click.Context, learner_id: str | None, limit: int) -> None:
 @analyze.command()
 @_learner_option
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1), help="How many bullets.")
-@click.pass_context
-def recent(ctx: click.Context, learner_id: str | None, limit: int) -> None:
+@pass_analysis
+def recent(analysis: Analysis, learner_id: str | None, limit: int) -> None:
     """The newest bullets."""
-    app, playbook, learner = _analyzer(ctx, learner_id)
+    app, playbook, learner = analysis.open(learner_id)
     bullets = _recent(playbook, learner, limit)
     app.emit({"results": [b.to_dict() for b in bullets]}, lambda: _show_bullets(app, bullets, "No bullets."))
 
@@ -227,10 +227,10 @@ def recent(ctx: click.Context, learner_id: str | None, limit: int) -> None:
 @click.argument("query", nargs=-1, required=True)
 @_learner_option
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1), help="How many bullets.")
-@click.pass_context
-def search(ctx: click.Context, query: tuple[str, ...], learner_id: str | None, limit: int) -> None:
+@pass_analysis
+def search(analysis: Analysis, query: tuple[str, ...], learner_id: str | None, limit: int) -> None:
     """Bullets by similarity to QUERY (nothing is touched)."""
-    app, playbook, learner = _analyzer(ctx, learner_id)
+    app, playbook, learner = analysis.open(learner_id)
     bullets = playbook.search(" ".join(query), learner_id=learner, limit=limit)
     app.emit({"results": [b.to_dict() for b in bullets]}, lambda: _show_bullets(app, bullets, "No bullets.", relevance=True))
 
@@ -260,10 +260,10 @@ def export_text(bullets: list[Any]) -> str:
 @analyze.command()
 @_learner_option
 @click.option("--output", "-o", type=click.File("w", encoding="utf-8", lazy=True), help="Write to this file [default: stdout].")
-@click.pass_context
-def export(ctx: click.Context, learner_id: str | None, output: Any) -> None:
+@pass_analysis
+def export(analysis: Analysis, learner_id: str | None, output: Any) -> None:
     """Every bullet as text (with --json: as JSON), for auditing."""
-    app, playbook, learner = _analyzer(ctx, learner_id)
+    app, playbook, learner = analysis.open(learner_id)
     bullets = playbook.bullets(learner)
     if app.json:
         text = json.dumps({"bullets": [b.to_dict() for b in bullets]}, ensure_ascii=False, indent=2) + "\n"
@@ -276,7 +276,7 @@ def export(ctx: click.Context, learner_id: str | None, output: Any) -> None:
         click.echo(f"Exported {len(bullets)} bullets to {output.name}.", err=True)
 
 
-def _cleanup(app: Any, playbook: Any, learner: str | None, threshold: float, dry_run: bool) -> dict[str, Any]:
+def _cleanup(app: App, playbook: Playbook, learner: str | None, threshold: float, dry_run: bool) -> dict[str, Any]:
     with ace_logs_to_stderr():
         result = playbook.cleanup(learner, threshold=threshold, dry_run=dry_run)
 
@@ -302,14 +302,14 @@ def _cleanup(app: Any, playbook: Any, learner: str | None, threshold: float, dry
 @_learner_option
 @click.option("--dry-run", is_flag=True, help="Show what would be merged; write nothing.")
 @click.option("--threshold", default=0.9, show_default=True, type=click.FloatRange(0.0, 1.0), help="Cosine similarity that makes two bullets duplicates.")
-@click.pass_context
-def cleanup(ctx: click.Context, learner_id: str | None, dry_run: bool, threshold: float) -> None:
+@pass_analysis
+def cleanup(analysis: Analysis, learner_id: str | None, dry_run: bool, threshold: float) -> None:
     """Merge near-duplicate bullets into their survivor (higher helpful - harmful, then newest).
 
     Clusters are found within each playbook; the merge is the one used at run time
     (counters summed, tags united, one memory class, the survivor's id kept).
     """
-    app, playbook, learner = _analyzer(ctx, learner_id)
+    app, playbook, learner = analysis.open(learner_id)
     _cleanup(app, playbook, learner, threshold, dry_run)
 
 
@@ -317,10 +317,10 @@ _HELP = """commands: summary | top [N] | recent [N] | search <query> | export | 
 
 
 @analyze.command()
-@click.pass_context
-def interactive(ctx: click.Context) -> None:
+@pass_analysis
+def interactive(analysis: Analysis) -> None:
     """A prompt for exploring the playbooks (reads commands from stdin)."""
-    app, playbook, learner = _analyzer(ctx, None)
+    app, playbook, learner = analysis.open(None)
     app.json = False
     click.echo(_HELP)
     stream = sys.stdin
@@ -364,53 +364,3 @@ def interactive(ctx: click.Context) -> None:
                 click.echo(f"unknown command {cmd!r}; {_HELP}")
         except (ValueError, EngramError) as exc:
             click.echo(f"error: {exc}")
-
-
-# bench evolve ------------------------------------------------------------------------------
-@click.command("evolve")
-@click.option("--data", "data", type=click.Path(dir_okay=False), default=None,
-              help="LoCoMo JSON [default: ../shared/data/locomo/locomo_dev.json beside the checkout].")
-@click.option("--embedder", "embedder_spec", default="minilm", show_default=True, metavar="SPEC",
-              help="'minilm' (all-MiniLM-L6-v2, offline), 'hashing', or any embedder spec.")
-@click.option("--stream", "streams", type=click.Choice(["all", "tutoring", "locomo"]), default="all", show_default=True)
-@click.option("--max-bullets", default=100, show_default=True, type=click.IntRange(min=1),
-              help="Capacity: per learner for LTMBSE, of the one shared playbook for the baseline.")
-@click.pass_context
-def evolve(ctx: click.Context, data: str | None, embedder_spec: str, streams: str, max_bullets: int) -> None:
-    """LTMBSE against the ACE baseline: bullets, near-duplicates, growth, capacity, recall.
-
-    Runs both presets on the seeded tutoring stream shipped with Engram and on the
-    LoCoMo development observations. With --json: one object,
-    {"streams": {"tutoring": {"baseline": {...}, "ltmbse": {...}}, "locomo": {...}}}.
-    """
-    import os
-
-    from ..embed import resolve_embedder
-    from .bench import format_table, run
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    spec = "sentence-transformers" if embedder_spec.lower() in ("minilm", "default") else embedder_spec
-    embedder = resolve_embedder(spec)
-    chosen = ("tutoring", "locomo") if streams == "all" else (streams,)
-    app = _app(ctx)
-    try:
-        result = run(streams=chosen, embedder=embedder, data_path=data, max_bullets=max_bullets,
-                     progress=lambda msg: click.echo(f"evolve: {msg}", err=True))
-    except FileNotFoundError as exc:
-        raise click.BadParameter(str(exc), param_hint="--data") from exc
-    if app is not None and getattr(app, "json", False):
-        click.echo(json.dumps(result))
-        return
-    click.echo(f"engram bench evolve: embedder {embedder.name}; max_bullets {max_bullets} "
-               "(per learner for LTMBSE, shared by all learners for the baseline)")
-    click.echo(format_table(result))
-
-
-def register(cli: click.Group, bench: click.Group) -> None:
-    """Add ``run-turn`` and ``analyze`` to ``cli`` and ``evolve`` to ``bench``."""
-    cli.add_command(run_turn)
-    cli.add_command(analyze)
-    bench.add_command(evolve)
-
-
-__all__ = ["ace_logs_to_stderr", "analyze", "evolve", "export_text", "register", "run_turn"]

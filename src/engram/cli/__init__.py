@@ -1,0 +1,25 @@
+"""The ``engram`` command line: a thin layer over :class:`engram.Memory`.
+
+Each command turns its arguments into Memory calls and their results into output:
+rich tables for people, or exactly one JSON document on stdout with ``--json``.
+The engine decides everything.
+
+:mod:`.app` holds the group, the global options and the error translation; each
+other module is one command group: :mod:`.memories` (the mem0-style calls),
+:mod:`.transfer` (import, export), :mod:`.reprocess`, :mod:`.playbook` (run-turn,
+analyze) and :mod:`.bench`. Importing them registers their commands; each keeps its
+heavy imports inside its commands, so ``engram --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+from . import bench, memories, playbook, reprocess, transfer  # noqa: F401  (they register their commands)
+from .app import cli
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The ``engram`` console script."""
+    cli.main(args=argv, prog_name="engram")
+
+
+__all__ = ["cli", "main"]
