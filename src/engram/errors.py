@@ -4,6 +4,7 @@ Every error Engram raises on purpose derives from :class:`EngramError`::
 
     EngramError
     ├── ValidationError        bad input; ``field`` names what was wrong
+    │   └── ImportLineError         a line of an import; the lines before it are imported
     ├── NotFoundError          an id that does not exist (or is deleted)
     ├── ConfigurationError     a setting that cannot work
     │   ├── EmbedderMismatchError   the store was built with another embedder
@@ -30,6 +31,16 @@ class ValidationError(EngramError, ValueError):
     def __init__(self, field: str, message: str) -> None:
         self.field = field
         super().__init__(f"{field}: {message}")
+
+
+class ImportLineError(ValidationError):
+    """A line of an import that cannot be imported. ``line`` is its number (from 1);
+    ``summary`` counts what the lines before it imported (they stay in the store)."""
+
+    def __init__(self, line: int, message: str, summary: dict[str, int]) -> None:
+        self.line = line
+        self.summary = summary
+        super().__init__(f"line {line}", message)
 
 
 class NotFoundError(EngramError, KeyError):
@@ -94,6 +105,7 @@ __all__ = [
     "CorruptStoreError",
     "EmbedderMismatchError",
     "EngramError",
+    "ImportLineError",
     "InvalidOutputError",
     "MissingDependencyError",
     "NotFoundError",

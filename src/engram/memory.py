@@ -4,8 +4,8 @@
 >>> m = Memory(":memory:", embedder="hashing")
 >>> m.add("Hi, I'm Alex. I'm a vegetarian and allergic to nuts.", user_id="alex")["message"]
 'Added 3 memories successfully'
->>> [r["memory"] for r in m.get_all(user_id="alex")["results"]]
-['Name is Alex', 'Is vegetarian', 'Allergic to nuts']
+>>> [r["memory"] for r in m.get_all(user_id="alex")["results"]]  # newest first
+['Allergic to nuts', 'Is vegetarian', 'Name is Alex']
 """
 
 from __future__ import annotations
@@ -554,7 +554,7 @@ class Memory:
         Returns counts: ``lines``, ``added``, ``updated``, ``unchanged``, ``skipped``
         (deleted here since), ``deleted`` (by reconciliation), ``events`` (event lines,
         which are not replayed) and ``calls``. A bad line raises
-        :class:`~engram.pipelines.transfer.ImportLineError` naming it; the lines before
+        :class:`~engram.ImportLineError` naming it; the lines before
         it stay imported. ``progress(lines_read)`` is called after each line.
         """
         import os

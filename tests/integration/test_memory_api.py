@@ -619,15 +619,7 @@ def test_path_that_is_not_a_store(tmp_path):
     assert p.read_bytes() == b"just some notes, not a database" * 100
 
 
-# public surface --------------------------------------------------------------------
-
-
-def test_public_names_exist():
-    assert engram.__all__, "engram must declare its public names"
-    for name in engram.__all__:
-        assert hasattr(engram, name), name
-    for name in ("Memory", "EngramError", "ValidationError", "NotFoundError", "HashingEmbedder"):
-        assert name in engram.__all__
+# public surface (the names themselves: tests/docs/test_public_api.py) ------------------
 
 
 def test_every_exception_derives_from_engram_error():

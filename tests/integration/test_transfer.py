@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engram import Memory, NotFoundError, ValidationError
-from engram.pipelines.transfer import ImportLineError
+from engram import ImportLineError, Memory, NotFoundError, ValidationError
 
 
 def lines_of(memory: Memory, **kwargs) -> list[str]:

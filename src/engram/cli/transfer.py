@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..pipelines.transfer import ImportLineError
+from ..errors import ImportLineError
 from .app import App, CommandError, cli, cli_message, pass_app, scope, scope_options
 
 

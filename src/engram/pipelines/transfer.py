@@ -14,8 +14,8 @@ with events. Event lines are not replayed: the event log records what happened t
 *this* store, and the import itself writes an ``add`` (or ``update``) event per
 memory, with ``{"import": true}`` in its payload.
 
-A bad line stops the import with an :class:`ImportLineError` naming it; the lines
-before it stay imported.
+A bad line stops the import with an :class:`~engram.errors.ImportLineError` naming
+it; the lines before it stay imported.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 from .. import validate
 from ..embed.base import Embedder
-from ..errors import EngramError, ValidationError
+from ..errors import EngramError, ImportLineError, ValidationError
 from ..model import DEFAULT_CLASS, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier, from_epoch
 from ..policies.text import content_hash
 from ..store.base import ScopeFilter, Store
@@ -37,16 +37,6 @@ from ..store.base import ScopeFilter, Store
 IMPORT_BATCH = 500
 _SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 _EXPORT_STATUSES = (Status.ACTIVE, Status.ARCHIVED)
-
-
-class ImportLineError(ValidationError):
-    """A line of an import that cannot be imported. ``line`` is its number (from 1);
-    ``summary`` counts what the lines before it imported (they stay in the store)."""
-
-    def __init__(self, line: int, message: str, summary: dict[str, int]) -> None:
-        self.line = line
-        self.summary = summary
-        super().__init__(f"line {line}", message)
 
 
 def _iso(seconds: float | None) -> str | None:
@@ -413,4 +403,4 @@ def import_lines(importer: Importer, lines: Iterable[str | dict[str, Any]], *, p
     return {"lines": n, **importer.summary()}
 
 
-__all__ = ["IMPORT_BATCH", "ImportLineError", "Importer", "export_item", "export_lines", "import_lines", "record_from_item"]
+__all__ = ["IMPORT_BATCH", "Importer", "export_item", "export_lines", "import_lines", "record_from_item"]
