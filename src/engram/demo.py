@@ -98,7 +98,7 @@ def _run(
         noun = "memory" if len(retrieved["results"]) == 1 else "memories"
         echo(f"  memory.search() \u2192 {len(retrieved['results'])} {noun}")
         for rank, item in enumerate(retrieved["results"], 1):
-            echo(f"    {rank}. ({item['score']:.3f}) {item['memory']}")
+            echo(f"    {rank}. (similarity {item['similarity']:.2f}) {item['memory']}")
     context = format_context(retrieved["results"])
     echo("  The context the tutor puts in its prompt (format_context):")
     for line in (context or "(nothing relevant)").splitlines():

@@ -55,7 +55,8 @@ def import_(app: App, file: Any, user_id: str | None, agent_id: str | None, run_
         )
         raise CommandError(cli_message(exc)) from exc
     parts = [f"added {summary['added']} memories"]
-    parts += [f"{verb} {summary[key]}" for key, verb in (("updated", "updated"), ("deleted", "deleted"), ("unchanged", "left"), ("skipped", "skipped (deleted here)")) if summary[key]]
+    labels = (("updated", "updated"), ("deleted", "deleted"), ("unchanged", "already there"), ("skipped", "deleted here since, skipped"))
+    parts += [f"{summary[key]} {label}" for key, label in labels if summary[key]]
     note = f"; {summary['events']} event lines not replayed" if summary["events"] else ""
     app.emit(summary, lambda: click.echo(f"Read {summary['lines']} lines; " + ", ".join(parts) + note + "."))
 
