@@ -33,6 +33,17 @@ def run(*args: str, code: int = 0, input: str | None = None, env: dict[str, str]
     return result
 
 
+def fraction_turn() -> dict:
+    """A run-turn input whose feedback teaches the learner's playbook a strategy."""
+    return {
+        "messages": [{"role": "user", "content": "How do I add 1/2 + 1/3?"}],
+        "learner_id": "lee",
+        "conversation_id": "c1",
+        "feedback": "The fraction bars helped me see the common denominator",
+        "outcome": "success",
+    }
+
+
 def leaves(group: click.Group, path: tuple[str, ...] = ()):
     for name, command in group.commands.items():
         yield path + (name,), command
@@ -138,13 +149,7 @@ def test_an_ambiguous_short_id_lists_the_candidates(tmp_path: Path) -> None:
 
 def test_analyze_prints_ids_that_get_accepts(tmp_path: Path) -> None:
     db = str(tmp_path / "p.db")
-    turn = {
-        "messages": [{"role": "user", "content": "How do I add 1/2 + 1/3?"}],
-        "learner_id": "lee",
-        "conversation_id": "c1",
-        "feedback": "The fraction bars helped me see the common denominator",
-        "outcome": "success",
-    }
+    turn = fraction_turn()
     run("run-turn", "--db", db, "--embedder", "hashing", input=json.dumps(turn))
     table = run("analyze", "top", "--db", db).stdout
     short = next(line.split()[0] for line in table.splitlines() if "fraction bars" in line.lower())
@@ -199,13 +204,7 @@ def test_run_turn_on_empty_input_says_no_input(tmp_path: Path) -> None:
 
 def test_run_turn_prints_iso_dates(tmp_path: Path) -> None:
     db = str(tmp_path / "r.db")
-    turn = {
-        "messages": [{"role": "user", "content": "How do I add 1/2 + 1/3?"}],
-        "learner_id": "lee",
-        "conversation_id": "c1",
-        "feedback": "The fraction bars helped me see the common denominator",
-        "outcome": "success",
-    }
+    turn = fraction_turn()
     run("run-turn", "--db", db, "--embedder", "hashing", input=json.dumps(turn))
     turn["messages"][0]["content"] = "Would fraction bars help me see a common denominator?"
     out = json.loads(run("run-turn", "--db", db, "--embedder", "hashing", input=json.dumps(turn)).stdout)
