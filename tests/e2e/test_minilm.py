@@ -87,3 +87,24 @@ def test_a_query_embeds_like_a_stored_text_and_leaves_torch_threads_alone(minilm
     finally:
         torch.set_num_threads(before)
     np.testing.assert_allclose(one, batch[0], atol=1e-5)
+
+
+def test_loading_the_model_leaves_the_process_environment_alone() -> None:
+    """The host program's other Hugging Face code must not go offline because Engram
+    loaded its bundled model (it asks for local files on its own load only)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os\n"
+        "from engram import Memory\n"
+        "m = Memory(':memory:')\n"
+        "m.add('I am a vegetarian.', user_id='a')\n"
+        "assert m.search('food', user_id='a')['results']\n"
+        "print(m.embedder.name, sorted(k for k in os.environ if k in ('HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["sentence-transformers/all-MiniLM-L6-v2", "[]"]
