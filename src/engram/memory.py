@@ -25,12 +25,11 @@ from .errors import EmbedderMismatchError, NotFoundError, ValidationError
 from .llm import LLM, resolve_llm
 from .model import MemoryRecord, Scope, Status
 from .pipelines.ingest import Ingestor
+from .pipelines.search import Searcher
 from .policies.filters import compile_filters
-from .policies.fusion import reciprocal_rank_fusion
 from .policies.keys import memory_key
-from .policies.ranking import RankContext, RankingPolicy
-from .policies.text import content_hash, named_speakers
-from .policies.timeparse import query_window
+from .policies.ranking import RankingPolicy
+from .policies.text import content_hash
 from .policies.validity import is_valid, validity_cutoff
 from .roles.base import Extractor, Reconciler
 from .store.base import ScopeFilter, Store
@@ -117,6 +116,7 @@ class Memory:
             context_keys=self.config.retrieval.context_keys,
             fact_keys=self.config.retrieval.fact_keys,
         )
+        self._search = Searcher(self.store, self.config, self.ranking)
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @classmethod
@@ -251,14 +251,9 @@ class Memory:
         reference = validate.timestamp(reference_time)
         threshold = validate.threshold(threshold)
         qvec = self._query_vector(query)
-        now = time.time()
-        # One group of reads: the store checks for other writers once, not per call.
-        with self.store.reading():
-            ranked, similarity = self._retrieve(scope, query, qvec, limit, predicate, reference, now, threshold)
-            missing = [r.id for r, _ in ranked if r.id not in similarity]
-            if missing:  # found by keywords, time or speaker only
-                similarity.update(self.store.similarities(scope, qvec, missing))
-            self.store.touch([r for r, _ in ranked], query=query)
+        ranked, similarity = self._search.search(
+            scope, query, qvec, limit=limit, predicate=predicate, reference=reference, now=time.time(), threshold=threshold
+        )
         results = []
         for record, score in ranked:
             item = record.to_item(score)
@@ -266,63 +261,6 @@ class Memory:
                 item["similarity"] = round(similarity[record.id], 6)
             results.append(item)
         return {"results": results}
-
-    def _retrieve(
-        self,
-        scope: ScopeFilter,
-        query: str,
-        qvec: np.ndarray,
-        limit: int,
-        predicate: Callable[[MemoryRecord], bool] | None,
-        reference: float | None,
-        now: float,
-        threshold: float | None = None,
-    ) -> tuple[list[tuple[MemoryRecord, float]], dict[str, float]]:
-        """The ranked records of a search, and the cosine similarity of those found by vector."""
-        conf = self.config.retrieval
-        cutoff = validity_cutoff(now, self.config.decay_days)
-        pool = max(conf.candidates, 4 * limit)
-        # A filter may reject most candidates: then rank everything by vector.
-        vector_hits = self.store.vector_search(scope, qvec, k=None if predicate else pool, cutoff=cutoff, now=now)
-        text_hits = self.store.text_search(scope, query, k=pool * 4 if predicate else pool, cutoff=cutoff, now=now)
-        rankings = {"vector": [m for m, _ in vector_hits], "text": [m for m, _ in text_hits]}
-        window = query_window(query, reference if reference is not None else now) if conf.time_weight else None
-        if window is not None:
-            hits = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, window=window)
-            rankings["time"] = [m for m, _ in hits]
-        if conf.speaker_weight:
-            for speaker in named_speakers(query, self.store.speakers(scope)):
-                # With a time window too, "what did Caroline say last week" asks
-                # for Caroline's turns of that week: both conditions at once.
-                hits = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, speaker=speaker, window=window)
-                rankings["speaker:" + speaker] = [m for m, _ in hits]
-        weights = {"vector": conf.vector_weight, "text": conf.text_weight, "time": conf.time_weight}
-        weights.update({name: conf.speaker_weight for name in rankings if name.startswith("speaker:")})
-        fused = reciprocal_rank_fusion(rankings, weights, k=conf.rrf_k)
-        ordered = sorted(fused, key=fused.__getitem__, reverse=True)
-        similarity = dict(vector_hits)
-        if threshold is not None:
-            similarity.update(self.store.similarities(scope, qvec, [m for m in ordered if m not in similarity]))
-            ordered = [m for m in ordered if similarity.get(m, -2.0) >= threshold]
-        candidates: list[tuple[MemoryRecord, float]] = []
-        # Ranking terms may reorder the pool, so they need all of it; with no terms
-        # only the first ``limit`` records are ever shown. With a filter, keep
-        # reading ranked chunks until enough records pass it.
-        exact = predicate is not None or bool(self.ranking.terms)
-        step = pool if exact else limit
-        for start in range(0, len(ordered), step):
-            chunk = ordered[start : start + step]
-            # Filters and ranking terms may read any field; showing results only
-            # needs what the search index holds.
-            records = self.store.get_many(chunk, scope=scope, exact_access=exact)
-            for mid in chunk:
-                record = records.get(mid)
-                if record is not None and (predicate is None or predicate(record)):
-                    candidates.append((record, fused[mid]))
-            if predicate is None or len(candidates) >= step:
-                break
-        ranked = self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit]
-        return ranked, similarity
 
     def get(self, memory_id: str) -> dict[str, Any]:
         """One memory by id.
