@@ -105,7 +105,7 @@ class Memory:
             reconciler = HeuristicReconciler()
         self.extractor = extractor
         self.reconciler = reconciler
-        self.ranking = ranking or RankingPolicy()
+        policy = ranking or RankingPolicy()
         self._ingest = Ingestor(
             self.store,
             self.embedder,
@@ -116,8 +116,17 @@ class Memory:
             context_keys=self.config.retrieval.context_keys,
             fact_keys=self.config.retrieval.fact_keys,
         )
-        self._search = Searcher(self.store, self.config, self.ranking)
+        self._search = Searcher(self.store, self.config, policy)
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    @property
+    def ranking(self) -> RankingPolicy:
+        """The ranking policy searches apply (assignable)."""
+        return self._search.ranking
+
+    @ranking.setter
+    def ranking(self, policy: RankingPolicy) -> None:
+        self._search.ranking = policy
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Memory:

@@ -19,6 +19,7 @@ from engram import (
     EngramError,
     Memory,
     NotFoundError,
+    RankingPolicy,
     ValidationError,
 )
 
@@ -668,3 +669,12 @@ def test_reembed_works_without_the_old_embedder(tmp_path) -> None:
         assert memory.embedder.name == "hashing-v1-384"
         hits = memory.search("hiking", user_id="alex")["results"]
         assert [h["memory"] for h in hits] == ["Enjoys hiking in the Alps"]
+
+
+def test_a_ranking_policy_assigned_later_applies(memory):
+    remember(memory, "Likes green tea")
+    remember(memory, "Likes black tea")
+    first = texts(memory.search("tea", user_id="alex"))
+    boost = first[-1]
+    memory.ranking = RankingPolicy(terms=[(10.0, lambda record, ctx: 1.0 if record.text == boost else 0.0)])
+    assert texts(memory.search("tea", user_id="alex"))[0] == boost
