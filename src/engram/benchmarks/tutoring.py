@@ -322,7 +322,7 @@ def load() -> dict[str, Any]:
 
 
 def write(path: str, seed: int = SEED) -> None:
-    """Regenerate the shipped file (``python -m engram.ace.tutoring PATH``)."""
+    """Regenerate the shipped file (``python -m engram.benchmarks.tutoring PATH``)."""
     with open(path, "w", encoding="utf-8") as f:
         json.dump(generate(seed), f, ensure_ascii=False, indent=1)
         f.write("\n")
