@@ -118,7 +118,7 @@ def search(
                 ("created (UTC)", {"no_wrap": True}),
             ],
             [
-                [i, f"{r['similarity']:.2f}", r["memory"], r["id"], when(r.get("created_at"))]
+                [i, f"{r['similarity']:.2f}" if "similarity" in r else "-", r["memory"], r["id"], when(r.get("created_at"))]
                 for i, r in enumerate(result["results"], 1)
             ],
         )
