@@ -443,8 +443,10 @@ class Memory:
         """
         prefix = validate.memory_id(prefix).strip()
         matches = self.store.ids_with_prefix(self.config.tenant_id, prefix, include_deleted=include_deleted, limit=6)
-        if prefix in matches or len(matches) == 1:
-            return prefix if prefix in matches else matches[0]
+        if prefix in matches:
+            return prefix
+        if len(matches) == 1:
+            return matches[0]
         if not matches:
             raise NotFoundError("memory", prefix)
         shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
@@ -508,7 +510,8 @@ class Memory:
 
         from .pipelines.transfer import Importer, import_lines
 
-        defaults = dict(zip(("user_id", "agent_id", "run_id"), (validate.scope_id(n, v) for n, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id))), strict=True))
+        ids = self._optional_scope(user_id, agent_id, run_id)
+        defaults = {"user_id": ids.user_id, "agent_id": ids.agent_id, "run_id": ids.run_id}
         if infer is not None and not isinstance(infer, bool):
             raise ValidationError("infer", f"must be True, False or None, got {infer!r}")
         importer = Importer(self.store, self.embedder, self.config.tenant_id, self.add, defaults, infer, max_chars=self.config.max_message_chars)

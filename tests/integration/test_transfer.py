@@ -156,7 +156,7 @@ def test_another_tenants_memory_is_refused(source: Memory, tmp_path: Path) -> No
         assert next(acme.export(user_id="alex"))["tenant_id"] == "acme"
     # Ids are unique across a store: another tenant's id is an error naming the line.
     with Memory(str(tmp_path / "source.db"), tenant_id="acme") as acme, pytest.raises(
-        ImportLineError, match="line 2: .*another tenant"
+        ImportLineError, match=r"^line 2: id .*another tenant"
     ):
         acme.import_([{"text": "hello", "user_id": "x", "infer": False}, line])
 

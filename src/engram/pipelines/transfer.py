@@ -74,10 +74,9 @@ def export_lines(store: Store, scope: ScopeFilter, *, events: bool = False) -> I
     """The scope's memories (active and archived), oldest first, then its events if asked."""
     records = [r for status in _EXPORT_STATUSES for r in store.list(scope, status=status)]
     # Oldest first; list() is newest first with rowid as the tie-break, so reversing
-    # keeps insertion order among equal times and a re-import exports identically.
-    order = {id(r): i for i, r in enumerate(records)}
-    records.sort(key=lambda r: (r.created_at, -order[id(r)]))
-    for record in records:
+    # before a stable sort keeps insertion order among equal times, and a re-import
+    # exports identically.
+    for record in sorted(reversed(records), key=lambda r: r.created_at):
         yield export_item(record)
     if events:
         for event in store.events(scope):
@@ -221,10 +220,11 @@ class Importer:
     def feed(self, line_no: int, raw: str | dict[str, Any]) -> None:
         try:
             self._line(line_no, raw)
+        except ImportLineError:
+            raise  # a write of earlier lines failed; it names its own line
         except EngramError as exc:
             self.flush()  # the lines before a bad one are kept
-            message = str(exc)
-            raise ImportLineError(line_no, message, self.summary()) from exc
+            raise ImportLineError(line_no, str(exc), self.summary()) from exc
 
     def _line(self, line_no: int, raw: str | dict[str, Any]) -> None:
         if isinstance(raw, str):
@@ -340,8 +340,8 @@ class Importer:
             if old is None:
                 writes.append((record, None))
             elif old.scope.tenant_id != self.tenant_id:
-                line_no = next(n for n, r in pending if r.id == record.id)
                 first_line = {r.id: n for n, r in reversed(pending)}
+                line_no = first_line[record.id]
                 self.flush_writes([w for w in writes if first_line[w[0].id] < line_no])
                 raise ImportLineError(line_no, f"id {record.id!r} belongs to another tenant's memory", self.summary())
             elif old.status is Status.DELETED:
@@ -398,6 +398,8 @@ def import_lines(importer: Importer, lines: Iterable[str | dict[str, Any]], *, p
             progress(n)
     try:
         importer.flush()
+    except ImportLineError:
+        raise
     except EngramError as exc:
         raise ImportLineError(n, str(exc), importer.summary()) from exc
     return {"lines": n, **importer.summary()}
