@@ -93,20 +93,23 @@ class App:
     #: Positional arguments of the running command, by the engine field they feed.
     arguments: dict[str, str] = field(default_factory=dict)
     _console: Any = field(default=None, repr=False)
+    _memory: Memory | None = field(default=None, repr=False)
 
     def memory(self, *, create: bool = False, **options: Any) -> Memory:
-        """Open the Memory (closed when the running command ends).
+        """The command's Memory, opened by the first call (closed when the command ends).
 
         Without ``create`` the store must exist: a read of a mistyped path is an
         error naming it, never a new empty store.
         """
+        if self._memory is not None:
+            return self._memory
         from ..memory import Memory
 
         if not create:
             self.require_store()
-        memory = Memory(self.db, embedder=self.embedder, decay_days=self.decay_days, **options)
-        click.get_current_context().call_on_close(memory.close)
-        return memory
+        self._memory = Memory(self.db, embedder=self.embedder, decay_days=self.decay_days, **options)
+        click.get_current_context().call_on_close(self._memory.close)
+        return self._memory
 
     def require_store(self) -> None:
         if self.db != IN_MEMORY and not os.path.isfile(self.db):
