@@ -80,6 +80,13 @@ class MemoryConfig:
     decay_days: float | None = None
     tenant_id: str = ""
     max_message_chars: int = 100_000
+    # Metadata is checked where it enters (add, update, import): how deep it may
+    # nest and how large its JSON may be. Stored rows stay readable whatever they hold.
+    max_metadata_depth: int = 16
+    max_metadata_bytes: int = 65_536
+    # Seconds a write waits for another writer's lock before failing (SQLite's busy
+    # timeout); long batched writes also retry with backoff within it.
+    busy_timeout: float = 30.0
     similar_k: int = 5  # stored memories shown to the reconciler per fact
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     # "provider:model" (e.g. "openai:gpt-5-mini"), an engram.llm.LLM, or None
@@ -118,14 +125,22 @@ class MemoryConfig:
         r = self.retrieval
         if r.rrf_k < 0 or r.candidates < 1 or min(r.vector_weight, r.text_weight, r.time_weight, r.speaker_weight) < 0:
             raise ConfigurationError(f"retrieval settings out of range: {r}")
-        if self.max_message_chars < 1 or self.similar_k < 1:
-            raise ConfigurationError("max_message_chars and similar_k must be >= 1")
+        for name in ("max_message_chars", "similar_k", "max_metadata_depth", "max_metadata_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{name} must be a whole number >= 1, got {value!r}")
+        busy = self.busy_timeout
+        if isinstance(busy, bool) or not isinstance(busy, int | float) or not 0 <= busy <= 86_400:
+            raise ConfigurationError(f"busy_timeout must be seconds from 0 to 86400, got {busy!r}")
         return MemoryConfig(
             path=self.path,
             embedder=embedder,
             decay_days=decay or None,
             tenant_id=tenant,
             max_message_chars=self.max_message_chars,
+            max_metadata_depth=self.max_metadata_depth,
+            max_metadata_bytes=self.max_metadata_bytes,
+            busy_timeout=float(busy),
             similar_k=self.similar_k,
             retrieval=r,
             llm=self.llm if self.llm is not None else (os.environ.get("ENGRAM_LLM") or None),
