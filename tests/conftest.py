@@ -15,6 +15,7 @@ _ENGRAM_ENV = (
     "ENGRAM_DECAY_DAYS",
     "MEMORY_DECAY_DAYS",
     "ENGRAM_TENANT",
+    "ENGRAM_BUSY_TIMEOUT",
     # LLM providers: no test may pick up a developer's real key or endpoint.
     "ENGRAM_LLM",
     "ENGRAM_LLM_BASE_URL",

@@ -13,6 +13,8 @@ decay_days             ``ENGRAM_DECAY_DAYS``       0 (no decay); ``MEMORY_DECAY_
                                                    is accepted too
 tenant_id              ``ENGRAM_TENANT``           "" (single tenant)
 llm                    ``ENGRAM_LLM``              none: heuristic roles, no network
+busy_timeout           ``ENGRAM_BUSY_TIMEOUT``     30 (seconds a write waits for
+                                                   another process's write lock)
 =====================  ==========================  =================================
 """
 
@@ -51,6 +53,20 @@ def _env_decay_days() -> float | None:
     return None
 
 
+#: Seconds a write waits for another process's write lock when nothing says otherwise.
+DEFAULT_BUSY_TIMEOUT = 30.0
+
+
+def _env_busy_timeout() -> float:
+    raw = os.environ.get("ENGRAM_BUSY_TIMEOUT")
+    if raw is None or not raw.strip():
+        return DEFAULT_BUSY_TIMEOUT
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"ENGRAM_BUSY_TIMEOUT must be a number of seconds, got {raw!r}") from exc
+
+
 @dataclass(slots=True)
 class RetrievalConfig:
     """How search finds and orders candidates."""
@@ -84,9 +100,10 @@ class MemoryConfig:
     # nest and how large its JSON may be. Stored rows stay readable whatever they hold.
     max_metadata_depth: int = 16
     max_metadata_bytes: int = 65_536
-    # Seconds a write waits for another writer's lock before failing (SQLite's busy
-    # timeout); long batched writes also retry with backoff within it.
-    busy_timeout: float = 30.0
+    # Seconds a write waits for another writer's lock before failing (looking again
+    # after short jittered sleeps); an import batch that still finds the store locked
+    # is retried whole, with backoff (engram.pipelines.transfer).
+    busy_timeout: float | None = None  # None: ENGRAM_BUSY_TIMEOUT, else 30
     similar_k: int = 5  # stored memories shown to the reconciler per fact
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     # "provider:model" (e.g. "openai:gpt-5-mini"), an engram.llm.LLM, or None
@@ -129,7 +146,7 @@ class MemoryConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"{name} must be a whole number >= 1, got {value!r}")
-        busy = self.busy_timeout
+        busy = self.busy_timeout if self.busy_timeout is not None else _env_busy_timeout()
         if isinstance(busy, bool) or not isinstance(busy, int | float) or not 0 <= busy <= 86_400:
             raise ConfigurationError(f"busy_timeout must be seconds from 0 to 86400, got {busy!r}")
         return MemoryConfig(

@@ -82,7 +82,7 @@ class Memory:
             target = self.config.path if self.config.path is not None else str(default_db_path())
             if not isinstance(target, str | bytes) and not hasattr(target, "__fspath__"):
                 raise ValidationError("path", f"must be a file path, got {type(target).__name__}")
-            store = SQLiteStore(target)
+            store = SQLiteStore(target, busy_timeout=self.config.busy_timeout)
         self.store = store
         try:
             self.embedder = self._bind_embedder(self.config.embedder)
@@ -112,6 +112,7 @@ class Memory:
             self.extractor,
             self.reconciler,
             similar_k=self.config.similar_k,
+            decay_days=self.config.decay_days,
             speaker_keys=self.config.retrieval.speaker_keys,
             context_keys=self.config.retrieval.context_keys,
             fact_keys=self.config.retrieval.fact_keys,
@@ -186,10 +187,15 @@ class Memory:
             and is_valid(record.created_at, record.updated_at, record.valid_to, now=now, decay_days=self.config.decay_days)
         )
 
-    def _get_record(self, memory_id: Any) -> MemoryRecord:
+    def _get_record(self, memory_id: Any, user_id: Any = None, agent_id: Any = None, run_id: Any = None, *, deleted: bool = False) -> MemoryRecord:
+        """The memory ``memory_id`` if the caller owns it: of this tenant and, for
+        each of ``user_id``/``agent_id``/``run_id`` given, of that id. Anything else
+        is :class:`NotFoundError`, exactly as for an id that does not exist, so a
+        caller cannot learn whether another user's memory exists."""
         mid = validate.memory_id(memory_id)
+        owner = self._optional_scope(user_id, agent_id, run_id)
         record = self.store.get(mid)
-        if record is None or record.status is Status.DELETED or record.scope.tenant_id != self.config.tenant_id:
+        if record is None or (record.status is Status.DELETED and not deleted) or not owner.matches(record.scope):
             raise NotFoundError("memory", mid)
         return record
 
@@ -214,10 +220,15 @@ class Memory:
         written to the event log even when nothing is extracted.
         """
         u, a, r = validate.require_scope(user_id, agent_id, run_id)
-        msgs, plain = validate.messages(messages, max_chars=self.config.max_message_chars)
-        meta = validate.metadata(metadata)
+        msgs, plain = validate.messages(
+            messages,
+            max_chars=self.config.max_message_chars,
+            max_metadata_depth=self.config.max_metadata_depth,
+            max_metadata_bytes=self.config.max_metadata_bytes,
+        )
+        meta = validate.metadata(metadata, max_depth=self.config.max_metadata_depth, max_bytes=self.config.max_metadata_bytes)
         if not isinstance(infer, bool):
-            raise ValidationError("infer", f"must be True or False, got {infer!r}")
+            raise ValidationError("infer", f"must be True or False, got {validate.show(infer)}")
         at = validate.timestamp(timestamp)
         at = time.time() if at is None else at
         scope = Scope(self.config.tenant_id, u or "", a or "", r or "")
@@ -257,7 +268,7 @@ class Memory:
         query = validate.text("query", query, max_chars=self.config.max_message_chars)
         limit = validate.limit(limit)
         predicate = compile_filters(filters)
-        reference = validate.timestamp(reference_time)
+        reference = validate.timestamp(reference_time, field="reference_time")
         threshold = validate.threshold(threshold)
         qvec = self._query_vector(query)
         ranked, similarity = self._search.search(
@@ -271,13 +282,16 @@ class Memory:
             results.append(item)
         return {"results": results}
 
-    def get(self, memory_id: str) -> dict[str, Any]:
+    def get(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
         """One memory by id.
 
-        :class:`~engram.errors.NotFoundError` if it is unknown, deleted, or outside the
-        validity window (``decay_days``): no read returns an expired memory.
+        :class:`~engram.errors.NotFoundError` if it is unknown, deleted, outside the
+        validity window (``decay_days``: no read returns an expired memory), or not
+        the caller's: pass the caller's ``user_id`` (``agent_id``, ``run_id``) and a
+        memory of any other scope answers exactly like a missing one. Every by-id
+        call (:meth:`update`, :meth:`delete`, :meth:`history`) takes the same ids.
         """
-        record = self._get_record(memory_id)
+        record = self._get_record(memory_id, user_id, agent_id, run_id)
         if not self._visible(record, time.time()):
             raise NotFoundError("memory", record.id)
         return record.to_item()
@@ -303,12 +317,27 @@ class Memory:
             records = [r for r in self.store.list(scope, cutoff=cutoff, now=now) if predicate(r)][:limit]
         return {"results": [r.to_item() for r in records]}
 
-    def update(self, memory_id: str, text: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Replace a memory's text (re-embedded); ``metadata`` keys are merged in."""
-        record = self._get_record(memory_id)
+    def update(
+        self,
+        memory_id: str,
+        text: str,
+        metadata: dict[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Replace a memory's text (re-embedded); ``metadata`` keys are merged in.
+        The ids restrict it to the caller's memories, as in :meth:`get`."""
+        record = self._get_record(memory_id, user_id, agent_id, run_id)
         text = validate.text("text", text, max_chars=self.config.max_message_chars)
-        meta = validate.metadata(metadata)
+        meta = validate.metadata(metadata, max_depth=self.config.max_metadata_depth, max_bytes=self.config.max_metadata_bytes)
         merged = {**record.metadata, **meta}
+        if meta:  # merging must not grow a memory's metadata past the limits either
+            try:
+                validate.metadata(merged, max_depth=self.config.max_metadata_depth, max_bytes=self.config.max_metadata_bytes)
+            except ValidationError as exc:
+                raise ValidationError("metadata", f"merged into the memory's metadata, {str(exc).split(': ', 1)[1]}") from None
         name = merged.get("name") if self.config.retrieval.speaker_keys else None
         key = memory_key(text, name=name if isinstance(name, str) and name else None)
         vector = self.embedder.embed_one(key)
@@ -323,9 +352,10 @@ class Memory:
             batch.update(updated, vector, old_text=record.text, payload={"metadata": meta} if meta else None)
         return {"id": record.id, "memory": text, "event": "UPDATE", "previous_memory": record.text}
 
-    def delete(self, memory_id: str) -> dict[str, Any]:
-        """Delete one memory. Its history stays readable through :meth:`history`."""
-        record = self._get_record(memory_id)
+    def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """Delete one memory. Its history stays readable through :meth:`history`.
+        The ids restrict it to the caller's memories, as in :meth:`get`."""
+        record = self._get_record(memory_id, user_id, agent_id, run_id)
         with self.store.transaction() as batch:
             batch.delete(record)
         return {"id": record.id, "memory": record.text, "event": "DELETE", "message": "Memory deleted successfully"}
@@ -340,13 +370,11 @@ class Memory:
         noun = "memory" if len(records) == 1 else "memories"
         return {"deleted": len(records), "message": f"Deleted {len(records)} {noun}"}
 
-    def history(self, memory_id: str) -> list[dict[str, Any]]:
-        """Every event of a memory, oldest first, with old and new text (deleted ones too)."""
-        mid = validate.memory_id(memory_id)
-        record = self.store.get(mid)
-        if record is None or record.scope.tenant_id != self.config.tenant_id:
-            raise NotFoundError("memory", mid)
-        return [e.to_item() for e in self.store.history(mid)]
+    def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
+        """Every event of a memory, oldest first, with old and new text (deleted ones
+        too). The ids restrict it to the caller's memories, as in :meth:`get`."""
+        record = self._get_record(memory_id, user_id, agent_id, run_id, deleted=True)
+        return [e.to_item() for e in self.store.history(record.id)]
 
     def reset(self) -> None:
         """Delete everything in the store: memories, vectors and the event log."""
@@ -359,8 +387,7 @@ class Memory:
         scope = self._scope_filter(user_id, agent_id, run_id)
         if limit is not None:
             limit = validate.limit(limit)
-        if isinstance(since, bool) or not isinstance(since, int) or since < 0:
-            raise ValidationError("since", f"must be a whole number >= 0 (an event seq), got {since!r}")
+        since = validate.since(since)
         return [e.to_item() for e in self.store.events(scope, since=since, limit=limit)]
 
     def stats(self) -> dict[str, Any]:
@@ -412,6 +439,7 @@ class Memory:
         from .pipelines.llm_events import usage_summary
 
         scope = self._optional_scope(user_id, agent_id, run_id)
+        since = validate.since(since)
         return usage_summary(self.store.events(scope, since=since, ops=("llm_call",)))
 
     def reindex(self, *, embedder: str | Embedder | None = None, progress: Any = None) -> dict[str, int]:
@@ -513,17 +541,81 @@ class Memory:
         ids = self._optional_scope(user_id, agent_id, run_id)
         defaults = {"user_id": ids.user_id, "agent_id": ids.agent_id, "run_id": ids.run_id}
         if infer is not None and not isinstance(infer, bool):
-            raise ValidationError("infer", f"must be True, False or None, got {infer!r}")
-        importer = Importer(self.store, self.embedder, self.config.tenant_id, self.add, defaults, infer, max_chars=self.config.max_message_chars)
+            raise ValidationError("infer", f"must be True, False or None, got {validate.show(infer)}")
+        if progress is not None and not callable(progress):
+            raise ValidationError("progress", f"must be a function of the lines read, got {type(progress).__name__}")
+        importer = Importer(
+            self.store,
+            self.embedder,
+            self.config.tenant_id,
+            self.add,
+            defaults,
+            infer,
+            max_chars=self.config.max_message_chars,
+            max_metadata_depth=self.config.max_metadata_depth,
+            max_metadata_bytes=self.config.max_metadata_bytes,
+        )
         if isinstance(source, str | os.PathLike):
             try:
-                with open(source, encoding="utf-8") as handle:
+                # surrogateescape: a line that is not UTF-8 fails as that line.
+                with open(source, encoding="utf-8", errors="surrogateescape") as handle:
                     return import_lines(importer, handle, progress=progress)
             except OSError as exc:
-                raise ValidationError("source", f"cannot read {os.fspath(source)!r}: {exc.strerror or exc}") from exc
+                raise ValidationError("source", f"cannot read {validate.show(os.fspath(source))}: {exc.strerror or exc}") from exc
+            except (UnicodeEncodeError, ValueError) as exc:
+                if isinstance(exc, ValidationError):  # an ImportLineError of the file's lines
+                    raise
+                # A path with a lone surrogate or a NUL byte names no file.
+                raise ValidationError("source", f"is not a usable path: {validate.show(source)}") from exc
         if isinstance(source, bytes | dict) or not hasattr(source, "__iter__"):
             raise ValidationError("source", f"must be a path, a text file or an iterable of lines, got {type(source).__name__}")
         return import_lines(importer, source, progress=progress)
+
+    # integrity and backup -------------------------------------------------------------
+    def _sqlite_store(self, what: str) -> SQLiteStore:
+        if not isinstance(self.store, SQLiteStore):
+            from .errors import ConfigurationError
+
+            raise ConfigurationError(f"{what} works on the SQLite store; this Memory uses {type(self.store).__name__}")
+        return self.store
+
+    def check(self, *, quick: bool = False) -> dict[str, Any]:
+        """Look for damage: SQLite's integrity check (``quick``: its faster
+        ``quick_check``) and Engram's own invariants (every active memory in the
+        full-text and vector indexes, no index entry without its memory, the event
+        log whole). Read-only, and on its own snapshot: writers are not blocked.
+
+        Returns ``{"healthy", "problems": [{"check", "problem", "count",
+        "examples"}], "counts", ...}``; see :func:`engram.store.check.check_store`,
+        which also checks a file that does not open (``engram check`` uses it).
+        """
+        from .store.check import check_store
+
+        if not isinstance(quick, bool):
+            raise ValidationError("quick", f"must be True or False, got {quick!r}")
+        store = self._sqlite_store("check")
+        if store.path == ":memory:":
+            with store._lock:  # the only connection that sees an in-memory store
+                return check_store(store.path, quick=quick, conn=store._conn)
+        return check_store(store.path, quick=quick, busy_timeout=self.config.busy_timeout)
+
+    def backup(self, dest: str, *, force: bool = False) -> dict[str, Any]:
+        """Copy the store to the file ``dest`` with SQLite's online backup API.
+
+        The copy is one consistent state of the store, taken while other processes
+        may go on writing; it is checked before it replaces ``dest``, and an
+        existing ``dest`` is refused unless ``force``. (Copying the ``.db`` file
+        alone is not a backup: recent commits live in its ``-wal`` file until a
+        checkpoint.) Returns ``{"path", "source", "bytes", "memories", "seconds"}``.
+        """
+        from .store.check import backup_store
+
+        store = self._sqlite_store("backup")
+        store.flush()  # retrieval bookkeeping buffered here goes into the copy too
+        if store.path == ":memory:":
+            with store._lock:
+                return backup_store(store._conn, dest, force=force, source_path=store.path)
+        return backup_store(store.path, dest, force=force, busy_timeout=self.config.busy_timeout)
 
     def close(self) -> None:
         """Flush buffered bookkeeping and close the store."""
@@ -546,7 +638,7 @@ def reembed(path: str, embedder: str | Embedder, *, progress: Any = None) -> dic
     needs only the stored texts. The store then belongs to the new embedder.
     """
     new = resolve_embedder(embedder)
-    store = SQLiteStore(path)
+    store = SQLiteStore(path, busy_timeout=MemoryConfig().resolved().busy_timeout)
     try:
         return store.reindex(new.embed, name=new.name, dim=new.dim, progress=progress)
     finally:

@@ -156,10 +156,11 @@ def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
 
 @cli.command()
 @click.argument("memory_id", metavar="ID")
+@scope_options
 @pass_app
-def get(app: App, memory_id: str) -> None:
-    """One memory by ID (or a unique prefix of it)."""
-    item = app.memory().get(_memory_id(app, memory_id))
+def get(app: App, memory_id: str, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
+    """One memory by ID (or a unique prefix of it); --user/--agent/--run: only if it is theirs."""
+    item = app.memory().get(_memory_id(app, memory_id), **scope(user_id, agent_id, run_id))
     app.emit(item, lambda: app.pairs(item))
 
 
@@ -167,11 +168,14 @@ def get(app: App, memory_id: str) -> None:
 @click.argument("memory_id", metavar="ID")
 @click.argument("text", nargs=-1, required=True)
 @click.option("--metadata", metavar="JSON", callback=json_object, help="A JSON object merged into the metadata.")
+@scope_options
 @pass_app
-def update(app: App, memory_id: str, text: tuple[str, ...], metadata: dict[str, Any] | None) -> None:
+def update(
+    app: App, memory_id: str, text: tuple[str, ...], metadata: dict[str, Any] | None, user_id: str | None, agent_id: str | None, run_id: str | None
+) -> None:
     """Replace the text of memory ID (or a unique prefix) with TEXT ('-' reads stdin)."""
     app.arguments = {"text": "TEXT"}
-    result = app.memory().update(_memory_id(app, memory_id), read_text(text), metadata=metadata)
+    result = app.memory().update(_memory_id(app, memory_id), read_text(text), metadata=metadata, **scope(user_id, agent_id, run_id))
     app.emit(
         result,
         lambda: app.pairs(
@@ -182,10 +186,11 @@ def update(app: App, memory_id: str, text: tuple[str, ...], metadata: dict[str, 
 
 @cli.command()
 @click.argument("memory_id", metavar="ID")
+@scope_options
 @pass_app
-def delete(app: App, memory_id: str) -> None:
+def delete(app: App, memory_id: str, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
     """Delete memory ID or a unique prefix of it (its history stays readable)."""
-    result = app.memory().delete(_memory_id(app, memory_id))
+    result = app.memory().delete(_memory_id(app, memory_id), **scope(user_id, agent_id, run_id))
     app.emit(result, lambda: click.echo(f"Deleted {result['id']}: {result['memory']}"))
 
 
@@ -206,10 +211,11 @@ def delete_all(app: App, user_id: str | None, agent_id: str | None, run_id: str 
 
 @cli.command()
 @click.argument("memory_id", metavar="ID")
+@scope_options
 @pass_app
-def history(app: App, memory_id: str) -> None:
+def history(app: App, memory_id: str, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
     """Every event of memory ID (or a unique prefix), oldest first."""
-    events = app.memory().history(_memory_id(app, memory_id, include_deleted=True))
+    events = app.memory().history(_memory_id(app, memory_id, include_deleted=True), **scope(user_id, agent_id, run_id))
 
     def human() -> None:
         app.table(

@@ -39,6 +39,20 @@ from .llm_events import turn_flags, write_llm_calls
 logger = logging.getLogger("engram")
 
 
+# How many times a turn's reconciliation is decided before it is decided inside the
+# write transaction (see Ingestor.add_inferred).
+DECIDE_TRIES = 3
+
+
+class _ScopeMoved(Exception):
+    """The scope's candidates changed between the decision and the write."""
+
+
+def _shown(existing: list[list[Existing]]) -> list[list[tuple[str, str]]]:
+    """What a reconciler's decision depends on: the candidates' ids and texts."""
+    return [[(e.id, e.text) for e in group] for group in existing]
+
+
 def new_id() -> str:
     return str(uuid.uuid4())
 
@@ -93,6 +107,7 @@ class Ingestor:
         speaker_keys: bool = True,
         context_keys: bool = True,
         fact_keys: bool = True,
+        decay_days: float | None = None,
     ) -> None:
         from ..roles.extractor import HeuristicExtractor
 
@@ -105,6 +120,7 @@ class Ingestor:
         self.extractor = extractor
         self.reconciler = reconciler
         self.similar_k = similar_k
+        self.decay_days = decay_days
 
     def _turn_payload(self, messages: Sequence[Message], metadata: dict[str, Any], at: float, infer: bool) -> dict[str, Any]:
         return {
@@ -179,20 +195,71 @@ class Ingestor:
         return {"results": results, "message": _summary({"ADD": len(results)})}
 
     def add_inferred(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float) -> dict[str, Any]:
+        """Extract, reconcile against the scope as it is when the write commits, apply.
+
+        Extraction and the reconciler's decision run outside any lock (they may be
+        slow LLM calls), against the scope's memories as read then. The write
+        transaction checks the scope's version: if another writer changed the space
+        meanwhile and the candidates the reconciler was shown are no longer what the
+        store holds, the decision is taken again on fresh candidates, outside the
+        lock, up to ``DECIDE_TRIES`` times; the last try decides inside the
+        transaction, so concurrent writers always end as if they had run one after
+        the other.
+        """
+        space = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
         # The recording sees the LLM calls and role fallbacks of this turn: a failed
         # extraction leaves the turn pending (see pipelines/reprocess.py).
         with recording() as rec:
             facts = self.extractor.extract(messages, timestamp=from_epoch(at))
-            space = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
             vectors = self.embedder.embed([f.text for f in facts]) if facts else np.zeros((0, self.embedder.dim), np.float32)
+            vector_of = {f.text: vectors[i] for i, f in enumerate(facts)}
+            version = self.store.space_version(scope)
             existing = self.similar(space, facts, vectors)
             decisions = self.reconciler.reconcile(facts, existing) if facts else []
-        vector_of = {f.text: vectors[i] for i, f in enumerate(facts)}
-        allowed = {e.id for group in existing for e in group}
+            for attempt in range(1, DECIDE_TRIES + 1):
+                try:
+                    return self._write_inferred(
+                        messages, scope, space, facts, vectors, vector_of, version, existing, decisions,
+                        metadata=metadata, at=at, rec=rec, last_try=attempt == DECIDE_TRIES,
+                    )
+                except _ScopeMoved:
+                    logger.debug("engram: scope %s changed while reconciling; deciding again (try %d)", scope.space, attempt + 1)
+                    version = self.store.space_version(scope)
+                    existing = self.similar(space, facts, vectors)
+                    decisions = self.reconciler.reconcile(facts, existing)
+        raise AssertionError("unreachable: the last try decides inside the transaction")
+
+    def _write_inferred(
+        self,
+        messages: Sequence[Message],
+        scope: Scope,
+        space: ScopeFilter,
+        facts: Sequence[Fact],
+        vectors: np.ndarray,
+        vector_of: dict[str, np.ndarray],
+        version: int,
+        existing: list[list[Existing]],
+        decisions: list[Decision],
+        *,
+        metadata: dict[str, Any],
+        at: float,
+        rec: Any,
+        last_try: bool,
+    ) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
         counts: dict[str, int] = {}
-        flags = turn_flags(rec)
         with self.store.transaction() as batch:
+            if facts and batch.space_version(scope) != version:
+                # Someone wrote to the space since the candidates were read. Only
+                # what the reconciler was shown matters: unchanged, the decision stands.
+                fresh = self.similar(space, facts, vectors)
+                if _shown(fresh) != _shown(existing):
+                    if not (last_try or self.reconciler.local):
+                        raise _ScopeMoved  # rolls back; nothing was written yet
+                    existing = fresh
+                    decisions = self.reconciler.reconcile(facts, existing)
+            allowed = {e.id for group in existing for e in group}
+            flags = turn_flags(rec)
             turn = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, True) | {"facts": [f.text for f in facts]} | flags)
             for decision in decisions:
                 outcome = self.apply(batch, decision, scope=scope, metadata=metadata, at=at, turn=turn, vector_of=vector_of, allowed=allowed)
@@ -242,6 +309,8 @@ class Ingestor:
         ``vector_of`` maps fact texts to the embeddings already computed (others are
         embedded here); ``allowed`` are the ids the reconciler was shown, the only
         ones it may update or delete. An ADD of a text already stored is a NONE.
+        Under a decay window (``decay_days``), a fact judged already stored renews
+        the memory holding it: repeating a fact keeps it (or brings it back) in view.
         Public for the same reason as :meth:`similar`.
         """
         action = decision.action
@@ -254,8 +323,10 @@ class Ingestor:
         payload = {"turn_event": turn, "reason": decision.reason}
         if action is Action.ADD:
             digest = content_hash(decision.text)
-            if batch.find_active_hash(scope, digest) is not None:
-                return None  # already stored, perhaps by a concurrent writer: NONE
+            duplicate = batch.find_active_hash(scope, digest)
+            if duplicate is not None:
+                # Already stored, perhaps by a concurrent writer: a NONE.
+                return self._renew(batch, duplicate, at=at, payload=payload)
             kind = Kind(decision.fact.kind) if decision.fact and decision.fact.kind in Kind._value2member_map_ else Kind.FACT
             record = make_record(decision.text, scope, kind=kind, at=at, metadata=dict(metadata), lineage={"turn_event": turn})
             vector = vector_of.get(decision.text)
@@ -264,7 +335,7 @@ class Ingestor:
             batch.add(record, vector, payload=payload)
             return {"id": record.id, "memory": record.text, "event": "ADD"}
         if action is Action.NONE:
-            return None
+            return None if decision.target_id is None else self._renew(batch, decision.target_id, at=at, payload=payload)
         current = self.store.get(decision.target_id)  # type: ignore[arg-type]
         if current is None or current.status.value != "active":
             return None
@@ -285,6 +356,24 @@ class Ingestor:
             return {"id": current.id, "memory": decision.text, "event": "UPDATE", "previous_memory": current.text}
         batch.delete(current, payload=payload)
         return {"id": current.id, "memory": current.text, "event": "DELETE"}
+
+    def _renew(self, batch: Batch, memory_id: str, *, at: float, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """A repeated fact under a decay window: the memory's validity restarts at ``at``.
+
+        Without decay nothing expires by age, so nothing is written. The change is an
+        ``update`` of the memory's time only (its text and vector stay).
+        """
+        if not self.decay_days:
+            return None
+        current = batch.get_many([memory_id]).get(memory_id)
+        if current is None or current.status.value != "active":
+            return None
+        effective = current.updated_at if current.updated_at is not None else current.created_at
+        if at <= effective:
+            return None
+        renewed = current.copy(updated_at=at)
+        batch.update(renewed, None, old_text=current.text, payload={**payload, "reason": "repeated: validity renewed"})
+        return {"id": current.id, "memory": current.text, "event": "UPDATE", "previous_memory": current.text}
 
 
 __all__ = ["Ingestor", "make_record", "new_id"]

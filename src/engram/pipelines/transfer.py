@@ -21,22 +21,28 @@ it; the lines before it stay imported.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import validate
 from ..embed.base import Embedder
-from ..errors import EngramError, ImportLineError, ValidationError
+from ..errors import EngramError, ImportLineError, StoreError, ValidationError
 from ..model import DEFAULT_CLASS, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier, from_epoch
 from ..policies.text import content_hash
 from ..store.base import ScopeFilter, Store
+from ..store.sqlite_errors import is_busy, retry_busy
 
 #: Most lines written (memories) or messages added (verbatim turns) in one call.
 IMPORT_BATCH = 500
+#: Attempts at one batch while the store stays locked by other writers. Each
+#: attempt already waits the store's busy timeout for the lock; a batch is one
+#: transaction, so a failed attempt wrote nothing and the batch is retried whole.
+IMPORT_BUSY_ATTEMPTS = 3
 _SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 _EXPORT_STATUSES = (Status.ACTIVE, Status.ARCHIVED)
+_MAX_NUMBER = 1.7976931348623157e308  # the largest finite float
+_MAX_COUNT = 2**63 - 1  # counters are SQLite INTEGERs
 
 
 def _iso(seconds: float | None) -> str | None:
@@ -90,18 +96,19 @@ def _str(obj: dict[str, Any], key: str, default: str = "") -> str:
         return default
     if not isinstance(value, str):
         raise ValidationError(key, f"must be a string, got {type(value).__name__}")
-    return value
+    return validate.unicode(key, value)
 
 
 def _number(obj: dict[str, Any], key: str, default: float, *, whole: bool = False) -> Any:
     value = obj.get(key, default)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValidationError(key, f"must be a number, got {value!r}")
+    # Comparisons before any conversion: an int of any size compares exactly, NaN fails.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -_MAX_NUMBER <= value <= _MAX_NUMBER:
+        raise ValidationError(key, f"must be a finite number, got {validate.show(value)}")
     if whole:
-        if int(value) != value or value < 0:
-            raise ValidationError(key, f"must be a whole number >= 0, got {value!r}")
+        if not 0 <= value <= _MAX_COUNT or int(value) != value:
+            raise ValidationError(key, f"must be a whole number >= 0, got {validate.show(value)}")
         return int(value)
     return float(value)
 
@@ -111,13 +118,22 @@ def _enum(obj: dict[str, Any], key: str, kind: type[Any], default: Any) -> Any:
     if value is None:
         return default
     try:
-        return kind(value)
+        if isinstance(value, str):
+            return kind(value)
     except ValueError:
-        allowed = ", ".join(m.value for m in kind)
-        raise ValidationError(key, f"must be one of {allowed}, got {value!r}") from None
+        pass
+    allowed = ", ".join(m.value for m in kind)
+    raise ValidationError(key, f"must be one of {allowed}, got {validate.show(value)}")
 
 
-def record_from_item(obj: dict[str, Any], tenant_id: str, *, max_chars: int) -> MemoryRecord:
+def record_from_item(
+    obj: dict[str, Any],
+    tenant_id: str,
+    *,
+    max_chars: int,
+    max_metadata_depth: int = validate.METADATA_DEPTH,
+    max_metadata_bytes: int = validate.METADATA_BYTES,
+) -> MemoryRecord:
     """The memory an export line describes (validated; the vector is not part of it)."""
     mid = validate.memory_id(obj.get("id"))
     text = validate.text("memory", obj.get("memory"), max_chars=max_chars)
@@ -132,6 +148,8 @@ def record_from_item(obj: dict[str, Any], tenant_id: str, *, max_chars: int) -> 
     tags = obj.get("tags") or []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise ValidationError("tags", "must be a list of strings")
+    for tag in tags:
+        validate.unicode("tags", tag)
     strengths = obj.get("strengths")
     defaults = MemoryRecord(id="", scope=Scope(), text="")
     if strengths is None:
@@ -143,9 +161,13 @@ def record_from_item(obj: dict[str, Any], tenant_id: str, *, max_chars: int) -> 
     lineage = obj.get("lineage") or {}
     if not isinstance(lineage, dict):
         raise ValidationError("lineage", f"must be an object, got {type(lineage).__name__}")
+    # Lineage is stored as JSON like metadata, and held to the same limits.
+    lineage = validate.metadata(lineage, field="lineage", max_depth=max_metadata_depth, max_bytes=max_metadata_bytes)
     search_text = obj.get("search_text") or text
     if not isinstance(search_text, str):
         raise ValidationError("search_text", f"must be a string, got {type(search_text).__name__}")
+    if search_text is not text:
+        validate.text("search_text", search_text, max_chars=max_chars)
     return MemoryRecord(
         id=mid,
         scope=Scope(tenant_id, *(s or "" for s in scope_ids)),
@@ -168,7 +190,7 @@ def record_from_item(obj: dict[str, Any], tenant_id: str, *, max_chars: int) -> 
         updated_at=None if updated is None or updated == created else updated,
         valid_to=validate.timestamp(obj.get("valid_to"), field="valid_to"),
         content_hash=content_hash(text),
-        metadata=validate.metadata(obj.get("metadata")),
+        metadata=validate.metadata(obj.get("metadata"), max_depth=max_metadata_depth, max_bytes=max_metadata_bytes),
         lineage=dict(lineage),
         status=_enum(obj, "status", Status, Status.ACTIVE),
         search_text=search_text,
@@ -209,6 +231,8 @@ class Importer:
     defaults: dict[str, str | None]
     infer: bool | None = None
     max_chars: int = 100_000
+    max_metadata_depth: int = validate.METADATA_DEPTH
+    max_metadata_bytes: int = validate.METADATA_BYTES
     counts: dict[str, int] = field(
         default_factory=lambda: {"added": 0, "updated": 0, "unchanged": 0, "skipped": 0, "deleted": 0, "events": 0}
     )
@@ -223,6 +247,8 @@ class Importer:
         except ImportLineError:
             raise  # a write of earlier lines failed; it names its own line
         except EngramError as exc:
+            if is_busy(exc):
+                raise self.stopped(exc, line_no) from exc
             self.flush()  # the lines before a bad one are kept
             raise ImportLineError(line_no, str(exc), self.summary()) from exc
 
@@ -231,9 +257,17 @@ class Importer:
             if not raw.strip():
                 return
             try:
+                validate.unicode("line", raw)
+            except ValidationError:
+                # Files are read with surrogateescape: bytes that are not UTF-8 show up
+                # here, so the error names their line.
+                raise _Bad("is not valid UTF-8 text") from None
+            try:
                 obj = json.loads(raw)
             except json.JSONDecodeError as exc:
                 raise _Bad(f"not valid JSON: {exc.msg} (column {exc.colno})") from exc
+            except RecursionError:
+                raise _Bad("nests too deep to be read") from None
         else:
             obj = raw
         if not isinstance(obj, dict):
@@ -256,7 +290,7 @@ class Importer:
     def _memory(self, line_no: int, obj: dict[str, Any]) -> None:
         tenant = obj.get("tenant_id") or ""
         if tenant != self.tenant_id:
-            raise _Bad(f"the memory belongs to tenant {tenant!r}, not this Memory's tenant {self.tenant_id!r}")
+            raise _Bad(f"the memory belongs to tenant {validate.show(tenant)}, not this Memory's tenant {self.tenant_id!r}")
         if not any(obj.get(k) is not None for k in _SCOPE_KEYS):
             obj = {**obj, **self.defaults}
         if "id" not in obj:
@@ -264,7 +298,14 @@ class Importer:
             # id derived from what it is, so importing it twice is still idempotent.
             obj = {**obj, "id": _derived_id(obj)}
         self._flush_turns()
-        self._records.append((line_no, record_from_item(obj, self.tenant_id, max_chars=self.max_chars)))
+        record = record_from_item(
+            obj,
+            self.tenant_id,
+            max_chars=self.max_chars,
+            max_metadata_depth=self.max_metadata_depth,
+            max_metadata_bytes=self.max_metadata_bytes,
+        )
+        self._records.append((line_no, record))
         if len(self._records) >= IMPORT_BATCH:
             self._flush_records()
 
@@ -282,7 +323,13 @@ class Importer:
             self._flush_turns()
             self._call(messages, kwargs)
             return
-        key = (tuple(ids.values()), json.dumps(metadata, sort_keys=True, default=str), json.dumps(timestamp, default=str))
+        try:
+            key = (tuple(ids.values()), json.dumps(metadata, sort_keys=True, default=str), json.dumps(timestamp, default=str))
+        except (TypeError, ValueError, RecursionError):
+            # Metadata or a timestamp that is not JSON: add() names what is wrong.
+            self._flush_turns()
+            self._call(messages, kwargs)
+            return
         if self._turns is not None and (self._turns.key != key or self._turns.size + len(messages) > IMPORT_BATCH):
             self._flush_turns()
         if self._turns is None:
@@ -295,7 +342,8 @@ class Importer:
         self._flush_turns()
 
     def _call(self, messages: Any, kwargs: dict[str, Any]) -> None:
-        result = self.add(messages, **kwargs)
+        # One add is one transaction: retried whole while the store is locked.
+        result = retry_busy(lambda: self.add(messages, **kwargs), attempts=IMPORT_BUSY_ATTEMPTS)
         self.calls += 1
         for item in result["results"]:
             key = {"ADD": "added", "UPDATE": "updated", "DELETE": "deleted"}.get(item["event"])
@@ -311,7 +359,9 @@ class Importer:
             return
         try:
             self._call([m for _, ms in batch.lines for m in ms], batch.kwargs)
-        except EngramError:
+        except EngramError as exc:
+            if is_busy(exc):
+                raise  # no line is bad: the store stayed locked
             # The batch wrote nothing; replay it line by line so the lines before
             # the bad one are kept and the error names the bad line.
             self._replay(batch.lines, batch.kwargs)
@@ -321,6 +371,8 @@ class Importer:
             try:
                 self._call(messages, kwargs)
             except EngramError as exc:
+                if is_busy(exc):
+                    raise
                 raise ImportLineError(line_no, str(exc), self.summary()) from exc
 
     def _flush_records(self) -> None:
@@ -359,19 +411,35 @@ class Importer:
         if not writes:
             return
         vectors = self.embedder.embed([r.search_text or r.text for r, _ in writes])
-        with self.store.transaction() as batch:
-            for (record, old), vector in zip(writes, vectors, strict=True):
-                live = vector if record.status is Status.ACTIVE else None
-                if old is None:
-                    batch.add(record, live, payload={"import": True})
-                else:
-                    record.last_access = old.last_access
-                    batch.update(record, live, old_text=old.text, payload={"import": True})
+
+        def write() -> None:
+            with self.store.transaction() as batch:
+                for (record, old), vector in zip(writes, vectors, strict=True):
+                    live = vector if record.status is Status.ACTIVE else None
+                    if old is None:
+                        batch.add(record, live, payload={"import": True})
+                    else:
+                        record.last_access = old.last_access
+                        batch.update(record, live, old_text=old.text, payload={"import": True})
+
+        retry_busy(write, attempts=IMPORT_BUSY_ATTEMPTS)  # one transaction: retried whole
         for _, old in writes:
             self.counts["added" if old is None else "updated"] += 1
 
     def summary(self) -> dict[str, int]:
         return {**self.counts, "calls": self.calls}
+
+    def stopped(self, exc: EngramError, line_no: int) -> StoreError:
+        """The error ending an import that found the store locked, batch after retry.
+
+        Not an :class:`ImportLineError`: no line is bad. The lines written before
+        stay; the batch that failed wrote nothing.
+        """
+        done = self.summary()
+        return StoreError(
+            f"{exc} (tried {IMPORT_BUSY_ATTEMPTS} times); the import stopped at line {line_no}: "
+            f"what the lines before its batch wrote stays ({done['added']} added, {done['updated']} updated)"
+        )
 
 
 class _Bad(EngramError):
@@ -385,14 +453,29 @@ def _version(record: MemoryRecord) -> float:
 def _derived_id(obj: dict[str, Any]) -> str:
     import uuid
 
-    basis = json.dumps([obj.get(k) for k in ("memory", *_SCOPE_KEYS, "created_at")], default=str)
+    try:
+        basis = json.dumps([obj.get(k) for k in ("memory", *_SCOPE_KEYS, "created_at")], default=str)
+    except (TypeError, ValueError, RecursionError):
+        raise _Bad("has no id, and its memory, scope and created_at are not plain JSON values") from None
     return str(uuid.uuid5(uuid.NAMESPACE_URL, "engram-import:" + basis))
 
 
 def import_lines(importer: Importer, lines: Iterable[str | dict[str, Any]], *, progress: Callable[[int], None] | None = None) -> dict[str, int]:
     """Feed every line to ``importer`` and flush; returns the summary."""
     n = 0
-    for n, raw in enumerate(lines, 1):
+    iterator = iter(lines)
+    while True:
+        try:
+            raw = next(iterator)
+        except StopIteration:
+            break
+        except UnicodeDecodeError as exc:
+            # A text file opened by the caller that is not UTF-8: the lines read before
+            # are kept, as for a bad line (the decoder reads ahead, so the bad bytes
+            # may lie a few lines further on).
+            importer.flush()
+            raise ImportLineError(n + 1, f"the text from here on is not UTF-8 ({exc.reason})", importer.summary()) from exc
+        n += 1
         importer.feed(n, raw)
         if progress is not None:
             progress(n)
@@ -401,6 +484,8 @@ def import_lines(importer: Importer, lines: Iterable[str | dict[str, Any]], *, p
     except ImportLineError:
         raise
     except EngramError as exc:
+        if is_busy(exc):
+            raise importer.stopped(exc, n) from exc
         raise ImportLineError(n, str(exc), importer.summary()) from exc
     return {"lines": n, **importer.summary()}
 

@@ -17,7 +17,10 @@ contains (substring of a string, or element of a list), exists.
 
 :func:`compile_filters` validates the whole filter once and returns a predicate;
 malformed filters raise :class:`~engram.errors.ValidationError` naming the part
-that is wrong.
+that is wrong. Values are JSON data (strings, finite numbers, booleans, null, and
+lists of them; datetimes for the date fields): a NaN or an arbitrary object could
+never match a stored value, so it is an error rather than an empty result. Filters
+nest at most :data:`MAX_DEPTH` deep.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..model import MemoryRecord
-from ..validate import timestamp
+from ..validate import json_value, show, timestamp, unicode
 
 Predicate = Callable[[MemoryRecord], bool]
 
@@ -49,6 +52,8 @@ _RECORD_FIELDS = {
     "importance": lambda r: r.importance,
 }
 _OPERATORS = {"eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "exists"}
+#: How deep filters may nest (a NOT, AND or OR, each a level; the filter itself is 1).
+MAX_DEPTH = 32
 
 
 def compile_filters(filters: Mapping[str, Any] | None, *, field: str = "filters") -> Predicate | None:
@@ -59,25 +64,31 @@ def compile_filters(filters: Mapping[str, Any] | None, *, field: str = "filters"
         raise ValidationError(field, f"must be a mapping, got {type(filters).__name__}")
     if not filters:
         return None
-    return _compile(filters, field)
+    return _compile(filters, field, 1)
 
 
-def _compile(node: Any, path: str) -> Predicate:
+def _compile(node: Any, path: str, depth: int) -> Predicate:
     if not isinstance(node, Mapping) or not node:
         raise ValidationError(path, "each filter must be a non-empty mapping")
+    if depth > MAX_DEPTH:
+        # Checked before descending: no nesting can reach Python's recursion limit.
+        raise ValidationError(path, f"filters nest deeper than {MAX_DEPTH} levels")
     parts: list[Predicate] = []
     for key, value in node.items():
         if not isinstance(key, str) or not key:
-            raise ValidationError(path, f"filter keys must be non-empty strings, got {key!r}")
+            raise ValidationError(path, f"filter keys must be non-empty strings, got {show(key)}")
+        # A key that is not valid Unicode names no stored field, and must not end up
+        # in the error's field name either.
+        unicode(path, key)
         here = f"{path}.{key}"
         upper = key.upper()
         if upper in ("AND", "OR"):
             if not isinstance(value, list | tuple) or not value:
                 raise ValidationError(here, f"{upper} takes a non-empty list of filters")
-            subs = [_compile(v, f"{here}[{i}]") for i, v in enumerate(value)]
+            subs = [_compile(v, f"{here}[{i}]", depth + 1) for i, v in enumerate(value)]
             parts.append(_all(subs) if upper == "AND" else _any(subs))
         elif upper == "NOT":
-            sub = _compile(value, here)
+            sub = _compile(value, here, depth + 1)
             parts.append(lambda r, sub=sub: not sub(r))
         else:
             parts.append(_field_predicate(key, value, here))
@@ -102,10 +113,11 @@ def _getter(key: str) -> Callable[[MemoryRecord], Any]:
 
 
 def _coerce(key: str, value: Any, path: str) -> Any:
-    """Dates given as ISO strings or datetimes compare as epoch seconds."""
+    """Dates given as ISO strings or datetimes compare as epoch seconds; every other
+    value must be JSON data (see the module docstring)."""
     if key in _DATE_FIELDS and value is not None:
         return timestamp(value, field=path)
-    return value
+    return json_value(path, value)
 
 
 def _field_predicate(key: str, spec: Any, path: str) -> Predicate:
@@ -116,11 +128,12 @@ def _field_predicate(key: str, spec: Any, path: str) -> Predicate:
         raise ValidationError(path, "operator mapping is empty")
     checks: list[Predicate] = []
     for op, raw in spec.items():
-        where = f"{path}.{op}"
         if op not in _OPERATORS:
+            named = isinstance(op, str) and op.isprintable()  # no control character, no surrogate
             raise ValidationError(
-                where, f"unknown operator {op!r}; use one of {', '.join(sorted(_OPERATORS))}"
+                f"{path}.{op}" if named else path, f"unknown operator {show(op)}; use one of {', '.join(sorted(_OPERATORS))}"
             )
+        where = f"{path}.{op}"
         if op in ("in", "nin"):
             if not isinstance(raw, list | tuple | set | frozenset):
                 raise ValidationError(where, f"{op} takes a list, got {type(raw).__name__}")
@@ -131,11 +144,12 @@ def _field_predicate(key: str, spec: Any, path: str) -> Predicate:
                 raise ValidationError(where, "exists takes true or false")
             checks.append(lambda r, g=get, want=raw: (g(r) not in (_MISSING, None)) == want)
         elif op == "contains":
-            checks.append(lambda r, g=get, v=raw: _contains(g(r), v))
+            wanted = json_value(where, raw)
+            checks.append(lambda r, g=get, v=wanted: _contains(g(r), v))
         else:
             value = _coerce(key, raw, where)
             if op in ("gt", "gte", "lt", "lte") and not _comparable(value):
-                raise ValidationError(where, f"{op} takes a number, string or date, got {raw!r}")
+                raise ValidationError(where, f"{op} takes a number, string or date, got {show(raw)}")
             checks.append(_comparison(get, op, value))
     return _all(checks)
 

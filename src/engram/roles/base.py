@@ -86,6 +86,12 @@ class Extractor(abc.ABC):
 class Reconciler(abc.ABC):
     """Decides how new facts change the memories already stored in a scope."""
 
+    #: True when :meth:`reconcile` is quick and local (no model call), so that the
+    #: ingest pipeline may run it while it holds the store's write lock, when a
+    #: concurrent writer changed the candidates. False (the safe default for a
+    #: reconciler Engram does not know) makes it decide again outside the lock.
+    local: bool = False
+
     @abc.abstractmethod
     def reconcile(
         self, facts: Sequence[Fact], existing: Sequence[Sequence[Existing]]

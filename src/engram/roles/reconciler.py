@@ -211,6 +211,8 @@ class HeuristicReconciler(Reconciler):
     ``existing``, and decisions come out in the order of the facts.
     """
 
+    local = True
+
     def reconcile(self, facts: Sequence[Fact], existing: Sequence[Sequence[Existing]]) -> list[Decision]:
         """Return the ADD / UPDATE / DELETE / NONE decisions for ``facts``."""
         cache: dict[str, _Text] = {}

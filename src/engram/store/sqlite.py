@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 from pydantic_core import from_json
 
-from ..errors import CorruptStoreError, EmbedderMismatchError, StoreError
+from ..errors import ConfigurationError, CorruptStoreError, EmbedderMismatchError, EngramError, StoreError
 from ..model import EventRecord, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
 from ..policies.text import index_terms, query_terms, stable_token
 from .base import Batch, ScopeFilter, Store
 from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .sqlite_errors import backoff, is_busy, is_corrupt
 from .vector_index import Row, SpaceIndex
 
 _CLASS_NAMES = tuple(c.value for c in MemoryClass)
@@ -68,6 +69,10 @@ _TIERS = {t.value: t for t in Tier}
 _STATUSES = {s.value: s for s in Status}
 
 
+#: The key under which :func:`_loads` returns a stored JSON text it cannot decode.
+UNREADABLE_KEY = "_unreadable"
+
+
 def _loads(text: str) -> Any:
     # Most rows carry empty tags and metadata: skip the decoder for them.
     if text == "{}":
@@ -76,7 +81,19 @@ def _loads(text: str) -> Any:
         return []
     # pydantic-core's parser: several times faster than json.loads on the small
     # objects every search result decodes.
-    return from_json(text)
+    try:
+        return from_json(text)
+    except ValueError:
+        pass
+    # A row no check refused when it was written (older versions stored metadata of
+    # any depth; pydantic-core stops at 200 levels): json.loads reads up to Python's
+    # recursion limit, which is deeper than any json.dumps could have written.
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        # Still unreadable: the stored text itself, whole, under one key, so the
+        # memory stays readable, exportable and deletable and nothing is lost.
+        return {UNREADABLE_KEY: text}
 
 
 # Scopes are immutable and few: rows of one user share one Scope object.
@@ -122,7 +139,15 @@ def _row_to_record(row: sqlite3.Row | tuple) -> MemoryRecord:
 def _dumps(value: Any) -> str:
     if not value:  # the common empty tags / metadata / payload
         return "[]" if isinstance(value, list) else "{}"
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate got past the checks: written as a JSON \ud800 escape
+            # it is valid UTF-8 and reads back the same, instead of failing the write.
+            text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
+    return text
 
 
 def _record_values(record: MemoryRecord) -> dict[str, Any]:
@@ -201,6 +226,7 @@ class _SQLiteBatch(Batch):
         # What the in-process vector indexes must learn once the commit succeeded.
         self.index_upserts: dict[int, list[Row]] = {}
         self.index_removals: dict[int, list[str]] = {}
+        self.last_seq = 0  # the last event this transaction appended
 
     def _space(self, scope: Scope) -> int:
         space = self._space_ids.get(scope.space)
@@ -219,7 +245,8 @@ class _SQLiteBatch(Batch):
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (time.time(), op, space, memory_id, scope.run_id, actor, old, new, _dumps(payload or {})),
         )
-        return int(cur.lastrowid or 0)
+        self.last_seq = int(cur.lastrowid or 0)
+        return self.last_seq
 
     def _index_row(self, space: int, record: MemoryRecord, vector: np.ndarray | None, rowid: int | None = None) -> None:
         """Write the vector (when given) and queue the row for the in-process index.
@@ -323,11 +350,73 @@ def _disk_size(path: str) -> int:
     return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
 
 
+# Waiting for another writer's lock (see SQLiteStore._begin): the first sleep, and
+# the longest, between two looks at the lock.
+_LOCK_POLL_FIRST = 0.001
+_LOCK_POLL_CAP = 0.02
+
+
+def _store_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Let no SQLite error (or undecodable row) out of a store read raw.
+
+    A damaged file becomes :class:`CorruptStoreError`, anything else SQLite raises a
+    :class:`StoreError` (see :meth:`SQLiteStore._error`). A stored value the
+    decoders refuse (an unknown kind, a vector of a broken length) can only come
+    from damage or a foreign writer: :class:`CorruptStoreError` too. Engram's own
+    errors pass unchanged, except a StoreError raised over a damaged file, which is
+    made a CorruptStoreError.
+    """
+    return _translating(method, decode=True)
+
+
+def _store_write_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Like :func:`_store_errors` for maintenance writes, which run callers' code
+    (an embedder, a progress callback): only SQLite's errors are translated."""
+    return _translating(method, decode=False)
+
+
+def _translating(method: Callable[..., Any], *, decode: bool) -> Callable[..., Any]:
+    name = method.__name__.strip("_").replace("_", " ")
+    decode_errors: tuple[type[BaseException], ...] = (KeyError, ValueError) if decode else ()
+
+    @functools.wraps(method)
+    def wrapper(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except CorruptStoreError:
+            raise
+        except StoreError as exc:
+            if is_corrupt(exc):
+                raise CorruptStoreError(f"{exc}; the file is damaged: run `engram check`") from exc
+            raise
+        except EngramError:
+            raise
+        except sqlite3.Error as exc:
+            raise self._error(exc, name) from exc
+        except AttributeError as exc:
+            if getattr(self, "_conn", None) is None:  # close() dropped the connection
+                raise StoreError(f"{self.path} is closed") from exc
+            raise
+        except UnicodeEncodeError as exc:  # an argument SQLite cannot take, not a stored row
+            raise StoreError(f"{self.path}: {name} failed: {exc}") from exc
+        except decode_errors as exc:
+            raise CorruptStoreError(
+                f"{self.path}: a stored row cannot be decoded in {name} ({type(exc).__name__}: {exc}); "
+                "the file is damaged or was written by something else: run `engram check`"
+            ) from exc
+
+    return wrapper
+
+
 class SQLiteStore(Store):
     """Engram's default store: a single SQLite file (or ``":memory:"``)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
         self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
+        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float) or not 0 <= busy_timeout <= 86_400:
+            raise ConfigurationError(f"busy_timeout must be seconds from 0 to 86400, got {busy_timeout!r}")
+        #: Seconds a write waits for another connection's write lock before failing.
+        self.busy_timeout = float(busy_timeout)
         if self.path != ":memory:":
             parent = Path(self.path).resolve().parent
             try:
@@ -351,8 +440,10 @@ class SQLiteStore(Store):
         self._data_version = -1
         self._reading = 0  # depth of reading() blocks: inside, the cache was checked once
         try:
+            # The busy timeout covers what waits inside SQLite (opening, reads during
+            # another process's WAL recovery); writes wait in _begin.
             self._conn = sqlite3.connect(
-                self.path, timeout=10.0, isolation_level=None, check_same_thread=False
+                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
@@ -360,12 +451,16 @@ class SQLiteStore(Store):
             # Check what the file is before changing anything in it: a foreign
             # database must be left exactly as it was.
             self.schema_version()
-            self._conn.execute("PRAGMA journal_mode = WAL")
+            # Switching a new file to WAL needs its exclusive lock, and SQLite does
+            # not wait for it (the connection already reads): wait here.
+            self._when_unlocked("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self._conn.close()
+            if is_busy(exc):  # another process kept the file locked (creating it, say)
+                raise self._error(exc, "open") from exc
             raise CorruptStoreError(f"{self.path} is not a readable Engram store: {exc}") from exc
         except BaseException:
             self._conn.close()
@@ -373,13 +468,12 @@ class SQLiteStore(Store):
 
     # schema ----------------------------------------------------------------------
     def schema_version(self) -> int:
-        has_meta = self._conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        # One statement, one snapshot: a process creating the store at this moment
+        # must not be seen half-way (tables but no meta yet).
+        has_meta, others = self._conn.execute(
+            "SELECT count(*) FILTER (WHERE name = 'meta'), count(*) FROM sqlite_master WHERE type = 'table'"
         ).fetchone()
         if not has_meta:
-            others = self._conn.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-            ).fetchone()[0]
             if others:
                 raise CorruptStoreError(f"{self.path} is a SQLite database but not an Engram store")
             return 0
@@ -395,6 +489,10 @@ class SQLiteStore(Store):
             )
         for version in range(current + 1, target + 1):
             with self._write() as conn:
+                # Another process opening the same new file may have migrated it
+                # between the read above and this write lock.
+                if self.schema_version() >= version:
+                    continue
                 # executescript would commit on its own; run statement by statement
                 # so a failing migration rolls back whole.
                 for statement in _split_sql(MIGRATIONS[version - 1]):
@@ -408,30 +506,93 @@ class SQLiteStore(Store):
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._require_open()
+            self._begin()
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            else:
                 self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
             finally:
                 # Reads inside the transaction may have cached what it changed.
                 self._space_cache.clear()
 
+    def _require_open(self) -> None:
+        if getattr(self, "_conn", None) is None:
+            raise StoreError(f"{self.path} is closed")
+
+    def _begin(self) -> None:
+        """``BEGIN IMMEDIATE``: take the write lock, waiting up to ``busy_timeout``.
+
+        Not with SQLite's own busy handler: it sleeps longer and longer between
+        looks at the lock (100 ms from the 12th on), so under steady contention
+        (several processes importing in batches) a waiting writer rarely looks in
+        the short gap between two transactions of another process and can be
+        starved past any timeout, while the others take turns. Here a waiting
+        writer looks again after short jittered sleeps growing from 1 ms to 20 ms:
+        every waiter has about the same chance at each gap.
+        """
+        self._when_unlocked("BEGIN IMMEDIATE")
+
+    def _when_unlocked(self, sql: str) -> None:
+        """Run ``sql``, trying again while another connection holds the lock it
+        needs, for up to ``busy_timeout`` (see :meth:`_begin`)."""
+        conn = self._conn
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            deadline = time.monotonic() + self.busy_timeout
+            attempt = 0
+            while True:
+                try:
+                    conn.execute(sql)
+                    return
+                except sqlite3.OperationalError as exc:
+                    if not is_busy(exc) or time.monotonic() >= deadline:
+                        raise
+                time.sleep(min(backoff(attempt, first=_LOCK_POLL_FIRST, cap=_LOCK_POLL_CAP), max(0.0, deadline - time.monotonic())))
+                attempt += 1
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+
+    def _rollback(self) -> None:
+        """Undo the open transaction, if SQLite has not already (it does after some
+        errors); a failing rollback must not hide the error that caused it."""
+        try:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+    def _error(self, exc: BaseException, action: str) -> StoreError:
+        """The Engram error for a SQLite failure of ``action`` (a few words)."""
+        if is_corrupt(exc):
+            return CorruptStoreError(
+                f"{self.path} is damaged ({exc}; during {action}): run `engram check`, "
+                "and restore a backup (`engram backup`) if it confirms the damage"
+            )
+        if is_busy(exc):
+            return StoreError(
+                f"{self.path}: {action} failed: another process kept the database locked "
+                f"for more than the busy timeout ({self.busy_timeout:g} s; setting busy_timeout "
+                "or ENGRAM_BUSY_TIMEOUT)"
+            )
+        return StoreError(f"{self.path}: {action} failed: {exc}")
+
     @contextmanager
     def transaction(self) -> Iterator[Batch]:
         with self._lock:
+            if getattr(self, "_conn", None) is None:
+                raise StoreError(f"{self.path} is closed")
             try:
                 with self._write() as conn:
                     flushed = self._flush_touches(conn)
                     batch = _SQLiteBatch(self, conn)
                     yield batch
                     generations = self._generations(conn, batch.touched_spaces)
-            except sqlite3.DatabaseError as exc:
+            except sqlite3.Error as exc:
                 self._indexes.clear()
-                raise StoreError(f"write to {self.path} failed: {exc}") from exc
+                raise self._error(exc, "write") from exc
             # Only a committed flush empties the buffer: a rolled-back transaction
             # must not lose the retrievals recorded before it.
             self._clear_touches(flushed)
@@ -449,24 +610,24 @@ class SQLiteStore(Store):
 
         An index is only patched when it was current before this transaction (its
         generation is exactly one behind); otherwise another process wrote too, and
-        the index is dropped to be reloaded on the next search.
+        the index catches up from the event log on the next read (see :meth:`_index`).
         """
         for space, generation in generations.items():
             index = self._indexes.get(space)
             if index is None:
                 continue
-            if index.generation != generation - 1 or (
-                index.dim == 0 and any(r.vector is not None for r in batch.index_upserts.get(space, ()))
-            ):
-                # Stale, or loaded before the store had any vector (dimension 0):
-                # reload on the next search.
+            if index.dim == 0 and any(r.vector is not None for r in batch.index_upserts.get(space, ())):
+                # Loaded before the store had any vector (dimension 0): reload.
                 del self._indexes[space]
                 continue
+            if index.generation != generation - 1:
+                continue  # others wrote too: the next read catches up
             if space in batch.index_upserts:
                 index.upsert(batch.index_upserts[space])
             if space in batch.index_removals:
                 index.remove(batch.index_removals[space])
             index.generation = generation
+            index.seq = max(index.seq, batch.last_seq)
 
     # spaces ----------------------------------------------------------------------
     def _space_id(self, conn: sqlite3.Connection, scope: Scope, *, create: bool) -> int | None:
@@ -486,6 +647,7 @@ class SQLiteStore(Store):
     @contextmanager
     def reading(self) -> Iterator[None]:
         with self._lock:
+            self._require_open()
             self._check_data_version()
             self._reading += 1
             try:
@@ -527,6 +689,7 @@ class SQLiteStore(Store):
         return spaces
 
     # embedder identity -----------------------------------------------------------
+    @_store_errors
     def embedder_identity(self) -> tuple[str, int] | None:
         with self._lock:
             rows = dict(
@@ -562,6 +725,7 @@ class SQLiteStore(Store):
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_name', ?)", (bound[0],))
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
 
+    @_store_write_errors
     def set_embedder_identity(self, name: str, dim: int) -> None:
         self._identity_checked = 0
         with self._write() as conn:
@@ -569,11 +733,13 @@ class SQLiteStore(Store):
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
 
     # reads -----------------------------------------------------------------------
+    @_store_errors
     def get(self, memory_id: str) -> MemoryRecord | None:
         with self._lock:
             row = self._conn.execute(f"SELECT {_COLUMNS} {_FROM} WHERE m.id = ?", (memory_id,)).fetchone()
         return _row_to_record(row) if row else None
 
+    @_store_errors
     def get_many(
         self, memory_ids: Sequence[str], *, scope: ScopeFilter | None = None, exact_access: bool = True
     ) -> dict[str, MemoryRecord]:
@@ -621,6 +787,7 @@ class SQLiteStore(Store):
                 args.append(value)
         return sql, args
 
+    @_store_errors
     def list(self, scope: ScopeFilter, *, limit: int | None = None, cutoff: float | None = None, now: float | None = None, status: Status = Status.ACTIVE) -> list[MemoryRecord]:
         where, args = self._scope_sql(scope)
         where += " AND m.status = ?"
@@ -638,6 +805,7 @@ class SQLiteStore(Store):
         with self._lock:
             return [_row_to_record(r) for r in self._conn.execute(sql, args)]
 
+    @_store_errors
     def find_by_hash(self, scope: ScopeFilter, content_hash: str) -> list[MemoryRecord]:
         where, args = self._scope_sql(scope)
         with self._lock:
@@ -647,6 +815,7 @@ class SQLiteStore(Store):
             ).fetchall()
         return [_row_to_record(r) for r in rows]
 
+    @_store_errors
     def ids_with_prefix(self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2) -> list[str]:
         # A range, not LIKE: ids may hold % or _, and the range uses the id index.
         where = "s.tenant_id = ? AND m.id >= ? AND m.id < ?"
@@ -658,12 +827,14 @@ class SQLiteStore(Store):
             ).fetchall()
         return [r[0] for r in rows]
 
+    @_store_errors
     def count(self, scope: ScopeFilter) -> int:
         where, args = self._scope_sql(scope)
         with self._lock:
             return int(self._conn.execute(f"SELECT count(*) {_FROM} WHERE {where} AND m.status = 'active'", args).fetchone()[0])
 
     # playbooks -----------------------------------------------------------------------
+    @_store_errors
     def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
         where, args = self._scope_sql(scope)
         sql = (
@@ -677,6 +848,7 @@ class SQLiteStore(Store):
             for r in rows
         ]
 
+    @_store_errors
     def space_version(self, scope: Scope) -> int:
         with self._lock:
             row = self._conn.execute(
@@ -688,18 +860,40 @@ class SQLiteStore(Store):
 
     # vector search -----------------------------------------------------------------
     def _index(self, space: int, generation: int) -> SpaceIndex:
+        """The space's in-process index, current to ``generation``.
+
+        Loaded whole the first time; afterwards, when other writers (other
+        processes, or transactions it could not be patched from) moved the space
+        on, only the memories named by the events since the index's last event are
+        read again, so a busy store costs each reader its changes, not its size.
+        """
         index = self._indexes.get(space)
         if index is not None and index.generation == generation:
             return index
+        if index is not None and self._catch_up(index, space):
+            index.generation = generation
+            return index
         identity = self.embedder_identity()
         dim = identity[1] if identity else 0
-        index = SpaceIndex(dim, generation)
+        # The log's end first: whatever commits after it has a later seq, so the
+        # next catch-up starts from here even if rows below are newer.
+        seq = self._last_seq()
+        index = SpaceIndex(dim, generation, seq)
         rows = self._conn.execute(
             f"SELECT {_COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {_FROM} "
             "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
             "WHERE m.space_id = ? AND m.status = 'active' ORDER BY m.rowid",
             (space,),
         ).fetchall()
+        index.upsert(self._index_entries(rows, dim))
+        self._indexes[space] = index
+        return index
+
+    def _last_seq(self) -> int:
+        return int(self._conn.execute("SELECT COALESCE(max(seq), 0) FROM events").fetchone()[0])
+
+    def _index_entries(self, rows: Sequence[tuple[Any, ...]], dim: int) -> list[Row]:
+        """Index rows of ``SELECT {_COLUMNS}, vector, metadata name`` rows."""
         width = len(_FIELDS)
         loaded = []
         for r in rows:
@@ -713,10 +907,55 @@ class SQLiteStore(Store):
                         f"embedder has {dim}; run `engram reindex --embedder ...`"
                     )
             loaded.append(_index_entry(stored, vector, name.casefold() if isinstance(name, str) else ""))
-        index.upsert(loaded)
-        self._indexes[space] = index
-        return index
+        return loaded
 
+    def _catch_up(self, index: SpaceIndex, space: int) -> bool:
+        """Apply to ``index`` the changes of its space logged after ``index.seq``.
+
+        False when only a reload will do: the log was reset, the store was
+        re-embedded, the index predates the store's first vector, or most of the
+        space changed.
+        """
+        seq = self._last_seq()
+        if seq < index.seq or index.dim == 0:
+            return False
+        if index.seq and not self._conn.execute("SELECT 1 FROM events WHERE seq <= ? LIMIT 1", (index.seq,)).fetchone():
+            return False  # the log was emptied (reset): its spaces may be new ones
+        reembedded = self._conn.execute(
+            "SELECT 1 FROM events WHERE space_id IS NULL AND seq > ? AND op = 'reindex' LIMIT 1", (index.seq,)
+        ).fetchone()
+        if reembedded:
+            return False
+        changed = [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT DISTINCT memory_id FROM events WHERE space_id = ? AND seq > ? AND memory_id IS NOT NULL",
+                (space, index.seq),
+            )
+        ]
+        if len(changed) > max(len(index), 64):
+            return False
+        live: list[tuple[Any, ...]] = []
+        for start in range(0, len(changed), 500):
+            chunk = changed[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            live.extend(
+                self._conn.execute(
+                    f"SELECT {_COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {_FROM} "
+                    "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+                    f"WHERE m.id IN ({marks}) AND m.space_id = ? AND m.status = 'active' ORDER BY m.rowid",
+                    (*chunk, space),
+                ).fetchall()
+            )
+        entries = self._index_entries(live, index.dim)
+        kept = {e.memory_id for e in entries}
+        index.remove([mid for mid in changed if mid not in kept])
+        if entries:
+            index.upsert(entries)
+        index.seq = seq
+        return True
+
+    @_store_errors
     def speakers(self, scope: ScopeFilter) -> set[str]:
         with self._lock:
             names: set[str] = set()
@@ -724,6 +963,7 @@ class SQLiteStore(Store):
                 names |= self._index(space, generation).speakers()
             return names
 
+    @_store_errors
     def vector_search(
         self,
         scope: ScopeFilter,
@@ -755,6 +995,7 @@ class SQLiteStore(Store):
                 hits = hits[:k]
         return hits
 
+    @_store_errors
     def similarities(self, scope: ScopeFilter, vector: np.ndarray, memory_ids: Sequence[str]) -> dict[str, float]:
         wanted = list(memory_ids)
         found: dict[str, float] = {}
@@ -767,6 +1008,7 @@ class SQLiteStore(Store):
                     found.update(index.similarities(vector, [m for m in wanted if m not in found]))
         return found
 
+    @_store_errors
     def text_search(self, scope: ScopeFilter, query: str, *, k: int, cutoff: float | None, now: float) -> list[tuple[str, float]]:
         with self._lock:
             spaces = self._spaces(scope)
@@ -780,6 +1022,7 @@ class SQLiteStore(Store):
         # the durable FTS5 index instead of loading every space into memory.
         return self._fts_search(scope, query_terms(query), k=k, cutoff=cutoff, now=now)
 
+    @_store_errors
     def _fts_search(self, scope: ScopeFilter, terms: Sequence[str], *, k: int, cutoff: float | None, now: float) -> list[tuple[str, float]]:
         if not terms:
             return []
@@ -828,9 +1071,11 @@ class SQLiteStore(Store):
             for r in rows
         ]
 
+    @_store_errors
     def history(self, memory_id: str) -> list[EventRecord]:
         return self._events("e.memory_id = ?", (memory_id,))
 
+    @_store_errors
     def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None) -> list[EventRecord]:
         where, args = "e.seq > ?", [since]
         where, args = _event_scope_sql(where, args, scope)
@@ -839,6 +1084,7 @@ class SQLiteStore(Store):
             args.extend(ops)
         return self._events(where, args, limit)
 
+    @_store_errors
     def pending_turns(self, scope: ScopeFilter | None = None, *, limit: int | None = None) -> list[EventRecord]:
         # One query; the resolving event is looked up in its space from the turn on
         # (the events_space index), so the cost grows with pending turns, not the log.
@@ -850,6 +1096,7 @@ class SQLiteStore(Store):
         where, args = _event_scope_sql(where, [], scope)
         return self._events(where, args, limit)
 
+    @_store_errors
     def stats(self) -> dict[str, Any]:
         with self._lock:
             q = self._conn.execute
@@ -918,10 +1165,18 @@ class SQLiteStore(Store):
                     f"UPDATE memories SET access_count = access_count + ?, last_access_{cls} = MAX(last_access_{cls}, ?) WHERE id = ?",
                     [(n, before + offset, memory_id) for memory_id, (c, n, offset) in self._touch_buffer.get(space, {}).items() if c == cls],
                 )
-        conn.executemany(
-            "INSERT INTO events (ts, op, space_id, payload) VALUES (?, 'retrieve', ?, ?)",
-            [(ts, space, _dumps({"query": q, "ids": ids})) for ts, space, q, ids in self._touch_events],
-        )
+        rows = []
+        for ts, space, q, ids in self._touch_events:
+            try:
+                payload = _dumps({"query": q, "ids": ids})
+                payload.encode("utf-8")
+            except (TypeError, ValueError, RecursionError):
+                # A retrieval that cannot be logged must never fail the write it rides
+                # with (and so every later one): its log entry is dropped, its touches
+                # above still count.
+                continue
+            rows.append((ts, space, payload))
+        conn.executemany("INSERT INTO events (ts, op, space_id, payload) VALUES (?, 'retrieve', ?, ?)", rows)
         return len(self._touch_events)
 
     def _clear_touches(self, flushed: int) -> None:
@@ -930,6 +1185,7 @@ class SQLiteStore(Store):
             self._touch_counts.clear()
             self._touch_events.clear()
 
+    @_store_errors
     def access_clock(self, scope: Scope) -> int:
         with self._lock:
             space = self._space_id(self._conn, scope, create=False)
@@ -942,11 +1198,15 @@ class SQLiteStore(Store):
         """Write buffered retrieval bookkeeping now."""
         with self._lock:
             if self._touch_events:
-                with self._write() as conn:
-                    flushed = self._flush_touches(conn)
+                try:
+                    with self._write() as conn:
+                        flushed = self._flush_touches(conn)
+                except sqlite3.Error as exc:
+                    raise self._error(exc, "writing retrieval bookkeeping") from exc
                 self._clear_touches(flushed)
 
     # maintenance -------------------------------------------------------------------
+    @_store_write_errors
     def reindex(self, embed: Callable[[list[str]], np.ndarray] | None = None, *, name: str | None = None, dim: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         with self._lock:
             self._identity_checked = 0
@@ -986,6 +1246,7 @@ class SQLiteStore(Store):
             indexed = self._conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0]
             return {"indexed": int(indexed), "re_embedded": re_embedded}
 
+    @_store_write_errors
     def reset(self) -> None:
         with self._lock:
             self._identity_checked = 0
@@ -997,7 +1258,8 @@ class SQLiteStore(Store):
                 for table in ("embeddings", "memories", "events", "spaces"):
                     conn.execute(f"DELETE FROM {table}")
                 conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
-                conn.execute("DELETE FROM sqlite_sequence WHERE name = 'events'")
+                # Event seqs are never reused (readers and indexes keep positions in
+                # the log), so the sequence is not reset with it.
                 conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
                 conn.execute(
                     "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "

@@ -82,9 +82,12 @@ class _Postings:
 class SpaceIndex:
     """Exact cosine and BM25 index of the active memories of one space."""
 
-    def __init__(self, dim: int, generation: int) -> None:
+    def __init__(self, dim: int, generation: int, seq: int = 0) -> None:
         self.dim = dim
         self.generation = generation
+        # The last event of the store this index reflects: the changes written since
+        # are the events after it (see SQLiteStore._index).
+        self.seq = seq
         self._size = 0
         # Stored transposed (dim x capacity): a row-vector times this layout is
         # about twice as fast as matrix times vector for the usual sizes.
@@ -208,8 +211,8 @@ class SpaceIndex:
             for i in keep
         ]
         terms = [self._terms[i] for i in keep]
-        generation = self.generation
-        self.__init__(self.dim, generation)  # type: ignore[misc]
+        generation, seq = self.generation, self.seq
+        self.__init__(self.dim, generation, seq)  # type: ignore[misc]
         self._grow(len(rows))
         for row, counts in zip(rows, terms, strict=True):
             self._append(row, counts)

@@ -1,0 +1,101 @@
+"""By-id calls act only on what the caller owns (issue 10, item 8).
+
+A memory outside the caller's scope answers exactly like a missing id, so a
+caller cannot even learn that it exists.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engram import Memory, NotFoundError
+
+
+@pytest.fixture
+def m(tmp_path: Path) -> Memory:
+    memory = Memory(str(tmp_path / "m.db"), embedder="hashing")
+    yield memory
+    memory.close()
+
+
+def alice_memory(m: Memory) -> str:
+    return m.add("My name is Alice.", user_id="alice", agent_id="helper", run_id="r1")["results"][0]["id"]
+
+
+def not_found_message(call) -> str:
+    with pytest.raises(NotFoundError) as caught:
+        call()
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, mid, **ids: m.get(mid, **ids),
+        lambda m, mid, **ids: m.update(mid, "Name is Mallory", **ids),
+        lambda m, mid, **ids: m.delete(mid, **ids),
+        lambda m, mid, **ids: m.history(mid, **ids),
+    ],
+    ids=["get", "update", "delete", "history"],
+)
+@pytest.mark.parametrize(
+    "ids",
+    [{"user_id": "bob"}, {"agent_id": "other"}, {"run_id": "r2"}, {"user_id": "alice", "run_id": "r2"}],
+)
+def test_a_memory_outside_the_callers_scope_is_not_found(m: Memory, call, ids) -> None:
+    mid = alice_memory(m)
+    before = m.events(user_id="alice")
+    missing = "00000000-0000-0000-0000-000000000000"
+    # Same error, same wording as for an id that does not exist.
+    assert not_found_message(lambda: call(m, mid, **ids)) == not_found_message(lambda: call(m, missing, **ids)).replace(missing, mid)
+    assert m.get(mid, user_id="alice")["memory"] == "Name is Alice"
+    assert m.events(user_id="alice") == before
+
+
+def test_the_owner_reaches_its_memory_through_every_by_id_call(m: Memory) -> None:
+    mid = alice_memory(m)
+    assert m.get(mid, user_id="alice", agent_id="helper", run_id="r1")["memory"] == "Name is Alice"
+    assert m.update(mid, "Name is Alice Smith", user_id="alice")["event"] == "UPDATE"
+    assert m.delete(mid, agent_id="helper")["event"] == "DELETE"
+    assert [e["event"] for e in m.history(mid, user_id="alice")] == ["ADD", "UPDATE", "DELETE"]
+    with pytest.raises(NotFoundError):
+        m.history(mid, user_id="bob")
+
+
+def test_another_tenant_never_sees_the_memory(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    with Memory(path, embedder="hashing", tenant_id="acme") as acme:
+        mid = alice_memory(acme)
+    with Memory(path, embedder="hashing", tenant_id="globex") as globex:
+        for call in (globex.get, globex.delete, globex.history):
+            with pytest.raises(NotFoundError):
+                call(mid, user_id="alice")
+        with pytest.raises(NotFoundError):
+            globex.update(mid, "taken over", user_id="alice")
+    with Memory(path, embedder="hashing", tenant_id="acme") as acme:
+        assert acme.get(mid, user_id="alice")["memory"] == "Name is Alice"
+
+
+def test_without_ids_a_by_id_call_spans_the_tenant(m: Memory) -> None:
+    # The single-user pattern keeps working: no ids, the tenant is the only bound.
+    mid = alice_memory(m)
+    assert m.get(mid)["memory"] == "Name is Alice"
+
+
+def test_the_cli_by_id_commands_take_the_callers_ids(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from engram.cli import cli
+
+    db = str(tmp_path / "cli.db")
+    with Memory(db, embedder="hashing") as memory:
+        mid = alice_memory(memory)
+    runner = CliRunner()
+    for command in (["get", mid], ["history", mid], ["update", mid, "Name is Mallory"], ["delete", mid]):
+        other = runner.invoke(cli, [*command, "--user", "bob", "--db", db, "--embedder", "hashing"])
+        assert other.exit_code != 0 and "not found" in other.output
+    own = runner.invoke(cli, ["get", mid, "--user", "alice", "--db", db, "--embedder", "hashing", "--json"])
+    assert own.exit_code == 0, own.output
+    assert '"Name is Alice"' in own.output
