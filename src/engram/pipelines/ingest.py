@@ -53,6 +53,45 @@ def _shown(existing: list[list[Existing]]) -> list[list[tuple[str, str]]]:
     return [[(e.id, e.text) for e in group] for group in existing]
 
 
+class _Turn:
+    """The facts of one turn and the decision on them, with the scope version it
+    was taken at (see :meth:`Ingestor.add_inferred`)."""
+
+    def __init__(self, ingestor: Ingestor, scope: Scope, space: ScopeFilter, facts: Sequence[Fact], vectors: np.ndarray) -> None:
+        self.ingestor = ingestor
+        self.scope = scope
+        self.space = space
+        self.facts = facts
+        self.vectors = vectors
+        self.vector_of = {f.text: vectors[i] for i, f in enumerate(facts)}
+        self.version = 0
+        self.existing: list[list[Existing]] = []
+        self.decisions: list[Decision] = []
+
+    def decide(self) -> None:
+        """Read the candidates (the version first) and decide on them."""
+        self.version = self.ingestor.store.space_version(self.scope)
+        self.existing = self.ingestor.similar(self.space, self.facts, self.vectors)
+        self.decisions = self.ingestor.reconciler.reconcile(self.facts, self.existing) if self.facts else []
+
+    def refresh(self, version: int, *, decide: bool = False) -> bool:
+        """Bring the decision up to the scope's ``version`` (inside the write
+        transaction). With the same candidates the decision stands; with others, a
+        local reconciler (any, with ``decide``) decides again; otherwise this
+        returns False and the decision must be taken again outside the lock."""
+        if version == self.version:
+            return True
+        fresh = self.ingestor.similar(self.space, self.facts, self.vectors)
+        self.version = version
+        if _shown(fresh) == _shown(self.existing):
+            return True
+        if not (decide or self.ingestor.reconciler.local):
+            return False
+        self.existing = fresh
+        self.decisions = self.ingestor.reconciler.reconcile(self.facts, fresh)
+        return True
+
+
 def new_id() -> str:
     return str(uuid.uuid4())
 
@@ -201,10 +240,11 @@ class Ingestor:
         slow LLM calls), against the scope's memories as read then. The write
         transaction checks the scope's version: if another writer changed the space
         meanwhile and the candidates the reconciler was shown are no longer what the
-        store holds, the decision is taken again on fresh candidates, outside the
-        lock, up to ``DECIDE_TRIES`` times; the last try decides inside the
-        transaction, so concurrent writers always end as if they had run one after
-        the other.
+        store holds, the decision is taken again on fresh candidates: at once, inside
+        the transaction, by a :attr:`~engram.roles.base.Reconciler.local`
+        reconciler; by any other outside the lock, up to ``DECIDE_TRIES`` times, the
+        last one inside. Concurrent writers end as if they had run one after the
+        other.
         """
         space = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
         # The recording sees the LLM calls and role fallbacks of this turn: a failed
@@ -212,64 +252,39 @@ class Ingestor:
         with recording() as rec:
             facts = self.extractor.extract(messages, timestamp=from_epoch(at))
             vectors = self.embedder.embed([f.text for f in facts]) if facts else np.zeros((0, self.embedder.dim), np.float32)
-            vector_of = {f.text: vectors[i] for i, f in enumerate(facts)}
-            version = self.store.space_version(scope)
-            existing = self.similar(space, facts, vectors)
-            decisions = self.reconciler.reconcile(facts, existing) if facts else []
+            turn = _Turn(self, scope, space, facts, vectors)
+            turn.decide()
             for attempt in range(1, DECIDE_TRIES + 1):
                 try:
-                    return self._write_inferred(
-                        messages, scope, space, facts, vectors, vector_of, version, existing, decisions,
-                        metadata=metadata, at=at, rec=rec, last_try=attempt == DECIDE_TRIES,
-                    )
+                    return self._write_inferred(messages, turn, metadata=metadata, at=at, rec=rec, last_try=attempt == DECIDE_TRIES)
                 except _ScopeMoved:
                     logger.debug("engram: scope %s changed while reconciling; deciding again (try %d)", scope.space, attempt + 1)
-                    version = self.store.space_version(scope)
-                    existing = self.similar(space, facts, vectors)
-                    decisions = self.reconciler.reconcile(facts, existing)
+                    turn.decide()
         raise AssertionError("unreachable: the last try decides inside the transaction")
 
-    def _write_inferred(
-        self,
-        messages: Sequence[Message],
-        scope: Scope,
-        space: ScopeFilter,
-        facts: Sequence[Fact],
-        vectors: np.ndarray,
-        vector_of: dict[str, np.ndarray],
-        version: int,
-        existing: list[list[Existing]],
-        decisions: list[Decision],
-        *,
-        metadata: dict[str, Any],
-        at: float,
-        rec: Any,
-        last_try: bool,
-    ) -> dict[str, Any]:
+    def _write_inferred(self, messages: Sequence[Message], turn: _Turn, *, metadata: dict[str, Any], at: float, rec: Any, last_try: bool) -> dict[str, Any]:
+        scope = turn.scope
         results: list[dict[str, Any]] = []
         counts: dict[str, int] = {}
         with self.store.transaction() as batch:
-            if facts and batch.space_version(scope) != version:
-                # Someone wrote to the space since the candidates were read. Only
-                # what the reconciler was shown matters: unchanged, the decision stands.
-                fresh = self.similar(space, facts, vectors)
-                if _shown(fresh) != _shown(existing):
-                    if not (last_try or self.reconciler.local):
-                        raise _ScopeMoved  # rolls back; nothing was written yet
-                    existing = fresh
-                    decisions = self.reconciler.reconcile(facts, existing)
-            allowed = {e.id for group in existing for e in group}
+            # If someone wrote to the space since the candidates were read, only what
+            # the reconciler was shown matters: unchanged, the decision stands. The
+            # last try decides here whatever the reconciler (serialised).
+            version = batch.space_version(scope) if turn.facts else turn.version
+            if not turn.refresh(version, decide=last_try):
+                raise _ScopeMoved  # rolls back; nothing was written yet
+            allowed = {e.id for group in turn.existing for e in group}
             flags = turn_flags(rec)
-            turn = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, True) | {"facts": [f.text for f in facts]} | flags)
-            for decision in decisions:
-                outcome = self.apply(batch, decision, scope=scope, metadata=metadata, at=at, turn=turn, vector_of=vector_of, allowed=allowed)
+            seq = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, True) | {"facts": [f.text for f in turn.facts]} | flags)
+            for decision in turn.decisions:
+                outcome = self.apply(batch, decision, scope=scope, metadata=metadata, at=at, turn=seq, vector_of=turn.vector_of, allowed=allowed)
                 if outcome is not None:
                     results.append(outcome)
                     counts[outcome["event"]] = counts.get(outcome["event"], 0) + 1
-            write_llm_calls(batch, scope, rec, turn_event=turn)
+            write_llm_calls(batch, scope, rec, turn_event=seq)
         out: dict[str, Any] = {"results": results, "message": _summary(counts)}
         if flags.get("pending"):
-            out["pending"] = {"turn_event": turn, "reason": flags["reason"]}
+            out["pending"] = {"turn_event": seq, "reason": flags["reason"]}
         return out
 
     def similar(self, space: ScopeFilter, facts: Sequence[Fact], vectors: np.ndarray) -> list[list[Existing]]:
@@ -284,7 +299,8 @@ class Ingestor:
             return []
         now = time.time()
         hits = [self.store.vector_search(space, vectors[i], k=self.similar_k, cutoff=None, now=now) for i in range(len(facts))]
-        records = self.store.get_many([mid for group in hits for mid, _ in group])
+        # Only their texts are shown: the loaded index answers, with no read.
+        records = self.store.get_many([mid for group in hits for mid, _ in group], scope=space, exact_access=False)
         return [
             [Existing(mid, records[mid].text, max(0.0, min(1.0, score))) for mid, score in group if mid in records]
             for group in hits

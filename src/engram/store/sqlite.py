@@ -916,42 +916,33 @@ class SQLiteStore(Store):
         re-embedded, the index predates the store's first vector, or most of the
         space changed.
         """
-        seq = self._last_seq()
-        if seq < index.seq or index.dim == 0:
+        if index.dim == 0:
             return False
-        if index.seq and not self._conn.execute("SELECT 1 FROM events WHERE seq <= ? LIMIT 1", (index.seq,)).fetchone():
-            return False  # the log was emptied (reset): its spaces may be new ones
-        reembedded = self._conn.execute(
-            "SELECT 1 FROM events WHERE space_id IS NULL AND seq > ? AND op = 'reindex' LIMIT 1", (index.seq,)
+        # One look at the log: its end, whether it still reaches back to the index
+        # (a reset empties it), whether the store was re-embedded since.
+        seq, reaches_back, reembedded = self._conn.execute(
+            "SELECT COALESCE(max(seq), 0), (SELECT 1 FROM events WHERE seq <= :s LIMIT 1), "
+            "(SELECT 1 FROM events WHERE space_id IS NULL AND seq > :s AND op = 'reindex' LIMIT 1) FROM events",
+            {"s": index.seq},
         ).fetchone()
-        if reembedded:
+        if seq < index.seq or (index.seq and not reaches_back) or reembedded:
             return False
-        changed = [
-            r[0]
-            for r in self._conn.execute(
-                "SELECT DISTINCT memory_id FROM events WHERE space_id = ? AND seq > ? AND memory_id IS NOT NULL",
-                (space, index.seq),
-            )
-        ]
-        if len(changed) > max(len(index), 64):
+        # The space's memories named by events since, whatever their status now.
+        rows = self._conn.execute(
+            f"SELECT {_COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {_FROM} "
+            "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+            "WHERE m.id IN (SELECT memory_id FROM events WHERE space_id = :space AND seq > :s AND memory_id IS NOT NULL) "
+            # The unary + keeps the planner on the id index (not every row of the space).
+            "AND +m.space_id = :space ORDER BY m.rowid",
+            {"space": space, "s": index.seq},
+        ).fetchall()
+        if len(rows) > max(len(index), 64):
             return False
-        live: list[tuple[Any, ...]] = []
-        for start in range(0, len(changed), 500):
-            chunk = changed[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            live.extend(
-                self._conn.execute(
-                    f"SELECT {_COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {_FROM} "
-                    "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
-                    f"WHERE m.id IN ({marks}) AND m.space_id = ? AND m.status = 'active' ORDER BY m.rowid",
-                    (*chunk, space),
-                ).fetchall()
-            )
-        entries = self._index_entries(live, index.dim)
-        kept = {e.memory_id for e in entries}
-        index.remove([mid for mid in changed if mid not in kept])
-        if entries:
-            index.upsert(entries)
+        status = _AT["status"]
+        live = [r for r in rows if r[status] == "active"]
+        index.remove([r[0] for r in rows if r[status] != "active"])
+        if live:
+            index.upsert(self._index_entries(live, index.dim))
         index.seq = seq
         return True
 

@@ -11,8 +11,10 @@ from it whenever it is missing or another process has written.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,36 @@ from ..policies.text import index_terms
 
 BM25_K1 = 1.2
 BM25_B = 0.75
+# Below this many rows OpenBLAS computes a query's product on one thread anyway.
+_THREADED_ROWS = 1024
+
+
+@functools.lru_cache(maxsize=1)
+def _numpy_blas() -> Any:
+    """threadpoolctl's handle on the BLAS numpy itself uses (not torch's, say)."""
+    from threadpoolctl import ThreadpoolController
+
+    blas = ThreadpoolController().select(user_api="blas")
+    own = [info["filepath"] for info in blas.info() if "numpy" in info["filepath"]]
+    return blas.select(filepath=own) if own else blas
+
+
+def one_blas_thread(rows: int) -> AbstractContextManager[Any]:
+    """Run a query's vector product on one BLAS thread.
+
+    OpenBLAS splits a large matrix-vector product over its threads, which then spin
+    waiting for more work. One search gains ~0.1 ms from it at 10k memories on 2
+    cores, but several processes (or threads) searching at once lose far more: with
+    8 writers on 2 cores each search took ~5 ms instead of ~0.2 ms, their spinning
+    threads fighting for the cores (bench/concurrency.py). Engram is served by
+    several processes, so its products stay on one thread.
+    """
+    if rows < _THREADED_ROWS:
+        return nullcontext()
+    try:
+        return _numpy_blas().limit(limits=1)
+    except Exception:  # no threadpoolctl support for this BLAS: run as it is
+        return nullcontext()
 
 
 @dataclass(slots=True)
@@ -298,7 +330,8 @@ class SpaceIndex:
         if last is not None and last[1] == n and np.array_equal(last[0], query):
             sims = last[2]
         else:
-            sims = query @ self._vectors[:, :n]
+            with one_blas_thread(n):
+                sims = query @ self._vectors[:, :n]
             self._last_sims = (query.copy(), n, sims)
         mask = self._mask(run_id, cutoff, now, window, speaker)
         if mask is None and self._vectorless == 0:
