@@ -47,9 +47,28 @@ from .roles.learning import Bullet, Curator, Delta, Lesson, Reflection, Reflecto
 
 __version__ = "0.1.0"
 
+# Loaded on first use: they need the `client` extra (httpx), and `import engram`
+# must not pay for it.
+_LAZY = {"Client": "client", "AsyncClient": "client", "AsyncMemory": "aio"}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engram' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "Action",
+    "AsyncClient",
+    "AsyncMemory",
     "Bullet",
+    "Client",
     "ConfigurationError",
     "CorruptStoreError",
     "Curator",

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -119,6 +120,9 @@ class Memory:
         )
         self._search = Searcher(self.store, self.config, policy)
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        # One Memory serves many threads (the service's workers): the cache is
+        # guarded; the store guards itself, and add's decision is checked at commit.
+        self._cache_lock = threading.Lock()
 
     @property
     def ranking(self) -> RankingPolicy:
@@ -169,14 +173,16 @@ class Memory:
         return ScopeFilter(self.config.tenant_id, u, a, r)
 
     def _query_vector(self, query: str) -> np.ndarray:
-        vec = self._query_vectors.get(query)
-        if vec is None:
-            vec = self.embedder.embed_query(query)
+        with self._cache_lock:
+            vec = self._query_vectors.get(query)
+            if vec is not None:
+                self._query_vectors.move_to_end(query)
+                return vec
+        vec = self.embedder.embed_query(query)  # outside the lock: it may be slow
+        with self._cache_lock:
             self._query_vectors[query] = vec
             if len(self._query_vectors) > _QUERY_CACHE:
                 self._query_vectors.popitem(last=False)
-        else:
-            self._query_vectors.move_to_end(query)
         return vec
 
     def _visible(self, record: MemoryRecord | None, now: float) -> bool:

@@ -14,7 +14,10 @@ import engram
 # change to this list, made on purpose.
 PUBLIC = [
     "Action",
+    "AsyncClient",
+    "AsyncMemory",
     "Bullet",
+    "Client",
     "ConfigurationError",
     "CorruptStoreError",
     "Curator",

@@ -490,4 +490,168 @@ def import_lines(importer: Importer, lines: Iterable[str | dict[str, Any]], *, p
     return {"lines": n, **importer.summary()}
 
 
-__all__ = ["IMPORT_BATCH", "Importer", "export_item", "export_lines", "import_lines", "record_from_item"]
+# spec 004's .etienne/memories.json ----------------------------------------------------------
+#: The keys of a memory in spec 004's minimal version (its ``.etienne/memories.json``),
+#: and the scope ids Engram adds when a memory has them. Other keys are not kept.
+ETIENNE_KEYS = ("id", "memory", "user_id", "created_at", "updated_at", "metadata")
+_ETIENNE_SCOPE_KEYS = ("agent_id", "run_id")
+_ETIENNE_SHAPE = "{id, memory, user_id, created_at, updated_at?, metadata?}"
+
+
+def etienne_items(
+    source: str | Any,
+    *,
+    defaults: dict[str, str | None] | None = None,
+    max_chars: int = 100_000,
+    max_metadata_depth: int = validate.METADATA_DEPTH,
+    max_metadata_bytes: int = validate.METADATA_BYTES,
+) -> list[dict[str, Any]]:
+    """The memories of a spec-004 ``.etienne/memories.json`` as export items.
+
+    ``source`` is the file's text or its parsed JSON: an array of memories
+    ``{id, memory, user_id, created_at, updated_at?, metadata?}``. Each becomes the
+    export item :meth:`engram.Memory.import_` restores with its id and dates; a
+    memory without user_id (agent_id, run_id) gets ``defaults``. Dates without a
+    timezone are UTC, as everywhere in Engram.
+
+    The whole file is checked before anything is imported: a bad one raises
+    :class:`~engram.errors.ValidationError` naming the memory and field
+    (``memories[2].created_at``) and saying what is wrong.
+    """
+    data = source
+    if isinstance(source, str):
+        data = _parse_etienne(source)
+    if not isinstance(data, list):
+        hint = ""
+        if isinstance(data, dict) and isinstance(data.get("results"), list):
+            hint = ' (an API response? its memories are under "results")'
+        raise ValidationError(
+            "file",
+            f"must be a JSON array of memories {_ETIENNE_SHAPE}, as spec 004's .etienne/memories.json holds; "
+            f"got {_json_kind(data)}{hint}",
+        )
+    items = []
+    scopes: dict[Any, tuple[int, tuple[Any, ...]]] = {}  # id -> first index, scope
+    for i, obj in enumerate(data):
+        where = f"memories[{i}]"
+        if not isinstance(obj, dict):
+            raise ValidationError(where, f"must be a memory object {_ETIENNE_SHAPE}, got {_json_kind(obj)}")
+        for key in ("id", "memory", "created_at"):
+            if obj.get(key) is None:
+                raise ValidationError(f"{where}.{key}", f"is required in a memory {_ETIENNE_SHAPE}")
+        item: dict[str, Any] = {"type": "memory"}
+        item.update((k, obj[k]) for k in (*ETIENNE_KEYS, *_ETIENNE_SCOPE_KEYS) if obj.get(k) is not None)
+        if not any(item.get(k) is not None for k in _SCOPE_KEYS):
+            if not defaults or not any(defaults.values()):
+                raise ValidationError(f"{where}.user_id", "is missing, and no default scope was given")
+            item.update((k, v) for k, v in defaults.items() if v is not None)
+        try:
+            record_from_item(
+                item,
+                "",
+                max_chars=max_chars,
+                max_metadata_depth=max_metadata_depth,
+                max_metadata_bytes=max_metadata_bytes,
+            )
+        except ValidationError as exc:
+            message = str(exc)[len(exc.field) + 2 :] if str(exc).startswith(f"{exc.field}: ") else str(exc)
+            ident = obj.get("id")
+            named = f" (memory {validate.show(ident)})" if exc.field != "memory_id" else ""
+            field = "id" if exc.field == "memory_id" else exc.field
+            raise ValidationError(f"{where}.{field}", message + named) from None
+        # The same id twice is one memory (the newest copy wins), unless the scopes differ.
+        scope = tuple(item.get(k) for k in _SCOPE_KEYS)
+        first, seen = scopes.setdefault(item["id"], (i, scope))
+        if seen != scope:
+            raise ValidationError(
+                f"{where}.id", f"{validate.show(item['id'])} is also the id of memories[{first}], of another scope"
+            )
+        items.append(item)
+    return items
+
+
+def check_etienne_ids(store: Store, items: list[dict[str, Any]], tenant_id: str) -> None:
+    """Refuse items (from :func:`etienne_items`) whose id the store already gives to a
+    memory of another scope.
+
+    The importer takes a known id for the same memory and updates it in place; but
+    spec 004's ids (``mem_1``, ``mem_2``, ...) are only unique within one project's
+    file, so a second project's ``mem_1`` would overwrite the first's. Raises
+    :class:`~engram.errors.ValidationError` naming the memory.
+    """
+    stored = store.get_many(list(dict.fromkeys(item["id"] for item in items)))
+    for i, item in enumerate(items):
+        old = stored.get(item["id"])
+        if old is None:
+            continue
+        ids = tuple(item.get(k) or "" for k in _SCOPE_KEYS)
+        if old.scope.tenant_id != tenant_id or (old.scope.user_id, old.scope.agent_id, old.scope.run_id) != ids:
+            raise ValidationError(
+                f"memories[{i}].id",
+                f"{validate.show(item['id'])} is already the id of a memory of another scope in this store "
+                "(spec 004's ids are unique only within one project); nothing was imported",
+            )
+
+
+def _parse_etienne(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = ""
+        if exc.msg == "Extra data":
+            first = text.lstrip().split("\n", 1)[0]
+            try:
+                if isinstance(json.loads(first), dict):
+                    hint = "; it looks like JSON lines (one object per line), Engram's own export format"
+            except ValueError:
+                pass
+        raise ValidationError("file", f"is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}){hint}") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise ValidationError("file", f"is not usable JSON: {exc}") from None
+    except RecursionError:
+        raise ValidationError("file", "nests too deep to be read") from None
+
+
+def _json_kind(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    for kind, name in names.items():
+        if isinstance(value, kind):
+            return name
+    return "a number" if isinstance(value, int | float) else type(value).__name__
+
+
+def etienne_memory(item: dict[str, Any]) -> dict[str, Any]:
+    """An export item as a memory of spec 004's ``.etienne/memories.json``:
+    ``{id, memory, user_id, created_at, updated_at, metadata}`` (``updated_at`` equals
+    ``created_at`` for a memory never updated, as in spec 004), plus ``agent_id`` and
+    ``run_id`` when the memory has them."""
+    memory = {key: item.get(key) for key in ETIENNE_KEYS}
+    memory["metadata"] = memory["metadata"] or {}
+    memory.update((k, item[k]) for k in _ETIENNE_SCOPE_KEYS if item.get(k) is not None)
+    return memory
+
+
+def etienne_memories(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The active memories among export items (:func:`export_lines`) as the array
+    spec 004's minimal version keeps in ``.etienne/memories.json``, oldest first.
+    It has no archived state, and no event log: those are left out."""
+    return [
+        etienne_memory(item)
+        for item in items
+        if item.get("type") == "memory" and item.get("status", Status.ACTIVE.value) == Status.ACTIVE.value
+    ]
+
+
+__all__ = [
+    "ETIENNE_KEYS",
+    "IMPORT_BATCH",
+    "Importer",
+    "check_etienne_ids",
+    "etienne_items",
+    "etienne_memories",
+    "etienne_memory",
+    "export_item",
+    "export_lines",
+    "import_lines",
+    "record_from_item",
+]

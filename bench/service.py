@@ -1,0 +1,196 @@
+"""The memory service under load: requests/s, latency, and its overhead per request.
+
+    python bench/service.py [--clients 8] [--size 10000] [--requests 200] [--embedder hashing]
+
+Builds one store with ``--clients`` users of ``--size`` memories each, starts
+``engram serve`` on it (one process, as a user would), then measures in one run:
+
+- in-process: the same ``search`` and ``add(infer=False)`` calls on a ``Memory`` of
+  the same file, one after the other (the baseline);
+- one client, one request at a time: the whole HTTP round trip (keep-alive), and
+  its overhead against the in-process call (target: p50 <= 2 ms);
+- ``--clients`` concurrent clients, each on its own user: requests/s, p50/p95 and
+  errors (target: none).
+
+Memories are sentences sampled from LoCoMo's word frequencies, queries LoCoMo's
+questions (as in bench/core.py). Record runs in bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from core import corpus_model, pct, sentence
+
+from engram import Memory
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def build_store(path: str, embedder: str, users: int, size: int, rng: random.Random, words, weights) -> None:
+    with Memory(path, embedder=embedder) as m:
+        for u in range(users):
+            for start in range(0, size, 500):
+                batch = [{"role": "user", "content": sentence(rng, words, weights)} for _ in range(min(500, size - start))]
+                m.add(batch, user_id=f"user{u}", infer=False)
+            print(f"  user{u}: {size} memories", flush=True)
+
+
+def start_server(path: str, embedder: str, port: int, log: Path) -> subprocess.Popen[bytes]:
+    """``engram serve`` as a user runs it (access log off, as in production behind a proxy)."""
+    env = {**os.environ, "ENGRAM_EMBEDDER": embedder}
+    with log.open("wb") as sink:  # a file, not a pipe nobody reads (it would fill and block)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "engram", "serve", "--db", path, "--port", str(port),
+             "--rate-limit", "1000000/min", "--burst", "1000000", "--no-access-log"],
+            env=env, stdout=subprocess.DEVNULL, stderr=sink,
+        )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"engram serve exited: {log.read_text(errors='replace')[-2000:]}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("engram serve did not answer /healthz within 120 s")
+
+
+def timed(call, n: int) -> list[float]:
+    out = []
+    for i in range(n):
+        start = time.perf_counter()
+        call(i)
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def summary(ms: list[float]) -> str:
+    return f"{statistics.median(ms):.2f} / {pct(ms, 95):.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--size", type=int, default=10_000, help="memories per user")
+    parser.add_argument("--requests", type=int, default=200, help="requests per client and operation")
+    parser.add_argument("--embedder", default="hashing")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    words, weights, questions = corpus_model()
+    print(f"# bench/service.py: {args.clients} clients, {args.size:,} memories per user, embedder {args.embedder}")
+    print(f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "service.db")
+        print("building the store ...", flush=True)
+        build_store(path, args.embedder, args.clients, args.size, rng, words, weights)
+        queries = [rng.choice(questions) for _ in range(args.requests)]
+        texts = [sentence(rng, words, weights) for _ in range(args.requests)]
+
+        # In-process baseline (its own Memory; closed before the server starts writing).
+        with Memory(path, embedder=args.embedder) as m:
+            for _ in range(20):  # load the index and the model, warm the caches
+                m.search(queries[1], user_id="user0")
+            local_search = timed(lambda i: m.search(queries[i], user_id="user0", limit=5), args.requests)
+            local_add = timed(lambda i: m.add(texts[i], user_id="user0", infer=False), args.requests)
+
+        port = free_port()
+        server = start_server(path, args.embedder, port, Path(tmp) / "serve.log")
+        base = f"http://127.0.0.1:{port}/api/memories"
+        try:
+            with httpx.Client(timeout=120) as http:
+                # Each user's first search loads its index (a cold start, timed apart):
+                # the figures below are the steady state.
+                cold = []
+                for u in range(args.clients):
+                    start = time.perf_counter()
+                    http.post(f"{base}/search/", json={"query": queries[0], "user_id": f"user{u}"}).raise_for_status()
+                    cold.append((time.perf_counter() - start) * 1000)
+                for _ in range(20):
+                    http.post(f"{base}/search/", json={"query": queries[1], "user_id": "user0"}).raise_for_status()
+                served_search = timed(
+                    lambda i: http.post(f"{base}/search/", json={"query": queries[i], "user_id": "user0", "limit": 5}).raise_for_status(),
+                    args.requests,
+                )
+                served_add = timed(
+                    lambda i: http.post(f"{base}/", json={"messages": texts[i], "user_id": "user0", "infer": False}).raise_for_status(),
+                    args.requests,
+                )
+
+            results: dict[str, list[float]] = {"search": [], "add": []}
+            errors: list[str] = []
+            lock = threading.Lock()
+            walls: dict[str, float] = {}
+
+            def client(c: int, op: str, barrier: threading.Barrier) -> None:
+                crng = random.Random(args.seed * 100 + c)
+                with httpx.Client(timeout=120) as http:
+                    barrier.wait()
+                    for _ in range(args.requests):
+                        start = time.perf_counter()
+                        try:
+                            if op == "search":
+                                r = http.post(f"{base}/search/", json={"query": crng.choice(questions), "user_id": f"user{c}", "limit": 5})
+                            else:
+                                r = http.post(f"{base}/", json={"messages": sentence(crng, words, weights), "user_id": f"user{c}", "infer": False})
+                            if r.status_code != 200:
+                                raise RuntimeError(f"HTTP {r.status_code}: {r.text[:200]}")
+                        except Exception as exc:  # counted, reported
+                            with lock:
+                                errors.append(f"{op}: {exc}")
+                            continue
+                        with lock:
+                            results[op].append((time.perf_counter() - start) * 1000)
+
+            for op in ("search", "add"):
+                barrier = threading.Barrier(args.clients)
+                threads = [threading.Thread(target=client, args=(c, op, barrier)) for c in range(args.clients)]
+                start = time.perf_counter()
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                walls[op] = time.perf_counter() - start
+        finally:
+            server.terminate()
+            server.wait(30)
+
+    print("\n| operation | in-process p50 / p95 ms | served, 1 client p50 / p95 ms | overhead p50 ms | "
+          f"{args.clients} clients req/s | {args.clients} clients p50 / p95 ms | errors |")
+    print("|---|---|---|---|---|---|---|")
+    failed = bool(errors)
+    for op, local, served in (("search", local_search, served_search), ("add (infer=False)", local_add, served_add)):
+        key = "search" if op == "search" else "add"
+        overhead = statistics.median(served) - statistics.median(local)
+        failed |= overhead > 2.0
+        rate = len(results[key]) / walls[key]
+        print(f"| {op} | {summary(local)} | {summary(served)} | {overhead:.2f} | {rate:.0f} | "
+              f"{summary(results[key]) if results[key] else '-'} | {sum(e.startswith(key) for e in errors)} |")
+    print(f"\nfirst search of a user (loads its {args.size:,}-memory index), p50 of {args.clients}: {statistics.median(cold):.0f} ms")
+    for e in errors[:5]:
+        print("error:", e)
+    print("\nverdict:", "FAIL" if failed else "ok (overhead p50 <= 2 ms, no error under load)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""The MCP tools in process, through the SDK's own client (``mcp.Client`` connected to
+the server object): schemas and descriptions, validation errors as tool errors, and
+the scope the server was started with as the only scope any call reaches."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp.server.mcpserver")
+
+from mcp.client.client import Client  # noqa: E402
+
+from engram import Memory, ValidationError  # noqa: E402
+from engram.mcp_server import create_server  # noqa: E402
+
+TOOLS = {
+    "add_memory",
+    "search_memories",
+    "list_memories",
+    "get_memory",
+    "update_memory",
+    "delete_memory",
+    "memory_history",
+}
+
+
+def run(memory: Memory, body: Callable[[Client], Awaitable[None]], **scope: str) -> None:
+    async def main() -> None:
+        async with Client(create_server(memory, **scope)) as client:
+            await body(client)
+
+    anyio.run(main)
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert json.loads(result.content[0].text) == result.structured_content
+    return result.structured_content
+
+
+async def error(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result
+    return result.content[0].text
+
+
+def test_the_tools_describe_themselves(memory: Memory) -> None:
+    async def body(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == TOOLS
+        for tool in tools.values():
+            assert len(tool.description) > 60, tool.name
+            # Every argument is described for the model; none is a scope id.
+            for name, prop in tool.input_schema["properties"].items():
+                assert prop.get("description"), (tool.name, name)
+                assert name not in ("user_id", "agent_id", "run_id")
+        assert tools["search_memories"].input_schema["required"] == ["query"]
+        assert tools["get_memory"].annotations.read_only_hint is True
+        assert tools["delete_memory"].annotations.destructive_hint is True
+        assert tools["add_memory"].annotations.read_only_hint is False
+        roles = tools["add_memory"].input_schema["$defs"]["ChatMessage"]["properties"]["role"]["enum"]
+        assert roles == ["user", "assistant", "system"]
+
+    run(memory, body, user_id="alex")
+
+
+def test_add_search_update_delete_history_in_process(memory: Memory) -> None:
+    async def body(client: Client) -> None:
+        added = await call(
+            client,
+            "add_memory",
+            messages=[{"role": "user", "content": "Hi, I'm Alex. I'm a vegetarian and allergic to nuts."}],
+            metadata={"source": "chat"},
+        )
+        assert added["message"] == "Added 3 memories successfully"
+        verbatim = await call(client, "add_memory", text="Prefers window seats", infer=False)
+        seat = verbatim["results"][0]["id"]
+        found = await call(client, "search_memories", query="window seat", limit=1)
+        assert [r["id"] for r in found["results"]] == [seat]
+        chat = await call(client, "search_memories", query="food", filters={"source": "chat"}, limit=10)
+        assert chat["results"] and all(r["metadata"] == {"source": "chat"} for r in chat["results"])
+        listed = await call(client, "list_memories", limit=2)
+        assert [r["memory"] for r in listed["results"]] == ["Prefers window seats", "Allergic to nuts"]
+        updated = await call(client, "update_memory", memory_id=seat, text="Prefers aisle seats", metadata={"v": 2})
+        assert updated["previous_memory"] == "Prefers window seats"
+        got = await call(client, "get_memory", memory_id=seat)
+        assert got["memory"] == "Prefers aisle seats" and got["metadata"] == {"v": 2} and got["user_id"] == "alex"
+        await call(client, "delete_memory", memory_id=seat)
+        events = (await call(client, "memory_history", memory_id=seat))["results"]
+        assert [e["event"] for e in events] == ["ADD", "UPDATE", "DELETE"]
+
+    run(memory, body, user_id="alex")
+    assert len(memory.get_all(user_id="alex")["results"]) == 3
+
+
+def test_engine_errors_are_tool_errors_naming_the_field_or_id(memory: Memory) -> None:
+    async def body(client: Client) -> None:
+        assert "memory not found: 'no-such-id'" in await error(client, "get_memory", memory_id="no-such-id")
+        assert "memory not found" in await error(client, "delete_memory", memory_id="no-such-id")
+        assert "memory not found" in await error(client, "memory_history", memory_id="no-such-id")
+        assert "limit: must be > 0" in await error(client, "search_memories", query="x", limit=0)
+        assert "limit: must be > 0" in await error(client, "list_memories", limit=-1)
+        assert "query: must not be empty" in await error(client, "search_memories", query="   ")
+        assert "filters" in await error(client, "search_memories", query="x", filters={"a": {"near": 1}})
+        assert "messages: give messages" in await error(client, "add_memory")
+        assert "not both" in await error(client, "add_memory", text="a", messages=[{"role": "user", "content": "b"}])
+        assert "messages[0].content" in await error(client, "add_memory", messages=[{"role": "user", "content": "\u200b"}])
+        deep: dict[str, Any] = {}
+        for _ in range(20):
+            deep = {"a": deep}
+        assert "metadata: " in await error(client, "add_memory", text="x", metadata=deep)
+        # The SDK checks the input schema first: a wrong type names the argument too.
+        assert "messages.0.role" in await error(client, "add_memory", messages=[{"role": "bot", "content": "x"}])
+        assert "memory_id" in await error(client, "get_memory")
+        mid = (await call(client, "add_memory", text="Likes tea", infer=False))["results"][0]["id"]
+        assert "text: must not be empty" in await error(client, "update_memory", memory_id=mid, text="")
+        # The server is still serving after all of that.
+        assert (await call(client, "get_memory", memory_id=mid))["memory"] == "Likes tea"
+
+    run(memory, body, user_id="alex")
+
+
+def test_no_call_reaches_outside_the_configured_scope(memory: Memory) -> None:
+    theirs = memory.add("Bob's secret", user_id="bob", infer=False)["results"][0]["id"]
+    same_user_other_agent = memory.add("Alex via the travel agent", user_id="alex", agent_id="travel", infer=False)
+
+    async def body(client: Client) -> None:
+        # A scope id sent by the model is not an argument: it is ignored.
+        assert (await call(client, "list_memories", user_id="bob"))["results"] == []
+        assert (await call(client, "search_memories", query="secret", user_id="bob"))["results"] == []
+        for tool, extra in (
+            ("get_memory", {}),
+            ("update_memory", {"text": "pwned"}),
+            ("delete_memory", {}),
+            ("memory_history", {}),
+        ):
+            message = await error(client, tool, memory_id=theirs, user_id="bob", **extra)
+            assert f"memory not found: '{theirs}'" in message
+        added = await call(client, "add_memory", text="Mine", infer=False, user_id="bob")
+        assert memory.get(added["results"][0]["id"])["user_id"] == "alex"
+
+    run(memory, body, user_id="alex", agent_id="shop")
+    assert memory.get(theirs)["memory"] == "Bob's secret"
+    assert len(memory.get_all(user_id="alex", agent_id="travel")["results"]) == 1
+    assert same_user_other_agent["results"]
+
+
+def test_a_scope_is_required_and_validated(memory: Memory) -> None:
+    with pytest.raises(ValidationError, match="one of user_id, agent_id or run_id is required"):
+        create_server(memory)
+    with pytest.raises(ValidationError, match="user_id"):
+        create_server(memory, user_id="a\x00b")

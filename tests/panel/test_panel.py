@@ -1,0 +1,325 @@
+"""The memory panel in a real browser: Debian's Chromium driven by Playwright.
+
+The service is the real app (``engram.server.app.create_app``) served by uvicorn in a
+background thread on a free port, over a throwaway store seeded through ``Memory``
+with distinct timestamps. Each test gets its own store and its own browser context.
+
+Without ``/usr/bin/chromium`` the tests skip locally and fail when ``CI`` is set
+(CI installs it). A screenshot of the panel is kept in ``$ENGRAM_TEST_ARTIFACTS``
+(default ``<repo>/.artifacts/``) as ``panel.png``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+import uvicorn  # noqa: E402
+
+from engram import Memory  # noqa: E402
+
+try:
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # the dev extra is missing: the browser fixture says so
+    expect = sync_playwright = None
+
+CHROMIUM = "/usr/bin/chromium"
+REPO = Path(__file__).resolve().parents[2]
+HOUR = 3600.0
+
+# Seeded out of time order, so "newest first" is the timestamps' order, not the inserts'.
+ALEX = [
+    ("Allergic to nuts", 2, {"session_id": "s2", "source": "chat"}),
+    ("Is vegetarian", 4, {"session_id": "s1", "source": "chat"}),
+    ("Started learning Python in 2023", 1, {"session_id": "s3", "source": "chat"}),
+    ("Prefers <b>dark</b> mode & short answers", 3, {"session_id": "s2", "tags": ["ui", "tone"]}),
+]
+NEWEST_FIRST = [text for text, _, _ in sorted(ALEX, key=lambda row: row[1])]
+SAM = [("Likes green tea", 5, {"source": "chat"})]
+
+ERROR_500 = {"error": {"type": "internal", "message": "Internal server error (test)", "field": None}}
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI must run the panel tests)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not os.access(CHROMIUM, os.X_OK):
+        _unavailable(f"{CHROMIUM} is missing: install Debian's chromium to run the panel tests")
+    if sync_playwright is None:
+        _unavailable("playwright is not installed (the dev extra)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@dataclass
+class Service:
+    url: str
+    db: str
+    tenant_id: str = ""
+
+    def store_texts(self, user_id: str) -> list[str]:
+        with Memory(self.db, embedder="hashing", tenant_id=self.tenant_id) as m:
+            return [item["memory"] for item in m.get_all(user_id=user_id)["results"]]
+
+
+def _seed(db: str, tenant_id: str = "") -> None:
+    now = time.time()
+    with Memory(db, embedder="hashing", tenant_id=tenant_id) as m:
+        for user, rows in (("alex", ALEX), ("sam", SAM)):
+            for text, hours_ago, meta in rows:
+                m.add(text, user_id=user, infer=False, timestamp=now - hours_ago * HOUR, metadata=meta)
+
+
+@contextlib.contextmanager
+def _serve(db: str, tenant_id: str = "") -> Iterator[Service]:
+    from engram.server.app import create_app
+
+    app = create_app(db, embedder="hashing")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the service did not start")
+        time.sleep(0.02)
+    try:
+        yield Service(f"http://127.0.0.1:{port}", db, tenant_id)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Service]:
+    db = str(tmp_path / "panel.db")
+    _seed(db)
+    with _serve(db) as s:
+        yield s
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.set_default_timeout(10_000)
+    yield pg
+    context.close()
+    assert not errors, f"the page raised: {errors}"
+
+
+def _open(page, service: Service, user: str = "alex") -> None:
+    page.goto(f"{service.url}/#user={user}")
+
+
+def _item(page, text: str):
+    return page.locator("li.memory").filter(has=page.locator(".text", has_text=text))
+
+
+def _artifacts() -> Path:
+    folder = Path(os.environ.get("ENGRAM_TEST_ARTIFACTS") or REPO / ".artifacts")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def test_lists_newest_first_with_icon_dates_and_metadata(page, service: Service) -> None:
+    urls: list[str] = []
+    page.on("request", lambda r: urls.append(r.url))
+    _open(page, service)
+    expect(page.get_by_role("heading", level=1)).to_have_text("Project Long Term Memory")
+    items = page.locator("li.memory")
+    expect(items).to_have_count(len(ALEX))
+    expect(items.locator(".text")).to_have_text(NEWEST_FIRST)
+    expect(page.locator("#status")).to_have_text("4 memories, newest first.")
+    # Each memory has its timeline icon, a machine-readable date and its metadata chips.
+    expect(items.locator("svg.icon")).to_have_count(len(ALEX))
+    created = items.locator("time.created")
+    stamps = [created.nth(i).get_attribute("datetime") for i in range(len(ALEX))]
+    assert stamps == sorted(stamps, reverse=True)
+    assert all(s and s == created.nth(i).get_attribute("title") for i, s in enumerate(stamps))
+    first = _item(page, "Started learning Python")
+    expect(first.locator(".chip dt")).to_have_text(["session_id", "source"])
+    expect(first.locator(".chip dd")).to_have_text(["s3", "chat"])
+    # Text is text: markup in a memory is shown, never parsed.
+    odd = _item(page, "dark")
+    expect(odd.locator(".text")).to_have_text("Prefers <b>dark</b> mode & short answers")
+    expect(odd.locator(".text b")).to_have_count(0)
+    expect(odd.locator(".chip").last).to_contain_text('["ui","tone"]')
+    # The picker lists the projects of the store.
+    options = page.locator("#project option")
+    expect(options).to_contain_text(["alex (4 memories)", "sam (1 memory)"])
+    expect(page.locator("#project")).to_have_value("alex")
+    page.screenshot(path=str(_artifacts() / "panel.png"), full_page=True)
+    # Everything comes from the service itself: no CDN, works offline.
+    assert urls and all(u.startswith(service.url + "/") or u.startswith("data:") for u in urls), urls
+
+
+def test_picker_switches_project(page, service: Service) -> None:
+    page.goto(service.url + "/")
+    expect(page.locator("#project option", has_text="sam")).to_have_count(1)
+    page.get_by_label("Project (user)").select_option("sam")
+    expect(page.locator("li.memory .text")).to_have_text(["Likes green tea"])
+    expect(page.get_by_role("heading", level=2).first).to_contain_text("sam")
+    # The manual entry opens any user id.
+    page.get_by_label("Or open a user id").fill("alex")
+    page.get_by_label("Or open a user id").press("Enter")
+    expect(page.locator("li.memory")).to_have_count(len(ALEX))
+
+
+def test_search_finds_the_memory_and_clear_restores_the_list(page, service: Service) -> None:
+    _open(page, service)
+    expect(page.locator("li.memory")).to_have_count(len(ALEX))
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(f"{r.method} {r.url}"))
+    search = page.get_by_role("searchbox", name="Search memories")
+    search.fill("nuts")
+    search.press("Enter")
+    expect(page.locator("li.memory .text").first).to_have_text("Allergic to nuts")
+    expect(page.locator("#memories-heading")).to_contain_text("Search results for “nuts”")
+    assert any(r.startswith("POST ") and r.endswith("/api/memories/search/") for r in requests)
+    page.get_by_role("button", name="Clear").click()
+    expect(search).to_have_value("")
+    expect(page.locator("li.memory .text")).to_have_text(NEWEST_FIRST)
+
+
+def test_delete_asks_first_cancel_keeps_confirm_removes(page, service: Service) -> None:
+    _open(page, service)
+    item = _item(page, "Is vegetarian")
+    expect(item).to_have_count(1)
+    dialog = page.get_by_role("dialog", name="Delete this memory?")
+    item.get_by_role("button", name="Delete memory: Is vegetarian").click()
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("#confirm-memory")).to_have_text("Is vegetarian")
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(dialog).to_be_hidden()
+    expect(page.locator("li.memory")).to_have_count(len(ALEX))
+    assert "Is vegetarian" in service.store_texts("alex")
+
+    item.get_by_role("button", name="Delete memory: Is vegetarian").click()
+    dialog.get_by_role("button", name="Delete", exact=True).click()
+    expect(dialog).to_be_hidden()
+    expect(item).to_have_count(0)
+    expect(page.locator("li.memory")).to_have_count(len(ALEX) - 1)
+    expect(page.locator("#status")).to_have_text("Memory deleted.")
+    expect(page.locator("#project option[value='alex']")).to_have_text("alex (3 memories)")
+    texts = service.store_texts("alex")
+    assert "Is vegetarian" not in texts and len(texts) == len(ALEX) - 1
+
+
+def test_dialog_by_keyboard_returns_focus(page, service: Service) -> None:
+    _open(page, service)
+    dialog = page.get_by_role("dialog", name="Delete this memory?")
+    button = _item(page, "Allergic to nuts").locator("button.delete")
+    button.focus()
+    page.keyboard.press("Enter")
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_role("button", name="Cancel")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    expect(button).to_be_focused()
+    assert "Allergic to nuts" in service.store_texts("alex")
+
+    # Enter opens it again; Tab reaches Delete; Enter confirms; focus lands on the next memory.
+    page.keyboard.press("Enter")
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Tab")
+    expect(dialog.get_by_role("button", name="Delete", exact=True)).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(dialog).to_be_hidden()
+    expect(_item(page, "Allergic to nuts")).to_have_count(0)
+    expect(_item(page, "dark").locator("button.delete")).to_be_focused()
+    assert "Allergic to nuts" not in service.store_texts("alex")
+
+
+def test_error_state_shows_the_service_message_and_retries(page, service: Service) -> None:
+    page.route(
+        "**/api/memories/**",
+        lambda route: route.fulfill(status=500, json=ERROR_500),
+    )
+    _open(page, service)
+    alert = page.locator("#error")
+    expect(alert).to_be_visible()
+    expect(alert).to_have_attribute("role", "alert")
+    expect(alert).to_contain_text("Internal server error (test)")
+    expect(alert).to_contain_text("HTTP 500")
+    expect(page.locator("li.memory")).to_have_count(0)
+    page.unroute("**/api/memories/**")
+    alert.get_by_role("button", name="Retry").click()
+    expect(alert).to_be_hidden()
+    expect(page.locator("li.memory .text")).to_have_text(NEWEST_FIRST)
+
+
+def test_empty_state(page, service: Service) -> None:
+    _open(page, service, user="nobody")
+    expect(page.locator("#memory-list .empty")).to_have_text("No memories for this project yet")
+    expect(page.locator("#status")).to_have_text("No memories for this project yet.")
+    expect(page.locator("li.memory")).to_have_count(0)
+
+
+def test_empty_store_lists_no_projects(page, tmp_path: Path) -> None:
+    with _serve(str(tmp_path / "empty.db")) as empty:
+        page.goto(empty.url + "/")
+        expect(page.locator("#project-state")).to_contain_text("No projects yet")
+        expect(page.locator("#status")).to_have_text("Choose a project to see its memories.")
+
+
+def test_key_is_asked_for_and_a_user_bound_key_sees_only_its_user(page, tmp_path: Path) -> None:
+    keys = pytest.importorskip("engram.server.keys")
+    db = str(tmp_path / "keys.db")
+    _seed(db, tenant_id="acme")
+    with keys.KeyStore(db) as store:
+        secret, _ = store.create("acme", user_id="alex", label="panel test")
+        store.create("acme", label="the whole tenant")  # exists, not used by the panel here
+
+    sent: list[str | None] = []
+    page.on("request", lambda r: sent.append(r.headers.get("authorization")) if "/api/" in r.url else None)
+    with _serve(db, tenant_id="acme") as service:
+        _open(page, service)
+        alert = page.locator("#error")
+        expect(alert).to_contain_text("needs an API key")
+        expect(alert).to_contain_text("HTTP 401")
+        alert.get_by_role("button", name="Enter an API key").click()
+        key_field = page.get_by_label("API key")
+        expect(key_field).to_be_focused()
+        key_field.fill(secret)
+        key_field.press("Enter")
+        expect(page.locator("li.memory .text")).to_have_text(NEWEST_FIRST)
+        expect(alert).to_be_hidden()
+        assert f"Bearer {secret}" in sent
+        assert page.evaluate("sessionStorage.getItem('engram.apiKey')") == secret
+        # Only the key's user is listed; another user of the tenant answers like a missing one.
+        expect(page.locator("#project option:not([value=''])")).to_have_text(["alex (4 memories)"])
+        page.get_by_label("Or open a user id").fill("sam")
+        page.get_by_label("Or open a user id").press("Enter")
+        expect(alert).to_contain_text("HTTP 404")
+        expect(page.locator("li.memory")).to_have_count(0)
+        expect(page.get_by_text("Likes green tea")).to_have_count(0)
+        # Forgetting the key asks for one again.
+        page.get_by_role("button", name="Forget key").click()
+        assert page.evaluate("sessionStorage.getItem('engram.apiKey')") is None
+        expect(alert).to_contain_text("HTTP 401")

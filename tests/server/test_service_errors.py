@@ -1,0 +1,182 @@
+"""The JSON error shape: 404, 405, 413, 422 naming the field, 503, and a 500 that
+never leaks what failed. Bad input is never a 500."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from fastapi.testclient import TestClient
+from service_helpers import assert_error
+
+from engram import Memory
+from engram.errors import CorruptStoreError, StoreError, TransientProviderError
+from engram.server import ServerLimits
+
+MSG = {"role": "user", "content": "I like tea"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "field"),
+    [
+        ("post", "/api/memories/", {"messages": 5, "user_id": "a"}, "messages"),
+        ("post", "/api/memories/", {"user_id": "a"}, "messages"),
+        ("post", "/api/memories/", {"messages": [{"role": "user", "content": 5}], "user_id": "a"}, "messages[0].content"),
+        ("post", "/api/memories/", {"messages": [{"role": "user"}], "user_id": "a"}, "messages[0].content"),
+        ("post", "/api/memories/", {"messages": [MSG, {"role": "robot", "content": "x"}], "user_id": "a"}, "messages[1].role"),
+        ("post", "/api/memories/", {"messages": [{"role": "user", "content": "\x00\x01"}], "user_id": "a"}, "messages[0].content"),
+        ("post", "/api/memories/", {"messages": [], "user_id": "a"}, "messages"),
+        ("post", "/api/memories/", {"messages": "   ", "user_id": "a"}, "messages"),
+        ("post", "/api/memories/", {"messages": "hi there"}, "user_id"),
+        ("post", "/api/memories/", {"messages": "hi there", "user_id": ""}, "user_id"),
+        ("post", "/api/memories/", {"messages": "hi there", "user_id": "x" * 300}, "user_id"),
+        ("post", "/api/memories/", {"messages": "hi there", "user_id": "a\nb"}, "user_id"),
+        ("post", "/api/memories/", {"messages": "hi there", "user_id": "a", "metadata": [1]}, "metadata"),
+        ("post", "/api/memories/", {"messages": "hi there", "user_id": "a", "metadata": {"x": {"y": None} }, "infer": "maybe"}, "infer"),
+        ("post", "/api/memories/", {"messages": "hi there", "user_id": "a", "timestamp": "yesterday-ish"}, "timestamp"),
+        ("post", "/api/memories/", {"messages": "hi there", "user_id": "a", "timestamp": -5}, "timestamp"),
+        ("post", "/api/memories/search/", {"user_id": "a"}, "query"),
+        ("post", "/api/memories/search/", {"query": "tea", "user_id": "a", "limit": 0}, "limit"),
+        ("post", "/api/memories/search/", {"query": "tea", "user_id": "a", "limit": "many"}, "limit"),
+        ("post", "/api/memories/search/", {"query": "tea", "user_id": "a", "limit": 10**30}, "limit"),
+        ("post", "/api/memories/search/", {"query": "tea", "user_id": "a", "threshold": 2}, "threshold"),
+        ("post", "/api/memories/search/", {"query": "tea", "user_id": "a", "filters": {"x": {"bogus": 1}}}, "filters.x.bogus"),
+        ("post", "/api/memories/search/", {"query": "tea", "user_id": "a", "reference_time": "not a date"}, "reference_time"),
+        ("post", "/api/memories/search/", {"query": "tea"}, "user_id"),
+        ("get", "/api/memories/?limit=0&user_id=a", None, "limit"),
+        ("get", "/api/memories/?limit=abc&user_id=a", None, "limit"),
+        ("get", "/api/memories/", None, "user_id"),
+        ("get", "/api/memories/a/events/?since=-1", None, "since"),
+        ("get", "/api/memories/a%01b/", None, "user_id"),
+        ("get", "/api/memories/a/%01/", None, "memory_id"),
+        ("put", "/api/memories/abc/?user_id=a", {"metadata": {}}, "text"),
+        ("delete", "/api/memories/", None, "user_id"),
+        ("delete", "/api/memories/?user_id=", None, "user_id"),
+    ],
+)
+def test_422_names_the_field(client: TestClient, method: str, path: str, body, field: str) -> None:
+    kwargs = {"json": body} if body is not None else {}
+    r = client.request(method.upper(), path, **kwargs)
+    error = assert_error(r, 422, "validation_error", field)
+    assert not error["message"].startswith(f"{field}:")  # the field is in `field`
+
+
+def test_422_for_an_update_to_blank_text(client: TestClient) -> None:
+    r = client.post("/api/memories/", json={"messages": "Likes tea", "user_id": "a", "infer": False})
+    memory_id = r.json()["results"][0]["id"]
+    for text in ("", " \n", "\u200b"):
+        r = client.put(f"/api/memories/{memory_id}/?user_id=a", json={"text": text})
+        assert_error(r, 422, "validation_error", "text")
+
+
+def test_422_for_bodies_that_are_not_json_objects(client: TestClient) -> None:
+    r = client.post("/api/memories/", content=b"{not json", headers={"content-type": "application/json"})
+    assert "not valid JSON" in assert_error(r, 422, "validation_error", "body")["message"]
+    r = client.post("/api/memories/", json=[1, 2])
+    assert_error(r, 422, "validation_error", "body")
+    r = client.post("/api/memories/", content=b'{"messages": "hi", "user_id": "a"}', headers={"content-type": "text/plain"})
+    assert "Content-Type: application/json" in assert_error(r, 422, "validation_error", "body")["message"]
+    r = client.post("/api/memories/")
+    assert_error(r, 422, "validation_error", "body")
+
+
+def test_text_limits_are_configurable(make_app) -> None:
+    with TestClient(make_app(limits=ServerLimits(rate_per_minute=0, max_text_chars=20))) as c:
+        r = c.post("/api/memories/", json={"messages": [{"role": "user", "content": "x" * 21}], "user_id": "a"})
+        assert "limit is 20" in assert_error(r, 422, "validation_error", "messages[0].content")["message"]
+        r = c.post("/api/memories/search/", json={"query": "y" * 21, "user_id": "a"})
+        assert_error(r, 422, "validation_error", "query")
+
+
+def test_hostile_input_is_never_a_500(client: TestClient) -> None:
+    bodies = [
+        b'{"messages": "\\ud800 lone", "user_id": "a"}',
+        b'{"messages": "fine text", "user_id": "\\ud800"}',
+        b'{"messages": "fine text", "user_id": "a", "metadata": {"n": NaN}}',
+        b'{"messages": "fine text", "user_id": "a", "metadata": {"n": Infinity}}',
+        b'{"messages": "fine text", "user_id": "a", "metadata": {"n": 1e999}}',
+        b'{"messages": "fine text", "user_id": "a", "metadata": {"n": 123456789012345678901234567890}}',
+        b'{"messages": "fine text", "user_id": "a", "timestamp": 1e308}',
+        b'{"messages": "fine text", "user_id": "a", "timestamp": NaN}',
+        b'{"messages": "fine text", "user_id": "a", "metadata": ' + b'{"a":' * 40 + b"1" + b"}" * 40 + b"}",
+        b'{"messages": [' + b"[" * 3000 + b"]" * 3000 + b'], "user_id": "a"}',
+        b'{"query": "tea", "user_id": "a", "threshold": NaN}',
+        b'{"query": "tea", "user_id": "a", "filters": {"OR": ' + b"[" * 50 + b"]" * 50 + b"}}",
+    ]
+    for body in bodies:
+        path = "/api/memories/search/" if b'"query"' in body else "/api/memories/"
+        r = client.post(path, content=body, headers={"content-type": "application/json"})
+        assert 400 <= r.status_code < 500, (body[:80], r.status_code, r.text)
+        assert_error(r, r.status_code, r.json()["error"]["type"], r.json()["error"]["field"])
+
+
+def test_404_and_405_shapes(client: TestClient) -> None:
+    assert_error(client.get("/api/memories/alex/no-such-id/"), 404, "not_found")
+    assert client.get("/api/memories/alex/no-such-id/").json()["error"]["message"] == "memory not found: 'no-such-id'"
+    assert_error(client.delete("/api/memories/no-such-id/?user_id=alex"), 404, "not_found")
+    assert_error(client.put("/api/memories/no-such-id/", json={"text": "x"}), 404, "not_found")
+    assert_error(client.get("/api/memories/alex/no-such-id/history/"), 404, "not_found")
+    assert_error(client.get("/api/nowhere/"), 404, "not_found")
+    assert_error(client.get("/nowhere"), 404, "not_found")
+    r = client.patch("/api/memories/")
+    assert_error(r, 405, "method_not_allowed")
+    assert r.headers["allow"] == "DELETE, GET, POST"
+
+
+def test_413_for_a_large_body_declared_or_not(make_app) -> None:
+    limits = ServerLimits(rate_per_minute=0, max_body_bytes=1000)
+    with TestClient(make_app(limits=limits)) as c:
+        big = {"messages": "x" * 2000, "user_id": "a"}
+        assert_error(c.post("/api/memories/", json=big), 413, "payload_too_large", "body")
+
+        def chunks():  # no Content-Length: the bytes received are counted
+            for _ in range(20):
+                yield b" " * 100
+
+        r = c.post("/api/memories/", content=chunks(), headers={"content-type": "application/json"})
+        assert_error(r, 413, "payload_too_large", "body")
+        # a Content-Length that understates the body is caught by counting too
+        r = c.post("/api/memories/", content=b" " * 1500, headers={"content-type": "application/json", "content-length": "10"})
+        assert r.status_code in (400, 413, 422)
+        assert c.post("/api/memories/", json={"messages": "x" * 500, "user_id": "a", "infer": False}).status_code == 200
+
+
+def test_413_for_too_many_messages(make_app) -> None:
+    with TestClient(make_app(limits=ServerLimits(rate_per_minute=0, max_messages=3))) as c:
+        r = c.post("/api/memories/", json={"messages": [MSG] * 4, "user_id": "a"})
+        assert "limit is 3" in assert_error(r, 413, "payload_too_large", "messages")["message"]
+        assert c.post("/api/memories/", json={"messages": [MSG] * 3, "user_id": "a"}).status_code == 200
+
+
+def test_a_500_never_leaks(client: TestClient, monkeypatch, caplog) -> None:
+    def broken(self, **kwargs):
+        raise RuntimeError("secret detail /srv/private/path")
+
+    monkeypatch.setattr(Memory, "get_all", broken)
+    with caplog.at_level(logging.ERROR, logger="engram.server"):
+        r = client.get("/api/memories/alex/")
+    error = assert_error(r, 500, "internal")
+    assert "secret" not in r.text and "/srv" not in r.text and "RuntimeError" not in r.text
+    assert "secret detail" in caplog.text  # logged server-side, with the traceback
+    assert any(rec.exc_info for rec in caplog.records)
+    assert error["message"].startswith("internal error")
+    assert client.get("/healthz").status_code == 200  # the server lives on
+
+
+@pytest.mark.parametrize(
+    ("exc", "retry"),
+    [
+        (StoreError("/srv/private/engram.db: write failed: database is locked"), None),
+        (CorruptStoreError("/srv/private/engram.db is damaged"), None),
+        (TransientProviderError("upstream 429 from https://api.example", retry_after=7), "7"),
+    ],
+)
+def test_503_when_the_store_or_a_provider_fails(client: TestClient, monkeypatch, exc, retry) -> None:
+    def failing(self, *args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(Memory, "search", failing)
+    r = client.post("/api/memories/search/", json={"query": "tea", "user_id": "a"})
+    assert_error(r, 503, "unavailable")
+    assert "/srv" not in r.text and "example" not in r.text
+    assert r.headers.get("Retry-After") == retry
