@@ -8,7 +8,6 @@ model is loaded once whatever the number of tenants.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from typing import Any
@@ -18,7 +17,6 @@ from ..embed import Embedder
 from ..errors import StoreError
 from ..memory import Memory
 from ..policies.validity import validity_cutoff
-from ..store.sqlite import SQLiteStore
 
 
 class Tenants:
@@ -77,30 +75,10 @@ def users_of(memory: Memory, *, only: str | None = None, limit: int = 1000) -> l
     """The users of the Memory's tenant, by id, each with its number of memories
     (those a read would return: active and within the decay window); with ``only``,
     just that user (listed even before its first memory)."""
-    store = memory.store
-    tenant = memory.config.tenant_id
     now = time.time()
-    cutoff = validity_cutoff(now, memory.config.decay_days)
-    counts: dict[str, int] = {}
-    if isinstance(store, SQLiteStore):
-        sql = (
-            "SELECT s.user_id, count(m.id) FROM spaces s LEFT JOIN memories m ON m.space_id = s.id"
-            " AND m.status = 'active' AND (m.valid_to IS NULL OR m.valid_to > ?)"
-            " AND COALESCE(m.updated_at, m.created_at) >= ?"
-            " WHERE s.tenant_id = ? AND s.user_id != ''"
-        )
-        args: list[Any] = [now, cutoff if cutoff is not None else float("-inf"), tenant]
-        if only is not None:
-            sql += " AND s.user_id = ?"
-            args.append(only)
-        sql += " GROUP BY s.user_id ORDER BY s.user_id LIMIT ?"
-        args.append(limit)
-        # The store has no call for this yet; its connection is used under its lock.
-        try:
-            with store.reading():
-                counts = {user: int(n) for user, n in store._conn.execute(sql, args).fetchall()}
-        except sqlite3.Error as exc:
-            raise StoreError(f"{store.path}: listing the users failed: {exc}") from exc
+    counts = memory.store.user_counts(
+        memory.config.tenant_id, now=now, cutoff=validity_cutoff(now, memory.config.decay_days), only=only, limit=limit
+    )
     if only is not None and only not in counts:
         counts[only] = 0
     return [{"user_id": user, "memories": n} for user, n in counts.items()]

@@ -205,6 +205,15 @@ class Store(abc.ABC):
         best first. The backend tokenises ``query`` the way its index does."""
 
     @abc.abstractmethod
+    def user_counts(
+        self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000
+    ) -> dict[str, int]:
+        """The tenant's users (by id, at most ``limit``), each with its number of
+        active memories valid at ``now`` and effective since ``cutoff``; with
+        ``only``, just that user if it has a space. Users whose memories were all
+        deleted are listed with 0."""
+
+    @abc.abstractmethod
     def history(self, memory_id: str) -> list[EventRecord]: ...
 
     @abc.abstractmethod

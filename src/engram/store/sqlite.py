@@ -828,6 +828,25 @@ class SQLiteStore(Store):
         return [r[0] for r in rows]
 
     @_store_errors
+    def user_counts(
+        self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000
+    ) -> dict[str, int]:
+        sql = (
+            "SELECT s.user_id, count(m.id) FROM spaces s LEFT JOIN memories m ON m.space_id = s.id"
+            " AND m.status = 'active' AND (m.valid_to IS NULL OR m.valid_to > ?)"
+            " AND COALESCE(m.updated_at, m.created_at) >= ?"
+            " WHERE s.tenant_id = ? AND s.user_id != ''"
+        )
+        args: list[Any] = [now, cutoff if cutoff is not None else float("-inf"), tenant_id]
+        if only is not None:
+            sql += " AND s.user_id = ?"
+            args.append(only)
+        sql += " GROUP BY s.user_id ORDER BY s.user_id LIMIT ?"
+        args.append(limit)
+        with self._lock:
+            return {user: int(n) for user, n in self._conn.execute(sql, args).fetchall()}
+
+    @_store_errors
     def count(self, scope: ScopeFilter) -> int:
         where, args = self._scope_sql(scope)
         with self._lock:
