@@ -49,7 +49,6 @@ def distinct_fact(proc: int, i: int) -> str:
 
 def _worker(path: str, embedder: str, scenario: str, proc: int, slots: int, facts: int,
             barrier: mp.synchronize.Barrier, out: mp.Queue, per_user: int) -> None:
-    ARGS_FACTS[0] = per_user
     m = None
     try:
         from engram import Memory
@@ -67,9 +66,10 @@ def _worker(path: str, embedder: str, scenario: str, proc: int, slots: int, fact
         else:
             infer = scenario != "distinct-verbatim"
             for i in range(facts):
-                # own-users: each process its own user (one writer alone does the
-                # same users one after the other); otherwise all share one user.
-                user = "shared" if scenario != "own-users" else f"user{proc if slots else i // ARGS_FACTS[0]}"
+                # own-users: the facts of process p go to user p, whichever process
+                # adds them (alone, one process adds every process's share in
+                # turn); otherwise all share one user.
+                user = "shared" if scenario != "own-users" else f"user{(proc * facts + i) // per_user}"
                 m.add(distinct_fact(proc, i), user_id=user, infer=infer)
         out.put((proc, start, time.perf_counter(), None))
     except BaseException as exc:  # reported, not swallowed
@@ -151,10 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         ):
             total = procs * ARGS.facts
             alone = str(Path(tmp) / f"{scenario}-alone.db")
-            # ``slots`` tells the worker whether it is alone (0) or one of many (1).
             seconds_alone, errors_alone = run(alone, ARGS.embedder, scenario, 1, 0, total)
             together = str(Path(tmp) / f"{scenario}.db")
-            seconds, errors = run(together, ARGS.embedder, scenario, procs, 1, ARGS.facts)
+            seconds, errors = run(together, ARGS.embedder, scenario, procs, 0, ARGS.facts)
             users = ["shared"] if scenario != "own-users" else [f"user{p}" for p in range(procs)]
             texts = stored_texts(together, users)
             # infer=True stores the extracted fact ("Likes ..."), infer=False the text.
@@ -176,7 +175,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 ARGS: argparse.Namespace
-ARGS_FACTS = [0]  # facts per process, for the workers (spawned: no ARGS there)
 
 if __name__ == "__main__":
     raise SystemExit(main())

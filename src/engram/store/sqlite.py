@@ -582,8 +582,6 @@ class SQLiteStore(Store):
     @contextmanager
     def transaction(self) -> Iterator[Batch]:
         with self._lock:
-            if getattr(self, "_conn", None) is None:
-                raise StoreError(f"{self.path} is closed")
             try:
                 with self._write() as conn:
                     flushed = self._flush_touches(conn)
