@@ -33,6 +33,7 @@ from .policies.ranking import RankingPolicy
 from .policies.text import content_hash
 from .policies.validity import is_valid, validity_cutoff
 from .roles.base import Extractor, Reconciler
+from .store import open_store
 from .store.base import ScopeFilter, Store
 from .store.sqlite import SQLiteStore
 
@@ -81,9 +82,7 @@ class Memory:
         self.llm: LLM | None = resolve_llm(self.config.llm)
         if store is None:
             target = self.config.path if self.config.path is not None else str(default_db_path())
-            if not isinstance(target, str | bytes) and not hasattr(target, "__fspath__"):
-                raise ValidationError("path", f"must be a file path, got {type(target).__name__}")
-            store = SQLiteStore(target, busy_timeout=self.config.busy_timeout)
+            store = open_store(target, busy_timeout=self.config.busy_timeout)
         self.store = store
         try:
             self.embedder = self._bind_embedder(self.config.embedder)
@@ -582,7 +581,8 @@ class Memory:
         if not isinstance(self.store, SQLiteStore):
             from .errors import ConfigurationError
 
-            raise ConfigurationError(f"{what} works on the SQLite store; this Memory uses {type(self.store).__name__}")
+            hint = " (for PostgreSQL use its own tools: amcheck, pg_dump)" if type(self.store).__name__ == "PostgresStore" else ""
+            raise ConfigurationError(f"{what} works on the SQLite store; this Memory uses {type(self.store).__name__}{hint}")
         return self.store
 
     def check(self, *, quick: bool = False) -> dict[str, Any]:
@@ -644,7 +644,7 @@ def reembed(path: str, embedder: str | Embedder, *, progress: Any = None) -> dic
     needs only the stored texts. The store then belongs to the new embedder.
     """
     new = resolve_embedder(embedder)
-    store = SQLiteStore(path, busy_timeout=MemoryConfig().resolved().busy_timeout)
+    store = open_store(path, busy_timeout=MemoryConfig().resolved().busy_timeout)
     try:
         return store.reindex(new.embed, name=new.name, dim=new.dim, progress=progress)
     finally:

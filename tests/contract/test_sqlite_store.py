@@ -23,7 +23,8 @@ from engram.model import MemoryRecord, Scope, Status
 from engram.policies.text import content_hash
 from engram.store.base import ScopeFilter
 from engram.store.migrations import SCHEMA_VERSION, V1
-from engram.store.sqlite import SQLiteStore, _split_sql, scope_key
+from engram.store.codec import scope_key
+from engram.store.sqlite import SQLiteStore, _split_sql
 
 EMB = HashingEmbedder()
 ALEX = Scope(user_id="alex")

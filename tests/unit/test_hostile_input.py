@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import pytest
 
 from engram import Memory, MemoryConfig, ValidationError
-from engram.store.sqlite import UNREADABLE_KEY, _dumps, _loads
+from engram.store.codec import UNREADABLE_KEY, dumps as _dumps, loads as _loads
 
 SURROGATE = "\ud800"
 

@@ -112,10 +112,40 @@ class App:
         return self._memory
 
     def require_store(self) -> None:
-        if self.db != IN_MEMORY and not os.path.isfile(self.db):
+        from ..store import sqlite_path, store_kind
+
+        try:
+            kind = store_kind(self.db)
+        except EngramError as exc:
+            raise CommandError(str(exc)) from exc
+        if kind != "sqlite":
+            return  # a database server: opening it says whether it is there
+        path = sqlite_path(self.db)
+        if path != IN_MEMORY and not os.path.isfile(path):
             raise CommandError(
-                f"no store at {self.db}: check --db (or ENGRAM_DB); `engram add` creates one"
+                f"no store at {self.label}: check --db (or ENGRAM_DB); `engram add` creates one"
             )
+
+    def sqlite_file(self, what: str) -> str:
+        """The SQLite file of ``--db`` for a command that works on files only."""
+        from ..store import sqlite_path, store_kind
+
+        self.require_store()
+        if store_kind(self.db) != "sqlite":
+            raise CommandError(
+                f"{what} works on SQLite store files; for PostgreSQL use its own tools (amcheck, pg_dump)"
+            )
+        path = os.fspath(sqlite_path(self.db))
+        if path == IN_MEMORY:
+            raise CommandError(f"an in-memory store has no file for {what}; name one with --db")
+        return path
+
+    @property
+    def label(self) -> str:
+        """The store as messages show it: a URL's password hidden."""
+        from ..store import redact
+
+        return redact(self.db)
 
     @property
     def console(self) -> Any:

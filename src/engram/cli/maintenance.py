@@ -33,8 +33,7 @@ def check(app: App, quick: bool) -> None:
 
     if app.db == ":memory:":
         raise CommandError("an in-memory store has nothing to check; name a file with --db")
-    app.require_store()
-    report = check_store(app.db, quick=quick)
+    report = check_store(app.sqlite_file("engram check"), quick=quick)
 
     def human() -> None:
         counts = report["counts"]
@@ -75,8 +74,7 @@ def backup(app: App, dest: str, force: bool) -> None:
     app.arguments = {"dest": "DEST", "force": "--force"}
     if app.db == ":memory:":
         raise CommandError("an in-memory store cannot be backed up from the command line; name a file with --db")
-    app.require_store()
-    result: dict[str, Any] = backup_store(app.db, dest, force=force)
+    result: dict[str, Any] = backup_store(app.sqlite_file("engram backup"), dest, force=force)
     app.emit(
         result,
         lambda: click.echo(

@@ -204,7 +204,7 @@ def delete_all(app: App, user_id: str | None, agent_id: str | None, run_id: str 
     memory = app.memory()
     # Without any id the engine refuses; asking first would be pointless.
     if not yes and any(ids.values()):
-        click.confirm(f"Delete every memory of {describe_scope(ids)} in {app.db}?", abort=True, err=True)
+        click.confirm(f"Delete every memory of {describe_scope(ids)} in {app.label}?", abort=True, err=True)
     result = memory.delete_all(**ids)
     app.emit(result, lambda: click.echo(result["message"]))
 
@@ -248,11 +248,11 @@ def reset(app: App, yes: bool) -> None:
     app.require_store()
     if not yes:
         if not stdin_is_tty():
-            raise CommandError(f"refusing to reset {app.db} without confirmation; pass --yes")
-        click.confirm(f"Delete every memory and event in {app.db}? This cannot be undone", abort=True, err=True)
+            raise CommandError(f"refusing to reset {app.label} without confirmation; pass --yes")
+        click.confirm(f"Delete every memory and event in {app.label}? This cannot be undone", abort=True, err=True)
     app.memory().reset()
-    result = {"reset": True, "db": app.db}
-    app.emit(result, lambda: click.echo(f"Reset {app.db}: every memory and event deleted."))
+    result = {"reset": True, "db": app.label}
+    app.emit(result, lambda: click.echo(f"Reset {app.label}: every memory and event deleted."))
 
 
 @cli.command()

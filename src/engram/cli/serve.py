@@ -94,7 +94,7 @@ def serve(
         active = keys.list(include_revoked=False)
     if not active and not local:
         raise CommandError(
-            f"refusing to serve on {host}: the store {app.db} holds no API key, so this would be an open "
+            f"refusing to serve on {host}: the store {app.label} holds no API key, so this would be an open "
             "development server reachable from other machines. Create a key first "
             "(`engram keys create --tenant NAME`), or serve on 127.0.0.1."
         )
@@ -112,7 +112,7 @@ def serve(
     tenants = sorted({k.tenant_id for k in active}) if active else [""]
     service.tenants.get(tenants[0])
     url = _url(host, port)
-    click.echo(f"Engram memory service: {url}  (store {app.db})")
+    click.echo(f"Engram memory service: {url}  (store {app.label})")
     if active:
         shown = ", ".join(repr(t) for t in tenants[:5]) + (", ..." if len(tenants) > 5 else "")
         click.echo(f"  API keys required: {len(active)} active key{'s' if len(active) != 1 else ''} (tenants {shown}).")

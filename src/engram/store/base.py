@@ -5,6 +5,26 @@ log, with a full-text index and a vector index that can always be rebuilt from i
 Writes happen inside :meth:`Store.transaction`, whose :class:`Batch` writes every
 change together with its event, so a change never exists without its event and an
 event never exists without its change.
+
+Isolation, the rule every backend keeps:
+
+- A transaction is atomic and durable: all of its writes and events commit, or none;
+  once :meth:`Store.transaction` returned, they survive a crash.
+- Writes to one space (tenant, user, agent) are serialised: while a transaction holds
+  a space, no other transaction — in this process, another process or another
+  machine — commits to it. A transaction holds a space from its first read or write
+  of it through the :class:`Batch` (``space_version``, ``find_active_hash``,
+  ``get_many``, ``list_bullets``, ``advance_clock``, or a write) until it ends. So a
+  writer that reads a space's version, candidates or hashes inside its transaction
+  decides on the space as it is when it commits. SQLite keeps the rule with one
+  writer per file; PostgreSQL with a transaction-scoped lock per space.
+- The batch's reads see the transaction's own writes.
+- Reads outside a transaction see committed data only; a search may run while writers
+  commit and sees each transaction whole or not at all.
+
+Rules no backend re-invents live in shared modules: the row codec and the speaker
+rule in :mod:`engram.store.codec`, the access clock's stamping in
+:mod:`engram.store.touches`, the scope and validity filters in :mod:`engram.store.sql`.
 """
 
 from __future__ import annotations
@@ -194,15 +214,19 @@ class Store(abc.ABC):
         is that (casefolded) speaker."""
 
     def speakers(self, scope: ScopeFilter) -> set[str]:
-        """Casefolded speaker names (metadata ``name``) of the scope's memories."""
+        """Casefolded speaker names (metadata ``name``, the rule of
+        :func:`engram.store.codec.speaker_of`) of the scope's memories."""
         return set()
 
     @abc.abstractmethod
     def text_search(
         self, scope: ScopeFilter, query: str, *, k: int, cutoff: float | None, now: float
     ) -> list[tuple[str, float]]:
-        """``(memory_id, bm25)`` of active, valid memories sharing a term with ``query``,
-        best first. The backend tokenises ``query`` the way its index does."""
+        """``(memory_id, score)`` of active, valid memories sharing a term with ``query``,
+        best first. ``score`` is the backend's full-text relevance (SQLite: BM25,
+        PostgreSQL: ``ts_rank``): higher is better, and scores compare only within
+        one result list (ranking fuses lists by rank, never by score). The backend
+        tokenises ``query`` the way its index does."""
 
     @abc.abstractmethod
     def user_counts(
@@ -243,7 +267,8 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def touch(self, records: Sequence[MemoryRecord], *, query: str = "") -> None:
         """Record one retrieval in each space of ``records``: the space's access
-        clock advances by one and each record's class component is touched."""
+        clock advances by one and each record's class component is touched, by the
+        rule of :class:`engram.store.touches.TouchBuffer`."""
 
     @abc.abstractmethod
     def access_clock(self, scope: Scope) -> int: ...

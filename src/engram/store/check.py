@@ -41,8 +41,8 @@ import numpy as np
 from ..errors import CorruptStoreError, StoreError, ValidationError
 from ..model import Kind, MemoryClass, Scope, Status, Tier
 from ..policies.text import content_hash
+from .codec import scope_key
 from .migrations import SCHEMA_VERSION
-from .sqlite import scope_key
 from .sqlite_errors import is_busy, is_corrupt
 
 _EXAMPLES = 5

@@ -22,194 +22,38 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic_core import from_json
 
 from ..errors import ConfigurationError, CorruptStoreError, EmbedderMismatchError, EngramError, StoreError
-from ..model import EventRecord, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
+from ..model import EventRecord, MemoryRecord, Scope, Status
 from ..policies.text import index_terms, query_terms, stable_token
 from .base import Batch, ScopeFilter, Store
-from .migrations import MIGRATIONS, SCHEMA_VERSION
-from .sqlite_errors import backoff, is_busy, is_corrupt
-from .vector_index import Row, SpaceIndex
-
-_CLASS_NAMES = tuple(c.value for c in MemoryClass)
-_FIELDS = (
-    "m.id", "m.run_id", "m.text", "m.search_text", "m.kind", "m.memory_class", "m.topic",
-    "m.concept", "m.section", "m.tags", "m.helpful", "m.harmful",
-    *(f"m.strength_{c}" for c in _CLASS_NAMES), *(f"m.last_access_{c}" for c in _CLASS_NAMES),
-    "m.access_count", "m.importance", "m.energy", "m.tier", "m.created_at", "m.updated_at",
-    "m.valid_to", "m.content_hash", "m.metadata", "m.lineage", "m.status",
-    "s.tenant_id", "s.user_id", "s.agent_id",
+from .codec import (
+    AT,
+    COLUMNS,
+    FIELDS,
+    FROM_MEMORIES,
+    dumps,
+    record_values,
+    row_to_record,
+    speaker_of,
+    stored_row,
 )
-_COLUMNS = ", ".join(_FIELDS)
-_AT = {field.split(".", 1)[1]: i for i, field in enumerate(_FIELDS)}  # column -> position in a row
-_INTEGER = {"helpful", "harmful", "access_count", *(f"last_access_{c}" for c in _CLASS_NAMES)}
-_REAL = {"importance", "energy", "created_at", "updated_at", "valid_to", *(f"strength_{c}" for c in _CLASS_NAMES)}
-_FROM = "FROM memories m JOIN spaces s ON s.id = m.space_id"
-_TOUCH_FLUSH_EVERY = 32
-
-
-@functools.lru_cache(maxsize=4096)
-def scope_key(scope: Scope) -> str:
-    """The full-text tokens that let BM25 queries stay inside a scope."""
-    return " ".join(
-        stable_token(prefix, value)
-        for prefix, value in (
-            ("t", scope.tenant_id),
-            ("u", scope.user_id),
-            ("a", scope.agent_id),
-            ("r", scope.run_id),
-        )
-    )
-
-
-_KINDS = {k.value: k for k in Kind}
-_CLASSES = {c.value: c for c in MemoryClass}
-_TIERS = {t.value: t for t in Tier}
-_STATUSES = {s.value: s for s in Status}
-
-
-#: The key under which :func:`_loads` returns a stored JSON text it cannot decode.
-UNREADABLE_KEY = "_unreadable"
-
-
-def _loads(text: str) -> Any:
-    # Most rows carry empty tags and metadata: skip the decoder for them.
-    if text == "{}":
-        return {}
-    if text == "[]":
-        return []
-    # pydantic-core's parser: several times faster than json.loads on the small
-    # objects every search result decodes.
-    try:
-        return from_json(text)
-    except ValueError:
-        pass
-    # A row no check refused when it was written (older versions stored metadata of
-    # any depth; pydantic-core stops at 200 levels): json.loads reads up to Python's
-    # recursion limit, which is deeper than any json.dumps could have written.
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        # Still unreadable: the stored text itself, whole, under one key, so the
-        # memory stays readable, exportable and deletable and nothing is lost.
-        return {UNREADABLE_KEY: text}
-
-
-# Scopes are immutable and few: rows of one user share one Scope object.
-_scope = functools.lru_cache(maxsize=4096)(Scope)
-
-
-def _row_to_record(row: sqlite3.Row | tuple) -> MemoryRecord:
-    (mid, run_id, text, search_text, kind, cls, topic, concept, section, tags, helpful, harmful,
-     s_sem, s_epi, s_pro, a_sem, a_epi, a_pro, access_count, importance, energy, tier,
-     created_at, updated_at, valid_to, digest, metadata, lineage, status,
-     tenant_id, user_id, agent_id) = row  # fmt: skip
-    # Positional, in MemoryRecord's field order (several times faster than keywords
-    # on the search path; the store contract's round-trip test guards the order).
-    return MemoryRecord(
-        mid,
-        _scope(tenant_id, user_id, agent_id, run_id),
-        text,
-        _KINDS[kind],
-        _CLASSES[cls],
-        topic,
-        concept,
-        section,
-        _loads(tags),
-        helpful,
-        harmful,
-        {"semantic": s_sem, "episodic": s_epi, "procedural": s_pro},
-        {"semantic": a_sem, "episodic": a_epi, "procedural": a_pro},
-        access_count,
-        importance,
-        energy,
-        _TIERS[tier],
-        created_at,
-        updated_at,
-        valid_to,
-        digest,
-        _loads(metadata),
-        _loads(lineage),
-        _STATUSES[status],
-        search_text,
-    )
-
-
-def _dumps(value: Any) -> str:
-    if not value:  # the common empty tags / metadata / payload
-        return "[]" if isinstance(value, list) else "{}"
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            # A lone surrogate got past the checks: written as a JSON \ud800 escape
-            # it is valid UTF-8 and reads back the same, instead of failing the write.
-            text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
-    return text
-
-
-def _record_values(record: MemoryRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "run_id": record.scope.run_id,
-        "scope_key": scope_key(record.scope),
-        "text": record.text,
-        "search_text": record.search_text or record.text,
-        "kind": record.kind.value,
-        "memory_class": record.memory_class.value,
-        "topic": record.topic,
-        "concept": record.concept,
-        "section": record.section,
-        "tags": _dumps(record.tags),
-        "helpful": record.helpful,
-        "harmful": record.harmful,
-        **{f"strength_{c}": float(record.strengths.get(c, 1.0)) for c in _CLASS_NAMES},
-        **{f"last_access_{c}": int(record.last_access.get(c, 0)) for c in _CLASS_NAMES},
-        "access_count": record.access_count,
-        "importance": record.importance,
-        "energy": record.energy,
-        "tier": record.tier.value,
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        "valid_to": record.valid_to,
-        "content_hash": record.content_hash,
-        "metadata": _dumps(record.metadata),
-        "lineage": _dumps(record.lineage),
-        "status": record.status.value,
-    }
-
-
-def _stored_row(record: MemoryRecord) -> tuple[Any, ...]:
-    """``record`` as a read of ``_COLUMNS`` returns it once written (column affinity included)."""
-    values = _record_values(record)
-    values.update(tenant_id=record.scope.tenant_id, user_id=record.scope.user_id, agent_id=record.scope.agent_id)
-    row = []
-    for column in _AT:
-        value = values[column]
-        if value is not None and column in _REAL:
-            value = float(value)
-        elif column in _INTEGER and isinstance(value, float) and value.is_integer():
-            value = int(value)
-        row.append(value)
-    return tuple(row)
-
-
-def _speaker(metadata: dict[str, Any]) -> str:
-    name = metadata.get("name")
-    return name.casefold() if isinstance(name, str) else ""
+from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .sql import event_scope_where, scope_where, validity_where
+from .sqlite_errors import backoff, is_busy, is_corrupt
+from .touches import FLUSH_EVERY, TouchBuffer
+from .vector_index import Row, SpaceIndex
 
 
 def _index_entry(stored: tuple[Any, ...], vector: np.ndarray | None, speaker: str) -> Row:
-    """The in-process index's row for a stored memory row (see ``_stored_row``)."""
-    created, updated = stored[_AT["created_at"]], stored[_AT["updated_at"]]
+    """The in-process index's row for a stored memory row (see ``stored_row``)."""
+    created, updated = stored[AT["created_at"]], stored[AT["updated_at"]]
     return Row(
-        stored[_AT["id"]],
-        stored[_AT["run_id"]],
+        stored[AT["id"]],
+        stored[AT["run_id"]],
         created if updated is None else updated,  # validity runs from the last update
-        stored[_AT["valid_to"]],
-        stored[_AT["search_text"]],
+        stored[AT["valid_to"]],
+        stored[AT["search_text"]],
         vector,
         created_at=created,
         speaker=speaker,
@@ -243,7 +87,7 @@ class _SQLiteBatch(Batch):
         cur = self._conn.execute(
             "INSERT INTO events (ts, op, space_id, memory_id, run_id, actor, old_text, new_text, payload) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (time.time(), op, space, memory_id, scope.run_id, actor, old, new, _dumps(payload or {})),
+            (time.time(), op, space, memory_id, scope.run_id, actor, old, new, dumps(payload or {})),
         )
         self.last_seq = int(cur.lastrowid or 0)
         return self.last_seq
@@ -266,12 +110,12 @@ class _SQLiteBatch(Batch):
         else:
             stored = self._conn.execute("SELECT vector FROM embeddings WHERE memory_rowid = ?", (rowid,)).fetchone()
             vector = np.frombuffer(stored[0], dtype=np.float32) if stored else None
-        row = _index_entry(_stored_row(record), vector, _speaker(record.metadata))
+        row = _index_entry(stored_row(record), vector, speaker_of(record.metadata))
         self.index_upserts.setdefault(space, []).append(row)
 
     def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None:
         space = self._space(record.scope)
-        values = _record_values(record)
+        values = record_values(record)
         values["space_id"] = space
         cols = ", ".join(values)
         marks = ", ".join(f":{c}" for c in values)
@@ -285,7 +129,7 @@ class _SQLiteBatch(Batch):
 
     def update(self, record: MemoryRecord, vector: np.ndarray | None, *, old_text: str, op: str = "update", actor: str = "", payload: dict[str, Any] | None = None) -> None:
         space = self._space(record.scope)
-        values = _record_values(record)
+        values = record_values(record)
         values["space_id"] = space
         assignments = ", ".join(f"{c} = :{c}" for c in values if c != "id")
         cur = self._conn.execute(f"UPDATE memories SET {assignments} WHERE id = :id", values)
@@ -430,9 +274,7 @@ class SQLiteStore(Store):
         # once the identity was read back from the store.
         self._identity_checked = 0
         self._indexes: dict[int, SpaceIndex] = {}
-        self._touch_buffer: dict[int, dict[str, tuple[str, int, int]]] = {}  # space -> id -> (class, n, offset of the last)
-        self._touch_counts: dict[int, int] = {}
-        self._touch_events: list[tuple[float, int, str, list[str]]] = []
+        self._touches = TouchBuffer()
         # What reads learnt of the spaces table (ids and generations), valid while
         # nothing is committed: this connection's commits clear it, and SQLite's
         # data_version tells when another connection committed.
@@ -593,7 +435,7 @@ class SQLiteStore(Store):
                 raise self._error(exc, "write") from exc
             # Only a committed flush empties the buffer: a rolled-back transaction
             # must not lose the retrievals recorded before it.
-            self._clear_touches(flushed)
+            self._touches.taken(flushed)
             self._apply_to_indexes(batch, generations)
 
     def _generations(self, conn: sqlite3.Connection, spaces: set[int]) -> dict[int, int]:
@@ -734,8 +576,8 @@ class SQLiteStore(Store):
     @_store_errors
     def get(self, memory_id: str) -> MemoryRecord | None:
         with self._lock:
-            row = self._conn.execute(f"SELECT {_COLUMNS} {_FROM} WHERE m.id = ?", (memory_id,)).fetchone()
-        return _row_to_record(row) if row else None
+            row = self._conn.execute(f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE m.id = ?", (memory_id,)).fetchone()
+        return row_to_record(row) if row else None
 
     @_store_errors
     def get_many(
@@ -764,7 +606,7 @@ class SQLiteStore(Store):
                     for index in indexes:
                         stored = index.stored(mid)
                         if stored is not None:
-                            out[mid] = _row_to_record(stored)
+                            out[mid] = row_to_record(stored)
                             break
                     else:
                         unread.append(mid)
@@ -772,46 +614,34 @@ class SQLiteStore(Store):
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                for row in self._conn.execute(f"SELECT {_COLUMNS} {_FROM} WHERE m.id IN ({marks})", chunk):
-                    out[row[0]] = _row_to_record(row)
+                for row in self._conn.execute(f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE m.id IN ({marks})", chunk):
+                    out[row[0]] = row_to_record(row)
         return out
-
-    def _scope_sql(self, scope: ScopeFilter) -> tuple[str, list[Any]]:
-        sql = "s.tenant_id = ?"
-        args: list[Any] = [scope.tenant_id]
-        for column, value in (("s.user_id", scope.user_id), ("s.agent_id", scope.agent_id), ("m.run_id", scope.run_id)):
-            if value is not None:
-                sql += f" AND {column} = ?"
-                args.append(value)
-        return sql, args
 
     @_store_errors
     def list(self, scope: ScopeFilter, *, limit: int | None = None, cutoff: float | None = None, now: float | None = None, status: Status = Status.ACTIVE) -> list[MemoryRecord]:
-        where, args = self._scope_sql(scope)
+        where, args = scope_where(scope)
         where += " AND m.status = ?"
         args.append(status.value)
-        if cutoff is not None:
-            where += " AND COALESCE(m.updated_at, m.created_at) >= ?"
-            args.append(cutoff)
-        if now is not None:
-            where += " AND (m.valid_to IS NULL OR m.valid_to > ?)"
-            args.append(now)
-        sql = f"SELECT {_COLUMNS} {_FROM} WHERE {where} ORDER BY m.created_at DESC, m.rowid DESC"
+        valid, valid_args = validity_where(cutoff, now)
+        where += valid
+        args += valid_args
+        sql = f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE {where} ORDER BY m.created_at DESC, m.rowid DESC"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
         with self._lock:
-            return [_row_to_record(r) for r in self._conn.execute(sql, args)]
+            return [row_to_record(r) for r in self._conn.execute(sql, args)]
 
     @_store_errors
     def find_by_hash(self, scope: ScopeFilter, content_hash: str) -> list[MemoryRecord]:
-        where, args = self._scope_sql(scope)
+        where, args = scope_where(scope)
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {_COLUMNS} {_FROM} WHERE {where} AND m.status = 'active' AND m.content_hash = ?",
+                f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE {where} AND m.status = 'active' AND m.content_hash = ?",
                 (*args, content_hash),
             ).fetchall()
-        return [_row_to_record(r) for r in rows]
+        return [row_to_record(r) for r in rows]
 
     @_store_errors
     def ids_with_prefix(self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2) -> list[str]:
@@ -821,7 +651,7 @@ class SQLiteStore(Store):
             where += " AND m.status != 'deleted'"
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT m.id {_FROM} WHERE {where} ORDER BY m.id LIMIT ?", (tenant_id, prefix, prefix + "\U0010ffff", limit)
+                f"SELECT m.id {FROM_MEMORIES} WHERE {where} ORDER BY m.id LIMIT ?", (tenant_id, prefix, prefix + "\U0010ffff", limit)
             ).fetchall()
         return [r[0] for r in rows]
 
@@ -846,22 +676,22 @@ class SQLiteStore(Store):
 
     @_store_errors
     def count(self, scope: ScopeFilter) -> int:
-        where, args = self._scope_sql(scope)
+        where, args = scope_where(scope)
         with self._lock:
-            return int(self._conn.execute(f"SELECT count(*) {_FROM} WHERE {where} AND m.status = 'active'", args).fetchone()[0])
+            return int(self._conn.execute(f"SELECT count(*) {FROM_MEMORIES} WHERE {where} AND m.status = 'active'", args).fetchone()[0])
 
     # playbooks -----------------------------------------------------------------------
     @_store_errors
     def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
-        where, args = self._scope_sql(scope)
+        where, args = scope_where(scope)
         sql = (
-            f"SELECT {_COLUMNS}, e.vector {_FROM} LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+            f"SELECT {COLUMNS}, e.vector {FROM_MEMORIES} LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
             f"WHERE {where} AND m.status = 'active' AND m.section != '' ORDER BY m.created_at, m.rowid"
         )
         with self._lock:
             rows = self._conn.execute(sql, args).fetchall()
         return [
-            (_row_to_record(r[:-1]), None if r[-1] is None else np.frombuffer(r[-1], dtype=np.float32))
+            (row_to_record(r[:-1]), None if r[-1] is None else np.frombuffer(r[-1], dtype=np.float32))
             for r in rows
         ]
 
@@ -897,7 +727,7 @@ class SQLiteStore(Store):
         seq = self._last_seq()
         index = SpaceIndex(dim, generation, seq)
         rows = self._conn.execute(
-            f"SELECT {_COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {_FROM} "
+            f"SELECT {COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {FROM_MEMORIES} "
             "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
             "WHERE m.space_id = ? AND m.status = 'active' ORDER BY m.rowid",
             (space,),
@@ -910,8 +740,8 @@ class SQLiteStore(Store):
         return int(self._conn.execute("SELECT COALESCE(max(seq), 0) FROM events").fetchone()[0])
 
     def _index_entries(self, rows: Sequence[tuple[Any, ...]], dim: int) -> list[Row]:
-        """Index rows of ``SELECT {_COLUMNS}, vector, metadata name`` rows."""
-        width = len(_FIELDS)
+        """Index rows of ``SELECT {COLUMNS}, vector, metadata name`` rows."""
+        width = len(FIELDS)
         loaded = []
         for r in rows:
             stored, blob, name = r[:width], r[width], r[width + 1]
@@ -946,7 +776,7 @@ class SQLiteStore(Store):
             return False
         # The space's memories named by events since, whatever their status now.
         rows = self._conn.execute(
-            f"SELECT {_COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {_FROM} "
+            f"SELECT {COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {FROM_MEMORIES} "
             "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
             "WHERE m.id IN (SELECT memory_id FROM events WHERE space_id = :space AND seq > :s AND memory_id IS NOT NULL) "
             # The unary + keeps the planner on the id index (not every row of the space).
@@ -955,7 +785,7 @@ class SQLiteStore(Store):
         ).fetchall()
         if len(rows) > max(len(index), 64):
             return False
-        status = _AT["status"]
+        status = AT["status"]
         live = [r for r in rows if r[status] == "active"]
         index.remove([r[0] for r in rows if r[status] != "active"])
         if live:
@@ -1086,7 +916,7 @@ class SQLiteStore(Store):
     @_store_errors
     def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None) -> list[EventRecord]:
         where, args = "e.seq > ?", [since]
-        where, args = _event_scope_sql(where, args, scope)
+        where, args = event_scope_where(where, args, scope)
         if ops:
             where += f" AND e.op IN ({','.join('?' * len(ops))})"
             args.extend(ops)
@@ -1101,7 +931,7 @@ class SQLiteStore(Store):
             "SELECT 1 FROM events p WHERE p.space_id IS e.space_id AND p.seq > e.seq "
             "AND p.op = 'turn_processed' AND json_extract(p.payload, '$.turn_event') = e.seq)"
         )
-        where, args = _event_scope_sql(where, [], scope)
+        where, args = event_scope_where(where, [], scope)
         return self._events(where, args, limit)
 
     @_store_errors
@@ -1138,60 +968,29 @@ class SQLiteStore(Store):
                 by_space.setdefault(r.scope.space, []).append(r)
             for (tenant, user, agent), recs in by_space.items():
                 spaces = self._spaces(ScopeFilter(tenant, user, agent))
-                if not spaces:
-                    continue
-                space = spaces[0][0]
-                self._touch_counts[space] = offset = self._touch_counts.get(space, 0) + 1
-                buf = self._touch_buffer.setdefault(space, {})
-                for r in recs:
-                    cls, count, _ = buf.get(r.id, (r.memory_class.value, 0, 0))
-                    # ``offset``: this retrieval's place among the space's buffered ones,
-                    # so the flush can stamp the clock value of this very retrieval.
-                    buf[r.id] = (cls, count + 1, offset)
-                self._touch_events.append((time.time(), space, query, [r.id for r in recs]))
-            if len(self._touch_events) >= _TOUCH_FLUSH_EVERY:
+                if spaces:
+                    self._touches.record(spaces[0][0], recs, query)
+            if len(self._touches) >= FLUSH_EVERY:
                 self.flush()
 
     def _flush_touches(self, conn: sqlite3.Connection) -> int:
-        """Write buffered retrievals: clock advance, per-memory touch, retrieve events.
-
-        Each memory's class component records the clock value after the retrieval
-        that touched it last (what the decay formula needs: accesses *since* the
-        last touch). Returns how many buffered retrievals were written; the caller
-        clears them with :meth:`_clear_touches` once the transaction committed.
-        """
-        if not self._touch_events:
+        """Write buffered retrievals (see :mod:`engram.store.touches`): clock advance,
+        per-memory touch, retrieve events. Returns how many buffered retrievals were
+        written; the caller forgets them once the transaction committed."""
+        flushed = len(self._touches)
+        if not flushed:
             return 0
-        for space, count in self._touch_counts.items():
+        for space, count in self._touches.spaces().items():
             conn.execute("UPDATE spaces SET access_clock = access_clock + ? WHERE id = ?", (count, space))
             clock = conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0]
-            before = clock - count  # the clock before the first buffered retrieval
-            for cls in _CLASS_NAMES:
+            for cls, rows in self._touches.stamps(space, int(clock)).items():
                 # The column name comes from the fixed class list, never from input.
-                # MAX: a touch written since (a reinforcement) is never moved back.
                 conn.executemany(
                     f"UPDATE memories SET access_count = access_count + ?, last_access_{cls} = MAX(last_access_{cls}, ?) WHERE id = ?",
-                    [(n, before + offset, memory_id) for memory_id, (c, n, offset) in self._touch_buffer.get(space, {}).items() if c == cls],
+                    rows,
                 )
-        rows = []
-        for ts, space, q, ids in self._touch_events:
-            try:
-                payload = _dumps({"query": q, "ids": ids})
-                payload.encode("utf-8")
-            except (TypeError, ValueError, RecursionError):
-                # A retrieval that cannot be logged must never fail the write it rides
-                # with (and so every later one): its log entry is dropped, its touches
-                # above still count.
-                continue
-            rows.append((ts, space, payload))
-        conn.executemany("INSERT INTO events (ts, op, space_id, payload) VALUES (?, 'retrieve', ?, ?)", rows)
-        return len(self._touch_events)
-
-    def _clear_touches(self, flushed: int) -> None:
-        if flushed:
-            self._touch_buffer.clear()
-            self._touch_counts.clear()
-            self._touch_events.clear()
+        conn.executemany("INSERT INTO events (ts, op, space_id, payload) VALUES (?, 'retrieve', ?, ?)", self._touches.log_entries())
+        return flushed
 
     @_store_errors
     def access_clock(self, scope: Scope) -> int:
@@ -1200,18 +999,18 @@ class SQLiteStore(Store):
             if space is None:
                 return 0
             stored = self._conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0]
-            return int(stored) + self._touch_counts.get(space, 0)
+            return int(stored) + self._touches.pending(space)
 
     def flush(self) -> None:
         """Write buffered retrieval bookkeeping now."""
         with self._lock:
-            if self._touch_events:
+            if len(self._touches):
                 try:
                     with self._write() as conn:
                         flushed = self._flush_touches(conn)
                 except sqlite3.Error as exc:
                     raise self._error(exc, "writing retrieval bookkeeping") from exc
-                self._clear_touches(flushed)
+                self._touches.taken(flushed)
 
     # maintenance -------------------------------------------------------------------
     @_store_write_errors
@@ -1250,7 +1049,7 @@ class SQLiteStore(Store):
                     if name is not None and dim is not None:
                         conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_name', ?)", (name,))
                         conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
-                    conn.execute("INSERT INTO events (ts, op, payload) VALUES (?, 'reindex', ?)", (time.time(), _dumps({"embedder": name, "re_embedded": re_embedded})))
+                    conn.execute("INSERT INTO events (ts, op, payload) VALUES (?, 'reindex', ?)", (time.time(), dumps({"embedder": name, "re_embedded": re_embedded})))
             indexed = self._conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0]
             return {"indexed": int(indexed), "re_embedded": re_embedded}
 
@@ -1258,9 +1057,7 @@ class SQLiteStore(Store):
     def reset(self) -> None:
         with self._lock:
             self._identity_checked = 0
-            self._touch_buffer.clear()
-            self._touch_counts.clear()
-            self._touch_events.clear()
+            self._touches.clear()
             with self._write() as conn:
                 conn.execute("DROP TRIGGER IF EXISTS events_no_update")
                 for table in ("embeddings", "memories", "events", "spaces"):
@@ -1284,19 +1081,6 @@ class SQLiteStore(Store):
             finally:
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
-
-
-def _event_scope_sql(where: str, args: list[Any], scope: ScopeFilter | None) -> tuple[str, list[Any]]:
-    """Narrow an events query (aliases ``e`` and ``s``) to a scope."""
-    if scope is None:
-        return where, args
-    where += " AND s.tenant_id = ?"
-    args = [*args, scope.tenant_id]
-    for column, value in (("s.user_id", scope.user_id), ("s.agent_id", scope.agent_id), ("e.run_id", scope.run_id)):
-        if value is not None:
-            where += f" AND {column} = ?"
-            args.append(value)
-    return where, args
 
 
 def _split_sql(script: str) -> list[str]:
