@@ -127,7 +127,7 @@ def test_another_writers_changes_reach_a_loaded_index_without_a_reload(tmp_path:
     for i in range(100):
         reader.add(f"note number {i} about gardening", user_id="u", infer=False)
     assert reader.search("gardening", user_id="u")["results"]
-    (index,) = reader.store._indexes.values()
+    (index,) = reader.store._indexes.loaded()
 
     added = writer.add("the kettle is descaled on Sundays", user_id="u", infer=False)["results"][0]["id"]
     first = reader.search("gardening", user_id="u", limit=1)["results"][0]["id"]
@@ -139,7 +139,7 @@ def test_another_writers_changes_reach_a_loaded_index_without_a_reload(tmp_path:
     assert reader.search("basil repotted", user_id="u", limit=1)["results"][0]["id"] == first
     assert gone["id"] not in [r["id"] for r in reader.search("note number 7", user_id="u", limit=100)["results"]]
     # The same index object, patched from the log: not a reload per change.
-    assert list(reader.store._indexes.values()) == [index]
+    assert reader.store._indexes.loaded() == [index]
     assert len(index) == 100
     reader.close()
     writer.close()

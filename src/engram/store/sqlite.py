@@ -28,9 +28,7 @@ from ..model import EventRecord, MemoryRecord, Scope, Status
 from ..policies.text import index_terms, query_terms, stable_token
 from .base import Batch, ScopeFilter, Store
 from .codec import (
-    AT,
     COLUMNS,
-    FIELDS,
     FROM_MEMORIES,
     dumps,
     record_values,
@@ -41,24 +39,9 @@ from .codec import (
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .sql import event_scope_where, scope_where, validity_where
 from .sqlite_errors import backoff, is_busy, is_corrupt
+from .sqlite_index import IndexCache, index_entry
 from .touches import FLUSH_EVERY, TouchBuffer
 from .vector_index import Row, SpaceIndex
-
-
-def _index_entry(stored: tuple[Any, ...], vector: np.ndarray | None, speaker: str) -> Row:
-    """The in-process index's row for a stored memory row (see ``stored_row``)."""
-    created, updated = stored[AT["created_at"]], stored[AT["updated_at"]]
-    return Row(
-        stored[AT["id"]],
-        stored[AT["run_id"]],
-        created if updated is None else updated,  # validity runs from the last update
-        stored[AT["valid_to"]],
-        stored[AT["search_text"]],
-        vector,
-        created_at=created,
-        speaker=speaker,
-        stored=stored,
-    )
 
 
 class _SQLiteBatch(Batch):
@@ -110,7 +93,7 @@ class _SQLiteBatch(Batch):
         else:
             stored = self._conn.execute("SELECT vector FROM embeddings WHERE memory_rowid = ?", (rowid,)).fetchone()
             vector = np.frombuffer(stored[0], dtype=np.float32) if stored else None
-        row = _index_entry(stored_row(record), vector, speaker_of(record.metadata))
+        row = index_entry(stored_row(record), vector, speaker_of(record.metadata))
         self.index_upserts.setdefault(space, []).append(row)
 
     def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None:
@@ -273,7 +256,7 @@ class SQLiteStore(Store):
         # A failed transaction may have recorded nothing, so it is only trusted
         # once the identity was read back from the store.
         self._identity_checked = 0
-        self._indexes: dict[int, SpaceIndex] = {}
+        self._indexes = IndexCache(self.path)
         self._touches = TouchBuffer()
         # What reads learnt of the spaces table (ids and generations), valid while
         # nothing is committed: this connection's commits clear it, and SQLite's
@@ -436,7 +419,7 @@ class SQLiteStore(Store):
             # Only a committed flush empties the buffer: a rolled-back transaction
             # must not lose the retrievals recorded before it.
             self._touches.taken(flushed)
-            self._apply_to_indexes(batch, generations)
+            self._indexes.apply(generations, batch.index_upserts, batch.index_removals, batch.last_seq)
 
     def _generations(self, conn: sqlite3.Connection, spaces: set[int]) -> dict[int, int]:
         if not spaces:
@@ -444,30 +427,6 @@ class SQLiteStore(Store):
         marks = ",".join("?" * len(spaces))
         rows = conn.execute(f"SELECT id, generation FROM spaces WHERE id IN ({marks})", tuple(spaces))
         return dict(rows.fetchall())
-
-    def _apply_to_indexes(self, batch: _SQLiteBatch, generations: dict[int, int]) -> None:
-        """Bring in-process indexes up to date without reloading them.
-
-        An index is only patched when it was current before this transaction (its
-        generation is exactly one behind); otherwise another process wrote too, and
-        the index catches up from the event log on the next read (see :meth:`_index`).
-        """
-        for space, generation in generations.items():
-            index = self._indexes.get(space)
-            if index is None:
-                continue
-            if index.dim == 0 and any(r.vector is not None for r in batch.index_upserts.get(space, ())):
-                # Loaded before the store had any vector (dimension 0): reload.
-                del self._indexes[space]
-                continue
-            if index.generation != generation - 1:
-                continue  # others wrote too: the next read catches up
-            if space in batch.index_upserts:
-                index.upsert(batch.index_upserts[space])
-            if space in batch.index_removals:
-                index.remove(batch.index_removals[space])
-            index.generation = generation
-            index.seq = max(index.seq, batch.last_seq)
 
     # spaces ----------------------------------------------------------------------
     def _space_id(self, conn: sqlite3.Connection, scope: Scope, *, create: bool) -> int | None:
@@ -599,7 +558,7 @@ class SQLiteStore(Store):
                 indexes = [
                     index
                     for space, generation in self._spaces(scope)
-                    if (index := self._indexes.get(space)) is not None and index.generation == generation
+                    if (index := self._indexes.current(space, generation)) is not None
                 ]
                 unread = []
                 for mid in ids:
@@ -707,91 +666,12 @@ class SQLiteStore(Store):
 
     # vector search -----------------------------------------------------------------
     def _index(self, space: int, generation: int) -> SpaceIndex:
-        """The space's in-process index, current to ``generation``.
+        """The space's in-process index, current to ``generation`` (see :class:`IndexCache`)."""
+        return self._indexes.get(self._conn, space, generation, self._dim)
 
-        Loaded whole the first time; afterwards, when other writers (other
-        processes, or transactions it could not be patched from) moved the space
-        on, only the memories named by the events since the index's last event are
-        read again, so a busy store costs each reader its changes, not its size.
-        """
-        index = self._indexes.get(space)
-        if index is not None and index.generation == generation:
-            return index
-        if index is not None and self._catch_up(index, space):
-            index.generation = generation
-            return index
+    def _dim(self) -> int:
         identity = self.embedder_identity()
-        dim = identity[1] if identity else 0
-        # The log's end first: whatever commits after it has a later seq, so the
-        # next catch-up starts from here even if rows below are newer.
-        seq = self._last_seq()
-        index = SpaceIndex(dim, generation, seq)
-        rows = self._conn.execute(
-            f"SELECT {COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {FROM_MEMORIES} "
-            "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
-            "WHERE m.space_id = ? AND m.status = 'active' ORDER BY m.rowid",
-            (space,),
-        ).fetchall()
-        index.upsert(self._index_entries(rows, dim))
-        self._indexes[space] = index
-        return index
-
-    def _last_seq(self) -> int:
-        return int(self._conn.execute("SELECT COALESCE(max(seq), 0) FROM events").fetchone()[0])
-
-    def _index_entries(self, rows: Sequence[tuple[Any, ...]], dim: int) -> list[Row]:
-        """Index rows of ``SELECT {COLUMNS}, vector, metadata name`` rows."""
-        width = len(FIELDS)
-        loaded = []
-        for r in rows:
-            stored, blob, name = r[:width], r[width], r[width + 1]
-            vector = None
-            if blob is not None:
-                vector = np.frombuffer(blob, dtype=np.float32)
-                if vector.shape[0] != dim:
-                    raise CorruptStoreError(
-                        f"{self.path}: memory {stored[0]} has a {vector.shape[0]}-dim vector but the store's "
-                        f"embedder has {dim}; run `engram reindex --embedder ...`"
-                    )
-            loaded.append(_index_entry(stored, vector, name.casefold() if isinstance(name, str) else ""))
-        return loaded
-
-    def _catch_up(self, index: SpaceIndex, space: int) -> bool:
-        """Apply to ``index`` the changes of its space logged after ``index.seq``.
-
-        False when only a reload will do: the log was reset, the store was
-        re-embedded, the index predates the store's first vector, or most of the
-        space changed.
-        """
-        if index.dim == 0:
-            return False
-        # One look at the log: its end, whether it still reaches back to the index
-        # (a reset empties it), whether the store was re-embedded since.
-        seq, reaches_back, reembedded = self._conn.execute(
-            "SELECT COALESCE(max(seq), 0), (SELECT 1 FROM events WHERE seq <= :s LIMIT 1), "
-            "(SELECT 1 FROM events WHERE space_id IS NULL AND seq > :s AND op = 'reindex' LIMIT 1) FROM events",
-            {"s": index.seq},
-        ).fetchone()
-        if seq < index.seq or (index.seq and not reaches_back) or reembedded:
-            return False
-        # The space's memories named by events since, whatever their status now.
-        rows = self._conn.execute(
-            f"SELECT {COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {FROM_MEMORIES} "
-            "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
-            "WHERE m.id IN (SELECT memory_id FROM events WHERE space_id = :space AND seq > :s AND memory_id IS NOT NULL) "
-            # The unary + keeps the planner on the id index (not every row of the space).
-            "AND +m.space_id = :space ORDER BY m.rowid",
-            {"space": space, "s": index.seq},
-        ).fetchall()
-        if len(rows) > max(len(index), 64):
-            return False
-        status = AT["status"]
-        live = [r for r in rows if r[status] == "active"]
-        index.remove([r[0] for r in rows if r[status] != "active"])
-        if live:
-            index.upsert(self._index_entries(live, index.dim))
-        index.seq = seq
-        return True
+        return identity[1] if identity else 0
 
     @_store_errors
     def speakers(self, scope: ScopeFilter) -> set[str]:
