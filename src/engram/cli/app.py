@@ -206,7 +206,7 @@ def when(iso: str | None) -> str:
 
 
 # the global options ------------------------------------------------------------------------
-_DB_HELP = "The SQLite store."
+_DB_HELP = "The store: a SQLite file (or sqlite:///file.db) or a postgresql:// URL."
 _JSON_HELP = "Print one JSON document on stdout instead of tables."
 _EMBEDDER_HELP = (
     "The store's embedder: 'hashing', 'hashing:<dim>' or 'sentence-transformers[:<model>]' "

@@ -118,8 +118,10 @@ class Batch(abc.ABC):
 
     @abc.abstractmethod
     def space_version(self, scope: Scope) -> int:
-        """:meth:`Store.space_version`, as this transaction sees it (before its own
-        writes: the last committed version)."""
+        """:meth:`Store.space_version`, as this transaction sees it: before its
+        first write to the space, the last committed version (what a writer compares
+        with the version its candidates were read at); after it, a value that also
+        counts this transaction's writes."""
 
     @abc.abstractmethod
     def advance_clock(self, scope: Scope, n: int = 1) -> int:

@@ -28,6 +28,7 @@ from ..model import EventRecord, MemoryRecord, Scope, Status
 from ..policies.text import index_terms, query_terms, stable_token
 from .base import Batch, ScopeFilter, Store
 from .codec import (
+    AT,
     COLUMNS,
     FROM_MEMORIES,
     dumps,
@@ -437,8 +438,13 @@ class SQLiteStore(Store):
             return int(row[0])
         if not create:
             return None
+        # Ids are never reused, not even after a reset (see reset): another process's
+        # index of a space removed by it must not pass for the new space's.
         cur = conn.execute(
-            "INSERT INTO spaces (tenant_id, user_id, agent_id, created_at) VALUES (?, ?, ?, ?)",
+            "INSERT INTO spaces (id, tenant_id, user_id, agent_id, created_at) VALUES ("
+            "(SELECT max(COALESCE(max(id), 0), "
+            "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'space_id_floor'), 0)) + 1 FROM spaces), "
+            "?, ?, ?, ?)",
             (*scope.space, time.time()),
         )
         return int(cur.lastrowid or 0)
@@ -722,8 +728,13 @@ class SQLiteStore(Store):
                 if len(found) == len(wanted):
                     break
                 index = self._index(space, generation)
-                if index.dim == vector.shape[0]:
-                    found.update(index.similarities(vector, [m for m in wanted if m not in found]))
+                if index.dim != vector.shape[0]:
+                    continue
+                scores = index.similarities(vector, [m for m in wanted if m not in found])
+                if scope.run_id is not None:
+                    run = AT["run_id"]
+                    scores = {m: v for m, v in scores.items() if (row := index.stored(m)) is not None and row[run] == scope.run_id}
+                found.update(scores)
         return found
 
     @_store_errors
@@ -940,6 +951,10 @@ class SQLiteStore(Store):
             self._touches.clear()
             with self._write() as conn:
                 conn.execute("DROP TRIGGER IF EXISTS events_no_update")
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) SELECT 'space_id_floor', max(COALESCE(max(id), 0), "
+                    "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'space_id_floor'), 0)) FROM spaces"
+                )
                 for table in ("embeddings", "memories", "events", "spaces"):
                     conn.execute(f"DELETE FROM {table}")
                 conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
