@@ -1,6 +1,7 @@
 """The memory service under load: requests/s, latency, and its overhead per request.
 
     python bench/service.py [--clients 8] [--size 10000] [--requests 200] [--embedder hashing]
+    python bench/service.py --postgres [--processes 1,2,4] [--db postgresql://...]
 
 Builds one store with ``--clients`` users of ``--size`` memories each, starts
 ``engram serve`` on it (one process, as a user would), then measures in one run:
@@ -11,6 +12,12 @@ Builds one store with ``--clients`` users of ``--size`` memories each, starts
   its overhead against the in-process call (target: p50 <= 2 ms);
 - ``--clients`` concurrent clients, each on its own user: requests/s, p50/p95 and
   errors (target: none).
+
+With ``--postgres`` the store is a PostgreSQL database (a server started with
+pgserver in a temporary folder, or the one ``--db`` names, where a new database is
+created): the same store is built, then served by 1, 2 and 4 ``engram serve``
+processes at once (``--processes``), the clients spread over them round-robin, and
+requests/s and p50/p95 of the concurrent clients are measured for each count.
 
 Memories are sentences sampled from LoCoMo's word frequencies, queries LoCoMo's
 questions (as in bench/core.py). Record runs in bench/RESULTS.md.
@@ -30,11 +37,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from core import corpus_model, pct, sentence
 
 from engram import Memory
+from engram.store import redact
 
 
 def free_port() -> int:
@@ -74,6 +83,115 @@ def start_server(path: str, embedder: str, port: int, log: Path) -> subprocess.P
     raise SystemExit("engram serve did not answer /healthz within 120 s")
 
 
+def load(bases: list[str], clients: int, requests: int, seed: int, questions, words, weights) -> tuple[dict, list[str], dict]:
+    """``clients`` concurrent clients, client c on user c and on server c mod len(bases):
+    ``requests`` searches each, then ``requests`` adds each. Returns the latencies
+    (ms) per operation, the errors, and the wall time per operation."""
+    results: dict[str, list[float]] = {"search": [], "add": []}
+    errors: list[str] = []
+    lock = threading.Lock()
+    walls: dict[str, float] = {}
+
+    def client(c: int, op: str, barrier: threading.Barrier) -> None:
+        crng = random.Random(seed * 100 + c)
+        base = bases[c % len(bases)]
+        with httpx.Client(timeout=120) as http:
+            barrier.wait()
+            for _ in range(requests):
+                start = time.perf_counter()
+                try:
+                    if op == "search":
+                        r = http.post(f"{base}/search/", json={"query": crng.choice(questions), "user_id": f"user{c}", "limit": 5})
+                    else:
+                        r = http.post(f"{base}/", json={"messages": sentence(crng, words, weights), "user_id": f"user{c}", "infer": False})
+                    if r.status_code != 200:
+                        raise RuntimeError(f"HTTP {r.status_code}: {r.text[:200]}")
+                except Exception as exc:  # counted, reported
+                    with lock:
+                        errors.append(f"{op}: {exc}")
+                    continue
+                with lock:
+                    results[op].append((time.perf_counter() - start) * 1000)
+
+    for op in ("search", "add"):
+        barrier = threading.Barrier(clients)
+        threads = [threading.Thread(target=client, args=(c, op, barrier)) for c in range(clients)]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        walls[op] = time.perf_counter() - start
+    return results, errors, walls
+
+
+def postgres_url(db: str | None, folder: str) -> tuple[str, object]:
+    """A new, empty database: on the server ``db`` names, or on one pgserver starts
+    in ``folder``. Returns its URL and the server handle (None for --db)."""
+    import psycopg
+
+    server = None
+    if db is None:
+        import pgserver
+
+        server = pgserver.get_server(Path(folder) / "pg", cleanup_mode="stop")
+        db = server.get_uri()
+    name = f"engram_service_{os.getpid()}"
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+    parts = urlsplit(db)
+    return urlunsplit(parts._replace(path=f"/{name}")), server
+
+
+def main_postgres(args: argparse.Namespace, rng: random.Random) -> int:
+    words, weights, questions = corpus_model()
+    counts = [int(n) for n in args.processes.split(",")]
+    print(f"# bench/service.py --postgres: {args.clients} clients, {args.size:,} memories per user, "
+          f"embedder {args.embedder}, engram serve processes {counts}")
+    print(f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}")
+    failed = False
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        url, server = postgres_url(args.db, tmp)
+        print(f"store: {redact(url)}")
+        print("building the store ...", flush=True)
+        build_store(url, args.embedder, args.clients, args.size, rng, words, weights)
+        for n in counts:
+            servers = []
+            try:
+                for i in range(n):
+                    port = free_port()
+                    servers.append((start_server(url, args.embedder, port, Path(tmp) / f"serve-{n}-{i}.log"), port))
+                bases = [f"http://127.0.0.1:{port}/api/memories" for _, port in servers]
+                with httpx.Client(timeout=120) as http:  # warm every process: model, pools, first queries
+                    for c in range(args.clients):
+                        for base in bases:
+                            http.post(f"{base}/search/", json={"query": questions[c], "user_id": f"user{c}"}).raise_for_status()
+                results, errors, walls = load(bases, args.clients, args.requests, args.seed, questions, words, weights)
+            finally:
+                for proc, _ in servers:
+                    proc.terminate()
+                    proc.wait(30)
+            failed |= bool(errors)
+            rows.append((n, results, errors, walls))
+            print(f"  {n} process{'es' if n > 1 else ''}: done", flush=True)
+        if server is not None:
+            server.cleanup()  # type: ignore[attr-defined]  # before its folder goes
+    print("\n| engram serve processes | search req/s | search p50 / p95 ms | add req/s | add p50 / p95 ms | errors |")
+    print("|---|---|---|---|---|---|")
+    for n, results, errors, walls in rows:
+        cells = []
+        for op in ("search", "add"):
+            rate = len(results[op]) / walls[op]
+            cells.append(f"{rate:.0f} | {summary(results[op]) if results[op] else '-'}")
+        print(f"| {n} | {' | '.join(cells)} | {len(errors)} |")
+        for e in errors[:3]:
+            print("error:", e)
+    print("\nverdict:", "FAIL" if failed else "ok (no error under load)")
+    return 1 if failed else 0
+
+
 def timed(call, n: int) -> list[float]:
     out = []
     for i in range(n):
@@ -94,8 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=200, help="requests per client and operation")
     parser.add_argument("--embedder", default="hashing")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--postgres", action="store_true", help="serve a PostgreSQL store with several processes")
+    parser.add_argument("--processes", default="1,2,4", help="with --postgres: engram serve processes per run")
+    parser.add_argument("--db", default=None, help="with --postgres: a server URL to create the database on (default: pgserver)")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
+    if args.postgres:
+        return main_postgres(args, rng)
     words, weights, questions = corpus_model()
     print(f"# bench/service.py: {args.clients} clients, {args.size:,} memories per user, embedder {args.embedder}")
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}")
@@ -136,40 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.requests,
                 )
 
-            results: dict[str, list[float]] = {"search": [], "add": []}
-            errors: list[str] = []
-            lock = threading.Lock()
-            walls: dict[str, float] = {}
-
-            def client(c: int, op: str, barrier: threading.Barrier) -> None:
-                crng = random.Random(args.seed * 100 + c)
-                with httpx.Client(timeout=120) as http:
-                    barrier.wait()
-                    for _ in range(args.requests):
-                        start = time.perf_counter()
-                        try:
-                            if op == "search":
-                                r = http.post(f"{base}/search/", json={"query": crng.choice(questions), "user_id": f"user{c}", "limit": 5})
-                            else:
-                                r = http.post(f"{base}/", json={"messages": sentence(crng, words, weights), "user_id": f"user{c}", "infer": False})
-                            if r.status_code != 200:
-                                raise RuntimeError(f"HTTP {r.status_code}: {r.text[:200]}")
-                        except Exception as exc:  # counted, reported
-                            with lock:
-                                errors.append(f"{op}: {exc}")
-                            continue
-                        with lock:
-                            results[op].append((time.perf_counter() - start) * 1000)
-
-            for op in ("search", "add"):
-                barrier = threading.Barrier(args.clients)
-                threads = [threading.Thread(target=client, args=(c, op, barrier)) for c in range(args.clients)]
-                start = time.perf_counter()
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
-                walls[op] = time.perf_counter() - start
+            results, errors, walls = load([base], args.clients, args.requests, args.seed, questions, words, weights)
         finally:
             server.terminate()
             server.wait(30)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import socket
+from collections.abc import Iterator
 
 import pytest
 
@@ -88,3 +90,88 @@ def memory(db_path):
     m = Memory(db_path, embedder="hashing")
     yield m
     m.close()
+
+
+
+# PostgreSQL ------------------------------------------------------------------------------
+# One real server per test process (each xdist worker starts its own), started by
+# pgserver on first use. Every test that asks for ``pg_url`` gets a database of its
+# own, empty but for pgvector. Databases are reused: after a test, its connections
+# are ended and everything it created is dropped (a database that cannot be cleaned
+# is dropped whole), which costs a tenth of creating one. There is no skip: if the
+# server cannot start, the tests that need it fail, because CI must run them.
+_PG_TEMPLATE = "engram_template"
+_pg_databases = itertools.count(1)
+_pg_free: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def _pg_server():
+    import shutil
+    import tempfile
+    import warnings
+
+    import psycopg
+
+    with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR in CI containers
+        warnings.simplefilter("ignore")
+        import pgserver
+
+    # Not under pytest's temporary folder: each pytest session makes pytest-of-<user>
+    # private to its user again, and the server runs as another user when started by
+    # root (pgserver's rule).
+    folder = tempfile.mkdtemp(prefix="engram-pg-")
+    server = pgserver.get_server(f"{folder}/data", cleanup_mode="stop")
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        # A throwaway server: durability buys nothing and costs every commit a sync.
+        for setting in ("fsync = off", "synchronous_commit = off", "full_page_writes = off"):
+            conn.execute(f"ALTER SYSTEM SET {setting}")
+        conn.execute("SELECT pg_reload_conf()")
+        conn.execute(f"CREATE DATABASE {_PG_TEMPLATE}")
+    with psycopg.connect(server.get_uri(_PG_TEMPLATE), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
+    yield server
+    server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _pg_clean(server, name: str) -> bool:
+    """Bring database ``name`` back to its template's state; False if it cannot be."""
+    import psycopg
+
+    try:
+        with psycopg.connect(server.get_uri(name), autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            schemas = conn.execute(
+                "SELECT nspname FROM pg_namespace WHERE nspname NOT IN ('public', 'information_schema') "
+                "AND nspname NOT LIKE 'pg\\_%'"
+            ).fetchall()
+            for (schema,) in schemas:
+                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+            for (table,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall():
+                conn.execute(f'DROP TABLE public."{table}" CASCADE')
+            return conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'").fetchone()[0] == 1
+    except psycopg.Error:
+        return False
+
+
+@pytest.fixture
+def pg_url(_pg_server) -> Iterator[str]:
+    """The URL of a fresh, empty PostgreSQL database (pgvector installed)."""
+    import psycopg
+
+    if _pg_free:
+        name = _pg_free.pop()
+    else:
+        name = f"engram_test_{next(_pg_databases)}"
+        with psycopg.connect(_pg_server.get_uri(), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name} TEMPLATE {_PG_TEMPLATE}")
+    yield _pg_server.get_uri(name)
+    if _pg_clean(_pg_server, name):
+        _pg_free.append(name)
+    else:
+        with psycopg.connect(_pg_server.get_uri(), autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

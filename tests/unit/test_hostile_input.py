@@ -14,7 +14,9 @@ from datetime import UTC, datetime
 import pytest
 
 from engram import Memory, MemoryConfig, ValidationError
-from engram.store.codec import UNREADABLE_KEY, dumps as _dumps, loads as _loads
+from engram.store.codec import UNREADABLE_KEY
+from engram.store.codec import dumps as _dumps
+from engram.store.codec import loads as _loads
 
 SURROGATE = "\ud800"
 

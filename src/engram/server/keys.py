@@ -1,4 +1,4 @@
-"""API keys of the memory service, kept in the store's own SQLite file.
+"""API keys of the memory service, kept in the store's own database.
 
 A key is ``ek_<key id>_<secret>``: the key id (8 lowercase letters and digits)
 names it in lists, logs and ``engram keys revoke``; the secret (43 URL-safe
@@ -8,9 +8,12 @@ random needs no slow password hash, and a copy of the database (a backup, say)
 gives nobody a usable key. A presented key is looked up by its id and its hash
 compared in constant time.
 
-The table lives beside Engram's own tables (created if missing, on the
-:class:`KeyStore`'s own connection); ``engram check`` ignores tables it does not
-know, and a backup copies it with the rest.
+The table lives beside Engram's own tables. In a SQLite file it is created if
+missing, on the :class:`KeyStore`'s own connection; ``engram check`` ignores tables
+it does not know, and a backup copies it with the rest. In PostgreSQL it is part of
+Engram's schema (:mod:`engram.store.pg_schema`), so every ``engram serve`` process
+on the database shares the keys; the :class:`KeyStore` reads it through its own
+small connection pool.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import validate
-from ..errors import NotFoundError, StoreError, ValidationError
+from ..errors import EngramError, NotFoundError, StoreError, ValidationError
+from ..store import redact, store_kind
 
 PREFIX = "ek"
 _ID_CHARS = 8
@@ -99,16 +103,19 @@ class ApiKey:
         }
 
 
-class KeyStore:
-    """The ``api_keys`` table of the store at ``path`` (``":memory:"``: a throwaway one).
+class _Duplicate(Exception):
+    """The key id is taken already."""
 
-    Thread-safe. Lookups are one indexed read; the time a key was last used is
-    kept in memory and written at most every 30 seconds (and on :meth:`close`),
-    best effort: a busy store skips the write rather than wait for it.
-    """
 
-    def __init__(self, path: str, *, busy_timeout: float = 30.0) -> None:
-        self.path = path
+class _Busy(Exception):
+    """Another writer held the table longer than a best-effort write waits."""
+
+
+class _SQLiteKeys:
+    """The table in a SQLite file, on one connection (writes take the file's lock)."""
+
+    def __init__(self, path: str, busy_timeout: float) -> None:
+        self.label = path
         self.busy_timeout = busy_timeout
         if path != ":memory:":
             self._ensure_engram_store(path, busy_timeout)
@@ -117,9 +124,6 @@ class KeyStore:
             self._conn.execute(_SCHEMA)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the API keys of {path}: {exc}") from exc
-        self._lock = threading.Lock()
-        self._used: dict[str, float] = {}
-        self._flushed_at = time.monotonic()
 
     @staticmethod
     def _ensure_engram_store(path: str, busy_timeout: float) -> None:
@@ -140,6 +144,100 @@ class KeyStore:
         Path(path).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
         SQLiteStore(path, busy_timeout=busy_timeout).close()
 
+    def read(self, sql: str, args: tuple[Any, ...], action: str) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot {action} in {self.label}: {exc}") from exc
+
+    def write(self, sql: str, rows: list[tuple[Any, ...]], action: str, *, best_effort: bool = False) -> None:
+        """``sql`` once per row, in one transaction."""
+        if best_effort:
+            self._conn.execute("PRAGMA busy_timeout = 100")
+        try:
+            with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.executemany(sql, rows)
+        except sqlite3.IntegrityError as exc:
+            raise _Duplicate from exc
+        except sqlite3.Error as exc:
+            if best_effort:
+                raise _Busy from exc
+            raise StoreError(f"cannot {action} in {self.label}: {exc}") from exc
+        finally:
+            if best_effort:
+                self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class _PostgresKeys:
+    """The table in a PostgreSQL store, through a small pool of its own."""
+
+    def __init__(self, url: str) -> None:
+        # Through the store's module: without the postgres extra, its error names it.
+        from ..store import postgres
+
+        self._errors = postgres.psycopg.Error
+        self._unique = postgres.psycopg.errors.UniqueViolation
+        self._store = postgres.PostgresStore(url, pool_size=2)  # creates the schema, the table with it
+        self.label = self._store.label
+
+    def read(self, sql: str, args: tuple[Any, ...], action: str) -> list[tuple[Any, ...]]:
+        try:
+            with self._store.connection() as conn:
+                return conn.execute(sql.replace("?", "%s"), args).fetchall()
+        except EngramError:
+            raise
+        except self._errors as exc:
+            raise self._store.error(exc, action) from exc
+
+    def write(self, sql: str, rows: list[tuple[Any, ...]], action: str, *, best_effort: bool = False) -> None:
+        try:
+            with self._store.connection() as conn, conn.transaction():
+                if best_effort:
+                    conn.execute("SET LOCAL lock_timeout = 100")
+                with conn.cursor() as cur:
+                    cur.executemany(sql.replace("?", "%s"), rows)
+        except EngramError:
+            raise
+        except self._unique as exc:
+            raise _Duplicate from exc
+        except self._errors as exc:
+            if best_effort:
+                raise _Busy from exc
+            raise self._store.error(exc, action) from exc
+
+    def close(self) -> None:
+        self._store.close()
+
+
+class KeyStore:
+    """The ``api_keys`` table of the store at ``path``: a SQLite file (``":memory:"``:
+    a throwaway one) or a ``postgresql://`` URL.
+
+    Thread-safe. Lookups are one indexed read; the time a key was last used is
+    kept in memory and written at most every 30 seconds (and on :meth:`close`),
+    best effort: a busy store skips the write rather than wait for it.
+    """
+
+    def __init__(self, path: str, *, busy_timeout: float = 30.0) -> None:
+        self.busy_timeout = busy_timeout
+        kind = store_kind(path)
+        self._db: _SQLiteKeys | _PostgresKeys
+        if kind == "postgresql":
+            self._db = _PostgresKeys(path)
+        else:
+            from ..store import sqlite_path
+
+            self._db = _SQLiteKeys(os.fspath(sqlite_path(path)), busy_timeout)
+        #: The store as messages show it (a URL without its password).
+        self.path = redact(path) if kind == "postgresql" else path
+        self._lock = threading.Lock()
+        self._used: dict[str, float] = {}
+        self._flushed_at = time.monotonic()
+
     # keys -----------------------------------------------------------------------------
     def create(self, tenant_id: str, *, user_id: str | None = None, label: str = "") -> tuple[str, ApiKey]:
         """A new key of ``tenant_id`` (bound to ``user_id`` when given).
@@ -157,16 +255,14 @@ class KeyStore:
             key = f"{PREFIX}_{key_id}_{secrets.token_urlsafe(_SECRET_BYTES)}"
             record = ApiKey(key_id, tenant, user, label, time.time())
             try:
-                with self._lock, self._conn:
-                    self._conn.execute("BEGIN IMMEDIATE")
-                    self._conn.execute(
+                with self._lock:
+                    self._db.write(
                         "INSERT INTO api_keys (key_id, key_hash, tenant_id, user_id, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                        (key_id, hash_key(key), tenant, user, label, record.created_at),
+                        [(key_id, hash_key(key), tenant, user, label, record.created_at)],
+                        "store the new key",
                     )
-            except sqlite3.IntegrityError:  # a key id taken already: draw again
+            except _Duplicate:  # a key id taken already: draw again
                 continue
-            except sqlite3.Error as exc:
-                raise StoreError(f"cannot store the new key in {self.path}: {exc}") from exc
             return key, record
         raise StoreError("could not draw an unused key id")  # pragma: no cover (36**8 ids)
 
@@ -194,12 +290,10 @@ class KeyStore:
         if not record.active:
             return record
         now = time.time()
-        try:
-            with self._lock, self._conn:
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.execute("UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL", (now, record.key_id))
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot revoke the key in {self.path}: {exc}") from exc
+        with self._lock:
+            self._db.write(
+                "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL", [(now, record.key_id)], "revoke the key"
+            )
         return self.get(record.key_id)
 
     def has_active_keys(self) -> bool:
@@ -240,32 +334,28 @@ class KeyStore:
             if not used:
                 return
             try:
-                self._conn.execute("PRAGMA busy_timeout = 100")
-                with self._conn:
-                    self._conn.execute("BEGIN IMMEDIATE")
-                    self._conn.executemany(
-                        "UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE key_id = ?",
-                        [(at, key_id) for key_id, at in used.items()],
-                    )
-            except sqlite3.Error:
+                self._db.write(
+                    # COALESCE/CASE, not max(): the same statement in SQLite and PostgreSQL.
+                    "UPDATE api_keys SET last_used_at = CASE WHEN COALESCE(last_used_at, 0) > ? "
+                    "THEN last_used_at ELSE ? END WHERE key_id = ?",
+                    [(at, at, key_id) for key_id, at in used.items()],
+                    "record key use",
+                    best_effort=True,
+                )
+            except (_Busy, StoreError):
                 for key_id, at in used.items():  # try again next time
                     self._used.setdefault(key_id, at)
-            finally:
-                self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        try:
-            return self._conn.execute(sql, args).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the API keys of {self.path}: {exc}") from exc
+        return self._db.read(sql, args, "read the API keys")
 
     def close(self) -> None:
-        if getattr(self, "_conn", None) is None:
+        if getattr(self, "_db", None) is None:
             return
         self.flush_usage()
         with self._lock:
-            self._conn.close()
-            self._conn = None  # type: ignore[assignment]
+            self._db.close()
+            self._db = None  # type: ignore[assignment]
 
     def __enter__(self) -> KeyStore:
         return self

@@ -74,6 +74,8 @@ def open_store(target: str | os.PathLike[str], *, busy_timeout: float = 30.0, **
     if kind == "postgresql":
         from .postgres import PostgresStore
 
+        if "lock_timeout" not in options and "lock_timeout=" not in str(target):
+            options["lock_timeout"] = busy_timeout  # how long a writer waits for another
         return PostgresStore(str(target), **options)  # type: ignore[arg-type]
     if options:
         raise ConfigurationError(f"options {sorted(options)} apply to PostgreSQL stores only")

@@ -871,16 +871,24 @@ class SQLiteStore(Store):
         flushed = len(self._touches)
         if not flushed:
             return 0
+        gone = set()
         for space, count in self._touches.spaces().items():
             conn.execute("UPDATE spaces SET access_clock = access_clock + ? WHERE id = ?", (count, space))
-            clock = conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0]
+            row = conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()
+            if row is None:  # another process reset the store: its memories are gone too
+                gone.add(space)
+                continue
+            clock = row[0]
             for cls, rows in self._touches.stamps(space, int(clock)).items():
                 # The column name comes from the fixed class list, never from input.
                 conn.executemany(
                     f"UPDATE memories SET access_count = access_count + ?, last_access_{cls} = MAX(last_access_{cls}, ?) WHERE id = ?",
                     rows,
                 )
-        conn.executemany("INSERT INTO events (ts, op, space_id, payload) VALUES (?, 'retrieve', ?, ?)", self._touches.log_entries())
+        conn.executemany(
+            "INSERT INTO events (ts, op, space_id, payload) VALUES (?, 'retrieve', ?, ?)",
+            [entry for entry in self._touches.log_entries() if entry[1] not in gone],
+        )
         return flushed
 
     @_store_errors

@@ -1,0 +1,356 @@
+"""Versioned schema of the PostgreSQL store, and how a database is brought up to it.
+
+Engram's tables live in their own PostgreSQL schema (``engram`` unless the URL says
+``?schema=...``), so a database shared with other applications keeps its own
+``events`` or ``meta`` tables, and several stores can share one database. The
+``meta`` table holds the schema version and the embedder's identity.
+
+Each entry of :data:`MIGRATIONS` moves a store from version ``n - 1`` to ``n``; they
+run when a store is opened, in one transaction, under a transaction-scoped advisory
+lock, so two processes opening a new database at once do not both create it: the
+second waits, then finds it done. A store from a newer Engram is refused.
+
+The vector column has no dimension in the schema: it is known only when the first
+vector is written (the embedder's identity is bound lazily). HNSW indexes are built
+per large space (:func:`build_space_index`): a partial index of that space's rows,
+on the column cast to the store's dimension (an expression index, pgvector's way
+of indexing one dimension of an untyped column). See engram.store.postgres for why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from ..errors import ConfigurationError, CorruptStoreError
+
+V1 = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE spaces (
+    id           BIGSERIAL PRIMARY KEY,
+    tenant_id    TEXT COLLATE "C" NOT NULL,
+    user_id      TEXT COLLATE "C" NOT NULL,
+    agent_id     TEXT COLLATE "C" NOT NULL,
+    access_clock BIGINT NOT NULL DEFAULT 0,
+    generation   BIGINT NOT NULL DEFAULT 0,
+    -- Vectors stored in the space (kept by the embeddings triggers): vector search
+    -- chooses exact or HNSW search by it without counting rows.
+    vectors      BIGINT NOT NULL DEFAULT 0,
+    -- Active memories and their full-text terms (kept by the memories triggers):
+    -- BM25's document count and average length.
+    docs         BIGINT NOT NULL DEFAULT 0,
+    doc_terms    BIGINT NOT NULL DEFAULT 0,
+    created_at   DOUBLE PRECISION NOT NULL,
+    UNIQUE (tenant_id, user_id, agent_id)
+);
+CREATE TABLE memories (
+    rowid         BIGSERIAL PRIMARY KEY,
+    -- "C": ids, scope ids and hashes compare and sort by code point, as in SQLite,
+    -- whatever the database's collation (id prefixes are ranges on the index).
+    id            TEXT COLLATE "C" NOT NULL UNIQUE,
+    space_id      BIGINT NOT NULL REFERENCES spaces(id),
+    run_id        TEXT COLLATE "C" NOT NULL DEFAULT '',
+    text          TEXT NOT NULL,
+    search_text   TEXT NOT NULL,
+    -- The full-text terms of search_text (engram.policies.text.index_terms: the
+    -- stemmed words SQLite's index holds too), empty unless the memory is active.
+    terms         TSVECTOR NOT NULL DEFAULT '',
+    term_count    INTEGER NOT NULL DEFAULT 0,  -- the number of terms: BM25's length
+    -- The casefolded metadata name (engram.store.codec.speaker_of).
+    speaker       TEXT COLLATE "C" NOT NULL DEFAULT '',
+    kind          TEXT NOT NULL,
+    memory_class  TEXT NOT NULL,
+    topic         TEXT NOT NULL DEFAULT '',
+    concept       TEXT NOT NULL DEFAULT '',
+    section       TEXT NOT NULL DEFAULT '',
+    tags          TEXT NOT NULL DEFAULT '[]',
+    helpful       BIGINT NOT NULL DEFAULT 0,
+    harmful       BIGINT NOT NULL DEFAULT 0,
+    strength_semantic       DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+    strength_episodic       DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+    strength_procedural     DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+    last_access_semantic    BIGINT NOT NULL DEFAULT 0,
+    last_access_episodic    BIGINT NOT NULL DEFAULT 0,
+    last_access_procedural  BIGINT NOT NULL DEFAULT 0,
+    access_count  BIGINT NOT NULL DEFAULT 0,
+    importance    DOUBLE PRECISION NOT NULL DEFAULT 0.5,
+    energy        DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+    tier          TEXT NOT NULL DEFAULT 'working',
+    created_at    DOUBLE PRECISION NOT NULL,
+    updated_at    DOUBLE PRECISION,
+    valid_to      DOUBLE PRECISION,
+    content_hash  TEXT COLLATE "C" NOT NULL,
+    metadata      TEXT NOT NULL DEFAULT '{}',
+    lineage       TEXT NOT NULL DEFAULT '{}',
+    status        TEXT NOT NULL DEFAULT 'active'
+);
+CREATE INDEX memories_space ON memories (space_id, status, created_at);
+CREATE INDEX memories_hash ON memories (space_id, content_hash);
+CREATE INDEX memories_speaker ON memories (space_id, speaker) WHERE speaker <> '';
+CREATE INDEX memories_terms ON memories USING gin (terms);
+CREATE FUNCTION engram_docs_counted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        UPDATE spaces s SET docs = s.docs + c.n, doc_terms = s.doc_terms + c.t FROM (
+            SELECT space_id, count(*) AS n, sum(term_count) AS t FROM added WHERE status = 'active' GROUP BY space_id
+        ) c WHERE s.id = c.space_id;
+    ELSIF TG_OP = 'DELETE' THEN
+        UPDATE spaces s SET docs = s.docs - c.n, doc_terms = s.doc_terms - c.t FROM (
+            SELECT space_id, count(*) AS n, sum(term_count) AS t FROM removed WHERE status = 'active' GROUP BY space_id
+        ) c WHERE s.id = c.space_id;
+    ELSE
+        UPDATE spaces s SET docs = s.docs + c.n, doc_terms = s.doc_terms + c.t FROM (
+            SELECT space_id, sum(n) AS n, sum(t) AS t FROM (
+                SELECT space_id, 1 AS n, term_count AS t FROM added WHERE status = 'active'
+                UNION ALL SELECT space_id, -1, -term_count FROM removed WHERE status = 'active'
+            ) d GROUP BY space_id
+        ) c WHERE s.id = c.space_id AND (c.n <> 0 OR c.t <> 0);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memories_added AFTER INSERT ON memories
+REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION engram_docs_counted();
+CREATE TRIGGER memories_removed AFTER DELETE ON memories
+REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION engram_docs_counted();
+CREATE TRIGGER memories_changed AFTER UPDATE ON memories
+REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION engram_docs_counted();
+CREATE TABLE embeddings (
+    memory_rowid BIGINT PRIMARY KEY REFERENCES memories(rowid),
+    space_id     BIGINT NOT NULL,
+    vector       vector NOT NULL
+);
+CREATE INDEX embeddings_space ON embeddings (space_id);
+CREATE FUNCTION engram_vectors_added() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE spaces s SET vectors = s.vectors + c.n
+    FROM (SELECT space_id, count(*) AS n FROM added GROUP BY space_id) c WHERE s.id = c.space_id;
+    RETURN NULL;
+END $$;
+CREATE FUNCTION engram_vectors_removed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE spaces s SET vectors = s.vectors - c.n
+    FROM (SELECT space_id, count(*) AS n FROM removed GROUP BY space_id) c WHERE s.id = c.space_id;
+    RETURN NULL;
+END $$;
+CREATE FUNCTION engram_vectors_moved() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE spaces s SET vectors = s.vectors + c.n FROM (
+        SELECT space_id, sum(n) AS n FROM (
+            SELECT space_id, count(*) AS n FROM added GROUP BY space_id
+            UNION ALL SELECT space_id, -count(*) FROM removed GROUP BY space_id
+        ) d GROUP BY space_id
+    ) c WHERE s.id = c.space_id AND c.n <> 0;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER embeddings_added AFTER INSERT ON embeddings
+REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION engram_vectors_added();
+CREATE TRIGGER embeddings_removed AFTER DELETE ON embeddings
+REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION engram_vectors_removed();
+CREATE TRIGGER embeddings_moved AFTER UPDATE ON embeddings
+REFERENCING NEW TABLE AS added OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION engram_vectors_moved();
+CREATE TABLE events (
+    seq       BIGSERIAL PRIMARY KEY,
+    ts        DOUBLE PRECISION NOT NULL,
+    op        TEXT NOT NULL,
+    space_id  BIGINT,
+    memory_id TEXT COLLATE "C",
+    run_id    TEXT NOT NULL DEFAULT '',
+    actor     TEXT NOT NULL DEFAULT '',
+    old_text  TEXT,
+    new_text  TEXT,
+    payload   TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_memory ON events (memory_id, seq);
+CREATE INDEX events_space ON events (space_id, seq);
+CREATE INDEX events_turns ON events (space_id, seq) WHERE op IN ('turn', 'turn_processed');
+-- The log is append-only: rewriting history is refused by the database itself.
+CREATE FUNCTION engram_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'events are append-only';
+END $$;
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+FOR EACH ROW EXECUTE FUNCTION engram_events_append_only();
+-- The memory service's API keys (engram.server.keys): hashes only.
+CREATE TABLE api_keys (
+    key_id       TEXT COLLATE "C" PRIMARY KEY,
+    key_hash     TEXT NOT NULL,
+    tenant_id    TEXT COLLATE "C" NOT NULL,
+    user_id      TEXT COLLATE "C",
+    label        TEXT NOT NULL DEFAULT '',
+    created_at   DOUBLE PRECISION NOT NULL,
+    revoked_at   DOUBLE PRECISION,
+    last_used_at DOUBLE PRECISION
+);
+"""
+
+MIGRATIONS: list[str] = [V1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+DEFAULT_SCHEMA = "engram"
+#: HNSW parameters of the vector index (pgvector's defaults, written down).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+_INDEX_PREFIX = "embeddings_hnsw_"
+
+
+def lock_key(*parts: str) -> int:
+    """A signed 64-bit advisory lock key for ``parts`` (a space, or a named job)."""
+    digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def vector_schema(conn: Any) -> str | None:
+    """The schema the pgvector extension is installed in, or None."""
+    row = conn.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def search_path(schema: str, vectors: str | None) -> str:
+    names = [schema] + ([vectors] if vectors and vectors != schema else [])
+    return ", ".join(quote_ident(n) for n in names)
+
+
+def schema_version(conn: Any, schema: str, label: str) -> int:
+    """The store's version in ``schema`` (0: no store there yet).
+
+    A schema that holds tables but no ``meta`` is someone else's: refused, never
+    written to."""
+    has_meta, others = conn.execute(
+        "SELECT count(*) FILTER (WHERE c.relname = 'meta'), count(*) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v')",
+        (schema,),
+    ).fetchone()
+    if not has_meta:
+        if others:
+            raise CorruptStoreError(
+                f"{label}: schema {schema!r} holds tables but is not an Engram store; "
+                "name another with ?schema=... in the URL"
+            )
+        return 0
+    row = conn.execute(
+        f"SELECT value FROM {quote_ident(schema)}.meta WHERE key = 'schema_version'"
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: Any, schema: str, label: str) -> str:
+    """Bring ``schema`` up to :data:`SCHEMA_VERSION` (``conn`` in autocommit mode);
+    returns the search path the store's connections use."""
+    import psycopg
+
+    current = schema_version(conn, schema, label)
+    if current > SCHEMA_VERSION:
+        raise CorruptStoreError(
+            f"{label} has schema version {current}, newer than this Engram understands "
+            f"({SCHEMA_VERSION}); upgrade engram"
+        )
+    vectors = vector_schema(conn)
+    if current == SCHEMA_VERSION and vectors is not None:
+        return search_path(schema, vectors)
+    with conn.transaction():
+        # Another process opening the same new database waits here, then finds the
+        # work done (its own look above may have been before the other's commit).
+        # One lock for every schema: stores in two schemas may both install pgvector.
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("engram", "migrate"),))
+        vectors = vector_schema(conn)
+        if vectors is None:
+            try:
+                with conn.transaction():
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise ConfigurationError(
+                    f"{label}: the pgvector extension is not installed in this database and this user "
+                    f"may not install it; ask its administrator to run CREATE EXTENSION vector ({exc})"
+                ) from exc
+            except (psycopg.errors.UndefinedFile, psycopg.errors.FeatureNotSupported) as exc:
+                raise ConfigurationError(
+                    f"{label}: the server has no pgvector extension; install pgvector on it "
+                    f"(https://github.com/pgvector/pgvector) ({exc})"
+                ) from exc
+            vectors = vector_schema(conn)
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}")
+        path = search_path(schema, vectors)
+        conn.execute(f"SET LOCAL search_path TO {path}")
+        current = schema_version(conn, schema, label)
+        if current > SCHEMA_VERSION:
+            raise CorruptStoreError(f"{label} has schema version {current}, newer than this Engram understands ({SCHEMA_VERSION})")
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            conn.execute(MIGRATIONS[version - 1])
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                (str(version),),
+            )
+    return path
+
+
+def index_name(dim: int, space_id: int) -> str:
+    """The name of the HNSW index of one space's ``dim``-dimensional vectors."""
+    return f"{_INDEX_PREFIX}{int(dim)}_{int(space_id)}"
+
+
+def vector_indexes(conn: Any) -> dict[str, tuple[int, int, bool]]:
+    """The HNSW indexes of the embeddings table in the current schema: name ->
+    (dimension, space id, whether it is valid: a concurrent build that was
+    interrupted leaves an invalid one)."""
+    rows = conn.execute(
+        "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "WHERE i.indrelid = 'embeddings'::regclass AND c.relname LIKE %s",
+        (_INDEX_PREFIX.replace("_", "\\_") + "%",),
+    ).fetchall()
+    out = {}
+    for name, valid in rows:
+        dim, _, space = name[len(_INDEX_PREFIX) :].partition("_")
+        if dim.isdigit() and space.isdigit():
+            out[name] = (int(dim), int(space), bool(valid))
+    return out
+
+
+def build_space_index(conn: Any, dim: int, space_id: int, *, concurrently: bool) -> bool:
+    """Build the HNSW index of one space's vectors (a partial index: the space's rows
+    only), replacing an invalid one; False if a valid one was there. ``concurrently``
+    (outside any transaction): writers go on meanwhile."""
+    name = index_name(dim, space_id)
+    found = vector_indexes(conn).get(name)
+    if found is not None and found[2]:
+        return False
+    how = "CONCURRENTLY " if concurrently else ""
+    if found is not None:
+        conn.execute(f"DROP INDEX {how}IF EXISTS {quote_ident(name)}")
+    conn.execute(
+        f"CREATE INDEX {how}IF NOT EXISTS {quote_ident(name)} ON embeddings "
+        f"USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops) "
+        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE space_id = {int(space_id)}"
+    )
+    return True
+
+
+def drop_vector_indexes(conn: Any, *, keep_dim: int | None = None) -> None:
+    """Drop the HNSW indexes (those of another dimension than ``keep_dim``)."""
+    for name, (dim, _, _) in vector_indexes(conn).items():
+        if dim != keep_dim:
+            conn.execute(f"DROP INDEX IF EXISTS {quote_ident(name)}")
+
+
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "build_space_index",
+    "drop_vector_indexes",
+    "index_name",
+    "lock_key",
+    "migrate",
+    "schema_version",
+    "search_path",
+    "vector_indexes",
+]

@@ -1,0 +1,208 @@
+"""Opening a PostgreSQL store: wrong URLs, unreachable servers, foreign or newer
+schemas, options in the URL, and passwords kept out of every message."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from engram import ConfigurationError, CorruptStoreError, Memory, StoreError
+from engram.cli import cli
+from engram.model import MemoryRecord, Scope
+from engram.store import open_store
+from engram.store.base import ScopeFilter
+from engram.store.postgres import PostgresStore
+
+SECRET = "s3cret-Pa55"
+
+
+def with_query(url: str, extra: str) -> str:
+    return url + ("&" if "?" in url else "?") + extra
+
+
+def database_of(url: str, name: str) -> str:
+    """``url`` with another database name (pgserver's URLs: ``postgresql://postgres:@/db?host=...``)."""
+    head, _, rest = url.partition("@/")
+    return f"{head}@/{name}?{rest.partition('?')[2]}"
+
+
+def assert_no_secret(exc: BaseException) -> None:
+    seen = exc
+    while seen is not None:
+        assert SECRET not in str(seen)
+        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://engram:{SECRET}@127.0.0.1:1/memories",  # nothing listens on port 1
+        f"postgres://engram:{SECRET}@/memories?host=/nonexistent-engram-socket-dir",
+        f"postgresql://engram@127.0.0.1:1/memories?password={SECRET}",
+    ],
+)
+def test_an_unreachable_server_is_a_store_error_without_the_password(url: str) -> None:
+    start = time.monotonic()
+    with pytest.raises(StoreError) as info:
+        open_store(url)
+    assert time.monotonic() - start < 15
+    assert "cannot open" in str(info.value)
+    assert_no_secret(info.value)
+    with pytest.raises(StoreError) as info:
+        Memory(url, embedder="hashing")
+    assert_no_secret(info.value)
+
+
+def test_the_cli_reports_an_unreachable_server_without_the_password() -> None:
+    url = f"postgresql://engram:{SECRET}@127.0.0.1:1/memories"
+    result = CliRunner().invoke(cli, ["--db", url, "--embedder", "hashing", "list", "--user", "alex"])
+    assert result.exit_code != 0
+    assert "cannot open postgresql://engram:***@127.0.0.1:1/memories" in result.output
+    assert SECRET not in result.output
+
+
+def test_a_database_that_does_not_exist(pg_url: str) -> None:
+    with pytest.raises(StoreError, match="engram_nowhere"):
+        open_store(database_of(pg_url, "engram_nowhere"))
+
+
+def test_an_unknown_connection_parameter_is_libpq_s_error(pg_url: str) -> None:
+    with pytest.raises(StoreError, match="frobnicate"):
+        open_store(with_query(pg_url, "frobnicate=1"))
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        ("pool_size=0", "pool_size"),
+        ("pool_size=many", "pool_size"),
+        ("pool_min=3&pool_size=2", "pool_min"),
+        ("schema=bad-name", "schema"),
+        ("lock_timeout=-1", "lock_timeout"),
+    ],
+)
+def test_bad_options_in_the_url_are_configuration_errors(pg_url: str, extra: str, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        open_store(with_query(pg_url, extra))
+
+
+def test_options_in_the_url_are_taken_and_hidden_from_libpq(pg_url: str) -> None:
+    store = open_store(with_query(pg_url, "pool_size=3&pool_min=2&lock_timeout=5&schema=engram_other"))
+    try:
+        assert isinstance(store, PostgresStore)
+        assert (store.pool_size, store.lock_timeout, store.schema) == (3, 5.0, "engram_other")
+        assert store.schema_version() >= 1
+    finally:
+        store.close()
+    with pytest.raises(ConfigurationError):
+        open_store(pg_url, pool_size=0)
+
+
+def test_the_password_stays_out_of_labels_stats_and_errors(pg_url: str) -> None:
+    # pgserver trusts local connections: any password is accepted, and must show nowhere.
+    url = pg_url.replace("postgres:@", f"postgres:{SECRET}@")
+    m = Memory(url, embedder="hashing")
+    m.add("Likes tea", user_id="alex", infer=False)
+    shown = [repr(m), str(m.stats()), m.store.path]  # type: ignore[attr-defined]
+    m.close()
+    for text in shown:
+        assert SECRET not in text and "postgres:***@" in text
+    with pytest.raises(StoreError) as info:
+        m.store.get("x")
+    assert "closed" in str(info.value)
+    assert_no_secret(info.value)
+
+
+def test_schemas_keep_two_stores_apart_in_one_database(pg_url: str) -> None:
+    a = Memory(with_query(pg_url, "schema=team_a"), embedder="hashing")
+    b = Memory(with_query(pg_url, "schema=team_b"), embedder="hashing")
+    try:
+        a.add("Likes tea", user_id="alex", infer=False)
+        assert [r["memory"] for r in a.get_all(user_id="alex")["results"]] == ["Likes tea"]
+        assert b.get_all(user_id="alex")["results"] == []
+        assert b.search("tea", user_id="alex")["results"] == []
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_schema_holding_someone_elses_tables_is_refused_and_left_alone(pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA engram")
+        conn.execute("CREATE TABLE engram.invoices (id int, total numeric)")
+        conn.execute("INSERT INTO engram.invoices VALUES (1, 9.5)")
+    with pytest.raises(CorruptStoreError, match="not an Engram store"):
+        open_store(pg_url)
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT total FROM engram.invoices").fetchall() == [(9.5,)]
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'engram'").fetchone()[0] == 1
+
+
+def test_tables_of_other_schemas_are_none_of_engrams_business(pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE public.events (id int)")  # Engram has an events table too
+    with Memory(pg_url, embedder="hashing") as m:
+        m.add("Likes tea", user_id="alex", infer=False)
+        assert len(m.events(user_id="alex")) == 2
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM public.events").fetchone()[0] == 0
+
+
+def test_a_store_of_a_newer_engram_is_refused(pg_url: str) -> None:
+    open_store(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE engram.meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(CorruptStoreError, match="99"):
+        open_store(pg_url)
+
+
+def test_a_database_without_pgvector_and_no_right_to_install_it(pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE ROLE engram_plain LOGIN")
+        conn.execute("CREATE DATABASE engram_plain_db OWNER engram_plain TEMPLATE template0")
+    url = database_of(pg_url, "engram_plain_db").replace("postgres:@", "engram_plain@")
+    try:
+        with pytest.raises(ConfigurationError, match="CREATE EXTENSION vector"):
+            open_store(url)
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("DROP DATABASE engram_plain_db WITH (FORCE)")
+            conn.execute("DROP ROLE engram_plain")
+
+
+def test_a_dropped_schema_under_an_open_store_is_an_engram_error(pg_url: str) -> None:
+    store = open_store(pg_url)
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA engram CASCADE")
+        with pytest.raises(StoreError, match="engram"):
+            store.get("x")
+        with pytest.raises(StoreError):
+            store.list(ScopeFilter("", "alex"))
+        with pytest.raises(StoreError), store.transaction() as batch:
+            batch.add(MemoryRecord(id="a", scope=Scope(user_id="alex"), text="x", created_at=1.0, content_hash="h"), None)
+    finally:
+        store.close()
+
+
+def test_check_and_backup_refuse_postgresql(pg_url: str) -> None:
+    runner = CliRunner()
+    for command in (["check"], ["backup", "/tmp/never.db"]):
+        result = runner.invoke(cli, ["--db", pg_url, *command])
+        assert result.exit_code != 0
+        assert "pg_dump" in result.output or "PostgreSQL" in result.output
+    with Memory(pg_url, embedder="hashing") as m, pytest.raises(ConfigurationError, match="pg_dump"):
+        m.check()
+
+
+def test_close_is_idempotent_and_final(pg_url: str) -> None:
+    store = open_store(pg_url)
+    store.close()
+    store.close()
+    with pytest.raises(StoreError, match="closed"), store.transaction():
+        pass
+    with pytest.raises(StoreError, match="closed"):
+        store.stats()

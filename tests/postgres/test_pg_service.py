@@ -1,0 +1,152 @@
+"""The memory service on PostgreSQL: its API keys in the database, shared by every
+`engram serve` process on it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from engram import Memory, NotFoundError
+from engram.cli import cli
+from engram.server import KeyStore, ServerLimits, create_app
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def test_keys_live_in_the_database_and_every_key_store_sees_them(pg_url: str) -> None:
+    url = pg_url.replace("postgres:@", "postgres:hunter2@")
+    with KeyStore(url) as one, KeyStore(url) as two:
+        assert "hunter2" not in one.path and "***" in one.path
+        key, record = one.create("acme", user_id="alice", label="ci")
+        assert two.authenticate(key) == record
+        assert [k.key_id for k in two.list()] == [record.key_id]
+        assert two.revoke(record.key_id).revoked_at is not None
+        assert one.authenticate(key) is None and not one.has_active_keys()
+        with pytest.raises(NotFoundError):
+            one.revoke("zzzzzzzz")
+        fresh, _ = one.create("acme")
+        assert two.authenticate(fresh) is not None
+        two.flush_usage()
+        assert one.get(fresh).last_used_at is not None
+    with Memory(pg_url, embedder="hashing") as m:  # the keys sit beside the store's tables
+        m.add("Likes tea", user_id="alice", infer=False)
+        assert m.stats()["memories"] == 1
+
+
+def test_engram_keys_on_a_database(pg_url: str) -> None:
+    runner = CliRunner()
+    created = runner.invoke(cli, ["--db", pg_url, "keys", "create", "--tenant", "acme", "--user", "alex"])
+    assert created.exit_code == 0, created.output
+    listed = runner.invoke(cli, ["--db", pg_url, "--json", "keys", "list"])
+    assert listed.exit_code == 0 and '"tenant_id": "acme"' in listed.output
+    with KeyStore(pg_url) as keys:
+        (record,) = keys.list()
+    revoked = runner.invoke(cli, ["--db", pg_url, "keys", "revoke", record.key_id])
+    assert revoked.exit_code == 0, revoked.output
+    with KeyStore(pg_url) as keys:
+        assert not keys.has_active_keys()
+
+
+def test_two_apps_on_one_database_serve_the_same_memories(pg_url: str) -> None:
+    with KeyStore(pg_url) as keys:
+        key, _ = keys.create("acme", user_id="alex")
+    limits = ServerLimits(rate_per_minute=0)
+    apps = [create_app(pg_url, embedder="hashing", limits=limits, require_keys=True) for _ in range(2)]
+    try:
+        with TestClient(apps[0]) as a, TestClient(apps[1]) as b:
+            r = a.post("/api/memories/", json={"messages": "I live in Oslo.", "user_id": "alex"}, headers=bearer(key))
+            assert r.status_code == 200, r.text
+            r = b.post("/api/memories/", json={"messages": "I live in Lisbon.", "user_id": "alex"}, headers=bearer(key))
+            assert r.status_code == 200, r.text
+            for client in (a, b):
+                got = client.get("/api/memories/alex/", headers=bearer(key)).json()["results"]
+                assert [m["memory"] for m in got] == ["Lives in Lisbon"]
+                hits = client.post("/api/memories/search/", json={"query": "where does alex live", "user_id": "alex"}, headers=bearer(key))
+                assert hits.json()["results"][0]["memory"] == "Lives in Lisbon"
+            assert b.get("/api/memories/alex/").status_code == 401
+    finally:
+        for app in apps:
+            app.state.service.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(url: str) -> tuple[subprocess.Popen[str], str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engram", "--db", url, "--embedder", "hashing", "serve", "--port", str(port), "--no-access-log"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "MEMORY_"))},
+    )
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def wait_ready(proc: subprocess.Popen[str], base: str) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"engram serve exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    pytest.fail("engram serve did not answer /healthz within 90 s")
+
+
+def stop(proc: subprocess.Popen[str]) -> str:
+    proc.terminate()
+    try:
+        out, _ = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out or ""
+
+
+def test_two_engram_serve_processes_on_one_database(pg_url: str) -> None:
+    url = pg_url.replace("postgres:@", "postgres:hunter2@")
+    created = CliRunner().invoke(cli, ["--db", url, "keys", "create", "--tenant", "acme", "--user", "alex"])
+    assert created.exit_code == 0, created.output
+    key = next(word for word in created.output.split() if word.startswith("ek_"))
+    servers = [serve(url) for _ in range(2)]
+    outputs = []
+    try:
+        for proc, base in servers:
+            wait_ready(proc, base)
+        (_, one), (_, two) = servers
+        added = httpx.post(f"{one}/api/memories/", json={"messages": "I love hiking", "infer": False}, headers=bearer(key), timeout=30)
+        assert added.status_code == 200, added.text
+        memory_id = added.json()["results"][0]["id"]
+        got = httpx.get(f"{two}/api/memories/alex/", headers=bearer(key), timeout=30).json()["results"]
+        assert [m["id"] for m in got] == [memory_id]
+        gone = httpx.delete(f"{two}/api/memories/{memory_id}/", headers=bearer(key), timeout=30)
+        assert gone.status_code == 200, gone.text
+        assert httpx.get(f"{one}/api/memories/alex/", headers=bearer(key), timeout=30).json()["results"] == []
+        # A key revoked from the command line stops working on both at once.
+        with KeyStore(url) as keys:
+            keys.revoke(key)
+        for base in (one, two):
+            assert httpx.get(f"{base}/api/memories/alex/", headers=bearer(key), timeout=30).status_code == 401
+    finally:
+        outputs = [stop(proc) for proc, _ in servers]
+    for out in outputs:
+        assert "API keys required" in out and "hunter2" not in out and "postgres:***@" in out

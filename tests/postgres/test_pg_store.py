@@ -1,0 +1,388 @@
+"""What the PostgreSQL store does beyond the contract suite (tests/contract): its
+per-space locks seen from two connections, its vector indexes, BM25 in SQL, the
+counters its triggers keep, NUL characters, and the log's protection."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import psycopg
+import pytest
+
+from engram import HashingEmbedder, StoreError
+from engram.model import MemoryRecord, Scope, Status
+from engram.policies.text import content_hash
+from engram.store import open_store
+from engram.store.base import ScopeFilter
+from engram.store.postgres import PostgresStore, full_text, query_terms
+
+EMB = HashingEmbedder()
+ALEX, BOB = Scope(user_id="alex"), Scope(user_id="bob")
+F_ALEX = ScopeFilter("", "alex")
+DIM = 32
+
+
+def record(mid: str, text: str, scope: Scope = ALEX, **kw) -> MemoryRecord:
+    kw.setdefault("created_at", time.time())
+    return MemoryRecord(id=mid, scope=scope, text=text, content_hash=content_hash(text), search_text=text, **kw)
+
+
+@pytest.fixture
+def opened(pg_url):
+    stores: list[PostgresStore] = []
+
+    def _open(**options) -> PostgresStore:
+        store = open_store(pg_url, **options)
+        assert isinstance(store, PostgresStore)
+        store.bind_embedder(EMB.name, EMB.dim)
+        stores.append(store)
+        return store
+
+    yield _open
+    for s in stores:
+        s.close()
+
+
+@pytest.fixture
+def store(opened) -> PostgresStore:
+    return opened()
+
+
+def sql(url: str, query: str, *args):
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET search_path TO engram, public")
+        return conn.execute(query, args).fetchall()
+
+
+def add(store, *records, vectors=None):
+    with store.transaction() as b:
+        for i, r in enumerate(records):
+            b.add(r, EMB.embed_one(r.text) if vectors is None else vectors[i])
+
+
+# the log and the counters -----------------------------------------------------------------
+
+
+def test_the_database_refuses_to_rewrite_the_log(store, pg_url):
+    add(store, record("a", "Likes sushi"))
+    with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+        sql(pg_url, "UPDATE events SET new_text = 'rewritten'")
+    assert store.history("a")[0].new_text == "Likes sushi"
+
+
+def test_space_counters_follow_every_kind_of_write(store, pg_url):
+    def counters():
+        return {u: (v, d, t) for u, v, d, t in sql(pg_url, "SELECT user_id, vectors, docs, doc_terms FROM spaces")}
+
+    def truth():
+        rows = sql(
+            pg_url,
+            "SELECT s.user_id, (SELECT count(*) FROM embeddings e WHERE e.space_id = s.id), "
+            "count(m.rowid) FILTER (WHERE m.status = 'active'), "
+            "COALESCE(sum(m.term_count) FILTER (WHERE m.status = 'active'), 0) "
+            "FROM spaces s LEFT JOIN memories m ON m.space_id = s.id GROUP BY s.id, s.user_id",
+        )
+        return {u: (v, d, t) for u, v, d, t in rows}
+
+    add(store, record("a", "Likes sushi and ramen"), record("b", "Plays chess"), record("c", "Reads books", BOB))
+    with store.transaction() as b:
+        b.add(record("novec", "Collects stamps"), None)
+    assert counters() == truth() == {"alex": (2, 3, 7), "bob": (1, 1, 2)}
+    old = store.get("a")
+    with store.transaction() as b:
+        b.update(old.copy(text="Likes tea", search_text="Likes tea"), None, old_text=old.text)
+        b.delete(store.get("b"))
+        b.update(store.get("novec").copy(status=Status.ARCHIVED), None, old_text="Collects stamps")
+    assert counters() == truth() == {"alex": (1, 1, 2), "bob": (1, 1, 2)}
+    store.touch([store.get("a"), store.get("c")], query="tea")
+    store.flush()
+    store.reindex(HashingEmbedder(64).embed, name="hashing-v1-64", dim=64)
+    assert counters() == truth()
+    store.reset()
+    assert counters() == truth() == {}
+
+
+# per-space locks ----------------------------------------------------------------------------
+
+
+def test_a_transaction_holds_its_space_against_other_connections(opened):
+    first, second = opened(), opened()
+    add(first, record("a", "Likes sushi"))
+    entered, release = threading.Event(), threading.Event()
+    seen: dict[str, int] = {}
+
+    def holder():
+        with first.transaction() as b:
+            seen["held"] = b.space_version(ALEX)
+            entered.set()
+            release.wait(30)
+            b.add(record("b", "Likes ramen"), EMB.embed_one("Likes ramen"))
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert entered.wait(30)
+    # Another space is free...
+    with second.transaction() as b:
+        b.add(record("x", "Plays chess", BOB), EMB.embed_one("Plays chess"))
+    # ...alex's is not: this batch's first read of it waits for the holder's commit.
+    def waiter():
+        with second.transaction() as b:
+            seen["after"] = b.space_version(ALEX)
+
+    other = threading.Thread(target=waiter)
+    other.start()
+    time.sleep(0.5)
+    assert other.is_alive() and "after" not in seen  # still waiting
+    release.set()
+    thread.join(30)
+    other.join(30)
+    assert seen["after"] != seen["held"]  # it read the version the holder committed
+    assert second.space_version(ALEX) == seen["after"]
+
+
+def test_a_writer_waiting_longer_than_the_lock_timeout_fails_cleanly(opened):
+    first, second = opened(), opened(lock_timeout=0.3)
+    entered, release = threading.Event(), threading.Event()
+
+    def holder():
+        with first.transaction() as b:
+            b.space_version(ALEX)
+            entered.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert entered.wait(30)
+        with pytest.raises(StoreError, match="lock timeout"), second.transaction() as b:
+            b.add(record("a", "Likes sushi"), EMB.embed_one("Likes sushi"))
+    finally:
+        release.set()
+        thread.join(30)
+    assert second.get("a") is None
+    add(second, record("a", "Likes sushi"))  # and the store works on
+    assert second.get("a") is not None
+
+
+def test_a_deadlock_between_two_multi_space_batches_is_a_store_error(opened):
+    first, second = opened(), opened()
+    barrier = threading.Barrier(2)
+    outcomes: dict[str, object] = {}
+
+    def writer(name, store, spaces):
+        try:
+            with store.transaction() as b:
+                b.space_version(spaces[0])
+                barrier.wait(30)
+                b.add(record(name, "Likes tea", spaces[1]), EMB.embed_one("Likes tea"))
+            outcomes[name] = "committed"
+        except StoreError as exc:
+            outcomes[name] = exc
+
+    threads = [
+        threading.Thread(target=writer, args=("one", first, (ALEX, BOB))),
+        threading.Thread(target=writer, args=("two", second, (BOB, ALEX))),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    failed = [v for v in outcomes.values() if isinstance(v, StoreError)]
+    assert sorted(str(v) for v in outcomes.values() if v == "committed") == ["committed"]
+    assert len(failed) == 1 and "deadlock" in str(failed[0]) and "nothing of it was written" in str(failed[0])
+
+
+def test_buffered_retrievals_wait_while_another_writer_holds_their_space(opened):
+    writer, reader = opened(), opened()
+    add(writer, record("a", "Likes sushi"))
+    reader.touch([reader.get("a")], query="sushi")
+    entered, release = threading.Event(), threading.Event()
+
+    def holder():
+        with writer.transaction() as b:
+            b.add(record("b", "Likes ramen"), EMB.embed_one("Likes ramen"))  # holds alex's row
+            entered.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert entered.wait(30)
+        start = time.monotonic()
+        reader.flush()  # gives up after a short wait instead of queueing behind the writer
+        assert time.monotonic() - start < 5
+        assert reader.access_clock(ALEX) == 1  # still counted, from the buffer
+    finally:
+        release.set()
+        thread.join(30)
+    reader.flush()
+    assert writer.access_clock(ALEX) == 1 and writer.get("a").access_count == 1
+
+
+# reads ------------------------------------------------------------------------------------
+
+
+def test_a_search_reads_one_snapshot(opened):
+    reader, writer = opened(), opened()
+    add(writer, record("a", "Likes sushi"))
+    with reader.reading():
+        assert [r.id for r in reader.list(F_ALEX)] == ["a"]
+        add(writer, record("b", "Likes sushi rolls"))
+        assert [r.id for r in reader.list(F_ALEX)] == ["a"]  # not half of another's work
+    assert {r.id for r in reader.list(F_ALEX)} == {"a", "b"}
+
+
+# vectors ----------------------------------------------------------------------------------
+
+
+def unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    v = rng.normal(size=(n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def fill(store: PostgresStore, scope: Scope, vectors: np.ndarray, prefix: str, **kw) -> None:
+    with store.transaction() as b:
+        for i, v in enumerate(vectors):
+            b.add(record(f"{prefix}{i}", f"{prefix} memory {i}", scope, **kw), v)
+
+
+def index_scans(url: str, *, at_least: int = 0) -> dict[str, int]:
+    """Scans of each HNSW index (a closed connection's statistics arrive shortly after)."""
+    deadline = time.monotonic() + 10
+    while True:
+        found = dict(sql(url, "SELECT indexrelname, idx_scan FROM pg_stat_user_indexes WHERE indexrelname LIKE 'embeddings_hnsw%%'"))
+        if sum(found.values()) >= at_least or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+def test_large_spaces_get_their_own_hnsw_index_and_small_ones_exact_search(opened, pg_url):
+    store = opened(exact_below=100)
+    store.bind_embedder("random", DIM)
+    rng = np.random.default_rng(7)
+    fill(store, ALEX, unit(rng, 400), "a")
+    fill(store, BOB, unit(rng, 60), "b")
+    fill(store, Scope(user_id="alex", agent_id="helper"), unit(rng, 30), "h")
+    assert store.build_indexes() == [1]  # alex's space only: bob's holds 60
+    (name,) = index_scans(pg_url)
+    assert name == "embeddings_hnsw_32_1"
+    queries = unit(rng, 10)
+    for scope in (F_ALEX, ScopeFilter("", "alex", agent_id=""), ScopeFilter("", "bob"), ScopeFilter("")):
+        for q in queries:
+            got = store.vector_search(scope, q, k=10, cutoff=None, now=time.time())
+            exact = store.vector_search(scope, q, k=None, cutoff=None, now=time.time())[:10]
+            assert [m for m, _ in got] == [m for m, _ in exact]
+            assert [s for _, s in got] == pytest.approx([s for _, s in exact], abs=1e-5)
+    store.close()  # its connections' statistics are sent when they close
+    used = index_scans(pg_url, at_least=30)[name]
+    assert used >= 30  # alex's searches (3 scopes x 10 queries) went through the index
+    again = opened(exact_below=100)
+    for q in queries:
+        again.vector_search(ScopeFilter("", "bob"), q, k=10, cutoff=None, now=time.time())
+    again.close()
+    time.sleep(1)
+    assert index_scans(pg_url)[name] == used  # bob's did not
+
+
+def test_the_validity_filter_never_makes_hnsw_drop_results(opened):
+    store = opened(exact_below=50)
+    store.bind_embedder("random", DIM)
+    rng = np.random.default_rng(3)
+    query = unit(rng, 1)[0]
+    # 300 memories close to the query have ended; 5 far from it are still valid.
+    near = query + 0.05 * unit(rng, 300)
+    fill(store, ALEX, near / np.linalg.norm(near, axis=1, keepdims=True), "old", valid_to=time.time() - 60)
+    far = 0.3 * unit(rng, 5) - query[None, :]
+    fill(store, ALEX, far / np.linalg.norm(far, axis=1, keepdims=True), "live")
+    store.build_indexes()
+    hits = store.vector_search(F_ALEX, query, k=10, cutoff=None, now=time.time())
+    assert {m for m, _ in hits} == {f"live{i}" for i in range(5)}
+
+
+def test_an_index_is_built_in_the_background_by_the_first_search_that_needs_it(opened, pg_url):
+    store = opened(exact_below=100)
+    store.bind_embedder("random", DIM)
+    rng = np.random.default_rng(5)
+    fill(store, ALEX, unit(rng, 300), "a")
+    q = unit(rng, 1)[0]
+    exact = store.vector_search(F_ALEX, q, k=None, cutoff=None, now=time.time())[:5]
+    assert store.vector_search(F_ALEX, q, k=5, cutoff=None, now=time.time()) == exact  # exact while none is ready
+    deadline = time.monotonic() + 30
+    while not index_scans(pg_url) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(index_scans(pg_url)) == ["embeddings_hnsw_32_1"]
+    assert [m for m, _ in store.vector_search(F_ALEX, q, k=5, cutoff=None, now=time.time())] == [m for m, _ in exact]
+    store.close()  # while nothing builds any more (the index is there)
+
+
+def test_re_embedding_rebuilds_the_indexes_for_the_new_dimension(opened, pg_url):
+    store = opened(exact_below=20)
+    store.bind_embedder(EMB.name, EMB.dim)
+    add(store, *[record(f"a{i}", f"note number {i} about gardening") for i in range(30)])
+    store.build_indexes()
+    assert list(index_scans(pg_url)) == ["embeddings_hnsw_384_1"]
+    small = HashingEmbedder(64)
+    store.reindex(small.embed, name=small.name, dim=small.dim)
+    assert list(index_scans(pg_url)) == ["embeddings_hnsw_64_1"]
+    hits = store.vector_search(F_ALEX, small.embed_one("note number 7 about gardening"), k=3, cutoff=None, now=time.time())
+    assert hits[0][0] == "a7" and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    store.reset()
+    assert index_scans(pg_url) == {}
+
+
+def test_a_query_of_another_dimension_is_a_store_error(store):
+    add(store, record("a", "Likes sushi"))
+    with pytest.raises(StoreError, match="384"):
+        store.vector_search(F_ALEX, np.ones(8, dtype=np.float32), k=5, cutoff=None, now=time.time())
+    assert store.similarities(F_ALEX, np.ones(8, dtype=np.float32), ["a"]) == {}
+
+
+# full text --------------------------------------------------------------------------------
+
+
+def test_full_text_ranks_by_bm25_as_the_sqlite_index_does(store, tmp_path):
+    from engram.store.sqlite import SQLiteStore
+
+    texts = [
+        "Caroline went to the LGBTQ support group yesterday",
+        "Caroline likes painting sunsets with Melanie",
+        "Melanie ran a charity race for mental health",
+        "The support group helped Caroline a lot",
+        "Caroline said the group was welcoming",
+        "Melanie took her kids camping at the beach",
+        "Caroline Caroline Caroline Caroline",
+    ]
+    sqlite = SQLiteStore(str(tmp_path / "s.db"))
+    sqlite.bind_embedder(EMB.name, EMB.dim)
+    for s in (store, sqlite):
+        add(s, *[record(f"m{i}", t) for i, t in enumerate(texts)])
+    for query in ("What did Caroline do at the support group?", "Melanie camping beach", "painting", "group"):
+        pg = store.text_search(F_ALEX, query, k=10, cutoff=None, now=time.time())
+        lite = sqlite.text_search(F_ALEX, query, k=10, cutoff=None, now=time.time())
+        assert [m for m, _ in pg] == [m for m, _ in lite]
+        assert [s for _, s in pg] == pytest.approx([s for _, s in lite], rel=1e-4)
+    sqlite.close()
+
+
+def test_full_text_terms_survive_any_text():
+    long_word = "x" * 5000
+    literal, count = full_text(f"it's a \\ 'quoted' {long_word} café naïve " + "word " * 20_000)
+    assert count == 20_004 and long_word not in literal
+    assert query_terms("who am I?") == [] and query_terms("Cafés, cafés!") == ["café"]
+
+
+def test_text_with_nul_characters_round_trips(store):
+    text = "tea\x00 time \U0010fffe escaped"
+    add(store, record("a", text, metadata={"name": "Al\x00ex"}, topic="t\x00"))
+    got = store.get("a")
+    assert (got.text, got.search_text, got.topic, got.metadata) == (text, text, "t\x00", {"name": "Al\x00ex"})
+    assert [m for m, _ in store.text_search(F_ALEX, "tea time", k=5, cutoff=None, now=time.time())] == ["a"]
+    assert store.speakers(F_ALEX) == {"al\x00ex"}
+    assert [m for m, _ in store.vector_search(F_ALEX, EMB.embed_one(text), k=5, cutoff=None, now=time.time(), speaker="al\x00ex")] == ["a"]
+    with store.transaction() as b:
+        b.update(got.copy(text="plain", search_text="plain"), None, old_text=text)
+    assert [e.old_text for e in store.history("a")] == [None, text]
+    assert store.get("a\x00") is None and store.history("a\x00") == [] and store.ids_with_prefix("", "a\x00") == []
+    assert store.get_many(["a", "b\x00"]).keys() == {"a"}
