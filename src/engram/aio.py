@@ -24,6 +24,8 @@ opens the store (and may load a model): do it at start-up, or in
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -265,6 +267,33 @@ class AsyncMemory:
         """:meth:`engram.Memory.backup`, awaited."""
         return await self._run(self.memory.backup, dest, force=force)
 
+    # the learning loop (spec 001) -------------------------------------------------------
+    async def execute_with_learning(
+        self,
+        task_fn: Callable[..., Any] | None = None,
+        task_description: str | None = None,
+        task_type: str | None = None,
+        auto_reflect: bool = True,
+        auto_curate: bool = True,
+        playbook_name: str = "default",
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        scope: str | None = None,
+        parent_trajectory_id: str | None = None,
+    ) -> Any:
+        """:meth:`engram.Memory.execute_with_learning`, awaited: a sync ``task_fn``
+        runs in a worker thread, an async one on this loop. Without the instance
+        lock: the task may await this AsyncMemory's other calls. Without ``task_fn``,
+        the (Memory's) decorator."""
+        options = dict(task_type=task_type, auto_reflect=auto_reflect, auto_curate=auto_curate, playbook_name=playbook_name,
+                       user_id=user_id, agent_id=agent_id, scope=scope, parent_trajectory_id=parent_trajectory_id)
+        if task_fn is None:
+            return self.memory.execute_with_learning(None, task_description, **options)
+        if inspect.iscoroutinefunction(task_fn):
+            return await self.memory.execute_with_learning(task_fn, task_description, **options)
+        return await asyncio.to_thread(self.memory.execute_with_learning, task_fn, task_description, **options)
+
     async def aclose(self) -> None:
         """Flush buffered bookkeeping and close the store (after the running call)."""
         await self._run(self.memory.close)
@@ -277,6 +306,29 @@ class AsyncMemory:
 
     def __repr__(self) -> str:
         return f"Async{self.memory!r}"
+
+
+def _awaited(name: str) -> Callable[..., Any]:
+    """``AsyncMemory.<name>``: :class:`~engram.Memory`'s call of that name, awaited
+    (same parameters; run in a worker thread under the instance lock)."""
+    call = getattr(Memory, name)
+
+    @functools.wraps(call)
+    async def method(self: AsyncMemory, *args: Any, **kwargs: Any) -> Any:
+        return await self._run(getattr(self.memory, name), *args, **kwargs)
+
+    method.__doc__ = f":meth:`engram.Memory.{name}`, awaited."
+    return method
+
+
+# The learning loop's calls (spec 001): each exactly Memory's, awaited.
+for _name in (
+    "start_trajectory", "log_step", "complete_trajectory", "get_trajectory", "query_trajectories", "prune_trajectories",
+    "reflect", "batch_reflect", "get_playbook", "list_playbooks", "create_playbook", "update_playbook", "curate_playbook",
+    "list_playbook_versions", "get_playbook_version", "rollback_playbook",
+):
+    setattr(AsyncMemory, _name, _awaited(_name))
+del _name
 
 
 __all__ = ["AsyncMemory"]

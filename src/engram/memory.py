@@ -24,7 +24,7 @@ from .config import MemoryConfig, default_db_path
 from .embed import Embedder, embedder_for_identity, resolve_embedder, spec_for_identity
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
 from .llm import LLM, resolve_llm
-from .model import MemoryRecord, Scope, Status
+from .model import MemoryRecord, Scope, Status, is_fact
 from .pipelines.ingest import Ingestor
 from .pipelines.search import Searcher
 from .policies.filters import compile_filters
@@ -202,6 +202,8 @@ class Memory:
         record = self.store.get(mid)
         if record is None or (record.status is Status.DELETED and not deleted) or not owner.matches(record.scope):
             raise NotFoundError("memory", mid)
+        if not is_fact(record):  # a playbook's strategy, a trajectory...: the learning calls' own
+            raise NotFoundError("memory", mid)
         return record
 
     # the mem0-style API ------------------------------------------------------------
@@ -268,6 +270,9 @@ class Memory:
         memory and query (1 the same meaning, about 0 unrelated), which is what
         ``threshold`` bounds: only memories at least that similar are returned, as in
         mem0.
+
+        Only facts are searched: playbook strategies, trajectories, reflections and
+        versions of the same space never come back (:func:`engram.model.is_fact`).
         """
         scope = self._scope_filter(user_id, agent_id, run_id)
         query = validate.text("query", query, max_chars=self.config.max_message_chars)
@@ -310,17 +315,30 @@ class Memory:
         limit: int = 100,
         filters: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The scope's memories, newest first (at most ``limit``)."""
+        """The scope's memories, newest first (at most ``limit``). Playbook strategies,
+        trajectories and the other learning objects are not memories of this call:
+        the learning calls (:meth:`get_playbook`, :meth:`query_trajectories`) read them."""
         scope = self._scope_filter(user_id, agent_id, run_id)
         limit = validate.limit(limit)
         predicate = compile_filters(filters)
         now = time.time()
         cutoff = validity_cutoff(now, self.config.decay_days)
         if predicate is None:
-            records = self.store.list(scope, limit=limit, cutoff=cutoff, now=now)
+            records = self._list_facts(scope, limit=limit, cutoff=cutoff, now=now)
         else:
-            records = [r for r in self.store.list(scope, cutoff=cutoff, now=now) if predicate(r)][:limit]
+            records = [r for r in self.store.list(scope, cutoff=cutoff, now=now) if is_fact(r) and predicate(r)][:limit]
         return {"results": [r.to_item() for r in records]}
+
+    def _list_facts(self, scope: ScopeFilter, *, limit: int, cutoff: float | None, now: float) -> list[MemoryRecord]:
+        """The scope's newest ``limit`` facts: playbooks and trajectories share the
+        space, so read further while they fill the page."""
+        want = limit
+        while True:
+            rows = self.store.list(scope, limit=want, cutoff=cutoff, now=now)
+            facts = [r for r in rows if is_fact(r)]
+            if len(facts) >= limit or len(rows) < want:
+                return facts[:limit]
+            want *= 4
 
     def update(
         self,
@@ -366,9 +384,10 @@ class Memory:
         return {"id": record.id, "memory": record.text, "event": "DELETE", "message": "Memory deleted successfully"}
 
     def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """Delete every memory of a scope. At least one id is required: never a wipe."""
+        """Delete every memory of a scope. At least one id is required: never a wipe.
+        The scope's playbooks and trajectories stay (they are not memories of the fact calls)."""
         scope = self._scope_filter(user_id, agent_id, run_id)
-        records = self.store.list(scope)
+        records = [r for r in self.store.list(scope) if is_fact(r)]  # playbooks and trajectories stay
         with self.store.transaction() as batch:
             for record in records:
                 batch.delete(record, payload={"delete_all": {k: v for k, v in (("user_id", scope.user_id), ("agent_id", scope.agent_id), ("run_id", scope.run_id)) if v}})
@@ -466,6 +485,156 @@ class Memory:
         from .ace.playbook import Playbook
 
         return Playbook(self, preset=preset, **options)
+
+    # the learning loop (spec 001) -------------------------------------------------------
+    @property
+    def learning(self) -> Any:
+        """The learning loop's engine (:class:`engram.ace.learning.Learning`), built on
+        first use with :attr:`learning_config`. The calls below delegate to it."""
+        engine = getattr(self, "_learning", None)
+        if engine is None:
+            from .ace.learning import Learning
+
+            with self._cache_lock:
+                engine = getattr(self, "_learning", None)
+                if engine is None:
+                    engine = self._learning = Learning(self, getattr(self, "_learning_config", None))
+        return engine
+
+    @property
+    def learning_config(self) -> Any:
+        """How trajectories are kept and playbooks curated and versioned
+        (:class:`engram.policies.learning.LearningConfig`; assign one, or a mapping of
+        its fields such as ``{"trajectory_sample_rate": 1.0, "versions": {"keep_latest": 3}}``)."""
+        return self.learning.config
+
+    @learning_config.setter
+    def learning_config(self, config: Any) -> None:
+        from .policies.learning import LearningConfig
+
+        if isinstance(config, Mapping):
+            config = LearningConfig.from_mapping(config)
+        if not isinstance(config, LearningConfig):
+            raise ValidationError("learning_config", f"must be a LearningConfig or a mapping, got {type(config).__name__}")
+        from .ace.learning import Learning
+
+        current = getattr(self, "_learning", None)
+        self._learning_config = config
+        self._learning = Learning(self, config, clock=current.clock if current is not None else time.time)
+
+    def start_trajectory(self, task_description: str, task_type: str | None = None, parent_trajectory_id: str | None = None, *,
+                         user_id: str | None = None, agent_id: str | None = None) -> str:
+        """Start recording a task execution (spec 001); returns its trajectory id.
+
+        It belongs to ``user_id``/``agent_id`` (neither: the agent ``"default"``).
+        ``parent_trajectory_id`` links a step of a multi-step workflow to its parent.
+        """
+        return self.learning.start_trajectory(task_description, task_type, parent_trajectory_id, user_id=user_id, agent_id=agent_id)
+
+    def log_step(self, trajectory_id: str, step_type: str, description: str, metadata: dict[str, Any] | None = None, *,
+                 user_id: str | None = None, agent_id: str | None = None) -> None:
+        """Log a step (``"decision"``, ``"action"``, ``"observation"``) of a running trajectory."""
+        self.learning.log_step(trajectory_id, step_type, description, metadata, user_id=user_id, agent_id=agent_id)
+
+    def complete_trajectory(self, trajectory_id: str, status: str, success_score: float | None = None, error_message: str | None = None,
+                            metrics: dict[str, Any] | None = None, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
+        """Close a trajectory: ``status`` ``"success"``, ``"failure"`` or ``"partial"``,
+        ``success_score`` in [0, 1], ``metrics`` such as ``{"tokens", "cost_usd",
+        "duration_ms"}``. Its trace is stored content-addressed (failures always,
+        successes at the sample rate). Returns the trajectory."""
+        return self.learning.complete_trajectory(trajectory_id, status, success_score, error_message, metrics, user_id=user_id, agent_id=agent_id)
+
+    def get_trajectory(self, trajectory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
+        """One trajectory with its steps (:class:`NotFoundError` outside the caller's ids)."""
+        return self.learning.get_trajectory(trajectory_id, user_id=user_id, agent_id=agent_id)
+
+    def query_trajectories(self, *, user_id: str | None = None, agent_id: str | None = None, status: str | None = None,
+                           task_type: str | None = None, since: Any = None, until: Any = None,
+                           parent_trajectory_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Trajectories, newest first, by agent/user, status, task type, start time
+        (``since``/``until``: ISO-8601 or epoch seconds) and parent."""
+        return self.learning.query_trajectories(user_id=user_id, agent_id=agent_id, status=status, task_type=task_type, since=since,
+                                                until=until, parent_trajectory_id=parent_trajectory_id, limit=limit)
+
+    def prune_trajectories(self, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, int]:
+        """Apply trajectory retention now (it also runs every few completions)."""
+        return self.learning.prune_trajectories(user_id=user_id, agent_id=agent_id)
+
+    def reflect(self, trajectory_id: str, llm: Any = None, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
+        """What a completed trajectory shows: ``{"insights": {"successful_patterns",
+        "failure_patterns", "neutral_observations", "recommendations"}, "memory_id",
+        ...}``, stored as a reflection linked to it. ``llm``: a model for this call
+        (default: the Memory's, else the heuristic)."""
+        return self.learning.reflect(trajectory_id, llm, user_id=user_id, agent_id=agent_id)
+
+    def batch_reflect(self, agent_id: str | None = None, since: Any = None, task_type: str | None = None, min_trajectories: int = 5, *,
+                      user_id: str | None = None, until: Any = None, llm: Any = None) -> list[dict[str, Any]]:
+        """Patterns across completed trajectories, one reflection per task type with at
+        least ``min_trajectories`` of them (none: an empty list)."""
+        return self.learning.batch_reflect(agent_id, since, task_type, min_trajectories, user_id=user_id, until=until, llm=llm)
+
+    def get_playbook(self, name: str = "default", agent_id: str | None = None, *, user_id: str | None = None, scope: str | None = None) -> dict[str, Any]:
+        """A playbook: version, usage, success rate, and ``strategies`` by category
+        (``"helpful"`` ✓, ``"harmful"`` ✗, ``"neutral"`` ○), best first. ``scope``:
+        ``"agent"``, ``"user"``, ``"tenant"`` or ``"global"`` (default: the ids').
+        One never written is empty (version 0). A learner's spec 000 playbook is
+        ``get_playbook("ltmbse", user_id=learner)``."""
+        return self.learning.get_playbook(name, agent_id, user_id=user_id, scope=scope)
+
+    def list_playbooks(self, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> list[dict[str, Any]]:
+        """The playbooks of a scope (without their strategies)."""
+        return self.learning.list_playbooks(user_id=user_id, agent_id=agent_id, scope=scope)
+
+    def create_playbook(self, name: str, *, scope: str | None = None, visibility: str | None = None, description: str | None = None,
+                        user_id: str | None = None, agent_id: str | None = None) -> str:
+        """Create (or describe) a playbook; returns its id."""
+        return self.learning.create_playbook(name, scope=scope, visibility=visibility, description=description, user_id=user_id, agent_id=agent_id)
+
+    def update_playbook(self, strategies: list[dict[str, Any]], name: str = "default", merge: bool = True, *, user_id: str | None = None,
+                        agent_id: str | None = None, scope: str | None = None, major: bool = False) -> str:
+        """Add strategies (``{"category", "pattern", "context", "confidence",
+        "evidence_count", "examples"}``); ``merge=True`` merges each into a similar one
+        (cosine >= 0.85), ``merge=False`` replaces the playbook. A new version either
+        way; returns the playbook id."""
+        return self.learning.update_playbook(strategies, name, merge, user_id=user_id, agent_id=agent_id, scope=scope, major=major)
+
+    def curate_playbook(self, reflections: list[str], playbook_name: str = "default", llm: Any = None, *, user_id: str | None = None,
+                        agent_id: str | None = None, scope: str | None = None) -> dict[str, Any]:
+        """Curate reflections into a playbook: ``{"added", "updated", "removed", ...}``.
+        Duplicates merge at cosine >= 0.85 with their evidence combined; confidence
+        follows the evidence; harmful patterns become anti-patterns."""
+        return self.learning.curate_playbook(reflections, playbook_name, llm, user_id=user_id, agent_id=agent_id, scope=scope)
+
+    def list_playbook_versions(self, name: str = "default", *, user_id: str | None = None, agent_id: str | None = None,
+                               scope: str | None = None) -> list[dict[str, Any]]:
+        """The versions kept (latest 5, every major one, the last 90 days), oldest first."""
+        return self.learning.list_playbook_versions(name, user_id=user_id, agent_id=agent_id, scope=scope)
+
+    def get_playbook_version(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None,
+                             scope: str | None = None) -> dict[str, Any]:
+        """One kept version of a playbook, with its strategies."""
+        return self.learning.get_playbook_version(name, version, user_id=user_id, agent_id=agent_id, scope=scope)
+
+    def rollback_playbook(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None,
+                          scope: str | None = None) -> dict[str, Any]:
+        """Make a new version equal to ``version``."""
+        return self.learning.rollback_playbook(name, version, user_id=user_id, agent_id=agent_id, scope=scope)
+
+    def execute_with_learning(self, task_fn: Callable[..., Any] | None = None, task_description: str | None = None,
+                              task_type: str | None = None, auto_reflect: bool = True, auto_curate: bool = True,
+                              playbook_name: str = "default", *, user_id: str | None = None, agent_id: str | None = None,
+                              scope: str | None = None, parent_trajectory_id: str | None = None) -> Any:
+        """Run ``task_fn`` with a trajectory open, then reflect and curate the playbook:
+        returns ``(result, trajectory_id)`` (an awaitable of it for an async function).
+
+        ``task_fn`` returns a result, or spec 001's ``(result, status)`` (``status``
+        ``"success"``, ``"failure"``, ``"partial"``); an exception is recorded as a
+        failure and re-raised. A ``task_fn`` that takes an argument gets the run
+        (:class:`engram.ace.learning.LearningRun`: the loaded playbook, ``decision()``,
+        ``action()``, ``observation()``). Without ``task_fn`` this is a decorator.
+        """
+        return self.learning.execute_with_learning(task_fn, task_description, task_type, auto_reflect, auto_curate, playbook_name,
+                                                   user_id=user_id, agent_id=agent_id, scope=scope, parent_trajectory_id=parent_trajectory_id)
 
     # ids, export and import -------------------------------------------------------------
     def resolve_id(self, prefix: str, *, include_deleted: bool = False) -> str:

@@ -31,6 +31,13 @@ class Kind(enum.StrEnum):
     REFLECTION = "reflection"
     CONSOLIDATED = "consolidated"
     TURN = "turn"
+    # The learning loop's own objects (spec 001), never facts: a task execution,
+    # its content-addressed step sequence, a named playbook and one immutable
+    # version of it.
+    TRAJECTORY = "trajectory"
+    TRACE = "trace"
+    PLAYBOOK = "playbook"
+    PLAYBOOK_VERSION = "playbook_version"
 
 
 class MemoryClass(enum.StrEnum):
@@ -64,7 +71,23 @@ DEFAULT_CLASS: dict[Kind, MemoryClass] = {
     Kind.TURN: MemoryClass.EPISODIC,
     Kind.STRATEGY: MemoryClass.PROCEDURAL,
     Kind.ANTI_PATTERN: MemoryClass.PROCEDURAL,
+    Kind.TRAJECTORY: MemoryClass.EPISODIC,
+    Kind.TRACE: MemoryClass.EPISODIC,
+    Kind.PLAYBOOK: MemoryClass.PROCEDURAL,
+    Kind.PLAYBOOK_VERSION: MemoryClass.PROCEDURAL,
 }
+
+#: Kinds that belong to the learning loop, whatever their section: strategies and
+#: anti-patterns, reflections, trajectories, traces, playbooks and their versions.
+LEARNING_KINDS: frozenset[Kind] = frozenset({
+    Kind.STRATEGY,
+    Kind.ANTI_PATTERN,
+    Kind.REFLECTION,
+    Kind.TRAJECTORY,
+    Kind.TRACE,
+    Kind.PLAYBOOK,
+    Kind.PLAYBOOK_VERSION,
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +190,19 @@ class MemoryRecord:
         if score is not None:
             item["score"] = round(float(score), 6)
         return item
+
+
+def is_fact(record: MemoryRecord) -> bool:
+    """Whether the fact calls (``search``, ``get_all``, ``get``, ``update``,
+    ``delete``, ``delete_all``, ``history``, the reconciler's candidates) may see
+    ``record``.
+
+    Not a playbook bullet (a memory with a ``section``: spec 000's bullets and
+    spec 001's strategies) and not one of the :data:`LEARNING_KINDS`. Those live
+    beside the facts in the same space but only the learning calls read or change
+    them.
+    """
+    return not record.section and record.kind not in LEARNING_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +310,7 @@ class Decision:
 
 __all__ = [
     "DEFAULT_CLASS",
+    "LEARNING_KINDS",
     "Action",
     "Decision",
     "EventRecord",
@@ -287,6 +324,7 @@ __all__ = [
     "Status",
     "Tier",
     "from_epoch",
+    "is_fact",
     "to_epoch",
     "utcnow",
 ]

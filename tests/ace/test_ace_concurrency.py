@@ -48,6 +48,7 @@ def test_two_memory_instances_on_one_file(tmp_path, twin):
         for m in (m1, m2):
             (b,) = Playbook(m).bullets("sam")
             assert b.helpful == 2
+        assert len(m1.list_playbook_versions("ltmbse", user_id="sam")) == 2  # one header for both writers
     finally:
         m1.close()
         m2.close()
@@ -60,4 +61,9 @@ def test_two_threads_sharing_one_memory(tmp_path):
         _race([pb.turn("sam", "c1"), pb.turn("sam", "c2")], [LESSON, LESSON])
         (b,) = pb.bullets("sam")
         assert b.helpful == 2
-        assert sum(e["event"] == "ADD" for e in memory.events(user_id="sam")) == 1
+        adds = [e for e in memory.events(user_id="sam") if e["event"] == "ADD"]
+        assert sum(e["payload"].get("delta") == "new" for e in adds) == 1  # one bullet
+        # Its playbook (spec 001): one header, one version per change.
+        assert sum(e["run_id"] == "engram:playbook" and "scope" in e["payload"] for e in adds) == 1
+        assert [v["version"] for v in memory.list_playbook_versions("ltmbse", user_id="sam")] == [1, 2]
+        assert memory.get_playbook("ltmbse", user_id="sam")["version"] == 2

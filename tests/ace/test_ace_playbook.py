@@ -204,7 +204,7 @@ def test_cleanup_merges_into_the_canonical_survivor(embedder, mem, ace_logs):
     assert survivor.id == new.id and survivor.helpful == 2  # ids stable, counters summed
     assert set(survivor.sources) == {"s1", "s2"} and "visual" in survivor.tags and "pizza" in survivor.tags
     assert survivor.memory_type == "procedural"
-    assert [e["event"] for e in mem.history(old.id)][-1] == "MERGE"
+    assert [e.op for e in mem.store.history(old.id)][-1] == "merge"
     assert mem.store.get(old.id).lineage["merged_into"] == new.id
     assert_single_class(loose)
 
@@ -314,8 +314,9 @@ def test_a_new_conversation_of_the_same_learner_sees_what_was_learned(tmp_path, 
         assert got[0].conversation_id == "monday" and got[0].learner_id == "sam"
         assert turn.learn(question="How do I add 1/2 + 1/3?", outcome="success")["num_updates"] == 1
         assert Playbook(m2).turn("ana", "friday").retrieve("How do I add 1/2 + 1/3?") == []  # another learner
-        items = m2.get_all(user_id="sam")["results"]  # the normal API sees the bullet
-        assert [(i["memory"], i["kind"], i["run_id"]) for i in items] == [("Remind Sam that 1/2 = 3/6", "strategy", "monday")]
+        assert m2.get_all(user_id="sam")["results"] == []  # a playbook's bullet is no fact
+        playbook = m2.get_playbook("ltmbse", user_id="sam")  # it is the learner's playbook (spec 001)
+        assert [e["pattern"] for e in playbook["strategies"]["helpful"]] == ["Remind Sam that 1/2 = 3/6"]
 
 
 def test_state_is_loaded_once_per_turn(embedder, playbook, ace_logs):

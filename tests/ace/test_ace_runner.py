@@ -78,8 +78,18 @@ def test_bad_input_is_a_clear_error(tmp_path):
     db = str(tmp_path / "bad.db")
     broken = engram(db, "{not json")
     assert broken.returncode == 2 and "not valid JSON" in broken.stderr and broken.stdout == ""
-    missing = engram(db, {"messages": [{"role": "user", "content": "hi"}]})
-    assert missing.returncode == 1 and "error: learner_id: is required" in missing.stderr
+    blank = engram(db, {"messages": [{"role": "user", "content": "hi"}], "learner_id": " "})
+    assert blank.returncode == 1 and "error: learner_id: must be a non-empty string" in blank.stderr
+
+
+def test_spec_000s_own_input_needs_no_learner_id(tmp_path):
+    """Spec 000's verification checklist pipes {"messages": [...]} alone into the runner."""
+    db = str(tmp_path / "spec.db")
+    done = engram(db, {"messages": [{"role": "user", "content": "Help me multiply 12 by 5."}]})
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["scratch"]["learner_id"] == "default" and out["mode"] == "deterministic"
+    assert "[ACE Memory] Loaded 0 bullets from SQLite for learner=default" in done.stderr.splitlines()
 
 
 def test_sanitize_answer_drops_stray_numbers_only():

@@ -147,13 +147,17 @@ def test_an_ambiguous_short_id_lists_the_candidates(tmp_path: Path) -> None:
     assert "several ids" in err and "abc-1" in err and "abc-2" in err
 
 
-def test_analyze_prints_ids_that_get_accepts(tmp_path: Path) -> None:
+def test_analyze_prints_ids_of_the_learners_playbook(tmp_path: Path) -> None:
     db = str(tmp_path / "p.db")
     turn = fraction_turn()
     run("run-turn", "--db", db, "--embedder", "hashing", input=json.dumps(turn))
     table = run("analyze", "top", "--db", db).stdout
     short = next(line.split()[0] for line in table.splitlines() if "fraction bars" in line.lower())
-    assert "fraction bars" in json.loads(run("get", short, "--db", db, "--json").stdout)["memory"].lower()
+    # A bullet is a strategy of the learner's playbook (spec 001), not a fact (issue 14).
+    playbook = json.loads(run("playbook", "get", "ltmbse", "--user", "lee", "--db", db, "--json").stdout)
+    (entry,) = [e for e in playbook["strategies"]["helpful"] if e["id"].startswith(short)]
+    assert "fraction bars" in entry["pattern"].lower()
+    assert "memory not found" in run("get", short, "--db", db, code=1).stderr
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..pipelines.learn import LearningPipeline, PlaybookState
+from ..pipelines.playbooks import is_strategy_of, playbook_of
 from ..policies.decay import record_score
 from ..policies.dedup import choose_first_seen, choose_survivor, clusters, cosine_matrix
 from ..policies.playbook import PlaybookConfig
@@ -57,16 +58,29 @@ def _optional_text(value: Any, name: str) -> str | None:
     return value
 
 
-def _llm_role(memory: Any, name: str) -> Any:
-    """The LLM implementation of a role, when the store's Memory has a model and the
-    LLM roles module provides one (``engram.roles.llm``)."""
+def _learning_model(memory: Any) -> Any:
+    """The model of the learning roles: the Memory's, else the one spec 000 configures
+    (``ENGRAM_LLM``, else Gemini with ``GEMINI_API_KEY``: :func:`engram.roles.llm.learning_llm`);
+    None, with a warning, when neither is configured."""
     llm = getattr(memory, "llm", None)
+    if llm is not None:
+        return llm
+    from ..errors import ConfigurationError
+    from ..roles.llm import learning_llm
+
+    try:
+        return learning_llm(None, enabled=True)
+    except ConfigurationError as exc:
+        logger.warning("[Curator] %s; using the heuristic", exc)
+        return None
+
+
+def _llm_role(memory: Any, name: str, llm: Any) -> Any:
+    """The LLM implementation ``name`` of a role (``engram.roles.llm``) on ``llm``."""
     if llm is None:
         return None
-    try:
-        from ..roles import llm as llm_roles
-    except ImportError:
-        return None
+    from ..roles import llm as llm_roles
+
     cls = getattr(llm_roles, name, None)
     return None if cls is None else cls(llm)
 
@@ -112,17 +126,20 @@ class Playbook:
             else AppendCurator()
         )
         if self.config.use_llm:
-            reflector = reflector or _llm_role(memory, "LLMReflector")
-            curator = curator or _llm_role(memory, "LLMCurator")
-            if reflector is None or curator is None:
+            model = _learning_model(memory) if reflector is None or curator is None else None
+            reflector = reflector or _llm_role(memory, "LLMReflector", model)
+            curator = curator or _llm_role(memory, "LLMCurator", model)
+            if (reflector is None or curator is None) and model is not None:
                 logger.warning("[Curator] ACE_CURATOR_USE_LLM is on but no LLM %s is available; using the heuristic",
                                "reflector" if reflector is None else "curator")
         else:
             reflector = curator = None
         self.reflector: Reflector = self._with_fallback(reflector, heuristic_reflector)
         self.curator: Curator = self._with_fallback(curator, heuristic_curator)
+        learning = getattr(memory, "learning", None)  # the Memory's versioning of playbooks (spec 001)
         self.pipeline = LearningPipeline(
-            memory.store, memory.embedder, self.config, self.reflector, self.curator, tenant_id=memory.config.tenant_id
+            memory.store, memory.embedder, self.config, self.reflector, self.curator, tenant_id=memory.config.tenant_id,
+            playbooks=getattr(learning, "playbooks", None),
         )
 
     @staticmethod
@@ -163,10 +180,14 @@ class Playbook:
             return ScopeFilter(tenant, None, self.config.agent_id)
         return ScopeFilter(tenant, self.pipeline.space(_learner(learner_id)).user_id, self.config.agent_id)
 
+    def _rows(self, learner_id: str | None) -> list[tuple[Any, Any]]:
+        """Every bullet of the spaces (inspection shows every playbook, whatever the preset), with vectors."""
+        return self.memory.store.list_bullets(self._spaces(learner_id))
+
     def bullets(self, learner_id: str | None = None) -> list[Bullet]:
         """Every bullet (of one learner, or of every playbook), oldest first, each with
         its current decay score. Reading does not touch anything."""
-        rows = self.memory.store.list_bullets(self._spaces(learner_id))
+        rows = self._rows(learner_id)
         clocks: dict[tuple[str, str, str], int] = {}
         out = []
         for record, _ in rows:
@@ -178,7 +199,7 @@ class Playbook:
 
     def search(self, query: str, *, learner_id: str | None = None, limit: int = 10) -> list[Bullet]:
         """Bullets by similarity to ``query`` (cosine), without touching them."""
-        rows = self.memory.store.list_bullets(self._spaces(learner_id))
+        rows = self._rows(learner_id)
         if not rows:
             return []
         qv = self.memory.embedder.embed_query(query)
@@ -227,12 +248,13 @@ class Playbook:
         """Merge near-duplicate bullets: clusters at cosine ``>= threshold`` within each
         playbook, each merged into its survivor by the same rule and helper as at run
         time. ``dry_run``: report the plan, write nothing."""
-        rows = self.memory.store.list_bullets(self._spaces(learner_id))
-        by_space: dict[tuple[str, str, str], list[tuple[Any, Any]]] = {}
+        rows = self._rows(learner_id)
+        # Within one playbook: a space may hold several (spec 001's named playbooks).
+        by_space: dict[tuple[tuple[str, str, str], str], list[tuple[Any, Any]]] = {}
         for record, vector in rows:
-            by_space.setdefault(record.scope.space, []).append((record, vector))
+            by_space.setdefault((record.scope.space, playbook_of(record, self.config.name)), []).append((record, vector))
         plan = []
-        for space_rows in by_space.values():
+        for (_space, name), space_rows in by_space.items():
             if len(space_rows) < 2:
                 continue
             dim = max((v.shape[0] for _, v in space_rows if v is not None), default=0)
@@ -246,6 +268,7 @@ class Playbook:
                     survivor = (choose_first_seen if self.config.dedup == "jaccard" else choose_survivor)(survivor, other)[0]
                 plan.append({
                     "learner_id": survivor.scope.user_id,
+                    "playbook": name,
                     "kept": survivor.id,
                     "kept_content": survivor.text,
                     "merged": [m.id for m in members if m.id != survivor.id],
@@ -254,23 +277,30 @@ class Playbook:
         merged = 0
         if not dry_run:
             for item in plan:
-                merged += self._apply_cleanup(item["learner_id"], item["kept"], item["merged"])
+                merged += self._apply_cleanup(item["learner_id"], item["playbook"], item["kept"], item["merged"])
         return {"dry_run": dry_run, "threshold": threshold, "clusters": plan,
                 "would_merge" if dry_run else "merged": sum(len(p["merged"]) for p in plan) if dry_run else merged}
 
-    def _apply_cleanup(self, user_id: str, kept: str, others: Sequence[str]) -> int:
+    def _apply_cleanup(self, user_id: str, name: str, kept: str, others: Sequence[str]) -> int:
         pipeline = self.pipeline
         scope = pipeline.space(user_id) if self.config.per_learner else pipeline.space("")
         state = PlaybookState(scope=scope, learner_id=user_id)
         merged = 0
+        now = time.time()
         with self.memory.store.transaction() as batch:
-            state.fill(batch.list_bullets(ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)))
+            rows = batch.list_bullets(ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id))
+            state.fill([(r, v) for r, v in rows if is_strategy_of(r, name, default=self.config.name)])
             state.clock = batch.advance_clock(scope, 0)
             survivor = kept
+            gone = []
             for other in others:
                 if survivor in state.records and other in state.records:
-                    survivor = pipeline.merge(batch, state, survivor, other, time.time())
+                    new = pipeline.merge(batch, state, survivor, other, now)
+                    gone.append(other if new == survivor else survivor)
+                    survivor = new
                     merged += 1
+            if merged:
+                pipeline.record_version(batch, state, now, change={"updated": [survivor], "removed": gone}, reason="cleanup", name=name)
         return merged
 
 

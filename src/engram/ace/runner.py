@@ -3,8 +3,11 @@
 Input (``engram run-turn`` reads it on stdin)::
 
     {"messages": [{"role": "user", "content": "..."}, ...],
-     "learner_id": "sam", "conversation_id": "c-42",
+     "learner_id"?: "sam", "conversation_id"?: "c-42",
      "feedback"?: "That helped!", "outcome"?: "success" | "failure", "topic"?: "fractions"}
+
+Spec 000's own input, ``{"messages": [...]}`` alone, is a turn of the learner
+``"default"`` (:data:`DEFAULT_LEARNER`) in no named conversation.
 
 Output::
 
@@ -43,6 +46,9 @@ SYSTEM_PROMPT = (
     "strategies, avoid its common mistakes, and do not mention it."
 )
 _LONE_NUMBER = re.compile(r"^\s*[-+]?\d+(?:[.,]\d+)?\s*$")
+
+#: The learner of a turn that names none (spec 000's verification input has no learner id).
+DEFAULT_LEARNER = "default"
 
 #: ``answerer(system, messages) -> answer``: how the runner asks a model.
 Answerer = Callable[[str, Sequence[Mapping[str, str]]], str]
@@ -89,8 +95,10 @@ def _check(payload: Any) -> tuple[list[dict[str, str]], str, str, str | None, st
     if not any(m["role"] == "user" and m["content"].strip() for m in clean):
         raise ValidationError("messages", "need at least one user message with content")
     learner = payload.get("learner_id", payload.get("learnerId"))
+    if learner is None:
+        learner = DEFAULT_LEARNER
     if not isinstance(learner, str) or not learner.strip():
-        raise ValidationError("learner_id", "is required: a non-empty string")
+        raise ValidationError("learner_id", f"must be a non-empty string when given, got {learner!r}")
     conversation = payload.get("conversation_id", payload.get("conversationId")) or ""
     if not isinstance(conversation, str):
         raise ValidationError("conversation_id", f"must be a string, got {type(conversation).__name__}")
@@ -169,4 +177,4 @@ def run_turn(playbook: Playbook, payload: Mapping[str, Any], *, answerer: Answer
     }
 
 
-__all__ = ["SYSTEM_PROMPT", "deterministic_answer", "run_turn", "sanitize_answer"]
+__all__ = ["DEFAULT_LEARNER", "SYSTEM_PROMPT", "deterministic_answer", "run_turn", "sanitize_answer"]

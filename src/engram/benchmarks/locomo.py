@@ -21,6 +21,7 @@ import json
 import re
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -197,8 +198,13 @@ def run(
     embedder: Any = None,
     memory_factory: Callable[[str], Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    db: str | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark; returns the JSON-ready result (see ``engram bench locomo``)."""
+    """Run the benchmark; returns the JSON-ready result (see ``engram bench locomo``).
+
+    ``db``: the store to run in (a path or a ``postgresql://`` URL), in a tenant of
+    its own whose memories are deleted afterwards; by default a temporary SQLite file.
+    """
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}; use one of {', '.join(UNITS)}")
     ks = sorted({int(k) for k in ks})
@@ -214,8 +220,12 @@ def run(
     total_q = sum(len(c.questions) for c in conversations)
     done = 0
     with tempfile.TemporaryDirectory(prefix="engram-locomo-") as tmp:
-        db = str(Path(tmp) / "locomo.db")
-        memory = memory_factory(db) if memory_factory else Memory(db, embedder=embedder)
+        if db is not None:
+            # A store that may hold other data: a tenant nobody else uses.
+            memory = Memory(db, embedder=embedder, tenant_id=f"bench-locomo-{uuid.uuid4().hex[:12]}")
+        else:
+            db = str(Path(tmp) / "locomo.db")
+            memory = memory_factory(db) if memory_factory else Memory(db, embedder=embedder)
         try:
             for conv in conversations:
                 ingest(memory, conv, unit)
@@ -238,7 +248,12 @@ def run(
                         progress(done, total_q)
         finally:
             embedder_name = memory.embedder.name
-            memory.close()
+            try:
+                if memory.config.tenant_id.startswith("bench-locomo-"):
+                    for conv in conversations:
+                        memory.delete_all(user_id=conv.sample_id)
+            finally:
+                memory.close()
     recall = {
         str(k): {name: (sum(v) / len(v) if v else 0.0) for name, v in sorted(per_k[k].items())}
         for k in ks

@@ -7,14 +7,14 @@ The engine decides everything.
 :mod:`.app` holds the group, the global options and the error translation; each
 other module is one command group: :mod:`.memories` (the mem0-style calls),
 :mod:`.transfer` (import, export), :mod:`.reprocess`, :mod:`.playbook` (run-turn,
-analyze), :mod:`.maintenance` (check, backup), :mod:`.serve` (serve, keys), :mod:`.mcp`
-and :mod:`.bench`. Importing them registers their commands; each keeps its
+analyze, playbook), :mod:`.learning` (trajectory, reflect), :mod:`.maintenance`
+(check, backup), :mod:`.serve` (serve, keys), :mod:`.mcp` and :mod:`.bench`. Importing them registers their commands; each keeps its
 heavy imports inside its commands, so ``engram --help`` stays instant.
 """
 
 from __future__ import annotations
 
-from . import bench, maintenance, mcp, memories, playbook, reprocess, serve, transfer  # noqa: F401  (they register their commands)
+from . import bench, learning, maintenance, mcp, memories, playbook, reprocess, serve, transfer  # noqa: F401  (they register their commands)
 from .app import cli
 
 

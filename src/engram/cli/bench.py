@@ -45,7 +45,12 @@ def _ks(value: str) -> list[int]:
 @click.option("--k", "k", default="5,10,25,50", show_default=True, help="Cut-offs, comma-separated.")
 @pass_app
 def locomo(app: App, data: str | None, unit: str, k: str) -> None:
-    """Recall@k on LoCoMo: each conversation in its own user space, each question searched there."""
+    """Recall@k on LoCoMo: each conversation in its own user space, each question searched there.
+
+    \b
+    In a temporary SQLite file, unless --db names a store (a file or a
+    postgresql:// URL): then in a tenant of its own, deleted afterwards.
+    """
     from ..benchmarks.locomo import format_table, run
 
     ks = _ks(k)
@@ -61,7 +66,7 @@ def locomo(app: App, data: str | None, unit: str, k: str) -> None:
             state["shown"] = done
 
         try:
-            result = run(data, unit=unit, ks=ks, embedder=app.embedder, progress=progress)
+            result = run(data, unit=unit, ks=ks, embedder=app.embedder, progress=progress, db=app.db if app.db_typed else None)
         except (ValueError, KeyError) as exc:
             raise EngramError(f"cannot run LoCoMo on {data}: {exc}") from exc
     if app.json:
@@ -103,3 +108,8 @@ def evolve(app: App, data: str | None, streams: str, max_bullets: int) -> None:
     click.echo(f"engram bench evolve: embedder {embedder.name}; max_bullets {max_bullets} "
                "(per learner for LTMBSE, shared by all learners for the baseline)")
     click.echo(format_table(result))
+
+
+from .bench_learn import learn as _learn  # noqa: E402  (its own module; registered here)
+
+bench.add_command(_learn)

@@ -1,4 +1,4 @@
-"""The learning playbooks' commands: ``run-turn`` and ``analyze`` (spec 000)."""
+"""The learning playbooks' commands: ``run-turn`` and ``analyze`` (spec 000), and the ``playbook`` group (spec 001)."""
 
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ def run_turn(app: App, input_file: Any, preset: str, max_bullets: int | None, to
     """Run one tutoring turn: JSON in on stdin, JSON out on stdout, logs on stderr.
 
     \b
-    Input:  {"messages": [{"role": "user", "content": "..."}], "learner_id": "sam",
-             "conversation_id": "c-1", "feedback"?: "...", "outcome"?: "success|failure", "topic"?: "..."}
+    Input:  {"messages": [{"role": "user", "content": "..."}], "learner_id"?: "sam" (default: "default"),
+             "conversation_id"?: "c-1", "feedback"?: "...", "outcome"?: "success|failure", "topic"?: "..."}
     Output: {"answer", "mode", "result": {...}, "scratch": {"ace_delta": {...}, ...}}
 
     The learner's playbook is loaded once, the relevant bullets are injected, the
@@ -364,3 +364,185 @@ def interactive(analysis: Analysis) -> None:
                 click.echo(f"unknown command {cmd!r}; {_HELP}")
         except (ValueError, EngramError) as exc:
             click.echo(f"error: {exc}")
+
+
+# engram playbook (spec 001) ---------------------------------------------------------------------
+_SCOPES = click.Choice(["agent", "user", "tenant", "global"])
+
+
+def _playbook_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--scope", type=_SCOPES, help="agent, user, tenant or global [default: from --user/--agent].")(func)
+    func = click.option("--agent", "agent_id", metavar="ID", help="Agent id [default: 'default' when no --user].")(func)
+    return click.option("--user", "user_id", metavar="ID", help="User id (a learner's spec 000 playbook is named 'ltmbse').")(func)
+
+
+def _owner(user_id: str | None, agent_id: str | None, scope: str | None) -> dict[str, Any]:
+    return {"user_id": user_id, "agent_id": agent_id, "scope": scope}
+
+
+def _strategy_rows(entries: list[dict[str, Any]]) -> tuple[list[tuple[str, dict[str, Any]]], list[list[Any]]]:
+    columns = [
+        ("", {"no_wrap": True}),
+        ("confidence", {"justify": "right"}),
+        ("evidence", {"justify": "right"}),
+        ("pattern", {"overflow": "fold", "ratio": 1}),
+        ("context", {"overflow": "fold"}),
+        ("id", {"no_wrap": True}),
+    ]
+    rows = [[e["symbol"], f"{e['confidence']:.2f}", e["evidence_count"], e["pattern"], e["context"], e["id"][:8]] for e in entries]
+    return columns, rows
+
+
+def _show_playbook(app: App, data: dict[str, Any]) -> None:
+    owner = ", ".join(f"{k.removesuffix('_id')} {data[k]}" for k in ("user_id", "agent_id") if data.get(k)) or data["scope"]
+    head = f"Playbook {data['name']} ({data['scope']}: {owner}) version {data['version']} ({data['version_label']}), {data['size']} strategies"
+    if "usage_count" in data:
+        head += f"; used {data['usage_count']} times, success rate {data['success_rate']:.2f}"
+    click.echo(head)
+    entries = [e for cat in ("helpful", "harmful", "neutral") for e in data["strategies"][cat]]
+    if entries:
+        app.table(*_strategy_rows(entries))
+
+
+def _show_diff(data: dict[str, Any]) -> None:
+    click.echo(f"Playbook {data['name']} is at version {data['version']} ({data['version_label']}).")
+    click.echo(f"✓ Added {len(data['added'])} new strategies")
+    click.echo(f"↻ Updated {len(data['updated'])} existing strategies")
+    click.echo(f"✗ Removed {len(data['removed'])} outdated strategies")
+    for word, key in (("+", "added"), ("~", "updated"), ("-", "removed")):
+        for e in data[key]:
+            click.echo(f"  {word} {e['symbol']} {e['pattern']}  (confidence {e['confidence']:.2f}, evidence {e['evidence_count']})")
+
+
+@cli.group("playbook")
+def playbook_group() -> None:
+    """Named, versioned playbooks (spec 001): get, list, update, curate, versions, rollback.
+
+    A playbook belongs to an agent (--agent), a user (--user), the tenant
+    (--scope tenant) or everyone (--scope global). Its strategies are ✓ helpful, ✗
+    harmful (anti-patterns) or ○ neutral, each with a confidence from its evidence.
+    """
+
+
+@playbook_group.command("get")
+@click.argument("name", default="default")
+@_playbook_options
+@click.option("--version", "version", type=click.IntRange(min=1), help="A kept version instead of the current one.")
+@pass_app
+def playbook_get(app: App, name: str, user_id: str | None, agent_id: str | None, scope: str | None, version: int | None) -> None:
+    """Show playbook NAME [default: default] with its strategies, best first."""
+    memory = app.memory()
+    if version is None:
+        data = memory.get_playbook(name, agent_id, user_id=user_id, scope=scope)
+    else:
+        data = memory.get_playbook_version(name, version, **_owner(user_id, agent_id, scope))
+        data = {**data, "scope": scope or ("user" if user_id and not agent_id else "agent"), "user_id": user_id, "agent_id": agent_id}
+    app.emit(data, lambda: _show_playbook(app, data))
+
+
+@playbook_group.command("list")
+@_playbook_options
+@pass_app
+def playbook_list(app: App, user_id: str | None, agent_id: str | None, scope: str | None) -> None:
+    """The playbooks of a scope."""
+    items = app.memory().list_playbooks(**_owner(user_id, agent_id, scope))
+
+    def human() -> None:
+        if not items:
+            click.echo("No playbooks.")
+            return
+        app.table(
+            [("name", {"no_wrap": True}), ("version", {"justify": "right"}), ("strategies", {"justify": "right"}),
+             ("used", {"justify": "right"}), ("success", {"justify": "right"}), ("updated", {"no_wrap": True})],
+            [[p["name"], p["version_label"], p["size"], p["usage_count"], f"{p['success_rate']:.2f}", p["updated_at"]] for p in items],
+        )
+
+    app.emit({"results": items}, human)
+
+
+@playbook_group.command("update")
+@click.argument("name", default="default")
+@_playbook_options
+@click.option("--file", "file", type=click.File("r", encoding="utf-8"), help="A JSON list of strategies ('-': stdin).")
+@click.option("--pattern", "patterns", multiple=True, metavar="TEXT", help="A strategy to add (repeatable).")
+@click.option("--category", type=click.Choice(["helpful", "harmful", "neutral"]), default="helpful", show_default=True,
+              help="Category of the --pattern strategies.")
+@click.option("--context", default="", help="When the --pattern strategies apply.")
+@click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="Confidence of the --pattern strategies.")
+@click.option("--evidence-count", type=click.IntRange(min=0), help="Evidence behind that confidence.")
+@click.option("--replace", is_flag=True, help="Replace the playbook's strategies instead of merging (a major version).")
+@pass_app
+def playbook_update(app: App, name: str, user_id: str | None, agent_id: str | None, scope: str | None, file: Any,
+                    patterns: tuple[str, ...], category: str, context: str, confidence: float | None,
+                    evidence_count: int | None, replace: bool) -> None:
+    """Add strategies to playbook NAME: from --file (JSON: [{"category", "pattern",
+    "context", "confidence", "evidence_count", "examples"}]) and/or --pattern."""
+    strategies: list[Any] = []
+    if file is not None:
+        try:
+            loaded = json.loads(file.read())
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"not valid JSON: {exc.msg} (line {exc.lineno})", param_hint="--file") from exc
+        if not isinstance(loaded, list):
+            raise click.BadParameter("must hold a JSON list of strategy objects", param_hint="--file")
+        strategies.extend(loaded)
+    for pattern in patterns:
+        item: dict[str, Any] = {"pattern": pattern, "category": category, "context": context}
+        if confidence is not None:
+            item["confidence"] = confidence
+        if evidence_count is not None:
+            item["evidence_count"] = evidence_count
+        strategies.append(item)
+    if not strategies and not replace:
+        raise click.UsageError("nothing to add: give --file or --pattern")
+    memory = app.memory(create=True)
+    playbook_id = memory.update_playbook(strategies, name, not replace, **_owner(user_id, agent_id, scope))
+    data = memory.get_playbook(name, agent_id, user_id=user_id, scope=scope)
+    app.emit({"playbook_id": playbook_id, **data}, lambda: _show_playbook(app, data))
+
+
+@playbook_group.command("curate")
+@click.argument("name")
+@click.argument("reflections", nargs=-1, required=True, metavar="REFLECTION_ID...")
+@_playbook_options
+@pass_app
+def playbook_curate(app: App, name: str, reflections: tuple[str, ...], user_id: str | None, agent_id: str | None, scope: str | None) -> None:
+    """Curate reflections (ids from `engram reflect`) into playbook NAME."""
+    memory = app.memory()
+    ids = [memory.resolve_id(r) for r in reflections]
+    result = memory.curate_playbook(ids, name, **_owner(user_id, agent_id, scope))
+    app.emit(result, lambda: _show_diff(result))
+
+
+@playbook_group.command("versions")
+@click.argument("name", default="default")
+@_playbook_options
+@pass_app
+def playbook_versions(app: App, name: str, user_id: str | None, agent_id: str | None, scope: str | None) -> None:
+    """The versions of playbook NAME that are kept (latest 5, every major one, the last 90 days)."""
+    items = app.memory().list_playbook_versions(name, **_owner(user_id, agent_id, scope))
+
+    def human() -> None:
+        if not items:
+            click.echo(f"Playbook {name} has no versions yet.")
+            return
+        app.table(
+            [("version", {"justify": "right"}), ("label", {"no_wrap": True}), ("major", {}), ("created", {"no_wrap": True})],
+            [[v["version"], v["version_label"], "yes" if v["major"] else "", v["created_at"]] for v in items],
+        )
+
+    app.emit({"results": items}, human)
+
+
+@playbook_group.command("rollback")
+@click.argument("name")
+@click.argument("version", type=click.IntRange(min=1))
+@_playbook_options
+@pass_app
+def playbook_rollback(app: App, name: str, version: int, user_id: str | None, agent_id: str | None, scope: str | None) -> None:
+    """Make a new version of playbook NAME equal to VERSION."""
+    result = app.memory().rollback_playbook(name, version, **_owner(user_id, agent_id, scope))
+    app.emit(result, lambda: click.echo(
+        f"Playbook {name} rolled back to version {version}: now version {result['version']} ({result['version_label']}); "
+        f"{len(result['added'])} restored, {len(result['updated'])} reset, {len(result['removed'])} removed."
+    ))

@@ -29,6 +29,7 @@ from ..model import (
     Message,
     Scope,
     from_epoch,
+    is_fact,
 )
 from ..policies.keys import memory_key
 from ..policies.text import content_hash
@@ -298,13 +299,25 @@ class Ingestor:
         if not facts:
             return []
         now = time.time()
-        hits = [self.store.vector_search(space, vectors[i], k=self.similar_k, cutoff=None, now=now) for i in range(len(facts))]
-        # Only their texts are shown: the loaded index answers, with no read.
-        records = self.store.get_many([mid for group in hits for mid, _ in group], scope=space, exact_access=False)
-        return [
-            [Existing(mid, records[mid].text, max(0.0, min(1.0, score))) for mid, score in group if mid in records]
-            for group in hits
-        ]
+        return [self._similar_facts(space, vectors[i], now) for i in range(len(facts))]
+
+    def _similar_facts(self, space: ScopeFilter, vector: np.ndarray, now: float) -> list[Existing]:
+        """The ``similar_k`` facts nearest to ``vector``. Playbook strategies and the
+        other learning objects of the space are never shown (:func:`is_fact`): when
+        they fill the first hits, further hits are read."""
+        k = self.similar_k
+        while True:
+            group = self.store.vector_search(space, vector, k=k, cutoff=None, now=now)
+            # Only their texts are shown: the loaded index answers, with no read.
+            records = self.store.get_many([mid for mid, _ in group], scope=space, exact_access=False)
+            shown = [
+                Existing(mid, records[mid].text, max(0.0, min(1.0, score)))
+                for mid, score in group
+                if mid in records and is_fact(records[mid])
+            ]
+            if len(shown) >= self.similar_k or len(group) < k:
+                return shown[: self.similar_k]
+            k *= 4
 
     def apply(
         self,
@@ -340,6 +353,10 @@ class Ingestor:
         if action is Action.ADD:
             digest = content_hash(decision.text)
             duplicate = batch.find_active_hash(scope, digest)
+            if duplicate is not None:
+                held = batch.get_many([duplicate]).get(duplicate)
+                if held is None or not is_fact(held):
+                    duplicate = None  # a strategy saying the same words is no fact: the fact is added
             if duplicate is not None:
                 # Already stored, perhaps by a concurrent writer: a NONE.
                 return self._renew(batch, duplicate, at=at, payload=payload)

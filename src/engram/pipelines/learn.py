@@ -1,9 +1,17 @@
-"""Learn: reflect → curate → apply the delta atomically → dedup → prune.
+"""Learn: reflect → curate → apply the delta atomically → dedup → prune → version.
 
 A learner's playbook is the set of bullets (memories with a ``section``) in the
-learner's space — or, for the ACE baseline preset, in one space shared by every
-learner. :meth:`LearningPipeline.load` reads it once into a :class:`PlaybookState`;
-retrieval and learning in the same turn work on that state.
+learner's space whose metadata ``playbook`` is the preset's name — or, for the ACE
+baseline preset, in one space shared by every learner. It is a playbook of spec
+001 like any other (:mod:`engram.pipelines.playbooks`): every change it takes makes
+an immutable version in the same transaction. :meth:`LearningPipeline.load` reads
+it once into a :class:`PlaybookState`; retrieval and learning in the same turn work
+on that state.
+
+Access counting follows spec 000's ``_touch_bullet``: every bullet retrieved and
+every bullet reinforced is one access event — the space's clock advances once per
+bullet, and each bullet is stamped with its own tick — so decay runs at the
+specified rate whatever ``top_k`` is.
 
 Concurrency: the delta is applied inside one store transaction. The state carries
 the space's version from when it was loaded; inside the transaction, before any
@@ -39,13 +47,11 @@ from ..policies.dedup import (
     merge_into,
     union,
 )
-from ..policies.playbook import PlaybookConfig, context_score, prune_plan, room_for_new
+from ..policies.playbook import PlaybookConfig, context_score, prune_plan
 from ..policies.taxonomy import infer_topic, snake_case
 from ..policies.text import content_hash, normalize, preview
-from ..roles.curator import reinforce_overflow
 from ..roles.learning import (
     Bullet,
-    CounterUpdate,
     CurationInput,
     Curator,
     Delta,
@@ -57,6 +63,7 @@ from ..roles.learning import (
     bullet_from,
 )
 from ..store.base import Batch, ScopeFilter, Store
+from .playbooks import PlaybookRef, PlaybookStore, is_strategy_of
 
 memory_log = logging.getLogger("engram.ace.memory")
 runner_log = logging.getLogger("engram.ace.runner")
@@ -168,6 +175,7 @@ class LearningPipeline:
         curator: Curator,
         *,
         tenant_id: str = "",
+        playbooks: PlaybookStore | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -177,6 +185,8 @@ class LearningPipeline:
         self.tenant_id = tenant_id
         self.rates: Mapping[str, float] = config.decay_rates or {}
         self.backend = type(store).__name__.removesuffix("Store") or "store"
+        #: Where each change's version goes (spec 001): the playbook of the space named after the preset.
+        self.playbooks = playbooks if playbooks is not None else PlaybookStore(store, embedder)
 
     # spaces and state ---------------------------------------------------------------
     def space(self, learner_id: str) -> Scope:
@@ -186,6 +196,15 @@ class LearningPipeline:
     def _filter(self, scope: Scope) -> ScopeFilter:
         return ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
 
+    def ref(self, scope: Scope, name: str | None = None) -> PlaybookRef:
+        """The spec 001 playbook this preset (or ``name``) keeps in ``scope``'s space."""
+        return PlaybookRef(Scope(scope.tenant_id, scope.user_id, scope.agent_id), name or self.config.name, "agent" if scope.agent_id else "user")
+
+    def _mine(self, rows: Iterable[tuple[MemoryRecord, np.ndarray | None]]) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        """The bullets of this preset's playbook among a space's (other playbooks' strategies stay out)."""
+        name = self.config.name
+        return [(r, v) for r, v in rows if is_strategy_of(r, name, default=name)]
+
     def load(self, learner_id: str) -> PlaybookState:
         """Read the learner's playbook (one query) and log spec 000's ``Loaded`` line."""
         scope = self.space(learner_id)
@@ -194,7 +213,7 @@ class LearningPipeline:
         self.store.flush()
         version = self.store.space_version(scope)  # first: a write after it shows as a new version
         state = PlaybookState(scope=scope, learner_id=learner_id, version=version)
-        state.fill(self.store.list_bullets(self._filter(scope)))
+        state.fill(self._mine(self.store.list_bullets(self._filter(scope))))
         state.clock = self.store.access_clock(scope)
         memory_log.info("[ACE Memory] Loaded %d bullets from %s for learner=%s", len(state), self.backend, learner_id)
         return state
@@ -228,11 +247,15 @@ class LearningPipeline:
         chosen = self.rank(state, self.embedder.embed_query(query), top_k=top_k, topic=topic, memory_types=memory_types, tags=tags)
         bullets = [bullet_from(state.records[i], score=s, relevance=r) for i, s, r, _ in chosen]
         if touch and chosen:
+            # One access event per bullet (spec 000's _touch_bullet): each retrieval
+            # of one bullet advances the clock and stamps that bullet with the tick.
             records = [state.records[i] for i, *_ in chosen]
-            self.store.touch(records, query=query)
-            state.clock = self.store.access_clock(state.scope)
+            start = self.store.access_clock(state.scope)
             for record in records:
-                record.last_access[record.memory_class.value] = state.clock
+                self.store.touch([record], query=query)
+            state.clock = self.store.access_clock(state.scope)
+            for k, record in enumerate(records, 1):
+                record.last_access[record.memory_class.value] = min(state.clock, start + k)
                 record.access_count += 1
         if log:
             memory_log.info("[ACE Memory][Inject] Retrieved %d bullets for question: %s", len(bullets), preview(query))
@@ -328,8 +351,8 @@ class LearningPipeline:
             max_new=cfg.new_cap,
             reinforce_threshold=cfg.reinforce_threshold,
         )
+        # The curator base applies the cap on new bullets (Curator.curate).
         delta = self.curator.curate(data) if (lessons or reflection.bullet_tags) else Delta()
-        delta = self._enforce_cap(state, delta, vectors, topic)
         missing = [nb.content for nb in delta.new if nb.content not in vectors]
         vectors.update(self._embed(missing))
         result = LearnResult(reflection=reflection, delta=delta, lessons=[x.to_dict() for x in lessons])
@@ -369,32 +392,13 @@ class LearningPipeline:
             for k in order.tolist()
         ]
 
-    def _enforce_cap(self, state: PlaybookState, delta: Delta, vectors: dict[str, np.ndarray], topic: str) -> Delta:
-        """Whatever the curator proposed, the cap on new bullets holds (a custom curator
-        may ignore it): the overflow reinforces its most similar bullet instead."""
-        cap = self.config.new_cap
-        keep: list[NewBullet] = []
-        extra: list[NewBullet] = []
-        for nb in delta.new:
-            (keep if room_for_new(len(keep), cap) else extra).append(nb)
-        if not extra:
-            return delta
-        vectors.update(self._embed([nb.content for nb in extra if nb.content not in vectors]))
-        updates = list(delta.updates)
-        for nb in extra:
-            near = self._similar(state, vectors[nb.content], nb.topic or topic)
-            target = reinforce_overflow((near[0].bullet.id, near[0].score) if near else None, nb.content, log=curator_log)
-            if target is not None:
-                updates.append(CounterUpdate(target, helpful=1))
-        return Delta(new=tuple(keep), updates=tuple(updates), removals=delta.removals, reasoning=delta.reasoning, metadata=delta.metadata)
-
     # the transaction ----------------------------------------------------------------------
     def _apply(self, batch: Batch, state: PlaybookState, delta: Delta, vectors: dict[str, np.ndarray], run_id: str, now: float, result: LearnResult) -> None:
         cfg = self.config
         scope = state.scope
         if batch.space_version(scope) != state.version:
             # Someone wrote to this playbook since it was loaded: work on what is there now.
-            state.fill(batch.list_bullets(self._filter(scope)))
+            state.fill(self._mine(batch.list_bullets(self._filter(scope))))
             memory_log.info("[ACE Memory] Playbook changed since it was loaded; re-read %d bullets for learner=%s", len(state), state.learner_id)
         state.clock = batch.advance_clock(scope, 0)
         removed: list[str] = result.removed
@@ -442,9 +446,13 @@ class LearningPipeline:
             )
 
         if pending:
-            # One access event for this turn's reinforcements; each touched bullet is stamped with it.
-            state.clock = batch.advance_clock(scope, 1)
+            # One access event per reinforced bullet (spec 000's _touch_bullet): the
+            # clock advances once per bullet and each is stamped with its own tick.
             fresh = batch.get_many(list(pending))
+            live = [b for b in pending if fresh.get(b) is not None and fresh[b].status is Status.ACTIVE]
+            start = batch.advance_clock(scope, 0)
+            state.clock = batch.advance_clock(scope, len(live)) if live else start
+            tick = {b: start + k for k, b in enumerate(live, 1)}
             for bullet_id, (helpful, harmful, sources) in pending.items():
                 current = fresh.get(bullet_id)
                 if current is None or current.status is not Status.ACTIVE:
@@ -458,14 +466,14 @@ class LearningPipeline:
                         helpful=current.helpful + helpful,
                         harmful=current.harmful + harmful,
                         access_count=current.access_count + 1,
-                        last_access={**current.last_access, cls: max(int(current.last_access.get(cls, 0)), state.clock)},
+                        last_access={**current.last_access, cls: max(int(current.last_access.get(cls, 0)), tick[bullet_id])},
                         metadata=meta,
                         updated_at=now,
                     ),
                     normalise_tags=cfg.normalise_tags,
                 )
                 batch.update(updated, None, old_text=current.text, op="reinforce", actor="curator",
-                             payload={"helpful": helpful, "harmful": harmful, "clock": state.clock})
+                             payload={"helpful": helpful, "harmful": harmful, "clock": tick[bullet_id]})
                 state.put(updated, state.vectors.get(bullet_id))
                 if bullet_id not in result.new and bullet_id not in result.updated:
                     result.updated.append(bullet_id)
@@ -477,7 +485,15 @@ class LearningPipeline:
 
         self._dedup(batch, state, list(dict.fromkeys(changed)), now, result)
         self._prune(batch, state, result)
+        if result.new or result.updated or result.removed:
+            self.record_version(batch, state, now, change={"added": list(result.new), "updated": list(result.updated), "removed": list(result.removed)})
         state.version = batch.space_version(scope)
+
+    def record_version(self, batch: Batch, state: PlaybookState, now: float, *, change: dict[str, Any], reason: str = "learn", name: str | None = None) -> None:
+        """The playbook's next version (spec 001): a snapshot of the state, in ``batch``."""
+        ref = self.ref(state.scope, name)
+        header, _ = self.playbooks.ensure_header(batch, ref, now)
+        self.playbooks.record_version(batch, ref, header, state.records.values(), now, reason=reason, change=change)
 
     def _resolve(self, batch: Batch, state: PlaybookState, bullet_id: str) -> str | None:
         """The live bullet an id names: itself, or what it was merged into."""

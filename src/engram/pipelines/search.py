@@ -9,6 +9,11 @@ a speaker's memories when the query names a known speaker. Filters
 (:class:`~engram.policies.ranking.RankingPolicy`) reorder the rest. A similarity
 ``threshold`` drops every memory less similar to the query (cosine) before that.
 
+Only facts are candidates (:func:`engram.model.is_fact`): playbook strategies,
+trajectories and the other learning objects of the same space are dropped after
+fusion; when they crowded the rankings so that fewer than ``limit`` facts are left,
+the vector ranking is read whole once.
+
 The facade (:meth:`engram.Memory.search`) checks the arguments, embeds the query
 and turns the records into result items; everything between is here.
 """
@@ -20,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..config import MemoryConfig
-from ..model import MemoryRecord
+from ..model import MemoryRecord, is_fact
 from ..policies.fusion import reciprocal_rank_fusion
 from ..policies.ranking import RankContext, RankingPolicy
 from ..policies.text import named_speakers
@@ -62,7 +67,9 @@ class Searcher:
         """
         # One group of reads: the store checks for other writers once, not per call.
         with self.store.reading():
-            ranked, similarity = self._retrieve(scope, query, qvec, limit, predicate, reference, now, threshold)
+            ranked, similarity, short = self._retrieve(scope, query, qvec, limit, predicate, reference, now, threshold)
+            if short:  # learning objects filled the candidate pools: rank every memory by vector
+                ranked, similarity, _ = self._retrieve(scope, query, qvec, limit, predicate, reference, now, threshold, whole=True)
             missing = [r.id for r, _ in ranked if r.id not in similarity]
             if missing:  # found by keywords, time or speaker only
                 similarity.update(self.store.similarities(scope, qvec, missing))
@@ -79,14 +86,18 @@ class Searcher:
         reference: float | None,
         now: float,
         threshold: float | None = None,
-    ) -> tuple[Ranked, dict[str, float]]:
-        """The ranked records, and the cosine similarity of those found by vector
-        (of every candidate, with a ``threshold``)."""
+        *,
+        whole: bool = False,
+    ) -> tuple[Ranked, dict[str, float], bool]:
+        """The ranked records, the cosine similarity of those found by vector (of
+        every candidate, with a ``threshold``), and whether non-facts may have kept
+        facts out (fewer than ``limit`` facts from a vector ranking that was cut)."""
         conf = self.config.retrieval
         cutoff = validity_cutoff(now, self.config.decay_days)
         pool = max(conf.candidates, 4 * limit)
         # A filter may reject most candidates: then rank everything by vector.
-        vector_hits = self.store.vector_search(scope, qvec, k=None if predicate else pool, cutoff=cutoff, now=now)
+        vector_k = None if predicate or whole else pool
+        vector_hits = self.store.vector_search(scope, qvec, k=vector_k, cutoff=cutoff, now=now)
         text_hits = self.store.text_search(scope, query, k=pool * 4 if predicate else pool, cutoff=cutoff, now=now)
         rankings = {"vector": [m for m, _ in vector_hits], "text": [m for m, _ in text_hits]}
         window = query_window(query, reference if reference is not None else now) if conf.time_weight else None
@@ -113,6 +124,7 @@ class Searcher:
         # reading ranked chunks until enough records pass it.
         exact = predicate is not None or bool(self.ranking.terms)
         step = pool if exact else limit
+        skipped = 0
         for start in range(0, len(ordered), step):
             chunk = ordered[start : start + step]
             # Filters and ranking terms may read any field; showing results only
@@ -120,12 +132,18 @@ class Searcher:
             records = self.store.get_many(chunk, scope=scope, exact_access=exact)
             for mid in chunk:
                 record = records.get(mid)
-                if record is not None and (predicate is None or predicate(record)):
+                if record is None:
+                    continue
+                if not is_fact(record):
+                    skipped += 1
+                    continue
+                if predicate is None or predicate(record):
                     candidates.append((record, fused[mid]))
-            if predicate is None or len(candidates) >= step:
+            if (predicate is None and not skipped) or len(candidates) >= step:
                 break
         ranked = self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit]
-        return ranked, similarity
+        short = bool(skipped) and len(ranked) < limit and vector_k is not None and len(vector_hits) >= vector_k
+        return ranked, similarity, short
 
 
 __all__ = ["Searcher"]

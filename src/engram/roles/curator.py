@@ -2,10 +2,12 @@
 
 :class:`HeuristicCurator` follows spec 000's rules: a lesson at least
 ``reinforce_threshold`` similar to an existing bullet of the learner and topic
-increments that bullet's helpful count instead of cloning it; at most ``max_new``
-lessons become new bullets per turn, and the overflow falls back to reinforcing the
-most similar bullet (logged ``Heuristic ReinforceOverflow``). New bullets carry
-inferred tags, topic, concept, memory type and section.
+increments that bullet's helpful count instead of cloning it; every other lesson
+is proposed as a new bullet with inferred tags, topic, concept, memory type and
+section. The cap of ``max_new`` new bullets per turn is applied by the
+:class:`~engram.roles.learning.Curator` base to whatever a curator proposes: the
+overflow falls back to reinforcing the most similar bullet (logged ``Heuristic
+ReinforceOverflow``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ..policies.playbook import room_for_new
 from ..policies.taxonomy import (
     GENERAL_TOPIC,
     infer_concept,
@@ -36,13 +37,16 @@ from .learning import (
     Lesson,
     NewBullet,
     Similar,
+    reinforce_overflow,
+    standing_in,
 )
 
 logger = logging.getLogger("engram.ace.curator")
 
 
-def new_bullet(lesson: Lesson, *, topic: str = "", normalise: bool = True) -> NewBullet:
-    """A lesson as a new bullet, with every attribute it lacks inferred."""
+def new_bullet(lesson: Lesson, *, topic: str = "", normalise: bool = True, index: int | None = None) -> NewBullet:
+    """A lesson as a new bullet, with every attribute it lacks inferred (``index``:
+    the lesson's place in its reflection)."""
     kind = lesson_kind(lesson.type)
     memory_type = lesson.memory_type if lesson.memory_type in ("semantic", "episodic", "procedural") else None
     memory_type = memory_type or infer_memory_type(lesson.content, kind, lesson.tags)
@@ -61,23 +65,8 @@ def new_bullet(lesson: Lesson, *, topic: str = "", normalise: bool = True) -> Ne
         helpful=1,
         harmful=0,
         sources=(lesson.source,) if lesson.source else (),
+        lesson=index,
     )
-
-
-def reinforce_overflow(
-    nearest: tuple[str, float] | None, content: str, *, by: str = "Heuristic", log: logging.Logger = logger
-) -> str | None:
-    """What becomes of a lesson past the cap on new bullets (:func:`room_for_new`).
-
-    It still counts, as one more helpful for ``nearest`` — the ``(id, similarity)``
-    of the bullet most similar to it — whose id is returned; with no similar bullet
-    it is dropped (None). Logged ``[Curator][<by> ReinforceOverflow]`` either way.
-    """
-    if nearest is None:
-        log.info("[Curator][%s ReinforceOverflow] id=- score=0.000 dropped (no similar bullet) content=%s", by, content)
-        return None
-    log.info("[Curator][%s ReinforceOverflow] id=%s score=%.3f content=%s", by, nearest[0], nearest[1], content)
-    return nearest[0]
 
 
 class _Counts:
@@ -132,7 +121,10 @@ class HeuristicCurator(Curator):
         lessons = data.reflection.lessons
         counts = _tag_counts(data)
         if lessons:
-            logger.info("[Curator] Using heuristic delta generation (LLM disabled).")
+            if standing_in():
+                logger.info("[Curator] Using heuristic delta generation (LLM failed; the heuristic stands in).")
+            else:
+                logger.info("[Curator] Using heuristic delta generation (LLM disabled).")
         new: list[NewBullet] = []
         threshold = data.reinforce_threshold
         # What each earlier lesson of this turn became: ("new", index) or ("bullet", id).
@@ -160,17 +152,9 @@ class HeuristicCurator(Curator):
                 outcome[i] = ("bullet", best.bullet.id)
                 logger.info("[Curator][Heuristic Reinforce] id=%s score=%.3f content=%s", best.bullet.id, best.score, content)
                 continue
-            if room_for_new(len(new), data.max_new):
-                bullet = new_bullet(lesson, topic=data.topic, normalise=self.normalise_tags)
-                outcome[i] = ("new", len(new))
-                new.append(bullet)
-                logger.info(
-                    "[Curator][Heuristic New %d] type=%s tags=%s content=%s", len(new), bullet.memory_type, list(bullet.tags), content
-                )
-                continue
-            target = reinforce_overflow((best.bullet.id, best.score) if best is not None else None, content)
-            if target is not None:
-                counts.add(target, helpful=1)
+            # New; past the cap the base turns it into a reinforcement (Curator.curate).
+            outcome[i] = ("new", len(new))
+            new.append(new_bullet(lesson, topic=data.topic, normalise=self.normalise_tags, index=i))
         return Delta(
             new=tuple(new),
             updates=counts.updates(),
@@ -186,13 +170,11 @@ class AppendCurator(Curator):
 
     def _curate(self, data: CurationInput) -> Delta:
         counts = _tag_counts(data)
-        new = []
-        for i, lesson in enumerate(data.reflection.lessons, 1):
-            if not lesson.content.strip():
-                continue
-            bullet = new_bullet(lesson, topic=data.topic, normalise=False)
-            new.append(bullet)
-            logger.info("[Curator][Heuristic New %d] type=%s tags=%s content=%s", i, bullet.memory_type, list(bullet.tags), lesson.content)
+        new = [
+            new_bullet(lesson, topic=data.topic, normalise=False, index=i)
+            for i, lesson in enumerate(data.reflection.lessons)
+            if lesson.content.strip()
+        ]
         return Delta(new=tuple(new), updates=counts.updates(), reasoning="heuristic: lessons to bullets")
 
 

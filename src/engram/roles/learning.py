@@ -14,28 +14,40 @@ transaction.
   most similar to it (:class:`Similar`) and the policy it must follow
   (``max_new``, ``reinforce_threshold``).
 
+Spec 001's loop reflects on task executions instead of tutoring turns: the same
+:class:`Reflector` turns a :class:`Trajectory` (a task, its steps and outcome) into
+:class:`Insights` — ✓ successful patterns, ✗ failure patterns, ○ neutral
+observations, recommendations — with :meth:`Reflector.reflect_trajectory`, and
+several trajectories into the patterns they share with :meth:`Reflector.reflect_batch`.
+
 The deterministic heuristics (:class:`~engram.roles.reflector.HeuristicReflector`,
 :class:`~engram.roles.curator.HeuristicCurator`) are the default. An LLM
-implementation subclasses the same base and implements ``_reflect`` / ``_curate``;
-the base owns the fallback (through :class:`~engram.roles.base.FallbackRole`, as the
-LLM extractor and reconciler do): when ``_reflect`` / ``_curate`` raises, the
-failure is logged and the role's ``fallback`` (the heuristic by default) answers
-instead, so no turn's input is ever lost.
+implementation subclasses the same base and implements ``_reflect`` / ``_curate``
+(and ``_reflect_trajectory`` / ``_reflect_batch``); the base owns the fallback
+(through :class:`~engram.roles.base.FallbackRole`, as the LLM extractor and
+reconciler do): when one of them raises, the failure is logged and the role's
+``fallback`` (the heuristic by default) answers instead, so no turn's input is
+ever lost. The :class:`Curator` base also owns spec 000's cap on new bullets per
+turn: whatever a curator proposes, :meth:`Curator.curate` keeps at most
+``max_new`` new bullets and turns the overflow into reinforcements.
 """
 
 from __future__ import annotations
 
 import abc
+import contextvars
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
 from ..model import Message, from_epoch, to_epoch
+from ..policies.playbook import room_for_new
 from .base import FallbackRole
 
 logger = logging.getLogger("engram.ace.roles")
+curator_log = logging.getLogger("engram.ace.curator")
 
 T = TypeVar("T")
 
@@ -260,7 +272,9 @@ class CurationInput(_Plain):
 
 @dataclass(frozen=True, slots=True)
 class NewBullet(_Plain):
-    """A bullet the curator wants added. ``helpful`` starts at 1 (the lesson itself)."""
+    """A bullet the curator wants added. ``helpful`` starts at 1 (the lesson itself).
+    ``lesson`` is the index of the reflection's lesson it holds, when known (past
+    the cap on new bullets, that lesson's nearest bullet is reinforced instead)."""
 
     content: str
     kind: str = "strategy"
@@ -272,6 +286,7 @@ class NewBullet(_Plain):
     helpful: int = 1
     harmful: int = 0
     sources: tuple[str, ...] = ()
+    lesson: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,6 +317,81 @@ class Delta(_Plain):
         return not (self.new or self.updates or self.removals)
 
 
+@dataclass(frozen=True, slots=True)
+class Step(_Plain):
+    """One step of a trajectory: ``type`` is ``"decision"``, ``"action"`` or
+    ``"observation"`` (others are kept as given)."""
+
+    type: str
+    description: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Trajectory(_Plain):
+    """One task execution as a reflector sees it (spec 001): the task, its steps in
+    order and how it ended (``status`` ``"success"``, ``"failure"`` or
+    ``"partial"``; ``score`` in [0, 1])."""
+
+    task: str
+    task_type: str = ""
+    status: str = ""
+    score: float | None = None
+    error: str | None = None
+    steps: tuple[Step, ...] = ()
+    id: str = ""
+
+    _nested: ClassVar[Mapping[str, Any]] = {"steps": Step}
+
+
+@dataclass(frozen=True, slots=True)
+class Insights(_Plain):
+    """What a reflection found (spec 001's reflection output): ✓ successful
+    patterns, ✗ failure patterns, ○ neutral (context-dependent) observations and
+    recommendations, each one short reusable sentence.
+
+    ``evidence`` maps a pattern to the ids of the trajectories that show it (a
+    batch reflection's; a single reflection's patterns all rest on its one
+    trajectory and leave it empty).
+    """
+
+    successful_patterns: tuple[str, ...] = ()
+    failure_patterns: tuple[str, ...] = ()
+    neutral_observations: tuple[str, ...] = ()
+    recommendations: tuple[str, ...] = ()
+    summary: str = ""
+    evidence: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    #: The four lists, in spec 001's order.
+    LISTS: ClassVar[tuple[str, ...]] = ("successful_patterns", "failure_patterns", "neutral_observations", "recommendations")
+
+    def lists(self) -> dict[str, list[str]]:
+        """The four lists as plain data (what ``reflect`` returns under ``"insights"``)."""
+        return {name: list(getattr(self, name)) for name in self.LISTS}
+
+    @property
+    def empty(self) -> bool:
+        return not any(getattr(self, name) for name in self.LISTS)
+
+
+# Set while a role's fallback answers for it: the heuristic then says it stands in
+# for a model that failed, not for one that is switched off.
+_STANDING_IN: contextvars.ContextVar[bool] = contextvars.ContextVar("engram_standing_in", default=False)
+
+
+def standing_in() -> bool:
+    """Whether the running role answers as the fallback of a role that failed."""
+    return _STANDING_IN.get()
+
+
+def _as_fallback(call: Callable[[], T]) -> T:
+    token = _STANDING_IN.set(True)
+    try:
+        return call()
+    finally:
+        _STANDING_IN.reset(token)
+
+
 class _LearningRole(FallbackRole):
     """Spec 000's log line for a learning role that falls back."""
 
@@ -313,10 +403,13 @@ class _LearningRole(FallbackRole):
 
 
 class Reflector(_LearningRole):
-    """Turns a :class:`Trace` into a :class:`Reflection`.
+    """Turns a :class:`Trace` into a :class:`Reflection`, and a :class:`Trajectory`
+    (or several) into :class:`Insights`.
 
-    Subclasses implement :meth:`_reflect`. :meth:`reflect` calls it and, when it
-    raises, logs the failure and asks :attr:`fallback` instead (None: re-raise).
+    Subclasses implement :meth:`_reflect` (and, to reflect on trajectories
+    themselves, :meth:`_reflect_trajectory` / :meth:`_reflect_batch`; without
+    them the fallback answers). Each public method calls its ``_`` method and, when
+    it raises, logs the failure and asks :attr:`fallback` instead (None: re-raise).
     """
 
     role = "reflector"
@@ -325,29 +418,117 @@ class Reflector(_LearningRole):
     label: str = "Reflector"
 
     def reflect(self, trace: Trace) -> Reflection:
-        return self._or_fallback(lambda: self._reflect(trace), lambda backup: backup.reflect(trace))
+        return self._or_fallback(lambda: self._reflect(trace), lambda backup: _as_fallback(lambda: backup.reflect(trace)))
+
+    def reflect_trajectory(self, trajectory: Trajectory) -> Insights:
+        """What one trajectory shows: spec 001's ``reflect``."""
+        return self._or_fallback(
+            lambda: self._reflect_trajectory(trajectory),
+            lambda backup: _as_fallback(lambda: backup.reflect_trajectory(trajectory)),
+        )
+
+    def reflect_batch(self, trajectories: Sequence[Trajectory]) -> Insights:
+        """The patterns several trajectories share (spec 001's ``batch_reflect``),
+        each with the trajectories that show it in :attr:`Insights.evidence`."""
+        items = tuple(trajectories)
+        return self._or_fallback(
+            lambda: self._reflect_batch(items),
+            lambda backup: _as_fallback(lambda: backup.reflect_batch(items)),
+        )
 
     @abc.abstractmethod
     def _reflect(self, trace: Trace) -> Reflection:
         """Lessons from the trace, and a tag for each bullet of ``trace.injected`` that
         clearly helped or hurt (others may be left out)."""
 
+    def _reflect_trajectory(self, trajectory: Trajectory) -> Insights:
+        raise NotImplementedError(f"{type(self).__name__} does not reflect on trajectories")
+
+    def _reflect_batch(self, trajectories: Sequence[Trajectory]) -> Insights:
+        raise NotImplementedError(f"{type(self).__name__} does not reflect on batches of trajectories")
+
+
+def reinforce_overflow(
+    nearest: tuple[str, float] | None, content: str, *, by: str = "Heuristic", log: logging.Logger | None = None
+) -> str | None:
+    """What becomes of a lesson past the cap on new bullets (:func:`room_for_new`).
+
+    It still counts, as one more helpful for ``nearest`` — the ``(id, similarity)``
+    of the bullet most similar to it — whose id is returned; with no similar bullet
+    it is dropped (None). Logged ``[Curator][<by> ReinforceOverflow]`` either way.
+    """
+    log = log or curator_log
+    if nearest is None:
+        log.info("[Curator][%s ReinforceOverflow] id=- score=0.000 dropped (no similar bullet) content=%s", by, content)
+        return None
+    log.info("[Curator][%s ReinforceOverflow] id=%s score=%.3f content=%s", by, nearest[0], nearest[1], content)
+    return nearest[0]
+
+
+def _lesson_of(data: CurationInput, bullet: NewBullet) -> int | None:
+    lessons = data.reflection.lessons
+    if bullet.lesson is not None and 0 <= bullet.lesson < len(lessons):
+        return bullet.lesson
+    key = bullet.content.strip().casefold()
+    return next((i for i, x in enumerate(lessons) if x.content.strip().casefold() == key), None)
+
+
+def cap_new(delta: Delta, data: CurationInput, *, by: str = "Heuristic") -> Delta:
+    """Spec 000's cap on new bullets per turn, applied to any curator's proposal:
+    the first ``data.max_new`` new bullets stay (each logged ``[Curator][<by> New
+    i]``), each one past the cap reinforces the bullet most similar to its lesson
+    (``[Curator][<by> ReinforceOverflow]``, :func:`reinforce_overflow`)."""
+    keep: list[NewBullet] = []
+    overflow: list[NewBullet] = []
+    for bullet in delta.new:
+        (keep if room_for_new(len(keep), data.max_new) else overflow).append(bullet)
+    for i, bullet in enumerate(keep, 1):
+        curator_log.info("[Curator][%s New %d] type=%s tags=%s content=%s", by, i, bullet.memory_type, list(bullet.tags), bullet.content)
+    if not overflow:
+        return delta
+    updates = list(delta.updates)
+    for bullet in overflow:
+        index = _lesson_of(data, bullet)
+        near = data.candidates[index] if index is not None and index < len(data.candidates) else ()
+        target = reinforce_overflow((near[0].bullet.id, near[0].score) if near else None, bullet.content, by=by)
+        if target is not None:  # every lesson the bullet stood for counts
+            updates.append(CounterUpdate(target, helpful=max(1, bullet.helpful)))
+    touched = {u.id for u in updates}
+    return Delta(
+        new=tuple(keep),
+        updates=tuple(updates),
+        removals=tuple(r for r in delta.removals if r not in touched),
+        reasoning=delta.reasoning,
+        metadata=delta.metadata,
+    )
+
 
 class Curator(_LearningRole):
     """Turns a :class:`CurationInput` into a :class:`Delta`.
 
-    Rules every curator follows (the pipeline enforces the first two anyway): at
-    most ``max_new`` new bullets; updates and removals only name ids shown in
-    ``candidates``, ``existing`` or the reflection's bullet tags. A lesson at least
+    Rules every curator follows: updates and removals only name ids shown in
+    ``candidates``, ``existing`` or the reflection's bullet tags; a lesson at least
     ``reinforce_threshold`` similar to a candidate reinforces it instead of adding.
+    The cap of ``max_new`` new bullets is this base's: :meth:`curate` applies it
+    (:func:`cap_new`) to whatever ``_curate`` — or the fallback — proposed.
     """
 
     role = "curator"
     fallback: Curator | None = None
     label: str = "Curator"
+    #: Names the curator in log lines: ``[Curator][<by> New 1]``.
+    by: ClassVar[str] = "Heuristic"
 
     def curate(self, data: CurationInput) -> Delta:
-        return self._or_fallback(lambda: self._curate(data), lambda backup: backup.curate(data))
+        by, delta = self._propose(data)
+        return cap_new(delta, data, by=by)
+
+    def _propose(self, data: CurationInput) -> tuple[str, Delta]:
+        """The delta before the cap, and the ``by`` of the curator that answered."""
+        return self._or_fallback(
+            lambda: (self.by, self._curate(data)),
+            lambda backup: _as_fallback(lambda: backup._propose(data)),
+        )
 
     @abc.abstractmethod
     def _curate(self, data: CurationInput) -> Delta: ...
@@ -396,12 +577,18 @@ __all__ = [
     "CurationInput",
     "Curator",
     "Delta",
+    "Insights",
     "Lesson",
     "NewBullet",
     "Reflection",
     "Reflector",
     "Similar",
+    "Step",
     "Trace",
+    "Trajectory",
     "bullet_from",
+    "cap_new",
     "messages_of",
+    "reinforce_overflow",
+    "standing_in",
 ]

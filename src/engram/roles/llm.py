@@ -19,7 +19,6 @@ from datetime import datetime
 from ..errors import ProviderError
 from ..llm.base import LLM
 from ..model import Decision, Existing, Fact, Message
-from ..policies.playbook import room_for_new
 from ..policies.text import preview
 from ..prompts import curation as curation_prompt
 from ..prompts import evaluation as evaluation_prompt
@@ -27,6 +26,7 @@ from ..prompts import extraction as extraction_prompt
 from ..prompts import memory_update as update_prompt
 from ..prompts import normalize
 from ..prompts import reflection as reflection_prompt
+from ..prompts import trajectory as trajectory_prompt
 from .base import Extractor, FallbackRole, Reconciler
 from .evaluator import Evaluation, Evaluator, Gap, HeuristicEvaluator
 from .learning import (
@@ -37,11 +37,13 @@ from .learning import (
     CurationInput,
     Curator,
     Delta,
+    Insights,
     Lesson,
     NewBullet,
     Reflection,
     Reflector,
     Trace,
+    Trajectory,
 )
 
 logger = logging.getLogger("engram")
@@ -184,6 +186,11 @@ class LLMReflector(Reflector):
     ids; any other id is rejected). Lessons a trace already carries are used as
     they are (the heuristic answers; no model call). The :class:`Reflector` base
     falls back to ``fallback`` (the heuristic) when the model fails.
+
+    On trajectories it asks spec 001's reflection prompt
+    (:mod:`engram.prompts.trajectory`); a batch names, per pattern, the
+    trajectories that show it (any other number is rejected: repair retry, then
+    the heuristic).
     """
 
     label = "Reflector"
@@ -246,6 +253,64 @@ class LLMReflector(Reflector):
             outcome=outcome,
         )
 
+    def _reflect_trajectory(self, trajectory: Trajectory) -> Insights:
+        steps = [s.to_dict() for s in trajectory.steps]
+        result = self.llm.generate_json(
+            trajectory_prompt.TrajectoryInsights,
+            trajectory_prompt.render(
+                task=trajectory.task, status=trajectory.status or "unknown", score=trajectory.score,
+                steps=steps, error=trajectory.error, task_type=trajectory.task_type,
+            ),
+            system=trajectory_prompt.SYSTEM,
+            role=self.role,
+            prompt_version=trajectory_prompt.VERSION,
+            on_reply=lambda raw: logger.info("[Reflector][LLM] raw output: %s", preview(raw, 500)),
+        )
+        return Insights(
+            successful_patterns=self._kept(result.successful_patterns),
+            failure_patterns=self._kept(result.failure_patterns),
+            neutral_observations=self._kept(result.neutral_observations),
+            recommendations=self._kept(result.recommendations),
+            summary=result.summary.strip(),
+        )
+
+    def _reflect_batch(self, trajectories: Sequence[Trajectory]) -> Insights:
+        listed = [
+            {"task": t.task, "status": t.status, "score": t.score, "error": t.error, "steps": [s.to_dict() for s in t.steps]}
+            for t in trajectories
+        ]
+        result = self.llm.generate_json(
+            trajectory_prompt.BatchInsights,
+            trajectory_prompt.render_batch(listed),
+            system=trajectory_prompt.BATCH_SYSTEM,
+            role=self.role,
+            prompt_version=trajectory_prompt.BATCH_VERSION,
+            check=lambda r: trajectory_prompt.check_batch(r, len(listed)),
+            on_reply=lambda raw: logger.info("[Reflector][LLM] raw output: %s", preview(raw, 500)),
+        )
+        lists: dict[str, tuple[str, ...]] = {}
+        evidence: dict[str, tuple[str, ...]] = {}
+        for name in Insights.LISTS:
+            kept = []
+            for item in getattr(result, name):
+                text = " ".join(item.pattern.split())
+                if not text or len(kept) >= self.max_lessons:
+                    continue
+                kept.append(text)
+                evidence[text] = tuple(dict.fromkeys(trajectories[n].id for n in item.trajectories))
+            lists[name] = tuple(kept)
+        return Insights(**lists, summary=result.summary.strip(), evidence=evidence)
+
+    def _kept(self, items: Sequence[str]) -> tuple[str, ...]:
+        seen: set[str] = set()
+        out: list[str] = []
+        for text in items:
+            key = normalize(text)
+            if key and key not in seen and len(out) < self.max_lessons:
+                seen.add(key)
+                out.append(text)
+        return tuple(out)
+
 
 class LLMCurator(Curator):
     """Spec 000's curator by a model, JSON only: current bullets + lessons → a delta.
@@ -262,6 +327,7 @@ class LLMCurator(Curator):
 
     label = "Curator"
     role = "curator"
+    by = "LLM"
 
     def __init__(self, llm: LLM, *, fallback: Curator | None = None) -> None:
         if fallback is None:
@@ -272,11 +338,11 @@ class LLMCurator(Curator):
         self.fallback = fallback
 
     def _curate(self, data: CurationInput) -> Delta:
-        from .curator import new_bullet, reinforce_overflow
+        from .curator import new_bullet
 
         lessons = list(data.reflection.lessons)
         if not any(lesson.content.strip() for lesson in lessons):
-            return self.fallback.curate(data)  # type: ignore[union-attr]  # tags only: nothing to ask
+            return self.fallback._curate(data)  # type: ignore[union-attr]  # tags only: nothing to ask
         shown: dict[str, int] = {}
         texts: list[str] = []
         ids: list[str] = []
@@ -339,12 +405,7 @@ class LLMCurator(Curator):
             key = normalize(out.content)
             if not key or key in added:
                 continue
-            if not room_for_new(len(new), data.max_new):
-                nearest = (ids[best[0]], best[1]) if best is not None else None
-                target = reinforce_overflow(nearest, out.content, by="LLM", log=logger)
-                if target is not None:
-                    count(target, helpful=1)
-                continue
+            # Past the cap on new bullets the Curator base reinforces instead.
             added.add(key)
             base = Lesson(
                 content=out.content,
@@ -356,9 +417,7 @@ class LLMCurator(Curator):
                 topic=lesson.topic if lesson else None,
                 source=source,
             )
-            bullet = new_bullet(base, topic=data.topic)
-            new.append(bullet)
-            logger.info("[Curator][LLM New %d] type=%s tags=%s content=%s", len(new), bullet.memory_type, list(bullet.tags), bullet.content)
+            new.append(new_bullet(base, topic=data.topic, index=out.lesson if lesson is not None else None))
         removals = tuple(dict.fromkeys(ids[int(r.id)] for r in result.remove if ids[int(r.id)] not in counts))
         for r in result.remove:
             logger.info("[Curator][LLM Remove] id=%s reason=%s", ids[int(r.id)], preview(r.reason, 200))
@@ -379,13 +438,14 @@ def curator_uses_llm() -> bool:
     return os.environ.get("ACE_CURATOR_USE_LLM", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def learning_llm(spec: str | LLM | None = None) -> LLM | None:
+def learning_llm(spec: str | LLM | None = None, *, enabled: bool | None = None) -> LLM | None:
     """The model of the learning roles, or None for the heuristics.
 
-    ``spec`` when given (``"none"`` for no model); else, only when
-    ``ACE_CURATOR_USE_LLM`` is true: ``ENGRAM_LLM``, else Gemini when
-    ``GEMINI_API_KEY`` is set (spec 000's configuration: ``GEMINI_MODEL``,
-    ``ACE_LLM_TEMPERATURE``). Nothing is called unless so configured.
+    ``spec`` when given (``"none"`` for no model); else, only when the learning
+    roles use a model (``enabled``; None: ``ACE_CURATOR_USE_LLM``):
+    ``ENGRAM_LLM``, else Gemini when ``GEMINI_API_KEY`` is set (spec 000's
+    configuration: ``GEMINI_MODEL``, ``ACE_LLM_TEMPERATURE``). Nothing is called
+    unless so configured.
     """
     import os
 
@@ -393,7 +453,7 @@ def learning_llm(spec: str | LLM | None = None) -> LLM | None:
 
     if spec is not None:
         return resolve_llm(spec)
-    if not curator_uses_llm():
+    if not (curator_uses_llm() if enabled is None else enabled):
         return None
     if os.environ.get("ENGRAM_LLM"):
         return resolve_llm(None)

@@ -1,9 +1,19 @@
-"""The deterministic reflector: lessons and bullet tags from one turn, no model.
+"""The deterministic reflector: lessons and bullet tags from one turn, no model;
+insights from task trajectories.
 
 It reads what a learner says about themselves ("I keep messing up ...", "please
 remind me that ...", "I prefer ...") in the question and the feedback, what the
 feedback says helped or hurt, and the outcome. The bullets that were in the prompt
 are tagged helpful after a success and harmful after a failure.
+
+On a trajectory (spec 001) it reads the steps: the decisions of a successful run
+are its ✓ successful patterns (actions only carry decisions out); in a run that failed, a decision an error directly
+followed (actions between them aside) is a ✗ failure pattern — an error that
+followed no decision is one itself — and the run's other decisions are ○ neutral:
+taken, but not enough. An observation is an error when it says so (words such as
+"error", "failed", "429") unless its metadata marks it ``ok`` or ``handled``.
+Steps may carry a ``recommendation`` in their metadata. Across several trajectories it keeps
+the patterns at least two of them show, each with those trajectories as evidence.
 
 >>> from engram.roles.learning import Trace
 >>> r = HeuristicReflector().reflect(Trace(
@@ -15,10 +25,21 @@ are tagged helpful after a success and harmful after a failure.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ..policies.taxonomy import infer_topic
-from .learning import HARMFUL, HELPFUL, BulletTag, Lesson, Reflection, Reflector, Trace
+from .learning import (
+    HARMFUL,
+    HELPFUL,
+    BulletTag,
+    Insights,
+    Lesson,
+    Reflection,
+    Reflector,
+    Step,
+    Trace,
+    Trajectory,
+)
 
 _SUCCESS = {"success", "succeeded", "correct", "solved", "helpful", "positive", "good", "pass", "passed"}
 _FAILURE = {"failure", "failed", "fail", "incorrect", "wrong", "harmful", "negative", "bad", "unsolved"}
@@ -119,9 +140,24 @@ def _first_sentence(text: str, limit: int = 200) -> str:
 
 
 class HeuristicReflector(Reflector):
-    """Deterministic lessons from the learner's own words, the feedback and the outcome."""
+    """Deterministic lessons from the learner's own words, the feedback and the
+    outcome; deterministic insights from a trajectory's steps and outcome.
+
+    >>> from engram.roles.learning import Step, Trajectory
+    >>> HeuristicReflector().reflect_trajectory(Trajectory(
+    ...     task="Fetch users", status="failure",
+    ...     steps=(Step("decision", "Decided to retry immediately"), Step("observation", "Error: HTTP 429 Too Many Requests")),
+    ... )).failure_patterns
+    ('Retry immediately',)
+    """
 
     label = "Reflector"
+
+    def _reflect_trajectory(self, trajectory: Trajectory) -> Insights:
+        return _reflect_on_trajectory(trajectory)
+
+    def _reflect_batch(self, trajectories: Sequence[Trajectory]) -> Insights:
+        return _reflect_on_batch(trajectories)
 
     def _reflect(self, trace: Trace) -> Reflection:
         sign = polarity(trace.outcome, trace.feedback)
@@ -182,4 +218,140 @@ class HeuristicReflector(Reflector):
         return found
 
 
-__all__ = ["HeuristicReflector", "polarity"]
+_DECIDED = re.compile(r"^(?:decided to|decide to|decision:|chose to|choose to|choosing to|i will|i'll|will)\s+", re.I)
+_ERRORISH = re.compile(
+    r"\b(errors?|failed|fails|failure|exception|timed? ?out|timeout|refused|denied|invalid|rejected|"
+    r"too many requests|rate[- ]?limit(?:ed)?|4\d\d|5\d\d)\b",
+    re.I,
+)
+_PATTERN_STEPS = ("decision",)
+
+
+def _pattern(step: Step) -> str:
+    """A step as a reusable pattern: its ``strategy`` metadata, else its description
+    without a leading "Decided to"."""
+    given = step.metadata.get("strategy") if isinstance(step.metadata, dict) else None
+    text = given if isinstance(given, str) and given.strip() else step.description
+    text = _DECIDED.sub("", " ".join(text.split())).rstrip(" .")
+    return text[:1].upper() + text[1:] if text else text
+
+
+def is_error_step(step: Step) -> bool:
+    """An observation (or action result) that reports an error."""
+    meta = step.metadata if isinstance(step.metadata, dict) else {}
+    if step.type == "decision" or meta.get("ok") is True or meta.get("handled") is True:
+        return False
+    if meta.get("error") or meta.get("ok") is False or meta.get("success") is False:
+        return True
+    return bool(_ERRORISH.search(step.description))
+
+
+def _unique(items: Sequence[str]) -> tuple[str, ...]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = item.casefold()
+        if item and key not in seen:
+            seen.add(key)
+            out.append(item)
+    return tuple(out)
+
+
+def trajectory_parts(t: Trajectory) -> tuple[list[str], list[str], list[str], list[str]]:
+    """``(successful, failure, neutral, recommendations)`` of one trajectory, by the rules above."""
+    steps = list(t.steps)
+    deciding = [i for i, s in enumerate(steps) if s.type in _PATTERN_STEPS]
+    recommendations = [
+        str(s.metadata["recommendation"]).strip() for s in steps
+        if isinstance(s.metadata, dict) and isinstance(s.metadata.get("recommendation"), str) and s.metadata["recommendation"].strip()
+    ]
+    if t.status == "success":
+        return [_pattern(steps[i]) for i in deciding], [], [], recommendations
+    culprits: list[int] = []
+    failures: list[str] = []
+    chosen = set(deciding)
+    for i, step in enumerate(steps):
+        if not is_error_step(step):
+            continue
+        # The culprit is the decision the error directly followed (actions between
+        # them carried it out); after an observation that went well, none is.
+        j = i - 1
+        while j >= 0 and steps[j].type == "action" and j not in chosen:
+            j -= 1
+        if j >= 0 and j in chosen:
+            culprits.append(j)
+        else:
+            failures.append(" ".join(step.description.split()).rstrip(" ."))
+    if not culprits and not failures and t.error:
+        failures.append(" ".join(t.error.split()).rstrip(" ."))
+    culprit_set = set(culprits)
+    failure = [_pattern(steps[j]) for j in dict.fromkeys(culprits)] + failures
+    neutral = [_pattern(steps[j]) for j in deciding if j not in culprit_set]
+    return [], failure, neutral, recommendations
+
+
+def _reflect_on_trajectory(t: Trajectory) -> Insights:
+    good, bad, neutral, recs = trajectory_parts(t)
+    return Insights(
+        successful_patterns=_unique(good),
+        failure_patterns=_unique(bad),
+        neutral_observations=_unique([n for n in neutral if n.casefold() not in {b.casefold() for b in bad}]),
+        recommendations=_unique(recs),
+        summary=f"{t.status or 'unknown'}: {len(t.steps)} step(s), {len(good)} successful, {len(bad)} failure pattern(s)",
+    )
+
+
+def _reflect_on_batch(trajectories: Sequence[Trajectory]) -> Insights:
+    """Patterns that at least two trajectories show, with those trajectories as evidence.
+
+    A decision is a successful pattern when some run that took it succeeded and it
+    was the culprit of no more failures than it had successes (its evidence: every
+    run that took it, so its success rate shows); a failure pattern when it was a
+    culprit more often; neutral when it never led to a success.
+    """
+    seen: dict[str, str] = {}
+    runs: dict[str, dict[str, list[str]]] = {}
+
+    def note(pattern: str, role: str, tid: str) -> None:
+        key = pattern.casefold()
+        seen.setdefault(key, pattern)
+        bucket = runs.setdefault(key, {"success": [], "culprit": [], "other": [], "recommendation": []})
+        if tid not in bucket[role]:
+            bucket[role].append(tid)
+
+    for t in trajectories:
+        good, bad, neutral, recs = trajectory_parts(t)
+        for p in good:
+            note(p, "success", t.id)
+        for p in bad:
+            note(p, "culprit", t.id)
+        for p in neutral:
+            note(p, "other", t.id)
+        for p in recs:
+            note(p, "recommendation", t.id)
+    lists: dict[str, list[str]] = {"successful_patterns": [], "failure_patterns": [], "neutral_observations": [], "recommendations": []}
+    evidence: dict[str, tuple[str, ...]] = {}
+    for key, b in runs.items():
+        pattern = seen[key]
+        every = tuple(dict.fromkeys(b["success"] + b["culprit"] + b["other"]))
+        if b["recommendation"] and len(b["recommendation"]) >= 2:
+            lists["recommendations"].append(pattern)
+            evidence[pattern] = tuple(b["recommendation"])
+        if len(every) < 2:
+            continue
+        if b["success"] and len(b["culprit"]) <= len(b["success"]):
+            lists["successful_patterns"].append(pattern)
+        elif b["culprit"]:
+            lists["failure_patterns"].append(pattern)
+        else:
+            lists["neutral_observations"].append(pattern)
+        evidence[pattern] = every
+    ok = sum(1 for t in trajectories if t.status == "success")
+    return Insights(
+        **{k: tuple(v) for k, v in lists.items()},
+        summary=f"{len(trajectories)} trajectories, {ok} successful; {sum(len(v) for v in lists.values())} shared pattern(s)",
+        evidence=evidence,
+    )
+
+
+__all__ = ["HeuristicReflector", "is_error_step", "polarity", "trajectory_parts"]

@@ -1,4 +1,5 @@
-"""The memory service: spec 004's REST API over :class:`~engram.Memory`.
+"""The memory service: spec 004's REST API over :class:`~engram.Memory`, and spec
+001's learning routes (trajectories, reflections, playbooks) under the same keys.
 
 :func:`create_app` builds the FastAPI application (``engram serve`` runs it under
 uvicorn). The routes are a thin layer: each checks the request's shape, binds it
@@ -464,6 +465,158 @@ def _register_routes(app: FastAPI) -> None:
         return JSONResponse({"status": "ok", "version": app.version})
 
 
+def _learning_user(caller: Caller, user_id: str | None, what: str, ident: str) -> str | None:
+    """The user of a by-id learning request: another user than the key's is not found."""
+    if caller.user_id is not None and user_id is not None and user_id != caller.user_id:
+        raise NotFoundError(what, ident)
+    return caller.user_id if caller.user_id is not None else user_id
+
+
+def _writable(caller: Caller, scope: str | None) -> None:
+    """A key bound to one user writes that user's playbooks, not the tenant's or everyone's."""
+    if caller.user_id is not None and scope in ("tenant", "global"):
+        raise ApiError(403, f"a key bound to a user cannot change {scope} playbooks", field="scope")
+
+
+def _register_learning_routes(app: FastAPI) -> None:
+    """Spec 001's learning loop: trajectories, reflections, playbooks (same keys and tenants)."""
+    errors = {**_ERRORS, 403: {"model": s.ErrorResponse, "description": "A user-bound key writing a tenant or global playbook."}}
+    traj: dict[str, Any] = {"responses": _ERRORS, "tags": ["trajectories"]}
+    book: dict[str, Any] = {"responses": errors, "tags": ["playbooks"]}
+    TrajectoryPath = PathParam(**s.id_schema("The trajectory id."))
+    NamePath = PathParam(**s.id_schema("The playbook's name."))
+
+    @app.post("/api/trajectories/", response_model=s.TrajectoryStarted, summary="Start a trajectory", **traj)
+    def start_trajectory(body: s.StartTrajectoryRequest, request: Request, caller: CallerDep) -> Any:
+        """Start recording a task execution; its steps follow."""
+        memory = _service(request).memory(caller)
+        tid = memory.start_trajectory(body.task_description, body.task_type, body.parent_trajectory_id,
+                                      user_id=caller.user(body.user_id), agent_id=body.agent_id)
+        return JSONResponse({"trajectory_id": tid})
+
+    @app.get("/api/trajectories/", response_model=s.TrajectoryList, summary="Query trajectories", **traj)
+    def list_trajectories(
+        request: Request,
+        caller: CallerDep,
+        user_id: str = _query_id("user"),
+        agent_id: str = _query_id("agent"),
+        status: str = Query(None, pattern="^(running|success|failure|partial)$"),
+        task_type: str = Query(None, min_length=1, max_length=64),
+        since: str = Query(None, description="Started at or after (ISO-8601 or epoch seconds)."),
+        until: str = Query(None, description="Started at or before."),
+        limit: int = Query(100, ge=1, le=MAX_LIMIT),
+    ) -> Any:
+        """Trajectories by agent, user, status, task type and time, newest first."""
+        memory = _service(request).memory(caller)
+        items = memory.query_trajectories(user_id=caller.user(user_id), agent_id=agent_id, status=status, task_type=task_type,
+                                          since=_date(since), until=_date(until), limit=limit)
+        return JSONResponse({"results": items})
+
+    @app.get("/api/trajectories/{trajectory_id}/", response_model=s.TrajectoryItem, summary="One trajectory", **traj)
+    def get_trajectory(request: Request, caller: CallerDep, trajectory_id: str = TrajectoryPath,
+                       user_id: str = _query_id("user"), agent_id: str = _query_id("agent")) -> Any:
+        """A trajectory with its steps."""
+        memory = _service(request).memory(caller)
+        user = _learning_user(caller, user_id, "trajectory", trajectory_id)
+        return JSONResponse(memory.get_trajectory(trajectory_id, user_id=user, agent_id=agent_id))
+
+    @app.post("/api/trajectories/{trajectory_id}/steps/", response_model=s.StepLogged, summary="Log a step", **traj)
+    def log_step(body: s.StepRequest, request: Request, caller: CallerDep, trajectory_id: str = TrajectoryPath) -> Any:
+        """Append a step (decision, action, observation) to a running trajectory."""
+        memory = _service(request).memory(caller)
+        user = _learning_user(caller, body.user_id, "trajectory", trajectory_id)
+        memory.log_step(trajectory_id, body.step_type, body.description, body.metadata, user_id=user, agent_id=body.agent_id)
+        return JSONResponse({"trajectory_id": trajectory_id, "logged": body.step_type})
+
+    @app.post("/api/trajectories/{trajectory_id}/complete/", response_model=s.TrajectoryItem, summary="Complete a trajectory", **traj)
+    def complete_trajectory(body: s.CompleteRequest, request: Request, caller: CallerDep, trajectory_id: str = TrajectoryPath) -> Any:
+        """Close a trajectory with its outcome and metrics."""
+        memory = _service(request).memory(caller)
+        user = _learning_user(caller, body.user_id, "trajectory", trajectory_id)
+        return JSONResponse(memory.complete_trajectory(trajectory_id, body.status, body.success_score, body.error_message, body.metrics,
+                                                       user_id=user, agent_id=body.agent_id))
+
+    @app.post("/api/trajectories/{trajectory_id}/reflect/", response_model=s.ReflectionItem, summary="Reflect on a trajectory", **traj)
+    def reflect(body: s.OwnerRequest, request: Request, caller: CallerDep, trajectory_id: str = TrajectoryPath) -> Any:
+        """What a completed trajectory shows: successful and failure patterns, neutral observations, recommendations."""
+        memory = _service(request).memory(caller)
+        user = _learning_user(caller, body.user_id, "trajectory", trajectory_id)
+        return JSONResponse(memory.reflect(trajectory_id, user_id=user, agent_id=body.agent_id))
+
+    @app.post("/api/reflections/batch/", response_model=s.ReflectionList, summary="Reflect on many trajectories", **traj)
+    def batch_reflect(body: s.BatchReflectRequest, request: Request, caller: CallerDep) -> Any:
+        """Patterns across completed trajectories, one reflection per task type."""
+        memory = _service(request).memory(caller)
+        results = memory.batch_reflect(body.agent_id, body.since, body.task_type, body.min_trajectories,
+                                       user_id=caller.user(body.user_id), until=body.until)
+        return JSONResponse({"results": results})
+
+    @app.get("/api/playbooks/", response_model=s.PlaybookList, summary="Playbooks of a scope", **book)
+    def list_playbooks(request: Request, caller: CallerDep, user_id: str = _query_id("user"), agent_id: str = _query_id("agent"),
+                       scope: str = Query(None, pattern="^(agent|user|tenant|global)$")) -> Any:
+        """The playbooks of a scope, without their strategies."""
+        memory = _service(request).memory(caller)
+        return JSONResponse({"results": memory.list_playbooks(user_id=caller.user(user_id), agent_id=agent_id, scope=scope)})
+
+    @app.get("/api/playbooks/{name}/", response_model=s.PlaybookItem, summary="A playbook", **book)
+    def get_playbook(request: Request, caller: CallerDep, name: str = NamePath, user_id: str = _query_id("user"),
+                     agent_id: str = _query_id("agent"), scope: str = Query(None, pattern="^(agent|user|tenant|global)$")) -> Any:
+        """A playbook with its strategies by category, best first (one never written: empty, version 0)."""
+        memory = _service(request).memory(caller)
+        return JSONResponse(memory.get_playbook(name, agent_id, user_id=caller.user(user_id), scope=scope))
+
+    @app.put("/api/playbooks/{name}/", response_model=s.PlaybookItem, summary="Update a playbook", **book)
+    def update_playbook(body: s.UpdatePlaybookRequest, request: Request, caller: CallerDep, name: str = NamePath) -> Any:
+        """Add strategies (merged into similar ones), or replace the playbook's (``merge: false``)."""
+        _writable(caller, body.scope)
+        memory = _service(request).memory(caller)
+        user = caller.user(body.user_id)
+        playbook_id = memory.update_playbook(body.strategies, name, body.merge, user_id=user, agent_id=body.agent_id,
+                                             scope=body.scope, major=body.major)
+        return JSONResponse({**memory.get_playbook(name, body.agent_id, user_id=user, scope=body.scope), "playbook_id": playbook_id})
+
+    @app.post("/api/playbooks/{name}/curate/", response_model=s.CurationResponse, summary="Curate reflections into a playbook", **book)
+    def curate_playbook(body: s.CuratePlaybookRequest, request: Request, caller: CallerDep, name: str = NamePath) -> Any:
+        """The reflections' patterns become strategies: ``{"added", "updated", "removed"}``."""
+        _writable(caller, body.scope)
+        memory = _service(request).memory(caller)
+        return JSONResponse(memory.curate_playbook(body.reflections, name, user_id=caller.user(body.user_id), agent_id=body.agent_id,
+                                                   scope=body.scope))
+
+    @app.get("/api/playbooks/{name}/versions/", response_model=s.VersionList, summary="A playbook's versions", **book)
+    def playbook_versions(request: Request, caller: CallerDep, name: str = NamePath, user_id: str = _query_id("user"),
+                          agent_id: str = _query_id("agent"), scope: str = Query(None, pattern="^(agent|user|tenant|global)$")) -> Any:
+        """The versions kept (latest 5, every major one, the last 90 days), oldest first."""
+        memory = _service(request).memory(caller)
+        return JSONResponse({"results": memory.list_playbook_versions(name, user_id=caller.user(user_id), agent_id=agent_id, scope=scope)})
+
+    @app.get("/api/playbooks/{name}/versions/{version}/", response_model=s.PlaybookItem, summary="One version of a playbook", **book)
+    def playbook_version(request: Request, caller: CallerDep, name: str = NamePath, version: int = PathParam(ge=1, le=MAX_LIMIT),
+                         user_id: str = _query_id("user"), agent_id: str = _query_id("agent"),
+                         scope: str = Query(None, pattern="^(agent|user|tenant|global)$")) -> Any:
+        """A kept version, with its strategies."""
+        memory = _service(request).memory(caller)
+        return JSONResponse(memory.get_playbook_version(name, version, user_id=caller.user(user_id), agent_id=agent_id, scope=scope))
+
+    @app.post("/api/playbooks/{name}/rollback/", response_model=s.CurationResponse, summary="Roll a playbook back", **book)
+    def rollback_playbook(body: s.RollbackRequest, request: Request, caller: CallerDep, name: str = NamePath) -> Any:
+        """A new (major) version equal to ``version``."""
+        _writable(caller, body.scope)
+        memory = _service(request).memory(caller)
+        return JSONResponse(memory.rollback_playbook(name, body.version, user_id=caller.user(body.user_id), agent_id=body.agent_id,
+                                                     scope=body.scope))
+
+
+def _date(value: str | None) -> Any:
+    """A query-string date: epoch seconds when it is a number, else the text (ISO-8601)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
 def _register_panel(app: FastAPI) -> None:
     index = STATIC_DIR / "index.html"
 
@@ -557,6 +710,7 @@ def create_app(
     _document_keys_per_mode(app, service)
     install_error_handlers(app)
     _register_routes(app)
+    _register_learning_routes(app)
     _register_panel(app)
     app.add_middleware(ServiceMiddleware, service=service)
     return app

@@ -144,6 +144,77 @@ class UpdateRequest(_Request):
     metadata: dict[str, Any] | None = Field(default=None, description="Keys merged into the memory's metadata.")
 
 
+# learning (spec 001) ----------------------------------------------------------------------
+_Owner = Field(default=None, **id_schema("The user id (a user-bound key: its user)."))
+_Agent = Field(default=None, **id_schema("The agent id (no user and no agent: the agent 'default')."))
+_ScopeField = Field(default=None, description="Whose playbook: agent, user, tenant or global (default: from the ids).")
+PlaybookScope = Literal["agent", "user", "tenant", "global"]
+
+
+class StartTrajectoryRequest(_Request):
+    task_description: str = _text("The task.")
+    task_type: str | None = Field(default=None, min_length=1, max_length=64, description="e.g. api_call, reasoning.")
+    parent_trajectory_id: str | None = Field(default=None, **id_schema("The parent trajectory (multi-step workflows)."))
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+
+
+class StepRequest(_Request):
+    step_type: str = Field(min_length=1, max_length=64, description="decision, action or observation.")
+    description: str = _text("What happened.")
+    metadata: dict[str, Any] | None = Field(default=None, description="Tool calls, model answers, ...")
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+
+
+class CompleteRequest(_Request):
+    status: Literal["success", "failure", "partial"]
+    success_score: float | None = Field(default=None, ge=0, le=1, description="0 to 1 (default: 1, 0.5 or 0 by status).")
+    error_message: str | None = Field(default=None, description="The error, when it failed.")
+    metrics: dict[str, Any] | None = Field(default=None, description='{"tokens", "cost_usd", "duration_ms", ...}')
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+
+
+class OwnerRequest(_Request):
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+
+
+class BatchReflectRequest(_Request):
+    agent_id: str | None = _Agent
+    user_id: str | None = _Owner
+    since: Date | None = Field(default=None, description="Only trajectories started at or after.")
+    until: Date | None = Field(default=None, description="Only trajectories started at or before.")
+    task_type: str | None = Field(default=None, min_length=1, max_length=64)
+    min_trajectories: int = Field(default=5, ge=1, le=MAX_LIMIT, description="The fewest trajectories a pattern search needs.")
+
+
+class UpdatePlaybookRequest(_Request):
+    strategies: list[dict[str, Any]] = Field(
+        description='[{"category": "helpful|harmful|neutral", "pattern", "context"?, "confidence"?, "evidence_count"?, "examples"?}]'
+    )
+    merge: bool = Field(default=True, description="Merge into what the playbook holds (false: replace it).")
+    major: bool = Field(default=False, description="Make this a major version.")
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+    scope: PlaybookScope | None = _ScopeField
+
+
+class CuratePlaybookRequest(_Request):
+    reflections: list[Annotated[str, Field(**id_schema("A reflection's memory id."))]] = Field(description="Reflection memory ids.")
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+    scope: PlaybookScope | None = _ScopeField
+
+
+class RollbackRequest(_Request):
+    version: int = Field(ge=1, le=MAX_LIMIT, description="The kept version to return to.")
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+    scope: PlaybookScope | None = _ScopeField
+
+
 # responses ------------------------------------------------------------------------------
 class AddResult(_Open):
     id: str
@@ -228,6 +299,72 @@ class Health(_Open):
     version: str
 
 
+class TrajectoryItem(_Open):
+    trajectory_id: str
+    status: str
+    task_description: str
+    steps: list[dict[str, Any]] | None = None
+
+
+class TrajectoryStarted(_Open):
+    trajectory_id: str
+
+
+class StepLogged(_Open):
+    trajectory_id: str
+    logged: str
+
+
+class TrajectoryList(_Open):
+    results: list[TrajectoryItem]
+
+
+class ReflectionItem(_Open):
+    memory_id: str
+    insights: dict[str, list[str]]
+
+
+class ReflectionList(_Open):
+    results: list[ReflectionItem]
+
+
+class StrategyItem(_Open):
+    id: str
+    category: str
+    pattern: str
+    confidence: float
+    evidence_count: int
+
+
+class PlaybookItem(_Open):
+    playbook_id: str | None
+    name: str
+    version: int
+    strategies: dict[str, list[StrategyItem]] | None = None
+
+
+class PlaybookList(_Open):
+    results: list[PlaybookItem]
+
+
+class CurationResponse(_Open):
+    playbook_id: str
+    version: int
+    added: list[StrategyItem]
+    updated: list[StrategyItem]
+    removed: list[StrategyItem]
+
+
+class VersionItem(_Open):
+    version: int
+    version_label: str | None = None
+    major: bool
+
+
+class VersionList(_Open):
+    results: list[VersionItem]
+
+
 class ErrorDetail(BaseModel):
     type: str = Field(description="unauthorized, forbidden, not_found, method_not_allowed, payload_too_large, validation_error, rate_limited, unavailable or internal.")
     message: str
@@ -240,6 +377,26 @@ class ErrorResponse(BaseModel):
 
 __all__ = [
     "AddRequest",
+    "BatchReflectRequest",
+    "CompleteRequest",
+    "CuratePlaybookRequest",
+    "CurationResponse",
+    "OwnerRequest",
+    "PlaybookItem",
+    "PlaybookList",
+    "ReflectionItem",
+    "ReflectionList",
+    "RollbackRequest",
+    "StartTrajectoryRequest",
+    "StepLogged",
+    "StepRequest",
+    "StrategyItem",
+    "TrajectoryItem",
+    "TrajectoryList",
+    "TrajectoryStarted",
+    "UpdatePlaybookRequest",
+    "VersionItem",
+    "VersionList",
     "AddResponse",
     "AddResult",
     "DeleteAllResponse",

@@ -1,0 +1,87 @@
+"""Fixtures of the learning-loop tests (spec 001): Memories with a settable clock,
+on SQLite and, where it matters, on PostgreSQL; the fake OpenAI server."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # fake_openai
+
+from learning_helpers import Clock, Mapped  # noqa: E402
+
+from engram import Memory  # noqa: E402
+
+_ENV = (
+    "TRAJECTORY_RETENTION_DAYS",
+    "TRAJECTORY_SAMPLE_RATE",
+    "TRAJECTORY_ALWAYS_STORE_FAILURES",
+    "PLAYBOOK_VERSION_KEEP_LATEST",
+    "PLAYBOOK_VERSION_KEEP_ALL_MAJOR",
+    "PLAYBOOK_VERSION_KEEP_DAYS",
+    "ACE_CURATOR_MAX_NEW",
+)
+
+
+@pytest.fixture(autouse=True)
+def _learning_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def embedder() -> Mapped:
+    return Mapped()
+
+
+@pytest.fixture
+def mem(tmp_path, clock):
+    """A SQLite Memory (hashing embedder) whose learning loop runs on ``clock``."""
+    m = Memory(str(tmp_path / "learn.db"), embedder="hashing")
+    m.learning.clock = clock
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def mapped_mem(tmp_path, clock, embedder):
+    """A SQLite Memory whose embedder's similarities the test chooses."""
+    m = Memory(str(tmp_path / "mapped.db"), embedder=embedder)
+    m.learning.clock = clock
+    yield m
+    m.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend_mem(request, tmp_path, clock):
+    """The same Memory on each storage backend (the learning loop uses only the store contract)."""
+    target = request.getfixturevalue("pg_url") if request.param == "postgresql" else str(tmp_path / "b.db")
+    m = Memory(target, embedder="hashing")
+    m.learning.clock = clock
+    yield m
+    m.close()
+
+
+@pytest.fixture(scope="session")
+def fake_server():
+    from fake_openai import FakeOpenAIServer
+
+    server = FakeOpenAIServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_openai(fake_server, monkeypatch):
+    fake_server.reset()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fake")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
+    yield fake_server
+    fake_server.reset()

@@ -1,0 +1,139 @@
+"""Reflection (spec 001 §3.1, §4 Phase 5): ``reflect`` and ``batch_reflect``, the
+heuristic reflector, and the LLM reflector through the real ``openai`` SDK against
+the fake server — with a fallback that loses nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_openai import error, text
+from learning_helpers import run_task
+
+from engram import Memory, ValidationError
+from engram.llm.openai import OpenAIResponsesLLM
+from engram.model import Kind
+from engram.roles.learning import Step, Trajectory
+from engram.roles.llm import LLMReflector
+from engram.roles.reflector import HeuristicReflector
+
+RETRY_FAIL = [
+    ("decision", "Decided to call the API without a token"),
+    ("action", "GET /users"),
+    ("observation", "HTTP 200: page 1", {"ok": True}),
+    ("decision", "Retry immediately"),
+    ("observation", "Error: HTTP 429 Too Many Requests"),
+]
+
+
+def test_reflect_returns_the_specs_shape_and_stores_a_linked_reflection(mem) -> None:
+    tid = run_task(mem, [("decision", "Use exponential backoff for retries"), ("decision", "Validate input before the API call"),
+                         ("observation", "Got 3 pages")], "success")
+    result = mem.reflect(tid, agent_id="bot")
+    assert set(result["insights"]) == {"successful_patterns", "failure_patterns", "neutral_observations", "recommendations"}
+    assert result["insights"]["successful_patterns"] == ["Use exponential backoff for retries", "Validate input before the API call"]
+    record = mem.store.get(result["memory_id"])
+    assert record.kind is Kind.REFLECTION and record.lineage == {"trajectory_id": tid}
+    assert result["trajectory_id"] == tid and result["status"] == "success"
+
+
+def test_the_heuristic_names_the_decision_an_error_followed() -> None:
+    insights = HeuristicReflector().reflect_trajectory(Trajectory(
+        task="t", status="failure", steps=tuple(Step(*s[:2], s[2] if len(s) > 2 else {}) for s in RETRY_FAIL)))
+    assert insights.failure_patterns == ("Retry immediately",)
+    assert insights.neutral_observations == ("Call the API without a token",)
+    assert insights.successful_patterns == ()
+    # An error that followed no decision is a failure pattern itself.
+    alone = HeuristicReflector().reflect_trajectory(Trajectory(task="t", status="failure", steps=(
+        Step("action", "GET /users"), Step("observation", "HTTP 503 Service Unavailable")), error="gave up"))
+    assert alone.failure_patterns == ("HTTP 503 Service Unavailable",)
+    bare = HeuristicReflector().reflect_trajectory(Trajectory(task="t", status="failure", error="Disk full"))
+    assert bare.failure_patterns == ("Disk full",)
+
+
+def test_a_running_trajectory_cannot_be_reflected_on(mem) -> None:
+    with pytest.raises(ValidationError, match="still running"):
+        mem.reflect(mem.start_trajectory("Not done"))
+
+
+def test_batch_reflect_finds_patterns_across_trajectories(mem) -> None:
+    tids = []
+    for i in range(10):
+        steps = [("decision", "Use exponential backoff")]
+        if i % 3 == 0:
+            steps += [("decision", "Retry immediately"), ("observation", "Error: HTTP 429")]
+        tids.append(run_task(mem, steps, "failure" if i % 3 == 0 else "success"))
+    run_task(mem, [("decision", "Something else")], "success", task_type="reasoning")
+    assert mem.batch_reflect(agent_id="bot", min_trajectories=11) == []
+    (result,) = mem.batch_reflect(agent_id="bot", task_type="api_call", since="2000-01-01T00:00:00Z", min_trajectories=10)
+    assert result["trajectory_count"] == 10 and result["task_type"] == "api_call" and result["success_rate"] == 0.6
+    assert result["insights"]["successful_patterns"] == ["Use exponential backoff"]
+    assert result["insights"]["failure_patterns"] == ["Retry immediately"]
+    assert set(result["evidence"]["Use exponential backoff"]) == set(tids)  # every run that took it
+    assert len(result["evidence"]["Retry immediately"]) == 4
+    per_type = mem.batch_reflect(agent_id="bot", min_trajectories=1)
+    assert sorted(r["task_type"] for r in per_type) == ["api_call", "reasoning"]
+
+
+@pytest.fixture
+def llm_mem(tmp_path, fake_openai, clock):
+    m = Memory(str(tmp_path / "llm.db"), embedder="hashing", llm=OpenAIResponsesLLM(sleep=lambda _s: None))
+    m.learning.clock = clock
+    yield m
+    m.close()
+
+
+def test_the_llm_reflector_uses_the_specs_prompt_and_json(llm_mem, fake_openai) -> None:
+    fake_openai.script("responses", text({
+        "successful_patterns": ["Used exponential backoff for retries"],
+        "failure_patterns": ["Did not check rate limit headers"],
+        "neutral_observations": [{"pattern": "Pages vary in size"}],
+        "recommendations": ["Add rate limit monitoring"],
+        "summary": "Worked after backoff.",
+    }))
+    tid = run_task(llm_mem, [("decision", "Back off"), ("observation", "Error: HTTP 429")], "partial")
+    result = llm_mem.reflect(tid, agent_id="bot")
+    assert result["insights"] == {
+        "successful_patterns": ["Used exponential backoff for retries"],
+        "failure_patterns": ["Did not check rate limit headers"],
+        "neutral_observations": ["Pages vary in size"],
+        "recommendations": ["Add rate limit monitoring"],
+    }
+    (request,) = fake_openai.requests
+    prompt = request.prompt_text()
+    assert "What strategies were successful? (✓ Helpful patterns)" in prompt
+    assert "Task:" in prompt and "Status: partial" in prompt and "1. [decision] Back off" in prompt
+    assert request.body["text"]["format"]["type"] == "json_schema"
+
+
+def test_the_llm_reflector_falls_back_to_the_heuristic_and_loses_nothing(llm_mem, fake_openai, caplog) -> None:
+    fake_openai.default["responses"] = error(500, "model down")
+    tid = run_task(llm_mem, RETRY_FAIL, "failure")
+    result = llm_mem.reflect(tid, agent_id="bot")
+    assert result["insights"]["failure_patterns"] == ["Retry immediately"]  # the heuristic's answer
+    assert any("Falling back to HeuristicReflector" in r.getMessage() for r in caplog.records)
+    assert llm_mem.store.get(result["memory_id"]) is not None
+
+
+def test_the_llm_batch_reflection_names_its_trajectories(llm_mem, fake_openai) -> None:
+    tids = [run_task(llm_mem, [("decision", f"Step {i}")], "success") for i in range(3)]
+    bad = text({"successful_patterns": [{"pattern": "Cache answers", "trajectories": [0, 7]}]})
+    good = text({"successful_patterns": [{"pattern": "Cache answers", "trajectories": [0, 2]}], "summary": "s"})
+    fake_openai.script("responses", bad, good)
+    (result,) = llm_mem.batch_reflect(agent_id="bot", min_trajectories=3)
+    assert result["insights"]["successful_patterns"] == ["Cache answers"]
+    assert set(result["evidence"]["Cache answers"]) == {tids[0], tids[2]}  # oldest first, as listed
+    assert "not listed" in json.dumps(fake_openai.requests[1].body)  # the repair retry said why
+
+
+def test_a_model_per_call(mem, fake_openai) -> None:
+    fake_openai.script("responses", text({"successful_patterns": ["From the model"]}))
+    tid = run_task(mem, [("decision", "x")], "success")
+    assert mem.reflect(tid, llm=OpenAIResponsesLLM(sleep=lambda _s: None))["insights"]["successful_patterns"] == ["From the model"]
+    assert mem.reflect(tid)["insights"]["successful_patterns"] == ["X"]  # the Memory has no model: the heuristic
+
+
+def test_llm_reflector_unit(fake_openai) -> None:
+    fake_openai.script("responses", text({"failure_patterns": ["A", "a", " "]}))
+    insights = LLMReflector(OpenAIResponsesLLM(sleep=lambda _s: None)).reflect_trajectory(Trajectory(task="t", status="failure"))
+    assert insights.failure_patterns == ("A",)
