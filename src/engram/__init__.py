@@ -6,9 +6,12 @@
 'Is vegetarian'
 """
 
-from .ace.playbook import Playbook, PlaybookTurn
-from .config import MemoryConfig, RetrievalConfig
-from .embed import Embedder, HashingEmbedder
+from typing import TYPE_CHECKING
+
+# The errors are imported at once (every layer raises them); every other name is
+# loaded on first use, so that `import engram` (and each `engram` command, which
+# imports the package) pays only for what it touches: a search never imports the
+# learning playbooks, the LLM roles or asyncio.
 from .errors import (
     ConfigurationError,
     CorruptStoreError,
@@ -23,33 +26,58 @@ from .errors import (
     TransientProviderError,
     ValidationError,
 )
-from .llm import LLM, resolve_llm
-from .llm.testing import ScriptedLLM
-from .memory import Memory, reembed
-from .model import (
-    Action,
-    Decision,
-    Existing,
-    Fact,
-    Kind,
-    MemoryClass,
-    MemoryRecord,
-    Message,
-    Scope,
-    Status,
-    Tier,
-)
-from .pipelines.context import format_context
-from .policies.playbook import PlaybookConfig
-from .policies.ranking import RankContext, RankingPolicy
-from .roles.base import Extractor, Reconciler
-from .roles.learning import Bullet, Curator, Delta, Lesson, Reflection, Reflector, Trace
+
+if TYPE_CHECKING:
+    from .ace.playbook import Playbook, PlaybookTurn
+    from .aio import AsyncMemory
+    from .client import AsyncClient, Client
+    from .config import MemoryConfig, RetrievalConfig
+    from .embed import Embedder, HashingEmbedder
+    from .llm import LLM, resolve_llm
+    from .llm.testing import ScriptedLLM
+    from .memory import Memory, reembed
+    from .model import (
+        Action,
+        Decision,
+        Existing,
+        Fact,
+        Kind,
+        MemoryClass,
+        MemoryRecord,
+        Message,
+        Scope,
+        Status,
+        Tier,
+    )
+    from .pipelines.context import format_context
+    from .policies.playbook import PlaybookConfig
+    from .policies.ranking import RankContext, RankingPolicy
+    from .roles.base import Extractor, Reconciler
+    from .roles.learning import Bullet, Curator, Delta, Lesson, Reflection, Reflector, Trace
 
 __version__ = "0.1.0"
 
-# Loaded on first use: they need the `client` extra (httpx), and `import engram`
-# must not pay for it.
-_LAZY = {"Client": "client", "AsyncClient": "client", "AsyncMemory": "aio"}
+# Public name -> the module that defines it. Client/AsyncClient/AsyncMemory also
+# need the `client` extra (httpx).
+_LAZY = {
+    **dict.fromkeys(("Playbook", "PlaybookTurn"), "ace.playbook"),
+    "AsyncMemory": "aio",
+    **dict.fromkeys(("AsyncClient", "Client"), "client"),
+    **dict.fromkeys(("MemoryConfig", "RetrievalConfig"), "config"),
+    **dict.fromkeys(("Embedder", "HashingEmbedder"), "embed"),
+    **dict.fromkeys(("LLM", "resolve_llm"), "llm"),
+    "ScriptedLLM": "llm.testing",
+    **dict.fromkeys(("Memory", "reembed"), "memory"),
+    **dict.fromkeys(
+        ("Action", "Decision", "Existing", "Fact", "Kind", "MemoryClass", "MemoryRecord", "Message", "Scope", "Status", "Tier"),
+        "model",
+    ),
+    "format_context": "pipelines.context",
+    "PlaybookConfig": "policies.playbook",
+    **dict.fromkeys(("RankContext", "RankingPolicy"), "policies.ranking"),
+    **dict.fromkeys(("Extractor", "Reconciler"), "roles.base"),
+    **dict.fromkeys(("Bullet", "Curator", "Delta", "Lesson", "Reflection", "Reflector", "Trace"), "roles.learning"),
+}
 
 
 def __getattr__(name: str) -> object:
@@ -61,6 +89,10 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [

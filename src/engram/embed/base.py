@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ProviderError
+from ..errors import EngramError, ProviderError
 
 
 class Embedder(abc.ABC):
@@ -31,7 +31,12 @@ class Embedder(abc.ABC):
         """Embed one batch; return an array of shape ``(len(texts), dim)``."""
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed ``texts`` in batches; rows are L2-normalised float32."""
+        """Embed ``texts`` in batches; rows are L2-normalised float32.
+
+        A provider's own exceptions become :class:`ProviderError` (``from`` the
+        original); an :class:`EngramError` it raises, such as a missing extra,
+        reaches the caller as it is.
+        """
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = []
@@ -39,6 +44,8 @@ class Embedder(abc.ABC):
             batch = list(texts[start : start + self.batch_size])
             try:
                 out = np.asarray(self._embed(batch), dtype=np.float32)
+            except EngramError:  # already says what went wrong (a missing extra, say)
+                raise
             except Exception as exc:  # a provider's own errors, whatever their type
                 raise ProviderError(f"embedder {self.name} failed: {exc}") from exc
             if out.shape != (len(batch), self.dim):

@@ -1,0 +1,357 @@
+"""SpaceIndex above its approximate-search threshold: the usearch graph (store/ann.py)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from engram.store import ann as ann_module
+from engram.store.ann import AnnIndex, AnnParams, fetch_size
+from engram.store.vector_index import Row, SpaceIndex
+
+pytest.importorskip("usearch")
+
+DIM = 32
+
+
+def clustered(n: int, seed: int = 0, clusters: int = 40) -> np.ndarray:
+    """Unit vectors around a few centres, like embeddings of related texts."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(clusters, DIM))
+    x = centres[rng.integers(0, clusters, n)] + 0.6 * rng.normal(size=(n, DIM))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x.astype(np.float32)
+
+
+def rows(vectors: np.ndarray, start: int = 0, **fields) -> list[Row]:
+    return [
+        Row(
+            f"m{start + i}",
+            fields.get("run", lambda j: "")(start + i),
+            float(start + i),
+            fields.get("valid_to", lambda j: None)(start + i),
+            vector=v,
+            created_at=float(start + i),
+            speaker=fields.get("speaker", lambda j: "")(start + i),
+        )
+        for i, v in enumerate(vectors)
+    ]
+
+
+def pair(vectors: np.ndarray, threshold: int = 500, **fields) -> tuple[SpaceIndex, SpaceIndex]:
+    """The same rows in an exact index and in one with a graph (caught up)."""
+    exact = SpaceIndex(DIM, 0, ann_threshold=0)
+    approx = SpaceIndex(DIM, 0, ann_threshold=threshold)
+    exact.upsert(rows(vectors, **fields))
+    approx.upsert(rows(vectors, **fields))
+    assert approx.catch_up_ann()
+    return exact, approx
+
+
+def overlap(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> float:
+    return len({m for m, _ in a} & {m for m, _ in b}) / max(len(a), 1)
+
+
+@pytest.fixture
+def no_background(monkeypatch):
+    """Rows reach the graph only through catch_up_ann(): the tail stays visible to tests."""
+    monkeypatch.setattr(AnnIndex, "notify", lambda self: None)
+
+
+def test_exact_below_the_threshold_and_a_graph_above_it():
+    vectors = clustered(600)
+    idx = SpaceIndex(DIM, 0, ann_threshold=500)
+    idx.upsert(rows(vectors[:499]))
+    assert idx.ann_pending() is None  # exact: no graph
+    idx.upsert(rows(vectors[499:], start=499))
+    assert idx.ann_pending() is not None
+    assert idx.catch_up_ann()
+    assert idx.ann_pending() == 0
+    assert SpaceIndex(DIM, 0, ann_threshold=0).ann_pending() is None
+
+
+def test_graph_results_match_exact_ones_with_cosine_scores():
+    vectors = clustered(3000)
+    exact, approx = pair(vectors)
+    queries = clustered(50, seed=1)
+    recalls = []
+    for q in queries:
+        want, got = exact.search(q, k=10), approx.search(q, k=10)
+        assert len(got) == 10
+        recalls.append(overlap(want, got))
+        scores = dict(want)
+        for mid, score in got:
+            # Scores are exact cosines, whichever way a row was found.
+            assert score == pytest.approx(float(vectors[int(mid[1:])] @ q), abs=1e-5)
+            if mid in scores:
+                assert score == pytest.approx(scores[mid], abs=1e-6)
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+    assert np.mean(recalls) >= 0.95
+
+
+def test_rows_written_after_the_graph_are_found_before_it_takes_them(no_background):
+    vectors = clustered(1000)
+    _, idx = pair(vectors)
+    new = clustered(5, seed=9)
+    idx.upsert(rows(new, start=5000))
+    assert idx.ann_pending() == 5
+    for i, q in enumerate(new):
+        assert idx.search(q, k=1)[0] == (f"m{5000 + i}", pytest.approx(1.0, abs=1e-5))
+    assert idx.catch_up_ann()
+    assert idx.ann_pending() == 0
+    for i, q in enumerate(new):
+        assert idx.search(q, k=1)[0][0] == f"m{5000 + i}"
+
+
+def test_the_background_thread_feeds_the_graph():
+    idx = SpaceIndex(DIM, 0, ann_threshold=500)
+    idx.upsert(rows(clustered(800)))
+    deadline = time.monotonic() + 30
+    while idx.ann_pending() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert idx.ann_pending() == 0
+
+
+def test_removed_and_replaced_rows_are_never_returned():
+    vectors = clustered(1000)
+    _, idx = pair(vectors)
+    q = vectors[7]
+    assert idx.search(q, k=1)[0][0] == "m7"
+    idx.remove(["m7"])
+    assert "m7" not in {m for m, _ in idx.search(q, k=50)}
+    # Moving m8 elsewhere: its old vector no longer finds it, its new one does.
+    far = -vectors[8]
+    idx.upsert([Row("m8", "", 1.0, None, vector=far)])
+    assert "m8" not in {m for m, _ in idx.search(vectors[8], k=20)}
+    assert idx.search(far, k=1)[0] == ("m8", pytest.approx(1.0, abs=1e-5))
+    assert len(idx) == 999
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {"run_id": "r1"},  # a third of the rows: through the graph
+        {"run_id": "rare"},  # a few rows: scored exactly
+        {"cutoff": 1500.0},
+        {"now": 1000.0},
+        {"window": (100.0, 2500.0)},
+        {"speaker": "ann"},
+        {"run_id": "r2", "cutoff": 2800.0},
+    ],
+)
+def test_filters_with_the_graph(filters):
+    vectors = clustered(3000)
+    fields = {
+        "run": lambda i: "rare" if i % 500 == 0 else f"r{i % 3}",
+        "valid_to": lambda i: 900.0 if i % 4 == 0 else None,
+        "speaker": lambda i: "ann" if i % 5 == 0 else "bob",
+    }
+    exact, approx = pair(vectors, **fields)
+    recalls = []
+    for q in clustered(20, seed=2):
+        want = exact.search(q, k=10, **filters)
+        got = approx.search(q, k=10, **filters)
+        assert len(got) == len(want)
+        assert {m for m, _ in got} <= {m for m, _ in exact.search(q, k=None, **filters)}
+        recalls.append(overlap(want, got))
+    assert np.mean(recalls) >= 0.95
+
+
+def test_k_none_returns_every_row():
+    vectors = clustered(1200)
+    exact, approx = pair(vectors)
+    q = vectors[0]
+    assert approx.search(q, k=None) == exact.search(q, k=None)
+    assert len(approx.search(q, k=None, run_id="")) == 1200
+
+
+def test_compaction_below_half_the_threshold_drops_the_graph(no_background):
+    vectors = clustered(3000)
+    exact, approx = pair(vectors, threshold=2000)
+    dead = [f"m{i}" for i in range(3000) if i % 5 != 0]  # 80% removed: compaction
+    exact.remove(dead)
+    approx.remove(dead)
+    assert len(approx) == 600
+    assert approx._size == 600  # compacted
+    # Below half the threshold: the graph is dropped, search is exact again.
+    assert approx.ann_pending() is None
+    for q in clustered(10, seed=3):
+        assert approx.search(q, k=10) == exact.search(q, k=10)
+
+
+def test_compaction_keeps_a_large_graph_serving_while_a_new_one_builds(no_background):
+    vectors = clustered(4000)
+    exact, approx = pair(vectors, threshold=1000)
+    dead = [f"m{i}" for i in range(4000) if i % 3 == 0 or i % 3 == 1]  # two thirds
+    exact.remove(dead)
+    approx.remove(dead)
+    ann = approx._ann
+    assert ann is not None and ann.current is not None and ann.building is not None
+    assert ann.covered() == approx._size  # renumbered, still covering every row
+    queries = clustered(20, seed=4)
+    recalls = [overlap(exact.search(q, k=10), approx.search(q, k=10)) for q in queries]
+    assert np.mean(recalls) >= 0.95
+    assert all(m not in set(dead) for q in queries for m, _ in approx.search(q, k=10))
+    assert approx.catch_up_ann()
+    assert ann.building is None and ann.current.dead() == 0
+    recalls = [overlap(exact.search(q, k=10), approx.search(q, k=10)) for q in queries]
+    assert np.mean(recalls) >= 0.95
+
+
+def test_a_rebuilt_index_gets_a_new_graph():
+    """A space loaded again (another process wrote, say) builds its graph from the rows."""
+    vectors = clustered(1500)
+    _, first = pair(vectors)
+    again = SpaceIndex(DIM, 1, ann_threshold=500)
+    again.upsert(rows(vectors))
+    assert again.search(vectors[3], k=1)[0][0] == "m3"  # exact until the graph is built
+    assert again.catch_up_ann()
+    assert again.search(vectors[3], k=1)[0][0] == "m3"
+    assert first.search(vectors[3], k=1)[0][0] == "m3"
+
+
+def test_without_usearch_large_spaces_stay_exact_and_say_so_once(monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "usearch", None)
+    monkeypatch.setitem(sys.modules, "usearch.index", None)
+    monkeypatch.setattr(ann_module, "_warned_missing", False)
+    vectors = clustered(700)
+    with caplog.at_level(logging.WARNING, logger="engram.store.ann"):
+        for _ in range(2):
+            idx = SpaceIndex(DIM, 0, ann_threshold=500)
+            idx.upsert(rows(vectors))
+            assert idx.ann_pending() is None
+            assert not idx.catch_up_ann()
+            assert idx.search(vectors[5], k=1)[0][0] == "m5"
+    warnings = [r for r in caplog.records if "usearch" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "pip install 'engram[ann]'" in warnings[0].getMessage()
+
+
+def test_a_failing_graph_falls_back_to_exact(no_background, monkeypatch, caplog):
+    vectors = clustered(800)
+    idx = SpaceIndex(DIM, 0, ann_threshold=500)
+    idx.upsert(rows(vectors))
+
+    def broken(self, positions, vectors, threads):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(ann_module._Graph, "add", broken)
+    with caplog.at_level(logging.ERROR, logger="engram.store.ann"):
+        assert not idx.catch_up_ann()
+    assert idx._ann is not None and idx._ann.broken
+    assert idx.search(vectors[9], k=1)[0][0] == "m9"
+
+
+def test_fetch_grows_as_filters_and_dead_keys_thin_the_graph_out():
+    params = AnnParams(overfetch=4, min_fetch=40)
+    assert fetch_size(10, 100_000, 100_000, params) == 40
+    assert fetch_size(50, 100_000, 100_000, params) == 200
+    assert fetch_size(10, 100_000, 10_000, params) == 400  # one key in ten can be returned
+    assert fetch_size(10, 30, 30, params) == 30  # never more than the graph holds
+
+
+def test_write_cost_does_not_grow_with_the_space():
+    """Arrays grow by doubling: thousands of small writes reallocate a handful of times."""
+    idx = SpaceIndex(DIM, 0, ann_threshold=0)
+    vectors = clustered(4000)
+    seen = set()
+    for i in range(0, 4000, 10):
+        idx.upsert([Row(f"m{j}", "", 0.0, None, f"common words and item{j}", vectors[j]) for j in range(i, i + 10)])
+        seen.add(id(idx._vectors))
+    assert len(seen) <= 8
+    postings = idx._postings["common"]
+    assert postings.size == 4000 and postings.docs.shape[0] <= 8192
+    assert idx.search_text(["item3999"], k=1)[0][0] == "m3999"
+
+
+def test_a_batch_naming_one_id_twice_keeps_the_last_row():
+    idx = SpaceIndex(DIM, 0, ann_threshold=0)
+    v = clustered(2, seed=5)
+    idx.upsert([Row("a", "", 1.0, None, "first", v[0]), Row("a", "", 2.0, None, "second", v[1])])
+    assert len(idx) == 1
+    assert idx.search(v[1], k=None) == [("a", pytest.approx(1.0, abs=1e-5))]
+    assert idx.search_text(["first"], k=None) == []
+
+
+def test_time_windows_are_scored_over_their_span():
+    """A window leaves rows appended together: scored exactly, as a contiguous product."""
+    vectors = clustered(3000)
+    exact, approx = pair(vectors)
+    for q in clustered(5, seed=6):
+        assert approx.search(q, k=10, window=(1000.0, 1050.0)) == exact.search(q, k=10, window=(1000.0, 1050.0))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_searches_exactly_then_builds_its_own_graph():
+    vectors = clustered(1500)
+    _, idx = pair(vectors)
+    pid = os.fork()
+    if pid == 0:  # the child: any failure is its exit code
+        code = 1
+        try:
+            assert idx.ann_pending() == 1500  # the parent's graph is not ours: a new one
+            assert idx.search(vectors[4], k=1)[0][0] == "m4"  # exact, and feeds the new graph
+            assert idx.catch_up_ann()
+            assert idx.ann_pending() == 0
+            assert idx.search(vectors[4], k=1)[0][0] == "m4"
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert idx.search(vectors[4], k=1)[0][0] == "m4"
+
+
+def test_the_process_exits_cleanly_while_the_graph_is_being_built(tmp_path):
+    """A daemon thread killed inside usearch would abort the interpreter at exit."""
+    script = tmp_path / "exit.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from engram.store.vector_index import Row, SpaceIndex\n"
+        "v = np.random.default_rng(0).normal(size=(100_000, 32)).astype(np.float32)\n"
+        "v /= np.linalg.norm(v, axis=1, keepdims=True)\n"
+        "idx = SpaceIndex(32, 0, ann_threshold=500)\n"
+        "idx.upsert([Row(f'm{i}', '', 0.0, None, vector=x) for i, x in enumerate(v)])\n"
+        "assert idx.ann_pending()\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_memory_search_through_the_store_with_a_graph(tmp_path, monkeypatch):
+    """The SQLite store's loaded index gets a graph above the threshold; searches agree with exact."""
+    from engram import Memory
+    from engram.store import vector_index
+    from engram.store.base import ScopeFilter
+
+    monkeypatch.setattr(vector_index, "DEFAULT_THRESHOLD", 300)
+    memory = Memory(tmp_path / "m.db", embedder="hashing")
+    facts = [f"Fact {i} about topic{i % 37} and thing{i % 11}" for i in range(900)]
+    for start in range(0, 900, 300):
+        memory.add([{"role": "user", "content": f} for f in facts[start : start + 300]], user_id="u", infer=False)
+        memory.search("topic5", user_id="u")  # keeps the index loaded and patched
+    (index,) = memory.store._indexes.loaded()
+    assert index.catch_up_ann() and index.ann_pending() == 0
+    queries = ["topic5 thing3", "topic36 thing10", "topic12 thing0"]
+    vectors = [memory.embedder.embed_query(q) for q in queries]
+
+    def both() -> tuple[list, list]:
+        memories = [memory.search(q, user_id="u", limit=3)["results"][0]["memory"] for q in queries]
+        hits = [memory.store.vector_search(ScopeFilter("", "u"), v, k=10, cutoff=None, now=time.time()) for v in vectors]
+        return memories, hits
+
+    approx_top, approx_hits = both()
+    index.ann_threshold = 0  # the same index, searched exactly
+    exact_top, exact_hits = both()
+    assert approx_top == exact_top
+    for got, want in zip(approx_hits, exact_hits, strict=True):
+        assert overlap(want, got) >= 0.9
+        scores = dict(want)
+        assert all(s == pytest.approx(scores[m], abs=1e-6) for m, s in got if m in scores)
+    memory.close()
