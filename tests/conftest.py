@@ -18,6 +18,8 @@ _ENGRAM_ENV = (
     "MEMORY_DECAY_DAYS",
     "ENGRAM_TENANT",
     "ENGRAM_BUSY_TIMEOUT",
+    "ENGRAM_POLICY",
+    "ENGRAM_MAINTENANCE_LOG",
     # LLM providers: no test may pick up a developer's real key or endpoint.
     "ENGRAM_LLM",
     "ENGRAM_LLM_BASE_URL",

@@ -50,9 +50,13 @@ if TYPE_CHECKING:
         Tier,
     )
     from .pipelines.context import format_context
+    from .pipelines.context_window import ContextWindow
+    from .pipelines.pair import PairResult
+    from .policies.evaluation import EvaluationConfig
     from .policies.playbook import PlaybookConfig
     from .policies.ranking import RankContext, RankingPolicy
     from .roles.base import Extractor, Reconciler
+    from .roles.evaluator import Evaluation, Evaluator, ScriptedEvaluator
     from .roles.learning import Bullet, Curator, Delta, Lesson, Reflection, Reflector, Trace
 
 __version__ = "0.1.0"
@@ -73,9 +77,13 @@ _LAZY = {
         "model",
     ),
     "format_context": "pipelines.context",
+    "ContextWindow": "pipelines.context_window",
+    "PairResult": "pipelines.pair",
+    "EvaluationConfig": "policies.evaluation",
     "PlaybookConfig": "policies.playbook",
     **dict.fromkeys(("RankContext", "RankingPolicy"), "policies.ranking"),
     **dict.fromkeys(("Extractor", "Reconciler"), "roles.base"),
+    **dict.fromkeys(("Evaluation", "Evaluator", "ScriptedEvaluator"), "roles.evaluator"),
     **dict.fromkeys(("Bullet", "Curator", "Delta", "Lesson", "Reflection", "Reflector", "Trace"), "roles.learning"),
 }
 
@@ -102,6 +110,7 @@ __all__ = [
     "Bullet",
     "Client",
     "ConfigurationError",
+    "ContextWindow",
     "CorruptStoreError",
     "Curator",
     "Decision",
@@ -109,6 +118,9 @@ __all__ = [
     "Embedder",
     "EmbedderMismatchError",
     "EngramError",
+    "Evaluation",
+    "EvaluationConfig",
+    "Evaluator",
     "Existing",
     "Extractor",
     "Fact",
@@ -125,6 +137,7 @@ __all__ = [
     "Message",
     "MissingDependencyError",
     "NotFoundError",
+    "PairResult",
     "Playbook",
     "PlaybookConfig",
     "PlaybookTurn",
@@ -136,6 +149,7 @@ __all__ = [
     "Reflector",
     "RetrievalConfig",
     "Scope",
+    "ScriptedEvaluator",
     "ScriptedLLM",
     "Status",
     "StoreError",

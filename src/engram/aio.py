@@ -61,6 +61,7 @@ class AsyncMemory:
         store: Store | None = None,
         config: MemoryConfig | None = None,
         llm: str | LLM | None = None,
+        policy: str | None = None,
     ) -> None:
         self.memory = Memory(
             path,
@@ -73,6 +74,7 @@ class AsyncMemory:
             store=store,
             config=config,
             llm=llm,
+            policy=policy,
         )
         self._lock = threading.Lock()
 
@@ -104,10 +106,12 @@ class AsyncMemory:
         metadata: dict[str, Any] | None = None,
         infer: bool = True,
         timestamp: Any = None,
+        test: bool = False,
     ) -> dict[str, Any]:
         """:meth:`engram.Memory.add`, awaited."""
         return await self._run(
-            self.memory.add, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata, infer=infer, timestamp=timestamp
+            self.memory.add, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata, infer=infer,
+            timestamp=timestamp, test=test,
         )
 
     async def search(
@@ -327,6 +331,16 @@ for _name in (
     "reflect", "batch_reflect", "get_playbook", "list_playbooks", "create_playbook", "update_playbook", "curate_playbook",
     "list_playbook_versions", "get_playbook_version", "rollback_playbook",
 ):
+    setattr(AsyncMemory, _name, _awaited(_name))
+# The energy tiers' calls (spec 002): each exactly Memory's, awaited.
+for _name in (
+    "boost", "maintain", "end_conversation", "wait_for_maintenance", "tiers_status", "tiers_health", "tiers_config",
+    "test_memories", "delete_test_memories",
+):
+    setattr(AsyncMemory, _name, _awaited(_name))
+# Spec 003's calls (minutes' context window, evaluation, PAIR): each exactly Memory's,
+# awaited (PAIR's revise callback runs in the worker thread too).
+for _name in ("build_context", "evaluate", "pair", "pair_round"):
     setattr(AsyncMemory, _name, _awaited(_name))
 del _name
 

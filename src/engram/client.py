@@ -189,9 +189,13 @@ class _Calls:
     """The requests of Memory's calls, built once for both clients."""
 
     @staticmethod
-    def add(messages: Any, user_id: Any, agent_id: Any, run_id: Any, metadata: Any, infer: Any, timestamp: Any) -> _Call:
+    def add(messages: Any, user_id: Any, agent_id: Any, run_id: Any, metadata: Any, infer: Any, timestamp: Any, test: Any = False) -> _Call:
         ids = _scope(user_id, agent_id, run_id)
         body: dict[str, Any] = {"messages": _messages(messages), **ids}
+        if not isinstance(test, bool):
+            raise ValidationError("test", f"must be True or False, got {validate.show(test)}")
+        if test:  # the service reads the flag from the metadata, as Memory does
+            metadata = {**(metadata or {}), "is_test": True}
         if metadata is not None:
             body["metadata"] = validate.metadata(metadata)
         if not isinstance(infer, bool):
@@ -430,9 +434,10 @@ class Client(_Base):
         metadata: dict[str, Any] | None = None,
         infer: bool = True,
         timestamp: Any = None,
+        test: bool = False,
     ) -> dict[str, Any]:
         """:meth:`engram.Memory.add` over HTTP."""
-        return self._send(_Calls.add(messages, user_id, agent_id, run_id, metadata, infer, timestamp))
+        return self._send(_Calls.add(messages, user_id, agent_id, run_id, metadata, infer, timestamp, test))
 
     def search(
         self,
@@ -543,9 +548,10 @@ class AsyncClient(_Base):
         metadata: dict[str, Any] | None = None,
         infer: bool = True,
         timestamp: Any = None,
+        test: bool = False,
     ) -> dict[str, Any]:
         """:meth:`engram.Memory.add` over HTTP."""
-        return await self._send(_Calls.add(messages, user_id, agent_id, run_id, metadata, infer, timestamp))
+        return await self._send(_Calls.add(messages, user_id, agent_id, run_id, metadata, infer, timestamp, test))
 
     async def search(
         self,

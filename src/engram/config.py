@@ -15,6 +15,12 @@ tenant_id              ``ENGRAM_TENANT``           "" (single tenant)
 llm                    ``ENGRAM_LLM``              none: heuristic roles, no network
 busy_timeout           ``ENGRAM_BUSY_TIMEOUT``     30 (seconds a write waits for
                                                    another process's write lock)
+policy                 ``ENGRAM_POLICY``           "default"; "energy": spec 002's
+                                                   energy tiers
+maintenance_log        ``ENGRAM_MAINTENANCE_LOG``  next to a SQLite file
+                                                   (``<name>.maintenance.log``);
+                                                   none for PostgreSQL and
+                                                   ``:memory:``; "off": none
 =====================  ==========================  =================================
 """
 
@@ -67,6 +73,18 @@ def _env_busy_timeout() -> float:
         raise ConfigurationError(f"ENGRAM_BUSY_TIMEOUT must be a number of seconds, got {raw!r}") from exc
 
 
+#: The memory policies: ``default`` (no energy) and ``energy`` (spec 002's tiers).
+POLICIES = ("default", "energy")
+
+
+def _policy(value: Any) -> str:
+    raw = value if value is not None else (os.environ.get("ENGRAM_POLICY") or "default")
+    if not isinstance(raw, str) or raw.strip().lower() not in POLICIES:
+        source = "policy" if value is not None else "ENGRAM_POLICY"
+        raise ConfigurationError(f"{source} must be one of {', '.join(POLICIES)}, got {raw!r}")
+    return raw.strip().lower()
+
+
 @dataclass(slots=True)
 class RetrievalConfig:
     """How search finds and orders candidates."""
@@ -109,6 +127,12 @@ class MemoryConfig:
     # "provider:model" (e.g. "openai:gpt-5-mini"), an engram.llm.LLM, or None
     # (ENGRAM_LLM, else no LLM). See engram.llm.resolve_llm.
     llm: Any = None
+    # "default", or "energy": spec 002's energy tiers (engram.policies.energy).
+    # None: ENGRAM_POLICY, else "default".
+    policy: str | None = None
+    # Where maintenance runs append their JSON lines: a path, "off", or None
+    # (ENGRAM_MAINTENANCE_LOG, else next to a SQLite file; none for other stores).
+    maintenance_log: str | None = None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> MemoryConfig:
@@ -161,4 +185,12 @@ class MemoryConfig:
             similar_k=self.similar_k,
             retrieval=r,
             llm=self.llm if self.llm is not None else (os.environ.get("ENGRAM_LLM") or None),
+            policy=_policy(self.policy),
+            maintenance_log=self._maintenance_log(),
         )
+
+    def _maintenance_log(self) -> str | None:
+        value = self.maintenance_log if self.maintenance_log is not None else (os.environ.get("ENGRAM_MAINTENANCE_LOG") or None)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigurationError(f"maintenance_log must be a file path or 'off', got {value!r}")
+        return value

@@ -38,6 +38,24 @@ from .store.base import ScopeFilter, Store
 from .store.sqlite import SQLiteStore
 
 _QUERY_CACHE = 256
+#: How far by-id calls follow a promoted memory's ``promoted_to`` link.
+_MAX_HOPS = 16
+
+
+def _promoted(record: MemoryRecord | None, get: Callable[[str], MemoryRecord | None]) -> MemoryRecord | None:
+    """``record``, or the memory it was promoted to (energy tiers: a promotion
+    archives the original and links it to its successor), followed to the end."""
+    for _ in range(_MAX_HOPS):
+        if record is None or record.status is not Status.ARCHIVED:
+            return record
+        target = record.lineage.get("promoted_to")
+        if not isinstance(target, str):
+            return record
+        successor = get(target)
+        if successor is None:
+            return record
+        record = successor
+    return record
 
 
 class Memory:
@@ -49,6 +67,8 @@ class Memory:
     ``"sentence-transformers:<model>"``; by default the store's own embedder, else
     all-MiniLM-L6-v2 when installed, else the hashing fallback. ``decay_days``:
     memories not updated for that many days are no longer returned (0 or None: never).
+    ``policy``: ``"default"``, or ``"energy"`` for spec 002's energy tiers (items
+    then carry ``energy`` and ``tier``; see :meth:`maintain`); None: ``ENGRAM_POLICY``.
     """
 
     def __init__(
@@ -64,6 +84,7 @@ class Memory:
         store: Store | None = None,
         config: MemoryConfig | None = None,
         llm: str | LLM | None = None,
+        policy: str | None = None,
     ) -> None:
         # Overrides go to a copy: the caller's config object is never changed.
         base = dataclasses.replace(config) if config is not None else MemoryConfig()
@@ -77,6 +98,8 @@ class Memory:
             base.tenant_id = tenant_id
         if llm is not None:
             base.llm = llm
+        if policy is not None:
+            base.policy = policy
         self.config = base.resolved()
         # Before the store is opened: a missing key must not leave a new file behind.
         self.llm: LLM | None = resolve_llm(self.config.llm)
@@ -122,6 +145,13 @@ class Memory:
         # One Memory serves many threads (the service's workers): the cache is
         # guarded; the store guards itself, and add's decision is checked at commit.
         self._cache_lock = threading.Lock()
+        self._tiers: Any = None
+        if self.energy:
+            try:
+                self._ingest.prepare = self.tiers.prepare  # new memories get their start energy and tier
+            except BaseException:
+                store.close()
+                raise
 
     @property
     def ranking(self) -> RankingPolicy:
@@ -167,6 +197,18 @@ class Memory:
         return embedder
 
     # helpers ---------------------------------------------------------------------
+    @property
+    def energy(self) -> bool:
+        """Whether this Memory runs the energy policy (spec 002's tiers)."""
+        return self.config.policy == "energy"
+
+    def _item(self, record: MemoryRecord, score: float | None = None) -> dict[str, Any]:
+        if self.energy:
+            from .pipelines.maintenance import tier_item
+
+            return tier_item(record, score)
+        return record.to_item(score)
+
     def _scope_filter(self, user_id: Any, agent_id: Any, run_id: Any) -> ScopeFilter:
         u, a, r = validate.require_scope(user_id, agent_id, run_id)
         return ScopeFilter(self.config.tenant_id, u, a, r)
@@ -199,7 +241,7 @@ class Memory:
         caller cannot learn whether another user's memory exists."""
         mid = validate.memory_id(memory_id)
         owner = self._optional_scope(user_id, agent_id, run_id)
-        record = self.store.get(mid)
+        record = _promoted(self.store.get(mid), self.store.get)
         if record is None or (record.status is Status.DELETED and not deleted) or not owner.matches(record.scope):
             raise NotFoundError("memory", mid)
         if not is_fact(record):  # a playbook's strategy, a trajectory...: the learning calls' own
@@ -217,6 +259,7 @@ class Memory:
         metadata: dict[str, Any] | None = None,
         infer: bool = True,
         timestamp: Any = None,
+        test: bool = False,
     ) -> dict[str, Any]:
         """Remember a conversation turn (a string, one message, or a list of messages).
 
@@ -225,6 +268,13 @@ class Memory:
         ``timestamp`` is when the conversation happened (default: now). Returns
         ``{"results": [{"id", "memory", "event"}], "message": ...}``. The turn is
         written to the event log even when nothing is extracted.
+
+        ``test=True`` (or ``metadata={"is_test": True}``) makes test memories: they
+        are kept apart, never returned, counted or maintained by the normal calls,
+        only by :meth:`test_memories` and ``maintain(test_only=True)``. Under the
+        energy policy, ``metadata`` may say the start energy: ``"type"`` (insight,
+        reminder, learning...), or ``"energy"`` and ``"tier"`` (see
+        :mod:`engram.policies.energy`).
         """
         u, a, r = validate.require_scope(user_id, agent_id, run_id)
         msgs, plain = validate.messages(
@@ -238,7 +288,17 @@ class Memory:
             raise ValidationError("infer", f"must be True or False, got {validate.show(infer)}")
         at = validate.timestamp(timestamp)
         at = time.time() if at is None else at
-        scope = Scope(self.config.tenant_id, u or "", a or "", r or "")
+        if not isinstance(test, bool):
+            raise ValidationError("test", f"must be True or False, got {validate.show(test)}")
+        tenant = self.config.tenant_id
+        if test or meta.get("is_test") is True:
+            from .pipelines.maintenance import test_tenant
+
+            meta = {**meta, "is_test": True}
+            tenant = test_tenant(tenant)
+        if self.energy:
+            self.tiers.check_start(meta)  # a bad start energy or tier fails here, before anything is written
+        scope = Scope(tenant, u or "", a or "", r or "")
         if infer:
             return self._ingest.add_inferred(msgs, scope, metadata=meta, at=at)
         return self._ingest.add_verbatim(msgs, scope, metadata=meta, at=at, plain_text=plain)
@@ -286,7 +346,7 @@ class Memory:
         )
         results = []
         for record, score in ranked:
-            item = record.to_item(score)
+            item = self._item(record, score)
             if record.id in similarity:
                 item["similarity"] = round(similarity[record.id], 6)
             results.append(item)
@@ -304,7 +364,7 @@ class Memory:
         record = self._get_record(memory_id, user_id, agent_id, run_id)
         if not self._visible(record, time.time()):
             raise NotFoundError("memory", record.id)
-        return record.to_item()
+        return self._item(record)
 
     def get_all(
         self,
@@ -327,7 +387,7 @@ class Memory:
             records = self._list_facts(scope, limit=limit, cutoff=cutoff, now=now)
         else:
             records = [r for r in self.store.list(scope, cutoff=cutoff, now=now) if is_fact(r) and predicate(r)][:limit]
-        return {"results": [r.to_item() for r in records]}
+        return {"results": [self._item(r) for r in records]}
 
     def _list_facts(self, scope: ScopeFilter, *, limit: int, cutoff: float | None, now: float) -> list[MemoryRecord]:
         """The scope's newest ``limit`` facts: playbooks and trajectories share the
@@ -355,6 +415,31 @@ class Memory:
         record = self._get_record(memory_id, user_id, agent_id, run_id)
         text = validate.text("text", text, max_chars=self.config.max_message_chars)
         meta = validate.metadata(metadata, max_depth=self.config.max_metadata_depth, max_bytes=self.config.max_metadata_bytes)
+        merged, key = self._merged(record, text, meta)
+        vector = self.embedder.embed_one(key)
+        with self.store.transaction() as batch:
+            # Read again inside the transaction: a write that committed since (a
+            # maintenance run's decay or promotion, a boost) is kept, not overwritten.
+            current = _promoted(batch.get_many([record.id]).get(record.id), lambda i: batch.get_many([i]).get(i))
+            if current is None or current.status is Status.DELETED:
+                raise NotFoundError("memory", record.id)
+            if current.metadata != record.metadata:
+                merged, fresh_key = self._merged(current, text, meta)
+                if fresh_key != key:
+                    key, vector = fresh_key, self.embedder.embed_one(fresh_key)
+            updated = current.copy(
+                text=text,
+                search_text=key,
+                content_hash=content_hash(text),
+                updated_at=time.time(),
+                metadata=merged,
+            )
+            batch.update(updated, vector, old_text=current.text, payload={"metadata": meta} if meta else None)
+        return {"id": current.id, "memory": text, "event": "UPDATE", "previous_memory": current.text}
+
+    def _merged(self, record: MemoryRecord, text: str, meta: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The metadata of ``record`` with ``meta`` merged in (checked), and the search
+        key of ``text`` under it."""
         merged = {**record.metadata, **meta}
         if meta:  # merging must not grow a memory's metadata past the limits either
             try:
@@ -362,26 +447,19 @@ class Memory:
             except ValidationError as exc:
                 raise ValidationError("metadata", f"merged into the memory's metadata, {str(exc).split(': ', 1)[1]}") from None
         name = merged.get("name") if self.config.retrieval.speaker_keys else None
-        key = memory_key(text, name=name if isinstance(name, str) and name else None)
-        vector = self.embedder.embed_one(key)
-        updated = record.copy(
-            text=text,
-            search_text=key,
-            content_hash=content_hash(text),
-            updated_at=time.time(),
-            metadata=merged,
-        )
-        with self.store.transaction() as batch:
-            batch.update(updated, vector, old_text=record.text, payload={"metadata": meta} if meta else None)
-        return {"id": record.id, "memory": text, "event": "UPDATE", "previous_memory": record.text}
+        return merged, memory_key(text, name=name if isinstance(name, str) and name else None)
 
     def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
         """Delete one memory. Its history stays readable through :meth:`history`.
         The ids restrict it to the caller's memories, as in :meth:`get`."""
         record = self._get_record(memory_id, user_id, agent_id, run_id)
         with self.store.transaction() as batch:
-            batch.delete(record)
-        return {"id": record.id, "memory": record.text, "event": "DELETE", "message": "Memory deleted successfully"}
+            # Inside the transaction: a promotion that committed since moved the memory.
+            current = _promoted(batch.get_many([record.id]).get(record.id), lambda i: batch.get_many([i]).get(i))
+            if current is None or current.status is Status.DELETED:
+                raise NotFoundError("memory", record.id)
+            batch.delete(current)
+        return {"id": current.id, "memory": current.text, "event": "DELETE", "message": "Memory deleted successfully"}
 
     def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
         """Delete every memory of a scope. At least one id is required: never a wipe.
@@ -398,12 +476,25 @@ class Memory:
         """Every event of a memory, oldest first, with old and new text (deleted ones
         too). The ids restrict it to the caller's memories, as in :meth:`get`."""
         record = self._get_record(memory_id, user_id, agent_id, run_id, deleted=True)
-        return [e.to_item() for e in self.store.history(record.id)]
+        chain = [record.id]
+        source = record.lineage.get("promoted_from")
+        while isinstance(source, str) and len(chain) < _MAX_HOPS:  # a promoted memory's history starts with its originals'
+            earlier = self.store.get(source)
+            if earlier is None:
+                break
+            chain.append(earlier.id)
+            source = earlier.lineage.get("promoted_from")
+        if len(chain) == 1:
+            return [e.to_item() for e in self.store.history(record.id)]
+        events = sorted((e for mid in chain for e in self.store.history(mid)), key=lambda e: e.seq)
+        return [e.to_item() for e in events]
 
     def reset(self) -> None:
         """Delete everything in the store: memories, vectors and the event log."""
         self.store.reset()
         self._query_vectors.clear()
+        if self._tiers is not None:
+            self._tiers.forget()
 
     # inspection and maintenance ------------------------------------------------------
     def events(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
@@ -415,9 +506,21 @@ class Memory:
         return [e.to_item() for e in self.store.events(scope, since=since, limit=limit)]
 
     def stats(self) -> dict[str, Any]:
-        """Counts and identity of the store."""
+        """Counts and identity of the store (this tenant's test memories not counted)."""
         stats = self.store.stats()
         stats["decay_days"] = self.config.decay_days
+        from .pipelines.maintenance import test_tenant
+
+        tests = [r for r in self.store.list(ScopeFilter(test_tenant(self.config.tenant_id))) if is_fact(r)]
+        if tests:
+            stats["memories"] -= len(tests)
+            by_kind = stats.get("by_kind") or {}
+            for r in tests:
+                if by_kind.get(r.kind.value):
+                    by_kind[r.kind.value] -= 1
+            stats["test_memories"] = len(tests)
+        if self.energy:
+            stats["policy"] = "energy"
         return stats
 
     # LLM roles: pending turns and usage -----------------------------------------------
@@ -636,6 +739,268 @@ class Memory:
         return self.learning.execute_with_learning(task_fn, task_description, task_type, auto_reflect, auto_curate, playbook_name,
                                                    user_id=user_id, agent_id=agent_id, scope=scope, parent_trajectory_id=parent_trajectory_id)
 
+    # minutes, context window, evaluation, PAIR (spec 003) ------------------------------------
+    @property
+    def minutes(self) -> Any:
+        """The coordination log and its search index (:class:`engram.pipelines.minutes.Minutes`):
+        ``record``, ``recent``, ``by_ids``, ``get``, ``history``, ``search``, ``reindex``."""
+        engine = getattr(self, "_minutes", None)
+        if engine is None:
+            from .pipelines.minutes import Minutes
+
+            with self._cache_lock:
+                engine = getattr(self, "_minutes", None)
+                if engine is None:
+                    engine = self._minutes = Minutes(self)
+        return engine
+
+    def build_context(self, agent_id: str, task: str | None = None, *, budget_tokens: int = 4000, project_id: str | None = None,
+                      now: Any = None) -> Any:
+        """Spec 003's bounded context window for ``agent_id``: the project's last 50
+        minutes, the minutes they reference, the agent's own memory and the 5 minutes
+        most relevant to ``task``, each once, cut to ``budget_tokens`` (about four
+        characters a token). Returns a :class:`engram.pipelines.context_window.ContextWindow`
+        (``text``, ``sections``, ``tokens``, ``cut``; ``to_dict()``)."""
+        from .pipelines.context_window import build_context
+
+        return build_context(self.minutes, agent_id, task, budget_tokens=budget_tokens, project_id=project_id, now=now)
+
+    def evaluate(self, *, project_id: str | None = None, dry_run: bool = False, now: Any = None, config: Any = None) -> dict[str, Any]:
+        """Spec 003's evaluation run over the project's minutes index: score each
+        (recency, relevance, accuracy, impact, composite), drop duplicates, supersede
+        the lower-scored of contradicting ones, prune composites under 0.3 — from the
+        index only, never the log — and log the run's stats. ``dry_run``: report only.
+        ``config``: an :class:`engram.policies.evaluation.EvaluationConfig` or a mapping."""
+        from .pipelines.evaluation import evaluate
+        from .policies.evaluation import EvaluationConfig
+
+        if not isinstance(dry_run, bool):
+            raise ValidationError("dry_run", f"must be True or False, got {validate.show(dry_run)}")
+        if isinstance(config, Mapping):
+            config = EvaluationConfig.from_mapping(config)
+        if config is not None and not isinstance(config, EvaluationConfig):
+            raise ValidationError("config", f"must be an EvaluationConfig or a mapping, got {type(config).__name__}")
+        return evaluate(self.minutes, project_id=project_id, now=self.minutes._now(now), dry_run=dry_run, config=config)
+
+    def _pair_loop(self, project_id: Any, agent_id: Any, evaluator: Any, memories_per_gap: Any) -> Any:
+        from .pipelines.minutes import project_of
+        from .pipelines.pair import PairLoop, combined_retriever, evaluator_of
+        from .roles.evaluator import HeuristicEvaluator
+
+        project = project_of(project_id)
+        agent = validate.scope_id("agent_id", agent_id) or ""
+        per_gap = validate.limit(memories_per_gap, name="memories_per_gap")
+        if evaluator is None and self.llm is not None:
+            from .roles.llm import LLMEvaluator
+
+            evaluator = LLMEvaluator(self.llm)
+        chosen = evaluator_of(evaluator, HeuristicEvaluator())
+        sources = [
+            lambda q, k: [{**m, "source": "minute"} for m in self.minutes.search(q, k, project_id=project)],
+            lambda q, k: [{**f, "source": "fact"} for f in self.search(q, user_id=project, limit=k)["results"]],
+        ]
+        return PairLoop(self.store, Scope(self.config.tenant_id, project, agent), chosen, combined_retriever(sources), memories_per_gap=per_gap)
+
+    def pair(self, task: str, criteria: str, output: str, revise: Callable[[str, list[dict[str, Any]]], str], threshold: float = 95,
+             max_rounds: int = 5, *, project_id: str | None = None, agent_id: str | None = None, evaluator: Any = None,
+             memories_per_gap: int = 5) -> Any:
+        """Spec 003's PAIR loop, bounded: a fresh evaluator (the Memory's LLM, else
+        the heuristic; or ``evaluator``) scores ``output`` 0-100 against ``criteria``
+        seeing nothing else, and names gaps; for each gap ``memories_per_gap`` memories
+        of the project (minutes and facts) are retrieved; ``revise(output,
+        improvements)`` returns the next output (``improvements``: per gap ``{"gap",
+        "memories", "suggestions"}``). Until the score reaches ``threshold`` or after
+        ``max_rounds`` evaluations. Every round is logged. Returns a
+        :class:`engram.pipelines.pair.PairResult` (``output``, ``score``,
+        ``converged``, ``rounds``; ``to_dict()``)."""
+        from .pipelines.pair import rounds_of, threshold_of
+
+        texts = [validate.text(name, value, max_chars=self.config.max_message_chars)
+                 for name, value in (("task", task), ("criteria", criteria), ("output", output))]
+        if not callable(revise):
+            raise ValidationError("revise", f"must be a function (output, improvements) -> revised output, got {type(revise).__name__}")
+        limit, bound = threshold_of(threshold), rounds_of(max_rounds)
+        loop = self._pair_loop(project_id, agent_id, evaluator, memories_per_gap)
+        return loop.run(*texts, revise, threshold=limit, max_rounds=bound)
+
+    def pair_round(self, task: str, criteria: str, output: str, *, threshold: float = 95, project_id: str | None = None,
+                   agent_id: str | None = None, evaluator: Any = None, memories_per_gap: int = 5) -> dict[str, Any]:
+        """One PAIR evaluation round, without revising: ``{"score", "met", "gaps",
+        "improvements", ...}`` (improvements only below ``threshold``). Logged like a
+        round of :meth:`pair`."""
+        import uuid
+
+        from .pipelines.pair import threshold_of
+
+        texts = [validate.text(name, value, max_chars=self.config.max_message_chars)
+                 for name, value in (("task", task), ("criteria", criteria), ("output", output))]
+        limit = threshold_of(threshold)
+        loop = self._pair_loop(project_id, agent_id, evaluator, memories_per_gap)
+        r = loop.round(*texts, number=1, session=str(uuid.uuid4()), threshold=limit, improve=True)
+        return {**r.to_dict(), "met": r.score >= limit, "threshold": limit}
+
+    # energy tiers (spec 002) ------------------------------------------------------------
+    @property
+    def tiers(self) -> Any:
+        """The energy tiers' engine (:class:`engram.pipelines.maintenance.EnergyTiers`):
+        its configuration, runs, test memories and background worker. Built on first
+        use; the calls below delegate to it."""
+        engine = self._tiers
+        if engine is None:
+            from .pipelines.maintenance import EnergyTiers
+
+            with self._cache_lock:
+                engine = self._tiers
+                if engine is None:
+                    engine = self._tiers = EnergyTiers(
+                        self.store, self.config.tenant_id, lambda: self.embedder, log_path=self._maintenance_log_path()
+                    )
+        return engine
+
+    def _maintenance_log_path(self) -> str | None:
+        import os
+
+        setting = self.config.maintenance_log
+        if setting is not None:
+            return None if setting.strip().lower() in ("off", "none", "-") else os.path.expanduser(setting)
+        if isinstance(self.store, SQLiteStore) and self.store.path != ":memory:":
+            root, _ = os.path.splitext(os.fspath(self.store.path))
+            return root + ".maintenance.log"
+        return None
+
+    def _require_energy(self, what: str) -> None:
+        if not self.energy:
+            from .errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"{what} needs the energy policy: Memory(..., policy='energy'), ENGRAM_POLICY=energy "
+                "or `engram --policy energy`"
+            )
+
+    def boost(self, memory_id: str, amount: float | None = None, now: Any = None, *, user_id: str | None = None,
+              agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """Add energy to a memory (spec 002): ``amount``, default the configured boost
+        (1.0). Its energy is first decayed to ``now`` (default: the current time); a
+        memory promoted since is boosted in its new tier. Test memories are boosted
+        too. Returns the memory's item with ``energy``, ``tier``, ``amount`` and
+        ``energy_before`` (its decayed energy before the boost). The ids restrict it
+        to the caller's memories, as in :meth:`get`. Needs ``policy="energy"``."""
+        self._require_energy("boost")
+        mid = validate.memory_id(memory_id)
+        owner = self._optional_scope(user_id, agent_id, run_id)
+        at = self._now(now)
+        config = self.tiers.config()
+        if amount is None:
+            amount = config.boost
+        if isinstance(amount, bool) or not isinstance(amount, int | float) or not 0 < amount <= 1e9:
+            raise ValidationError("amount", f"must be a number > 0, got {validate.show(amount)}")
+        from .pipelines.maintenance import tier_item
+
+        record = self.tiers.boost(mid, float(amount), at, owner)
+        item = tier_item(record)
+        item.update(amount=float(amount), energy_before=round(record.energy - float(amount), 6))
+        return item
+
+    @staticmethod
+    def _now(now: Any) -> float:
+        at = validate.timestamp(now, field="now")
+        return time.time() if at is None else at
+
+    def maintain(self, now: Any = None, test_only: bool = False, *, user_id: str | None = None, agent_id: str | None = None,
+                 run_id: str | None = None) -> dict[str, Any]:
+        """One maintenance run of the energy tiers (spec 002), at ``now`` (default: the
+        current time; a datetime, ISO-8601 or epoch seconds): decay every memory of the
+        scope (no id: the whole tenant), expire those below the expiry threshold,
+        promote those above their tier's threshold, within the configured batch sizes.
+        ``test_only=True`` runs over the test memories, and only them.
+
+        Returns the run's counts: ``memories``, ``decayed``, ``expired``,
+        ``promoted`` (``promoted_to_short_term``, ``promoted_to_long_term``),
+        ``use_boosted``, ``pending`` (left for later runs), ``skipped``, with its
+        ``run`` id, ``now``, ``scopes``, ``results`` (one per changed memory) and the
+        ``log`` file it was appended to. Needs ``policy="energy"``.
+        """
+        self._require_energy("maintain")
+        if not isinstance(test_only, bool):
+            raise ValidationError("test_only", f"must be True or False, got {validate.show(test_only)}")
+        at = self._now(now)
+        ids = self._optional_scope(user_id, agent_id, run_id)
+        scope = self.tiers.scope_for(test_only=test_only, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
+        return self.tiers.run(scope, now=at)
+
+    def end_conversation(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+                         now: Any = None) -> dict[str, Any]:
+        """The conversation ended: maintain its space in the background (spec 002's
+        end-of-conversation consolidation). Returns at once with ``{"scheduled",
+        "coalesced", "running", "waiting", "scopes"}``.
+
+        One run at a time per store; a request for a space that already waits for a
+        run is merged into it (``coalesced``), none is lost. The run covers the
+        user's and agent's memories of every conversation (only ``run_id``: that
+        conversation's). :meth:`wait_for_maintenance` waits for it; :meth:`close`
+        does too. Needs ``policy="energy"``.
+        """
+        self._require_energy("end_conversation")
+        u, a, r = validate.require_scope(user_id, agent_id, run_id)
+        at = validate.timestamp(now, field="now")
+        scope = self.tiers.scope_for(test_only=False, user_id=u, agent_id=a, run_id=None if (u or a) else r)
+        trigger = {k: v for k, v in (("user_id", u), ("agent_id", a), ("run_id", r)) if v}
+        answer = self.tiers.background.request(scope, at, trigger)
+        return {**answer, "scopes": {"user_id": scope.user_id, "agent_id": scope.agent_id, "run_id": scope.run_id}}
+
+    def wait_for_maintenance(self, timeout: float | None = None) -> bool:
+        """Wait until no background maintenance runs or waits; False if ``timeout``
+        (seconds) ran out first."""
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
+            raise ValidationError("timeout", f"must be seconds >= 0 or None, got {validate.show(timeout)}")
+        if self._tiers is None:
+            return True
+        return self._tiers.background.wait(timeout)
+
+    def tiers_status(self, *, test_only: bool = False, now: Any = None) -> dict[str, Any]:
+        """The distribution of memories over the tiers (count and energy at ``now``
+        per tier; archived and expired counts), the configuration, the last run."""
+        if not isinstance(test_only, bool):
+            raise ValidationError("test_only", f"must be True or False, got {validate.show(test_only)}")
+        return {"policy": self.config.policy, **self.tiers.status(now=self._now(now), test_only=test_only)}
+
+    def tiers_health(self, *, now: Any = None) -> dict[str, Any]:
+        """Health checks of the energy tiers: ``{"status": ok|warn|fail, "healthy",
+        "checks": [{"check", "status", "detail"}]}`` (configuration present and sane,
+        counts, stale decays, due promotions and expiries, links, last run, log)."""
+        return self.tiers.health(now=self._now(now))
+
+    def tiers_config(self, changes: Mapping[str, Any] | None = None, *, reset: bool = False) -> dict[str, Any]:
+        """The energy tiers' configuration, persisted in the store: ``{"config",
+        "persisted", "seq", "changed_at"}``. ``changes`` (``{"decay_batch": 50,
+        "start_energy.reminder": 3}``) are checked and persisted first; ``reset``
+        starts from spec 002's defaults."""
+        if changes is not None and not isinstance(changes, Mapping):
+            raise ValidationError("changes", f"must be a mapping of settings, got {type(changes).__name__}")
+        if not isinstance(reset, bool):
+            raise ValidationError("reset", f"must be True or False, got {validate.show(reset)}")
+        if not changes and not reset:
+            return self.tiers.config_info()
+        return self.tiers.set_config(dict(changes or {}), reset=reset)
+
+    def test_memories(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+                      limit: int = 100) -> dict[str, Any]:
+        """The test memories (``add(..., test=True)``), newest first, with their energy
+        and tier; every scope of the tenant when no id is given."""
+        limit = validate.limit(limit)
+        ids = self._optional_scope(user_id, agent_id, run_id)
+        from .pipelines.maintenance import tier_item
+
+        scope = self.tiers.scope_for(test_only=True, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
+        return {"results": [tier_item(r) for r in self.tiers.test_memories(scope, limit=limit)]}
+
+    def delete_test_memories(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """Delete test memories (every scope of the tenant when no id is given); the
+        real ones are never touched. Returns ``{"deleted": n}``."""
+        ids = self._optional_scope(user_id, agent_id, run_id)
+        scope = self.tiers.scope_for(test_only=True, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
+        return {"deleted": self.tiers.delete_test_memories(scope)}
+
     # ids, export and import -------------------------------------------------------------
     def resolve_id(self, prefix: str, *, include_deleted: bool = False) -> str:
         """The full id of the memory whose id is ``prefix`` or starts with it.
@@ -793,7 +1158,10 @@ class Memory:
         return backup_store(store.path, dest, force=force, busy_timeout=self.config.busy_timeout)
 
     def close(self) -> None:
-        """Flush buffered bookkeeping and close the store."""
+        """Wait for background maintenance (see :meth:`end_conversation`), flush
+        buffered bookkeeping and close the store."""
+        if self._tiers is not None:
+            self._tiers.close()
         self.store.close()
 
     def __enter__(self) -> Memory:

@@ -38,6 +38,9 @@ class Kind(enum.StrEnum):
     TRACE = "trace"
     PLAYBOOK = "playbook"
     PLAYBOOK_VERSION = "playbook_version"
+    # Spec 003's minutes: the search-index entry of one coordination event of the
+    # log (engram.pipelines.minutes). The log is the record; this is its index.
+    MINUTE = "minute"
 
 
 class MemoryClass(enum.StrEnum):
@@ -55,9 +58,16 @@ class Status(enum.StrEnum):
 
 
 class Tier(enum.StrEnum):
+    """A memory's tier under the energy policy (spec 002; :mod:`engram.policies.energy`).
+
+    ``EXPIRED``: its energy decayed below the expiry threshold; it is archived,
+    hidden from retrieval, and its history stays in the log.
+    """
+
     WORKING = "working"
     SHORT_TERM = "short_term"
     LONG_TERM = "long_term"
+    EXPIRED = "expired"
 
 
 #: The memory class a kind gets when none is given.
@@ -75,6 +85,7 @@ DEFAULT_CLASS: dict[Kind, MemoryClass] = {
     Kind.TRACE: MemoryClass.EPISODIC,
     Kind.PLAYBOOK: MemoryClass.PROCEDURAL,
     Kind.PLAYBOOK_VERSION: MemoryClass.PROCEDURAL,
+    Kind.MINUTE: MemoryClass.EPISODIC,
 }
 
 #: Kinds that belong to the learning loop, whatever their section: strategies and
@@ -88,6 +99,10 @@ LEARNING_KINDS: frozenset[Kind] = frozenset({
     Kind.PLAYBOOK,
     Kind.PLAYBOOK_VERSION,
 })
+
+#: Kinds that index the coordination log (spec 003's minutes): never facts; only the
+#: minutes calls (:attr:`engram.Memory.minutes`) read or change them.
+MINUTE_KINDS: frozenset[Kind] = frozenset({Kind.MINUTE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +217,7 @@ def is_fact(record: MemoryRecord) -> bool:
     beside the facts in the same space but only the learning calls read or change
     them.
     """
-    return not record.section and record.kind not in LEARNING_KINDS
+    return not record.section and record.kind not in LEARNING_KINDS and record.kind not in MINUTE_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +326,7 @@ class Decision:
 __all__ = [
     "DEFAULT_CLASS",
     "LEARNING_KINDS",
+    "MINUTE_KINDS",
     "Action",
     "Decision",
     "EventRecord",

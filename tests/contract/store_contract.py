@@ -755,6 +755,18 @@ class StoreContract:
         assert [e.seq for e in store.events(F_TENANT)] == [e.seq for e in everything[:4]]
         assert [e.op for e in store.history("b")] == ["add", "note"]
 
+    def test_events_newest_first_keeps_the_latest(self, store):
+        # Spec 003's recent(n): the last n events of some ops, read from the end of the log.
+        with store.transaction() as b:
+            seqs = [b.event("minute", ALEX if i % 2 else ALEX_HELPER, payload={"i": i}) for i in range(5)]
+            other = b.event("turn", ALEX, payload={})
+            bob = b.event("minute", BOB, payload={})
+        assert [e.seq for e in store.events(ops=["minute"], newest_first=True)] == [bob, *reversed(seqs)]
+        assert [e.seq for e in store.events(F_ALEX, ops=["minute"], limit=3, newest_first=True)] == [seqs[4], seqs[3], seqs[2]]
+        assert [e.seq for e in store.events(F_ALEX_ONLY, limit=2, newest_first=True)] == [other, seqs[3]]
+        assert [e.seq for e in store.events(F_ALEX, since=seqs[2], ops=["minute"], newest_first=True)] == [seqs[4], seqs[3]]
+        assert [e.seq for e in store.events(F_ALEX, ops=["minute"], limit=2)] == seqs[:2]  # the default stays oldest first
+
     def test_pending_turns_until_processed(self, store):
         alex_chat, bob, acme = Scope("", "alex", "", "chat-1"), Scope("", "bob", "", ""), Scope("acme", "alex", "", "")
         a = turn(store, alex_chat, pending=True)

@@ -8,13 +8,25 @@ The engine decides everything.
 other module is one command group: :mod:`.memories` (the mem0-style calls),
 :mod:`.transfer` (import, export), :mod:`.reprocess`, :mod:`.playbook` (run-turn,
 analyze, playbook), :mod:`.learning` (trajectory, reflect), :mod:`.maintenance`
-(check, backup), :mod:`.serve` (serve, keys), :mod:`.mcp` and :mod:`.bench`. Importing them registers their commands; each keeps its
+(check, backup), :mod:`.tiers` (maintain, boost, tiers: spec 002's energy tiers), :mod:`.serve` (serve, keys), :mod:`.mcp` and :mod:`.bench`. Importing them registers their commands; each keeps its
 heavy imports inside its commands, so ``engram --help`` stays instant.
 """
 
 from __future__ import annotations
 
-from . import bench, learning, maintenance, mcp, memories, playbook, reprocess, serve, transfer  # noqa: F401  (they register their commands)
+from . import (  # noqa: F401  (they register their commands)
+    bench,
+    learning,
+    maintenance,
+    mcp,
+    memories,
+    minutes,
+    playbook,
+    reprocess,
+    serve,
+    tiers,
+    transfer,
+)
 from .app import cli
 
 

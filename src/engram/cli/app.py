@@ -87,6 +87,8 @@ class App:
     json: bool = False
     embedder: str | None = None
     decay_days: float | None = None
+    #: ``--policy`` (None: ENGRAM_POLICY, else the default policy).
+    policy: str | None = None
     #: ``--db`` was typed (not taken from ENGRAM_DB or the default): ``engram demo``
     #: only writes into a store the user named on the command line.
     db_typed: bool = False
@@ -107,6 +109,8 @@ class App:
 
         if not create:
             self.require_store()
+        if self.policy is not None:
+            options.setdefault("policy", self.policy)
         self._memory = Memory(self.db, embedder=self.embedder, decay_days=self.decay_days, **options)
         click.get_current_context().call_on_close(self._memory.close)
         return self._memory
@@ -213,6 +217,8 @@ _EMBEDDER_HELP = (
     "[default: the store's own; for a new store MiniLM if installed, else hashing]."
 )
 _DECAY_HELP = "Memories not updated for N days are no longer returned (0: never) [default: 0]."
+_POLICY_HELP = "The memory policy: 'default', or 'energy' for energy tiers (spec 002) [default: default]."
+_POLICIES = ("default", "energy")
 
 
 def _app_of(ctx: click.Context) -> App | None:
@@ -246,6 +252,13 @@ def late_global_options() -> list[click.Option]:
             expose_value=False,
             callback=_late("decay_days"),
             help=_DECAY_HELP,
+        ),
+        click.Option(
+            ["--policy"],
+            type=click.Choice(_POLICIES, case_sensitive=False),
+            expose_value=False,
+            callback=_late("policy"),
+            help=_POLICY_HELP,
         ),
     ]
 
@@ -302,9 +315,16 @@ class _DbOption(click.Option):
     show_envvar=True,
     help=_DECAY_HELP,
 )
+@click.option(
+    "--policy",
+    type=click.Choice(_POLICIES, case_sensitive=False),
+    envvar="ENGRAM_POLICY",
+    show_envvar=True,
+    help=_POLICY_HELP,
+)
 @click.version_option(package_name="engram-memory", prog_name="engram")
 @click.pass_context
-def cli(ctx: click.Context, db: str, json_output: bool, embedder: str | None, decay_days: float | None) -> None:
+def cli(ctx: click.Context, db: str, json_output: bool, embedder: str | None, decay_days: float | None, policy: str | None) -> None:
     """Engram: long-term memory for LLM agents.
 
     Memories belong to a scope: a user (--user), an agent (--agent) and/or a run
@@ -314,7 +334,8 @@ def cli(ctx: click.Context, db: str, json_output: bool, embedder: str | None, de
     Start with `engram demo`.
     """
     typed = ctx.get_parameter_source("db") is ParameterSource.COMMANDLINE
-    ctx.obj = App(db=db, json=json_output, embedder=embedder or None, decay_days=decay_days, db_typed=typed)
+    ctx.obj = App(db=db, json=json_output, embedder=embedder or None, decay_days=decay_days, db_typed=typed,
+                  policy=policy.lower() if policy else None)
 
 
 # shared pieces of commands --------------------------------------------------------------------

@@ -293,14 +293,32 @@ def reindex(app: App, new_embedder: str | None) -> None:
 
 @cli.command()
 @click.option("--keep", is_flag=True, help="Keep the temporary store (its path is printed) to look around.")
+@click.option("--pair", "pair", is_flag=True, help="Spec 003 instead: minutes → index → context → evaluation → PAIR.")
+@click.option("--tiers", "tiers", is_flag=True, help="Spec 002 instead: energy tiers, decay, promotion, expiry, test memories.")
 @pass_app
-def demo(app: App, keep: bool) -> None:
+def demo(app: App, keep: bool, pair: bool = False, tiers: bool = False) -> None:
     """Show what Engram is for: a tutor that remembers a learner across conversations.
 
     The demo writes into a new temporary store, removed afterwards (--keep keeps it).
     It only writes into a store of yours when you name one with --db; ENGRAM_DB is
     never used, so your own store is untouched.
     """
+    if tiers:
+        from ..demo_tiers import run_tiers_demo
+
+        shown = run_tiers_demo(app.db if app.db_typed else None, echo=(lambda *_a, **_k: None) if app.json else click.echo,
+                               embedder=app.embedder, keep=keep)
+        if app.json:
+            app.emit(shown, lambda: None)
+        return
+    if pair:
+        from ..demo_pair import run_pair_demo
+
+        done = run_pair_demo(app.db if app.db_typed else None, echo=(lambda *_a, **_k: None) if app.json else click.echo,
+                             embedder=app.embedder, keep=keep)
+        if app.json:
+            app.emit(done, lambda: None)
+        return
     from ..demo import run_demo
 
     result = run_demo(

@@ -105,6 +105,7 @@ def serve(
         limits=limits,
         require_keys=not local,
         local_only=local,
+        policy=app.policy,
     )
     service = application.state.service
     # Open one tenant's Memory now: the embedder (shared by all) loads before the

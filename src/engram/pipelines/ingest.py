@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -161,6 +161,9 @@ class Ingestor:
         self.reconciler = reconciler
         self.similar_k = similar_k
         self.decay_days = decay_days
+        #: Called on every new memory before it is written (a policy's start
+        #: values: the energy policy sets energy and tier). None: nothing.
+        self.prepare: Callable[[MemoryRecord], None] | None = None
 
     def _turn_payload(self, messages: Sequence[Message], metadata: dict[str, Any], at: float, infer: bool) -> dict[str, Any]:
         return {
@@ -230,6 +233,8 @@ class Ingestor:
                 when = message.timestamp if message.timestamp is not None else at + i * 1e-6
                 record = make_record(message.content, scope, kind=kind, at=when, metadata=meta, lineage={"turn_event": turn})
                 record.search_text = keys[i]
+                if self.prepare is not None:
+                    self.prepare(record)
                 batch.add(record, vector)
                 results.append({"id": record.id, "memory": record.text, "event": "ADD"})
         return {"results": results, "message": _summary({"ADD": len(results)})}
@@ -365,6 +370,8 @@ class Ingestor:
             vector = vector_of.get(decision.text)
             if vector is None:
                 vector = self.embedder.embed_one(decision.text)
+            if self.prepare is not None:
+                self.prepare(record)
             batch.add(record, vector, payload=payload)
             return {"id": record.id, "memory": record.text, "event": "ADD"}
         if action is Action.NONE:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..policies.text import index_terms
 
@@ -95,4 +96,36 @@ class HeuristicEvaluator(Evaluator):
         return Evaluation(score, gaps, summary, "heuristic")
 
 
-__all__ = ["Evaluation", "Evaluator", "Gap", "HeuristicEvaluator", "criteria_items"]
+class ScriptedEvaluator(Evaluator):
+    """A test double: answers from a script, in order, and keeps every call.
+
+    Each entry is an :class:`Evaluation`, a score (0-100, with one gap named after
+    it unless it is 100), a callable ``(task, criteria, output) -> Evaluation``, or
+    an exception to raise. The last entry repeats once the script runs out.
+
+    >>> ev = ScriptedEvaluator([40, 100])
+    >>> [ev.evaluate("t", "c", "o").score for _ in range(3)]
+    [40.0, 100.0, 100.0]
+    """
+
+    def __init__(self, script: list[Any]) -> None:
+        if not script:
+            raise ValueError("a ScriptedEvaluator needs at least one entry")
+        self.script = list(script)
+        self.calls: list[tuple[str, str, str]] = []
+
+    def evaluate(self, task: str, criteria: str, output: str) -> Evaluation:
+        self.calls.append((task, criteria, output))
+        entry = self.script[min(len(self.calls), len(self.script)) - 1]
+        if isinstance(entry, BaseException):
+            raise entry
+        if callable(entry):
+            return entry(task, criteria, output)
+        if isinstance(entry, Evaluation):
+            return entry
+        score = float(entry)
+        gaps = [] if score >= 100 else [Gap(f"gap of round {len(self.calls)}", "medium", criteria_items(criteria)[0] if criteria_items(criteria) else "")]
+        return Evaluation(score, gaps, f"scripted {score:g}", "scripted")
+
+
+__all__ = ["Evaluation", "Evaluator", "Gap", "HeuristicEvaluator", "ScriptedEvaluator", "criteria_items"]

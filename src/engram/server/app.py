@@ -53,7 +53,9 @@ from .errors import (
 )
 from .keys import KeyStore
 from .limits import RateLimiter, ServerLimits
+from .minutes import register_minute_routes
 from .tenants import Tenants, users_of
+from .tiers import register_tier_routes
 
 log = logging.getLogger("engram.server")
 
@@ -661,6 +663,7 @@ def create_app(
     limits: ServerLimits | None = None,
     require_keys: bool = False,
     local_only: bool = False,
+    policy: str | None = None,
 ) -> FastAPI:
     """The memory service over the store ``db`` (default: ``ENGRAM_DB`` or the user
     data directory).
@@ -670,7 +673,9 @@ def create_app(
     :class:`ServerLimits`. ``require_keys``: answer 401 even while the store holds
     no key (``engram serve`` sets it for a non-loopback host). ``local_only``: a
     development server (no key) answers only requests whose ``Host`` is loopback,
-    which defeats DNS rebinding against ``localhost``.
+    which defeats DNS rebinding against ``localhost``. ``policy``: ``"energy"`` for
+    spec 002's energy tiers (its routes are under ``/api/tiers/``; default:
+    ``ENGRAM_POLICY``, else the default policy).
 
     The API-keys table is created in the store now; the tenants' Memories open on
     their first request, and close when the app shuts down (its lifespan).
@@ -679,7 +684,7 @@ def create_app(
     limits = limits if limits is not None else ServerLimits()
     keys = KeyStore(path)
     try:
-        tenants = Tenants(path, embedder=embedder, decay_days=decay_days, max_text_chars=limits.max_text_chars)
+        tenants = Tenants(path, embedder=embedder, decay_days=decay_days, max_text_chars=limits.max_text_chars, policy=policy)
         service = Service(path, tenants=tenants, keys=keys, limits=limits, require_keys=require_keys, local_only=local_only)
     except BaseException:
         keys.close()
@@ -711,6 +716,8 @@ def create_app(
     install_error_handlers(app)
     _register_routes(app)
     _register_learning_routes(app)
+    register_minute_routes(app)
+    register_tier_routes(app)
     _register_panel(app)
     app.add_middleware(ServiceMiddleware, service=service)
     return app

@@ -29,11 +29,13 @@ class Tenants:
         embedder: str | Embedder | None = None,
         decay_days: float | None = None,
         max_text_chars: int = 100_000,
+        policy: str | None = None,
     ) -> None:
         self.path = path
         self._embedder = embedder
         self._decay_days = decay_days
-        self._config = MemoryConfig(max_message_chars=max_text_chars)
+        # policy: "energy" for spec 002's tiers (None: ENGRAM_POLICY, else the default).
+        self._config = MemoryConfig(max_message_chars=max_text_chars, policy=policy)
         self._memories: dict[str, Memory] = {}
         self._lock = threading.Lock()
         self._closed = False

@@ -243,7 +243,18 @@ class Store(abc.ABC):
     def history(self, memory_id: str) -> list[EventRecord]: ...
 
     @abc.abstractmethod
-    def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None) -> list[EventRecord]: ...
+    def events(
+        self,
+        scope: ScopeFilter | None = None,
+        *,
+        since: int = 0,
+        limit: int | None = None,
+        ops: Sequence[str] | None = None,
+        newest_first: bool = False,
+    ) -> list[EventRecord]:
+        """Events of the scope (None: every scope) after seq ``since``, of the ops
+        ``ops`` (None: all), oldest first; ``newest_first`` reads from the end of
+        the log, so ``limit`` keeps the latest (spec 003's ``recent(n)``)."""
 
     def pending_turns(self, scope: ScopeFilter | None = None, *, limit: int | None = None) -> list[EventRecord]:
         """Turns still waiting to be processed, oldest first.

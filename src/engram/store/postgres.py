@@ -1111,8 +1111,8 @@ class PostgresStore(Store):
         return [(mid, float(score)) for mid, score in rows]
 
     # history ---------------------------------------------------------------------------
-    def _events(self, where: str, args: Sequence[Any], limit: int | None = None) -> list[EventRecord]:
-        sql = f"{_EVENT_COLUMNS} WHERE {where} ORDER BY e.seq"
+    def _events(self, where: str, args: Sequence[Any], limit: int | None = None, *, newest_first: bool = False) -> list[EventRecord]:
+        sql = f"{_EVENT_COLUMNS} WHERE {where} ORDER BY e.seq{' DESC' if newest_first else ''}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         with self._connection() as conn:
@@ -1133,13 +1133,14 @@ class PostgresStore(Store):
         return self._events("e.memory_id = %s", (memory_id,))
 
     @_translating("events")
-    def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None) -> list[EventRecord]:
+    def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None,
+               newest_first: bool = False) -> list[EventRecord]:
         where, args = "e.seq > %s", [since]
         where, args = event_scope_where(where, args, scope, M)
         if ops:
             where += " AND e.op = ANY(%s)"
             args.append(list(ops))
-        return self._events(where, args, limit)
+        return self._events(where, args, limit, newest_first=newest_first)
 
     @_translating("pending turns")
     def pending_turns(self, scope: ScopeFilter | None = None, *, limit: int | None = None) -> list[EventRecord]:

@@ -781,11 +781,11 @@ class SQLiteStore(Store):
         return [(r[0], -float(r[1])) for r in rows]
 
     # history -----------------------------------------------------------------------
-    def _events(self, where: str, args: Sequence[Any], limit: int | None = None) -> list[EventRecord]:
+    def _events(self, where: str, args: Sequence[Any], limit: int | None = None, *, newest_first: bool = False) -> list[EventRecord]:
         sql = (
             "SELECT e.seq, e.ts, e.op, e.memory_id, e.run_id, e.actor, e.old_text, e.new_text, "
             "e.payload, s.tenant_id, s.user_id, s.agent_id FROM events e "
-            f"LEFT JOIN spaces s ON s.id = e.space_id WHERE {where} ORDER BY e.seq"
+            f"LEFT JOIN spaces s ON s.id = e.space_id WHERE {where} ORDER BY e.seq{' DESC' if newest_first else ''}"
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -805,13 +805,14 @@ class SQLiteStore(Store):
         return self._events("e.memory_id = ?", (memory_id,))
 
     @_store_errors
-    def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None) -> list[EventRecord]:
+    def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None,
+               newest_first: bool = False) -> list[EventRecord]:
         where, args = "e.seq > ?", [since]
         where, args = event_scope_where(where, args, scope)
         if ops:
             where += f" AND e.op IN ({','.join('?' * len(ops))})"
             args.extend(ops)
-        return self._events(where, args, limit)
+        return self._events(where, args, limit, newest_first=newest_first)
 
     @_store_errors
     def pending_turns(self, scope: ScopeFilter | None = None, *, limit: int | None = None) -> list[EventRecord]:

@@ -1,0 +1,225 @@
+"""Spec 003's memory evaluator: scores, and the rules of an evaluation run. Pure.
+
+Each indexed minute gets four scores in [0, 1] and their mean:
+
+- **recency** ``max(0, 1 - age_weeks / 4)``: 1 now, 0.5 at two weeks, 0 from four;
+- **relevance** how often it was retrieved, normalised by the most retrieved
+  memory of the run (0 for all when none was ever retrieved);
+- **accuracy** its outcome insight's confidence (``success_criteria_met`` / 100),
+  else 0.5 (spec 003: unknown is neither right nor wrong);
+- **impact** how many later minutes reference it, normalised by the most
+  referenced of the run: a minute others build on shaped the coordination (0 for
+  all when nothing references anything);
+- **composite** ``(recency + relevance + accuracy + impact) / 4``.
+
+A run keeps in the index what scores above :attr:`EvaluationConfig.prune_below`
+(0.3): a fresh, never-retrieved minute of unknown outcome scores 0.375, so it
+survives until it is about two and a half weeks old unless it is used, referenced
+or succeeded.
+
+>>> s = score(age_seconds=14 * 86400, retrieved=0, max_retrieved=0, outcome=None, referenced_by=0, max_referenced_by=0)
+>>> (s.recency, s.accuracy, s.composite)
+(0.5, 0.5, 0.25)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from ..errors import ValidationError
+
+WEEK = 7 * 24 * 3600.0
+_BLOCK = 512  # rows of the similarity matrix computed at a time
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationConfig:
+    """The evaluation run's thresholds (configuration is data)."""
+
+    #: Minutes whose composite is below this leave the index (spec 003: 0.3).
+    prune_below: float = 0.3
+    #: Weeks after which recency is 0 (spec 003: 4).
+    recency_weeks: float = 4.0
+    #: Cosine at or above which two minutes say the same thing (one is kept).
+    duplicate_similarity: float = 0.95
+    #: Cosine at or above which two minutes of opposite outcome or polarity contradict.
+    contradiction_similarity: float = 0.75
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ValidationError(f.name, f"must be a number >= 0, got {value!r}")
+        if self.recency_weeks <= 0:
+            raise ValidationError("recency_weeks", "must be > 0")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> EvaluationConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValidationError(unknown[0], f"is not an evaluation setting (known: {', '.join(sorted(known))})")
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryScore:
+    """Spec 003's ``MemoryScore``."""
+
+    recency: float
+    relevance: float
+    accuracy: float
+    impact: float
+    composite: float
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def recency_score(age_seconds: float, weeks: float = 4.0) -> float:
+    """``max(0, 1 - age_weeks / weeks)``; a minute from the future counts as new (1)."""
+    return max(0.0, min(1.0, 1.0 - max(0.0, age_seconds) / WEEK / weeks))
+
+
+def normalised(count: int, maximum: int) -> float:
+    """``count / maximum``, 0 when nothing counts."""
+    return 0.0 if maximum <= 0 else max(0.0, min(1.0, count / maximum))
+
+
+def accuracy_score(outcome_confidence: float | None) -> float:
+    """The outcome insight's confidence, else 0.5."""
+    return 0.5 if outcome_confidence is None else max(0.0, min(1.0, float(outcome_confidence)))
+
+
+def score(
+    *,
+    age_seconds: float,
+    retrieved: int,
+    max_retrieved: int,
+    outcome: float | None,
+    referenced_by: int,
+    max_referenced_by: int,
+    weeks: float = 4.0,
+) -> MemoryScore:
+    """The four scores and their mean, rounded to 4 places."""
+    parts = (
+        recency_score(age_seconds, weeks),
+        normalised(retrieved, max_retrieved),
+        accuracy_score(outcome),
+        normalised(referenced_by, max_referenced_by),
+    )
+    r = [round(p, 4) for p in parts]
+    return MemoryScore(*r, composite=round(sum(parts) / 4.0, 4))
+
+
+# the run's decisions ------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What the run's rules see of one indexed minute."""
+
+    id: str
+    ts: float
+    composite: float
+    outcome: float | None  # the outcome insight's confidence
+    negative: bool  # its note is negated ("did not", "never", "no longer"...)
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """One minute leaving the index: ``reason`` ``"duplicate"`` (``link``: the one
+    kept), ``"superseded"`` (``link``: the one that contradicts and wins) or
+    ``"low_score"``."""
+
+    id: str
+    reason: str
+    link: str | None
+    composite: float
+
+
+def _wins(a: Candidate, b: Candidate) -> bool:
+    """Whether ``a`` is kept over ``b``: the higher composite, then the newer, then the id."""
+    return (a.composite, a.ts, a.id) > (b.composite, b.ts, b.id)
+
+
+def contradicts(a: Candidate, b: Candidate) -> bool:
+    """Opposite verdicts about similar things: one outcome a success (confidence >=
+    0.5) and the other a failure, or one note negated and the other not."""
+    if a.outcome is not None and b.outcome is not None and (a.outcome >= 0.5) != (b.outcome >= 0.5):
+        return True
+    return a.negative != b.negative
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Row vectors scaled to length 1 (a zero row stays zero)."""
+    v = np.asarray(vectors, dtype=np.float32)
+    if v.size == 0:
+        return np.zeros((len(v), 0), dtype=np.float32)
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return v / norms
+
+
+def plan(candidates: Sequence[Candidate], vectors: np.ndarray, config: EvaluationConfig) -> list[Removal]:
+    """Which minutes leave the index, in spec 003's order: deduplicate, resolve
+    contradictions, prune low scores. ``vectors`` are their embeddings, one row each.
+
+    Near-duplicates (cosine >= ``duplicate_similarity``) that do not contradict keep
+    the best (:func:`_wins`); of two similar contradicting ones (cosine >=
+    ``contradiction_similarity``) the lower-scored is superseded by the other. Each
+    removed minute names the one it gave way to. The rest below ``prune_below`` go.
+
+    Similarities are computed a block of rows at a time: memory grows with the
+    minutes and their similar pairs, time quadratically but in matrix products
+    (5,000 minutes take about a second here).
+    """
+    n = len(candidates)
+    unit = unit_rows(vectors)
+    gone: dict[int, Removal] = {}
+    order = sorted(range(n), key=lambda i: (candidates[i].composite, candidates[i].ts, candidates[i].id), reverse=True)
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    # The similar pairs, found once in blocks of rows (a matrix product per block):
+    # for each minute, the worse-ranked ones at least as similar as either threshold.
+    lowest = min(config.duplicate_similarity, config.contradiction_similarity) - 1e-6
+    near: dict[int, list[tuple[int, float]]] = {}
+    for start in range(0, n, _BLOCK):
+        block = unit[start : start + _BLOCK] @ unit.T
+        for k, row in enumerate(block):
+            i = start + k
+            hits = np.flatnonzero((row >= lowest) & (rank > rank[i]))
+            if len(hits):
+                near[i] = sorted(((int(j), float(row[j])) for j in hits), key=lambda t: rank[t[0]])
+    for step, reason, threshold in (("dup", "duplicate", config.duplicate_similarity), ("con", "superseded", config.contradiction_similarity)):
+        for i in order:  # best first: a kept minute absorbs the worse ones
+            if i in gone:
+                continue
+            for j, sim in near.get(i, ()):
+                if j in gone or sim < threshold - 1e-6:
+                    continue
+                opposite = contradicts(candidates[i], candidates[j])
+                if (step == "dup" and not opposite) or (step == "con" and opposite):
+                    gone[j] = Removal(candidates[j].id, reason, candidates[i].id, candidates[j].composite)
+    for i in order:
+        if i not in gone and candidates[i].composite < config.prune_below:
+            gone[i] = Removal(candidates[i].id, "low_score", None, candidates[i].composite)
+    return [gone[i] for i in sorted(gone, key=lambda k: candidates[k].ts)]
+
+
+__all__ = [
+    "WEEK",
+    "Candidate",
+    "EvaluationConfig",
+    "MemoryScore",
+    "Removal",
+    "accuracy_score",
+    "contradicts",
+    "normalised",
+    "plan",
+    "recency_score",
+    "score",
+    "unit_rows",
+]

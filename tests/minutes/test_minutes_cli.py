@@ -1,0 +1,116 @@
+"""Spec 003 through the command line (click's runner): minutes → index → context →
+evaluation → PAIR, as a user types them."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from engram.cli import cli
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("ENGRAM_DB", "ENGRAM_EMBEDDER", "ENGRAM_DECAY_DAYS", "MEMORY_DECAY_DAYS", "ENGRAM_TENANT", "ENGRAM_LLM"):
+        monkeypatch.delenv(name, raising=False)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+
+
+class Engram:
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, code: int = 0, input: str | None = None):
+        result = self.runner.invoke(cli, ["--db", self.db, "--embedder", "hashing", *args], input=input)
+        assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
+        return result
+
+    def json(self, *args: str):
+        return json.loads(self("--json", *args).stdout)
+
+
+@pytest.fixture
+def engram(tmp_path: Path) -> Engram:
+    return Engram(str(tmp_path / "engram.db"))
+
+
+def test_minutes_record_recent_show_search(engram):
+    first = engram.json("minutes", "record", "task_assigned", "--agent", "planner", "--project", "apollo",
+                        "--note", "CSV importer goes to coder", "--data", '{"task_id": "t7", "assignment_reasoning": "knows CSV"}',
+                        "--at", "2027-01-15T08:00:00Z")
+    assert first["category"] == "task_assignment" and first["timestamp"].startswith("2027-01-15T08:00:00")
+    out = engram("minutes", "record", "task_completed", "--agent", "coder", "--project", "apollo", "--ref", first["id"][:8],
+                 "--data", '{"success_criteria_met": 40}').stdout
+    second_id = out.split()[0]
+    assert out.strip().endswith("(failure_pattern)")
+    recent = engram.json("minutes", "recent", "--project", "apollo")["results"]
+    assert [m["id"] for m in recent] == [first["id"], second_id] and recent[1]["context_references"] == [first["id"]]
+    table = engram("minutes", "recent", "--project", "apollo", "-n", "1").stdout
+    assert second_id[:8] in table and first["id"][:8] not in table
+    shown = engram.json("minutes", "show", second_id[:8])["results"][0]
+    assert shown["id"] == second_id and shown["indexed"] is True
+    hits = engram.json("minutes", "search", "CSV", "importer", "--project", "apollo", "--limit", "1")["results"]
+    assert [h["id"] for h in hits] == [first["id"]]
+    page = engram.json("minutes", "history", "--project", "apollo", "--limit", "1")
+    assert [m["id"] for m in page["minutes"]] == [first["id"]] and page["next"] is not None
+
+
+def test_errors_name_the_flag(engram):
+    err = engram("minutes", "record", "status", "--ref", "nope", code=1).stderr
+    assert err.startswith("error:") and "nope" in err
+    err = engram("minutes", "record", "status", "--data", "[1]", code=2).stderr
+    assert "--data" in err
+    engram("minutes", "record", "status")
+    err = engram("minutes", "show", "zzz", code=1).stderr
+    assert "minute" in err and "zzz" in err
+    err = engram("context", "coder", "--budget", "0", code=2).stderr
+    assert "--budget" in err
+    assert "--output" in engram("pair", "--task", "t", "--criteria", "c", code=2).stderr
+
+
+def test_context_evaluate_reindex_and_pair(engram, tmp_path):
+    engram("minutes", "record", "status", "--agent", "tester", "--project", "apollo", "--note", "ancient standup", "--at", "2020-01-01")
+    engram("minutes", "record", "task_completed", "--agent", "coder", "--project", "apollo",
+           "--note", "Writing unit tests first caught the bug", "--data", '{"success_criteria_met": 95}')
+    dry = engram.json("evaluate", "--project", "apollo", "--dry-run")
+    assert dry["dry_run"] is True and dry["pruned"] == 1
+    assert "would prune 1" in engram("evaluate", "--project", "apollo", "--dry-run").stdout
+    done = engram.json("evaluate", "--project", "apollo")
+    assert done["pruned"] == 1 and done["kept_in_index"] == 1
+    assert len(engram.json("minutes", "history", "--project", "apollo")["minutes"]) == 2
+    assert engram.json("minutes", "reindex", "--project", "apollo")["restored"] == 1
+    assert "0 restored" in engram("minutes", "reindex", "--all-projects").stdout
+    # (a search with a task counts as a retrieval: after the evaluation, not to change it)
+    window = engram.json("context", "coder", "--task", "unit tests", "--project", "apollo", "--budget", "500")
+    assert window["tokens"] <= 500 and window["counts"]["recent"] == 2
+    assert "Writing unit tests first caught the bug" in window["text"]
+    human = engram("context", "coder", "--project", "apollo", "--budget", "40")
+    assert human.stdout.startswith("## Coordination context for coder") and "cut" in human.stderr
+
+
+    out = tmp_path / "out.py"
+    out.write_text("def load(path): return open(path).read().split(',')", encoding="utf-8")
+    r = engram.json("pair", "--task", "Write the CSV importer", "--criteria", "Has unit tests; Handles quoted fields",
+                    "--output-file", str(out), "--project", "apollo")
+    assert r["met"] is False and r["score"] == 0.0
+    assert [imp["gap"]["criterion"] for imp in r["improvements"]] == ["Has unit tests", "Handles quoted fields"]
+    assert r["improvements"][0]["memories"][0]["memory_note"] == "Writing unit tests first caught the bug"
+    text = engram("pair", "--task", "t", "--criteria", "Has unit tests", "--output", "no", "--project", "apollo").stdout
+    assert text.startswith("Score 0 / 100 (below the threshold 95)") and "gap: not addressed: Has unit tests" in text
+
+
+def test_demo_pair(engram):
+    result = json.loads(CliRunner().invoke(cli, ["--json", "--embedder", "hashing", "demo", "--pair"]).stdout)
+    assert result["pair"]["converged"] is True and result["db_path"] is None
+    assert result["history_count"] == result["evaluation"]["in_log"] == len(result["minutes"])
+    assert result["evaluation"]["pruned"] >= 1
+    text = CliRunner().invoke(cli, ["--embedder", "hashing", "demo", "--pair"]).stdout
+    for step in ("1. Minutes", "2. Index", "3. Context", "4. Evaluation", "5. PAIR", "converged: True"):
+        assert step in text

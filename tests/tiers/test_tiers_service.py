@@ -1,0 +1,121 @@
+"""The energy tiers' routes (engram.server.tiers) through FastAPI's TestClient: a
+service under the energy policy, keys binding tenants and users, the default policy."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("fastapi")
+
+from fastapi.testclient import TestClient  # noqa: E402
+from tiers_helpers import at  # noqa: E402
+
+from engram.server import KeyStore, ServerLimits, create_app  # noqa: E402
+
+UNLIMITED = ServerLimits(rate_per_minute=0)
+
+
+@pytest.fixture
+def store(tmp_path) -> str:
+    return str(tmp_path / "service.db")
+
+
+@pytest.fixture
+def served(store):
+    apps = []
+
+    def make(**kwargs):
+        kwargs.setdefault("embedder", "hashing")
+        kwargs.setdefault("limits", UNLIMITED)
+        kwargs.setdefault("policy", "energy")
+        app = create_app(store, **kwargs)
+        apps.append(app)
+        return TestClient(app)
+
+    yield make
+    for app in apps:
+        app.state.service.close()
+
+
+def _key(store: str, tenant: str, user: str | None = None) -> dict[str, str]:
+    with KeyStore(store) as keys:
+        key, _ = keys.create(tenant, user_id=user)
+    return {"Authorization": f"Bearer {key}"}
+
+
+def _add(client, text: str, headers=None, **body) -> str:
+    r = client.post("/api/memories/", json={"messages": text, "user_id": "alex", "infer": False, **body}, headers=headers or {})
+    assert r.status_code == 200, r.text
+    return r.json()["results"][0]["id"]
+
+
+def test_maintain_boost_status_health_config(served):
+    with served() as client:
+        mid = _add(client, "Renew the TLS certificate", metadata={"type": "reminder"}, timestamp=at(0))
+        listed = client.get("/api/memories/", params={"user_id": "alex"}).json()["results"]
+        assert (listed[0]["energy"], listed[0]["tier"]) == (2.5, "working")
+        boosted = client.post("/api/tiers/boost/", json={"memory_id": mid, "user_id": "alex", "now": at(0)})
+        assert boosted.status_code == 200 and boosted.json()["energy"] == 3.5
+        run = client.post("/api/tiers/maintain/", json={"now": at(0)})
+        assert run.status_code == 200 and run.json()["promoted"] == 1
+        status = client.get("/api/tiers/").json()
+        assert status["tiers"]["short_term"]["count"] == 1 and status["archived"] == 1
+        assert client.get("/api/tiers/health/").json()["healthy"]
+        assert client.get("/api/tiers/config/").json()["persisted"]
+        put = client.put("/api/tiers/config/", json={"changes": {"decay_batch": 5}})
+        assert put.status_code == 200 and put.json()["config"]["decay_batch"] == 5
+        bad = client.put("/api/tiers/config/", json={"changes": {"decay_batch": 0}})
+        assert bad.status_code == 422 and bad.json()["error"]["field"] == "tiers.decay_batch"
+        missing = client.post("/api/tiers/boost/", json={"memory_id": "nope"})
+        assert missing.status_code == 404
+
+
+def test_end_of_conversation_is_accepted_and_runs_in_the_background(served):
+    with served() as client:
+        _add(client, "Had pasta for lunch", timestamp=at(0))
+        answer = client.post("/api/tiers/end-conversation/", json={"user_id": "alex", "run_id": "c1", "now": at(10)})
+        assert answer.status_code == 202 and answer.json()["scheduled"]
+        assert client.app.state.service.tenants.get("").wait_for_maintenance(timeout=10)
+        assert client.get("/api/memories/", params={"user_id": "alex"}).json()["results"] == []  # expired
+        assert client.get("/api/tiers/").json()["expired"] == 1
+
+
+def test_test_memories_over_the_service(served):
+    with served() as client:
+        _add(client, "A real memory", timestamp=at(0))
+        _add(client, "A test memory", metadata={"is_test": True, "energy": 0.05}, timestamp=at(0))
+        assert len(client.get("/api/memories/", params={"user_id": "alex"}).json()["results"]) == 1
+        tests = client.get("/api/tiers/tests/", params={"user_id": "alex"}).json()["results"]
+        assert [t["memory"] for t in tests] == ["A test memory"] and tests[0]["is_test"]
+        run = client.post("/api/tiers/maintain/", json={"test_only": True, "now": at(0)}).json()
+        assert run["expired"] == 1 and run["memories"] == 1
+        assert client.get("/api/users/").json()["results"] == [{"user_id": "alex", "memories": 1}]
+
+
+def test_keys_bind_tenants_and_users(served, store):
+    tenant = _key(store, "acme")
+    bound = _key(store, "acme", "alex")
+    other = _key(store, "globex")
+    with served() as client:
+        mid = _add(client, "Renew the TLS certificate", headers=tenant, timestamp=at(0))
+        assert client.get("/api/tiers/").status_code == 401
+        # Another tenant cannot boost it; a key bound to another user neither.
+        assert client.post("/api/tiers/boost/", json={"memory_id": mid}, headers=other).status_code == 404
+        bob = _key(store, "acme", "bob")
+        assert client.post("/api/tiers/boost/", json={"memory_id": mid}, headers=bob).status_code == 404
+        assert client.post("/api/tiers/boost/", json={"memory_id": mid}, headers=bound).status_code == 200
+        # A user-bound key maintains its user only and cannot change the tenant's configuration.
+        run = client.post("/api/tiers/maintain/", json={"now": at(1)}, headers=bound).json()
+        assert run["scopes"]["user_id"] == "alex" and run["scopes"]["tenant_id"] == "acme"
+        assert client.put("/api/tiers/config/", json={"changes": {"decay_batch": 5}}, headers=bound).status_code == 403
+        assert client.post("/api/tiers/maintain/", json={"user_id": "bob"}, headers=bound).status_code == 404
+        assert client.get("/api/tiers/", headers=other).json()["total"] == 0
+
+
+def test_the_default_policy_answers_400(served):
+    with served(policy="default") as client:
+        r = client.post("/api/tiers/maintain/", json={})
+        assert r.status_code == 400 and "--policy energy" in r.json()["error"]["message"]
+        assert client.get("/api/tiers/").status_code == 400
+        mid = _add(client, "Plain memory")
+        assert "energy" not in client.get(f"/api/memories/alex/{mid}/").json()
