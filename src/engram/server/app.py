@@ -25,24 +25,22 @@ import ipaddress
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, JSONResponse
-from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import validate
 from ..config import default_db_path
 from ..embed import Embedder
 from ..errors import EngramError, NotFoundError
 from ..validate import MAX_LIMIT, MAX_SEQ
 from . import schemas as s
+from .deps import ERRORS, Caller, CallerDep, request_service
 from .errors import (
     INTERNAL_MESSAGE,
     ApiError,
@@ -70,32 +68,6 @@ def _version() -> str:
         return version("engram-memory")
     except PackageNotFoundError:  # pragma: no cover (a source tree without metadata)
         return "0"
-
-
-# the caller -------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who is asking: the key's tenant (``""`` on a development server), the user
-    the key is bound to (None: any user of the tenant), and the key's id."""
-
-    tenant_id: str = ""
-    user_id: str | None = None
-    key_id: str | None = None
-
-    def user(self, user_id: str | None) -> str | None:
-        """The user a request acts as: the one it names, or the key's bound user
-        (naming another is 404, as a user that does not exist would be)."""
-        if self.user_id is None:
-            return user_id
-        if user_id is not None and user_id != self.user_id:
-            raise NotFoundError("user", user_id)
-        return self.user_id
-
-    def owner(self, user_id: str | None, memory_id: str) -> str | None:
-        """The user of a by-id request; a memory named under another user is not found."""
-        if self.user_id is not None and user_id is not None and user_id != self.user_id:
-            raise NotFoundError("memory", validate.memory_id(memory_id))
-        return self.user_id if self.user_id is not None else user_id
 
 
 def _presented_key(headers: dict[str, str]) -> str | None:
@@ -274,31 +246,6 @@ class ServiceMiddleware:
 
 
 # the routes -------------------------------------------------------------------------------
-_bearer = HTTPBearer(auto_error=False, description="An Engram API key: `Authorization: Bearer ek_...`.")
-_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="An Engram API key in the `X-API-Key` header.")
-
-
-def current_caller(request: Request, _b: Annotated[Any, Depends(_bearer)], _k: Annotated[Any, Depends(_api_key)]) -> Caller:
-    """The caller the middleware admitted (the security dependencies only document the keys)."""
-    return request.scope.get("engram.caller") or Caller()
-
-
-CallerDep = Annotated[Caller, Depends(current_caller)]
-
-
-def _service(request: Request) -> Service:
-    return request.app.state.service
-
-
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"model": s.ErrorResponse, "description": "No valid API key."},
-    404: {"model": s.ErrorResponse, "description": "Not found (or outside the key's tenant and user)."},
-    413: {"model": s.ErrorResponse, "description": "The body or the number of messages is over the limit."},
-    422: {"model": s.ErrorResponse, "description": "Invalid input; `field` names it."},
-    429: {"model": s.ErrorResponse, "description": "Rate limited; see `Retry-After`."},
-    503: {"model": s.ErrorResponse, "description": "The store or a model provider is unavailable."},
-}
-
 UserPath = PathParam(**s.id_schema("The user id."))
 MemoryPath = PathParam(**s.id_schema("The memory id."))
 # GET /api/memories/{user_id}/ and PUT/DELETE /api/memories/{memory_id}/ are one
@@ -316,13 +263,13 @@ def _query_id(what: str) -> Any:
 
 
 def _register_routes(app: FastAPI) -> None:
-    api: dict[str, Any] = {"responses": _ERRORS, "tags": ["memories"]}
+    api: dict[str, Any] = {"responses": ERRORS, "tags": ["memories"]}
 
     @app.post("/api/memories/", response_model=s.AddResponse, summary="Add memories", **api)
     def add_memories(body: s.AddRequest, request: Request, caller: CallerDep) -> Any:
         """Extract memories from a conversation turn (``infer=false``: store each
         message as it is) and reconcile them with what the scope holds."""
-        service = _service(request)
+        service = request_service(request)
         messages: Any = body.messages
         if isinstance(messages, list):
             if len(messages) > service.limits.max_messages:
@@ -342,7 +289,7 @@ def _register_routes(app: FastAPI) -> None:
     @app.post("/api/memories/search/", response_model=s.MemoryList, summary="Search memories", **api)
     def search_memories(body: s.SearchRequest, request: Request, caller: CallerDep) -> Any:
         """The scope's memories most relevant to ``query``, best first."""
-        result = _service(request).memory(caller).search(
+        result = request_service(request).memory(caller).search(
             body.query,
             user_id=caller.user(body.user_id),
             agent_id=body.agent_id,
@@ -364,7 +311,7 @@ def _register_routes(app: FastAPI) -> None:
         limit: int = Query(100, ge=1, le=MAX_LIMIT),
     ) -> Any:
         """The memories of a scope (one id at least), newest first."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse(memory.get_all(user_id=caller.user(user_id), agent_id=agent_id, run_id=run_id, limit=limit))
 
     @app.delete("/api/memories/", response_model=s.DeleteAllResponse, summary="Delete every memory of a scope", **api)
@@ -376,16 +323,16 @@ def _register_routes(app: FastAPI) -> None:
         run_id: str = _query_id("run"),
     ) -> Any:
         """Delete the memories of a scope (one id at least: never a wipe)."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse(memory.delete_all(user_id=caller.user(user_id), agent_id=agent_id, run_id=run_id))
 
-    @app.get("/api/users/", response_model=s.UserList, summary="Users of the tenant", tags=["users"], responses=_ERRORS)
+    @app.get("/api/users/", response_model=s.UserList, summary="Users of the tenant", tags=["users"], responses=ERRORS)
     def list_users(
         request: Request, caller: CallerDep, limit: int = Query(1000, ge=1, le=MAX_LIMIT)
     ) -> Any:
         """The users of the key's tenant with their number of memories (a user-bound
         key: only its user)."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse({"results": users_of(memory, only=caller.user_id, limit=limit)})
 
     @app.get("/api/memories/{id}/", response_model=s.MemoryList, summary="List a user's memories", **api)
@@ -398,7 +345,7 @@ def _register_routes(app: FastAPI) -> None:
         run_id: str = _query_id("run"),
     ) -> Any:
         """The user's memories, newest first (spec 004's "Get All Memories")."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse(memory.get_all(user_id=caller.user(user_id), agent_id=agent_id, run_id=run_id, limit=limit))
 
     # Declared before the memory route: a memory whose id is "events" is shadowed here.
@@ -413,7 +360,7 @@ def _register_routes(app: FastAPI) -> None:
         run_id: str = _query_id("run"),
     ) -> Any:
         """The event log of the user (turns, adds, updates, deletes, retrievals), oldest first."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         events = memory.events(user_id=caller.user(user_id), agent_id=agent_id, run_id=run_id, since=since, limit=limit)
         return JSONResponse({"results": events})
 
@@ -422,7 +369,7 @@ def _register_routes(app: FastAPI) -> None:
         request: Request, caller: CallerDep, user_id: str = UserPath, memory_id: str = MemoryPath
     ) -> Any:
         """One memory of the user."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse(memory.get(memory_id, user_id=caller.owner(user_id, memory_id)))
 
     @app.get("/api/memories/{user_id}/{memory_id}/history/", response_model=s.EventList, summary="A memory's history", **api)
@@ -430,7 +377,7 @@ def _register_routes(app: FastAPI) -> None:
         request: Request, caller: CallerDep, user_id: str = UserPath, memory_id: str = MemoryPath
     ) -> Any:
         """Every event of the memory, oldest first (a deleted memory's too)."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse({"results": memory.history(memory_id, user_id=caller.owner(user_id, memory_id))})
 
     @app.put("/api/memories/{id}/", response_model=s.UpdateResponse, summary="Update a memory", **api)
@@ -444,7 +391,7 @@ def _register_routes(app: FastAPI) -> None:
         run_id: str = _query_id("run"),
     ) -> Any:
         """Replace a memory's text; ``metadata`` keys are merged in."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         owner = caller.owner(user_id, memory_id)
         return JSONResponse(memory.update(memory_id, body.text, user_id=owner, agent_id=agent_id, run_id=run_id, metadata=body.metadata))
 
@@ -458,7 +405,7 @@ def _register_routes(app: FastAPI) -> None:
         run_id: str = _query_id("run"),
     ) -> Any:
         """Delete one memory (its history stays readable)."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse(memory.delete(memory_id, user_id=caller.owner(user_id, memory_id), agent_id=agent_id, run_id=run_id))
 
     @app.get("/healthz", response_model=s.Health, summary="Liveness", tags=["service"])
@@ -482,8 +429,8 @@ def _writable(caller: Caller, scope: str | None) -> None:
 
 def _register_learning_routes(app: FastAPI) -> None:
     """Spec 001's learning loop: trajectories, reflections, playbooks (same keys and tenants)."""
-    errors = {**_ERRORS, 403: {"model": s.ErrorResponse, "description": "A user-bound key writing a tenant or global playbook."}}
-    traj: dict[str, Any] = {"responses": _ERRORS, "tags": ["trajectories"]}
+    errors = {**ERRORS, 403: {"model": s.ErrorResponse, "description": "A user-bound key writing a tenant or global playbook."}}
+    traj: dict[str, Any] = {"responses": ERRORS, "tags": ["trajectories"]}
     book: dict[str, Any] = {"responses": errors, "tags": ["playbooks"]}
     TrajectoryPath = PathParam(**s.id_schema("The trajectory id."))
     NamePath = PathParam(**s.id_schema("The playbook's name."))
@@ -491,7 +438,7 @@ def _register_learning_routes(app: FastAPI) -> None:
     @app.post("/api/trajectories/", response_model=s.TrajectoryStarted, summary="Start a trajectory", **traj)
     def start_trajectory(body: s.StartTrajectoryRequest, request: Request, caller: CallerDep) -> Any:
         """Start recording a task execution; its steps follow."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         tid = memory.start_trajectory(body.task_description, body.task_type, body.parent_trajectory_id,
                                       user_id=caller.user(body.user_id), agent_id=body.agent_id)
         return JSONResponse({"trajectory_id": tid})
@@ -509,7 +456,7 @@ def _register_learning_routes(app: FastAPI) -> None:
         limit: int = Query(100, ge=1, le=MAX_LIMIT),
     ) -> Any:
         """Trajectories by agent, user, status, task type and time, newest first."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         items = memory.query_trajectories(user_id=caller.user(user_id), agent_id=agent_id, status=status, task_type=task_type,
                                           since=_date(since), until=_date(until), limit=limit)
         return JSONResponse({"results": items})
@@ -518,14 +465,14 @@ def _register_learning_routes(app: FastAPI) -> None:
     def get_trajectory(request: Request, caller: CallerDep, trajectory_id: str = TrajectoryPath,
                        user_id: str = _query_id("user"), agent_id: str = _query_id("agent")) -> Any:
         """A trajectory with its steps."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         user = _learning_user(caller, user_id, "trajectory", trajectory_id)
         return JSONResponse(memory.get_trajectory(trajectory_id, user_id=user, agent_id=agent_id))
 
     @app.post("/api/trajectories/{trajectory_id}/steps/", response_model=s.StepLogged, summary="Log a step", **traj)
     def log_step(body: s.StepRequest, request: Request, caller: CallerDep, trajectory_id: str = TrajectoryPath) -> Any:
         """Append a step (decision, action, observation) to a running trajectory."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         user = _learning_user(caller, body.user_id, "trajectory", trajectory_id)
         memory.log_step(trajectory_id, body.step_type, body.description, body.metadata, user_id=user, agent_id=body.agent_id)
         return JSONResponse({"trajectory_id": trajectory_id, "logged": body.step_type})
@@ -533,7 +480,7 @@ def _register_learning_routes(app: FastAPI) -> None:
     @app.post("/api/trajectories/{trajectory_id}/complete/", response_model=s.TrajectoryItem, summary="Complete a trajectory", **traj)
     def complete_trajectory(body: s.CompleteRequest, request: Request, caller: CallerDep, trajectory_id: str = TrajectoryPath) -> Any:
         """Close a trajectory with its outcome and metrics."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         user = _learning_user(caller, body.user_id, "trajectory", trajectory_id)
         return JSONResponse(memory.complete_trajectory(trajectory_id, body.status, body.success_score, body.error_message, body.metrics,
                                                        user_id=user, agent_id=body.agent_id))
@@ -541,14 +488,14 @@ def _register_learning_routes(app: FastAPI) -> None:
     @app.post("/api/trajectories/{trajectory_id}/reflect/", response_model=s.ReflectionItem, summary="Reflect on a trajectory", **traj)
     def reflect(body: s.OwnerRequest, request: Request, caller: CallerDep, trajectory_id: str = TrajectoryPath) -> Any:
         """What a completed trajectory shows: successful and failure patterns, neutral observations, recommendations."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         user = _learning_user(caller, body.user_id, "trajectory", trajectory_id)
         return JSONResponse(memory.reflect(trajectory_id, user_id=user, agent_id=body.agent_id))
 
     @app.post("/api/reflections/batch/", response_model=s.ReflectionList, summary="Reflect on many trajectories", **traj)
     def batch_reflect(body: s.BatchReflectRequest, request: Request, caller: CallerDep) -> Any:
         """Patterns across completed trajectories, one reflection per task type."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         results = memory.batch_reflect(body.agent_id, body.since, body.task_type, body.min_trajectories,
                                        user_id=caller.user(body.user_id), until=body.until)
         return JSONResponse({"results": results})
@@ -557,21 +504,21 @@ def _register_learning_routes(app: FastAPI) -> None:
     def list_playbooks(request: Request, caller: CallerDep, user_id: str = _query_id("user"), agent_id: str = _query_id("agent"),
                        scope: str = Query(None, pattern="^(agent|user|tenant|global)$")) -> Any:
         """The playbooks of a scope, without their strategies."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse({"results": memory.list_playbooks(user_id=caller.user(user_id), agent_id=agent_id, scope=scope)})
 
     @app.get("/api/playbooks/{name}/", response_model=s.PlaybookItem, summary="A playbook", **book)
     def get_playbook(request: Request, caller: CallerDep, name: str = NamePath, user_id: str = _query_id("user"),
                      agent_id: str = _query_id("agent"), scope: str = Query(None, pattern="^(agent|user|tenant|global)$")) -> Any:
         """A playbook with its strategies by category, best first (one never written: empty, version 0)."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse(memory.get_playbook(name, agent_id, user_id=caller.user(user_id), scope=scope))
 
     @app.put("/api/playbooks/{name}/", response_model=s.PlaybookItem, summary="Update a playbook", **book)
     def update_playbook(body: s.UpdatePlaybookRequest, request: Request, caller: CallerDep, name: str = NamePath) -> Any:
         """Add strategies (merged into similar ones), or replace the playbook's (``merge: false``)."""
         _writable(caller, body.scope)
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         user = caller.user(body.user_id)
         playbook_id = memory.update_playbook(body.strategies, name, body.merge, user_id=user, agent_id=body.agent_id,
                                              scope=body.scope, major=body.major)
@@ -581,7 +528,7 @@ def _register_learning_routes(app: FastAPI) -> None:
     def curate_playbook(body: s.CuratePlaybookRequest, request: Request, caller: CallerDep, name: str = NamePath) -> Any:
         """The reflections' patterns become strategies: ``{"added", "updated", "removed"}``."""
         _writable(caller, body.scope)
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse(memory.curate_playbook(body.reflections, name, user_id=caller.user(body.user_id), agent_id=body.agent_id,
                                                    scope=body.scope))
 
@@ -589,7 +536,7 @@ def _register_learning_routes(app: FastAPI) -> None:
     def playbook_versions(request: Request, caller: CallerDep, name: str = NamePath, user_id: str = _query_id("user"),
                           agent_id: str = _query_id("agent"), scope: str = Query(None, pattern="^(agent|user|tenant|global)$")) -> Any:
         """The versions kept (latest 5, every major one, the last 90 days), oldest first."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse({"results": memory.list_playbook_versions(name, user_id=caller.user(user_id), agent_id=agent_id, scope=scope)})
 
     @app.get("/api/playbooks/{name}/versions/{version}/", response_model=s.PlaybookItem, summary="One version of a playbook", **book)
@@ -597,14 +544,14 @@ def _register_learning_routes(app: FastAPI) -> None:
                          user_id: str = _query_id("user"), agent_id: str = _query_id("agent"),
                          scope: str = Query(None, pattern="^(agent|user|tenant|global)$")) -> Any:
         """A kept version, with its strategies."""
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse(memory.get_playbook_version(name, version, user_id=caller.user(user_id), agent_id=agent_id, scope=scope))
 
     @app.post("/api/playbooks/{name}/rollback/", response_model=s.CurationResponse, summary="Roll a playbook back", **book)
     def rollback_playbook(body: s.RollbackRequest, request: Request, caller: CallerDep, name: str = NamePath) -> Any:
         """A new (major) version equal to ``version``."""
         _writable(caller, body.scope)
-        memory = _service(request).memory(caller)
+        memory = request_service(request).memory(caller)
         return JSONResponse(memory.rollback_playbook(name, body.version, user_id=caller.user(body.user_id), agent_id=body.agent_id,
                                                      scope=body.scope))
 

@@ -17,46 +17,27 @@ answers 404, as for another user; naming none means the key's.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
-from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import NotFoundError
 from ..validate import MAX_LIMIT, MAX_SEQ
 from . import schemas as s
-from .errors import ApiError
-
-_bearer = HTTPBearer(auto_error=False, description="An Engram API key: `Authorization: Bearer ek_...`.")
-_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="An Engram API key in the `X-API-Key` header.")
+from .deps import ERRORS, Caller, CallerDep, request_service
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"model": s.ErrorResponse, "description": "No valid API key."},
+    **ERRORS,
     404: {"model": s.ErrorResponse, "description": "Not found (or outside the key's tenant and user/project)."},
-    413: {"model": s.ErrorResponse, "description": "The body is over the limit."},
-    422: {"model": s.ErrorResponse, "description": "Invalid input; `field` names it."},
-    429: {"model": s.ErrorResponse, "description": "Rate limited; see `Retry-After`."},
-    503: {"model": s.ErrorResponse, "description": "The store or a model provider is unavailable."},
 }
 _CATEGORIES = "^(agent_capability|coordination_pattern|conflict_resolution|task_assignment|failure_pattern|project_knowledge)$"
 
 
-def _caller(request: Request, _b: Annotated[Any, Depends(_bearer)], _k: Annotated[Any, Depends(_api_key)]) -> Any:
-    """The caller the service middleware admitted (every ``/api/`` request has one)."""
-    caller = request.scope.get("engram.caller")
-    if caller is None:  # pragma: no cover - the middleware admits every /api/ request
-        raise ApiError(401, "no caller was admitted for this request")
-    return caller
-
-
-CallerDep = Annotated[Any, Depends(_caller)]
-
-
-def _memory(request: Request, caller: Any) -> Any:
-    return request.app.state.service.memory(caller)
+def _memory(request: Request, caller: Caller) -> Any:
+    return request_service(request).memory(caller)
 
 
 def _project(caller: Any, project_id: str | None) -> str | None:

@@ -18,28 +18,20 @@ needs a tenant key (403 otherwise).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse
-from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..validate import MAX_LIMIT
 from . import schemas as s
+from .deps import ERRORS, Caller, CallerDep, request_service
 from .errors import ApiError
 
-_bearer = HTTPBearer(auto_error=False, description="An Engram API key: `Authorization: Bearer ek_...`.")
-_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="An Engram API key in the `X-API-Key` header.")
-
 _ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
     400: {"model": s.ErrorResponse, "description": "The service does not run the energy policy."},
-    401: {"model": s.ErrorResponse, "description": "No valid API key."},
-    404: {"model": s.ErrorResponse, "description": "Not found (or outside the key's tenant and user)."},
-    413: {"model": s.ErrorResponse, "description": "The body is over the limit."},
-    422: {"model": s.ErrorResponse, "description": "Invalid input; `field` names it."},
-    429: {"model": s.ErrorResponse, "description": "Rate limited; see `Retry-After`."},
-    503: {"model": s.ErrorResponse, "description": "The store is unavailable."},
 }
 _NOT_ENERGY = (
     "energy tiers are off: this service runs the default policy; start it with "
@@ -47,19 +39,8 @@ _NOT_ENERGY = (
 )
 
 
-def _caller(request: Request, _b: Annotated[Any, Depends(_bearer)], _k: Annotated[Any, Depends(_api_key)]) -> Any:
-    """The caller the service middleware admitted (every ``/api/`` request has one)."""
-    caller = request.scope.get("engram.caller")
-    if caller is None:  # pragma: no cover - the middleware admits every /api/ request
-        raise ApiError(401, "no caller was admitted for this request")
-    return caller
-
-
-CallerDep = Annotated[Any, Depends(_caller)]
-
-
-def _memory(request: Request, caller: Any) -> Any:
-    memory = request.app.state.service.memory(caller)
+def _memory(request: Request, caller: Caller) -> Any:
+    memory = request_service(request).memory(caller)
     if not memory.energy:
         raise ApiError(400, _NOT_ENERGY)
     return memory
