@@ -175,3 +175,24 @@ def test_pruning_leaves_the_log_and_reindex_restores_the_index(tmp_path):
         assert m.minutes.reindex(project_id="apollo")["unchanged"] == 2
         ops = [e.op for e in m.store.history(old["id"])]
         assert ops == ["minute", "add", "minute_prune", "minute_reindex"]
+
+
+def test_an_exported_project_imports_with_its_log_so_reindex_keeps_it(m, tmp_path):
+    first = record(m, "task_assigned", agent_id="planner", memory_note="t1 to coder", now=T0)
+    second = record(m, "task_completed", agent_id="coder", memory_note="t1 done", data={"success_criteria_met": 90},
+                    context_references=[first["id"]], now=T0 + DAY)
+    old = record(m, "status", agent_id="tester", memory_note="standup", now=T0 - 60 * DAY)
+    m.evaluate(project_id="apollo", now=T0 + DAY)  # prunes the old one from the index: archived, still exported
+    lines = list(m.export(all_scopes=True))
+    other = Memory(str(tmp_path / "copy.db"), embedder="hashing")
+    try:
+        other.import_(lines)
+        # The export is oldest first, so is the imported log.
+        assert [x["id"] for x in other.minutes.history(project_id="apollo")["minutes"]] == [old["id"], first["id"], second["id"]]
+        assert [x["id"] for x in other.minutes.by_ids([first["id"]], project_id="apollo")] == [first["id"]]
+        other.minutes.reindex(project_id="apollo")  # the log stands behind every entry: nothing is dropped
+        assert {h["memory_note"] for h in other.minutes.search("t1", 5, project_id="apollo")} >= {"t1 to coder", "t1 done"}
+        assert other.import_(lines)["added"] == 0  # importing twice adds no second log entry
+        assert len(other.minutes.history(project_id="apollo")["minutes"]) == 3
+    finally:
+        other.close()

@@ -155,6 +155,26 @@ def minute_of(event: EventRecord) -> Minute:
     return Minute.from_payload(event.payload)
 
 
+def log_imported(batch: Any, record: MemoryRecord) -> bool:
+    """Append the ``minute`` event of an imported minute's index entry.
+
+    An export carries the index entries (each holds its whole minute in
+    ``metadata["minute"]``), not the event log; without this, an imported store would
+    have index entries no log stands behind, and a reindex would drop them. Returns
+    whether ``record`` was one.
+    """
+    payload = record.metadata.get("minute") if record.kind is Kind.MINUTE else None
+    if not isinstance(payload, dict):
+        return False
+    try:
+        minute = Minute.from_payload(payload)
+    except (KeyError, TypeError, ValueError):
+        return False  # not a well-formed minute: imported as a plain entry
+    batch.event(OP_MINUTE, record.scope, memory_id=record.id, new_text=minute.memory_note or None,
+                actor=minute.agent_id, payload=minute.to_payload())
+    return True
+
+
 def view_of(event: EventRecord) -> dict[str, Any]:
     """The public shape of a minute: its payload plus the log position ``seq``."""
     return {**event.payload, "seq": event.seq}

@@ -32,6 +32,7 @@ from ..model import DEFAULT_CLASS, Kind, MemoryClass, MemoryRecord, Scope, Statu
 from ..policies.text import content_hash
 from ..store.base import ScopeFilter, Store
 from ..store.sqlite_errors import is_busy, retry_busy
+from .minutes import log_imported
 
 #: Most lines written (memories) or messages added (verbatim turns) in one call.
 IMPORT_BATCH = 500
@@ -418,6 +419,7 @@ class Importer:
                     live = vector if record.status is Status.ACTIVE else None
                     if old is None:
                         batch.add(record, live, payload={"import": True})
+                        log_imported(batch, record)  # a minute's index entry brings its log entry
                     else:
                         record.last_access = old.last_access
                         batch.update(record, live, old_text=old.text, payload={"import": True})
