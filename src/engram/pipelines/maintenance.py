@@ -329,7 +329,8 @@ class EnergyTiers:
     def _refresh_config(self) -> None:
         """Read configuration events written since the last look (any process's)."""
         with self._lock:
-            events = self.store.events(self._config_scope(), since=self._config_seq, ops=(CONFIG_OP,))
+            # Only the latest counts: read from the end of the log, not every change since.
+            events = self.store.events(self._config_scope(), since=self._config_seq, ops=(CONFIG_OP,), limit=1, newest_first=True)
             for event in events:
                 self._config_seq = max(self._config_seq, event.seq)
                 try:
@@ -560,9 +561,10 @@ class EnergyTiers:
         """The latest maintenance run of the tenant (or its test space) in the log."""
         tenant = self.test_tenant if test_only else self.tenant_id
         with self._lock:
-            events = self.store.events(ScopeFilter(tenant, "", ""), since=self._run_seq_for(tenant), ops=(RUN_OP,))
+            events = self.store.events(ScopeFilter(tenant, "", ""), since=self._run_seq_for(tenant), ops=(RUN_OP,),
+                                       limit=1, newest_first=True)
             if events:
-                self._last_run[tenant] = events[-1]
+                self._last_run[tenant] = events[0]
             return self._last_run.get(tenant)
 
     def _run_seq_for(self, tenant: str) -> int:
