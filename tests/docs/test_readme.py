@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,10 +33,51 @@ def test_constraints_pin_torch() -> None:
     assert "torch==2.13.0" in (ROOT / "constraints.txt").read_text()
 
 
-def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _expected_outputs(code: str) -> dict[int, str]:
+    """The output a snippet promises: the ``# ...`` comment lines right after a line
+    that prints, by the printing line's number (1-based, as frames report it)."""
+    lines = code.splitlines()
+    promised = {}
+    for i, line in enumerate(lines):
+        if not (line.lstrip().startswith("print(") and line.rstrip().endswith(")")):
+            continue
+        shown = []
+        for nxt in lines[i + 1 :]:
+            if not nxt.strip().startswith("# "):
+                break
+            shown.append(nxt.strip()[2:])
+        if shown:
+            promised[i + 1] = "\n".join(shown)
+    return promised
+
+
+def _matches(printed: str, promised: str) -> bool:
+    """``promised`` as written in the README: an ellipsis (``…`` or ``...``) stands for
+    any text, and an id's first eight hex digits for any id's (they differ per run)."""
+    pattern = re.escape(promised)
+    pattern = re.sub(r"(?<![0-9a-f])[0-9a-f]{8}(?![0-9a-z])", "[0-9a-f]{8}", pattern)
+    pattern = pattern.replace("…", ".*?").replace(re.escape("..."), ".*?")
+    return re.fullmatch(pattern, printed, flags=re.S) is not None
+
+
+def test_python_examples_run_and_print_what_they_say(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ENGRAM_DB", str(tmp_path / "readme.db"))
     snippets = _blocks("python")
     assert snippets, "the README has no Python example"
+    checked = 0
     for code in snippets:
-        exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
+        printed: dict[int, list[str]] = {}
+
+        def record(*args: object, sep: str = " ", out: dict[int, list[str]] = printed, **_: object) -> None:
+            out.setdefault(sys._getframe(1).f_lineno, []).append(sep.join(str(a) for a in args))
+
+        exec(compile(code, "README.md", "exec"), {"__name__": "__readme__", "print": record})
+        for line, promised in _expected_outputs(code).items():
+            outputs = printed.get(line)
+            assert outputs, f"README example: line {line} ({code.splitlines()[line - 1].strip()!r}) printed nothing"
+            assert _matches(outputs[0], promised), (
+                f"README example: {code.splitlines()[line - 1].strip()!r} printed {outputs[0]!r}, the README says {promised!r}"
+            )
+            checked += 1
+    assert checked >= 10, f"only {checked} printed outputs of the README are checked"
