@@ -105,3 +105,13 @@ def test_plot_writes_a_png(engram, tmp_path):
 
     pixels = image.imread(str(out))
     assert pixels.shape[0] > 400 and pixels.shape[1] > 600
+
+
+def test_list_and_search_show_tier_and_energy_under_the_energy_policy(engram):
+    engram("--policy", "energy", "add", "Renew the TLS certificate", "--user", "milo", "--no-infer",
+           "--metadata", '{"type": "reminder"}')
+    for command in (("list", "--user", "milo"), ("search", "TLS certificate", "--user", "milo")):
+        shown = engram("--policy", "energy", *command)
+        assert "tier" in shown and "energy" in shown and "working" in shown and "2.500" in shown, shown
+        plain = engram(*command)  # the default policy: items carry no tier, the table no such columns
+        assert "energy" not in plain and "working" not in plain, plain

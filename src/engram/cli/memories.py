@@ -109,21 +109,38 @@ def search(
         if not result["results"]:
             click.echo("No memories found.")
             return
+        rows = result["results"]
         app.table(
             [
                 ("#", {"justify": "right"}),
                 ("similarity", {"justify": "right"}),
                 ("memory", {"overflow": "fold", "ratio": 1}),
                 ("id", {"no_wrap": True}),
+                *_tier_columns(rows),
                 ("created (UTC)", {"no_wrap": True}),
             ],
             [
-                [i, f"{r['similarity']:.2f}" if "similarity" in r else "-", r["memory"], r["id"], when(r.get("created_at"))]
-                for i, r in enumerate(result["results"], 1)
+                [i, f"{r['similarity']:.2f}" if "similarity" in r else "-", r["memory"], r["id"], *_tier_cells(rows, r),
+                 when(r.get("created_at"))]
+                for i, r in enumerate(rows, 1)
             ],
         )
 
     app.emit(result, human)
+
+
+def _tier_columns(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Tier and energy columns when the items carry them (the energy policy)."""
+    if not any("tier" in r for r in rows):
+        return []
+    return [("tier", {"no_wrap": True}), ("energy", {"justify": "right"})]
+
+
+def _tier_cells(rows: list[dict[str, Any]], item: dict[str, Any]) -> list[str]:
+    if not any("tier" in r for r in rows):
+        return []
+    energy = item.get("energy")
+    return [str(item.get("tier", "-")), f"{energy:.3f}" if isinstance(energy, int | float) else "-"]
 
 
 @cli.command("list")
@@ -144,9 +161,10 @@ def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
                 ("memory", {"overflow": "fold", "ratio": 1}),
                 ("id", {"no_wrap": True}),
                 ("kind", {"no_wrap": True}),
+                *_tier_columns(rows),
                 ("created (UTC)", {"no_wrap": True}),
             ],
-            [[r["memory"], r["id"], r.get("kind"), when(r.get("created_at"))] for r in rows],
+            [[r["memory"], r["id"], r.get("kind"), *_tier_cells(rows, r), when(r.get("created_at"))] for r in rows],
         )
         noun = "memory" if len(rows) == 1 else "memories"
         click.echo(f"{len(rows)} {noun}" + (f" (--limit {limit} reached)" if len(rows) >= limit else ""))
