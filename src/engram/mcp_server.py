@@ -272,6 +272,19 @@ def create_server(
         """
         return {"results": memory.history(memory_id, **ids)}
 
+    if memory.energy:  # spec 002: the end of a conversation triggers consolidation
+
+        @tool(title="End the conversation", read_only=False, idempotent=True)
+        def end_conversation() -> dict[str, Any]:
+            """Call this when the conversation ends (the person says goodbye).
+
+            Engram then consolidates this person's memories in the background: energy
+            decays, memories nobody came back to expire, and the ones that keep
+            mattering are promoted to longer-lived tiers. Returns at once with
+            {"scheduled", "coalesced", "running", "waiting", "scopes"}.
+            """
+            return memory.end_conversation(**ids)
+
     return server
 
 

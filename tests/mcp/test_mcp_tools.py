@@ -5,6 +5,7 @@ the scope the server was started with as the only scope any call reaches."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -156,3 +157,32 @@ def test_a_scope_is_required_and_validated(memory: Memory) -> None:
         create_server(memory)
     with pytest.raises(ValidationError, match="user_id"):
         create_server(memory, user_id="a\x00b")
+
+
+def test_under_the_energy_policy_end_conversation_consolidates_in_the_background(tmp_path) -> None:
+    energy = Memory(str(tmp_path / "energy.db"), embedder="hashing", policy="energy")
+    two_hours_ago = time.time() - 7200  # so the run has hours of decay to apply
+    energy.add("Renew the TLS certificate", user_id="milo", infer=False, metadata={"type": "reminder"}, timestamp=two_hours_ago)
+    energy.add("Someone else's note", user_id="ana", infer=False, timestamp=two_hours_ago)
+
+    async def body(client: Client) -> None:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert tools == TOOLS | {"end_conversation"}
+        answer = await call(client, "end_conversation")
+        assert answer["scheduled"] and answer["scopes"]["user_id"] == "milo"
+
+    try:
+        run(energy, body, user_id="milo")
+        assert energy.wait_for_maintenance(timeout=30)
+        runs = [e for e in energy.events(user_id="milo") if e["event"] == "DECAY"]
+        assert runs and all(e["user_id"] == "milo" for e in runs)  # this person's memories only
+        assert not [e for e in energy.events(user_id="ana") if e["event"] == "DECAY"]
+    finally:
+        energy.close()
+
+
+def test_the_default_policy_has_no_end_conversation_tool(memory: Memory) -> None:
+    async def body(client: Client) -> None:
+        assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+
+    run(memory, body, user_id="alex")

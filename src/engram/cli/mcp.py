@@ -55,7 +55,7 @@ def mcp(
     allow_remote: bool,
 ) -> None:
     """Serve the memories of one scope as MCP tools (add, search, list, get,
-    update, delete, history).
+    update, delete, history; end_conversation under --policy energy).
 
     The scope (--user, --agent and/or --run; at least one) is fixed here: the
     tools take no user id, so the model cannot reach another user's memories.
