@@ -89,7 +89,7 @@ from ..policies.text import index_terms
 from . import pg_schema, redact
 from .base import Batch, ScopeFilter, Store
 from .codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
-from .sql import event_scope_where, scope_where, validity_where
+from .sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
 from .touches import FLUSH_EVERY, TouchBuffer
 
 try:
@@ -374,12 +374,7 @@ class _PostgresBatch(Batch):
 
     def find_active_hash(self, scope: Scope, content_hash: str) -> str | None:
         self._lock(scope.space)
-        row = self._conn.execute(
-            "SELECT m.id FROM memories m JOIN spaces s ON s.id = m.space_id "
-            "WHERE s.tenant_id = %s AND s.user_id = %s AND s.agent_id = %s "
-            "AND m.content_hash = %s AND m.status = 'active' LIMIT 1",
-            (*scope.space, content_hash),
-        ).fetchone()
+        row = self._conn.execute(active_hash_sql("%s"), (*scope.space, content_hash)).fetchone()
         return row[0] if row else None
 
     def event(self, op: str, scope: Scope, *, memory_id: str | None = None, old_text: str | None = None, new_text: str | None = None, actor: str = "", payload: dict[str, Any] | None = None) -> int:
@@ -838,18 +833,7 @@ class PostgresStore(Store):
 
     @_translating("user counts")
     def user_counts(self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000) -> dict[str, int]:
-        sql = (
-            "SELECT s.user_id, count(m.id) FROM spaces s LEFT JOIN memories m ON m.space_id = s.id"
-            " AND m.status = 'active' AND (m.valid_to IS NULL OR m.valid_to > %s)"
-            " AND COALESCE(m.updated_at, m.created_at) >= %s"
-            " WHERE s.tenant_id = %s AND s.user_id <> ''"
-        )
-        args: list[Any] = [now, cutoff if cutoff is not None else float("-inf"), tenant_id]
-        if only is not None:
-            sql += " AND s.user_id = %s"
-            args.append(only)
-        sql += " GROUP BY s.user_id ORDER BY s.user_id LIMIT %s"
-        args.append(limit)
+        sql, args = user_counts_sql(tenant_id, now=now, cutoff=cutoff, only=only, limit=limit, mark="%s")
         with self._connection() as conn:
             return {user: int(n) for user, n in conn.execute(sql, args).fetchall()}
 

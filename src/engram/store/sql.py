@@ -12,7 +12,7 @@ from typing import Any
 from .base import ScopeFilter
 from .codec import COLUMNS, FROM_MEMORIES
 
-__all__ = ["COLUMNS", "FROM_MEMORIES", "event_scope_where", "scope_where", "validity_where"]
+__all__ = ["COLUMNS", "FROM_MEMORIES", "active_hash_sql", "event_scope_where", "scope_where", "user_counts_sql", "validity_where"]
 
 
 def scope_where(scope: ScopeFilter, mark: str = "?") -> tuple[str, list[Any]]:
@@ -48,4 +48,34 @@ def validity_where(cutoff: float | None, now: float | None, mark: str = "?") -> 
     if now is not None:
         sql += f" AND (m.valid_to IS NULL OR m.valid_to > {mark})"
         args.append(now)
+    return sql, args
+
+
+def active_hash_sql(mark: str = "?") -> str:
+    """The id of an active memory of one space (tenant, user, agent) with a content
+    hash; its parameters are the space's three ids and the hash."""
+    return (
+        "SELECT m.id FROM memories m JOIN spaces s ON s.id = m.space_id "
+        f"WHERE s.tenant_id = {mark} AND s.user_id = {mark} AND s.agent_id = {mark} "
+        f"AND m.content_hash = {mark} AND m.status = 'active' LIMIT 1"
+    )
+
+
+def user_counts_sql(
+    tenant_id: str, *, now: float, cutoff: float | None, only: str | None, limit: int, mark: str = "?"
+) -> tuple[str, list[Any]]:
+    """Each user of a tenant with the number of its memories that are active, valid
+    at ``now`` and effective since ``cutoff`` (users with none count 0), by user id."""
+    sql = (
+        "SELECT s.user_id, count(m.id) FROM spaces s LEFT JOIN memories m ON m.space_id = s.id"
+        f" AND m.status = 'active' AND (m.valid_to IS NULL OR m.valid_to > {mark})"
+        f" AND COALESCE(m.updated_at, m.created_at) >= {mark}"
+        f" WHERE s.tenant_id = {mark} AND s.user_id <> ''"
+    )
+    args: list[Any] = [now, cutoff if cutoff is not None else float("-inf"), tenant_id]
+    if only is not None:
+        sql += f" AND s.user_id = {mark}"
+        args.append(only)
+    sql += f" GROUP BY s.user_id ORDER BY s.user_id LIMIT {mark}"
+    args.append(limit)
     return sql, args

@@ -38,7 +38,7 @@ from .codec import (
     stored_row,
 )
 from .migrations import MIGRATIONS, SCHEMA_VERSION
-from .sql import event_scope_where, scope_where, validity_where
+from .sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
 from .sqlite_errors import backoff, is_busy, is_corrupt
 from .sqlite_index import IndexCache, index_entry
 from .touches import FLUSH_EVERY, TouchBuffer
@@ -144,12 +144,7 @@ class _SQLiteBatch(Batch):
         self._append(op, space, record.scope, record.id, record.text, None, actor, payload)
 
     def find_active_hash(self, scope: Scope, content_hash: str) -> str | None:
-        row = self._conn.execute(
-            "SELECT m.id FROM memories m JOIN spaces s ON s.id = m.space_id "
-            "WHERE s.tenant_id = ? AND s.user_id = ? AND s.agent_id = ? "
-            "AND m.content_hash = ? AND m.status = 'active' LIMIT 1",
-            (*scope.space, content_hash),
-        ).fetchone()
+        row = self._conn.execute(active_hash_sql(), (*scope.space, content_hash)).fetchone()
         return row[0] if row else None
 
     def event(self, op: str, scope: Scope, *, memory_id: str | None = None, old_text: str | None = None, new_text: str | None = None, actor: str = "", payload: dict[str, Any] | None = None) -> int:
@@ -624,18 +619,7 @@ class SQLiteStore(Store):
     def user_counts(
         self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000
     ) -> dict[str, int]:
-        sql = (
-            "SELECT s.user_id, count(m.id) FROM spaces s LEFT JOIN memories m ON m.space_id = s.id"
-            " AND m.status = 'active' AND (m.valid_to IS NULL OR m.valid_to > ?)"
-            " AND COALESCE(m.updated_at, m.created_at) >= ?"
-            " WHERE s.tenant_id = ? AND s.user_id != ''"
-        )
-        args: list[Any] = [now, cutoff if cutoff is not None else float("-inf"), tenant_id]
-        if only is not None:
-            sql += " AND s.user_id = ?"
-            args.append(only)
-        sql += " GROUP BY s.user_id ORDER BY s.user_id LIMIT ?"
-        args.append(limit)
+        sql, args = user_counts_sql(tenant_id, now=now, cutoff=cutoff, only=only, limit=limit)
         with self._lock:
             return {user: int(n) for user, n in self._conn.execute(sql, args).fetchall()}
 
