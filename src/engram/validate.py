@@ -237,6 +237,17 @@ def metadata(value: Any, *, field: str = "metadata", max_depth: int = METADATA_D
     return json_value(field, value, max_depth=max_depth, max_bytes=max_bytes)
 
 
+def time_text(value: str | None) -> float | str | None:
+    """A time typed as text (a command-line option, a query-string parameter) for
+    :func:`timestamp`: digits are epoch seconds, anything else stays text (ISO-8601)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
 def timestamp(value: Any, *, field: str = "timestamp") -> float | None:
     """A datetime, an ISO-8601 string or epoch seconds, as epoch seconds; None stays None.
 

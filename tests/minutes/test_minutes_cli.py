@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,16 @@ def test_demo_pair(engram):
     text = CliRunner().invoke(cli, ["--embedder", "hashing", "demo", "--pair"]).stdout
     for step in ("1. Minutes", "2. Index", "3. Context", "4. Evaluation", "5. PAIR", "converged: True"):
         assert step in text
+
+
+
+def test_times_are_iso_8601_or_epoch_seconds(engram):
+    """--at, --since and --until take either, as their help says."""
+    iso = engram.json("minutes", "record", "status", "--project", "p", "--at", "2027-01-15T08:00:00+00:00")
+    assert iso["ts"] == datetime(2027, 1, 15, 8, tzinfo=UTC).timestamp()
+    assert engram.json("minutes", "record", "status", "--project", "p", "--at", "1800000000")["ts"] == 1_800_000_000.0
+    assert "--at" in engram("minutes", "record", "status", "--project", "p", "--at", "next tuesday", code=1).stderr
+    engram("trajectory", "start", "Parse", "the", "PDF", "--user", "u")
+    listed = lambda *when: engram.json("trajectory", "list", "--user", "u", *when)["results"]  # noqa: E731
+    assert len(listed("--since", "1000000000")) == 1
+    assert listed("--since", "4000000000") == [] and listed("--until", "1000000000") == []

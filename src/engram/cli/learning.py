@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from ..validate import time_text
 from .app import App, cli, json_object, pass_app, read_text, when
 
 
@@ -117,7 +118,7 @@ def list_(app: App, user_id: str | None, agent_id: str | None, status: str | Non
           until: str | None, limit: int) -> None:
     """Trajectories, newest first."""
     items = app.memory().query_trajectories(user_id=user_id, agent_id=agent_id, status=status, task_type=task_type,
-                                            since=since, until=until, limit=limit)
+                                            since=time_text(since), until=time_text(until), limit=limit)
 
     def human() -> None:
         if not items:

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from ..validate import time_text
 from .app import App, CommandError, cli, json_object, pass_app, read_text, when
 
 
@@ -69,7 +70,7 @@ def record(app: App, event_type: str, agent_id: str | None, project_id: str | No
     memory = app.memory(create=True)
     full = [_full_id(app, r) for r in refs]
     minute = memory.minutes.record(event_type, agent_id=agent_id, project_id=project_id, data=data, context_references=full,
-                                   memory_note=note, category=category, now=at)
+                                   memory_note=note, category=category, now=time_text(at))
     app.emit(minute, lambda: click.echo(f"{minute['id']} ({minute['category']})"))
 
 

@@ -13,18 +13,10 @@ from typing import Any
 import click
 
 from ..errors import NotFoundError
+from ..validate import time_text
 from .app import App, CommandError, cli, pass_app, read_text, scope, scope_options, when
 
 _NOW_HELP = "The time of the run (ISO-8601 or epoch seconds) [default: now]."
-
-
-def _now(value: str | None) -> Any:
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return value
 
 
 def _energy(app: App, *, create: bool = False) -> Any:
@@ -84,7 +76,7 @@ def maintain(app: App, test_only: bool, now: str | None, user_id: str | None, ag
     file next to the store).
     """
     app.arguments = {"now": "--now"}
-    result = _energy(app).maintain(now=_now(now), test_only=test_only, **scope(user_id, agent_id, run_id))
+    result = _energy(app).maintain(now=time_text(now), test_only=test_only, **scope(user_id, agent_id, run_id))
 
     def human() -> None:
         click.echo(_run_text(result))
@@ -112,7 +104,7 @@ def boost(app: App, memory_id: str, amount: float | None, now: str | None, user_
           run_id: str | None) -> None:
     """Add energy to memory ID (a unique prefix will do; test memories too)."""
     app.arguments = {"memory_id": "ID", "now": "--now", "amount": "--amount"}
-    item = _energy(app).boost(_tier_id(app, memory_id), amount, _now(now), **scope(user_id, agent_id, run_id))
+    item = _energy(app).boost(_tier_id(app, memory_id), amount, time_text(now), **scope(user_id, agent_id, run_id))
     app.emit(item, lambda: click.echo(
         f"Boosted {item['id']} by {item['amount']:g}: energy {item['energy_before']:.3f} -> {item['energy']:.3f} ({item['tier']})."
     ))
@@ -130,7 +122,7 @@ def tiers() -> None:
 def status(app: App, test_only: bool, now: str | None) -> None:
     """How many memories each tier holds, and their energies."""
     app.arguments = {"now": "--now"}
-    data = _energy(app).tiers_status(test_only=test_only, now=_now(now))
+    data = _energy(app).tiers_status(test_only=test_only, now=time_text(now))
 
     def human() -> None:
         label = "test memories" if test_only else "memories"
@@ -157,7 +149,7 @@ def health(app: App, now: str | None) -> None:
     """Check the energy tiers: configuration, counts, stale decays, links, last run, log.
     Exit code 1 when a check fails."""
     app.arguments = {"now": "--now"}
-    report = _energy(app).tiers_health(now=_now(now))
+    report = _energy(app).tiers_health(now=time_text(now))
 
     def human() -> None:
         app.table(
@@ -255,7 +247,7 @@ def test_memory(app: App, text: tuple[str, ...], user_id: str | None, agent_id: 
             metadata[key] = value
     memory = _energy(app, create=True)
     added = memory.add(read_text(text), **scope(user_id, agent_id, run_id), metadata=metadata or None, infer=False,
-                       timestamp=_now(timestamp), test=True)
+                       timestamp=time_text(timestamp), test=True)
     ids = [r["id"] for r in added["results"]]
     items = [i for i in memory.test_memories(**scope(user_id, agent_id, run_id), limit=1000)["results"] if i["id"] in ids]
     app.emit({"results": items}, lambda: _items_table(app, items))
@@ -281,7 +273,7 @@ def plot(app: App, out: str, samples: int, now: str | None) -> None:
 
     app.arguments = {"now": "--now"}
     memory = _energy(app)
-    at = timestamp(_now(now), field="now")
+    at = timestamp(time_text(now), field="now")
     try:
         result = plot_tiers(out, memory.tiers.config(), memory.tiers.samples(now=time.time() if at is None else at, per_tier=samples))
     except OSError as exc:

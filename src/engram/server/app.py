@@ -38,7 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..config import default_db_path
 from ..embed import Embedder
 from ..errors import EngramError, NotFoundError
-from ..validate import MAX_LIMIT, MAX_SEQ
+from ..validate import MAX_LIMIT, MAX_SEQ, time_text
 from . import schemas as s
 from .deps import ERRORS, Caller, CallerDep, request_service
 from .errors import (
@@ -458,7 +458,7 @@ def _register_learning_routes(app: FastAPI) -> None:
         """Trajectories by agent, user, status, task type and time, newest first."""
         memory = request_service(request).memory(caller)
         items = memory.query_trajectories(user_id=caller.user(user_id), agent_id=agent_id, status=status, task_type=task_type,
-                                          since=_date(since), until=_date(until), limit=limit)
+                                          since=time_text(since), until=time_text(until), limit=limit)
         return JSONResponse({"results": items})
 
     @app.get("/api/trajectories/{trajectory_id}/", response_model=s.TrajectoryItem, summary="One trajectory", **traj)
@@ -554,16 +554,6 @@ def _register_learning_routes(app: FastAPI) -> None:
         memory = request_service(request).memory(caller)
         return JSONResponse(memory.rollback_playbook(name, body.version, user_id=caller.user(body.user_id), agent_id=body.agent_id,
                                                      scope=body.scope))
-
-
-def _date(value: str | None) -> Any:
-    """A query-string date: epoch seconds when it is a number, else the text (ISO-8601)."""
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return value
 
 
 def _register_panel(app: FastAPI) -> None:
