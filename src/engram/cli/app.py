@@ -209,6 +209,16 @@ def when(iso: str | None) -> str:
     return (iso or "")[:16].replace("T", " ") or "-"
 
 
+#: The columns of a memory's tier and energy (the energy policy's items carry them).
+TIER_COLUMNS: list[tuple[str, dict[str, Any]]] = [("tier", {"no_wrap": True}), ("energy", {"justify": "right"})]
+
+
+def tier_cells(item: dict[str, Any]) -> list[str]:
+    """An item's cells under :data:`TIER_COLUMNS`."""
+    energy = item.get("energy")
+    return [str(item.get("tier") or "-"), "-" if energy is None else f"{energy:.3f}"]
+
+
 # the global options ------------------------------------------------------------------------
 _DB_HELP = "The store: a SQLite file (or sqlite:///file.db) or a postgresql:// URL."
 _JSON_HELP = "Print one JSON document on stdout instead of tables."

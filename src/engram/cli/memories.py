@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from .app import (
+    TIER_COLUMNS,
     App,
     CommandError,
     cli,
@@ -19,6 +20,7 @@ from .app import (
     scope,
     scope_options,
     stdin_is_tty,
+    tier_cells,
     when,
 )
 
@@ -110,17 +112,18 @@ def search(
             click.echo("No memories found.")
             return
         rows = result["results"]
+        tiers = _tiers_shown(rows)
         app.table(
             [
                 ("#", {"justify": "right"}),
                 ("similarity", {"justify": "right"}),
                 ("memory", {"overflow": "fold", "ratio": 1}),
                 ("id", {"no_wrap": True}),
-                *_tier_columns(rows),
+                *(TIER_COLUMNS if tiers else []),
                 ("created (UTC)", {"no_wrap": True}),
             ],
             [
-                [i, f"{r['similarity']:.2f}" if "similarity" in r else "-", r["memory"], r["id"], *_tier_cells(rows, r),
+                [i, f"{r['similarity']:.2f}" if "similarity" in r else "-", r["memory"], r["id"], *(tier_cells(r) if tiers else []),
                  when(r.get("created_at"))]
                 for i, r in enumerate(rows, 1)
             ],
@@ -129,18 +132,9 @@ def search(
     app.emit(result, human)
 
 
-def _tier_columns(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """Tier and energy columns when the items carry them (the energy policy)."""
-    if not any("tier" in r for r in rows):
-        return []
-    return [("tier", {"no_wrap": True}), ("energy", {"justify": "right"})]
-
-
-def _tier_cells(rows: list[dict[str, Any]], item: dict[str, Any]) -> list[str]:
-    if not any("tier" in r for r in rows):
-        return []
-    energy = item.get("energy")
-    return [str(item.get("tier", "-")), f"{energy:.3f}" if isinstance(energy, int | float) else "-"]
+def _tiers_shown(rows: list[dict[str, Any]]) -> bool:
+    """Whether the items carry a tier and an energy (the energy policy): then they get columns."""
+    return any("tier" in r for r in rows)
 
 
 @cli.command("list")
@@ -156,15 +150,16 @@ def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
         if not rows:
             click.echo("No memories.")
             return
+        tiers = _tiers_shown(rows)
         app.table(
             [
                 ("memory", {"overflow": "fold", "ratio": 1}),
                 ("id", {"no_wrap": True}),
                 ("kind", {"no_wrap": True}),
-                *_tier_columns(rows),
+                *(TIER_COLUMNS if tiers else []),
                 ("created (UTC)", {"no_wrap": True}),
             ],
-            [[r["memory"], r["id"], r.get("kind"), *_tier_cells(rows, r), when(r.get("created_at"))] for r in rows],
+            [[r["memory"], r["id"], r.get("kind"), *(tier_cells(r) if tiers else []), when(r.get("created_at"))] for r in rows],
         )
         noun = "memory" if len(rows) == 1 else "memories"
         click.echo(f"{len(rows)} {noun}" + (f" (--limit {limit} reached)" if len(rows) >= limit else ""))

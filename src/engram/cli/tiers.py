@@ -14,7 +14,18 @@ import click
 
 from ..errors import NotFoundError
 from ..validate import time_text
-from .app import App, CommandError, cli, pass_app, read_text, scope, scope_options, when
+from .app import (
+    TIER_COLUMNS,
+    App,
+    CommandError,
+    cli,
+    pass_app,
+    read_text,
+    scope,
+    scope_options,
+    tier_cells,
+    when,
+)
 
 _NOW_HELP = "The time of the run (ISO-8601 or epoch seconds) [default: now]."
 
@@ -41,9 +52,9 @@ def _number(value: Any) -> str:
 
 def _items_table(app: App, items: list[dict[str, Any]]) -> None:
     app.table(
-        [("id", {"no_wrap": True}), ("tier", {"no_wrap": True}), ("energy", {"justify": "right"}),
+        [("id", {"no_wrap": True}), *TIER_COLUMNS,
          ("memory", {"overflow": "fold", "ratio": 1}), ("user", {"no_wrap": True}), ("created (UTC)", {"no_wrap": True})],
-        [[i["id"][:8], i["tier"], _number(i["energy"]), i["memory"], i.get("user_id"), when(i["created_at"])] for i in items],
+        [[i["id"][:8], *tier_cells(i), i["memory"], i.get("user_id"), when(i["created_at"])] for i in items],
     )
 
 
