@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +29,7 @@ from ..model import (
     Scope,
     from_epoch,
     is_fact,
+    new_id,
 )
 from ..policies.keys import memory_key
 from ..policies.text import content_hash
@@ -91,10 +91,6 @@ class _Turn:
         self.existing = fresh
         self.decisions = self.ingestor.reconciler.reconcile(self.facts, fresh)
         return True
-
-
-def new_id() -> str:
-    return str(uuid.uuid4())
 
 
 def make_record(
@@ -416,4 +412,4 @@ class Ingestor:
         return {"id": current.id, "memory": current.text, "event": "UPDATE", "previous_memory": current.text}
 
 
-__all__ = ["Ingestor", "make_record", "new_id"]
+__all__ = ["Ingestor", "make_record"]

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..embed.base import Embedder
-from ..model import Kind, MemoryClass, MemoryRecord, Scope, Status
+from ..model import Kind, MemoryClass, MemoryRecord, Scope, Status, new_id
 from ..policies.decay import CLASSES, record_score
 from ..policies.dedup import (
     SOURCES_KEY,
@@ -157,10 +156,6 @@ class LearnResult:
             "pruned_ids": list(self.pruned),
             "lessons": list(self.lessons),
         }
-
-
-def _new_id() -> str:
-    return str(uuid.uuid4())
 
 
 class LearningPipeline:
@@ -543,7 +538,7 @@ class LearningPipeline:
             # The shared playbook does not separate learners; who taught it is kept for inspection.
             metadata["taught_by"] = state.learner_id
         record = MemoryRecord(
-            id=_new_id(),
+            id=new_id(),
             scope=Scope(state.scope.tenant_id, state.scope.user_id, state.scope.agent_id, run_id),
             text=nb.content,
             kind=kind,

@@ -50,10 +50,9 @@ import numpy as np
 
 from ..embed.base import Embedder
 from ..errors import ConfigurationError, NotFoundError, StoreError, ValidationError
-from ..model import EventRecord, MemoryRecord, Scope, Status, Tier, from_epoch, is_fact
+from ..model import EventRecord, MemoryRecord, Scope, Status, Tier, from_epoch, is_fact, new_id
 from ..policies.energy import HOUR, LIVE_TIERS, EnergyConfig, current_energy, next_tier, start_energy
 from ..store.base import ScopeFilter, Store
-from .ingest import new_id
 
 logger = logging.getLogger("engram.tiers")
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..embed.base import Embedder
-from ..model import DEFAULT_CLASS, Kind, MemoryClass, MemoryRecord, Scope, Status, from_epoch
+from ..model import DEFAULT_CLASS, Kind, MemoryClass, MemoryRecord, Scope, Status, from_epoch, new_id
 from ..policies.dedup import finalize_bullet
 from ..policies.learning import (
     HARMFUL,
@@ -67,10 +66,6 @@ RUN_VERSIONS = "engram:playbook-versions"
 PLAYBOOK_KEY = "playbook"  # metadata key: the playbook a strategy belongs to
 SCOPES = ("agent", "user", "tenant", "global")
 _KIND_OF = {HELPFUL: Kind.STRATEGY, HARMFUL: Kind.ANTI_PATTERN, NEUTRAL: Kind.OBSERVATION}
-
-
-def new_id() -> str:
-    return str(uuid.uuid4())
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from .codec import (
 )
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
+from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from .sqlite_errors import backoff, is_busy, is_corrupt
 from .sqlite_index import IndexCache, index_entry
 from .touches import FLUSH_EVERY, TouchBuffer
@@ -176,6 +177,8 @@ def _disk_size(path: str) -> int:
 # Waiting for another writer's lock (see SQLiteStore._begin): the first sleep, and
 # the longest, between two looks at the lock.
 _LOCK_POLL_FIRST = 0.001
+#: The page cache's ceiling per connection, in KiB (see __init__).
+CACHE_KIB = 64 * 1024
 _LOCK_POLL_CAP = 0.02
 
 
@@ -254,6 +257,7 @@ class SQLiteStore(Store):
         self._identity_checked = 0
         self._indexes = IndexCache(self.path)
         self._touches = TouchBuffer()
+        self._checkpointer = Checkpointer(self.path) if self.path != ":memory:" else None
         # What reads learnt of the spaces table (ids and generations), valid while
         # nothing is committed: this connection's commits clear it, and SQLite's
         # data_version tells when another connection committed.
@@ -277,6 +281,11 @@ class SQLiteStore(Store):
             self._when_unlocked("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.execute("PRAGMA foreign_keys = ON")
+            # Checkpoints are the thread's (sqlite_checkpoint.py); this is the backstop.
+            self._conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+            # Room for the index pages a large scope's writes touch (SQLite's default
+            # is 2 MiB); a ceiling, filled only as pages are read.
+            self._conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self._conn.close()
@@ -332,6 +341,8 @@ class SQLiteStore(Store):
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
+                if self._checkpointer is not None:
+                    self._checkpointer.committed()
             except BaseException:
                 self._rollback()
                 raise
@@ -967,6 +978,8 @@ class SQLiteStore(Store):
             try:
                 self.flush()
             finally:
+                if self._checkpointer is not None:
+                    self._checkpointer.close()
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
 

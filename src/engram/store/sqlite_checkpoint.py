@@ -1,0 +1,99 @@
+"""The write-ahead log's checkpoints, taken on a thread of their own.
+
+In WAL mode a commit appends the pages it changed to the ``-wal`` file; a
+checkpoint copies them into the database file. SQLite runs one inside the commit
+that takes the log past ``wal_autocheckpoint`` pages, so that writer waits for the
+copy of everything written since the last one and its fsync. In a large scope the
+pages a batch changes lie all over the file (one per row in the content-hash index):
+every few batches one of them paid ~100 ms at a million memories (bench/RESULTS.md).
+
+Here a thread checkpoints after commits instead, at most every ``INTERVAL``
+seconds, on its own connection and in ``PASSIVE`` mode: it never waits for a lock
+and never blocks a reader or a writer; pages a reader still needs stay in the log
+for the next pass. The writer's own checkpoint stays as a backstop at
+``BACKSTOP_PAGES`` (the thread may fall behind a bulk load on a busy machine).
+The thread ends after ``IDLE`` seconds without commits, closing its connection,
+and starts again with the next commit, so a store that stopped writing holds none.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+
+logger = logging.getLogger("engram")
+
+#: Pages the log may hold before the writer checkpoints itself (SQLite's default is
+#: 1,000; 4 KiB pages).
+BACKSTOP_PAGES = 10_000
+INTERVAL = 0.2
+IDLE = 5.0
+
+
+class Checkpointer:
+    """Checkpoints one database file after its commits (see the module docstring)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._wake = threading.Condition()
+        self._pending = False
+        self._closed = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        # A forked child has no thread; the parent's connection is the parent's.
+        self._wake = threading.Condition()
+        self._thread = None
+        self._pending = False
+
+    def committed(self) -> None:
+        """Called after a commit: a checkpoint is due within ``INTERVAL``."""
+        with self._wake:
+            if self._closed:
+                return
+            self._pending = True
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name=f"engram-checkpoint {os.path.basename(self.path)}", daemon=True)
+                self._thread.start()
+            else:
+                self._wake.notify()
+
+    def close(self) -> None:
+        """Stop the thread (after the pass it may be running); idempotent."""
+        with self._wake:
+            self._closed = True
+            self._stop.set()
+            self._wake.notify()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            while True:
+                with self._wake:
+                    if not self._pending and not self._closed:
+                        self._wake.wait(IDLE)
+                    if self._closed or not self._pending:
+                        # Closed, or idle: the thread ends; a commit starts another.
+                        self._thread = None if self._thread is threading.current_thread() else self._thread
+                        return
+                    self._pending = False
+                if conn is None:
+                    conn = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                self._stop.wait(INTERVAL)  # commits meanwhile wait for the next pass
+        except sqlite3.Error as exc:
+            # The writer's own checkpoint still bounds the log: nothing is lost.
+            logger.debug("engram: background checkpoint of %s stopped: %s", self.path, exc)
+        finally:
+            if conn is not None:
+                conn.close()
+
+
+__all__ = ["BACKSTOP_PAGES", "Checkpointer"]
