@@ -118,6 +118,36 @@ def test_the_background_thread_feeds_the_graph():
     assert idx.ann_pending() == 0
 
 
+def test_the_graph_waits_while_a_space_is_being_written_unless_it_lags_too_far(monkeypatch):
+    """A bulk load keeps the CPU: new rows wait for a pause in the writes (searched
+    exactly meanwhile), unless the graph lacks as many rows as the threshold."""
+    monkeypatch.setattr(ann_module, "QUIET", 0.5)
+    idx = SpaceIndex(DIM, 0, ann_threshold=500)
+    vectors = clustered(1400)
+    idx.upsert(rows(vectors[:800]))
+    assert idx.catch_up_ann() and idx.ann_pending() == 0
+    # Writes every 0.1 s: below the lag, the graph takes nothing meanwhile.
+    for i in range(4):
+        idx.upsert(rows(vectors[800 + 50 * i : 850 + 50 * i], start=800 + 50 * i))
+        time.sleep(0.1)
+    assert idx.ann_pending() == 200
+    new = vectors[800:1000]
+    assert all(idx.search(q, k=1)[0][0] == f"m{800 + i}" for i, q in enumerate(new[:20]))  # found exactly
+    # Writes stop: after the quiet time the graph takes them.
+    deadline = time.monotonic() + 30
+    while idx.ann_pending() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert idx.ann_pending() == 0
+    # Lagging by the threshold, the graph works even while writes go on.
+    idx.upsert(rows(vectors[1000:1400], start=1000))
+    idx.upsert(rows(clustered(200, seed=5), start=5000))
+    deadline = time.monotonic() + 30
+    while idx.ann_pending() >= 500 and time.monotonic() < deadline:
+        idx.upsert(rows(clustered(1, seed=6), start=9000))  # the same row again: a write
+        time.sleep(0.05)
+    assert idx.ann_pending() < 500
+
+
 def test_removed_and_replaced_rows_are_never_returned():
     vectors = clustered(1000)
     _, idx = pair(vectors)

@@ -197,6 +197,8 @@ class SpaceIndex:
     @ann_threshold.setter
     def ann_threshold(self, value: int) -> None:
         self._ann_threshold = value
+        if self._ann is not None and value:
+            self._ann.lag = value
         self._feed_graph()
 
     def _grow(self, extra: int) -> None:
@@ -364,6 +366,7 @@ class SpaceIndex:
                 return None if method is None else method()
 
             self._ann = AnnIndex(self.dim, source, index_cls)
+            self._ann.lag = self.ann_threshold
         self._ann.notify()
 
     def ann_pending(self) -> int | None:
