@@ -177,9 +177,9 @@ def _disk_size(path: str) -> int:
 # Waiting for another writer's lock (see SQLiteStore._begin): the first sleep, and
 # the longest, between two looks at the lock.
 _LOCK_POLL_FIRST = 0.001
+_LOCK_POLL_CAP = 0.02
 #: The page cache's ceiling per connection, in KiB (see __init__).
 CACHE_KIB = 64 * 1024
-_LOCK_POLL_CAP = 0.02
 
 
 def _store_errors(method: Callable[..., Any]) -> Callable[..., Any]:

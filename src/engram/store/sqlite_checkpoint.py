@@ -22,6 +22,7 @@ import logging
 import os
 import sqlite3
 import threading
+import weakref
 
 logger = logging.getLogger("engram")
 
@@ -42,11 +43,12 @@ class Checkpointer:
         self._closed = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        os.register_at_fork(after_in_child=self._forget)
+        _ALL.add(self)
 
     def _forget(self) -> None:
         # A forked child has no thread; the parent's connection is the parent's.
         self._wake = threading.Condition()
+        self._stop = threading.Event()
         self._thread = None
         self._pending = False
 
@@ -95,5 +97,15 @@ class Checkpointer:
             if conn is not None:
                 conn.close()
 
+
+_ALL: weakref.WeakSet[Checkpointer] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for checkpointer in list(_ALL):
+        checkpointer._forget()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 __all__ = ["BACKSTOP_PAGES", "Checkpointer"]
