@@ -7,28 +7,14 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from fastapi.testclient import TestClient  # noqa: E402
-
-from engram.server import KeyStore, ServerLimits, create_app  # noqa: E402
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
+from service_helpers import keyed_service  # noqa: E402
 
 
 @pytest.fixture
 def service(tmp_path):
-    db = str(tmp_path / "service.db")
-    with KeyStore(db) as keys:
-        tokens = {
-            "acme": keys.create("acme")[0],
-            "acme-apollo": keys.create("acme", user_id="apollo")[0],
-            "globex": keys.create("globex")[0],
-        }
-    app = create_app(db, embedder="hashing", limits=ServerLimits(rate_per_minute=0))
-    with TestClient(app) as client:
-        yield client, {name: bearer(token) for name, token in tokens.items()}
-    app.state.service.close()
+    keys = {"acme": ("acme", None), "acme-apollo": ("acme", "apollo"), "globex": ("globex", None)}
+    with keyed_service(str(tmp_path / "service.db"), keys) as served:
+        yield served
 
 
 def test_minutes_context_evaluation_and_pair_over_http(service):

@@ -20,9 +20,7 @@ from engram.server import KeyStore, ServerLimits, create_app
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
-
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
+from service_helpers import bearer  # noqa: E402
 
 
 def test_keys_live_in_the_database_and_every_key_store_sees_them(pg_url: str) -> None:

@@ -7,15 +7,9 @@ import os
 
 import pytest
 
-schemathesis = pytest.importorskip("schemathesis")
+pytest.importorskip("schemathesis")
 
-from fastapi.testclient import TestClient  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis.errors import Unsatisfiable  # noqa: E402
-from schemathesis import GenerationMode  # noqa: E402
-from schemathesis.checks import positive_data_acceptance  # noqa: E402
-
-from engram.server import KeyStore, ServerLimits, create_app  # noqa: E402
+from service_helpers import assert_conforms, keyed_service  # noqa: E402
 
 EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "8"))
 OPERATIONS = [
@@ -32,34 +26,14 @@ OPERATIONS = [
 
 @pytest.fixture
 def app(tmp_path):
-    db = str(tmp_path / "fuzz.db")
-    with KeyStore(db) as keys:
-        key, _ = keys.create("fuzz")
-    app = create_app(db, embedder="hashing", limits=ServerLimits(rate_per_minute=0), policy="energy")
-    app.state.fuzz_key = key
-    with TestClient(app) as client:
+    with keyed_service(str(tmp_path / "fuzz.db"), {"fuzz": ("fuzz", None)}, policy="energy") as (client, headers):
+        client.app.state.fuzz_headers = headers["fuzz"]
         for user in ("alex", "0"):
-            r = client.post("/api/memories/", json={"messages": "I love hiking", "user_id": user, "infer": False},
-                            headers={"Authorization": f"Bearer {key}"})
+            r = client.post("/api/memories/", json={"messages": "I love hiking", "user_id": user, "infer": False}, headers=headers["fuzz"])
             assert r.status_code == 200
-        yield app
+        yield client.app
 
 
 @pytest.mark.parametrize(("method", "path"), OPERATIONS)
 def test_tier_routes_conform(app, method: str, path: str) -> None:
-    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
-    operation = schema[path][method]
-    headers = {"Authorization": f"Bearer {app.state.fuzz_key}"}
-    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-
-        @given(case=operation.as_strategy(generation_mode=mode))
-        @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
-        def run(case) -> None:
-            response = case.call(headers=headers)
-            assert response.status_code < 500, (case.method, case.formatted_path, case.query, case.body, response.text)
-            case.validate_response(response, headers=headers, excluded_checks=[positive_data_acceptance])
-
-        try:
-            run()
-        except Unsatisfiable:
-            assert mode is GenerationMode.NEGATIVE
+    assert_conforms(app, method, path, app.state.fuzz_headers, EXAMPLES)

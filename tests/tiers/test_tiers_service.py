@@ -10,9 +10,8 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 from tiers_helpers import at  # noqa: E402
 
-from engram.server import KeyStore, ServerLimits, create_app  # noqa: E402
-
-UNLIMITED = ServerLimits(rate_per_minute=0)
+from engram.server import KeyStore, create_app  # noqa: E402
+from service_helpers import UNLIMITED, bearer  # noqa: E402
 
 
 @pytest.fixture
@@ -40,7 +39,7 @@ def served(store):
 def _key(store: str, tenant: str, user: str | None = None) -> dict[str, str]:
     with KeyStore(store) as keys:
         key, _ = keys.create(tenant, user_id=user)
-    return {"Authorization": f"Bearer {key}"}
+    return bearer(key)
 
 
 def _add(client, text: str, headers=None, **body) -> str:
