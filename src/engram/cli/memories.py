@@ -317,28 +317,13 @@ def demo(app: App, keep: bool, pair: bool = False, tiers: bool = False) -> None:
     never used, so your own store is untouched.
     """
     if tiers:
-        from ..demo_tiers import run_tiers_demo
-
-        shown = run_tiers_demo(app.db if app.db_typed else None, echo=(lambda *_a, **_k: None) if app.json else click.echo,
-                               embedder=app.embedder, keep=keep)
-        if app.json:
-            app.emit(shown, lambda: None)
-        return
-    if pair:
-        from ..demo_pair import run_pair_demo
-
-        done = run_pair_demo(app.db if app.db_typed else None, echo=(lambda *_a, **_k: None) if app.json else click.echo,
-                             embedder=app.embedder, keep=keep)
-        if app.json:
-            app.emit(done, lambda: None)
-        return
-    from ..demo import run_demo
-
-    result = run_demo(
-        app.db if app.db_typed else None,
-        echo=(lambda *_a, **_k: None) if app.json else click.echo,
-        embedder=app.embedder,
-        keep=keep,
-    )
+        from ..demo_tiers import run_tiers_demo as run
+    elif pair:
+        from ..demo_pair import run_pair_demo as run
+    else:
+        from ..demo import run_demo as run
+    # With --json the story is not printed: only the result, as JSON.
+    echo = (lambda *_a, **_k: None) if app.json else click.echo
+    result = run(app.db if app.db_typed else None, echo=echo, embedder=app.embedder, keep=keep)
     if app.json:
         app.emit(result, lambda: None)

@@ -50,7 +50,11 @@ def _number(value: Any) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _items_table(app: App, items: list[dict[str, Any]]) -> None:
+def _items_table(app: App, items: list[dict[str, Any]], empty: str | None = None) -> None:
+    """Memories with their energy and tier; ``empty``: the line printed instead of an empty table."""
+    if not items and empty:
+        click.echo(empty)
+        return
     app.table(
         [("id", {"no_wrap": True}), *TIER_COLUMNS,
          ("memory", {"overflow": "fold", "ratio": 1}), ("user", {"no_wrap": True}), ("created (UTC)", {"no_wrap": True})],
@@ -207,14 +211,7 @@ def config(app: App, settings: tuple[str, ...], reset: bool) -> None:
 def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, limit: int) -> None:
     """The scope's memories with their energy and tier, newest first."""
     data = _energy(app).get_all(**scope(user_id, agent_id, run_id), limit=limit)
-
-    def human() -> None:
-        if not data["results"]:
-            click.echo("No memories.")
-            return
-        _items_table(app, data["results"])
-
-    app.emit(data, human)
+    app.emit(data, lambda: _items_table(app, data["results"], empty="No memories."))
 
 
 @tiers.command("tests")
@@ -230,14 +227,7 @@ def tests(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
         app.emit(done, lambda: click.echo(f"Deleted {done['deleted']} test memories."))
         return
     data = memory.test_memories(**scope(user_id, agent_id, run_id), limit=limit)
-
-    def human() -> None:
-        if not data["results"]:
-            click.echo("No test memories.")
-            return
-        _items_table(app, data["results"])
-
-    app.emit(data, human)
+    app.emit(data, lambda: _items_table(app, data["results"], empty="No test memories."))
 
 
 @tiers.command("test-memory")
