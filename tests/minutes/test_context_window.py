@@ -5,17 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from engram import Memory, ValidationError
+from engram import ValidationError
 from engram.policies.minutes import estimate_tokens
 
 T0 = 1_800_000_000.0
-
-
-@pytest.fixture
-def m() -> Memory:
-    memory = Memory(":memory:", embedder="hashing")
-    yield memory
-    memory.close()
 
 
 @pytest.fixture

@@ -66,13 +66,6 @@ def test_config_is_checked():
 
 
 # the run ------------------------------------------------------------------------------------------
-@pytest.fixture
-def m() -> Memory:
-    memory = Memory(":memory:", embedder="hashing")
-    yield memory
-    memory.close()
-
-
 def rec(m: Memory, note: str, *, days: float = 0, **kw) -> str:
     kw.setdefault("project_id", "apollo")
     kw.setdefault("agent_id", "coder")

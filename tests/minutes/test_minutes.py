@@ -13,13 +13,6 @@ T0 = 1_800_000_000.0
 DAY = 86_400.0
 
 
-@pytest.fixture
-def m() -> Memory:
-    memory = Memory(":memory:", embedder="hashing")
-    yield memory
-    memory.close()
-
-
 def record(m: Memory, kind: str = "status", **kw) -> dict:
     kw.setdefault("project_id", "apollo")
     return m.minutes.record(kind, **kw)
