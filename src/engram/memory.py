@@ -34,7 +34,7 @@ from .policies.text import content_hash
 from .policies.validity import is_valid, validity_cutoff
 from .roles.base import Extractor, Reconciler
 from .store import open_store
-from .store.base import ScopeFilter, Store
+from .store.base import Batch, ScopeFilter, Store
 from .store.sqlite import SQLiteStore
 
 _QUERY_CACHE = 256
@@ -56,6 +56,16 @@ def _promoted(record: MemoryRecord | None, get: Callable[[str], MemoryRecord | N
             return record
         record = successor
     return record
+
+
+def _current_in(batch: Batch, memory_id: str) -> MemoryRecord:
+    """The memory ``memory_id`` as ``batch`` reads it (inside the write transaction,
+    so a promotion or a delete that committed since is seen), promotions followed;
+    NotFoundError when it is gone."""
+    current = _promoted(batch.get_many([memory_id]).get(memory_id), lambda i: batch.get_many([i]).get(i))
+    if current is None or current.status is Status.DELETED:
+        raise NotFoundError("memory", memory_id)
+    return current
 
 
 class Memory:
@@ -420,9 +430,7 @@ class Memory:
         with self.store.transaction() as batch:
             # Read again inside the transaction: a write that committed since (a
             # maintenance run's decay or promotion, a boost) is kept, not overwritten.
-            current = _promoted(batch.get_many([record.id]).get(record.id), lambda i: batch.get_many([i]).get(i))
-            if current is None or current.status is Status.DELETED:
-                raise NotFoundError("memory", record.id)
+            current = _current_in(batch, record.id)
             if current.metadata != record.metadata:
                 merged, fresh_key = self._merged(current, text, meta)
                 if fresh_key != key:
@@ -455,9 +463,7 @@ class Memory:
         record = self._get_record(memory_id, user_id, agent_id, run_id)
         with self.store.transaction() as batch:
             # Inside the transaction: a promotion that committed since moved the memory.
-            current = _promoted(batch.get_many([record.id]).get(record.id), lambda i: batch.get_many([i]).get(i))
-            if current is None or current.status is Status.DELETED:
-                raise NotFoundError("memory", record.id)
+            current = _current_in(batch, record.id)
             batch.delete(current)
         return {"id": current.id, "memory": current.text, "event": "DELETE", "message": "Memory deleted successfully"}
 
