@@ -13,9 +13,9 @@ pytest.importorskip("fastapi")
 
 from fastapi import FastAPI  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
-from service_helpers import UNLIMITED  # noqa: E402
 
 from engram.server import KeyStore, create_app  # noqa: E402
+from service_helpers import UNLIMITED  # noqa: E402
 
 
 @pytest.fixture

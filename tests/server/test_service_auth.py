@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from service_helpers import assert_error, bearer
 
 from engram.server import KeyStore, ServerLimits
+from service_helpers import assert_error, bearer
 
 OPEN_PATHS = ("/", "/healthz", "/openapi.json", "/docs", "/static/app.js")
 

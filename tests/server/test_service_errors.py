@@ -7,11 +7,11 @@ import logging
 
 import pytest
 from fastapi.testclient import TestClient
-from service_helpers import assert_error
 
 from engram import Memory
 from engram.errors import CorruptStoreError, StoreError, TransientProviderError
 from engram.server import ServerLimits
+from service_helpers import assert_error
 
 MSG = {"role": "user", "content": "I like tea"}
 

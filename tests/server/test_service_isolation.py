@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 from fastapi.testclient import TestClient
+
 from service_helpers import bearer
 
 TENANTS = ("acme", "globex")

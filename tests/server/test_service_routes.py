@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-from service_helpers import TURN, assert_error
 
 from engram.errors import StoreError
+from service_helpers import TURN, assert_error
 
 ITEM_KEYS = {"id", "memory", "user_id", "agent_id", "run_id", "created_at", "updated_at", "metadata", "kind", "memory_class"}
 EVENT_KEYS = {"seq", "event", "memory_id", "old_memory", "new_memory", "created_at", "actor", "tenant_id", "user_id", "agent_id", "run_id", "payload"}
