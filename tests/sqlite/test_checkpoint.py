@@ -24,12 +24,18 @@ def _threads(path: Path) -> list[threading.Thread]:
 
 
 def _rows_in_db_file_alone(db: Path, tmp: Path) -> int:
-    """Memories in a copy of the .db without its -wal: what was checkpointed."""
+    """Memories in a copy of the .db without its -wal: what was checkpointed.
+
+    -1 while the copy cannot be read: before the first checkpoint the file holds no
+    schema yet, and a copy taken while a checkpoint writes pages may be torn.
+    """
     copy = tmp / "copy.db"
     shutil.copyfile(db, copy)
     conn = sqlite3.connect(copy)
     try:
         return conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    except sqlite3.DatabaseError:
+        return -1
     finally:
         conn.close()
         copy.unlink()
