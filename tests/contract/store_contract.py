@@ -204,6 +204,29 @@ class StoreContract:
         assert store.get("missing") is None
         assert store.history("missing") == []
 
+    def test_changes_since_a_log_position_name_what_was_written_there(self, store):
+        """A backend that can say (its log order is its commit order) names every
+        memory of the space written after the position, with its vector while active."""
+        add(store, record("a", "Likes sushi"), record("b", "Likes tea"))
+        position = store.log_position()
+        if position is None:
+            with store.transaction() as b:
+                assert b.changes_since(ALEX, 0) is None  # no position to read from
+            return
+        with store.transaction() as b:
+            assert b.changes_since(ALEX, position) == []
+        add(store, record("c", "Drinks green tea"), record("h", "Helper likes tea", ALEX_HELPER))
+        update_text(store, "a", "Loves sashimi")
+        delete(store, "b")
+        with store.transaction() as b:
+            changes = dict(b.changes_since(ALEX, position))
+            assert set(changes) == {"a", "b", "c"}  # not the other space's "h"
+            assert changes["b"] is None  # deleted: nothing to find any more
+            np.testing.assert_allclose(changes["c"], vec("Drinks green tea"), rtol=1e-6)
+            np.testing.assert_allclose(changes["a"], vec("Loves sashimi"), rtol=1e-6)
+            assert b.changes_since(ALEX, store.log_position()) == []
+            assert b.changes_since(Scope(user_id="nobody"), position) == []
+
     def test_update_replaces_fields_and_logs_old_and_new(self, store):
         add(store, record("a", "Likes sushi"), record("h", "Helper likes tea", ALEX_HELPER))
         new = update_text(store, "a", "Loves sashimi", metadata={"source": "edit"}, tags=["fish"])

@@ -195,3 +195,77 @@ def test_distinct_facts_from_threads_are_all_kept_once(tmp_path: Path, infer: bo
     texts = [r["memory"] for r in m.get_all(user_id="shared", limit=1000)["results"]]
     assert len(texts) == 60 and len(set(texts)) == 60
     m.close()
+
+
+class InterleavingReconciler(Reconciler):
+    """Runs ``meanwhile`` (another writer's commit) after the first decision, before
+    that decision is written: the write then finds the scope moved on."""
+
+    local = True
+
+    def __init__(self, meanwhile) -> None:
+        self.inner = HeuristicReconciler()
+        self.meanwhile = meanwhile
+        self.calls = 0
+
+    def reconcile(self, facts: Sequence[Fact], existing: Sequence[Sequence[Existing]]) -> list[Decision]:
+        self.calls += 1
+        decisions = self.inner.reconcile(facts, existing)
+        if self.meanwhile is not None:
+            meanwhile, self.meanwhile = self.meanwhile, None
+            meanwhile()
+        return decisions
+
+
+FOOD = ["I like black coffee.", "I like sushi.", "I like dark chocolate.", "I like ramen.", "I like mango.", "I like oat milk."]
+
+
+def _interleaved(tmp_path: Path, other_writes: str) -> tuple[Memory, Memory, InterleavingReconciler, list[int]]:
+    """A store with six facts, a second writer (another connection, as another
+    process would be) that adds ``other_writes`` meanwhile, and a count of the
+    first writer's vector searches."""
+    path = str(tmp_path / "m.db")
+    with Memory(path, embedder="hashing") as seed:
+        for fact in FOOD:
+            seed.add(fact, user_id="u")
+    other = Memory(path, embedder="hashing")
+    reconciler = InterleavingReconciler(lambda: other.add(other_writes, user_id="u"))
+    m = Memory(path, embedder="hashing", reconciler=reconciler)
+    m.search("warm up", user_id="u")  # the index is loaded
+    searches = [0]
+    real = m.store.vector_search
+
+    def counted(*args, **kwargs):
+        searches[0] += 1
+        return real(*args, **kwargs)
+
+    m.store.vector_search = counted  # type: ignore[method-assign]
+    return m, other, reconciler, searches
+
+
+def test_a_write_elsewhere_in_the_scope_leaves_the_decision_without_a_second_search(tmp_path: Path) -> None:
+    """The other writer's memory is less similar than every candidate shown: the
+    decision stands, checked from that memory alone (no search inside the write)."""
+    m, other, reconciler, searches = _interleaved(tmp_path, "I work as a pilot.")
+    try:
+        m.add("I like green tea.", user_id="u")
+        assert searches[0] == 1  # the decision's own search; none in the transaction
+        assert reconciler.calls == 1
+        texts = [r["memory"] for r in m.get_all(user_id="u", limit=100)["results"]]
+        assert "Likes green tea" in texts and "Works as a pilot" in texts and len(texts) == len(FOOD) + 2
+    finally:
+        m.close()
+        other.close()
+
+
+def test_a_nearer_memory_written_meanwhile_is_decided_on(tmp_path: Path) -> None:
+    """The other writer's memory would be among the candidates: the decision is taken
+    again on fresh ones, and the contradiction leaves one memory."""
+    m, other, reconciler, searches = _interleaved(tmp_path, "I live in Prague.")
+    try:
+        m.add("I live in Oslo.", user_id="u")
+        assert searches[0] == 2 and reconciler.calls == 2
+        assert lives_in(m, "u") == ["Lives in Oslo"]
+    finally:
+        m.close()
+        other.close()

@@ -43,6 +43,10 @@ logger = logging.getLogger("engram")
 # How many times a turn's reconciliation is decided before it is decided inside the
 # write transaction (see Ingestor.add_inferred).
 DECIDE_TRIES = 3
+#: How much less similar than the least similar candidate shown a memory written
+#: meanwhile must be to leave the candidates unchanged (float32 products of the
+#: index and of this check may differ in their last bits).
+_SCORE_MARGIN = 1e-4
 
 
 class _ScopeMoved(Exception):
@@ -66,21 +70,25 @@ class _Turn:
         self.vectors = vectors
         self.vector_of = {f.text: vectors[i] for i, f in enumerate(facts)}
         self.version = 0
+        self.position: int | None = None
         self.existing: list[list[Existing]] = []
         self.decisions: list[Decision] = []
 
     def decide(self) -> None:
-        """Read the candidates (the version first) and decide on them."""
-        self.version = self.ingestor.store.space_version(self.scope)
+        """Read the candidates (the version and the log's end first) and decide on them."""
+        store = self.ingestor.store
+        self.version = store.space_version(self.scope)
+        self.position = store.log_position()
         self.existing = self.ingestor.similar(self.space, self.facts, self.vectors)
         self.decisions = self.ingestor.reconciler.reconcile(self.facts, self.existing) if self.facts else []
 
-    def refresh(self, version: int, *, decide: bool = False) -> bool:
+    def refresh(self, batch: Batch, version: int, *, decide: bool = False) -> bool:
         """Bring the decision up to the scope's ``version`` (inside the write
         transaction). With the same candidates the decision stands; with others, a
         local reconciler (any, with ``decide``) decides again; otherwise this
         returns False and the decision must be taken again outside the lock."""
-        if version == self.version:
+        if version == self.version or self._unmoved(batch):
+            self.version = version
             return True
         fresh = self.ingestor.similar(self.space, self.facts, self.vectors)
         self.version = version
@@ -90,6 +98,31 @@ class _Turn:
             return False
         self.existing = fresh
         self.decisions = self.ingestor.reconciler.reconcile(self.facts, fresh)
+        return True
+
+
+    def _unmoved(self, batch: Batch) -> bool:
+        """Whether the candidates shown are still the nearest, judged from the
+        memories written since they were read alone (no search of the space): none
+        of the shown ones changed, and every memory written since is less similar to
+        each fact than the least similar shown. Under many writers to one space this
+        keeps the write transaction short. False whenever in doubt."""
+        changes = None if self.position is None else batch.changes_since(self.scope, self.position)
+        if changes is None:
+            return False
+        changed = {memory_id for memory_id, _ in changes}
+        vectors = [v for _, v in changes if v is not None and v.shape[0] == self.vectors.shape[1]]
+        for shown, vector in zip(self.existing, self.vectors, strict=True):
+            if any(e.id in changed for e in shown):
+                return False
+            if not vectors:
+                continue
+            # Shown scores are clamped to [0, 1]: a floor of 0 may hide lower ones.
+            floor = min((e.score for e in shown), default=0.0)
+            if len(shown) < self.ingestor.similar_k or floor <= 0.0:
+                return False
+            if float(np.max(np.stack(vectors) @ vector)) >= floor - _SCORE_MARGIN:
+                return False
         return True
 
 
@@ -273,7 +306,7 @@ class Ingestor:
             # the reconciler was shown matters: unchanged, the decision stands. The
             # last try decides here whatever the reconciler (serialised).
             version = batch.space_version(scope) if turn.facts else turn.version
-            if not turn.refresh(version, decide=last_try):
+            if not turn.refresh(batch, version, decide=last_try):
                 raise _ScopeMoved  # rolls back; nothing was written yet
             allowed = {e.id for group in turn.existing for e in group}
             flags = turn_flags(rec)

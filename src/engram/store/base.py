@@ -123,6 +123,16 @@ class Batch(abc.ABC):
         with the version its candidates were read at); after it, a value that also
         counts this transaction's writes."""
 
+    def changes_since(self, scope: Scope, position: int) -> list[tuple[str, np.ndarray | None]] | None:
+        """The memories of the space of ``scope`` named by events logged after
+        ``position`` (a :meth:`Store.log_position`), as this transaction sees them:
+        each id with its vector, None when the memory is no longer active or has
+        none. None when the backend cannot tell cheaply (the default; also after
+        the log was reset or the store re-embedded): the caller then reads the
+        space again. A writer uses it to check that what it decided on still
+        holds without re-reading the whole space inside its transaction."""
+        return None
+
     @abc.abstractmethod
     def advance_clock(self, scope: Scope, n: int = 1) -> int:
         """Advance the space's access clock by ``n`` access events (0: just read it)
@@ -303,6 +313,12 @@ class Store(abc.ABC):
         """A number that changes whenever a transaction writes to the space of
         ``scope`` (0 for a space never written). Readers compare it to know whether
         what they loaded is still current."""
+
+    def log_position(self) -> int | None:
+        """The event log's end now, for :meth:`Batch.changes_since`: every event
+        committed later is after it. None (the default) when the backend's log
+        order is not its commit order, so no such position exists."""
+        return None
 
     # maintenance -------------------------------------------------------------------
     @abc.abstractmethod

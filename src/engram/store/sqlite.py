@@ -41,7 +41,7 @@ from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
 from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from .sqlite_errors import backoff, is_busy, is_corrupt
-from .sqlite_index import IndexCache, index_entry
+from .sqlite_index import IndexCache, index_entry, last_seq, log_reaches
 from .touches import FLUSH_EVERY, TouchBuffer
 from .vector_index import Row, SpaceIndex
 
@@ -162,6 +162,23 @@ class _SQLiteBatch(Batch):
 
     def space_version(self, scope: Scope) -> int:
         return self._store.space_version(scope)
+
+    def changes_since(self, scope: Scope, position: int) -> list[tuple[str, np.ndarray | None]] | None:
+        # One writer per file: the log's order is its commit order.
+        if not log_reaches(self._conn, position):
+            return None
+        space = self._store._space_id(self._conn, scope, create=False)
+        if space is None:
+            return []
+        rows = self._conn.execute(
+            "SELECT m.id, m.status, e.vector FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+            "WHERE m.id IN (SELECT memory_id FROM events WHERE space_id = :space AND seq > :s AND memory_id IS NOT NULL)",
+            {"space": space, "s": position},
+        ).fetchall()
+        return [
+            (mid, np.frombuffer(blob, dtype=np.float32) if status == "active" and blob is not None else None)
+            for mid, status, blob in rows
+        ]
 
     def advance_clock(self, scope: Scope, n: int = 1) -> int:
         space = self._store._space_id(self._conn, scope, create=True)
@@ -654,6 +671,11 @@ class SQLiteStore(Store):
             (row_to_record(r[:-1]), None if r[-1] is None else np.frombuffer(r[-1], dtype=np.float32))
             for r in rows
         ]
+
+    @_store_errors
+    def log_position(self) -> int:
+        with self._lock:
+            return last_seq(self._conn)
 
     @_store_errors
     def space_version(self, scope: Scope) -> int:

@@ -76,7 +76,7 @@ class IndexCache:
             return index
         # The log's end first: whatever commits after it has a later seq, so the
         # next catch-up starts from here even if rows below are newer.
-        seq = _last_seq(conn)
+        seq = last_seq(conn)
         index = SpaceIndex(dim(), generation, seq)
         rows = conn.execute(
             f"SELECT {COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {FROM_MEMORIES} "
@@ -114,14 +114,8 @@ class IndexCache:
         """
         if index.dim == 0:
             return False
-        # One look at the log: its end, whether it still reaches back to the index
-        # (a reset empties it), whether the store was re-embedded since.
-        seq, reaches_back, reembedded = conn.execute(
-            "SELECT COALESCE(max(seq), 0), (SELECT 1 FROM events WHERE seq <= :s LIMIT 1), "
-            "(SELECT 1 FROM events WHERE space_id IS NULL AND seq > :s AND op = 'reindex' LIMIT 1) FROM events",
-            {"s": index.seq},
-        ).fetchone()
-        if seq < index.seq or (index.seq and not reaches_back) or reembedded:
+        seq = log_reaches(conn, index.seq)
+        if seq is None:
             return False
         # The space's memories named by events since, whatever their status now.
         rows = conn.execute(
@@ -169,5 +163,19 @@ class IndexCache:
             index.seq = max(index.seq, last_seq)
 
 
-def _last_seq(conn: sqlite3.Connection) -> int:
+def last_seq(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT COALESCE(max(seq), 0) FROM events").fetchone()[0])
+
+
+def log_reaches(conn: sqlite3.Connection, seq: int) -> int | None:
+    """The log's end if the changes since ``seq`` can be read from it; None when
+    the log was reset since (it no longer reaches back to ``seq``) or the store was
+    re-embedded (every vector changed). One look at the log."""
+    end, reaches_back, reembedded = conn.execute(
+        "SELECT COALESCE(max(seq), 0), (SELECT 1 FROM events WHERE seq <= :s LIMIT 1), "
+        "(SELECT 1 FROM events WHERE space_id IS NULL AND seq > :s AND op = 'reindex' LIMIT 1) FROM events",
+        {"s": seq},
+    ).fetchone()
+    if end < seq or (seq and not reaches_back) or reembedded:
+        return None
+    return int(end)
