@@ -1,7 +1,9 @@
 """The embedded SQLite backend: one file, WAL, real transactions.
 
-Durability: every committed transaction is fsynced (``synchronous=FULL``), so a
-write that returned survives a crash or power loss. Retrieval bookkeeping (the
+Durability: every committed transaction's log is fsynced before the write returns
+(by Engram right after the commit, outside the write lock: see
+:mod:`engram.store.sqlite_checkpoint`), so a write that returned survives a crash
+or power loss. Retrieval bookkeeping (the
 access clock and per-memory touches) is the one exception: it is buffered and
 written with the next write transaction, on :meth:`close`, or every few dozen
 searches, because making every search an fsynced write would cost more than the
@@ -39,7 +41,7 @@ from .codec import (
 )
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
-from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
+from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer, LogSync
 from .sqlite_errors import backoff, is_busy, is_corrupt
 from .sqlite_index import IndexCache, index_entry, last_seq, log_reaches
 from .touches import FLUSH_EVERY, TouchBuffer
@@ -275,6 +277,7 @@ class SQLiteStore(Store):
         self._indexes = IndexCache(self.path)
         self._touches = TouchBuffer()
         self._checkpointer = Checkpointer(self.path) if self.path != ":memory:" else None
+        self._log_sync = LogSync(self.path) if self.path != ":memory:" else None
         # What reads learnt of the spaces table (ids and generations), valid while
         # nothing is committed: this connection's commits clear it, and SQLite's
         # data_version tells when another connection committed.
@@ -296,7 +299,13 @@ class SQLiteStore(Store):
             # Switching a new file to WAL needs its exclusive lock, and SQLite does
             # not wait for it (the connection already reads): wait here.
             self._when_unlocked("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = FULL")
+            if self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal" and self._log_sync is not None:
+                # NORMAL syncs the log at checkpoints only; every commit's sync is
+                # LogSync's, taken once the write lock is free (sqlite_checkpoint).
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+            else:  # no log of its own to sync (in memory, or a file system without WAL)
+                self._log_sync = None
+                self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             # Checkpoints are the thread's (sqlite_checkpoint.py); this is the backstop.
             self._conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
@@ -358,6 +367,8 @@ class SQLiteStore(Store):
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
+                # The write lock is free now: other writers go on during the sync.
+                self._sync_log()
                 if self._checkpointer is not None:
                     self._checkpointer.committed()
             except BaseException:
@@ -366,6 +377,14 @@ class SQLiteStore(Store):
             finally:
                 # Reads inside the transaction may have cached what it changed.
                 self._space_cache.clear()
+
+    def _sync_log(self) -> None:
+        if self._log_sync is None:
+            return
+        try:
+            self._log_sync.sync()
+        except OSError as exc:
+            raise StoreError(f"{self.path}: the write committed but its log could not be flushed to disk: {exc}") from exc
 
     def _require_open(self) -> None:
         if getattr(self, "_conn", None) is None:
@@ -1004,6 +1023,8 @@ class SQLiteStore(Store):
                     self._checkpointer.close()
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
+                if self._log_sync is not None:
+                    self._log_sync.close()
 
 
 def _split_sql(script: str) -> list[str]:

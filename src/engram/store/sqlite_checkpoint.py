@@ -1,4 +1,5 @@
-"""The write-ahead log's checkpoints, taken on a thread of their own.
+"""The write-ahead log: its checkpoints, taken on a thread of their own, and the
+sync that makes each commit durable, taken after the write lock is released.
 
 In WAL mode a commit appends the pages it changed to the ``-wal`` file; a
 checkpoint copies them into the database file. SQLite runs one inside the commit
@@ -14,6 +15,18 @@ for the next pass. The writer's own checkpoint stays as a backstop at
 ``BACKSTOP_PAGES`` (the thread may fall behind a bulk load on a busy machine).
 The thread ends after ``IDLE`` seconds without commits, closing its connection,
 and starts again with the next commit, so a store that stopped writing holds none.
+
+The sync: with ``synchronous=FULL`` SQLite fsyncs the log inside every commit,
+while it holds the file's one write lock, so every other writer of the file waits
+for that disk flush too (about half of a small transaction's time under the lock,
+bench/RESULTS.md). Engram's writer connection runs ``synchronous=NORMAL`` (the log
+is synced at checkpoints, never at commit) and :class:`LogSync` syncs the log
+itself right after each commit, before the write returns: what FULL adds to
+NORMAL, but outside the lock, so writers' syncs overlap and one flush can cover
+several processes' commits. A write that returned is on disk either way; what
+changes is that another connection may see a commit a fraction of a millisecond
+before it is on disk (a power cut then loses it, as it loses any write that had
+not returned).
 """
 
 from __future__ import annotations
@@ -98,6 +111,41 @@ class Checkpointer:
                 conn.close()
 
 
+class LogSync:
+    """Syncs a database's ``-wal`` file after commits (see the module docstring)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = f"{path}-wal"
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._inode = -1
+
+    def sync(self) -> None:
+        """Flush the log to disk; raises OSError when it cannot be."""
+        with self._lock:
+            inode = os.stat(self.path).st_ino
+            if self._fd is None or inode != self._inode:
+                # First sync, or the log was removed and made again (its last
+                # connection closed): follow the file the commit went to.
+                self._close()
+                self._fd = os.open(self.path, os.O_RDWR)
+                self._inode = os.fstat(self._fd).st_ino
+            fd = self._fd
+        _flush(fd)
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd, self._inode = None, -1
+
+
+# What SQLite's own sync uses on Linux: the data and what reading it back needs.
+_flush = getattr(os, "fdatasync", os.fsync)
+
 _ALL: weakref.WeakSet[Checkpointer] = weakref.WeakSet()
 
 
@@ -108,4 +156,4 @@ def _after_fork_in_child() -> None:
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
-__all__ = ["BACKSTOP_PAGES", "Checkpointer"]
+__all__ = ["BACKSTOP_PAGES", "Checkpointer", "LogSync"]
