@@ -267,7 +267,7 @@ def test_large_spaces_get_their_own_hnsw_index_and_small_ones_exact_search(opene
     fill(store, Scope(user_id="alex", agent_id="helper"), unit(rng, 30), "h")
     assert store.build_indexes() == [1]  # alex's space only: bob's holds 60
     (name,) = index_scans(pg_url)
-    assert name == "embeddings_hnsw_32_1"
+    assert name == "embeddings_hnsw_32_1_400"  # dimension, space, the newest row it holds
     queries = unit(rng, 10)
     for scope in (F_ALEX, ScopeFilter("", "alex", agent_id=""), ScopeFilter("", "bob"), ScopeFilter("")):
         for q in queries:
@@ -312,9 +312,83 @@ def test_an_index_is_built_in_the_background_by_the_first_search_that_needs_it(o
     deadline = time.monotonic() + 30
     while not index_scans(pg_url) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert list(index_scans(pg_url)) == ["embeddings_hnsw_32_1"]
+    assert list(index_scans(pg_url)) == ["embeddings_hnsw_32_1_300"]
     assert [m for m, _ in store.vector_search(F_ALEX, q, k=5, cutoff=None, now=time.time())] == [m for m, _ in exact]
     store.close()  # while nothing builds any more (the index is there)
+
+
+def waiting(pg_url: str) -> int:
+    """Rows of indexed spaces that their graph does not hold yet (searched exactly)."""
+    names = [n for n in index_scans(pg_url) if n.count("_") == 4]
+    total = 0
+    for name in names:
+        space, watermark = (int(p) for p in name.rsplit("_", 2)[1:])
+        total += sql(pg_url, "SELECT count(*) FROM embeddings WHERE space_id = %s AND memory_rowid > %s AND NOT graphed", space, watermark)[0][0]
+    return total
+
+
+def assert_exact_top(store: PostgresStore, queries: np.ndarray, k: int = 10) -> None:
+    for q in queries:
+        got = store.vector_search(F_ALEX, q, k=k, cutoff=None, now=time.time())
+        exact = store.vector_search(F_ALEX, q, k=None, cutoff=None, now=time.time())[:k]
+        assert [m for m, _ in got] == [m for m, _ in exact]
+
+
+def test_rows_added_after_the_index_are_found_at_once_and_graphed_later(opened, pg_url):
+    """An add never waits for a graph insert: rows newer than the index's watermark
+    are searched exactly until the maintenance pass puts them in the graph."""
+    store = opened(exact_below=50)
+    store.bind_embedder("random", DIM)
+    rng = np.random.default_rng(11)
+    fill(store, ALEX, unit(rng, 200), "a")
+    store.build_indexes()
+    assert list(index_scans(pg_url)) == ["embeddings_hnsw_32_1_200"]
+    late = unit(rng, 30)
+    fill(store, ALEX, late, "late")
+    assert waiting(pg_url) == 30
+    # Each new row is its own nearest neighbour, found before it is in the graph.
+    for i in (0, 13, 29):
+        hits = store.vector_search(F_ALEX, late[i], k=5, cutoff=None, now=time.time())
+        assert hits[0][0] == f"late{i}" and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert_exact_top(store, unit(rng, 10))
+    store.build_indexes()
+    assert waiting(pg_url) == 0
+    assert list(index_scans(pg_url)) == ["embeddings_hnsw_32_1_200"]  # graphed into the same index
+    assert store.vector_search(F_ALEX, late[7], k=1, cutoff=None, now=time.time())[0][0] == "late7"
+    assert_exact_top(store, unit(rng, 10))
+
+
+def test_a_search_has_new_rows_graphed_in_the_background_once_writes_pause(opened, pg_url):
+    store = opened(exact_below=50)
+    store.bind_embedder("random", DIM)
+    rng = np.random.default_rng(12)
+    fill(store, ALEX, unit(rng, 100), "a")
+    store.build_indexes()
+    fill(store, ALEX, unit(rng, 10), "b")
+    assert waiting(pg_url) == 10
+    store.vector_search(F_ALEX, unit(rng, 1)[0], k=5, cutoff=None, now=time.time())
+    deadline = time.monotonic() + 20
+    while waiting(pg_url) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert waiting(pg_url) == 0
+    assert_exact_top(store, unit(rng, 5))
+
+
+def test_a_bulk_load_into_an_indexed_space_builds_a_new_index_instead(opened, pg_url):
+    """More rows waiting than the index holds: one build up to the newest row, and
+    the old index is dropped (not thousands of graph inserts)."""
+    store = opened(exact_below=50)
+    store.bind_embedder("random", DIM)
+    rng = np.random.default_rng(13)
+    fill(store, ALEX, unit(rng, 100), "a")
+    store.build_indexes()
+    fill(store, ALEX, unit(rng, 150), "bulk")
+    store.build_indexes()
+    assert list(index_scans(pg_url)) == ["embeddings_hnsw_32_1_250"]
+    assert waiting(pg_url) == 0
+    # The rows the new index holds by its watermark were never marked one by one.
+    assert sql(pg_url, "SELECT count(*) FROM embeddings WHERE graphed")[0][0] == 0
+    assert_exact_top(store, unit(rng, 10))
 
 
 def test_re_embedding_rebuilds_the_indexes_for_the_new_dimension(opened, pg_url):
@@ -322,10 +396,10 @@ def test_re_embedding_rebuilds_the_indexes_for_the_new_dimension(opened, pg_url)
     store.bind_embedder(EMB.name, EMB.dim)
     add(store, *[record(f"a{i}", f"note number {i} about gardening") for i in range(30)])
     store.build_indexes()
-    assert list(index_scans(pg_url)) == ["embeddings_hnsw_384_1"]
+    assert list(index_scans(pg_url)) == ["embeddings_hnsw_384_1_30"]
     small = HashingEmbedder(64)
     store.reindex(small.embed, name=small.name, dim=small.dim)
-    assert list(index_scans(pg_url)) == ["embeddings_hnsw_64_1"]
+    assert list(index_scans(pg_url)) == ["embeddings_hnsw_64_1_30"]
     hits = store.vector_search(F_ALEX, small.embed_one("note number 7 about gardening"), k=3, cutoff=None, now=time.time())
     assert hits[0][0] == "a7" and hits[0][1] == pytest.approx(1.0, abs=1e-5)
     store.reset()

@@ -12,9 +12,10 @@ second waits, then finds it done. A store from a newer Engram is refused.
 
 The vector column has no dimension in the schema: it is known only when the first
 vector is written (the embedder's identity is bound lazily). HNSW indexes are built
-per large space (:func:`build_space_index`): a partial index of that space's rows,
-on the column cast to the store's dimension (an expression index, pgvector's way
-of indexing one dimension of an untyped column). See engram.store.postgres for why.
+per large space (:func:`build_space_index`): a partial index of that space's rows up
+to a watermark and of those graphed since (:func:`graph_rows`), on the column cast
+to the store's dimension (an expression index, pgvector's way of indexing one
+dimension of an untyped column). See engram.store.postgres for why.
 """
 
 from __future__ import annotations
@@ -186,7 +187,27 @@ CREATE TABLE api_keys (
 );
 """
 
-MIGRATIONS: list[str] = [V1]
+# A space's HNSW index holds its rows up to a watermark (the largest memory rowid
+# when the index was built) and the rows a maintenance pass marked ``graphed`` since;
+# newer rows are searched exactly, so an add never waits for a graph insert
+# (engram.store.postgres). The V1 indexes (the whole space, every insert paying for
+# the graph) are dropped: the next search builds their successors in the background.
+V2 = """
+ALTER TABLE embeddings ADD COLUMN graphed BOOLEAN NOT NULL DEFAULT false;
+-- The rows never graphed, by space and rowid: those above a watermark are the ones
+-- waiting (a range of this index, however large the space).
+CREATE INDEX embeddings_waiting ON embeddings (space_id, memory_rowid) WHERE NOT graphed;
+DO $$
+DECLARE name text;
+BEGIN
+    FOR name IN SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                WHERE i.indrelid = 'embeddings'::regclass AND c.relname LIKE 'embeddings!_hnsw!_%' ESCAPE '!' LOOP
+        EXECUTE format('DROP INDEX %I', name);
+    END LOOP;
+END $$;
+"""
+
+MIGRATIONS: list[str] = [V1, V2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 DEFAULT_SCHEMA = "engram"
@@ -293,15 +314,32 @@ def migrate(conn: Any, schema: str, label: str) -> str:
     return path
 
 
-def index_name(dim: int, space_id: int) -> str:
-    """The name of the HNSW index of one space's ``dim``-dimensional vectors."""
-    return f"{_INDEX_PREFIX}{int(dim)}_{int(space_id)}"
+def index_name(dim: int, space_id: int, watermark: int) -> str:
+    """The name of the HNSW index of one space's ``dim``-dimensional vectors up to
+    ``watermark`` (see :func:`graph_rows`)."""
+    return f"{_INDEX_PREFIX}{int(dim)}_{int(space_id)}_{int(watermark)}"
 
 
-def vector_indexes(conn: Any) -> dict[str, tuple[int, int, bool]]:
+def graph_rows(space_id: int, watermark: int, alias: str = "") -> str:
+    """The rows of a space's HNSW index: up to its watermark, and those graphed since.
+
+    The condition of the partial index and of the searches that use it: PostgreSQL
+    uses a partial index only when it can prove its condition from the query's text.
+    """
+    a = f"{alias}." if alias else ""
+    return f"{a}space_id = {int(space_id)} AND ({a}memory_rowid <= {int(watermark)} OR {a}graphed)"
+
+
+def waiting_rows(space_id: int, watermark: int, alias: str = "") -> str:
+    """The rows of a space that its HNSW index does not hold (searched exactly)."""
+    a = f"{alias}." if alias else ""
+    return f"{a}space_id = {int(space_id)} AND {a}memory_rowid > {int(watermark)} AND NOT {a}graphed"
+
+
+def vector_indexes(conn: Any) -> dict[str, tuple[int, int, int, bool]]:
     """The HNSW indexes of the embeddings table in the current schema: name ->
-    (dimension, space id, whether it is valid: a concurrent build that was
-    interrupted leaves an invalid one)."""
+    (dimension, space id, watermark, whether it is valid: a concurrent build that
+    was interrupted leaves an invalid one)."""
     rows = conn.execute(
         "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
         "WHERE i.indrelid = 'embeddings'::regclass AND c.relname LIKE %s",
@@ -309,19 +347,20 @@ def vector_indexes(conn: Any) -> dict[str, tuple[int, int, bool]]:
     ).fetchall()
     out = {}
     for name, valid in rows:
-        dim, _, space = name[len(_INDEX_PREFIX) :].partition("_")
-        if dim.isdigit() and space.isdigit():
-            out[name] = (int(dim), int(space), bool(valid))
+        parts = name[len(_INDEX_PREFIX) :].split("_")
+        if len(parts) == 3 and all(p.isdigit() for p in parts):
+            out[name] = (int(parts[0]), int(parts[1]), int(parts[2]), bool(valid))
     return out
 
 
-def build_space_index(conn: Any, dim: int, space_id: int, *, concurrently: bool) -> bool:
-    """Build the HNSW index of one space's vectors (a partial index: the space's rows
-    only), replacing an invalid one; False if a valid one was there. ``concurrently``
-    (outside any transaction): writers go on meanwhile."""
-    name = index_name(dim, space_id)
+def build_space_index(conn: Any, dim: int, space_id: int, watermark: int, *, concurrently: bool) -> bool:
+    """Build the HNSW index of one space's vectors up to ``watermark`` (a partial
+    index: :func:`graph_rows`), replacing an invalid one of that name; False if a
+    valid one was there. ``concurrently`` (outside any transaction): writers go on
+    meanwhile."""
+    name = index_name(dim, space_id, watermark)
     found = vector_indexes(conn).get(name)
-    if found is not None and found[2]:
+    if found is not None and found[3]:
         return False
     how = "CONCURRENTLY " if concurrently else ""
     if found is not None:
@@ -329,16 +368,18 @@ def build_space_index(conn: Any, dim: int, space_id: int, *, concurrently: bool)
     conn.execute(
         f"CREATE INDEX {how}IF NOT EXISTS {quote_ident(name)} ON embeddings "
         f"USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops) "
-        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE space_id = {int(space_id)}"
+        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE {graph_rows(space_id, watermark)}"
     )
     return True
 
 
-def drop_vector_indexes(conn: Any, *, keep_dim: int | None = None) -> None:
-    """Drop the HNSW indexes (those of another dimension than ``keep_dim``)."""
-    for name, (dim, _, _) in vector_indexes(conn).items():
-        if dim != keep_dim:
-            conn.execute(f"DROP INDEX IF EXISTS {quote_ident(name)}")
+def drop_vector_indexes(conn: Any, *, keep_dim: int | None = None, concurrently: bool = False, names: list[str] | None = None) -> None:
+    """Drop the HNSW indexes (those of another dimension than ``keep_dim``, or those
+    ``names``)."""
+    how = "CONCURRENTLY " if concurrently else ""
+    for name, (dim, _, _, _) in vector_indexes(conn).items():
+        if (names is None and dim != keep_dim) or (names is not None and name in names):
+            conn.execute(f"DROP INDEX {how}IF EXISTS {quote_ident(name)}")
 
 
 __all__ = [
@@ -347,10 +388,12 @@ __all__ = [
     "SCHEMA_VERSION",
     "build_space_index",
     "drop_vector_indexes",
+    "graph_rows",
     "index_name",
     "lock_key",
     "migrate",
     "schema_version",
     "search_path",
     "vector_indexes",
+    "waiting_rows",
 ]

@@ -41,6 +41,16 @@ How the contract's rules are kept (see :mod:`engram.store.base`):
   than ``k``, the exact search answers. Scores are cosine similarities; stored
   vectors are unit length (every Engram embedder normalises), so the exact path's
   inner product is the cosine; the HNSW path reports ``1 - cosine distance``.
+- **No add waits for the graph.** A space's index holds its rows up to a watermark
+  (its newest row when the index was built, part of the index's name) and the rows
+  marked ``graphed`` since. Rows added later are not in it: a search of the space
+  takes the index's candidates and those rows' exact distances (a range of a small
+  partial index), so they are found at once, and an add costs what it costs in a
+  small space. A background pass (:meth:`PostgresStore._maintain`, started by
+  searches) puts them in the graph in short chunks once the space's writes pause
+  for ``QUIET`` seconds, or at once when ``exact_below`` of them wait; when more wait
+  than the index holds (a bulk load), it builds a new index up to the newest row
+  instead and drops the old one.
 - **Full text** is a ``tsvector`` of :func:`engram.policies.text.index_terms` (the
   same stemmed terms SQLite's index holds), written by this store with positions,
   under a GIN index; a query matches memories holding any of its terms, ranked by
@@ -110,7 +120,13 @@ EXACT_BELOW = 20_000
 #: The least ``hnsw.ef_search`` of an HNSW search; pgvector allows at most 1,000.
 EF_SEARCH = 100
 _EF_SEARCH_MAX = 1000
-#: maintenance_work_mem of an index build (HNSW builds fast while its graph fits).
+#: Rows put into a space's graph per transaction, once its writes paused ``QUIET`` s.
+GRAPH_CHUNK = 256
+QUIET = 1.0
+#: Seconds between two maintenance passes started by searches of indexed spaces.
+MAINTAIN_EVERY = 2.0
+#: The least maintenance_work_mem of an index build (HNSW builds fast while its graph
+#: fits); a server configured with more keeps its own.
 _BUILD_MEMORY = "512MB"
 #: How long buffered retrievals wait for other writers' space locks before they
 #: stay buffered for the next write.
@@ -537,6 +553,8 @@ class PostgresStore(Store):
         self._pool: Any = None
         self._building = False  # a background index build of this store is under way
         self._builds_lock = threading.Lock()
+        self._maintained = 0.0  # when a search last started the maintenance pass
+        self._looks: dict[int, tuple[int, float]] = {}  # space -> (version, since when), for QUIET
         kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in conninfo:
             kwargs["connect_timeout"] = max(1, int(connect_timeout))
@@ -914,10 +932,10 @@ class PostgresStore(Store):
             # indexes: exact. So is a query vector of zeros (no cosine to rank by).
             if k is None or window is not None or speaker is not None or scope.run_id is not None or not np.any(query):
                 return self._exact(conn, query, where, args, k)
-            indexed = self._indexed(conn, dim, large) if large else []
+            indexed = self._indexed(conn, dim, large) if large else {}
             hits: list[tuple[str, float]] = []
-            for space_id in indexed:
-                found = self._approximate(conn, dim, space_id, query, filters, filter_args, k)
+            for space_id, watermark in indexed.items():
+                found = self._approximate(conn, dim, space_id, watermark, query, filters, filter_args, k)
                 if len(found) < k:  # the validity filter left too few of the index's candidates
                     return self._exact(conn, query, where, args, k)
                 hits += found
@@ -926,24 +944,24 @@ class PostgresStore(Store):
                 return nearest if nearest is not None else self._exact(conn, query, where, args, k)
             if len(indexed) < len(large) or in_large < in_scope:
                 # The scope's other spaces (small, or with no index ready yet), exactly.
-                hits += self._exact(conn, query, where + " AND m.space_id <> ALL(%s)", [*args, indexed], k)
+                hits += self._exact(conn, query, where + " AND m.space_id <> ALL(%s)", [*args, list(indexed)], k)
             return sorted(hits, key=lambda h: -h[1])[:k]
 
-    def _indexed(self, conn: Any, dim: int, large: Sequence[int]) -> list[int]:
-        """Which of the ``large`` spaces have a usable HNSW index; the others get one
-        built (in the background) and are searched exactly until it is ready."""
-        names = {pg_schema.index_name(dim, space_id): int(space_id) for space_id in large}
-        ready = {
-            names[name]
-            for (name,) in conn.execute(
-                "SELECT c.relname FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
-                "WHERE c.relname = ANY(%s) AND c.relnamespace = %s::regnamespace AND i.indisvalid",
-                (list(names), self.schema),
-            )
-        }
-        if len(ready) < len(names):
+    def _indexed(self, conn: Any, dim: int, large: Sequence[int]) -> dict[int, int]:
+        """The ``large`` spaces that have a usable HNSW index, with its watermark (the
+        newest, while a successor's build is under way); the others get one built (in
+        the background) and are searched exactly until it is ready. Searches also
+        start, now and then, the background pass that graphs rows added since."""
+        wanted = {int(space_id) for space_id in large}
+        ready: dict[int, int] = {}
+        for d, space_id, watermark, valid in pg_schema.vector_indexes(conn).values():
+            if valid and d == dim and space_id in wanted:
+                ready[space_id] = max(ready.get(space_id, 0), watermark)
+        now = time.monotonic()
+        if len(ready) < len(wanted) or (ready and now - self._maintained > MAINTAIN_EVERY):
+            self._maintained = now
             self._build_later()
-        return sorted(ready)
+        return dict(sorted(ready.items()))
 
     @staticmethod
     def _nearest(conn: Any, query: np.ndarray, spaces: str, space_args: list[Any], filters: str, filter_args: list[Any], k: int, in_scope: int) -> list[tuple[str, float]] | None:
@@ -980,28 +998,36 @@ class PostgresStore(Store):
             params.append(int(k))
         return [(mid, float(score)) for mid, score in conn.execute(sql, params)]
 
-    def _approximate(self, conn: Any, dim: int, space_id: int, query: np.ndarray, filters: str, filter_args: list[Any], k: int) -> list[tuple[str, float]]:
-        """The ``k`` nearest of one space through its HNSW index."""
+    def _approximate(self, conn: Any, dim: int, space_id: int, watermark: int, query: np.ndarray, filters: str, filter_args: list[Any], k: int) -> list[tuple[str, float]]:
+        """The ``k`` nearest of one space: its HNSW index's candidates, and the rows
+        added since the index's watermark and not graphed yet, exactly."""
         ef = max(self.ef_search, 2 * k)
         if ef > _EF_SEARCH_MAX:
             return []
         conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
         typed = f"e.vector::vector({dim}) <=> %b::vector({dim})"
-        # The space id is written into the statement: the planner can only use a
-        # partial index whose condition it can prove from the query text.
+        # The index's condition is written into the statement: the planner can only
+        # use a partial index whose condition it can prove from the query text.
+        # The waiting rows' ids first, from their partial index alone (MATERIALIZED:
+        # the planner, guessing space and rowid independent, would rather filter the
+        # whole rowid range above the watermark, every space's rows included).
         rows = conn.execute(
-            "SELECT m.id, 1 - c.distance FROM ("
-            f"SELECT e.memory_rowid, {typed} AS distance FROM embeddings e "
-            f"WHERE e.space_id = {int(space_id)} ORDER BY {typed} LIMIT %s"
+            f"WITH waiting AS MATERIALIZED (SELECT w.memory_rowid FROM embeddings w WHERE {pg_schema.waiting_rows(space_id, watermark, 'w')}) "
+            "SELECT m.id, c.score FROM ("
+            f"(SELECT e.memory_rowid, 1 - ({typed}) AS score FROM embeddings e "
+            f"WHERE {pg_schema.graph_rows(space_id, watermark, 'e')} ORDER BY {typed} LIMIT %s) "
+            "UNION ALL "
+            "(SELECT e.memory_rowid, -(e.vector <#> %b) AS score FROM waiting JOIN embeddings e USING (memory_rowid) "
+            "ORDER BY score DESC LIMIT %s)"
             f") c JOIN memories m ON m.rowid = c.memory_rowid WHERE m.status = 'active'{filters} "
-            "ORDER BY c.distance, m.rowid LIMIT %s",
-            [query, query, ef, *filter_args, int(k)],
+            "ORDER BY c.score DESC, m.rowid LIMIT %s",
+            [query, query, ef, query, ef, *filter_args, int(k)],
         ).fetchall()
         return [(mid, 0.0 if math.isnan(score) else float(score)) for mid, score in rows]
 
     def _build_later(self) -> None:
-        """Build the missing HNSW indexes in a background thread; searches go on
-        exactly meanwhile."""
+        """Run the index maintenance pass (:meth:`_maintain`) in a background thread;
+        searches go on meanwhile (exactly where no index is ready)."""
         with self._builds_lock:
             if self._building or self._pool is None:
                 return
@@ -1012,47 +1038,144 @@ class PostgresStore(Store):
         try:
             # Its own connection: a build takes long, and must not hold one of the pool's.
             with psycopg.connect(self._conninfo, **self._connect_kwargs) as conn:
-                self._build_missing(conn, wait=False)
+                # Passes until no row waits for writes to pause (at most a minute of
+                # them; the next search starts another), the lock free between them.
+                for _ in range(int(60 / QUIET)):
+                    if not self._maintain(conn, wait=False)[1] or self._pool is None:
+                        break
+                    time.sleep(QUIET)
         except Exception as exc:  # searches stay exact; a later one tries again
             logger.warning("engram: building vector indexes in %s failed: %s", self.label, self._scrub(str(exc)))
         finally:
             with self._builds_lock:
                 self._building = False
 
-    def _build_missing(self, conn: Any, *, wait: bool) -> list[int]:
-        """Build (concurrently: writers go on) the index of every space holding more
-        than ``exact_below`` vectors that has no valid one. One builder at a time per
-        store, across processes (two concurrent builds on one table deadlock); with
-        ``wait=False`` another builder at work means nothing to do here."""
+    def _maintain(self, conn: Any, *, wait: bool) -> tuple[list[int], bool]:
+        """The vector indexes' maintenance pass; returns the spaces that hold an index,
+        and whether rows were left waiting because their space's writes go on.
+
+        1. Every space holding more than ``exact_below`` vectors and no valid index
+           gets one (built concurrently: writers go on), up to the space's newest row.
+        2. The rows added to an indexed space since its watermark are searched
+           exactly until they are put in the graph: in chunks (``GRAPH_CHUNK``,
+           each a short transaction that skips rows a writer holds) once writes to
+           the space paused for ``QUIET`` seconds, or at once when ``exact_below`` of
+           them wait. When more wait than the index holds (a bulk load), a new index
+           up to the newest row is built instead and the old one dropped: one build
+           is cheaper than that many graph inserts.
+
+        One maintainer at a time per store, across processes (two concurrent builds
+        on one table deadlock); with ``wait=False`` another at work means nothing to
+        do here, and step 2 waits for quiet spaces. ``wait=True`` (``build_indexes``)
+        does everything now.
+        """
         conn.execute(f"SET search_path TO {self._search_path}")
         key = pg_schema.lock_key("engram", self.schema, "index")
         if wait:
-            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            # A background pass may be building a large index: wait for it, however long.
+            conn.execute("SET lock_timeout = 0")
+            try:
+                conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            finally:
+                conn.execute(f"SET lock_timeout = {int(self.lock_timeout * 1000)}")
         elif not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
-            return []
+            return [], False
         try:
-            conn.execute(f"SET maintenance_work_mem = '{_BUILD_MEMORY}'")
+            conn.execute(
+                "SELECT set_config('maintenance_work_mem', %s, false) "
+                "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
+                (_BUILD_MEMORY, _BUILD_MEMORY),
+            )
             dim = conn.execute("SELECT value FROM meta WHERE key = 'embedder_dim'").fetchone()
             if dim is None:
-                return []
+                return [], False
+            dim = int(dim[0])
             large = [int(r[0]) for r in conn.execute("SELECT id FROM spaces WHERE vectors > %s ORDER BY id", (self.exact_below,))]
-            built = [pg_schema.build_space_index(conn, int(dim[0]), space_id, concurrently=True) for space_id in large]
-            if any(built):
+            built = False
+            for space_id in large:
+                built |= self._index_space(conn, dim, space_id)
+            if built:
                 # Statistics now, not at autovacuum's next look: without them the
                 # planner may not see that the new index is the cheap way.
                 conn.execute("ANALYZE embeddings")
-            return large
+            return large, self._graph_waiting(conn, dim, large, wait=wait)
         finally:
             conn.execute("RESET maintenance_work_mem")
             conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
+    def _watermarks(self, conn: Any, dim: int, space_id: int) -> list[tuple[int, str]]:
+        """The space's valid indexes of this dimension: (watermark, name), newest last."""
+        return sorted(
+            (watermark, name)
+            for name, (d, space, watermark, valid) in pg_schema.vector_indexes(conn).items()
+            if d == dim and space == space_id and valid
+        )
+
+    def _index_space(self, conn: Any, dim: int, space_id: int) -> bool:
+        """Build the space's index if it has none (step 1 of :meth:`_maintain`)."""
+        if self._watermarks(conn, dim, space_id):
+            return False
+        top = conn.execute("SELECT COALESCE(max(memory_rowid), 0) FROM embeddings WHERE space_id = %s", (space_id,)).fetchone()[0]
+        return pg_schema.build_space_index(conn, dim, space_id, int(top), concurrently=True)
+
+    def _graph_waiting(self, conn: Any, dim: int, spaces: Sequence[int], *, wait: bool) -> bool:
+        """Step 2 of :meth:`_maintain`: the rows added since each index's watermark.
+        True when some were left for a later pass (their space's writes go on)."""
+        deferred = False
+        for space_id in spaces:
+            marks = self._watermarks(conn, dim, space_id)
+            while marks and self._pool is not None:
+                if len(marks) > 1:
+                    # A successor is ready: its predecessors go (graphing a row would
+                    # also insert it into them).
+                    pg_schema.drop_vector_indexes(conn, concurrently=True, names=[n for _, n in marks[:-1]])
+                    marks = marks[-1:]
+                watermark = marks[-1][0]
+                waiting, vectors, generation = conn.execute(
+                    f"SELECT (SELECT count(*) FROM embeddings WHERE {pg_schema.waiting_rows(space_id, watermark)}), "
+                    "s.vectors, s.generation FROM spaces s WHERE s.id = %s",
+                    (space_id,),
+                ).fetchone()
+                if not waiting:
+                    break
+                if waiting > max(vectors - waiting, self.exact_below):
+                    # A bulk load: one build up to the newest row, then the old index goes.
+                    top = conn.execute("SELECT max(memory_rowid) FROM embeddings WHERE space_id = %s", (space_id,)).fetchone()[0]
+                    pg_schema.build_space_index(conn, dim, space_id, int(top), concurrently=True)
+                    conn.execute("ANALYZE embeddings")
+                    marks = self._watermarks(conn, dim, space_id)
+                    continue
+                # Quiet: the space's version has not moved since a look QUIET s ago
+                # (this pass's or an earlier one's).
+                now = time.monotonic()
+                seen = self._looks.get(space_id)
+                if seen is None or seen[0] != generation:
+                    self._looks[space_id] = (generation, now)
+                quiet = seen is not None and seen[0] == generation and now - seen[1] >= QUIET
+                if not (wait or quiet or waiting >= self.exact_below):
+                    deferred = True  # writes go on: a later pass
+                    break
+                # The chunk's ids from the waiting rows' own index (see _approximate),
+                # then only the rows no writer holds: this pass never waits for one.
+                graphed = conn.execute(
+                    f"WITH ids AS MATERIALIZED (SELECT memory_rowid FROM embeddings WHERE {pg_schema.waiting_rows(space_id, watermark)} "
+                    "ORDER BY memory_rowid LIMIT %s), "
+                    "free AS (SELECT e.memory_rowid FROM embeddings e JOIN ids USING (memory_rowid) WHERE NOT e.graphed FOR UPDATE OF e SKIP LOCKED) "
+                    "UPDATE embeddings SET graphed = true WHERE memory_rowid IN (SELECT memory_rowid FROM free)",
+                    (GRAPH_CHUNK,),
+                ).rowcount
+                if not graphed:
+                    time.sleep(0.05)  # every one held by a writer: let them finish
+        return deferred
+
     @_translating("building vector indexes", decode=False)
     def build_indexes(self) -> list[int]:
         """Build now, and wait for, the HNSW index of every space holding more than
-        ``exact_below`` vectors that has none; returns those spaces' ids. Searches
-        have them built in the background; a bulk load calls this to have them ready."""
+        ``exact_below`` vectors that has none, and put every row added since in its
+        space's graph; returns the indexed spaces' ids. Searches have this done in
+        the background; a bulk load calls it to have the indexes ready."""
         with self._pool_connection() as conn:
-            return self._build_missing(conn, wait=True)
+            return self._maintain(conn, wait=True)[0]
 
     @_translating("similarities")
     def similarities(self, scope: ScopeFilter, vector: np.ndarray, memory_ids: Sequence[str]) -> dict[str, float]:
