@@ -277,7 +277,8 @@ class SQLiteStore(Store):
         self._indexes = IndexCache(self.path)
         self._touches = TouchBuffer()
         self._checkpointer = Checkpointer(self.path) if self.path != ":memory:" else None
-        self._log_sync = LogSync(self.path) if self.path != ":memory:" else None
+        self._log_sync: LogSync | None = None  # set once the file is known to be in WAL mode
+        self._log_failed: StoreError | None = None  # a commit whose log could not be synced
         # What reads learnt of the spaces table (ids and generations), valid while
         # nothing is committed: this connection's commits clear it, and SQLite's
         # data_version tells when another connection committed.
@@ -299,12 +300,13 @@ class SQLiteStore(Store):
             # Switching a new file to WAL needs its exclusive lock, and SQLite does
             # not wait for it (the connection already reads): wait here.
             self._when_unlocked("PRAGMA journal_mode = WAL")
-            if self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal" and self._log_sync is not None:
+            database = self._conn.execute("SELECT file FROM pragma_database_list WHERE name = 'main'").fetchone()[0]
+            if database and self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
                 # NORMAL syncs the log at checkpoints only; every commit's sync is
                 # LogSync's, taken once the write lock is free (sqlite_checkpoint).
+                self._log_sync = LogSync(database)
                 self._conn.execute("PRAGMA synchronous = NORMAL")
             else:  # no log of its own to sync (in memory, or a file system without WAL)
-                self._log_sync = None
                 self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             # Checkpoints are the thread's (sqlite_checkpoint.py); this is the backstop.
@@ -361,22 +363,27 @@ class SQLiteStore(Store):
     # transactions ----------------------------------------------------------------
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction. Once it committed, its log is synced; if that
+        fails, :class:`_Unflushed` (a :class:`StoreError`) is raised after the
+        commit, and the store takes no further write (see sqlite_checkpoint)."""
         with self._lock:
             self._require_open()
+            if self._log_failed is not None:
+                raise StoreError(f"{self._log_failed} Close the store and open it again to write.")
             self._begin()
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
-                # The write lock is free now: other writers go on during the sync.
-                self._sync_log()
-                if self._checkpointer is not None:
-                    self._checkpointer.committed()
             except BaseException:
                 self._rollback()
                 raise
             finally:
                 # Reads inside the transaction may have cached what it changed.
                 self._space_cache.clear()
+            if self._checkpointer is not None:
+                self._checkpointer.committed()
+            # The write lock is free now: other writers go on during the sync.
+            self._sync_log()
 
     def _sync_log(self) -> None:
         if self._log_sync is None:
@@ -384,7 +391,8 @@ class SQLiteStore(Store):
         try:
             self._log_sync.sync()
         except OSError as exc:
-            raise StoreError(f"{self.path}: the write committed but its log could not be flushed to disk: {exc}") from exc
+            self._log_failed = _Unflushed(f"{self.path}: a write committed but its log could not be flushed to disk ({exc}).")
+            raise self._log_failed from exc
 
     def _require_open(self) -> None:
         if getattr(self, "_conn", None) is None:
@@ -456,6 +464,10 @@ class SQLiteStore(Store):
                     batch = _SQLiteBatch(self, conn)
                     yield batch
                     generations = self._generations(conn, batch.touched_spaces)
+            except _Unflushed:
+                self._touches.taken(flushed)  # committed: not to be written again
+                self._indexes.clear()
+                raise
             except sqlite3.Error as exc:
                 self._indexes.clear()
                 raise self._error(exc, "write") from exc
@@ -944,6 +956,9 @@ class SQLiteStore(Store):
                 try:
                     with self._write() as conn:
                         flushed = self._flush_touches(conn)
+                except _Unflushed:
+                    self._touches.taken(flushed)  # committed: not to be written again
+                    raise
                 except sqlite3.Error as exc:
                     raise self._error(exc, "writing retrieval bookkeeping") from exc
                 self._touches.taken(flushed)
@@ -1017,14 +1032,21 @@ class SQLiteStore(Store):
             if getattr(self, "_conn", None) is None:
                 return
             try:
-                self.flush()
+                if self._log_failed is None:  # else no write is taken: the bookkeeping is dropped
+                    self.flush()
             finally:
                 if self._checkpointer is not None:
                     self._checkpointer.close()
+                if self._log_sync is not None:
+                    # Before the connection: an open descriptor would keep SQLite
+                    # (on Windows) from removing the log when the last one closes.
+                    self._log_sync.close()
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
-                if self._log_sync is not None:
-                    self._log_sync.close()
+
+
+class _Unflushed(StoreError):
+    """A transaction committed but its log could not be synced (see ``_write``)."""
 
 
 def _split_sql(script: str) -> list[str]:

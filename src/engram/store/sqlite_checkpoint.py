@@ -26,7 +26,11 @@ NORMAL, but outside the lock, so writers' syncs overlap and one flush can cover
 several processes' commits. A write that returned is on disk either way; what
 changes is that another connection may see a commit a fraction of a millisecond
 before it is on disk (a power cut then loses it, as it loses any write that had
-not returned).
+not returned). (FULL also pads a commit to a disk sector on file systems that are
+not power-safe for overwrites; SQLite's Unix builds assume they are, so NORMAL and
+FULL write the same bytes there.) A failed sync is not retried: after it the
+kernel may have dropped the log's pages and a later sync succeed anyway, so the
+store refuses further writes until it is opened again.
 """
 
 from __future__ import annotations
@@ -112,35 +116,29 @@ class Checkpointer:
 
 
 class LogSync:
-    """Syncs a database's ``-wal`` file after commits (see the module docstring)."""
+    """Syncs a database's ``-wal`` file after commits (see the module docstring).
 
-    def __init__(self, path: str) -> None:
-        self.path = f"{path}-wal"
-        self._lock = threading.Lock()
+    ``database`` is the file SQLite itself opened (``PRAGMA database_list``: symlinks
+    resolved, an absolute path), so the log synced is the one its commits went to,
+    whatever the path the store was opened by or the working directory since. The
+    log is opened once: while the store's connection is open SQLite never replaces
+    it. Called under the store's lock.
+    """
+
+    def __init__(self, database: str) -> None:
+        self.path = f"{database}-wal"
         self._fd: int | None = None
-        self._inode = -1
 
     def sync(self) -> None:
         """Flush the log to disk; raises OSError when it cannot be."""
-        with self._lock:
-            inode = os.stat(self.path).st_ino
-            if self._fd is None or inode != self._inode:
-                # First sync, or the log was removed and made again (its last
-                # connection closed): follow the file the commit went to.
-                self._close()
-                self._fd = os.open(self.path, os.O_RDWR)
-                self._inode = os.fstat(self._fd).st_ino
-            fd = self._fd
-        _flush(fd)
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR)
+        _flush(self._fd)
 
     def close(self) -> None:
-        with self._lock:
-            self._close()
-
-    def _close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
-            self._fd, self._inode = None, -1
+            self._fd = None
 
 
 # What SQLite's own sync uses on Linux: the data and what reading it back needs.
