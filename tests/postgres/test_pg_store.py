@@ -391,6 +391,25 @@ def test_a_bulk_load_into_an_indexed_space_builds_a_new_index_instead(opened, pg
     assert_exact_top(store, unit(rng, 10))
 
 
+def test_indexes_no_search_uses_are_dropped_by_the_maintenance_pass(opened, pg_url):
+    """An interrupted concurrent build leaves an invalid index (which inserts may still
+    update) and an older Engram's index has no watermark: both go."""
+    store = opened(exact_below=50)
+    store.bind_embedder("random", DIM)
+    rng = np.random.default_rng(14)
+    fill(store, ALEX, unit(rng, 100), "a")
+    store.build_indexes()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("SET search_path TO engram, public")
+        for name in ("embeddings_hnsw_32_1", "embeddings_hnsw_32_1_77"):
+            conn.execute(f"CREATE INDEX {name} ON embeddings USING hnsw ((vector::vector(32)) vector_cosine_ops) WHERE space_id = 1")
+        conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'embeddings_hnsw_32_1_77'::regclass")
+    assert sorted(index_scans(pg_url)) == ["embeddings_hnsw_32_1", "embeddings_hnsw_32_1_100", "embeddings_hnsw_32_1_77"]
+    store.build_indexes()
+    assert list(index_scans(pg_url)) == ["embeddings_hnsw_32_1_100"]
+    assert_exact_top(store, unit(rng, 5))
+
+
 def test_re_embedding_rebuilds_the_indexes_for_the_new_dimension(opened, pg_url):
     store = opened(exact_below=20)
     store.bind_embedder(EMB.name, EMB.dim)

@@ -336,21 +336,32 @@ def waiting_rows(space_id: int, watermark: int, alias: str = "") -> str:
     return f"{a}space_id = {int(space_id)} AND {a}memory_rowid > {int(watermark)} AND NOT {a}graphed"
 
 
-def vector_indexes(conn: Any) -> dict[str, tuple[int, int, int, bool]]:
-    """The HNSW indexes of the embeddings table in the current schema: name ->
-    (dimension, space id, watermark, whether it is valid: a concurrent build that
-    was interrupted leaves an invalid one)."""
-    rows = conn.execute(
+def _prefixed_indexes(conn: Any) -> list[tuple[str, bool]]:
+    return conn.execute(
         "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
         "WHERE i.indrelid = 'embeddings'::regclass AND c.relname LIKE %s",
         (_INDEX_PREFIX.replace("_", "\\_") + "%",),
     ).fetchall()
+
+
+def vector_indexes(conn: Any) -> dict[str, tuple[int, int, int, bool]]:
+    """The HNSW indexes of the embeddings table in the current schema: name ->
+    (dimension, space id, watermark, whether it is valid: a concurrent build that
+    was interrupted leaves an invalid one)."""
     out = {}
-    for name, valid in rows:
+    for name, valid in _prefixed_indexes(conn):
         parts = name[len(_INDEX_PREFIX) :].split("_")
         if len(parts) == 3 and all(p.isdigit() for p in parts):
             out[name] = (int(parts[0]), int(parts[1]), int(parts[2]), bool(valid))
     return out
+
+
+def stale_indexes(conn: Any) -> list[str]:
+    """HNSW indexes no search uses: invalid ones (an interrupted concurrent build,
+    which may still be updated by every insert) and ones named as before schema v2
+    (built by an older Engram still running against the database)."""
+    current = vector_indexes(conn)
+    return [name for name, valid in _prefixed_indexes(conn) if not valid or name not in current]
 
 
 def build_space_index(conn: Any, dim: int, space_id: int, watermark: int, *, concurrently: bool) -> bool:
@@ -374,11 +385,13 @@ def build_space_index(conn: Any, dim: int, space_id: int, watermark: int, *, con
 
 
 def drop_vector_indexes(conn: Any, *, keep_dim: int | None = None, concurrently: bool = False, names: list[str] | None = None) -> None:
-    """Drop the HNSW indexes (those of another dimension than ``keep_dim``, or those
-    ``names``)."""
+    """Drop the HNSW indexes: those ``names``, or all but the current ones of
+    dimension ``keep_dim`` (stale ones included)."""
     how = "CONCURRENTLY " if concurrently else ""
-    for name, (dim, _, _, _) in vector_indexes(conn).items():
-        if (names is None and dim != keep_dim) or (names is not None and name in names):
+    current = vector_indexes(conn)
+    for name, _ in _prefixed_indexes(conn):
+        keep = name in current and current[name][0] == keep_dim
+        if (names is None and not keep) or (names is not None and name in names):
             conn.execute(f"DROP INDEX {how}IF EXISTS {quote_ident(name)}")
 
 
@@ -394,6 +407,7 @@ __all__ = [
     "migrate",
     "schema_version",
     "search_path",
+    "stale_indexes",
     "vector_indexes",
     "waiting_rows",
 ]

@@ -125,7 +125,7 @@ EF_SEARCH = 100
 EF_SCALE_FROM = 250_000
 _EF_SEARCH_MAX = 1000
 #: Rows put into a space's graph per transaction, once its writes paused ``QUIET`` s.
-GRAPH_CHUNK = 256
+GRAPH_CHUNK = 64
 QUIET = 1.0
 #: Seconds between two maintenance passes started by searches of indexed spaces.
 MAINTAIN_EVERY = 2.0
@@ -955,18 +955,23 @@ class PostgresStore(Store):
     def _indexed(self, conn: Any, dim: int, large: Sequence[int]) -> dict[int, int]:
         """The ``large`` spaces that have a usable HNSW index, with its watermark (the
         newest, while a successor's build is under way); the others get one built (in
-        the background) and are searched exactly until it is ready. Searches also
-        start, now and then, the background pass that graphs rows added since."""
+        the background) and are searched exactly until it is ready."""
         wanted = {int(space_id) for space_id in large}
         ready: dict[int, int] = {}
         for d, space_id, watermark, valid in pg_schema.vector_indexes(conn).values():
             if valid and d == dim and space_id in wanted:
                 ready[space_id] = max(ready.get(space_id, 0), watermark)
-        now = time.monotonic()
-        if len(ready) < len(wanted) or (ready and now - self._maintained > MAINTAIN_EVERY):
-            self._maintained = now
+        if len(ready) < len(wanted):
             self._build_later()
         return dict(sorted(ready.items()))
+
+    def _waiting_seen(self) -> None:
+        """A search found rows its space's graph does not hold yet: the maintenance
+        pass graphs them (started at most every ``MAINTAIN_EVERY`` seconds)."""
+        now = time.monotonic()
+        if now - self._maintained > MAINTAIN_EVERY:
+            self._maintained = now
+            self._build_later()
 
     @staticmethod
     def _nearest(conn: Any, query: np.ndarray, spaces: str, space_args: list[Any], filters: str, filter_args: list[Any], k: int, in_scope: int) -> list[tuple[str, float]] | None:
@@ -1019,7 +1024,7 @@ class PostgresStore(Store):
         # whole rowid range above the watermark, every space's rows included).
         rows = conn.execute(
             f"WITH waiting AS MATERIALIZED (SELECT w.memory_rowid FROM embeddings w WHERE {pg_schema.waiting_rows(space_id, watermark, 'w')}) "
-            "SELECT m.id, c.score FROM ("
+            "SELECT m.id, c.score, (SELECT count(*) FROM waiting) FROM ("
             f"(SELECT e.memory_rowid, 1 - ({typed}) AS score FROM embeddings e "
             f"WHERE {pg_schema.graph_rows(space_id, watermark, 'e')} ORDER BY {typed} LIMIT %s) "
             "UNION ALL "
@@ -1029,7 +1034,9 @@ class PostgresStore(Store):
             "ORDER BY c.score DESC, m.rowid LIMIT %s",
             [query, query, ef, query, ef, *filter_args, int(k)],
         ).fetchall()
-        return [(mid, 0.0 if math.isnan(score) else float(score)) for mid, score in rows]
+        if rows and rows[0][2]:
+            self._waiting_seen()
+        return [(mid, 0.0 if math.isnan(score) else float(score)) for mid, score, _ in rows]
 
     def _build_later(self) -> None:
         """Run the index maintenance pass (:meth:`_maintain`) in a background thread;
@@ -1078,12 +1085,11 @@ class PostgresStore(Store):
         conn.execute(f"SET search_path TO {self._search_path}")
         key = pg_schema.lock_key("engram", self.schema, "index")
         if wait:
-            # A background pass may be building a large index: wait for it, however long.
-            conn.execute("SET lock_timeout = 0")
-            try:
-                conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-            finally:
-                conn.execute(f"SET lock_timeout = {int(self.lock_timeout * 1000)}")
+            # A background pass may be building a large index: wait for it, however
+            # long, but between tries, not in pg_advisory_lock: a waiting statement
+            # holds a snapshot, which a concurrent index build waits for in turn.
+            while not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                time.sleep(0.2)
         elif not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
             return [], False
         try:
@@ -1096,6 +1102,9 @@ class PostgresStore(Store):
             if dim is None:
                 return [], False
             dim = int(dim[0])
+            # Interrupted builds (which inserts may still update) and indexes of an
+            # older Engram: no search uses them.
+            pg_schema.drop_vector_indexes(conn, concurrently=True, names=pg_schema.stale_indexes(conn))
             large = [int(r[0]) for r in conn.execute("SELECT id FROM spaces WHERE vectors > %s ORDER BY id", (self.exact_below,))]
             built = False
             for space_id in large:
@@ -1128,6 +1137,7 @@ class PostgresStore(Store):
         """Step 2 of :meth:`_maintain`: the rows added since each index's watermark.
         True when some were left for a later pass (their space's writes go on)."""
         deferred = False
+        stuck = 0
         for space_id in spaces:
             marks = self._watermarks(conn, dim, space_id)
             while marks and self._pool is not None:
@@ -1170,7 +1180,12 @@ class PostgresStore(Store):
                     "UPDATE embeddings SET graphed = true WHERE memory_rowid IN (SELECT memory_rowid FROM free)",
                     (GRAPH_CHUNK,),
                 ).rowcount
-                if not graphed:
+                if graphed:
+                    stuck = 0
+                elif (stuck := stuck + 1) > 20:
+                    deferred = True  # held by writers for a second: a later pass
+                    break
+                else:
                     time.sleep(0.05)  # every one held by a writer: let them finish
         return deferred
 
