@@ -334,14 +334,21 @@ def assert_exact_top(store: PostgresStore, queries: np.ndarray, k: int = 10) -> 
         assert [m for m, _ in got] == [m for m, _ in exact]
 
 
+def indexed_space(opened, seed: int, rows: int) -> tuple[PostgresStore, np.random.Generator]:
+    """A store whose alex space holds ``rows`` random vectors under an HNSW index
+    (``exact_below`` 50), and the generator that made them."""
+    store = opened(exact_below=50)
+    store.bind_embedder("random", DIM)
+    rng = np.random.default_rng(seed)
+    fill(store, ALEX, unit(rng, rows), "a")
+    store.build_indexes()
+    return store, rng
+
+
 def test_rows_added_after_the_index_are_found_at_once_and_graphed_later(opened, pg_url):
     """An add never waits for a graph insert: rows newer than the index's watermark
     are searched exactly until the maintenance pass puts them in the graph."""
-    store = opened(exact_below=50)
-    store.bind_embedder("random", DIM)
-    rng = np.random.default_rng(11)
-    fill(store, ALEX, unit(rng, 200), "a")
-    store.build_indexes()
+    store, rng = indexed_space(opened, 11, 200)
     assert list(index_scans(pg_url)) == ["embeddings_hnsw_32_1_200"]
     late = unit(rng, 30)
     fill(store, ALEX, late, "late")
@@ -359,11 +366,7 @@ def test_rows_added_after_the_index_are_found_at_once_and_graphed_later(opened, 
 
 
 def test_a_search_has_new_rows_graphed_in_the_background_once_writes_pause(opened, pg_url):
-    store = opened(exact_below=50)
-    store.bind_embedder("random", DIM)
-    rng = np.random.default_rng(12)
-    fill(store, ALEX, unit(rng, 100), "a")
-    store.build_indexes()
+    store, rng = indexed_space(opened, 12, 100)
     fill(store, ALEX, unit(rng, 10), "b")
     assert waiting(pg_url) == 10
     store.vector_search(F_ALEX, unit(rng, 1)[0], k=5, cutoff=None, now=time.time())
@@ -377,11 +380,7 @@ def test_a_search_has_new_rows_graphed_in_the_background_once_writes_pause(opene
 def test_a_bulk_load_into_an_indexed_space_builds_a_new_index_instead(opened, pg_url):
     """More rows waiting than the index holds: one build up to the newest row, and
     the old index is dropped (not thousands of graph inserts)."""
-    store = opened(exact_below=50)
-    store.bind_embedder("random", DIM)
-    rng = np.random.default_rng(13)
-    fill(store, ALEX, unit(rng, 100), "a")
-    store.build_indexes()
+    store, rng = indexed_space(opened, 13, 100)
     fill(store, ALEX, unit(rng, 150), "bulk")
     store.build_indexes()
     assert list(index_scans(pg_url)) == ["embeddings_hnsw_32_1_250"]
@@ -394,11 +393,7 @@ def test_a_bulk_load_into_an_indexed_space_builds_a_new_index_instead(opened, pg
 def test_indexes_no_search_uses_are_dropped_by_the_maintenance_pass(opened, pg_url):
     """An interrupted concurrent build leaves an invalid index (which inserts may still
     update) and an older Engram's index has no watermark: both go."""
-    store = opened(exact_below=50)
-    store.bind_embedder("random", DIM)
-    rng = np.random.default_rng(14)
-    fill(store, ALEX, unit(rng, 100), "a")
-    store.build_indexes()
+    store, rng = indexed_space(opened, 14, 100)
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("SET search_path TO engram, public")
         for name in ("embeddings_hnsw_32_1", "embeddings_hnsw_32_1_77"):
