@@ -1147,13 +1147,14 @@ class PostgresStore(Store):
                     pg_schema.drop_vector_indexes(conn, concurrently=True, names=[n for _, n in marks[:-1]])
                     marks = marks[-1:]
                 watermark = marks[-1][0]
-                waiting, vectors, generation = conn.execute(
+                row = conn.execute(
                     f"SELECT (SELECT count(*) FROM embeddings WHERE {pg_schema.waiting_rows(space_id, watermark)}), "
                     "s.vectors, s.generation FROM spaces s WHERE s.id = %s",
                     (space_id,),
                 ).fetchone()
-                if not waiting:
+                if row is None or not row[0]:  # nothing waits (or a reset removed the space)
                     break
+                waiting, vectors, generation = row
                 if waiting > max(vectors - waiting, self.exact_below):
                     # A bulk load: one build up to the newest row, then the old index goes.
                     top = conn.execute("SELECT max(memory_rowid) FROM embeddings WHERE space_id = %s", (space_id,)).fetchone()[0]
