@@ -44,9 +44,9 @@ How the contract's rules are kept (see :mod:`engram.store.base`):
 - **No add waits for the graph.** A space's index holds its rows up to a watermark
   (its newest row when the index was built, part of the index's name) and the rows
   marked ``graphed`` since. Rows added later are not in it: a search of the space
-  takes the index's candidates and those rows' exact distances (a range of a small
-  partial index), so they are found at once, and an add costs what it costs in a
-  small space. A background pass (:meth:`PostgresStore._maintain`, started by
+  takes the index's candidates and those rows' exact distances (a range of the
+  partial index of rows never graphed), so they are found at once, and an add
+  costs what it costs in a small space. A background pass (:meth:`PostgresStore._maintain`, started by
   searches) puts them in the graph in short chunks once the space's writes pause
   for ``QUIET`` seconds, or at once when ``exact_below`` of them wait; when more wait
   than the index holds (a bulk load), it builds a new index up to the newest row
@@ -1011,10 +1011,10 @@ class PostgresStore(Store):
     def _approximate(self, conn: Any, dim: int, space_id: int, watermark: int, query: np.ndarray, filters: str, filter_args: list[Any], k: int, vectors: int) -> list[tuple[str, float]]:
         """The ``k`` nearest of one space: its HNSW index's candidates, and the rows
         added since the index's watermark and not graphed yet, exactly."""
-        ef = int(max(self.ef_search, 2 * k) * max(1.0, math.sqrt(vectors / EF_SCALE_FROM)))
-        if max(self.ef_search, 2 * k) > _EF_SEARCH_MAX:
+        least = max(self.ef_search, 2 * k)
+        if least > _EF_SEARCH_MAX:
             return []
-        ef = min(ef, _EF_SEARCH_MAX)
+        ef = min(int(least * max(1.0, math.sqrt(vectors / EF_SCALE_FROM))), _EF_SEARCH_MAX)
         conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
         typed = f"e.vector::vector({dim}) <=> %b::vector({dim})"
         # The index's condition is written into the statement: the planner can only

@@ -43,7 +43,7 @@ from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
 from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer, LogSync
 from .sqlite_errors import backoff, is_busy, is_corrupt
-from .sqlite_index import IndexCache, index_entry, last_seq, log_reaches
+from .sqlite_index import NAMED_SINCE, IndexCache, index_entry, last_seq, log_reaches
 from .touches import FLUSH_EVERY, TouchBuffer
 from .vector_index import Row, SpaceIndex
 
@@ -167,14 +167,13 @@ class _SQLiteBatch(Batch):
 
     def changes_since(self, scope: Scope, position: int) -> list[tuple[str, np.ndarray | None]] | None:
         # One writer per file: the log's order is its commit order.
-        if not log_reaches(self._conn, position):
+        if log_reaches(self._conn, position) is None:
             return None
         space = self._store._space_id(self._conn, scope, create=False)
         if space is None:
             return []
         rows = self._conn.execute(
-            "SELECT m.id, m.status, e.vector FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
-            "WHERE m.id IN (SELECT memory_id FROM events WHERE space_id = :space AND seq > :s AND memory_id IS NOT NULL)",
+            f"SELECT m.id, m.status, e.vector FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.rowid WHERE {NAMED_SINCE}",
             {"space": space, "s": position},
         ).fetchall()
         return [

@@ -121,7 +121,7 @@ class IndexCache:
         rows = conn.execute(
             f"SELECT {COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {FROM_MEMORIES} "
             "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
-            "WHERE m.id IN (SELECT memory_id FROM events WHERE space_id = :space AND seq > :s AND memory_id IS NOT NULL) "
+            f"WHERE {NAMED_SINCE} "
             # The unary + keeps the planner on the id index (not every row of the space).
             "AND +m.space_id = :space ORDER BY m.rowid",
             {"space": space, "s": index.seq},
@@ -161,6 +161,10 @@ class IndexCache:
                 index.remove(removals[space])
             index.generation = generation
             index.seq = max(index.seq, last_seq)
+
+
+#: The memories named by the events of space ``:space`` after seq ``:s`` (as ``m``).
+NAMED_SINCE = "m.id IN (SELECT memory_id FROM events WHERE space_id = :space AND seq > :s AND memory_id IS NOT NULL)"
 
 
 def last_seq(conn: sqlite3.Connection) -> int:
