@@ -6,7 +6,8 @@ pool. The server needs the pgvector extension (0.5 or newer). Options, as keywor
 arguments or URL query parameters (which libpq never sees): ``pool_size`` (most
 connections, 8), ``pool_min`` (kept open, 1), ``schema`` (the PostgreSQL schema of
 Engram's tables, ``engram``), ``lock_timeout`` (seconds a writer waits for another
-one, 30).
+one, 30), ``text_index_above`` and ``text_index_rows`` (the in-process full-text
+index of large spaces, see Full text below; 0 turns it off).
 
 How the contract's rules are kept (see :mod:`engram.store.base`):
 
@@ -57,7 +58,11 @@ How the contract's rules are kept (see :mod:`engram.store.base`):
   BM25 computed in the database with SQLite's formula and statistics (the scope's
   document count and average length, kept per space by triggers). Not ``ts_rank``:
   it has no inverse document frequency, and LoCoMo's recall fell 1.5 to 4.6
-  points with it (bench/RESULTS.md).
+  points with it (bench/RESULTS.md). That scores every memory holding a query
+  term, so a space of ``text_index_above`` active memories (10,000) or more is
+  ranked instead by an in-process index of this process, kept current from the
+  event log whoever wrote, same scores (:mod:`engram.store.pg_text`); at most
+  ``text_index_rows`` memories (2,000,000) are held that way per store.
 - **Retrieval bookkeeping** (access clock, touches) is buffered as in SQLite
   (:mod:`engram.store.touches`) and written in its own short transaction before the
   next write, under a short lock timeout: when other writers hold those spaces it
@@ -99,6 +104,7 @@ from ..policies.text import index_terms
 from . import pg_schema, redact
 from .base import Batch, ScopeFilter, Store
 from .codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
+from .pg_text import TEXT_INDEX_ABOVE, TEXT_INDEX_ROWS, TextIndexes
 from .sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
 from .touches import FLUSH_EVERY, TouchBuffer
 
@@ -135,7 +141,7 @@ _BUILD_MEMORY = "512MB"
 #: How long buffered retrievals wait for other writers' space locks before they
 #: stay buffered for the next write.
 _TOUCH_LOCK_TIMEOUT_MS = 200
-_OPTIONS = ("pool_size", "pool_min", "schema", "lock_timeout")
+_OPTIONS = ("pool_size", "pool_min", "schema", "lock_timeout", "text_index_above", "text_index_rows")
 # tsvector limits: a lexeme is at most 2,047 bytes, positions run to 16,383.
 _LEXEME_BYTES = 2046
 _MAX_POSITION = 16_383
@@ -254,6 +260,11 @@ def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or number < 1 or (isinstance(value, float) and not value.is_integer()):
         raise ConfigurationError(f"{name} must be a whole number of at least 1, got {value!r}")
     return number
+
+
+def _count(name: str, value: Any) -> int:
+    """A whole number of at least 0 (0 turns the feature off)."""
+    return 0 if value in (0, "0") else _positive_int(name, value)
 
 
 class _Local(threading.local):
@@ -523,6 +534,8 @@ class PostgresStore(Store):
         connect_timeout: float = 10.0,
         exact_below: int = EXACT_BELOW,
         ef_search: int = EF_SEARCH,
+        text_index_above: int | None = None,
+        text_index_rows: int | None = None,
     ) -> None:
         if not isinstance(url, str):
             raise ConfigurationError(f"a PostgreSQL store is named by a URL, got {type(url).__name__}")
@@ -549,6 +562,9 @@ class PostgresStore(Store):
         self.exact_below = int(exact_below)
         self.ef_search = min(max(int(ef_search), 1), _EF_SEARCH_MAX)
         self.pool_size = size
+        above = _count("text_index_above", text_index_above if text_index_above is not None else in_url.get("text_index_above", TEXT_INDEX_ABOVE))
+        most = _count("text_index_rows", text_index_rows if text_index_rows is not None else in_url.get("text_index_rows", TEXT_INDEX_ROWS))
+        self._text = TextIndexes(self.label, self._pool_connection, _unescape, above=above, max_rows=most)
         self._local = _Local()
         self._bound: tuple[str, int] | None = None
         self._identity_checked = 0  # as in SQLiteStore: trusted once read back from the store
@@ -1236,8 +1252,23 @@ class PostgresStore(Store):
             keep_args.append(scope.run_id)
         tsquery = " | ".join(_quote_lexeme(t) for t in terms)
         with self._connection() as conn:
+            if self._text.enabled:
+                # One large space: its in-process index (engram.store.pg_text).
+                hits = self._text.search(conn, spaces, space_args, terms, k=int(k), run_id=scope.run_id, cutoff=cutoff, now=now)
+                if hits is not None:
+                    return hits
             rows = conn.execute(_BM25.format(spaces=spaces, keep=keep), [*space_args, *space_args, tsquery, terms, *keep_args, int(k)]).fetchall()
         return [(mid, float(score)) for mid, score in rows]
+
+    @_translating("loading a full-text index")
+    def load_text_index(self, scope: ScopeFilter) -> bool:
+        """Load now the in-process full-text index of the one space ``scope`` names,
+        whatever its size within ``text_index_rows``; True when its searches are
+        ranked in process from now on. Searches load large spaces by themselves (a
+        very large one in the background); this warms one ahead of them."""
+        spaces, space_args = _space_filter(scope)
+        with self._connection() as conn:
+            return self._text.load(conn, spaces, space_args)
 
     # history ---------------------------------------------------------------------------
     def _events(self, where: str, args: Sequence[Any], limit: int | None = None, *, newest_first: bool = False) -> list[EventRecord]:
@@ -1312,6 +1343,8 @@ class PostgresStore(Store):
             "dim": identity[1] if identity else None,
             # Engram's tables and their indexes (the database may hold others).
             "size_bytes": int(size),
+            # This process's in-process full-text indexes of large spaces.
+            "text_indexes": self._text.stats(),
         }
 
     # access clock ------------------------------------------------------------------------
@@ -1476,11 +1509,13 @@ class PostgresStore(Store):
             conn.execute("TRUNCATE embeddings, memories, events, spaces")
             conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
             pg_schema.drop_vector_indexes(conn)
+        self._text.forget()
 
     def close(self) -> None:
         pool = self._pool
         if pool is None:
             return
+        self._text.close()
         try:
             self.flush()
         except StoreError:
