@@ -146,7 +146,8 @@ def test_small_spaces_and_scopes_of_several_spaces_stay_in_sql(opened):
     assert len(search(store, "tea", F_BOB)) == 6 and loaded(store) == 1
 
 
-def test_loaded_indexes_hold_at_most_text_index_rows(opened):
+def test_loaded_indexes_hold_at_most_text_index_rows(opened, monkeypatch):
+    monkeypatch.setattr(pg_text, "KEEP_FOR", 0.0)
     store = opened(text_index_above=1, text_index_rows=5)
     add(store, *[record(f"a{i}", f"tea number {i}") for i in range(4)])
     add(store, *[record(f"b{i}", f"tea for bob {i}", BOB) for i in range(3)])
@@ -158,6 +159,80 @@ def test_loaded_indexes_hold_at_most_text_index_rows(opened):
     assert store.stats()["text_indexes"]["spaces"] == 1
     assert store.load_text_index(ScopeFilter("", "cleo")) is False
     assert store.load_text_index(F_ALEX) is True
+    # A loaded space that grows past the bound through catch-ups pushes the others out.
+    assert len(search(store, "tea")) == 4
+    add(store, record("a9", "tea again"))
+    assert len(search(store, "tea")) == 5
+    assert store.stats()["text_indexes"] == {"spaces": 1, "memories": 5, "loading": 0}
+
+
+def test_a_space_searched_lately_is_not_evicted_for_another(opened):
+    store = opened(text_index_above=1, text_index_rows=5)
+    add(store, *[record(f"a{i}", f"tea number {i}") for i in range(4)])
+    add(store, *[record(f"b{i}", f"tea for bob {i}", BOB) for i in range(3)])
+    assert len(search(store, "tea")) == 4
+    (alex,) = store._text._entries.values()
+    for _ in range(3):  # searched in turn: bob's stays in SQL, alex's is not reloaded
+        assert len(search(store, "tea", F_BOB)) == 3
+        assert store.stats()["text_indexes"] == {"spaces": 1, "memories": 4, "loading": 0}
+        assert len(search(store, "tea")) == 4
+    assert list(store._text._entries.values()) == [alex]
+
+
+def test_a_search_inside_a_write_transaction_sees_its_writes_and_leaves_the_index_alone(opened):
+    store = opened(text_index_above=1)
+    add(store, record("a", "green tea"))
+    assert ids(search(store, "tea")) == ["a"]
+
+    class Undo(Exception):
+        pass
+
+    with pytest.raises(Undo), store.transaction() as b:
+        b.add(record("x", "tea tea tea"), EMB.embed_one("tea tea tea"))
+        assert ids(search(store, "tea")) == ["x", "a"]  # its own write, uncommitted
+        raise Undo
+    assert ids(search(store, "tea")) == ["a"]
+    with store.transaction() as b:
+        b.add(record("y", "tea tea tea"), EMB.embed_one("tea tea tea"))
+        assert ids(search(store, "tea")) == ["y", "a"]
+        b.add(record("z", "more tea"), EMB.embed_one("more tea"))
+    assert sorted(ids(search(store, "tea"))) == ["a", "y", "z"]
+
+
+def test_one_space_loads_in_the_background_at_a_time(opened, monkeypatch):
+    monkeypatch.setattr(pg_text, "INLINE_LOAD", 0)
+    store = opened(text_index_above=1)
+    add(store, record("a", "green tea"))
+    add(store, record("b", "tea for bob", BOB))
+    release = threading.Event()
+    original = pg_text.TextIndexes._load
+
+    def slow_load(self, *args):
+        release.wait(10)
+        return original(self, *args)
+
+    monkeypatch.setattr(pg_text.TextIndexes, "_load", slow_load)
+    assert ids(search(store, "tea")) == ["a"]
+    assert ids(search(store, "tea", F_BOB)) == ["b"]  # SQL: alex's load holds the loader
+    assert store.stats()["text_indexes"]["loading"] == 1
+    release.set()
+    store._text.wait(10)
+    assert store.stats()["text_indexes"] == {"spaces": 1, "memories": 1, "loading": 0}
+    assert ids(search(store, "tea", F_BOB)) == ["b"]
+    store._text.wait(10)
+    assert store.stats()["text_indexes"]["spaces"] == 2
+
+
+def test_a_failed_inline_load_leaves_sql_answering(opened, monkeypatch, caplog):
+    monkeypatch.setattr(pg_text, "_LOAD", "SELECT no_such_column FROM memories WHERE space_id = %s")
+    store = opened(text_index_above=1)
+    add(store, record("a", "green tea"))
+    with caplog.at_level(logging.WARNING, logger="engram.store.pg_text"):
+        assert ids(search(store, "tea")) == ["a"]
+        with store.reading():
+            assert ids(search(store, "tea")) == ["a"]  # not tried again at once, even in a snapshot
+    failures = [r for r in caplog.records if "full-text index failed" in r.getMessage()]
+    assert len(failures) == 1 and "no_such_column" in failures[0].getMessage() and loaded(store) == 0
 
 
 def test_a_large_space_loads_in_the_background_and_sql_answers_meanwhile(opened, monkeypatch):

@@ -21,10 +21,17 @@ here without vectors) takes ~2 ms at a million. So a space of at least
   memory's search text by this process's own :func:`~engram.policies.text.index_terms`.
 - **Bounded**: at most ``max_rows`` memories over all loaded spaces (about 0.7 KB
   each for sentence-length memories, bench/RESULTS.md); the least recently searched
-  space goes first, and a space larger than the bound stays in SQL.
+  space goes first, but not one searched in the last :data:`KEEP_FOR` seconds: a
+  space that would need that stays in SQL, as does one larger than the bound, so
+  two large spaces searched in turn do not reload each other forever. One space
+  loads at a time (on one pooled connection); searches of the others go on in SQL.
+- **Committed state only**: a search inside a write transaction is answered by SQL,
+  which sees the transaction's own writes; the shared index holds none of them.
 
-Scores are those of the SQL path (the same formula and statistics over the same
-active memories); ties may order differently.
+Scores are those of SQLite's index, and of the SQL path except for texts holding a
+term more than 256 times or running past 16,383 terms (a ``tsvector`` keeps 256
+positions of a term, up to position 16,383: SQL counts such a term less often).
+Equal scores may come in another order.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any
 
 from .vector_index import Row, SpaceIndex
@@ -51,6 +58,8 @@ INLINE_LOAD = 50_000
 CATCH_UP_MOST = 50_000
 #: Seconds before a space whose load failed is tried again.
 RETRY_AFTER = 60.0
+#: A space searched this recently is not evicted to make room for another.
+KEEP_FOR = 60.0
 _CHUNK = 8192
 
 _COLUMNS = "m.id, m.run_id, m.created_at, m.updated_at, m.valid_to, m.search_text"
@@ -66,11 +75,12 @@ _LOG_END = "SELECT COALESCE(max(seq), 0) FROM events WHERE space_id = %s"
 
 
 class _Entry:
-    __slots__ = ("index", "lock")
+    __slots__ = ("index", "lock", "used")
 
     def __init__(self, index: SpaceIndex) -> None:
         self.index = index
         self.lock = threading.Lock()
+        self.used = time.monotonic()  # when last searched
 
 
 class TextIndexes:
@@ -96,7 +106,7 @@ class TextIndexes:
         self._decode = decode
         self._lock = threading.Lock()
         self._entries: OrderedDict[int, _Entry] = OrderedDict()  # least recently searched first
-        self._loading: dict[int, threading.Thread] = {}
+        self._loading: dict[int, threading.Thread | None] = {}  # None: loading inside a search
         self._failed: dict[int, float] = {}  # space -> when its load failed (monotonic)
         self._closed = False
 
@@ -127,22 +137,28 @@ class TextIndexes:
         space, generation, docs, end = found
         entry = self._entry(space)
         if entry is None:
-            if docs < self.above or docs > self.max_rows or not self._may_load(space):
+            if docs < self.above:
                 return None
             if docs > INLINE_LOAD:
-                self._load_later(space)
+                if self._admit(space, docs, None):
+                    self._start_loading(space)
                 return None
-            try:
-                entry = self._load(conn, space, generation, end)
-            except _Closed:
+            if not self._admit(space, docs, "inline"):
+                return None
+            entry = self._load_inline(conn, space, generation, end)
+            if entry is None:
                 return None
         with entry.lock:
             index = entry.index
             if index.seq > end:
                 return None  # caught up past this search's snapshot: SQL reads the snapshot
-            if index.generation != generation and not self._catch_up(conn, entry, space, generation, end):
-                self.forget(space)
-                return None
+            if index.generation != generation:
+                grown = len(index)
+                if not self._catch_up(conn, entry, space, generation, end):
+                    self.forget(space)
+                    return None
+                if len(index) > grown:
+                    self._trim(space)
             return index.search_text(terms, k=k, run_id=run_id, cutoff=cutoff, now=now)
 
     def _entry(self, space: int) -> _Entry | None:
@@ -150,14 +166,62 @@ class TextIndexes:
             entry = self._entries.get(space)
             if entry is not None:
                 self._entries.move_to_end(space)
+                entry.used = time.monotonic()
             return entry
 
-    def _may_load(self, space: int) -> bool:
+    def _admit(self, space: int, docs: int, how: str | None) -> bool:
+        """Whether to load the space now (and, for an inline load, ``how``, mark it as
+        loading): not closed, not loading already (nor, for a background load, any
+        other space), not failed lately, and room for it without evicting a space
+        searched in the last :data:`KEEP_FOR` seconds."""
         with self._lock:
-            if self._closed or space in self._loading:
+            if self._closed or space in self._loading or (how is None and any(self._loading.values())):
                 return False
             failed = self._failed.get(space)
-            return failed is None or time.monotonic() - failed >= RETRY_AFTER
+            if failed is not None and time.monotonic() - failed < RETRY_AFTER:
+                return False
+            if docs > self.max_rows:
+                return False
+            held = sum(len(e.index) for e in self._entries.values())
+            if held + docs > self.max_rows:
+                recent = time.monotonic() - KEEP_FOR
+                evictable = sum(len(e.index) for e in self._entries.values() if e.used < recent)
+                if held - evictable + docs > self.max_rows:
+                    return False
+            if how is not None:
+                self._loading[space] = None
+            return True
+
+    def _load_inline(self, conn: Any, space: int, generation: int, end: int) -> _Entry | None:
+        """Load a small space inside the search that needs it; None (SQL answers)
+        when that failed and SQL still can."""
+        try:
+            return self._load(conn, space, generation, end)
+        except _Closed:
+            return None
+        except Exception as exc:
+            with self._lock:
+                self._failed[space] = time.monotonic()
+            logger.warning("%s: loading space %d's full-text index failed (searched in SQL): %s", self.label, space, _first_line(exc))
+            from psycopg.pq import TransactionStatus  # the postgres extra, there when a store is
+
+            if conn.info.transaction_status == TransactionStatus.INERROR:
+                raise  # the search's snapshot is lost with it
+            return None
+        finally:
+            with self._lock:
+                self._loading.pop(space, None)
+
+    def _trim(self, keep: int) -> None:
+        """Evict the least recently searched spaces (never ``keep``) while the loaded
+        indexes hold more than ``max_rows`` memories."""
+        with self._lock:
+            held = sum(len(e.index) for e in self._entries.values())
+            for other in list(self._entries):
+                if held <= self.max_rows:
+                    break
+                if other != keep:
+                    held -= len(self._entries.pop(other).index)
 
     def _catch_up(self, conn: Any, entry: _Entry, space: int, generation: int, end: int) -> bool:
         """Apply the space's changes logged after the index's last event, up to
@@ -182,48 +246,39 @@ class TextIndexes:
         return Row(mid, run_id, created if updated is None else updated, valid_to, self._decode(text), created_at=created)
 
     def _rows(self, conn: Any, space: int) -> Iterator[list[Row]]:
-        """The space's active memories, in chunks: streamed by a named cursor inside a
-        transaction, read at once outside one (an autocommit search of a small space)."""
+        """The space's active memories, in chunks streamed by a named cursor (the
+        caller's transaction, or one opened here on an autocommit connection)."""
         from psycopg.pq import TransactionStatus  # the postgres extra, there when a store is
 
-        if conn.info.transaction_status == TransactionStatus.IDLE:
-            cur = conn.cursor()
-            cur.execute(_LOAD, (space,))
-        else:
-            cur = conn.cursor(name=f"engram_text_{space}")
+        with ExitStack() as stack:
+            if conn.info.transaction_status == TransactionStatus.IDLE:
+                stack.enter_context(conn.transaction())
+            cur = stack.enter_context(conn.cursor(name=f"engram_text_{space}"))
             cur.itersize = _CHUNK
             cur.execute(_LOAD, (space,))
-        with cur:
             while chunk := cur.fetchmany(_CHUNK):
                 if self._closed:
                     raise _Closed
                 yield [self._row(r) for r in chunk]
 
     def _load(self, conn: Any, space: int, generation: int, end: int) -> _Entry:
-        """Load the space on ``conn`` (in a transaction: a named cursor streams it)
-        as of ``end``, the space's last event in a snapshot no older than the rows'."""
+        """Load the space on ``conn`` as of ``end``, the space's last event in a
+        snapshot no older than the rows'."""
         index = SpaceIndex(0, generation, end, ann_threshold=0)
         for rows in self._rows(conn, space):
             index.upsert(rows)
-        return self._keep(space, _Entry(index))
-
-    def _keep(self, space: int, entry: _Entry) -> _Entry:
+        entry = _Entry(index)
         with self._lock:
+            if self._closed:
+                raise _Closed
             self._entries[space] = entry
-            self._entries.move_to_end(space)
-            held = sum(len(e.index) for e in self._entries.values())
-            for other in list(self._entries):
-                if held <= self.max_rows or other == space:
-                    break
-                held -= len(self._entries.pop(other).index)
             self._failed.pop(space, None)
-            return entry
+        self._trim(space)
+        return entry
 
-    def _load_later(self, space: int) -> None:
+    def _start_loading(self, space: int) -> None:
+        thread = threading.Thread(target=self._load_in_background, args=(space,), name=f"engram-text-{space}", daemon=True)
         with self._lock:
-            if self._closed or space in self._loading:
-                return
-            thread = threading.Thread(target=self._load_in_background, args=(space,), name=f"engram-text-{space}", daemon=True)
             self._loading[space] = thread
         thread.start()
 
@@ -241,7 +296,9 @@ class TextIndexes:
         except Exception as exc:  # a search goes on in SQL; tried again later
             with self._lock:
                 self._failed[space] = time.monotonic()
-            logger.warning("%s: loading space %d's full-text index failed (searched in SQL meanwhile): %s", self.label, space, exc)
+                if self._closed:
+                    return  # the store closed under it: nothing to report
+            logger.warning("%s: loading space %d's full-text index failed (searched in SQL meanwhile): %s", self.label, space, _first_line(exc))
         finally:
             with self._lock:
                 self._loading.pop(space, None)
@@ -275,17 +332,20 @@ class TextIndexes:
     def wait(self, timeout: float | None = None) -> None:
         """Wait for the background loads under way (tests, benchmarks)."""
         with self._lock:
-            threads = list(self._loading.values())
+            threads = [t for t in self._loading.values() if t is not None]
         for thread in threads:
             thread.join(timeout)
 
     def close(self) -> None:
+        """Drop every index; a background load stops at its next chunk (waited for up
+        to 5 s in all, so that it lets go of its pooled connection)."""
         with self._lock:
             self._closed = True
-            threads = list(self._loading.values())
+            threads = [t for t in self._loading.values() if t is not None]
             self._entries.clear()
+        deadline = time.monotonic() + 5.0
         for thread in threads:
-            thread.join(5.0)
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def _space(conn: Any, spaces: str, space_args: Sequence[Any]) -> tuple[int, int, int, int] | None:
@@ -300,6 +360,11 @@ def _space(conn: Any, spaces: str, space_args: Sequence[Any]) -> tuple[int, int,
         return None
     space, generation, docs, end = (int(v) for v in rows[0])
     return space, generation, docs, end
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class _Closed(Exception):

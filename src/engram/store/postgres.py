@@ -1252,8 +1252,9 @@ class PostgresStore(Store):
             keep_args.append(scope.run_id)
         tsquery = " | ".join(_quote_lexeme(t) for t in terms)
         with self._connection() as conn:
-            if self._text.enabled:
-                # One large space: its in-process index (engram.store.pg_text).
+            if self._text.enabled and self._local.batch is None:
+                # One large space: its in-process index (engram.store.pg_text). Not
+                # inside a write transaction: the index holds committed writes only.
                 hits = self._text.search(conn, spaces, space_args, terms, k=int(k), run_id=scope.run_id, cutoff=cutoff, now=now)
                 if hits is not None:
                     return hits
