@@ -14,7 +14,6 @@ import pytest
 from engram import HashingEmbedder, StoreError
 from engram.model import MemoryRecord, Scope, Status
 from engram.policies.text import content_hash
-from engram.store import open_store
 from engram.store.base import ScopeFilter
 from engram.store.postgres import PostgresStore, full_text, query_terms
 
@@ -27,22 +26,6 @@ DIM = 32
 def record(mid: str, text: str, scope: Scope = ALEX, **kw) -> MemoryRecord:
     kw.setdefault("created_at", time.time())
     return MemoryRecord(id=mid, scope=scope, text=text, content_hash=content_hash(text), search_text=text, **kw)
-
-
-@pytest.fixture
-def opened(pg_url):
-    stores: list[PostgresStore] = []
-
-    def _open(**options) -> PostgresStore:
-        store = open_store(pg_url, **options)
-        assert isinstance(store, PostgresStore)
-        store.bind_embedder(EMB.name, EMB.dim)
-        stores.append(store)
-        return store
-
-    yield _open
-    for s in stores:
-        s.close()
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ from engram.model import MemoryRecord, Scope, Status
 from engram.policies.text import content_hash
 from engram.store import open_store, pg_text
 from engram.store.base import ScopeFilter
-from engram.store.postgres import PostgresStore
 
 EMB = HashingEmbedder()
 ALEX, BOB = Scope(user_id="alex"), Scope(user_id="bob")
@@ -25,25 +24,11 @@ F_ALEX, F_BOB = ScopeFilter("", "alex"), ScopeFilter("", "bob")
 WORDS = "tea coffee sushi ramen chess painting beach camping hiking guitar piano novel garden dog cat rain".split()
 
 
-@pytest.fixture
-def opened(pg_url):
-    stores: list[PostgresStore] = []
-
-    def _open(**options) -> PostgresStore:
-        store = open_store(pg_url, **options)
-        assert isinstance(store, PostgresStore)
-        store.bind_embedder(EMB.name, EMB.dim)
-        stores.append(store)
-        return store
-
-    yield _open
-    for s in stores:
-        s.close()
-
-
 def record(mid: str, text: str, scope: Scope = ALEX, **kw) -> MemoryRecord:
     kw.setdefault("created_at", time.time())
-    return MemoryRecord(id=mid, scope=scope, text=text, content_hash=content_hash(text), search_text=text, **kw)
+    return MemoryRecord(
+        id=mid, scope=scope, text=text, content_hash=content_hash(text), search_text=text, **kw
+    )
 
 
 def add(store, *records):
@@ -85,7 +70,14 @@ def test_in_process_ranking_is_the_sql_ranking(opened):
         for i, text in enumerate(corpus(120))
     ]
     add(indexed, *records)
-    for query in ("tea and sushi", "chess piano", "rain rain garden", "dog", "what about the novel?", "nothing matches zz"):
+    for query in (
+        "tea and sushi",
+        "chess piano",
+        "rain rain garden",
+        "dog",
+        "what about the novel?",
+        "nothing matches zz",
+    ):
         for kw in ({}, {"run_id": "r1"}, {"cutoff": now - 960}, {"now": None}):
             run_id = kw.pop("run_id", None)
             scope = ScopeFilter("", "alex", run_id=run_id)
@@ -93,7 +85,9 @@ def test_in_process_ranking_is_the_sql_ranking(opened):
             want = search(plain, query, scope, k=15, **kw)
             # Equal scores may come in another order: compare the score of each rank.
             assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-4)
-            assert {m for m, s in got if s > got[-1][1] + 1e-4} == {m for m, s in want if s > want[-1][1] + 1e-4}
+            assert {m for m, s in got if s > got[-1][1] + 1e-4} == {
+                m for m, s in want if s > want[-1][1] + 1e-4
+            }
     assert loaded(indexed) == 1 and loaded(plain) == 0
 
 
