@@ -140,10 +140,10 @@ class TextIndexes:
             if docs < self.above:
                 return None
             if docs > INLINE_LOAD:
-                if self._admit(space, docs, None):
+                if self._admit(space, docs, inline=False):
                     self._start_loading(space)
                 return None
-            if not self._admit(space, docs, "inline"):
+            if not self._admit(space, docs, inline=True):
                 return None
             entry = self._load_inline(conn, space, generation, end)
             if entry is None:
@@ -169,13 +169,13 @@ class TextIndexes:
                 entry.used = time.monotonic()
             return entry
 
-    def _admit(self, space: int, docs: int, how: str | None) -> bool:
-        """Whether to load the space now (and, for an inline load, ``how``, mark it as
-        loading): not closed, not loading already (nor, for a background load, any
+    def _admit(self, space: int, docs: int, *, inline: bool) -> bool:
+        """Whether to load the space now (an ``inline`` load is marked as loading
+        here; a background one when its thread starts): not closed, not loading already (nor, for a background load, any
         other space), not failed lately, and room for it without evicting a space
         searched in the last :data:`KEEP_FOR` seconds."""
         with self._lock:
-            if self._closed or space in self._loading or (how is None and any(self._loading.values())):
+            if self._closed or space in self._loading or (not inline and any(self._loading.values())):
                 return False
             failed = self._failed.get(space)
             if failed is not None and time.monotonic() - failed < RETRY_AFTER:
@@ -188,7 +188,7 @@ class TextIndexes:
                 evictable = sum(len(e.index) for e in self._entries.values() if e.used < recent)
                 if held - evictable + docs > self.max_rows:
                     return False
-            if how is not None:
+            if inline:
                 self._loading[space] = None
             return True
 

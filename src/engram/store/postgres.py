@@ -1246,11 +1246,6 @@ class PostgresStore(Store):
         if not terms:
             return []
         spaces, space_args = _space_filter(scope)
-        keep, keep_args = validity_where(cutoff, now, M)
-        if scope.run_id is not None:
-            keep += " AND m.run_id = %s"
-            keep_args.append(scope.run_id)
-        tsquery = " | ".join(_quote_lexeme(t) for t in terms)
         with self._connection() as conn:
             if self._text.enabled and self._local.batch is None:
                 # One large space: its in-process index (engram.store.pg_text). Not
@@ -1258,6 +1253,11 @@ class PostgresStore(Store):
                 hits = self._text.search(conn, spaces, space_args, terms, k=int(k), run_id=scope.run_id, cutoff=cutoff, now=now)
                 if hits is not None:
                     return hits
+            keep, keep_args = validity_where(cutoff, now, M)
+            if scope.run_id is not None:
+                keep += " AND m.run_id = %s"
+                keep_args.append(scope.run_id)
+            tsquery = " | ".join(_quote_lexeme(t) for t in terms)
             rows = conn.execute(_BM25.format(spaces=spaces, keep=keep), [*space_args, *space_args, tsquery, terms, *keep_args, int(k)]).fetchall()
         return [(mid, float(score)) for mid, score in rows]
 
