@@ -165,9 +165,10 @@ def record_values(record: MemoryRecord) -> dict[str, Any]:
     }
 
 
-def stored_row(record: MemoryRecord) -> tuple[Any, ...]:
-    """``record`` as a read of ``COLUMNS`` returns it once written (column affinity included)."""
-    values = record_values(record)
+def stored_row(record: MemoryRecord, values: dict[str, Any] | None = None) -> tuple[Any, ...]:
+    """``record`` as a read of ``COLUMNS`` returns it once written (column affinity
+    included). ``values``: its :func:`record_values`, when the write already made them."""
+    values = {**(values if values is not None else record_values(record))}
     values.update(tenant_id=record.scope.tenant_id, user_id=record.scope.user_id, agent_id=record.scope.agent_id)
     row = []
     for column in AT:

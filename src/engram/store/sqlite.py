@@ -79,7 +79,7 @@ class _SQLiteBatch(Batch):
         self.last_seq = int(cur.lastrowid or 0)
         return self.last_seq
 
-    def _index_row(self, space: int, record: MemoryRecord, vector: np.ndarray | None, rowid: int | None = None) -> None:
+    def _index_row(self, space: int, record: MemoryRecord, vector: np.ndarray | None, rowid: int | None = None, values: dict[str, Any] | None = None) -> None:
         """Write the vector (when given) and queue the row for the in-process index.
 
         Without a new vector the stored one is kept, so an edit of the text alone
@@ -97,7 +97,7 @@ class _SQLiteBatch(Batch):
         else:
             stored = self._conn.execute("SELECT vector FROM embeddings WHERE memory_rowid = ?", (rowid,)).fetchone()
             vector = np.frombuffer(stored[0], dtype=np.float32) if stored else None
-        row = index_entry(stored_row(record), vector, speaker_of(record.metadata))
+        row = index_entry(stored_row(record, values), vector, speaker_of(record.metadata))
         self.index_upserts.setdefault(space, []).append(row)
 
     def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None:
@@ -111,7 +111,7 @@ class _SQLiteBatch(Batch):
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"memory id already exists: {record.id!r}") from exc
         if record.status is Status.ACTIVE:
-            self._index_row(space, record, vector, cur.lastrowid)
+            self._index_row(space, record, vector, cur.lastrowid, values)
         self._append("add", space, record.scope, record.id, None, record.text, actor, payload)
 
     def update(self, record: MemoryRecord, vector: np.ndarray | None, *, old_text: str, op: str = "update", actor: str = "", payload: dict[str, Any] | None = None) -> None:
@@ -125,7 +125,7 @@ class _SQLiteBatch(Batch):
         if record.status is not Status.ACTIVE:
             self._drop_vector(space, record.id)
         else:
-            self._index_row(space, record, vector)
+            self._index_row(space, record, vector, values=values)
         self._append(op, space, record.scope, record.id, old_text, record.text, actor, payload)
 
     def _drop_vector(self, space: int, memory_id: str) -> None:
