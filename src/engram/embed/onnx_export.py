@@ -2,7 +2,7 @@
 
 Runs once per model and onnxruntime version (see :func:`.onnx.cache_key`), from
 the files on disk: no download. It needs torch and transformers (the
-``embeddings`` extra) and onnx (the ``onnx`` extra); the process that only runs
+``embeddings`` extra) and onnx (in it too); the process that only runs
 the exported model needs neither torch nor transformers.
 
 1. The transformer is loaded with eager attention and traced by

@@ -10,11 +10,12 @@ Two runtimes compute the same vectors, so both carry the model's identity
 
 - ``"onnx"``: ONNX Runtime (:mod:`.onnx`), about 3x faster on a query and
   without torch in the process. The model is exported from its local weights once
-  and cached. Needs the ``onnx`` extra.
+  and cached. Needs onnxruntime, onnx and tokenizers (in the ``embeddings``
+  extra).
 - ``"torch"``: sentence-transformers itself.
 
-``runtime="auto"`` (the default) takes ONNX for the bundled model when the ``onnx``
-extra is installed, torch otherwise; the environment variable
+``runtime="auto"`` (the default) takes ONNX for the bundled model when
+onnxruntime is installed, torch otherwise; the environment variable
 ``ENGRAM_EMBED_RUNTIME`` (``auto``, ``onnx`` or ``torch``) sets it for every
 embedder built without an explicit ``runtime``.
 """
@@ -111,7 +112,7 @@ class SentenceTransformerEmbedder(Embedder):
                 raise ConfigurationError(f"the ONNX runtime runs on the CPU; device {self.device!r} needs runtime='torch'")
             if not onnx.available():
                 raise MissingDependencyError(
-                    'the ONNX runtime needs onnxruntime and tokenizers; run: pip install "engram-memory[embeddings,onnx]" -c constraints.txt'
+                    'the ONNX runtime needs onnxruntime and tokenizers; run: pip install "engram-memory[embeddings]" -c constraints.txt'
                 )
             onnx_model.check_layout(self._path)  # a clear error now, not at the first embed
             return "onnx"
