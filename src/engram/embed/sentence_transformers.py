@@ -173,7 +173,7 @@ class _TorchEngine:
     one because torch's spinning workers fought OpenBLAS's over the second core in
     the vector product that follows; that product now runs on one BLAS thread
     (store/vector_index.py), so nothing competes, and two threads take a query from
-    8.4 ms to 5.5 ms on 2 cores (``python bench/threads.py``).
+    8.4 ms to 5.5 ms on 2 cores (``python bench/query.py`` compares the runtimes).
     """
 
     def __init__(self, path: str, device: str) -> None:
