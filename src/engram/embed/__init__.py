@@ -9,8 +9,9 @@
   ``embeddings`` extra is installed, else the hashing fallback with a one-line notice.
 
 The bundled model runs on ONNX Runtime when onnxruntime is installed (the
-``embeddings`` extra has it), on torch otherwise: the same vectors either way (see :mod:`.sentence_transformers`;
-``ENGRAM_EMBED_RUNTIME=torch`` or ``onnx`` forces one).
+``embeddings`` extra has it), on torch otherwise: the same vectors either way
+(see :mod:`.sentence_transformers`; ``ENGRAM_EMBED_RUNTIME=torch`` or ``onnx``
+forces one).
 """
 
 from __future__ import annotations
