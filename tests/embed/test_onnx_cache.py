@@ -238,3 +238,11 @@ def test_threads_default_to_the_usable_cores(model_dir: Path) -> None:
     place(model_dir)
     assert onnx.load(str(model_dir)).threads == onnx_model.usable_cores() >= 1
     assert onnx.load(str(model_dir), threads=1).threads == 1
+
+
+def test_the_export_runs_in_a_child_process_whose_error_is_raised_here(tmp_path: Path) -> None:
+    from engram.embed import onnx_export
+
+    with pytest.raises(RuntimeError, match=r"the export process failed: .*config\.json"):
+        onnx_export.export(str(tmp_path / "no-model"), tmp_path / "model.onnx")
+    assert not (tmp_path / "model.onnx").exists()

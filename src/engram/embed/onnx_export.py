@@ -16,6 +16,12 @@ the exported model needs neither torch nor transformers.
 4. It is written next to its final name and renamed into place, so a process
    that reads the cache never sees half a file, and two that export at once
    both end with a whole one.
+
+:func:`export` runs all of this in a child process (``python -m
+engram.embed.onnx_export MODEL_DIR DEST``), so that the process that asked, which
+goes on embedding for hours, never holds torch and its ~1 GB: even the first
+search of a new install stays a light process. :func:`export_here` is the same
+work in the calling process.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
+import sys
 import time
 import uuid
 import warnings
@@ -82,16 +90,37 @@ def _torch_reference(model: Any, tokenizer: Any, max_length: int) -> np.ndarray:
 
 
 def export(model_dir: str, dest: str | os.PathLike[str]) -> dict[str, Any]:
-    """Export ``model_dir`` to the ONNX file ``dest``; returns what was done and measured.
+    """Export ``model_dir`` to the ONNX file ``dest`` in a child process; returns
+    what was done and measured (:func:`export_here`).
 
-    Raises RuntimeError when the exported graph does not reproduce torch's vectors.
+    Raises RuntimeError with the child's error when the export fails, and when the
+    exported graph does not reproduce torch's vectors.
     """
+    argv = [sys.executable, "-m", __name__, os.fspath(model_dir), os.fspath(dest)]
+    try:
+        child = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except OSError:  # no interpreter to start (an embedded Python): here, then
+        return export_here(model_dir, dest)
+    lines = child.stdout.strip().splitlines()
+    try:
+        answer = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        answer = {}
+    if child.returncode or "error" in answer or "format" not in answer:
+        said = answer.get("error") or (child.stderr.strip().splitlines() or [f"exit status {child.returncode}"])[-1]
+        raise RuntimeError(f"the export process failed: {said}")
+    return answer
+
+
+def export_here(model_dir: str, dest: str | os.PathLike[str]) -> dict[str, Any]:
+    """:func:`export`, in this process (it imports torch and transformers)."""
+    layout = check_layout(model_dir)  # before the imports: a wrong folder fails at once
+
     import onnxruntime
     import torch
     import transformers
     from transformers import AutoModel, AutoTokenizer
 
-    layout = check_layout(model_dir)
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -181,4 +210,23 @@ def write_record(path: Path, record: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["EXPORT_FORMAT", "TOLERANCE", "export", "write_record"]
+def _main(argv: list[str]) -> int:
+    """The child of :func:`export`: the record as the last line of stdout, or
+    ``{"error": ...}`` and exit status 1."""
+    if len(argv) != 2:
+        print(json.dumps({"error": "usage: python -m engram.embed.onnx_export MODEL_DIR DEST"}))
+        return 2
+    try:
+        record = export_here(argv[0], argv[1])
+    except Exception as exc:
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
+        return 1
+    print(json.dumps(record))
+    return 0
+
+
+__all__ = ["EXPORT_FORMAT", "TOLERANCE", "export", "export_here", "write_record"]
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
