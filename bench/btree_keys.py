@@ -2,12 +2,12 @@
 
 Run:  python bench/btree_keys.py [--sizes 1000,100000,1000000] [--repeats 7]
 
-Three tables shaped like Engram's, in WAL mode with ``synchronous=FULL`` as the store
+Three tables shaped like Memorist's, in WAL mode with ``synchronous=FULL`` as the store
 runs: ``m(id TEXT UNIQUE, h, s, t)`` with an index on ``(s, h)`` (the content-hash
 lookup) and ``e(seq, mid, p)`` with an index on ``(mid, seq)`` (a memory's history).
 For each size, a store is filled in transactions of 1,000 rows, then ``--repeats``
 more transactions of 1,000 are timed, taking turns between the stores. Ids are UUID4
-(random, as Engram's memory ids) or time-ordered (UUIDv7-like: a millisecond clock,
+(random, as Memorist's memory ids) or time-ordered (UUIDv7-like: a millisecond clock,
 then random bits); content hashes are always random.
 
 A random key lands on a random leaf page: once an index has more leaves than a batch

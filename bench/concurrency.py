@@ -51,7 +51,7 @@ def _worker(path: str, embedder: str, scenario: str, proc: int, slots: int, fact
             barrier: mp.synchronize.Barrier, out: mp.Queue, per_user: int) -> None:
     m = None
     try:
-        from engram import Memory
+        from memorist import Memory
 
         m = Memory(path, embedder=embedder)
         m.search("warm up", user_id="warmup")  # imports and the first index load
@@ -103,7 +103,7 @@ def run(path: str, embedder: str, scenario: str, procs: int, slots: int, facts: 
 
 
 def left_per_slot(path: str, prefix: str, slots: int, contains: str) -> list[int]:
-    from engram import Memory
+    from memorist import Memory
 
     with Memory(path, embedder=ARGS.embedder) as m:
         return [
@@ -113,7 +113,7 @@ def left_per_slot(path: str, prefix: str, slots: int, contains: str) -> list[int
 
 
 def stored_texts(path: str, users: list[str]) -> Counter[str]:
-    from engram import Memory
+    from memorist import Memory
 
     with Memory(path, embedder=ARGS.embedder) as m:
         return Counter(r["memory"] for user in users for r in m.get_all(user_id=user, limit=10**6)["results"])

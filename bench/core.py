@@ -35,8 +35,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from engram import Memory
-from engram.embed import resolve_embedder
+from memorist import Memory
+from memorist.embed import resolve_embedder
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 

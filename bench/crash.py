@@ -11,7 +11,7 @@ write has returned; the parent kills it with SIGKILL at a random moment
   are not in the store (target 0);
 - **partial batches**: batches (one transaction each) whose memories are only
   partly in the store (target 0);
-- stores that no longer open, or that ``engram check`` finds unhealthy (target 0).
+- stores that no longer open, or that ``memorist check`` finds unhealthy (target 0).
 
 "Unacked batches found" are writes that committed but whose acknowledgement the
 kill cut off: allowed (the caller never heard back), and a sign that kills do land
@@ -40,8 +40,8 @@ import threading
 import time
 from collections import Counter
 
-from engram import Memory
-from engram.pipelines.transfer import IMPORT_BATCH
+from memorist import Memory
+from memorist.pipelines.transfer import IMPORT_BATCH
 
 MODES = ("single", "batch", "import")
 
@@ -149,7 +149,7 @@ def trial(mode: str, rng: random.Random, args: argparse.Namespace) -> dict[str, 
         result["unacked_batches_present"] = sum(1 for (k, _part) in found if k not in acked)
         result["check_failures"] = int(not report["healthy"])
         if not report["healthy"]:
-            print(f"  {mode}: engram check after the kill: {report['problems']}", file=sys.stderr)
+            print(f"  {mode}: memorist check after the kill: {report['problems']}", file=sys.stderr)
         return result
 
 

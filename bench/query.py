@@ -4,7 +4,7 @@ Run:  python bench/query.py [--size 10000] [--queries 300] [--rounds 2] [--runti
 
 Builds one user's store of ``--size`` memories with MiniLM (sentences sampled from
 LoCoMo's word frequencies, as bench/core.py), then measures each runtime of the
-bundled model (``ENGRAM_EMBED_RUNTIME``) in a process of its own, so that one
+bundled model (``MEMORIST_EMBED_RUNTIME``) in a process of its own, so that one
 runtime's thread pools never run beside the other's. The runtimes take turns,
 ``--rounds`` times, so that both see the same machine. Each process, after a
 warm-up, takes ``--queries`` LoCoMo questions and, for each one:
@@ -39,7 +39,7 @@ from core import corpus_model, pct, sentence  # noqa: E402
 
 def measure(db: str, queries: list[str]) -> dict[str, object]:
     """In the child: time ``queries`` against the store ``db``."""
-    from engram import Memory
+    from memorist import Memory
 
     memory = Memory(db, embedder="sentence-transformers")
     embedder = memory.embedder
@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--runtimes", default="onnx,torch", help="values of ENGRAM_EMBED_RUNTIME, taking turns")
+    parser.add_argument("--runtimes", default="onnx,torch", help="values of MEMORIST_EMBED_RUNTIME, taking turns")
     parser.add_argument("--child", help=argparse.SUPPRESS)  # db path; queries as JSON on stdin
     args = parser.parse_args()
     if args.child:
@@ -79,7 +79,7 @@ def main() -> None:
     print(f"command: python bench/query.py {' '.join(sys.argv[1:])}")
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "query.db")
-        from engram import Memory
+        from memorist import Memory
 
         memory = Memory(db, embedder="sentence-transformers")
         t0 = time.perf_counter()
@@ -91,7 +91,7 @@ def main() -> None:
         rows = []
         for round_ in range(1, args.rounds + 1):
             for runtime in runtimes:
-                env = {**os.environ, "ENGRAM_EMBED_RUNTIME": runtime, "HF_HUB_OFFLINE": "1"}
+                env = {**os.environ, "MEMORIST_EMBED_RUNTIME": runtime, "HF_HUB_OFFLINE": "1"}
                 child = subprocess.run(
                     [sys.executable, __file__, "--child", db],
                     input=json.dumps(queries), capture_output=True, text=True, env=env,
@@ -102,7 +102,7 @@ def main() -> None:
                 rows.append((round_, runtime, result))
                 print(f"  round {round_}, {runtime}: done", flush=True)
     print()
-    print(f"| round | ENGRAM_EMBED_RUNTIME (in use) | query embedding p50 / p95, ms | whole search p50 / p95, ms ({args.size:,} memories) |")
+    print(f"| round | MEMORIST_EMBED_RUNTIME (in use) | query embedding p50 / p95, ms | whole search p50 / p95, ms ({args.size:,} memories) |")
     print("|---|---|---|---|")
     for round_, runtime, result in rows:
         e, s = result["embed_ms"], result["search_ms"]

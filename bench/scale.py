@@ -29,13 +29,13 @@ graph's recall means something (random vectors are far harder than real ones,
 hashed words far easier); it embeds about as fast as the hashing embedder.
 
 ``--db postgresql://...`` runs the same fill, add rates and engine timings against
-that database through ``engram.store.open_store`` (the PostgreSQL row; the 1k
+that database through ``memorist.store.open_store`` (the PostgreSQL row; the 1k
 scopes are fresh users of the same database; the exact/graph split is SQLite's). There too the HNSW index is held back during the fill (the
 store's ``exact_below`` raised) and built after it with ``build_indexes()``, timed;
 the paired adds go in above its watermark, searched exactly until graphed, and are
 graphed before the engine timings. Recall there is measured against ``vector_search(k=None)``,
 which the store contract defines as every row in exact order. Its cold load is another
-store loading the scope's in-process full-text index (engram.store.pg_text). A URL this build
+store loading the scope's in-process full-text index (memorist.store.pg_text). A URL this build
 cannot open stops the run with the store's error.
 
 Figures are printed as a Markdown table; paste them into bench/RESULTS.md.
@@ -61,10 +61,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from core import corpus_model, pct, peak_rss_mb, sentence  # noqa: E402
 
-from engram import Memory  # noqa: E402
-from engram.embed.base import Embedder  # noqa: E402
-from engram.store import vector_index  # noqa: E402
-from engram.store.base import ScopeFilter  # noqa: E402
+from memorist import Memory  # noqa: E402
+from memorist.embed.base import Embedder  # noqa: E402
+from memorist.store import vector_index  # noqa: E402
+from memorist.store.base import ScopeFilter  # noqa: E402
 
 BATCH = 1000
 
@@ -312,7 +312,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--ann-threshold", type=int, default=None,
-                        help=f"live vectors above which a space gets a graph (engram's default: {vector_index.DEFAULT_THRESHOLD})")
+                        help=f"live vectors above which a space gets a graph (memorist's default: {vector_index.DEFAULT_THRESHOLD})")
     parser.add_argument("--pairs", type=int, default=7, help="paired batches measuring the add rate at 1k and at N")
     parser.add_argument("--no-cold", dest="cold", action="store_false", help="skip the cold start (a new process loading the scope)")
     parser.add_argument("--db", default=None,

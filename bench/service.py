@@ -4,7 +4,7 @@
     python bench/service.py --postgres [--processes 1,2,4] [--db postgresql://...]
 
 Builds one store with ``--clients`` users of ``--size`` memories each, starts
-``engram serve`` on it (one process, as a user would), then measures in one run:
+``memorist serve`` on it (one process, as a user would), then measures in one run:
 
 - in-process: the same ``search`` and ``add(infer=False)`` calls on a ``Memory`` of
   the same file, one after the other (the baseline);
@@ -15,7 +15,7 @@ Builds one store with ``--clients`` users of ``--size`` memories each, starts
 
 With ``--postgres`` the store is a PostgreSQL database (a server started with
 pgserver in a temporary folder, or the one ``--db`` names, where a new database is
-created): the same store is built, then served by 1, 2 and 4 ``engram serve``
+created): the same store is built, then served by 1, 2 and 4 ``memorist serve``
 processes at once (``--processes``), the clients spread over them round-robin, and
 requests/s and p50/p95 of the concurrent clients are measured for each count.
 
@@ -42,8 +42,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from core import corpus_model, pct, sentence
 
-from engram import Memory
-from engram.store import redact
+from memorist import Memory
+from memorist.store import redact
 
 
 def free_port() -> int:
@@ -62,25 +62,25 @@ def build_store(path: str, embedder: str, users: int, size: int, rng: random.Ran
 
 
 def start_server(path: str, embedder: str, port: int, log: Path) -> subprocess.Popen[bytes]:
-    """``engram serve`` as a user runs it (access log off, as in production behind a proxy)."""
-    env = {**os.environ, "ENGRAM_EMBEDDER": embedder}
+    """``memorist serve`` as a user runs it (access log off, as in production behind a proxy)."""
+    env = {**os.environ, "MEMORIST_EMBEDDER": embedder}
     with log.open("wb") as sink:  # a file, not a pipe nobody reads (it would fill and block)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "engram", "serve", "--db", path, "--port", str(port),
+            [sys.executable, "-m", "memorist", "serve", "--db", path, "--port", str(port),
              "--rate-limit", "1000000/min", "--burst", "1000000", "--no-access-log"],
             env=env, stdout=subprocess.DEVNULL, stderr=sink,
         )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"engram serve exited: {log.read_text(errors='replace')[-2000:]}")
+            raise SystemExit(f"memorist serve exited: {log.read_text(errors='replace')[-2000:]}")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
                 return proc
         except httpx.HTTPError:
             time.sleep(0.2)
     proc.kill()
-    raise SystemExit("engram serve did not answer /healthz within 120 s")
+    raise SystemExit("memorist serve did not answer /healthz within 120 s")
 
 
 def load(bases: list[str], clients: int, requests: int, seed: int, questions, words, weights) -> tuple[dict, list[str], dict]:
@@ -136,7 +136,7 @@ def postgres_url(db: str | None, folder: str) -> tuple[str, object]:
 
         server = pgserver.get_server(Path(folder) / "pg", cleanup_mode="stop")
         db = server.get_uri()
-    name = f"engram_service_{os.getpid()}"
+    name = f"memorist_service_{os.getpid()}"
     with psycopg.connect(db, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {name}")
@@ -148,7 +148,7 @@ def main_postgres(args: argparse.Namespace, rng: random.Random) -> int:
     words, weights, questions = corpus_model()
     counts = [int(n) for n in args.processes.split(",")]
     print(f"# bench/service.py --postgres: {args.clients} clients, {args.size:,} memories per user, "
-          f"embedder {args.embedder}, engram serve processes {counts}")
+          f"embedder {args.embedder}, memorist serve processes {counts}")
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}")
     failed = False
     rows = []
@@ -178,7 +178,7 @@ def main_postgres(args: argparse.Namespace, rng: random.Random) -> int:
             print(f"  {n} process{'es' if n > 1 else ''}: done", flush=True)
         if server is not None:
             server.cleanup()  # type: ignore[attr-defined]  # before its folder goes
-    print("\n| engram serve processes | search req/s | search p50 / p95 ms | add req/s | add p50 / p95 ms | errors |")
+    print("\n| memorist serve processes | search req/s | search p50 / p95 ms | add req/s | add p50 / p95 ms | errors |")
     print("|---|---|---|---|---|---|")
     for n, results, errors, walls in rows:
         cells = []
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="hashing")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--postgres", action="store_true", help="serve a PostgreSQL store with several processes")
-    parser.add_argument("--processes", default="1,2,4", help="with --postgres: engram serve processes per run")
+    parser.add_argument("--processes", default="1,2,4", help="with --postgres: memorist serve processes per run")
     parser.add_argument("--db", default=None, help="with --postgres: a server URL to create the database on (default: pgserver)")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)

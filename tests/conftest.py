@@ -9,21 +9,21 @@ from collections.abc import Iterator
 
 import pytest
 
-# Settings Engram reads from the environment when a Memory is built. Tests that
+# Settings Memorist reads from the environment when a Memory is built. Tests that
 # need one set it themselves with monkeypatch.
-_ENGRAM_ENV = (
-    "ENGRAM_DB",
-    "ENGRAM_EMBEDDER",
-    "ENGRAM_DECAY_DAYS",
+_MEMORIST_ENV = (
+    "MEMORIST_DB",
+    "MEMORIST_EMBEDDER",
+    "MEMORIST_DECAY_DAYS",
     "MEMORY_DECAY_DAYS",
-    "ENGRAM_TENANT",
-    "ENGRAM_BUSY_TIMEOUT",
-    "ENGRAM_POLICY",
-    "ENGRAM_MAINTENANCE_LOG",
+    "MEMORIST_TENANT",
+    "MEMORIST_BUSY_TIMEOUT",
+    "MEMORIST_POLICY",
+    "MEMORIST_MAINTENANCE_LOG",
     # LLM providers: no test may pick up a developer's real key or endpoint.
-    "ENGRAM_LLM",
-    "ENGRAM_LLM_BASE_URL",
-    "ENGRAM_LLM_API_KEY",
+    "MEMORIST_LLM",
+    "MEMORIST_LLM_BASE_URL",
+    "MEMORIST_LLM_API_KEY",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "OPENAI_ORG_ID",
@@ -38,7 +38,7 @@ _ENGRAM_ENV = (
 
 @pytest.fixture(autouse=True)
 def _hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in _ENGRAM_ENV:
+    for name in _MEMORIST_ENV:
         monkeypatch.delenv(name, raising=False)
 
 
@@ -87,7 +87,7 @@ def db_path(tmp_path):
 
 @pytest.fixture
 def memory(db_path):
-    from engram import Memory
+    from memorist import Memory
 
     m = Memory(db_path, embedder="hashing")
     yield m
@@ -102,7 +102,7 @@ def memory(db_path):
 # are ended and everything it created is dropped (a database that cannot be cleaned
 # is dropped whole), which costs a tenth of creating one. There is no skip: if the
 # server cannot start, the tests that need it fail, because CI must run them.
-_PG_TEMPLATE = "engram_template"
+_PG_TEMPLATE = "memorist_template"
 _pg_databases = itertools.count(1)
 _pg_free: list[str] = []
 
@@ -122,7 +122,7 @@ def _pg_server():
     # Not under pytest's temporary folder: each pytest session makes pytest-of-<user>
     # private to its user again, and the server runs as another user when started by
     # root (pgserver's rule).
-    folder = tempfile.mkdtemp(prefix="engram-pg-")
+    folder = tempfile.mkdtemp(prefix="memorist-pg-")
     server = pgserver.get_server(f"{folder}/data", cleanup_mode="stop")
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         # A throwaway server: durability buys nothing and costs every commit a sync.
@@ -168,7 +168,7 @@ def pg_url(_pg_server) -> Iterator[str]:
     if _pg_free:
         name = _pg_free.pop()
     else:
-        name = f"engram_test_{next(_pg_databases)}"
+        name = f"memorist_test_{next(_pg_databases)}"
         with psycopg.connect(_pg_server.get_uri(), autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {name} TEMPLATE {_PG_TEMPLATE}")
     yield _pg_server.get_uri(name)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from engram.server import KeyStore, ServerLimits, create_app
+from memorist.server import KeyStore, ServerLimits, create_app
 
 #: No rate limit: the tests that exercise it build their own limits.
 UNLIMITED = ServerLimits(rate_per_minute=0)
@@ -41,7 +41,7 @@ def assert_error(response, status: int, kind: str, field: str | None = None) -> 
 def keyed_service(db: str, keys: dict[str, tuple[str, str | None]], **app_kwargs: Any) -> Iterator[tuple[Any, dict[str, dict[str, str]]]]:
     """A TestClient over a service on ``db`` (hashing embedder, no rate limit unless
     given), and the headers of one key per name of ``keys`` (``name: (tenant, user
-    or None)``), created in ``db`` as `engram keys create` does."""
+    or None)``), created in ``db`` as `memorist keys create` does."""
     from fastapi.testclient import TestClient
 
     with KeyStore(db) as store:

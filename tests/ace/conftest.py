@@ -7,7 +7,7 @@ import logging
 import pytest
 from ace_helpers import MappedEmbedder
 
-from engram import Memory, Playbook
+from memorist import Memory, Playbook
 
 
 @pytest.fixture
@@ -29,11 +29,11 @@ def playbook(mem):
 
 @pytest.fixture
 def ace_logs(caplog):
-    """caplog at INFO for the engram loggers; ``ace_logs()`` returns the messages."""
-    caplog.set_level(logging.INFO, logger="engram")
+    """caplog at INFO for the memorist loggers; ``ace_logs()`` returns the messages."""
+    caplog.set_level(logging.INFO, logger="memorist")
 
     def messages() -> list[str]:
-        return [r.getMessage() for r in caplog.records if r.name.startswith("engram")]
+        return [r.getMessage() for r in caplog.records if r.name.startswith("memorist")]
 
     messages.clear = caplog.clear  # type: ignore[attr-defined]
     return messages

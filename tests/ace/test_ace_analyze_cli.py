@@ -1,4 +1,4 @@
-"""``engram analyze`` through click's CliRunner: summary, top, recent, search, export,
+"""``memorist analyze`` through click's CliRunner: summary, top, recent, search, export,
 interactive, cleanup [--dry-run]."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engram import Memory, Playbook
-from engram.cli import cli
+from memorist import Memory, Playbook
+from memorist.cli import cli
 
 LESSONS = [
     ("sam", "Use pizza slices to show the equal parts of a whole", "strategy", "fractions"),
@@ -77,12 +77,12 @@ def test_search_finds_by_meaning_without_touching(db):
 
 def test_export_text_and_json(db, tmp_path):
     text = run(db, "analyze", "export").output
-    assert text.startswith("# Engram playbooks: 5 bullets")
+    assert text.startswith("# Memorist playbooks: 5 bullets")
     assert "## learner sam (4 bullets)" in text and "### strategies_and_hard_rules" in text
     assert "helpful=1 harmful=0 score=1.000 type=procedural topic=fractions" in text
     target = tmp_path / "out.txt"
     result = run(db, "analyze", "export", "-o", str(target))
-    assert result.exit_code == 0 and target.read_text().startswith("# Engram playbooks")
+    assert result.exit_code == 0 and target.read_text().startswith("# Memorist playbooks")
     data = json.loads(run(db, "analyze", "export", "--json").output)
     assert len(data["bullets"]) == 5
 

@@ -1,4 +1,4 @@
-"""``engram bench evolve``: the shipped stream, the JSON shape, LoCoMo parsing, and
+"""``memorist bench evolve``: the shipped stream, the JSON shape, LoCoMo parsing, and
 (with the real MiniLM model) LTMBSE beating the baseline on the tutoring stream."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from engram import HashingEmbedder
-from engram.benchmarks import evolve as bench
-from engram.benchmarks import tutoring
-from engram.cli import cli
+from memorist import HashingEmbedder
+from memorist.benchmarks import evolve as bench
+from memorist.benchmarks import tutoring
+from memorist.cli import cli
 
 KEYS = {"bullets", "near_duplicate_pct", "max_new_in_turn", "capacity_exceeded", "recall_at_5", "recall_at_10"}
 
@@ -92,7 +92,7 @@ def test_tutoring_run_on_a_small_stream(tmp_path):
 
 @pytest.mark.model
 def test_ltmbse_beats_the_baseline_on_the_tutoring_stream(tmp_path):
-    from engram.embed import resolve_embedder
+    from memorist.embed import resolve_embedder
 
     result = bench.run(streams=("tutoring",), embedder=resolve_embedder("sentence-transformers"))
     base, lt = result["streams"]["tutoring"]["baseline"], result["streams"]["tutoring"]["ltmbse"]

@@ -7,7 +7,7 @@ import threading
 import pytest
 from ace_helpers import MappedEmbedder
 
-from engram import Memory, Playbook
+from memorist import Memory, Playbook
 
 LESSON = "Remind the learner that 1/2 becomes 3/6"
 
@@ -64,6 +64,6 @@ def test_two_threads_sharing_one_memory(tmp_path):
         adds = [e for e in memory.events(user_id="sam") if e["event"] == "ADD"]
         assert sum(e["payload"].get("delta") == "new" for e in adds) == 1  # one bullet
         # Its playbook (spec 001): one header, one version per change.
-        assert sum(e["run_id"] == "engram:playbook" and "scope" in e["payload"] for e in adds) == 1
+        assert sum(e["run_id"] == "memorist:playbook" and "scope" in e["payload"] for e in adds) == 1
         assert [v["version"] for v in memory.list_playbook_versions("ltmbse", user_id="sam")] == [1, 2]
         assert memory.get_playbook("ltmbse", user_id="sam")["version"] == 2

@@ -6,8 +6,8 @@ import re
 
 from ace_helpers import MappedEmbedder
 
-from engram import Playbook
-from engram.policies.text import preview
+from memorist import Playbook
+from memorist.policies.text import preview
 
 at, axis = MappedEmbedder.at, MappedEmbedder.axis
 

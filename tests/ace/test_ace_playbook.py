@@ -8,11 +8,11 @@ import re
 import pytest
 from ace_helpers import MappedEmbedder
 
-from engram import Bullet, Curator, Delta, Lesson, Memory, Playbook, PlaybookConfig, ValidationError
-from engram.ace import format_context
-from engram.policies.decay import CLASSES
-from engram.policies.taxonomy import CLASS_KEYWORDS
-from engram.roles.learning import CurationInput, NewBullet, Reflection, Similar
+from memorist import Bullet, Curator, Delta, Lesson, Memory, Playbook, PlaybookConfig, ValidationError
+from memorist.ace import format_context
+from memorist.policies.decay import CLASSES
+from memorist.policies.taxonomy import CLASS_KEYWORDS
+from memorist.roles.learning import CurationInput, NewBullet, Reflection, Similar
 
 at, axis = MappedEmbedder.at, MappedEmbedder.axis
 

@@ -9,10 +9,10 @@ import importlib
 import numpy as np
 import pytest
 
-from engram import ConfigurationError, Kind, MemoryClass, MemoryRecord, Scope
-from engram.policies import decay, dedup, playbook, taxonomy
-from engram.policies.decay import component_score, decay_rates, record_score, score
-from engram.policies.dedup import (
+from memorist import ConfigurationError, Kind, MemoryClass, MemoryRecord, Scope
+from memorist.policies import decay, dedup, playbook, taxonomy
+from memorist.policies.decay import component_score, decay_rates, record_score, score
+from memorist.policies.dedup import (
     choose_first_seen,
     choose_survivor,
     clusters,
@@ -21,8 +21,8 @@ from engram.policies.dedup import (
     merge_into,
     near_duplicate_pairs,
 )
-from engram.policies.playbook import PlaybookConfig, context_score, prune_order, prune_plan
-from engram.policies.taxonomy import infer_memory_type, infer_topic, normalize_tags, snake_case
+from memorist.policies.playbook import PlaybookConfig, context_score, prune_order, prune_plan
+from memorist.policies.taxonomy import infer_memory_type, infer_topic, normalize_tags, snake_case
 
 
 # --- the score formula ------------------------------------------------------------------
@@ -228,8 +228,8 @@ def test_presets():
     }
 
 
-@pytest.mark.parametrize("module", ["engram.policies.decay", "engram.policies.dedup", "engram.policies.taxonomy",
-                                    "engram.roles.reflector", "engram.ace.playbook", "engram.ace.context"])
+@pytest.mark.parametrize("module", ["memorist.policies.decay", "memorist.policies.dedup", "memorist.policies.taxonomy",
+                                    "memorist.roles.reflector", "memorist.ace.playbook", "memorist.ace.context"])
 def test_docstring_examples_run(module):
     result = doctest.testmod(importlib.import_module(module))
     assert result.failed == 0 and result.attempted > 0

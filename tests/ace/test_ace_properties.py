@@ -7,9 +7,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram import Memory, Playbook
-from engram.policies.decay import CLASSES
-from engram.policies.taxonomy import CLASS_KEYWORDS
+from memorist import Memory, Playbook
+from memorist.policies.decay import CLASSES
+from memorist.policies.taxonomy import CLASS_KEYWORDS
 
 BASES = [
     "Find a common denominator before adding",

@@ -1,4 +1,4 @@
-"""The runner protocol end to end: ``python -m engram run-turn`` in a real subprocess,
+"""The runner protocol end to end: ``python -m memorist run-turn`` in a real subprocess,
 JSON on stdin and stdout, spec 000's log lines on stderr."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import sys
 import pytest
 from ace_helpers import MappedEmbedder
 
-from engram import Memory, Playbook, ValidationError
-from engram.ace.runner import deterministic_answer, run_turn, sanitize_answer
+from memorist import Memory, Playbook, ValidationError
+from memorist.ace.runner import deterministic_answer, run_turn, sanitize_answer
 
 TURN_1 = {
     "messages": [{"role": "user", "content": "I get confused when adding fractions with different denominators"
@@ -33,10 +33,10 @@ TURN_2 = {
 }
 
 
-def engram(db: str, payload: object, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "ACE_"))}
+def memorist(db: str, payload: object, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORIST_", "ACE_"))}
     return subprocess.run(
-        [sys.executable, "-m", "engram", "--db", db, "--embedder", "hashing", "run-turn", *args],
+        [sys.executable, "-m", "memorist", "--db", db, "--embedder", "hashing", "run-turn", *args],
         input=payload if isinstance(payload, str) else json.dumps(payload),
         capture_output=True, text=True, env=env, timeout=120,
     )
@@ -44,7 +44,7 @@ def engram(db: str, payload: object, *args: str) -> subprocess.CompletedProcess[
 
 def test_two_conversations_of_one_learner_through_the_cli(tmp_path):
     db = str(tmp_path / "runner.db")
-    first = engram(db, TURN_1)
+    first = memorist(db, TURN_1)
     assert first.returncode == 0, first.stderr
     out1 = json.loads(first.stdout)  # stdout is exactly one JSON document
     assert set(out1) == {"answer", "mode", "result", "scratch"}
@@ -57,7 +57,7 @@ def test_two_conversations_of_one_learner_through_the_cli(tmp_path):
     assert err1.count("[ACE Memory] Loaded 0 bullets from SQLite for learner=learner-1") == 1
     assert "[ACE Runner] Memory delta summary new=2 updates=0 removals=0" in err1
 
-    second = engram(db, TURN_2)
+    second = memorist(db, TURN_2)
     assert second.returncode == 0, second.stderr
     out2 = json.loads(second.stdout)
     taught = {b["content"] for b in out2["result"]["bullets"]}
@@ -76,16 +76,16 @@ def test_two_conversations_of_one_learner_through_the_cli(tmp_path):
 
 def test_bad_input_is_a_clear_error(tmp_path):
     db = str(tmp_path / "bad.db")
-    broken = engram(db, "{not json")
+    broken = memorist(db, "{not json")
     assert broken.returncode == 2 and "not valid JSON" in broken.stderr and broken.stdout == ""
-    blank = engram(db, {"messages": [{"role": "user", "content": "hi"}], "learner_id": " "})
+    blank = memorist(db, {"messages": [{"role": "user", "content": "hi"}], "learner_id": " "})
     assert blank.returncode == 1 and "error: learner_id: must be a non-empty string" in blank.stderr
 
 
 def test_spec_000s_own_input_needs_no_learner_id(tmp_path):
     """Spec 000's verification checklist pipes {"messages": [...]} alone into the runner."""
     db = str(tmp_path / "spec.db")
-    done = engram(db, {"messages": [{"role": "user", "content": "Help me multiply 12 by 5."}]})
+    done = memorist(db, {"messages": [{"role": "user", "content": "Help me multiply 12 by 5."}]})
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["scratch"]["learner_id"] == "default" and out["mode"] == "deterministic"
@@ -121,7 +121,7 @@ def test_a_configured_model_answers_with_the_injected_context(tmp_path):
 
 
 def test_a_failing_model_falls_back_to_the_deterministic_answer(tmp_path):
-    from engram import ProviderError
+    from memorist import ProviderError
 
     with Memory(str(tmp_path / "m.db"), embedder="hashing") as memory:
         def broken(system, messages):
@@ -149,7 +149,7 @@ def test_deterministic_answer_says_so():
 
 
 def test_with_a_model_and_the_switch_on_the_llm_roles_are_used_and_fall_back(tmp_path, monkeypatch):
-    from engram.llm.testing import ScriptedLLM
+    from memorist.llm.testing import ScriptedLLM
 
     monkeypatch.setenv("ACE_CURATOR_USE_LLM", "true")
     llm = ScriptedLLM(default="Picture two pizzas cut into sixths.")  # never valid JSON for the roles

@@ -9,11 +9,11 @@ import time
 import numpy as np
 import pytest
 
-from engram import HashingEmbedder, StoreError
-from engram.model import MemoryRecord, Scope, Status
-from engram.policies.text import content_hash
-from engram.store.base import ScopeFilter
-from engram.store.sqlite import SQLiteStore
+from memorist import HashingEmbedder, StoreError
+from memorist.model import MemoryRecord, Scope, Status
+from memorist.policies.text import content_hash
+from memorist.store.base import ScopeFilter
+from memorist.store.sqlite import SQLiteStore
 
 EMB = HashingEmbedder()
 SAM = Scope(user_id="sam")

@@ -1,4 +1,4 @@
-"""A live Engram service for the client tests: ``create_app`` served by uvicorn in a
+"""A live Memorist service for the client tests: ``create_app`` served by uvicorn in a
 thread, on a free loopback port."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class LiveServer:
         deadline = time.monotonic() + 15
         while not self._server.started:
             if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the Engram service did not start")
+                raise RuntimeError("the Memorist service did not start")
             time.sleep(0.01)
 
     def stop(self) -> None:
@@ -36,8 +36,8 @@ class LiveServer:
 
 @contextmanager
 def live_server(db: str, **options: Any) -> Iterator[LiveServer]:
-    """``engram.server.app.create_app(db, embedder="hashing", **options)``, served."""
-    from engram.server.app import create_app
+    """``memorist.server.app.create_app(db, embedder="hashing", **options)``, served."""
+    from memorist.server.app import create_app
 
     server = LiveServer(create_app(db, embedder="hashing", **options))
     try:

@@ -1,4 +1,4 @@
-"""engram.AsyncMemory and engram.AsyncClient: Memory's calls as coroutines."""
+"""memorist.AsyncMemory and memorist.AsyncClient: Memory's calls as coroutines."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from engram import AsyncClient, AsyncMemory, Client, Memory, NotFoundError, ValidationError
+from memorist import AsyncClient, AsyncMemory, Client, Memory, NotFoundError, ValidationError
 
 CLIENT_CALLS = ["add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "events"]
 

@@ -1,4 +1,4 @@
-"""engram.Client against a live service: the same script gives the same answers as
+"""memorist.Client against a live service: the same script gives the same answers as
 the embedded Memory, and the same errors come back as the same classes."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-import engram
-from engram import Client, Memory, NotFoundError, ValidationError
+import memorist
+from memorist import Client, Memory, NotFoundError, ValidationError
 
 WHEN = datetime(2024, 1, 15, 10, 30, tzinfo=UTC)
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -95,7 +95,7 @@ def test_the_same_script_gives_the_same_answers_embedded_and_served(fresh, tmp_p
 def test_the_async_client_and_async_memory_give_the_same_answers(fresh, tmp_path):
     import asyncio
 
-    from engram import AsyncClient, AsyncMemory
+    from memorist import AsyncClient, AsyncMemory
 
     class Synced:
         """The script's calls, each awaited on the running loop from a worker thread."""
@@ -173,9 +173,9 @@ def _errors() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
 
 @pytest.mark.parametrize(("call", "args", "kwargs"), _errors(), ids=lambda v: v if isinstance(v, str) else None)
 def test_errors_come_back_as_the_classes_memory_raises(served, tmp_path, call, args, kwargs):
-    with Memory(str(tmp_path / "local.db"), embedder="hashing") as memory, pytest.raises(engram.EngramError) as local:
+    with Memory(str(tmp_path / "local.db"), embedder="hashing") as memory, pytest.raises(memorist.MemoristError) as local:
         getattr(memory, call)(*args, **kwargs)
-    with Client(served.url) as client, pytest.raises(engram.EngramError) as remote:
+    with Client(served.url) as client, pytest.raises(memorist.MemoristError) as remote:
         getattr(client, call)(*args, **kwargs)
     assert type(remote.value) is type(local.value)
     assert str(remote.value) == str(local.value)

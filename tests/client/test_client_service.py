@@ -1,4 +1,4 @@
-"""engram.Client against live services with keys and limits, and without a service."""
+"""memorist.Client against live services with keys and limits, and without a service."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from client_live import free_port, live_server
 
-from engram import (
+from memorist import (
     AsyncClient,
     Client,
     ConfigurationError,
@@ -16,13 +16,13 @@ from engram import (
     TransientProviderError,
     ValidationError,
 )
-from engram.client import AuthenticationError, RateLimitError
+from memorist.client import AuthenticationError, RateLimitError
 
 
 @pytest.fixture
 def keyed(tmp_path):
     """A service with keys: tenant "acme" (any user) and one bound to user "bob"."""
-    from engram.server.keys import KeyStore
+    from memorist.server.keys import KeyStore
 
     db = str(tmp_path / "keyed.db")
     with KeyStore(db) as keys:
@@ -64,7 +64,7 @@ def test_a_user_bound_key_sees_its_user_only(keyed):
 
 
 def test_the_rate_limit_is_a_rate_limit_error_with_the_wait(tmp_path):
-    from engram.server.limits import ServerLimits
+    from memorist.server.limits import ServerLimits
 
     limits = ServerLimits(rate_per_minute=1, burst=2)
     with live_server(str(tmp_path / "rl.db"), limits=limits) as server, Client(server.url) as client:
@@ -78,7 +78,7 @@ def test_the_rate_limit_is_a_rate_limit_error_with_the_wait(tmp_path):
 
 
 def test_a_request_over_the_service_limits_is_a_validation_error(tmp_path):
-    from engram.server.limits import ServerLimits
+    from memorist.server.limits import ServerLimits
 
     limits = ServerLimits(max_messages=2, max_body_bytes=2_000, max_text_chars=50, rate_per_minute=0)
     with live_server(str(tmp_path / "small.db"), limits=limits) as server, Client(server.url) as client:
@@ -98,7 +98,7 @@ def test_no_service_is_a_store_error_naming_the_url():
     url = f"http://127.0.0.1:{free_port()}"
     with Client(url, timeout=5) as client, pytest.raises(StoreError) as info:
         client.get_all(user_id="u")
-    assert f"cannot reach the Engram service at {url}" in str(info.value)
+    assert f"cannot reach the Memorist service at {url}" in str(info.value)
 
     async def run() -> None:
         async with AsyncClient(url + "/api/memories", timeout=5) as client:
@@ -106,7 +106,7 @@ def test_no_service_is_a_store_error_naming_the_url():
 
     with pytest.raises(StoreError) as info:
         asyncio.run(run())
-    assert f"cannot reach the Engram service at {url}" in str(info.value)
+    assert f"cannot reach the Memorist service at {url}" in str(info.value)
 
 
 def test_what_the_routes_cannot_carry_fails_before_any_request():
@@ -146,14 +146,14 @@ def test_bad_settings_are_validation_errors(kwargs, field):
     assert info.value.field == field
 
 
-# answers no Engram service gives, decoded all the same -------------------------------------
+# answers no Memorist service gives, decoded all the same -------------------------------------
 def _client(handler) -> Client:
     import httpx
 
-    return Client("http://engram.test", transport=httpx.MockTransport(handler))
+    return Client("http://memorist.test", transport=httpx.MockTransport(handler))
 
 
-def test_answers_that_are_not_engram_errors_are_store_errors_with_the_status():
+def test_answers_that_are_not_memorist_errors_are_store_errors_with_the_status():
     import httpx
 
     cases = [
@@ -177,7 +177,7 @@ def test_a_retry_after_date_is_read_as_seconds():
         body = {"error": {"type": "rate_limited", "message": "slow down", "field": None}}
         return httpx.Response(429, json=body, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"})
 
-    client = Client("http://engram.test", api_key="ek_abcdefgh_secret", transport=httpx.MockTransport(handler))
+    client = Client("http://memorist.test", api_key="ek_abcdefgh_secret", transport=httpx.MockTransport(handler))
     with client, pytest.raises(RateLimitError) as info:
         client.get_all(user_id="u")
     assert info.value.retry_after == 0.0  # a date in the past: retry now

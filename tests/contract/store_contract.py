@@ -1,7 +1,7 @@
-"""The store contract (:mod:`engram.store.base`) as one suite of tests, run per backend.
+"""The store contract (:mod:`memorist.store.base`) as one suite of tests, run per backend.
 
 Every test here talks to a store only through the contract: ``open_store``, the
-:class:`~engram.store.base.Store` methods and the :class:`~engram.store.base.Batch`
+:class:`~memorist.store.base.Store` methods and the :class:`~memorist.store.base.Batch`
 of a transaction. Events are counted through ``store.events()`` and ``history()``,
 never with SQL or a backend's private helpers, so any backend that keeps the
 promises written in ``base.py``'s docstrings can be run through it unchanged.
@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engram import EmbedderMismatchError, HashingEmbedder, StoreError
-from engram.model import Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
-from engram.policies.text import content_hash
-from engram.store import open_store
-from engram.store.base import ScopeFilter, Store
+from memorist import EmbedderMismatchError, HashingEmbedder, StoreError
+from memorist.model import Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
+from memorist.policies.text import content_hash
+from memorist.store import open_store
+from memorist.store.base import ScopeFilter, Store
 
 EMB = HashingEmbedder()
 SMALL = HashingEmbedder(64)  # another embedder: another name and dimension

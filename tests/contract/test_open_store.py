@@ -1,6 +1,6 @@
 """``open_store``: what a user writes (a path or a URL) becomes a store, or a clear error.
 
-A URL Engram cannot serve is an error naming its scheme, with any password hidden,
+A URL Memorist cannot serve is an error naming its scheme, with any password hidden,
 never a local folder named after it.
 """
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engram import ConfigurationError, Memory, ValidationError
-from engram.cli import cli
-from engram.store import open_store, redact, sqlite_path, store_kind
-from engram.store.base import Store
-from engram.store.sqlite import SQLiteStore
+from memorist import ConfigurationError, Memory, ValidationError
+from memorist.cli import cli
+from memorist.store import open_store, redact, sqlite_path, store_kind
+from memorist.store.base import Store
+from memorist.store.sqlite import SQLiteStore
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ def test_everything_else_that_is_no_url_names_sqlite(target: object) -> None:
 
 def test_a_postgresql_url_opens_a_postgres_store(request: pytest.FixtureRequest) -> None:
     url = request.getfixturevalue("pg_url")
-    from engram.store.postgres import PostgresStore
+    from memorist.store.postgres import PostgresStore
 
     store = open_store(url)
     try:

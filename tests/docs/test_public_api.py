@@ -8,7 +8,7 @@ import pkgutil
 
 import pytest
 
-import engram
+import memorist
 
 # Adding a name is a decision; removing or renaming one breaks users. Either is a
 # change to this list, made on purpose.
@@ -26,7 +26,6 @@ PUBLIC = [
     "Delta",
     "Embedder",
     "EmbedderMismatchError",
-    "EngramError",
     "Evaluation",
     "EvaluationConfig",
     "Evaluator",
@@ -39,6 +38,7 @@ PUBLIC = [
     "Kind",
     "LLM",
     "Lesson",
+    "MemoristError",
     "Memory",
     "MemoryClass",
     "MemoryConfig",
@@ -74,19 +74,19 @@ PUBLIC = [
 
 
 def test_the_public_names_are_exactly_these() -> None:
-    assert engram.__all__ == sorted(engram.__all__), "keep __all__ sorted"
-    assert engram.__all__ == PUBLIC
+    assert memorist.__all__ == sorted(memorist.__all__), "keep __all__ sorted"
+    assert memorist.__all__ == PUBLIC
     for name in PUBLIC:
-        assert getattr(engram, name) is not None, name
-    # What `from engram import *` gives is what __all__ says, nothing more.
+        assert getattr(memorist, name) is not None, name
+    # What `from memorist import *` gives is what __all__ says, nothing more.
     namespace: dict[str, object] = {}
-    exec("from engram import *", namespace)
+    exec("from memorist import *", namespace)
     assert sorted(k for k in namespace if k != "__builtins__") == sorted(PUBLIC)
 
 
 def _modules() -> list[str]:
-    names = ["engram"]
-    for info in pkgutil.walk_packages(engram.__path__, "engram."):
+    names = ["memorist"]
+    for info in pkgutil.walk_packages(memorist.__path__, "memorist."):
         names.append(info.name)
     return sorted(names)
 
@@ -108,6 +108,6 @@ def test_docstring_examples_run(name: str, tmp_path, monkeypatch: pytest.MonkeyP
 
 def test_the_examples_users_read_first_are_doctested() -> None:
     finder = doctest.DocTestFinder(exclude_empty=True)
-    for name in ("engram", "engram.memory", "engram.ace.playbook", "engram.demo"):
+    for name in ("memorist", "memorist.memory", "memorist.ace.playbook", "memorist.demo"):
         examples = sum(len(t.examples) for t in finder.find(importlib.import_module(name), name))
         assert examples > 0, name

@@ -26,7 +26,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_readme_first_command_installs_and_runs_the_demo() -> None:
     commands = [line.strip() for block in _blocks("bash") for line in block.splitlines()]
     first = next(c for c in commands if "pip install" in c)
-    assert "-c constraints.txt" in first and first.endswith("engram demo")
+    assert "-c constraints.txt" in first and first.endswith("memorist demo")
 
 
 def test_the_first_command_installs_the_onnx_runtime() -> None:
@@ -80,7 +80,7 @@ def _matches(printed: str, promised: str) -> bool:
 
 def test_python_examples_run_and_print_what_they_say(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("ENGRAM_DB", str(tmp_path / "readme.db"))
+    monkeypatch.setenv("MEMORIST_DB", str(tmp_path / "readme.db"))
     snippets = _blocks("python")
     assert snippets, "the README has no Python example"
     checked = 0

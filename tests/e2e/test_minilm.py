@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engram import Memory, format_context
-from engram.embed.sentence_transformers import available
+from memorist import Memory, format_context
+from memorist.embed.sentence_transformers import available
 
 pytestmark = pytest.mark.model
 
@@ -90,7 +90,7 @@ def test_a_query_embeds_like_a_stored_text_and_leaves_torch_threads_alone(minilm
 
 
 def test_loading_the_model_leaves_the_process_environment_alone() -> None:
-    """The host program's other Hugging Face code must not go offline because Engram
+    """The host program's other Hugging Face code must not go offline because Memorist
     loaded its bundled model (it asks for local files on its own load only)."""
     import os
     import subprocess
@@ -98,7 +98,7 @@ def test_loading_the_model_leaves_the_process_environment_alone() -> None:
 
     code = (
         "import os\n"
-        "from engram import Memory\n"
+        "from memorist import Memory\n"
         "m = Memory(':memory:')\n"
         "m.add('I am a vegetarian.', user_id='a')\n"
         "assert m.search('food', user_id='a')['results']\n"

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engram import ConfigurationError, MissingDependencyError, ProviderError
-from engram.embed import onnx, onnx_model
-from engram.embed import sentence_transformers as st
+from memorist import ConfigurationError, MissingDependencyError, ProviderError
+from memorist.embed import onnx, onnx_model
+from memorist.embed import sentence_transformers as st
 
 ort = pytest.importorskip("onnxruntime", reason="needs the embeddings extra")
 onnx_proto = pytest.importorskip("onnx", reason="needs the embeddings extra")
@@ -30,7 +30,7 @@ DIM = 4
 
 @pytest.fixture(autouse=True)
 def _cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setenv("ENGRAM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MEMORIST_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache"
 
 
@@ -95,7 +95,7 @@ def place(model_dir: Path) -> Path:
 @pytest.fixture
 def no_export(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Exports are recorded and fail, so a test sees whether one was tried."""
-    from engram.embed import onnx_export
+    from memorist.embed import onnx_export
 
     tried: list[str] = []
 
@@ -111,9 +111,9 @@ def no_export(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 # the cache -----------------------------------------------------------------------------
 def test_cache_root_is_the_env_dir_or_the_user_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert onnx.cache_root() == tmp_path / "cache" / "onnx"
-    monkeypatch.delenv("ENGRAM_CACHE_DIR")
+    monkeypatch.delenv("MEMORIST_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert onnx.cache_root() == tmp_path / "xdg" / "engram" / "onnx"
+    assert onnx.cache_root() == tmp_path / "xdg" / "memorist" / "onnx"
 
 
 def test_cache_key_follows_the_model_files_and_the_runtime_version(model_dir: Path) -> None:
@@ -138,7 +138,7 @@ def test_a_cached_export_is_loaded_without_exporting(model_dir: Path, no_export:
 
 
 def test_a_missing_export_is_made_once_and_reused(model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from engram.embed import onnx_export
+    from memorist.embed import onnx_export
 
     made: list[str] = []
 
@@ -173,7 +173,7 @@ def test_a_failed_export_is_remembered_until_the_tools_change(model_dir: Path, n
 
 def test_without_torch_a_missing_export_names_the_pip_command(model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(onnx, "can_export", lambda: False)
-    with pytest.raises(MissingDependencyError, match=r"engram-memory\[embeddings\]"):
+    with pytest.raises(MissingDependencyError, match=r"memorist\[embeddings\]"):
         onnx.load(str(model_dir))
 
 
@@ -241,7 +241,7 @@ def test_threads_default_to_the_usable_cores(model_dir: Path) -> None:
 
 
 def test_the_export_runs_in_a_child_process_whose_error_is_raised_here(tmp_path: Path) -> None:
-    from engram.embed import onnx_export
+    from memorist.embed import onnx_export
 
     with pytest.raises(RuntimeError, match=r"the export process failed: .*config\.json"):
         onnx_export.export(str(tmp_path / "no-model"), tmp_path / "model.onnx")

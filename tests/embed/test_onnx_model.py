@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engram.embed.sentence_transformers import SentenceTransformerEmbedder, available
+from memorist.embed.sentence_transformers import SentenceTransformerEmbedder, available
 
 pytestmark = pytest.mark.model
 
@@ -48,7 +48,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 _FIRST_SEARCH = (
     "import sys\n"
-    "from engram import Memory\n"
+    "from memorist import Memory\n"
     "m = Memory(':memory:')\n"
     "m.add('I like green tea', user_id='u', infer=False)\n"
     "hits = m.search('what do I drink?', user_id='u')['results']\n"
@@ -60,14 +60,14 @@ _FIRST_SEARCH = (
 @pytest.fixture(scope="module")
 def first_run(cache: Path) -> subprocess.CompletedProcess[str]:
     """A process that adds and searches on an empty cache: it makes the session's one export."""
-    env = {**os.environ, "ENGRAM_CACHE_DIR": str(cache), "ENGRAM_EMBED_RUNTIME": "auto"}
+    env = {**os.environ, "MEMORIST_CACHE_DIR": str(cache), "MEMORIST_EMBED_RUNTIME": "auto"}
     return subprocess.run([sys.executable, "-c", _FIRST_SEARCH], capture_output=True, text=True, timeout=300, env=env)
 
 
 @pytest.fixture(scope="module")
 def runtimes(cache: Path, first_run: object) -> tuple[SentenceTransformerEmbedder, SentenceTransformerEmbedder]:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ENGRAM_CACHE_DIR", str(cache))
+        mp.setenv("MEMORIST_CACHE_DIR", str(cache))
         fast = SentenceTransformerEmbedder(runtime="onnx")
         fast.embed(["load (and export) now"])
     return fast, SentenceTransformerEmbedder(runtime="torch")
@@ -106,7 +106,7 @@ def test_the_process_that_needs_the_first_export_never_imports_torch(first_run: 
 
 
 def test_a_process_running_the_export_never_imports_torch(cache: Path, runtimes: object) -> None:
-    env = {**os.environ, "ENGRAM_CACHE_DIR": str(cache), "ENGRAM_EMBED_RUNTIME": "auto"}
+    env = {**os.environ, "MEMORIST_CACHE_DIR": str(cache), "MEMORIST_EMBED_RUNTIME": "auto"}
     run = subprocess.run([sys.executable, "-c", _FIRST_SEARCH], capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 0, run.stderr
     assert "exporting" not in run.stderr  # cached

@@ -12,17 +12,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engram import ConfigurationError, MissingDependencyError, ProviderError
-from engram.embed import onnx, resolve_embedder
-from engram.embed import sentence_transformers as st
-from engram.embed.sentence_transformers import SentenceTransformerEmbedder, runtime_setting
+from memorist import ConfigurationError, MissingDependencyError, ProviderError
+from memorist.embed import onnx, resolve_embedder
+from memorist.embed import sentence_transformers as st
+from memorist.embed.sentence_transformers import SentenceTransformerEmbedder, runtime_setting
 
 pytestmark = pytest.mark.skipif(st.bundled_model_path() is None, reason="needs the bundled model (embeddings extra)")
 
 
 @pytest.fixture(autouse=True)
 def _no_runtime_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ENGRAM_EMBED_RUNTIME", raising=False)
+    monkeypatch.delenv("MEMORIST_EMBED_RUNTIME", raising=False)
 
 
 class FakeEngine:
@@ -60,10 +60,10 @@ def engines(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 def test_runtime_setting_default_env_and_argument(monkeypatch: pytest.MonkeyPatch) -> None:
     assert runtime_setting() == "auto"
-    monkeypatch.setenv("ENGRAM_EMBED_RUNTIME", " Torch ")
+    monkeypatch.setenv("MEMORIST_EMBED_RUNTIME", " Torch ")
     assert runtime_setting() == "torch"
     assert runtime_setting("onnx") == "onnx"  # an explicit runtime beats the environment
-    monkeypatch.setenv("ENGRAM_EMBED_RUNTIME", "")
+    monkeypatch.setenv("MEMORIST_EMBED_RUNTIME", "")
     assert runtime_setting() == "auto"
 
 
@@ -71,8 +71,8 @@ def test_runtime_setting_default_env_and_argument(monkeypatch: pytest.MonkeyPatc
 def test_unknown_runtime_is_a_configuration_error_naming_the_choices(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     with pytest.raises(ConfigurationError, match="runtime must be one of auto, onnx, torch"):
         SentenceTransformerEmbedder(runtime=value)
-    monkeypatch.setenv("ENGRAM_EMBED_RUNTIME", value)
-    with pytest.raises(ConfigurationError, match="ENGRAM_EMBED_RUNTIME"):
+    monkeypatch.setenv("MEMORIST_EMBED_RUNTIME", value)
+    with pytest.raises(ConfigurationError, match="MEMORIST_EMBED_RUNTIME"):
         resolve_embedder("sentence-transformers")
 
 
@@ -100,9 +100,9 @@ def test_auto_keeps_torch_for_other_models_and_devices(monkeypatch: pytest.Monke
 
 def test_the_environment_forces_a_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(onnx, "available", lambda: True)
-    monkeypatch.setenv("ENGRAM_EMBED_RUNTIME", "torch")
+    monkeypatch.setenv("MEMORIST_EMBED_RUNTIME", "torch")
     assert resolve_embedder("sentence-transformers").runtime == "torch"
-    monkeypatch.setenv("ENGRAM_EMBED_RUNTIME", "onnx")
+    monkeypatch.setenv("MEMORIST_EMBED_RUNTIME", "onnx")
     assert resolve_embedder("sentence-transformers").runtime == "onnx"
 
 
@@ -117,7 +117,7 @@ def test_both_runtimes_carry_the_models_identity(monkeypatch: pytest.MonkeyPatch
 
 def test_forcing_onnx_without_the_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(onnx, "available", lambda: False)
-    with pytest.raises(MissingDependencyError, match=r"engram-memory\[embeddings\]"):
+    with pytest.raises(MissingDependencyError, match=r"memorist\[embeddings\]"):
         SentenceTransformerEmbedder(runtime="onnx")
 
 
@@ -139,7 +139,7 @@ def test_auto_falls_back_to_torch_with_a_warning_when_onnx_cannot_load(
 
     monkeypatch.setattr(st, "_OnnxEngine", broken)
     embedder = SentenceTransformerEmbedder()
-    with caplog.at_level(logging.WARNING, logger="engram"):
+    with caplog.at_level(logging.WARNING, logger="memorist"):
         embedder.embed(["a"])
     assert embedder.runtime == "torch" and set(engines) == {"torch"}
     assert "using torch" in caplog.text and "no luck" in caplog.text
@@ -194,12 +194,12 @@ def test_any_onnx_load_failure_falls_back_in_auto_and_is_a_provider_error_when_f
 
 
 def test_a_missing_extra_reaches_the_caller_as_itself(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The base class wraps a provider's own errors in ProviderError, but an Engram
+    """The base class wraps a provider's own errors in ProviderError, but a Memorist
     error (here: the extra to install) already says what to do and stays itself."""
     monkeypatch.setattr(onnx, "available", lambda: False)
 
     def no_torch(path: str, device: str) -> None:
-        raise MissingDependencyError('sentence-transformers is not installed; run: pip install "engram-memory[embeddings]"')
+        raise MissingDependencyError('sentence-transformers is not installed; run: pip install "memorist[embeddings]"')
 
     monkeypatch.setattr(st, "_TorchEngine", no_torch)
     with pytest.raises(MissingDependencyError, match="pip install"):

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from engram import ImportLineError, Memory, MemoryConfig, StoreError
-from engram.pipelines import transfer
-from engram.store.sqlite import SQLiteStore
+from memorist import ImportLineError, Memory, MemoryConfig, StoreError
+from memorist.pipelines import transfer
+from memorist.store.sqlite import SQLiteStore
 
 
 def _hold_write_lock(path: Path) -> sqlite3.Connection:
@@ -50,7 +50,7 @@ def test_busy_timeout_is_the_configured_one(tmp_path: Path) -> None:
 
 def test_busy_timeout_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert MemoryConfig().resolved().busy_timeout == 30.0
-    monkeypatch.setenv("ENGRAM_BUSY_TIMEOUT", "2.5")
+    monkeypatch.setenv("MEMORIST_BUSY_TIMEOUT", "2.5")
     assert MemoryConfig().resolved().busy_timeout == 2.5
     assert MemoryConfig(busy_timeout=7).resolved().busy_timeout == 7.0  # the argument wins
     m = Memory(":memory:", embedder="hashing")
@@ -134,7 +134,7 @@ def test_an_import_that_stays_locked_stops_with_a_store_error_keeping_whole_batc
 
 
 def test_concurrent_imports_into_a_new_store_all_succeed(tmp_path: Path) -> None:
-    """Four ``engram import`` processes into one new store, held locked for longer
+    """Four ``memorist import`` processes into one new store, held locked for longer
     than the old fixed 10 s timeout by another connection when they start; they
     create the store together (one migrates it), wait, and import in whole batches."""
     db = tmp_path / "shared.db"
@@ -147,7 +147,7 @@ def test_concurrent_imports_into_a_new_store_all_succeed(tmp_path: Path) -> None
     hog = _hold_write_lock(db)  # an empty file, locked
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "engram", "--db", str(db), "--embedder", "hashing", "--json", "import", "--no-infer", str(f)],
+            [sys.executable, "-m", "memorist", "--db", str(db), "--embedder", "hashing", "--json", "import", "--no-infer", str(f)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -1,7 +1,7 @@
-"""``engram backup``: a consistent, checked copy, even of a store another process writes.
+"""``memorist backup``: a consistent, checked copy, even of a store another process writes.
 
 Issue 10, item 6: copying the ``.db`` without its ``-wal`` silently gives an empty or
-old store; ``engram backup`` uses SQLite's online backup API instead.
+old store; ``memorist backup`` uses SQLite's online backup API instead.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engram import Memory, ValidationError
-from engram.cli import cli
-from engram.store.check import check_store
+from memorist import Memory, ValidationError
+from memorist.cli import cli
+from memorist.store.check import check_store
 
 _WRITER = """
 import sys
-from engram import Memory
+from memorist import Memory
 m = Memory(sys.argv[1], embedder="hashing")
 print("ready", flush=True)
 i = 0
@@ -179,5 +179,19 @@ def test_backup_of_a_damaged_store_fails_and_leaves_nothing(tmp_path: Path) -> N
     db.write_bytes(bytes(data))
     result = CliRunner().invoke(cli, ["--db", str(db), "backup", str(dest)])
     assert result.exit_code == 1
-    assert "engram check" in result.output
+    assert "memorist check" in result.output
     assert list(tmp_path.iterdir()) == [db]
+
+
+def test_a_store_with_playbooks_trajectories_and_reflections_is_healthy(tmp_path) -> None:
+    # Their content hashes are addresses (a playbook's name, a trace's steps), not
+    # hashes of their text: the check must not call them damaged.
+    with Memory(str(tmp_path / "learning.db"), embedder="hashing") as memory:
+        memory.create_playbook("tutoring", agent_id="tutor")
+        memory.update_playbook([{"pattern": "Give a worked example first"}], name="tutoring", agent_id="tutor")
+        tid = memory.start_trajectory("add fractions", agent_id="tutor")
+        memory.log_step(tid, "action", "found a common denominator", agent_id="tutor")
+        memory.complete_trajectory(tid, "success", success_score=0.9, agent_id="tutor")
+        memory.reflect(tid, agent_id="tutor")
+        report = memory.check()
+    assert report["healthy"], report["problems"]

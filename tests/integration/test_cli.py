@@ -1,4 +1,4 @@
-"""The ``engram`` command line, through click's runner and two real subprocesses.
+"""The ``memorist`` command line, through click's runner and two real subprocesses.
 
 Every test uses the hashing embedder and a fresh store in ``tmp_path`` except the
 subprocess demo, which runs the default (semantic) embedder like a new user would.
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import engram.cli.memories as cli_memories
-import engram.pipelines.transfer as transfer
-from engram.cli import cli
+import memorist.cli.memories as cli_memories
+import memorist.pipelines.transfer as transfer
+from memorist.cli import cli
 
-ENV_VARS = ("ENGRAM_DB", "ENGRAM_EMBEDDER", "ENGRAM_DECAY_DAYS", "MEMORY_DECAY_DAYS", "ENGRAM_TENANT")
+ENV_VARS = ("MEMORIST_DB", "MEMORIST_EMBEDDER", "MEMORIST_DECAY_DAYS", "MEMORY_DECAY_DAYS", "MEMORIST_TENANT")
 
 
 @pytest.fixture(autouse=True)
@@ -36,11 +36,11 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
-    return str(tmp_path / "store" / "engram.db")
+    return str(tmp_path / "store" / "memorist.db")
 
 
-class Engram:
-    """Runs ``engram --db <db> --embedder hashing ARGS`` and checks the exit code."""
+class Memorist:
+    """Runs ``memorist --db <db> --embedder hashing ARGS`` and checks the exit code."""
 
     def __init__(self, db: str) -> None:
         self.db = db
@@ -82,8 +82,8 @@ class Engram:
 
 
 @pytest.fixture
-def engram(db: str) -> Engram:
-    return Engram(db)
+def memorist(db: str) -> Memorist:
+    return Memorist(db)
 
 
 def write_lines(path: Path, *lines: object) -> str:
@@ -95,15 +95,15 @@ def write_lines(path: Path, *lines: object) -> str:
 
 # help and startup ---------------------------------------------------------------------------
 def test_help_lists_every_command_and_opens_nothing(
-    engram: Engram, db: str, monkeypatch: pytest.MonkeyPatch
+    memorist: Memorist, db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import engram.memory as memory_module
+    import memorist.memory as memory_module
 
     def no_memory(*args, **kwargs):
         raise AssertionError("--help must not open a Memory")
 
     monkeypatch.setattr(memory_module, "Memory", no_memory)
-    out = engram("--help", db=None, embedder=None, env={"ENGRAM_DB": db}).stdout
+    out = memorist("--help", db=None, embedder=None, env={"MEMORIST_DB": db}).stdout
     for command in (
         "add",
         "search",
@@ -121,55 +121,55 @@ def test_help_lists_every_command_and_opens_nothing(
         "demo",
     ):
         assert f"  {command} " in out
-    assert "ENGRAM_DB" in out and "ENGRAM_EMBEDDER" in out and "ENGRAM_DECAY_DAYS" in out
+    assert "MEMORIST_DB" in out and "MEMORIST_EMBEDDER" in out and "MEMORIST_DECAY_DAYS" in out
     assert db in out.replace("\n", "").replace(" ", "")  # the default store, read at run time
     assert not os.path.exists(db)
 
 
-def test_python_m_engram_help_loads_no_model() -> None:
+def test_python_m_memorist_help_loads_no_model() -> None:
     code = (
         "import sys\n"
-        "from engram.cli import main\n"
+        "from memorist.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
         "print('LOADED', sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))\n"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert "Usage: engram" in run.stdout and "LOADED []" in run.stdout
+    assert "Usage: memorist" in run.stdout and "LOADED []" in run.stdout
     run = subprocess.run(
-        [sys.executable, "-m", "engram", "--help"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "memorist", "--help"], capture_output=True, text=True, timeout=120
     )
     assert run.returncode == 0, run.stderr
-    assert run.stdout.startswith("Usage: engram") and "reindex" in run.stdout
+    assert run.stdout.startswith("Usage: memorist") and "reindex" in run.stdout
 
 
-def test_json_flag_works_after_the_command_too(engram: Engram) -> None:
-    engram.add("Likes tea")
-    after = json.loads(engram("list", "--user", "alex", "--json").stdout)
-    assert after == json.loads(engram("--json", "list", "--user", "alex").stdout)
+def test_json_flag_works_after_the_command_too(memorist: Memorist) -> None:
+    memorist.add("Likes tea")
+    after = json.loads(memorist("list", "--user", "alex", "--json").stdout)
+    assert after == json.loads(memorist("--json", "list", "--user", "alex").stdout)
     assert [m["memory"] for m in after["results"]] == ["Likes tea"]
 
 
 # add --------------------------------------------------------------------------------------
-def test_add_with_inference_extracts_facts(engram: Engram) -> None:
-    result = engram("add", "--user", "alex", "Hi, I'm Alex. I'm a vegetarian and allergic to nuts.")
+def test_add_with_inference_extracts_facts(memorist: Memorist) -> None:
+    result = memorist("add", "--user", "alex", "Hi, I'm Alex. I'm a vegetarian and allergic to nuts.")
     assert "ADD" in result.stdout and "Is vegetarian" in result.stdout
     assert "memories successfully" in result.stdout
-    stored = [m["memory"] for m in engram.memories()]
+    stored = [m["memory"] for m in memorist.memories()]
     assert "Is vegetarian" in stored and len(stored) >= 2
     assert not any("Hi, I'm Alex" in m for m in stored)  # facts, not the raw sentence
 
 
-def test_add_no_infer_stores_the_text_verbatim_and_prints_it_literally(engram: Engram) -> None:
+def test_add_no_infer_stores_the_text_verbatim_and_prints_it_literally(memorist: Memorist) -> None:
     text = "Likes tea with [bold]milk[/bold]"
-    result = engram("add", "--user", "alex", "--no-infer", *text.split())
+    result = memorist("add", "--user", "alex", "--no-infer", *text.split())
     assert "[bold]milk[/bold]" in result.stdout  # rich markup is not interpreted
     assert "Added 1 memory successfully" in result.stdout
-    assert [m["memory"] for m in engram.memories()] == [text]
+    assert [m["memory"] for m in memorist.memories()] == [text]
 
 
-def test_add_options_role_metadata_timestamp_and_stdin(engram: Engram) -> None:
-    item = engram.json(
+def test_add_options_role_metadata_timestamp_and_stdin(memorist: Memorist) -> None:
+    item = memorist.json(
         "add",
         "--user",
         "alex",
@@ -186,146 +186,146 @@ def test_add_options_role_metadata_timestamp_and_stdin(engram: Engram) -> None:
         "2024-03-01T10:00:00Z",
         "Try common denominators",
     )["results"][0]
-    got = engram.json("get", item["id"])
+    got = memorist.json("get", item["id"])
     assert got["memory"] == "Try common denominators"
     assert (got["user_id"], got["agent_id"], got["run_id"]) == ("alex", "tutor", "r1")
     assert got["metadata"] == {"topic": "maths", "role": "assistant"}
     assert got["kind"] == "turn"
     assert got["created_at"].startswith("2024-03-01T10:00:00")
 
-    piped = engram.json("add", "--user", "alex", "--no-infer", "-", input="read from stdin\n")
+    piped = memorist.json("add", "--user", "alex", "--no-infer", "-", input="read from stdin\n")
     assert piped["results"][0]["memory"] == "read from stdin"
 
 
 # search, list, get ------------------------------------------------------------------------------
-def test_search_table_json_and_filters(engram: Engram) -> None:
-    food = engram.add("Loves spicy ramen noodles", "--metadata", '{"category": "food"}')
-    engram.add("Plays chess on weekends", "--metadata", '{"category": "hobby"}')
-    engram.add("Ramen shop visits every Friday", user="someone-else")
+def test_search_table_json_and_filters(memorist: Memorist) -> None:
+    food = memorist.add("Loves spicy ramen noodles", "--metadata", '{"category": "food"}')
+    memorist.add("Plays chess on weekends", "--metadata", '{"category": "hobby"}')
+    memorist.add("Ramen shop visits every Friday", user="someone-else")
 
-    out = engram("search", "--user", "alex", "ramen", "noodles").stdout
+    out = memorist("search", "--user", "alex", "ramen", "noodles").stdout
     lines = out.splitlines()
     assert lines[0].split() == ["#", "similarity", "memory", "id", "created", "(UTC)"]
     first = next(line for line in lines if line.strip().startswith("1 "))
     assert "Loves spicy ramen noodles" in first and food["id"] in first
 
-    found = engram.json("search", "--user", "alex", "ramen", "--limit", "1")["results"]
+    found = memorist.json("search", "--user", "alex", "ramen", "--limit", "1")["results"]
     assert [r["id"] for r in found] == [food["id"]] and isinstance(found[0]["score"], float)
 
-    filtered = engram.json(
+    filtered = memorist.json(
         "search", "--user", "alex", "weekend hobby food", "--filters", '{"category": "hobby"}'
     )["results"]
     assert [r["memory"] for r in filtered] == ["Plays chess on weekends"]
 
-    other = engram.json("search", "--user", "someone-else", "ramen")["results"]
+    other = memorist.json("search", "--user", "someone-else", "ramen")["results"]
     assert [r["memory"] for r in other] == ["Ramen shop visits every Friday"]  # scopes stay apart
 
 
-def test_list_newest_first_with_limit(engram: Engram) -> None:
-    engram.add("First memory", "--timestamp", "2024-01-01T00:00:00Z")
-    engram.add("Second memory", "--timestamp", "2024-02-01T00:00:00Z")
-    out = engram("list", "--user", "alex").stdout
+def test_list_newest_first_with_limit(memorist: Memorist) -> None:
+    memorist.add("First memory", "--timestamp", "2024-01-01T00:00:00Z")
+    memorist.add("Second memory", "--timestamp", "2024-02-01T00:00:00Z")
+    out = memorist("list", "--user", "alex").stdout
     assert out.index("Second memory") < out.index("First memory")
     assert "2 memories" in out
-    assert [m["memory"] for m in engram.memories()] == ["Second memory", "First memory"]
-    limited = engram("list", "--user", "alex", "--limit", "1").stdout
+    assert [m["memory"] for m in memorist.memories()] == ["Second memory", "First memory"]
+    limited = memorist("list", "--user", "alex", "--limit", "1").stdout
     assert "Second memory" in limited and "First memory" not in limited
-    assert "No memories." in engram("list", "--user", "nobody").stdout
+    assert "No memories." in memorist("list", "--user", "nobody").stdout
 
 
-def test_get_shows_one_memory(engram: Engram) -> None:
-    item = engram.add("Prefers dark mode", "--metadata", '{"source": "settings"}')
-    out = engram("get", item["id"]).stdout
+def test_get_shows_one_memory(memorist: Memorist) -> None:
+    item = memorist.add("Prefers dark mode", "--metadata", '{"source": "settings"}')
+    out = memorist("get", item["id"]).stdout
     assert item["id"] in out and "Prefers dark mode" in out and '{"source": "settings"}' in out
-    assert engram.json("get", item["id"])["metadata"] == {"source": "settings"}
+    assert memorist.json("get", item["id"])["metadata"] == {"source": "settings"}
 
 
 # update, history, delete, delete-all ---------------------------------------------------------------
-def test_update_then_history_shows_both_events(engram: Engram) -> None:
-    item = engram.add("Lives in Paris")
-    result = engram.json("update", item["id"], "Lives", "in", "Lyon", "--metadata", '{"moved": true}')
+def test_update_then_history_shows_both_events(memorist: Memorist) -> None:
+    item = memorist.add("Lives in Paris")
+    result = memorist.json("update", item["id"], "Lives", "in", "Lyon", "--metadata", '{"moved": true}')
     assert result["event"] == "UPDATE" and result["previous_memory"] == "Lives in Paris"
-    assert engram.json("get", item["id"])["metadata"] == {"moved": True}
-    assert "Lives in Lyon" in engram("update", item["id"], "Lives in Lyon").stdout
+    assert memorist.json("get", item["id"])["metadata"] == {"moved": True}
+    assert "Lives in Lyon" in memorist("update", item["id"], "Lives in Lyon").stdout
 
-    events = engram.json("history", item["id"])
+    events = memorist.json("history", item["id"])
     assert [e["event"] for e in events] == ["ADD", "UPDATE", "UPDATE"]
     assert (events[1]["old_memory"], events[1]["new_memory"]) == ("Lives in Paris", "Lives in Lyon")
-    table = engram("history", item["id"]).stdout.splitlines()
+    table = memorist("history", item["id"]).stdout.splitlines()
     assert table[0].split()[:5] == ["seq", "event", "old", "new", "when"]
     update_row = next(line for line in table if " UPDATE " in line)
     assert "Lives in Paris" in update_row and "Lives in Lyon" in update_row
 
 
-def test_delete_removes_one_memory_and_keeps_its_history(engram: Engram) -> None:
-    keep = engram.add("Keeps this")
-    gone = engram.add("Forget this")
-    assert "Deleted" in engram("delete", gone["id"]).stdout
-    assert [m["id"] for m in engram.memories()] == [keep["id"]]
-    result = engram("get", gone["id"], code=1)
+def test_delete_removes_one_memory_and_keeps_its_history(memorist: Memorist) -> None:
+    keep = memorist.add("Keeps this")
+    gone = memorist.add("Forget this")
+    assert "Deleted" in memorist("delete", gone["id"]).stdout
+    assert [m["id"] for m in memorist.memories()] == [keep["id"]]
+    result = memorist("get", gone["id"], code=1)
     assert result.stderr.startswith("error:") and gone["id"] in result.stderr
-    assert [e["event"] for e in engram.json("history", gone["id"])] == ["ADD", "DELETE"]
+    assert [e["event"] for e in memorist.json("history", gone["id"])] == ["ADD", "DELETE"]
 
 
-def test_delete_all_asks_for_confirmation(engram: Engram) -> None:
-    engram.add("Alex fact one")
-    engram.add("Alex fact two")
-    engram.add("Sam fact", user="sam")
+def test_delete_all_asks_for_confirmation(memorist: Memorist) -> None:
+    memorist.add("Alex fact one")
+    memorist.add("Alex fact two")
+    memorist.add("Sam fact", user="sam")
 
-    refused = engram("delete-all", "--user", "alex", input="n\n", code=1)
+    refused = memorist("delete-all", "--user", "alex", input="n\n", code=1)
     assert "alex" in refused.stderr  # the prompt names the scope
-    assert len(engram.memories()) == 2
-    engram("delete-all", "--user", "alex", code=1)  # no answer at all: nothing is deleted
-    assert len(engram.memories()) == 2
+    assert len(memorist.memories()) == 2
+    memorist("delete-all", "--user", "alex", code=1)  # no answer at all: nothing is deleted
+    assert len(memorist.memories()) == 2
 
-    assert "Deleted 2 memories" in engram("delete-all", "--user", "alex", input="y\n").stdout
-    assert engram.memories() == []
-    assert [m["memory"] for m in engram.memories("sam")] == ["Sam fact"]
+    assert "Deleted 2 memories" in memorist("delete-all", "--user", "alex", input="y\n").stdout
+    assert memorist.memories() == []
+    assert [m["memory"] for m in memorist.memories("sam")] == ["Sam fact"]
 
-    assert engram.json("delete-all", "--user", "sam", "--yes")["deleted"] == 1
-    assert engram.memories("sam") == []
+    assert memorist.json("delete-all", "--user", "sam", "--yes")["deleted"] == 1
+    assert memorist.memories("sam") == []
 
 
-def test_delete_all_without_a_scope_is_refused_by_the_engine(engram: Engram) -> None:
-    engram.add("Still here")
-    result = engram("delete-all", "--yes", code=1)
+def test_delete_all_without_a_scope_is_refused_by_the_engine(memorist: Memorist) -> None:
+    memorist.add("Still here")
+    result = memorist("delete-all", "--yes", code=1)
     assert result.stderr.startswith("error:") and "--user" in result.stderr
-    assert len(engram.memories()) == 1
+    assert len(memorist.memories()) == 1
 
 
 # stats, reset ---------------------------------------------------------------------------------
-def test_stats_reports_counts_and_embedder(engram: Engram, db: str) -> None:
-    engram.add("One")
-    engram.add("Two", user="sam")
-    data = engram.json("stats")
+def test_stats_reports_counts_and_embedder(memorist: Memorist, db: str) -> None:
+    memorist.add("One")
+    memorist.add("Two", user="sam")
+    data = memorist.json("stats")
     assert (data["memories"], data["users"], data["embedder"], data["dim"]) == (2, 2, "hashing-v1-384", 384)
     assert data["path"] == db
-    out = engram("stats").stdout
+    out = memorist("stats").stdout
     assert any(line.split()[:2] == ["memories", "2"] for line in out.splitlines())
     assert "hashing-v1-384" in out
 
 
-def test_reset_refuses_without_a_terminal_or_yes(engram: Engram) -> None:
-    engram.add("Precious")
-    result = engram("reset", input="y\n", code=1)  # piped input is not a confirmation
+def test_reset_refuses_without_a_terminal_or_yes(memorist: Memorist) -> None:
+    memorist.add("Precious")
+    result = memorist("reset", input="y\n", code=1)  # piped input is not a confirmation
     assert "--yes" in result.stderr and result.stderr.startswith("error:")
-    assert len(engram.memories()) == 1
-    assert engram.json("reset", "--yes")["reset"] is True
-    assert engram.memories() == []
-    assert engram.json("stats")["events"] == 0
+    assert len(memorist.memories()) == 1
+    assert memorist.json("reset", "--yes")["reset"] is True
+    assert memorist.memories() == []
+    assert memorist.json("stats")["events"] == 0
 
 
-def test_reset_on_a_terminal_asks(engram: Engram, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reset_on_a_terminal_asks(memorist: Memorist, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli_memories, "stdin_is_tty", lambda: True)
-    engram.add("Precious")
-    engram("reset", input="n\n", code=1)
-    assert len(engram.memories()) == 1
-    assert "Reset" in engram("reset", input="y\n").stdout
-    assert engram.memories() == []
+    memorist.add("Precious")
+    memorist("reset", input="n\n", code=1)
+    assert len(memorist.memories()) == 1
+    assert "Reset" in memorist("reset", input="y\n").stdout
+    assert memorist.memories() == []
 
 
 # import / export -------------------------------------------------------------------------------
-def test_import_conversation_lines_and_exported_memories(engram: Engram, tmp_path: Path) -> None:
+def test_import_conversation_lines_and_exported_memories(memorist: Memorist, tmp_path: Path) -> None:
     path = write_lines(
         tmp_path / "in.jsonl",
         {"messages": [{"role": "user", "content": "I'm a vegetarian."}], "user_id": "alex"},
@@ -339,38 +339,38 @@ def test_import_conversation_lines_and_exported_memories(engram: Engram, tmp_pat
         },
         {"text": "Sam likes jazz", "user_id": "sam", "infer": False},
     )
-    result = engram.json("import", path, "--user", "alex")
+    result = memorist.json("import", path, "--user", "alex")
     assert result["lines"] == 5 and result["added"] == 4
-    by_text = {m["memory"]: m for m in engram.memories()}
+    by_text = {m["memory"]: m for m in memorist.memories()}
     assert set(by_text) == {"Is vegetarian", "Prefers window seats", "Speaks French"}
     assert by_text["Speaks French"]["metadata"] == {"source": "crm"}
     assert by_text["Speaks French"]["created_at"] == "2023-05-06T07:08:09+00:00"
-    assert [m["memory"] for m in engram.memories("sam")] == ["Sam likes jazz"]
+    assert [m["memory"] for m in memorist.memories("sam")] == ["Sam likes jazz"]
 
-    piped = engram.json("import", "-", "--user", "carol", input='{"text": "Piped in", "infer": false}\n')
+    piped = memorist.json("import", "-", "--user", "carol", input='{"text": "Piped in", "infer": false}\n')
     assert piped["added"] == 1
-    assert [m["memory"] for m in engram.memories("carol")] == ["Piped in"]
+    assert [m["memory"] for m in memorist.memories("carol")] == ["Piped in"]
 
-    human = engram("import", path, "--user", "alex")
+    human = memorist("import", path, "--user", "alex")
     assert "Read 5 lines" in human.stdout
     assert "importing" in human.stderr  # the progress bar is on stderr
 
 
 def test_import_batches_consecutive_verbatim_lines(
-    engram: Engram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    memorist: Memorist, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lines = [
         {"messages": [{"role": "user", "content": f"Note number {i}"}], "infer": False} for i in range(5)
     ]
     path = write_lines(tmp_path / "in.jsonl", *lines)
-    assert engram.json("import", path, "--user", "alex")["calls"] == 1
+    assert memorist.json("import", path, "--user", "alex")["calls"] == 1
     monkeypatch.setattr(transfer, "IMPORT_BATCH", 2)
-    result = engram.json("import", path, "--user", "bo")
+    result = memorist.json("import", path, "--user", "bo")
     assert (result["added"], result["calls"]) == (5, 3)
-    assert sorted(m["memory"] for m in engram.memories("bo")) == [f"Note number {i}" for i in range(5)]
+    assert sorted(m["memory"] for m in memorist.memories("bo")) == [f"Note number {i}" for i in range(5)]
 
 
-def test_import_bad_line_names_it_and_keeps_earlier_lines(engram: Engram, tmp_path: Path) -> None:
+def test_import_bad_line_names_it_and_keeps_earlier_lines(memorist: Memorist, tmp_path: Path) -> None:
     path = write_lines(
         tmp_path / "in.jsonl",
         {"text": "Line one", "infer": False},
@@ -378,49 +378,49 @@ def test_import_bad_line_names_it_and_keeps_earlier_lines(engram: Engram, tmp_pa
         '{"text": "broken", ',
         {"text": "Line four", "infer": False},
     )
-    result = engram("import", path, "--user", "alex", code=1)
+    result = memorist("import", path, "--user", "alex", code=1)
     assert "error: line 3:" in result.stderr and "JSON" in result.stderr
     assert "2 memories added and 0 updated from the lines before line 3; they stay" in result.stderr
-    assert sorted(m["memory"] for m in engram.memories()) == ["Line one", "Line two"]
+    assert sorted(m["memory"] for m in memorist.memories()) == ["Line one", "Line two"]
 
 
-def test_import_line_rejected_by_the_engine_inside_a_batch(engram: Engram, tmp_path: Path) -> None:
+def test_import_line_rejected_by_the_engine_inside_a_batch(memorist: Memorist, tmp_path: Path) -> None:
     def msg(text: str, role: str = "user") -> dict:
         return {"messages": [{"role": role, "content": text}], "infer": False}
 
     path = write_lines(
         tmp_path / "in.jsonl", msg("Kept A"), msg("Kept B"), msg("Bad", role="robot"), msg("Never")
     )
-    result = engram("import", path, "--user", "alex", code=1)
+    result = memorist("import", path, "--user", "alex", code=1)
     assert "line 3:" in result.stderr and "role" in result.stderr
-    assert sorted(m["memory"] for m in engram.memories()) == ["Kept A", "Kept B"]
+    assert sorted(m["memory"] for m in memorist.memories()) == ["Kept A", "Kept B"]
 
     missing = write_lines(tmp_path / "scope.jsonl", {"text": "No scope anywhere", "infer": False})
-    result = engram("import", missing, code=1)
+    result = memorist("import", missing, code=1)
     assert "line 1:" in result.stderr and "--user" in result.stderr
 
     shape = write_lines(tmp_path / "shape.jsonl", ["not", "an", "object"], {"foo": 1})
-    assert "line 1:" in engram("import", shape, "--user", "alex", code=1).stderr
+    assert "line 1:" in memorist("import", shape, "--user", "alex", code=1).stderr
 
 
-def test_export_then_import_round_trips_into_another_store(engram: Engram, tmp_path: Path) -> None:
-    engram("add", "--user", "alex", "Hi, I'm Alex. I'm a vegetarian and allergic to nuts.")
-    engram.add("Has a cat named Miso", "--metadata", '{"pets": 1}', "--timestamp", "2022-02-02T02:02:02Z")
-    engram.json(
+def test_export_then_import_round_trips_into_another_store(memorist: Memorist, tmp_path: Path) -> None:
+    memorist("add", "--user", "alex", "Hi, I'm Alex. I'm a vegetarian and allergic to nuts.")
+    memorist.add("Has a cat named Miso", "--metadata", '{"pets": 1}', "--timestamp", "2022-02-02T02:02:02Z")
+    memorist.json(
         "add", "--user", "alex", "--run", "r9", "--no-infer", "--role", "assistant", "Try the lentil soup"
     )
-    original = engram.memories()
+    original = memorist.memories()
     assert len(original) == 5
 
     out = tmp_path / "alex.jsonl"
-    result = engram("export", "--user", "alex", "--output", str(out))
+    result = memorist("export", "--user", "alex", "--output", str(out))
     assert "Exported 5 lines" in result.stderr
     lines = out.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 5 and all(json.loads(line)["user_id"] == "alex" for line in lines)
-    assert engram("export", "--user", "alex").stdout.splitlines() == lines  # stdout is the same JSONL
+    assert memorist("export", "--user", "alex").stdout.splitlines() == lines  # stdout is the same JSONL
 
-    other = str(tmp_path / "other" / "engram.db")
-    summary = engram.json("import", str(out), db=other)
+    other = str(tmp_path / "other" / "memorist.db")
+    summary = memorist.json("import", str(out), db=other)
     assert (summary["lines"], summary["added"]) == (5, 5)
 
     def comparable(items: list[dict]) -> list[tuple]:
@@ -437,105 +437,105 @@ def test_export_then_import_round_trips_into_another_store(engram: Engram, tmp_p
             for m in items
         )
 
-    assert comparable(engram.memories(db=other)) == comparable(original)
-    assert engram.json("export", "--user", "alex")["results"][0]["memory"] == original[-1]["memory"]
+    assert comparable(memorist.memories(db=other)) == comparable(original)
+    assert memorist.json("export", "--user", "alex")["results"][0]["memory"] == original[-1]["memory"]
 
 
 # reindex ------------------------------------------------------------------------------------------
-def test_reindex_rebuilds_and_reembeds(engram: Engram) -> None:
-    engram.add("Enjoys hiking in the Alps")
-    engram.add("Drinks oat milk")
-    assert engram.json("reindex") == {"indexed": 2, "re_embedded": 0, "embedder": "hashing-v1-384"}
-    assert "Indexed 2 memories" in engram("reindex").stdout
+def test_reindex_rebuilds_and_reembeds(memorist: Memorist) -> None:
+    memorist.add("Enjoys hiking in the Alps")
+    memorist.add("Drinks oat milk")
+    assert memorist.json("reindex") == {"indexed": 2, "re_embedded": 0, "embedder": "hashing-v1-384"}
+    assert "Indexed 2 memories" in memorist("reindex").stdout
 
-    result = engram.json("reindex", "--embedder", "hashing:256")
+    result = memorist.json("reindex", "--embedder", "hashing:256")
     assert (result["re_embedded"], result["embedder"]) == (2, "hashing-v1-256")
-    stats = engram.json("stats", embedder=None)
+    stats = memorist.json("stats", embedder=None)
     assert (stats["embedder"], stats["dim"]) == ("hashing-v1-256", 256)
 
     # The old embedder is now the wrong one; the store's own is used by default.
-    mismatch = engram("search", "--user", "alex", "hiking", code=1)
+    mismatch = memorist("search", "--user", "alex", "hiking", code=1)
     assert "error:" in mismatch.stderr and "reindex" in mismatch.stderr
-    found = engram.json("search", "--user", "alex", "hiking", "Alps", embedder=None)["results"]
+    found = memorist.json("search", "--user", "alex", "hiking", "Alps", embedder=None)["results"]
     assert found[0]["memory"] == "Enjoys hiking in the Alps"
 
 
-def test_a_read_on_a_new_store_does_not_pin_its_embedder(engram: Engram) -> None:
+def test_a_read_on_a_new_store_does_not_pin_its_embedder(memorist: Memorist) -> None:
     # ENGINE BUG: Memory() records the embedder's identity when it opens a store,
     # even for a read of a store that holds no vectors at all. After one harmless
-    # `engram list` (default embedder), the first write with another embedder fails
+    # `memorist list` (default embedder), the first write with another embedder fails
     # with "this store's vectors were made by ..." although there are none.
-    from engram import Memory
+    from memorist import Memory
 
-    Memory(engram.db, embedder="hashing:256").close()  # a new, empty store
-    assert engram.json("list", "--user", "alex", embedder="hashing:256")["results"] == []
-    engram("add", "--user", "alex", "--no-infer", "First memory", embedder="hashing")
-    assert engram.json("stats")["embedder"] == "hashing-v1-384"
+    Memory(memorist.db, embedder="hashing:256").close()  # a new, empty store
+    assert memorist.json("list", "--user", "alex", embedder="hashing:256")["results"] == []
+    memorist("add", "--user", "alex", "--no-infer", "First memory", embedder="hashing")
+    assert memorist.json("stats")["embedder"] == "hashing-v1-384"
 
 
-def test_the_embedder_a_mismatch_error_suggests_can_be_used(engram: Engram) -> None:
+def test_the_embedder_a_mismatch_error_suggests_can_be_used(memorist: Memorist) -> None:
     # ENGINE BUG: EmbedderMismatchError says "open it with embedder='hashing-v1-384'",
     # the identity name, which is not an embedder spec ("hashing:384" is); following
     # the advice fails with "unknown embedder provider".
-    engram.add("Enjoys hiking")
-    error = engram("stats", embedder="hashing:256", code=1).stderr
+    memorist.add("Enjoys hiking")
+    error = memorist("stats", embedder="hashing:256", code=1).stderr
     match = re.search(r"open it with embedder='([^']+)'", error)
     assert match, error
-    assert engram.json("stats", embedder=match.group(1))["memories"] == 1
+    assert memorist.json("stats", embedder=match.group(1))["memories"] == 1
 
 
 # configuration ------------------------------------------------------------------------------------
-def test_engram_db_environment_variable_is_honoured(engram: Engram, tmp_path: Path) -> None:
+def test_memorist_db_environment_variable_is_honoured(memorist: Memorist, tmp_path: Path) -> None:
     path = str(tmp_path / "from-env" / "env.db")
-    engram("add", "--user", "alex", "--no-infer", "Stored via ENGRAM_DB", db=None, env={"ENGRAM_DB": path})
-    assert os.path.exists(path) and not os.path.exists(engram.db)
-    assert [m["memory"] for m in engram.memories(db=path)] == ["Stored via ENGRAM_DB"]
+    memorist("add", "--user", "alex", "--no-infer", "Stored via MEMORIST_DB", db=None, env={"MEMORIST_DB": path})
+    assert os.path.exists(path) and not os.path.exists(memorist.db)
+    assert [m["memory"] for m in memorist.memories(db=path)] == ["Stored via MEMORIST_DB"]
 
 
-def test_decay_days_hides_old_memories(engram: Engram) -> None:
-    engram.add("Old news", "--timestamp", "2001-01-01T00:00:00Z")
-    engram.add("Fresh news")
-    assert [m["memory"] for m in engram.memories()] == ["Fresh news", "Old news"]
-    visible = engram.json("--decay-days", "30", "list", "--user", "alex")["results"]
+def test_decay_days_hides_old_memories(memorist: Memorist) -> None:
+    memorist.add("Old news", "--timestamp", "2001-01-01T00:00:00Z")
+    memorist.add("Fresh news")
+    assert [m["memory"] for m in memorist.memories()] == ["Fresh news", "Old news"]
+    visible = memorist.json("--decay-days", "30", "list", "--user", "alex")["results"]
     assert [m["memory"] for m in visible] == ["Fresh news"]
-    env = engram.json("list", "--user", "alex", env={"ENGRAM_DECAY_DAYS": "30"})["results"]
+    env = memorist.json("list", "--user", "alex", env={"MEMORIST_DECAY_DAYS": "30"})["results"]
     assert [m["memory"] for m in env] == ["Fresh news"]
 
 
 # errors ------------------------------------------------------------------------------------------
-def test_unknown_id_is_a_clean_error(engram: Engram) -> None:
-    engram.add("Something")
+def test_unknown_id_is_a_clean_error(memorist: Memorist) -> None:
+    memorist.add("Something")
     for command in ("get", "delete", "history"):
-        result = engram(command, "no-such-id", code=1)
+        result = memorist(command, "no-such-id", code=1)
         assert result.stderr.startswith("error:") and "no-such-id" in result.stderr
         assert result.stdout == ""
-    result = engram("update", "no-such-id", "text", code=1)
+    result = memorist("update", "no-such-id", "text", code=1)
     assert "no-such-id" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_missing_scope_names_user_id(engram: Engram) -> None:
-    engram.add("Something")
+def test_missing_scope_names_user_id(memorist: Memorist) -> None:
+    memorist.add("Something")
     for args in (("add", "--no-infer", "hello"), ("search", "hello"), ("list",)):
-        result = engram(*args, code=1)
+        result = memorist(*args, code=1)
         assert result.stderr.startswith("error:") and "--user" in result.stderr, args
         assert "user_id" not in result.stderr, args
 
 
-def test_bad_json_options_are_usage_errors(engram: Engram) -> None:
-    result = engram("add", "--user", "alex", "--metadata", "{not json", "hello", code=2)
+def test_bad_json_options_are_usage_errors(memorist: Memorist) -> None:
+    result = memorist("add", "--user", "alex", "--metadata", "{not json", "hello", code=2)
     assert "--metadata" in result.stderr
-    result = engram("add", "--user", "alex", "--metadata", "[1, 2]", "hello", code=2)
+    result = memorist("add", "--user", "alex", "--metadata", "[1, 2]", "hello", code=2)
     assert "--metadata" in result.stderr and "object" in result.stderr
-    result = engram("search", "--user", "alex", "--filters", "nope", "hello", code=2)
+    result = memorist("search", "--user", "alex", "--filters", "nope", "hello", code=2)
     assert "--filters" in result.stderr
-    assert not os.path.exists(engram.db)  # nothing was opened
+    assert not os.path.exists(memorist.db)  # nothing was opened
 
 
-def test_engine_validation_errors_are_translated(engram: Engram) -> None:
-    assert "timestamp" in engram("add", "--user", "a", "--timestamp", "yesterday", "hi", code=1).stderr
-    assert "limit" in engram("search", "--user", "a", "--limit", "0", "hi", code=1).stderr
-    assert "embedder" in engram("stats", embedder="nonsense", code=1).stderr
-    assert "--decay-days" in engram("--decay-days", "-1", "stats", code=2).stderr
+def test_engine_validation_errors_are_translated(memorist: Memorist) -> None:
+    assert "timestamp" in memorist("add", "--user", "a", "--timestamp", "yesterday", "hi", code=1).stderr
+    assert "limit" in memorist("search", "--user", "a", "--limit", "0", "hi", code=1).stderr
+    assert "embedder" in memorist("stats", embedder="nonsense", code=1).stderr
+    assert "--decay-days" in memorist("--decay-days", "-1", "stats", code=2).stderr
 
 
 # demo ---------------------------------------------------------------------------------------------
@@ -543,9 +543,9 @@ def _fraction(items: list[dict]) -> list[dict]:
     return [m for m in items if "3/6" in m["memory"] or "fraction" in m["memory"].lower()]
 
 
-def test_demo_json_stores_and_retrieves_the_fraction_memory(engram: Engram, tmp_path: Path) -> None:
-    user_db = str(tmp_path / "user" / "engram.db")
-    result = engram.json("demo", "--keep", db=None, env={"ENGRAM_DB": user_db})
+def test_demo_json_stores_and_retrieves_the_fraction_memory(memorist: Memorist, tmp_path: Path) -> None:
+    user_db = str(tmp_path / "user" / "memorist.db")
+    result = memorist.json("demo", "--keep", db=None, env={"MEMORIST_DB": user_db})
     assert not os.path.exists(user_db)  # the demo never touches the user's store
     assert result["db_path"].startswith(str(tmp_path / "tmp"))
     assert result["embedder"] == "hashing-v1-384"
@@ -555,12 +555,12 @@ def test_demo_json_stores_and_retrieves_the_fraction_memory(engram: Engram, tmp_
     assert "3/6" in result["context"]
     assert result["conversation_1"]["run_id"] != result["conversation_2"]["run_id"]
     # What it stored is really in the file it names.
-    assert _fraction(engram.memories("learner-1", db=result["db_path"]))
+    assert _fraction(memorist.memories("learner-1", db=result["db_path"]))
 
 
-def test_demo_walkthrough_with_a_given_store(engram: Engram, tmp_path: Path) -> None:
+def test_demo_walkthrough_with_a_given_store(memorist: Memorist, tmp_path: Path) -> None:
     path = str(tmp_path / "demo.db")
-    out = engram("demo", "--db", path).stdout
+    out = memorist("demo", "--db", path).stdout
     for expected in (
         "Conversation 1",
         "1/2 becomes 3/6",
@@ -580,7 +580,7 @@ def test_demo_walkthrough_with_a_given_store(engram: Engram, tmp_path: Path) -> 
 
 
 def test_run_demo_returns_the_results() -> None:
-    from engram.demo import run_demo
+    from memorist.demo import run_demo
 
     lines: list[str] = []
     result = run_demo(None, echo=lines.append, embedder="hashing")
@@ -589,11 +589,11 @@ def test_run_demo_returns_the_results() -> None:
 
 
 @pytest.mark.model
-def test_python_m_engram_demo_json_with_the_default_embedder(tmp_path: Path) -> None:
+def test_python_m_memorist_demo_json_with_the_default_embedder(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
     env["TMPDIR"] = str(tmp_path)
     run = subprocess.run(
-        [sys.executable, "-m", "engram", "demo", "--json"],
+        [sys.executable, "-m", "memorist", "demo", "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -601,7 +601,7 @@ def test_python_m_engram_demo_json_with_the_default_embedder(tmp_path: Path) -> 
     )
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
-    assert result["db_path"] is None and not list(tmp_path.glob("engram-demo-*"))  # removed
+    assert result["db_path"] is None and not list(tmp_path.glob("memorist-demo-*"))  # removed
     assert any("3/6" in m["memory"] for m in result["retrieved"]["results"])
     assert _fraction(result["stored"]["results"])
     assert "3/6" in result["context"]

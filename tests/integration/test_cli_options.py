@@ -13,7 +13,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from engram.cli import cli
+from memorist.cli import cli
 
 GLOBAL = ("--db", "--json", "--embedder", "--decay-days")
 
@@ -56,7 +56,7 @@ def test_every_command_takes_the_global_options_after_its_name() -> None:
         opts = {o for p in command.params for o in getattr(p, "opts", ())}
         missing = [g for g in GLOBAL if g not in opts]
         # reindex's own --embedder is the embedder to re-embed with.
-        assert not missing, f"engram {' '.join(path)} lacks {missing}"
+        assert not missing, f"memorist {' '.join(path)} lacks {missing}"
 
 
 def test_options_after_the_command_mean_what_they_mean_before(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_options_after_the_command_mean_what_they_mean_before(tmp_path: Path) ->
     run("--db", other, "add", "--user", "bob", "--db", db, "--embedder", "hashing", "I like tea.")
     assert not os.path.exists(other)
     # ... and over the environment.
-    assert "Is vegetarian" in run("list", "--user", "alex", "--db", db, env={"ENGRAM_DB": other}).stdout
+    assert "Is vegetarian" in run("list", "--user", "alex", "--db", db, env={"MEMORIST_DB": other}).stdout
     # Nested groups too.
     out = run("analyze", "top", "--db", db, "--json").stdout
     assert json.loads(out) == {"results": []}
@@ -238,7 +238,7 @@ def test_demo_leaves_nothing_behind_unless_asked(tmp_path: Path) -> None:
 
 def test_demo_writes_only_into_a_store_named_on_the_command_line(tmp_path: Path) -> None:
     mine = tmp_path / "mine.db"
-    out = json.loads(run("demo", "--embedder", "hashing", "--json", env={"ENGRAM_DB": str(mine)}).stdout)
+    out = json.loads(run("demo", "--embedder", "hashing", "--json", env={"MEMORIST_DB": str(mine)}).stdout)
     assert out["db_path"] is None and not mine.exists()
     named = tmp_path / "demo.db"
     assert json.loads(run("demo", "--db", str(named), "--embedder", "hashing", "--json").stdout)["db_path"] == str(named)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from engram import Memory
-from engram.model import Decision, Existing, Fact
-from engram.roles.base import Reconciler
-from engram.roles.reconciler import HeuristicReconciler
+from memorist import Memory
+from memorist.model import Decision, Existing, Fact
+from memorist.roles.base import Reconciler
+from memorist.roles.reconciler import HeuristicReconciler
 
 CITIES = ["Oslo", "Prague", "Lisbon", "Vienna", "Madrid", "Dublin", "Warsaw", "Athens"]
 # Extracted as different texts ("Is vegetarian", "Is vegetarian, by the way", ...),

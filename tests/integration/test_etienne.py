@@ -1,6 +1,6 @@
-"""Moving from spec 004's minimal version: ``engram import --format etienne`` reads its
+"""Moving from spec 004's minimal version: ``memorist import --format etienne`` reads its
 ``.etienne/memories.json`` (a JSON array of memories) keeping ids and dates, and
-``engram export --format etienne`` writes that file back."""
+``memorist export --format etienne`` writes that file back."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from engram import Memory
-from engram.cli import cli
+from memorist import Memory
+from memorist.cli import cli
 
 #: As spec 004's version writes it: naive and "Z" dates, updated_at missing or equal
 #: to created_at for a memory never updated, metadata missing, empty or set.
@@ -62,7 +62,7 @@ def same_memory(exported: dict[str, Any], original: dict[str, Any]) -> None:
     assert instant(exported["updated_at"]) == instant(updated)
 
 
-class Engram:
+class Memorist:
     def __init__(self, db: str) -> None:
         self.db = db
         self.runner = CliRunner()
@@ -77,12 +77,12 @@ class Engram:
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
-    return str(tmp_path / "engram.db")
+    return str(tmp_path / "memorist.db")
 
 
 @pytest.fixture
-def engram(db: str) -> Engram:
-    return Engram(db)
+def memorist(db: str) -> Memorist:
+    return Memorist(db)
 
 
 def etienne_file(tmp_path: Path, data: Any, *, raw: str | None = None) -> str:
@@ -93,9 +93,9 @@ def etienne_file(tmp_path: Path, data: Any, *, raw: str | None = None) -> str:
     return str(path)
 
 
-def test_import_then_export_gives_the_same_memories(engram: Engram, db: str, tmp_path: Path) -> None:
+def test_import_then_export_gives_the_same_memories(memorist: Memorist, db: str, tmp_path: Path) -> None:
     source = etienne_file(tmp_path, ETIENNE)
-    result = engram("import", "--format", "etienne", source)
+    result = memorist("import", "--format", "etienne", source)
     assert "Read 4 memories; added 4 memories." in result.stdout
 
     # The engine holds them with their ids and dates.
@@ -107,7 +107,7 @@ def test_import_then_export_gives_the_same_memories(engram: Engram, db: str, tmp
         assert memory.search("vegetarian", user_id="alex", limit=1)["results"][0]["id"] == "mem_2"
 
     out = tmp_path / "export.json"
-    result = engram("export", "--format", "etienne", "--user", "alex", "-o", str(out))
+    result = memorist("export", "--format", "etienne", "--user", "alex", "-o", str(out))
     assert "Exported 4 memories" in result.stderr
     exported = json.loads(out.read_text(encoding="utf-8"))
     assert isinstance(exported, list) and len(exported) == len(ETIENNE)
@@ -119,37 +119,37 @@ def test_import_then_export_gives_the_same_memories(engram: Engram, db: str, tmp
     assert all(list(m) == ["id", "memory", "user_id", "created_at", "updated_at", "metadata"] for m in exported)
 
     # The exported file imports again without changing anything, and exports the same.
-    result = engram("import", "--format", "etienne", str(out))
+    result = memorist("import", "--format", "etienne", str(out))
     assert "added 0 memories, 4 already there" in result.stdout
-    again = engram("export", "--format", "etienne", "--user", "alex")
+    again = memorist("export", "--format", "etienne", "--user", "alex")
     assert json.loads(again.stdout) == exported  # stdout: the one JSON array, nothing else
 
 
-def test_export_leaves_out_deleted_memories_and_keeps_other_ids(engram: Engram, db: str, tmp_path: Path) -> None:
+def test_export_leaves_out_deleted_memories_and_keeps_other_ids(memorist: Memorist, db: str, tmp_path: Path) -> None:
     with Memory(db, embedder="hashing") as memory:
         keep = memory.add("Likes jazz", user_id="alex", agent_id="music", infer=False, metadata={"k": 1})
         gone = memory.add("Likes techno", user_id="alex", infer=False)
         memory.add("Bob's memory", user_id="bob", infer=False)
         memory.delete(gone["results"][0]["id"])
-    exported = json.loads(engram("export", "--format", "etienne", "--user", "alex").stdout)
+    exported = json.loads(memorist("export", "--format", "etienne", "--user", "alex").stdout)
     assert [m["memory"] for m in exported] == ["Likes jazz"]
     assert exported[0]["id"] == keep["results"][0]["id"]
     assert exported[0]["agent_id"] == "music" and exported[0]["metadata"] == {"k": 1}
     # --json with no --output: still the array itself.
-    assert json.loads(engram("--json", "export", "--format", "etienne", "--user", "bob").stdout)[0]["user_id"] == "bob"
-    assert json.loads(engram("export", "--format", "etienne", "--user", "nobody").stdout) == []
+    assert json.loads(memorist("--json", "export", "--format", "etienne", "--user", "bob").stdout)[0]["user_id"] == "bob"
+    assert json.loads(memorist("export", "--format", "etienne", "--user", "nobody").stdout) == []
 
 
-def test_an_id_twice_in_the_file_is_one_memory_the_newest_copy(engram: Engram, db: str, tmp_path: Path) -> None:
+def test_an_id_twice_in_the_file_is_one_memory_the_newest_copy(memorist: Memorist, db: str, tmp_path: Path) -> None:
     newer = {**ETIENNE[0], "memory": "Name is Alexandra", "updated_at": "2024-06-01T00:00:00Z"}
-    engram("import", "--format", "etienne", etienne_file(tmp_path, [newer, ETIENNE[0]]))
+    memorist("import", "--format", "etienne", etienne_file(tmp_path, [newer, ETIENNE[0]]))
     with Memory(db, embedder="hashing") as memory:
         assert [m["memory"] for m in memory.get_all(user_id="alex")["results"]] == ["Name is Alexandra"]
 
 
-def test_memories_without_a_user_get_the_user_option(engram: Engram, db: str, tmp_path: Path) -> None:
+def test_memories_without_a_user_get_the_user_option(memorist: Memorist, db: str, tmp_path: Path) -> None:
     source = etienne_file(tmp_path, [{"id": "m1", "memory": "Uses TypeScript", "created_at": "2024-05-01T00:00:00Z"}])
-    engram("import", "--format", "etienne", source, "--user", "project-x")
+    memorist("import", "--format", "etienne", source, "--user", "project-x")
     with Memory(db, embedder="hashing") as memory:
         assert memory.get("m1", user_id="project-x")["memory"] == "Uses TypeScript"
 
@@ -180,30 +180,30 @@ def test_memories_without_a_user_get_the_user_option(engram: Engram, db: str, tm
     ],
 )
 def test_a_bad_file_is_refused_whole_with_an_error_naming_what_is_wrong(
-    engram: Engram, db: str, tmp_path: Path, data: Any, raw: str | None, message: str
+    memorist: Memorist, db: str, tmp_path: Path, data: Any, raw: str | None, message: str
 ) -> None:
     source = etienne_file(tmp_path, data, raw=raw)
-    result = engram("import", "--format", "etienne", source, code=1)
+    result = memorist("import", "--format", "etienne", source, code=1)
     assert result.stderr.startswith(f"error: {source}: ")
     assert message in result.stderr
     assert not Path(db).exists()  # nothing imported, no store created
 
 
-def test_an_id_of_another_project_is_not_overwritten(engram: Engram, db: str, tmp_path: Path) -> None:
-    engram("import", "--format", "etienne", etienne_file(tmp_path, ETIENNE))
+def test_an_id_of_another_project_is_not_overwritten(memorist: Memorist, db: str, tmp_path: Path) -> None:
+    memorist("import", "--format", "etienne", etienne_file(tmp_path, ETIENNE))
     other = [{"id": "mem_9", "memory": "Other new", "user_id": "bob", "created_at": "2024-01-01"}]
     other.append({"id": "mem_1", "memory": "Other project", "user_id": "bob", "created_at": "2025-01-01"})
-    result = engram("import", "--format", "etienne", etienne_file(tmp_path, other), code=1)
+    result = memorist("import", "--format", "etienne", etienne_file(tmp_path, other), code=1)
     assert "memories[1].id: 'mem_1' is already the id of a memory of another scope" in result.stderr
     with Memory(db, embedder="hashing") as memory:
         assert memory.get("mem_1", user_id="alex")["memory"] == "Name is Alex"
         assert memory.get_all(user_id="bob")["results"] == []  # nothing of that file was imported
 
 
-def test_options_that_do_not_apply_to_an_etienne_file(engram: Engram, tmp_path: Path) -> None:
+def test_options_that_do_not_apply_to_an_etienne_file(memorist: Memorist, tmp_path: Path) -> None:
     source = etienne_file(tmp_path, ETIENNE)
-    assert "--infer/--no-infer is for conversation lines" in engram("import", "--format", "etienne", "--no-infer", source, code=2).stderr
-    assert "--events cannot go in an etienne file" in engram("export", "--format", "etienne", "--events", "--user", "a", code=2).stderr
+    assert "--infer/--no-infer is for conversation lines" in memorist("import", "--format", "etienne", "--no-infer", source, code=2).stderr
+    assert "--events cannot go in an etienne file" in memorist("export", "--format", "etienne", "--events", "--user", "a", code=2).stderr
     # JSON lines stay the default of both commands.
-    engram("import", source, code=1)
-    assert "jsonl" in engram("import", "--help").stdout
+    memorist("import", source, code=1)
+    assert "jsonl" in memorist("import", "--help").stdout

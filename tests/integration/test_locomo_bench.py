@@ -1,4 +1,4 @@
-"""The LoCoMo retrieval benchmark: the metric, the runner and ``engram bench locomo``.
+"""The LoCoMo retrieval benchmark: the metric, the runner and ``memorist bench locomo``.
 
 The metric is checked by hand against a small made-up conversation in LoCoMo's
 format (two sessions, a photo turn, observations, summaries, five questions in the
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from engram.benchmarks.locomo import load, parse_evidence, question_recall, run
-from engram.cli import cli
+from memorist.benchmarks.locomo import load, parse_evidence, question_recall, run
+from memorist.cli import cli
 
 CATEGORY_NAMES = {"single_hop", "multi_hop", "temporal", "open_domain", "adversarial"}
 

@@ -1,4 +1,4 @@
-"""The public API through ``engram.Memory`` on a real SQLite file.
+"""The public API through ``memorist.Memory`` on a real SQLite file.
 
 Everything uses the hashing embedder and ``infer=False`` (verbatim storage) unless a
 test is about extraction.
@@ -12,11 +12,11 @@ from datetime import datetime
 
 import pytest
 
-import engram
-from engram import (
+import memorist
+from memorist import (
     ConfigurationError,
     EmbedderMismatchError,
-    EngramError,
+    MemoristError,
     Memory,
     NotFoundError,
     RankingPolicy,
@@ -304,7 +304,7 @@ def test_timestamp_sets_created_at(aged_store):
     assert abs(created - (time.time() - 10 * DAY)) < 120
 
 
-@pytest.mark.parametrize("var", ["ENGRAM_DECAY_DAYS", "MEMORY_DECAY_DAYS"])
+@pytest.mark.parametrize("var", ["MEMORIST_DECAY_DAYS", "MEMORY_DECAY_DAYS"])
 def test_decay_from_environment(aged_store, monkeypatch, var):
     path, old, new = aged_store
     monkeypatch.setenv(var, "6")
@@ -316,7 +316,7 @@ def test_decay_from_environment(aged_store, monkeypatch, var):
 def test_environment_is_read_when_memory_is_built(aged_store, monkeypatch):
     path, old, new = aged_store
     with Memory(path, embedder="hashing") as before:
-        monkeypatch.setenv("ENGRAM_DECAY_DAYS", "6")
+        monkeypatch.setenv("MEMORIST_DECAY_DAYS", "6")
         assert visible(before) == ({old, new}, {old, new})
         with Memory(path, embedder="hashing") as after:
             assert visible(after) == ({new}, {new})
@@ -324,7 +324,7 @@ def test_environment_is_read_when_memory_is_built(aged_store, monkeypatch):
 
 def test_explicit_argument_beats_environment(aged_store, monkeypatch):
     path, old, new = aged_store
-    monkeypatch.setenv("ENGRAM_DECAY_DAYS", "6")
+    monkeypatch.setenv("MEMORIST_DECAY_DAYS", "6")
     with Memory(path, embedder="hashing", decay_days=0) as m:
         assert visible(m) == ({old, new}, {old, new})
     with Memory(path, embedder="hashing", decay_days=30) as m:
@@ -333,8 +333,8 @@ def test_explicit_argument_beats_environment(aged_store, monkeypatch):
 
 @pytest.mark.parametrize("raw", ["six", "-1"])
 def test_bad_decay_environment_is_a_configuration_error(db_path, monkeypatch, raw):
-    monkeypatch.setenv("ENGRAM_DECAY_DAYS", raw)
-    with pytest.raises(ConfigurationError, match="ENGRAM_DECAY_DAYS"):
+    monkeypatch.setenv("MEMORIST_DECAY_DAYS", raw)
+    with pytest.raises(ConfigurationError, match="MEMORIST_DECAY_DAYS"):
         Memory(db_path, embedder="hashing")
 
 
@@ -371,7 +371,7 @@ def test_from_config_unknown_key(db_path):
 
 def test_config_object_is_not_changed_by_overrides(tmp_path):
     """Engines built side by side from one config must not leak settings into each other."""
-    from engram import MemoryConfig
+    from memorist import MemoryConfig
 
     cfg = MemoryConfig(embedder="hashing", decay_days=6)
     with Memory(str(tmp_path / "a.db"), config=cfg, decay_days=1) as first:
@@ -588,7 +588,7 @@ def test_bad_input_is_refused_by_name_and_changes_nothing(memory, case):
 
     with pytest.raises(exc_type) as info:
         call(memory)
-    assert isinstance(info.value, EngramError)
+    assert isinstance(info.value, MemoristError)
     assert field in str(info.value), f"{case}: {info.value}"
     if isinstance(info.value, ValidationError):
         assert info.value.field == field
@@ -615,7 +615,7 @@ def test_bad_constructor_arguments(db_path, kwargs, exc_type, needle):
 def test_path_that_is_not_a_store(tmp_path):
     p = tmp_path / "notes.txt"
     p.write_bytes(b"just some notes, not a database" * 100)
-    with pytest.raises(engram.CorruptStoreError, match="notes.txt"):
+    with pytest.raises(memorist.CorruptStoreError, match="notes.txt"):
         Memory(str(p), embedder="hashing")
     assert p.read_bytes() == b"just some notes, not a database" * 100
 
@@ -623,19 +623,19 @@ def test_path_that_is_not_a_store(tmp_path):
 # public surface (the names themselves: tests/docs/test_public_api.py) ------------------
 
 
-def test_every_exception_derives_from_engram_error():
-    import engram.errors as errors
+def test_every_exception_derives_from_memorist_error():
+    import memorist.errors as errors
 
     classes = [obj for obj in vars(errors).values() if inspect.isclass(obj) and issubclass(obj, BaseException)]
     assert len(classes) >= 9
     for cls in classes:
-        assert issubclass(cls, EngramError), cls
+        assert issubclass(cls, MemoristError), cls
         assert issubclass(cls, Exception), cls
-    assert EngramError.__bases__ == (Exception,)
-    for name in engram.__all__:
-        obj = getattr(engram, name)
+    assert MemoristError.__bases__ == (Exception,)
+    for name in memorist.__all__:
+        obj = getattr(memorist, name)
         if inspect.isclass(obj) and issubclass(obj, BaseException):
-            assert issubclass(obj, EngramError), name
+            assert issubclass(obj, MemoristError), name
 
 
 def test_errors_are_catchable_as_their_builtin_kin(memory):
@@ -655,7 +655,7 @@ def test_reembed_works_without_the_old_embedder(tmp_path) -> None:
     """A store whose embedder is gone (a retired model) can still be re-embedded."""
     import sqlite3
 
-    from engram import EmbedderMismatchError, reembed
+    from memorist import EmbedderMismatchError, reembed
 
     path = str(tmp_path / "retired.db")
     with Memory(path, embedder="hashing:64") as memory:

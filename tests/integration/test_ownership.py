@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engram import Memory, NotFoundError
+from memorist import Memory, NotFoundError
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def test_without_ids_a_by_id_call_spans_the_tenant(m: Memory) -> None:
 def test_the_cli_by_id_commands_take_the_callers_ids(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from engram.cli import cli
+    from memorist.cli import cli
 
     db = str(tmp_path / "cli.db")
     with Memory(db, embedder="hashing") as memory:

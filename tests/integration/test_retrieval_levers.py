@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engram import Memory
-from engram.config import MemoryConfig, RetrievalConfig
+from memorist import Memory
+from memorist.config import MemoryConfig, RetrievalConfig
 
 
 def D(month: int, day: int, hour: int = 15) -> datetime:
@@ -109,7 +109,7 @@ def test_plain_text_memories_keep_their_text_as_key(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def minilm() -> Any:
-    from engram.embed.sentence_transformers import SentenceTransformerEmbedder, available
+    from memorist.embed.sentence_transformers import SentenceTransformerEmbedder, available
 
     if not available():  # the dev install includes the extra; a missing model is a broken install
         pytest.fail("the embeddings extra (all-MiniLM-L6-v2) is not installed", pytrace=False)
@@ -244,7 +244,7 @@ def test_without_fact_keys_the_key_has_no_facts(tmp_path: Path) -> None:
 
 # the time ranking ------------------------------------------------------------------------
 # Two speakers, five sessions at least 16 days apart: "last week" (a generous
-# window, see engram.policies.timeparse) five days after a session holds that
+# window, see memorist.policies.timeparse) five days after a session holds that
 # session only.
 SESSIONS = [
     (D(4, 1), [

@@ -1,10 +1,10 @@
-"""A damaged store file: every failure is a StoreError, and ``engram check`` sees it.
+"""A damaged store file: every failure is a StoreError, and ``memorist check`` sees it.
 
 Issue 10, item 6: after random single-page overwrites of a closed store, most stores
 opened and then raised raw ``sqlite3.DatabaseError`` from stats, get_all and search,
 and some damage was never noticed. Here every call on such a store returns or raises
-an :class:`~engram.EngramError` (a :class:`~engram.CorruptStoreError` where SQLite
-says the file is damaged), and ``engram check`` reports every one of them.
+an :class:`~memorist.MemoristError` (a :class:`~memorist.CorruptStoreError` where SQLite
+says the file is damaged), and ``memorist check`` reports every one of them.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engram import CorruptStoreError, EngramError, Memory, StoreError
-from engram.cli import cli
-from engram.store.check import check_store
+from memorist import CorruptStoreError, MemoristError, Memory, StoreError
+from memorist.cli import cli
+from memorist.store.check import check_store
+from memorist.store.migrations import SCHEMA_VERSION
 
 PAGE = 4096
 
@@ -99,13 +100,13 @@ def test_a_damaged_page_raises_only_store_errors_and_check_reports_it(base: Path
     raw: list[str] = []
     try:
         m = Memory(str(path), embedder="hashing")
-    except EngramError as exc:
+    except MemoristError as exc:
         assert isinstance(exc, StoreError), exc
     else:
         for name, call in _calls(m):
             try:
                 call()
-            except EngramError:
+            except MemoristError:
                 pass
             except Exception as exc:  # what the issue saw: sqlite3.DatabaseError
                 raw.append(f"{name}: {type(exc).__name__}: {exc}")
@@ -134,7 +135,7 @@ def test_reads_of_a_damaged_table_raise_corrupt_store_error(base: Path, tmp_path
         lambda: list(m.export(all_scopes=True)),
         lambda: m.add("A new fact about cats", user_id="u1", infer=False),
     ):
-        with pytest.raises(CorruptStoreError, match="engram check"):
+        with pytest.raises(CorruptStoreError, match="memorist check"):
             call()
     m.close()
 
@@ -146,7 +147,7 @@ def test_a_file_that_is_not_a_database_is_refused_at_open(tmp_path: Path) -> Non
         Memory(str(path), embedder="hashing")
 
 
-# engram check ----------------------------------------------------------------------------------
+# memorist check ----------------------------------------------------------------------------------
 def _check(path: Path, *extra: str) -> tuple[int, str]:
     result = CliRunner().invoke(cli, ["--db", str(path), "check", *extra])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
@@ -164,7 +165,7 @@ def test_check_a_healthy_store(base: Path, tmp_path: Path) -> None:
     report = json.loads(out)
     assert report["healthy"] is True and report["problems"] == [] and report["quick"] is True
     assert report["counts"]["active"] == report["counts"]["fts_documents"] == report["counts"]["vectors"] == 455
-    assert report["schema_version"] == 2 and report["embedder"].startswith("hashing")
+    assert report["schema_version"] == SCHEMA_VERSION and report["embedder"].startswith("hashing")
 
 
 def test_check_a_damaged_store(base: Path, tmp_path: Path) -> None:
@@ -202,7 +203,7 @@ def test_check_a_missing_store_is_an_error(tmp_path: Path) -> None:
     assert "no store at" in result.output
 
 
-# Engram's own invariants, broken one at a time with plain SQL -----------------------------------
+# Memorist's own invariants, broken one at a time with plain SQL -----------------------------------
 def _store(tmp_path: Path) -> tuple[Path, list[str]]:
     path = tmp_path / "store.db"
     m = Memory(str(path), embedder="hashing")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engram import ImportLineError, Memory, NotFoundError, ValidationError
+from memorist import ImportLineError, Memory, NotFoundError, ValidationError
 
 
 def lines_of(memory: Memory, **kwargs) -> list[str]:
@@ -167,7 +167,7 @@ def test_conversation_lines_and_older_exports_import_too(tmp_path: Path) -> None
             [
                 {"text": "I'm a vegetarian.", "user_id": "alex"},
                 {"messages": [{"role": "user", "content": "hello"}], "infer": False},
-                # An export line of Engram before the "type" field: id, dates, kind.
+                # An export line of Memorist before the "type" field: id, dates, kind.
                 {"id": "0ld-1d", "memory": "Likes tea", "user_id": "alex", "created_at": "2024-01-01T00:00:00+00:00",
                  "updated_at": "2024-01-01T00:00:00+00:00", "metadata": {}, "kind": "preference", "memory_class": "semantic"},
             ],

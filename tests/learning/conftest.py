@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # fake_ope
 
 from learning_helpers import Clock, Mapped  # noqa: E402
 
-from engram import Memory  # noqa: E402
+from memorist import Memory  # noqa: E402
 
 _ENV = (
     "TRAJECTORY_RETENTION_DAYS",

@@ -7,7 +7,7 @@ import zlib
 
 import numpy as np
 
-from engram import Embedder
+from memorist import Embedder
 
 DIM = 16
 DAY = 86_400.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from learning_helpers import Mapped, run_task
 
-from engram import NotFoundError, ValidationError
+from memorist import NotFoundError, ValidationError
 
 at, axis = Mapped.at, Mapped.axis
 
@@ -130,7 +130,7 @@ def test_curation_needs_the_callers_reflections(mem) -> None:
 
 
 def test_scopes_of_playbooks(tmp_path) -> None:
-    from engram import Memory
+    from memorist import Memory
 
     with Memory(str(tmp_path / "s.db"), embedder="hashing", tenant_id="acme") as m:
         m.update_playbook(["Agent tip"], "p", agent_id="bot")

@@ -11,16 +11,16 @@ from __future__ import annotations
 import pytest
 from learning_helpers import run_task
 
-from engram import Memory, NotFoundError, Playbook
-from engram.model import Existing, Kind, is_fact
-from engram.roles.reconciler import HeuristicReconciler
+from memorist import Memory, NotFoundError, Playbook
+from memorist.model import Existing, Kind, is_fact
+from memorist.roles.reconciler import HeuristicReconciler
 
 STRATEGY = "Use exponential backoff on HTTP 429"
 
 
 def _learning_objects(m: Memory, *, user: str | None = None, agent: str | None = None) -> dict[str, list[str]]:
     """Every active learning object of the space, by kind (straight from the store)."""
-    from engram.store.base import ScopeFilter
+    from memorist.store.base import ScopeFilter
 
     out: dict[str, list[str]] = {}
     for r in m.store.list(ScopeFilter(m.config.tenant_id, user, agent)):
@@ -109,8 +109,8 @@ def test_spec_000_bullets_are_not_facts_either(backend_mem) -> None:
 
 def test_search_still_finds_facts_crowded_out_by_learning_objects(tmp_path) -> None:
     """Many strategies nearer the query than the one fact: the fact still comes back."""
-    from engram import RetrievalConfig
-    from engram.config import MemoryConfig
+    from memorist import RetrievalConfig
+    from memorist.config import MemoryConfig
 
     config = MemoryConfig(path=str(tmp_path / "c.db"), embedder="hashing", retrieval=RetrievalConfig(candidates=5))
     with Memory(config=config) as m:

@@ -1,5 +1,5 @@
-"""The learning loop's commands through click's runner: ``engram trajectory``,
-``engram reflect``, ``engram playbook``, ``engram bench learn``."""
+"""The learning loop's commands through click's runner: ``memorist trajectory``,
+``memorist reflect``, ``memorist playbook``, ``memorist bench learn``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 from click.testing import CliRunner
 
-from engram.cli import cli
+from memorist.cli import cli
 
 
 def run(db: str, *args: str, code: int = 0, input: str | None = None):

@@ -1,5 +1,5 @@
 """``execute_with_learning`` (spec 001 §3.1) — sync, async, as a decorator — and
-spec 001's usage examples 5.1–5.3 with Engram's names."""
+spec 001's usage examples 5.1–5.3 with Memorist's names."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from engram import Memory, ValidationError
+from memorist import Memory, ValidationError
 
 
 def test_spec_5_1_basic_learning_loop(mem) -> None:

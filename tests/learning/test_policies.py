@@ -1,12 +1,12 @@
-"""The learning loop's pure rules (engram.policies.learning): confidence (§6.2),
+"""The learning loop's pure rules (memorist.policies.learning): confidence (§6.2),
 version retention (§7.3), trace sampling and addressing (§7.1)."""
 
 from __future__ import annotations
 
 import pytest
 
-from engram import ConfigurationError
-from engram.policies.learning import (
+from memorist import ConfigurationError
+from memorist.policies.learning import (
     DAY,
     LearningConfig,
     VersionRetention,

@@ -10,12 +10,12 @@ import pytest
 from fake_openai import error, text
 from learning_helpers import run_task
 
-from engram import Memory, ValidationError
-from engram.llm.openai import OpenAIResponsesLLM
-from engram.model import Kind
-from engram.roles.learning import Step, Trajectory
-from engram.roles.llm import LLMReflector
-from engram.roles.reflector import HeuristicReflector
+from memorist import Memory, ValidationError
+from memorist.llm.openai import OpenAIResponsesLLM
+from memorist.model import Kind
+from memorist.roles.learning import Step, Trajectory
+from memorist.roles.llm import LLMReflector
+from memorist.roles.reflector import HeuristicReflector
 
 RETRY_FAIL = [
     ("decision", "Decided to call the API without a token"),

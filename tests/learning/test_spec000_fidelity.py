@@ -10,8 +10,8 @@ import logging
 from fake_openai import error, text
 from learning_helpers import Mapped
 
-from engram import Memory, Playbook
-from engram.roles.learning import CurationInput, Curator, Delta, Lesson, NewBullet, Reflection
+from memorist import Memory, Playbook
+from memorist.roles.learning import CurationInput, Curator, Delta, Lesson, NewBullet, Reflection
 
 axis, at = Mapped.axis, Mapped.at
 
@@ -58,7 +58,7 @@ def test_ace_curator_use_llm_with_only_a_gemini_key_calls_gemini(tmp_path, fake_
 
 
 def test_llm_disabled_is_said_only_when_it_is(tmp_path, fake_openai, monkeypatch, caplog) -> None:
-    caplog.set_level(logging.INFO, logger="engram")
+    caplog.set_level(logging.INFO, logger="memorist")
     with Memory(str(tmp_path / "d.db"), embedder="hashing") as m:
         Playbook(m).turn("sam", "c1").learn(question="q", lessons=["Draw it"], topic="t")
         assert "[Curator] Using heuristic delta generation (LLM disabled)." in caplog.messages
@@ -81,7 +81,7 @@ class Greedy(Curator):
 
 
 def test_the_cap_is_the_curator_bases_and_applies_to_any_curator(caplog) -> None:
-    caplog.set_level(logging.INFO, logger="engram")
+    caplog.set_level(logging.INFO, logger="memorist")
     data = CurationInput(reflection=Reflection(lessons=tuple(Lesson(f"L{i}") for i in range(4))), max_new=2)
     delta = Greedy().curate(data)
     assert [b.content for b in delta.new] == ["L0", "L1"]

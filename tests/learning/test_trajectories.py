@@ -6,16 +6,16 @@ from __future__ import annotations
 import pytest
 from learning_helpers import DAY, run_task
 
-from engram import Memory, NotFoundError, ValidationError
-from engram.model import Kind
-from engram.policies.learning import trace_digest
-from engram.store.base import ScopeFilter
+from memorist import Memory, NotFoundError, ValidationError
+from memorist.model import Kind
+from memorist.policies.learning import trace_digest
+from memorist.store.base import ScopeFilter
 
 STEPS = [("decision", "Use exponential backoff"), ("action", "GET /users"), ("observation", "Got 3 pages", {"pages": 3})]
 
 
 def traces(m: Memory, agent: str = "bot") -> list:
-    return [r for r in m.store.list(ScopeFilter(m.config.tenant_id, None, agent, "engram:traces")) if r.kind is Kind.TRACE]
+    return [r for r in m.store.list(ScopeFilter(m.config.tenant_id, None, agent, "memorist:traces")) if r.kind is Kind.TRACE]
 
 
 def test_a_trajectory_from_start_to_completion(mem, clock) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from engram import NotFoundError, Playbook, Status
-from engram.model import Kind
-from engram.store.base import ScopeFilter
+from memorist import NotFoundError, Playbook, Status
+from memorist.model import Kind
+from memorist.store.base import ScopeFilter
 
 
 def versions(m, name="p", **ids):
@@ -58,7 +58,7 @@ def test_retention_keeps_latest_five_majors_and_the_last_90_days(mem, clock) -> 
     clock.advance(days=100)
     mem.update_playbook(["v11"], "p", agent_id="bot")
     assert versions(mem) == [1, 4, 7, 8, 9, 10, 11]  # majors + the latest five
-    kinds = [r for r in mem.store.list(ScopeFilter(mem.config.tenant_id, None, "bot", "engram:playbook-versions"), status=Status.DELETED)
+    kinds = [r for r in mem.store.list(ScopeFilter(mem.config.tenant_id, None, "bot", "memorist:playbook-versions"), status=Status.DELETED)
              if r.kind is Kind.PLAYBOOK_VERSION]
     assert sorted(r.metadata["version"] for r in kinds) == [2, 3, 5, 6]  # pruned: deleted memories, their history kept
 

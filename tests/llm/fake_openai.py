@@ -1,7 +1,7 @@
 """A fake OpenAI server: ``POST /v1/responses`` and ``POST /v1/chat/completions``
 with the real wire formats, scripted per test, served by uvicorn on 127.0.0.1.
 
-Engram talks to it through the official ``openai`` SDK over real HTTP, so what is
+Memorist talks to it through the official ``openai`` SDK over real HTTP, so what is
 tested is the request the SDK really sends and the response it really parses.
 
     server.script("responses", text('{"facts": []}'), error(429, headers={"retry-after": "1"}))

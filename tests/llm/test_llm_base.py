@@ -9,10 +9,10 @@ import logging
 import pytest
 from pydantic import BaseModel
 
-from engram.errors import ConfigurationError, InvalidOutputError, ProviderError, TransientProviderError
-from engram.llm.base import PRICES, LLMCall, loads_lenient, note_fallback, recording
-from engram.llm.testing import ScriptedLLM
-from engram.policies.text import preview
+from memorist.errors import ConfigurationError, InvalidOutputError, ProviderError, TransientProviderError
+from memorist.llm.base import PRICES, LLMCall, loads_lenient, note_fallback, recording
+from memorist.llm.testing import ScriptedLLM
+from memorist.policies.text import preview
 
 
 class Answer(BaseModel):
@@ -112,7 +112,7 @@ def test_json_is_repaired_when_it_cheaply_can_be(reply: str) -> None:
 
 def test_malformed_json_gets_one_repair_retry_in_the_same_conversation(caplog) -> None:
     llm, _ = scripted("not json at all", json.dumps({"value": 7}))
-    with caplog.at_level(logging.WARNING, logger="engram"), recording() as rec:
+    with caplog.at_level(logging.WARNING, logger="memorist"), recording() as rec:
         assert llm.generate_json(Answer, "What is 3 + 4?", role="math").value == 7
     second = llm.requests[1].messages
     assert [m.role for m in second] == ["user", "assistant", "user"]

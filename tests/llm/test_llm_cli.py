@@ -1,4 +1,4 @@
-"""``engram reprocess`` through click's runner, against the fake server."""
+"""``memorist reprocess`` through click's runner, against the fake server."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 from click.testing import CliRunner
 from fake_openai import text
 
-from engram import Memory
-from engram.cli import cli
+from memorist import Memory
+from memorist.cli import cli
 
 FACTS = {"facts": ["Name is Alex", "Is a vegetarian"]}
 
@@ -19,7 +19,7 @@ def run(*args: str, code: int = 0):
     return result
 
 
-def test_engram_reprocess_lists_and_recovers_pending_turns(fake_openai, db_path, monkeypatch) -> None:
+def test_memorist_reprocess_lists_and_recovers_pending_turns(fake_openai, db_path, monkeypatch) -> None:
     fake_openai.default["responses"] = text("Sorry, I can't do JSON today.")
     with Memory(db_path, embedder="hashing", llm="openai:gpt-5-mini") as m:
         assert m.add("Hi, I'm Alex. I'm a vegetarian.", user_id="alex")["pending"]
@@ -33,7 +33,7 @@ def test_engram_reprocess_lists_and_recovers_pending_turns(fake_openai, db_path,
     run("--db", db_path, "reprocess", code=1)  # no LLM configured: a clear error
 
     fake_openai.default["responses"] = text(FACTS)
-    monkeypatch.setenv("ENGRAM_LLM", "openai:gpt-5-mini")
+    monkeypatch.setenv("MEMORIST_LLM", "openai:gpt-5-mini")
     done = json.loads(run("--db", db_path, "reprocess", "--user", "alex", "--json").output)
     assert (done["processed"], done["failed"], done["pending"]) == (1, 0, 0)
     assert done["results"][0]["turn_event"] == item["seq"]

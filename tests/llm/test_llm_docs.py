@@ -8,11 +8,11 @@ import importlib
 import pytest
 
 MODULES = [
-    "engram.llm.base",
-    "engram.llm.openai",
-    "engram.llm.openai_compatible",
-    "engram.llm.gemini",
-    "engram.llm.testing",
+    "memorist.llm.base",
+    "memorist.llm.openai",
+    "memorist.llm.openai_compatible",
+    "memorist.llm.gemini",
+    "memorist.llm.testing",
 ]
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from fake_openai import error, text
 
-from engram import Memory
-from engram.errors import ConfigurationError
-from engram.llm.openai import OpenAIResponsesLLM
-from engram.roles.llm import LLMExtractor, LLMReconciler
+from memorist import Memory
+from memorist.errors import ConfigurationError
+from memorist.llm.openai import OpenAIResponsesLLM
+from memorist.roles.llm import LLMExtractor, LLMReconciler
 
 ALEX = "Hi, I'm Alex. I'm a vegetarian and allergic to nuts."
 FACTS = {"facts": ["Name is Alex", "Is a vegetarian", "Allergic to tree nuts"]}
@@ -202,24 +202,24 @@ def test_pending_turns_survive_reopening_the_store(fake_openai, db_path) -> None
         m.add(ALEX, user_id="alex")
     with Memory(db_path, embedder="hashing") as m:  # no LLM: pending is still readable
         assert len(m.pending()) == 1
-        with pytest.raises(ConfigurationError, match="ENGRAM_LLM"):
+        with pytest.raises(ConfigurationError, match="MEMORIST_LLM"):
             m.reprocess()
     fake_openai.default["responses"] = text(FACTS)
     with Memory(db_path, embedder="hashing", llm="openai:gpt-5-mini") as m:
         assert m.reprocess()["processed"] == 1 and m.pending() == []
 
 
-def test_engram_llm_and_from_config_configure_the_roles(fake_openai, db_path, monkeypatch) -> None:
+def test_memorist_llm_and_from_config_configure_the_roles(fake_openai, db_path, monkeypatch) -> None:
     with Memory.from_config({"path": db_path, "embedder": "hashing", "llm": "openai:gpt-5-mini"}) as m:
         assert isinstance(m.extractor, LLMExtractor) and isinstance(m.reconciler, LLMReconciler)
         assert m.llm.name == "openai:gpt-5-mini"
-    monkeypatch.setenv("ENGRAM_LLM", "openai")
+    monkeypatch.setenv("MEMORIST_LLM", "openai")
     fake_openai.script("responses", text(FACTS))
     with Memory(db_path, embedder="hashing") as m:
         assert m.llm.name == "openai:gpt-5-mini"
         m.add(ALEX, user_id="carol")
         assert memories(m, "carol") == sorted(FACTS["facts"])
-    with Memory(db_path, embedder="hashing", llm="none") as m:  # an explicit "none" wins over ENGRAM_LLM
+    with Memory(db_path, embedder="hashing", llm="none") as m:  # an explicit "none" wins over MEMORIST_LLM
         assert m.llm is None
 
 

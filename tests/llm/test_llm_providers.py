@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from engram import Memory
-from engram.errors import ConfigurationError, MissingDependencyError
-from engram.llm import resolve_llm
-from engram.llm.gemini import BASE_URL, GeminiLLM
-from engram.llm.openai import OpenAIResponsesLLM
-from engram.llm.openai_compatible import OpenAICompatibleLLM
-from engram.llm.testing import ScriptedLLM
-from engram.roles.extractor import HeuristicExtractor
-from engram.roles.reconciler import HeuristicReconciler
+from memorist import Memory
+from memorist.errors import ConfigurationError, MissingDependencyError
+from memorist.llm import resolve_llm
+from memorist.llm.gemini import BASE_URL, GeminiLLM
+from memorist.llm.openai import OpenAIResponsesLLM
+from memorist.llm.openai_compatible import OpenAICompatibleLLM
+from memorist.llm.testing import ScriptedLLM
+from memorist.roles.extractor import HeuristicExtractor
+from memorist.roles.reconciler import HeuristicReconciler
 
 
 def test_no_llm_unless_one_is_configured(db_path) -> None:
@@ -45,9 +45,9 @@ def test_provider_strings(monkeypatch) -> None:
     assert resolve_llm("openai", timeout=5, max_retries=0).timeout == 5
 
 
-def test_engram_llm_names_the_provider(monkeypatch) -> None:
+def test_memorist_llm_names_the_provider(monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("ENGRAM_LLM", "openai:gpt-5-nano")
+    monkeypatch.setenv("MEMORIST_LLM", "openai:gpt-5-nano")
     assert resolve_llm(None).name == "openai:gpt-5-nano"
 
 
@@ -56,7 +56,7 @@ def test_engram_llm_names_the_provider(monkeypatch) -> None:
     [
         ("openai", "set OPENAI_API_KEY"),
         ("gemini", "set GEMINI_API_KEY"),
-        ("openai-compatible:llama3.1", "set ENGRAM_LLM_BASE_URL"),
+        ("openai-compatible:llama3.1", "set MEMORIST_LLM_BASE_URL"),
         ("openai-compatible", "needs a model name"),
         ("anthropic:claude", "unknown LLM provider 'anthropic'"),
     ],
@@ -81,7 +81,7 @@ def test_a_bad_llm_value_is_a_configuration_error() -> None:
 def test_a_missing_sdk_names_the_pip_command(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)  # import openai -> ImportError
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    with pytest.raises(MissingDependencyError, match=r"pip install 'engram-memory\[llm\]'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install 'memorist\[llm\]'"):
         resolve_llm("openai")
     with pytest.raises(MissingDependencyError, match="pip install"):
         OpenAICompatibleLLM("m", base_url="http://127.0.0.1:1/v1")
@@ -106,7 +106,7 @@ def test_openai_compatible_settings(monkeypatch) -> None:
         OpenAICompatibleLLM("m", base_url="http://127.0.0.1:1/v1", json_mode="yaml")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:2/v1")
     assert OpenAICompatibleLLM("m").base_url == "http://127.0.0.1:2/v1"
-    monkeypatch.setenv("ENGRAM_LLM_BASE_URL", "http://127.0.0.1:3/v1")
+    monkeypatch.setenv("MEMORIST_LLM_BASE_URL", "http://127.0.0.1:3/v1")
     assert OpenAICompatibleLLM("m").base_url == "http://127.0.0.1:3/v1"
 
 

@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 import pytest
 from fake_openai import text
 
-from engram.llm.base import recording
-from engram.llm.openai import OpenAIResponsesLLM
-from engram.model import Action, Existing, Fact, Message
-from engram.roles.evaluator import HeuristicEvaluator, criteria_items
-from engram.roles.learning import Bullet, CurationInput, Lesson, Reflection, Similar, Trace
-from engram.roles.llm import (
+from memorist.llm.base import recording
+from memorist.llm.openai import OpenAIResponsesLLM
+from memorist.model import Action, Existing, Fact, Message
+from memorist.roles.evaluator import HeuristicEvaluator, criteria_items
+from memorist.roles.learning import Bullet, CurationInput, Lesson, Reflection, Similar, Trace
+from memorist.roles.llm import (
     LLMCurator,
     LLMEvaluator,
     LLMExtractor,
@@ -304,11 +304,11 @@ def test_curator_rejects_invented_ids_then_falls_back_to_the_heuristic(fake_open
 def test_ace_curator_use_llm_switch(monkeypatch, fake_openai) -> None:
     assert not curator_uses_llm() and learning_llm() is None
     monkeypatch.setenv("ACE_CURATOR_USE_LLM", "true")
-    with pytest.raises(Exception, match="ENGRAM_LLM"):
+    with pytest.raises(Exception, match="MEMORIST_LLM"):
         learning_llm()
     monkeypatch.setenv("GEMINI_API_KEY", "g")
     assert learning_llm().name == "gemini:gemini-2.5-flash"
-    monkeypatch.setenv("ENGRAM_LLM", "openai:gpt-5-mini")
+    monkeypatch.setenv("MEMORIST_LLM", "openai:gpt-5-mini")
     assert learning_llm().name == "openai:gpt-5-mini"
     assert learning_llm("none") is None
     assert fake_openai.requests == []

@@ -9,11 +9,11 @@ import pytest
 from fake_openai import Reply, error, text
 from pydantic import BaseModel
 
-from engram.errors import ProviderError, TransientProviderError
-from engram.llm.base import recording
-from engram.llm.gemini import GeminiLLM
-from engram.llm.openai import OpenAIResponsesLLM
-from engram.llm.openai_compatible import OpenAICompatibleLLM
+from memorist.errors import ProviderError, TransientProviderError
+from memorist.llm.base import recording
+from memorist.llm.gemini import GeminiLLM
+from memorist.llm.openai import OpenAIResponsesLLM
+from memorist.llm.openai_compatible import OpenAICompatibleLLM
 
 
 class Facts(BaseModel):
@@ -151,12 +151,12 @@ def test_openai_compatible_json_modes(fake_openai, mode, expected) -> None:
 
 def test_openai_compatible_finds_its_url_and_key_in_the_environment(fake_openai, monkeypatch) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL")
-    monkeypatch.setenv("ENGRAM_LLM_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("MEMORIST_LLM_BASE_URL", fake_openai.base_url)
     fake_openai.script("chat", text("hi"), text("hi"))
     OpenAICompatibleLLM("m").generate("x")
     # OPENAI_API_KEY belongs to OPENAI_BASE_URL: never sent to another server.
     assert fake_openai.requests[0].headers["authorization"] == "Bearer not-needed"
-    monkeypatch.setenv("ENGRAM_LLM_API_KEY", "local-key")
+    monkeypatch.setenv("MEMORIST_LLM_API_KEY", "local-key")
     OpenAICompatibleLLM("m").generate("x")
     assert fake_openai.requests[1].headers["authorization"] == "Bearer local-key"
 

@@ -1,4 +1,4 @@
-"""``engram mcp`` as a host runs it: a real process, driven by the SDK's own client
+"""``memorist mcp`` as a host runs it: a real process, driven by the SDK's own client
 session over stdio (``stdio_client``) and over streamable HTTP
 (``streamable_http_client``)."""
 
@@ -25,14 +25,14 @@ from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from engram.cli import cli  # noqa: E402
+from memorist.cli import cli  # noqa: E402
 
-ENV = {"ENGRAM_EMBEDDER": "hashing"}
+ENV = {"MEMORIST_EMBEDDER": "hashing"}
 
 
-def engram_mcp(db: str, *args: str) -> list[str]:
-    # `python -m engram` is the `engram` console script (src/engram/__main__.py).
-    return ["-m", "engram", "--db", db, "mcp", *args]
+def memorist_mcp(db: str, *args: str) -> list[str]:
+    # `python -m memorist` is the `memorist` console script (src/memorist/__main__.py).
+    return ["-m", "memorist", "--db", db, "mcp", *args]
 
 
 async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -48,7 +48,7 @@ async def error(session: ClientSession, tool: str, **arguments: Any) -> str:
 
 
 def over_stdio(db: str, user: str, errlog: Path, body: Callable[[ClientSession], Awaitable[None]]) -> None:
-    params = StdioServerParameters(command=sys.executable, args=engram_mcp(db, "--user", user), env=ENV)
+    params = StdioServerParameters(command=sys.executable, args=memorist_mcp(db, "--user", user), env=ENV)
 
     async def main() -> None:
         with errlog.open("a") as log, anyio.fail_after(60):
@@ -60,7 +60,7 @@ def over_stdio(db: str, user: str, errlog: Path, body: Callable[[ClientSession],
 async def drive(transport: AbstractAsyncContextManager[Any], body: Callable[[ClientSession], Awaitable[None]]) -> None:
     async with transport as (read, write), ClientSession(read, write) as session:
         info = await session.initialize()
-        assert info.server_info.name == "engram"
+        assert info.server_info.name == "memorist"
         assert "search_memories" in (info.instructions or "")
         await body(session)
 
@@ -147,12 +147,12 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float =
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"engram mcp exited with {process.returncode}")
+            raise AssertionError(f"memorist mcp exited with {process.returncode}")
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.1)
-    raise AssertionError(f"engram mcp did not listen on port {port} within {timeout} s")
+    raise AssertionError(f"memorist mcp did not listen on port {port} within {timeout} s")
 
 
 def test_streamable_http_transport(tmp_path: Path) -> None:
@@ -160,7 +160,7 @@ def test_streamable_http_transport(tmp_path: Path) -> None:
     port = _free_port()
     errlog = (tmp_path / "stderr.log").open("wb")
     process = subprocess.Popen(
-        [sys.executable, *engram_mcp(db, "--user", "alex", "--transport", "http", "--port", str(port))],
+        [sys.executable, *memorist_mcp(db, "--user", "alex", "--transport", "http", "--port", str(port))],
         env={**os.environ, **ENV},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

@@ -16,8 +16,8 @@ pytest.importorskip("mcp.server.mcpserver")
 
 from mcp.client.client import Client  # noqa: E402
 
-from engram import Memory, ValidationError  # noqa: E402
-from engram.mcp_server import create_server  # noqa: E402
+from memorist import Memory, ValidationError  # noqa: E402
+from memorist.mcp_server import create_server  # noqa: E402
 
 TOOLS = {
     "add_memory",

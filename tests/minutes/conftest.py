@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engram import Memory
+from memorist import Memory
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engram import ValidationError
-from engram.policies.minutes import estimate_tokens
+from memorist import ValidationError
+from memorist.policies.minutes import estimate_tokens
 
 T0 = 1_800_000_000.0
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engram import Memory, ValidationError
-from engram.policies.evaluation import (
+from memorist import Memory, ValidationError
+from memorist.policies.evaluation import (
     WEEK,
     Candidate,
     EvaluationConfig,

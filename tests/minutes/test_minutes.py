@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from engram import Memory, NotFoundError, ValidationError
-from engram.model import Kind
-from engram.policies.minutes import Category, Minute, categorize, derive_insights, minute_text
+from memorist import Memory, NotFoundError, ValidationError
+from memorist.model import Kind
+from memorist.policies.minutes import Category, Minute, categorize, derive_insights, minute_text
 
 T0 = 1_800_000_000.0
 DAY = 86_400.0

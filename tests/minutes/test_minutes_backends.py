@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engram import Memory
-from engram.roles.evaluator import ScriptedEvaluator
+from memorist import Memory
+from memorist.roles.evaluator import ScriptedEvaluator
 
 T0 = 1_800_000_000.0
 DAY = 86_400.0

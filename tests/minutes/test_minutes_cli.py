@@ -11,19 +11,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engram.cli import cli
+from memorist.cli import cli
 
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("ENGRAM_DB", "ENGRAM_EMBEDDER", "ENGRAM_DECAY_DAYS", "MEMORY_DECAY_DAYS", "ENGRAM_TENANT", "ENGRAM_LLM"):
+    for name in ("MEMORIST_DB", "MEMORIST_EMBEDDER", "MEMORIST_DECAY_DAYS", "MEMORY_DECAY_DAYS", "MEMORIST_TENANT", "MEMORIST_LLM"):
         monkeypatch.delenv(name, raising=False)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
 
 
-class Engram:
+class Memorist:
     def __init__(self, db: str) -> None:
         self.db = db
         self.runner = CliRunner()
@@ -38,76 +38,76 @@ class Engram:
 
 
 @pytest.fixture
-def engram(tmp_path: Path) -> Engram:
-    return Engram(str(tmp_path / "engram.db"))
+def memorist(tmp_path: Path) -> Memorist:
+    return Memorist(str(tmp_path / "memorist.db"))
 
 
-def test_minutes_record_recent_show_search(engram):
-    first = engram.json("minutes", "record", "task_assigned", "--agent", "planner", "--project", "apollo",
+def test_minutes_record_recent_show_search(memorist):
+    first = memorist.json("minutes", "record", "task_assigned", "--agent", "planner", "--project", "apollo",
                         "--note", "CSV importer goes to coder", "--data", '{"task_id": "t7", "assignment_reasoning": "knows CSV"}',
                         "--at", "2027-01-15T08:00:00Z")
     assert first["category"] == "task_assignment" and first["timestamp"].startswith("2027-01-15T08:00:00")
-    out = engram("minutes", "record", "task_completed", "--agent", "coder", "--project", "apollo", "--ref", first["id"][:8],
+    out = memorist("minutes", "record", "task_completed", "--agent", "coder", "--project", "apollo", "--ref", first["id"][:8],
                  "--data", '{"success_criteria_met": 40}').stdout
     second_id = out.split()[0]
     assert out.strip().endswith("(failure_pattern)")
-    recent = engram.json("minutes", "recent", "--project", "apollo")["results"]
+    recent = memorist.json("minutes", "recent", "--project", "apollo")["results"]
     assert [m["id"] for m in recent] == [first["id"], second_id] and recent[1]["context_references"] == [first["id"]]
-    table = engram("minutes", "recent", "--project", "apollo", "-n", "1").stdout
+    table = memorist("minutes", "recent", "--project", "apollo", "-n", "1").stdout
     assert second_id[:8] in table and first["id"][:8] not in table
-    shown = engram.json("minutes", "show", second_id[:8])["results"][0]
+    shown = memorist.json("minutes", "show", second_id[:8])["results"][0]
     assert shown["id"] == second_id and shown["indexed"] is True
-    hits = engram.json("minutes", "search", "CSV", "importer", "--project", "apollo", "--limit", "1")["results"]
+    hits = memorist.json("minutes", "search", "CSV", "importer", "--project", "apollo", "--limit", "1")["results"]
     assert [h["id"] for h in hits] == [first["id"]]
-    page = engram.json("minutes", "history", "--project", "apollo", "--limit", "1")
+    page = memorist.json("minutes", "history", "--project", "apollo", "--limit", "1")
     assert [m["id"] for m in page["minutes"]] == [first["id"]] and page["next"] is not None
 
 
-def test_errors_name_the_flag(engram):
-    err = engram("minutes", "record", "status", "--ref", "nope", code=1).stderr
+def test_errors_name_the_flag(memorist):
+    err = memorist("minutes", "record", "status", "--ref", "nope", code=1).stderr
     assert err.startswith("error:") and "nope" in err
-    err = engram("minutes", "record", "status", "--data", "[1]", code=2).stderr
+    err = memorist("minutes", "record", "status", "--data", "[1]", code=2).stderr
     assert "--data" in err
-    engram("minutes", "record", "status")
-    err = engram("minutes", "show", "zzz", code=1).stderr
+    memorist("minutes", "record", "status")
+    err = memorist("minutes", "show", "zzz", code=1).stderr
     assert "minute" in err and "zzz" in err
-    err = engram("context", "coder", "--budget", "0", code=2).stderr
+    err = memorist("context", "coder", "--budget", "0", code=2).stderr
     assert "--budget" in err
-    assert "--output" in engram("pair", "--task", "t", "--criteria", "c", code=2).stderr
+    assert "--output" in memorist("pair", "--task", "t", "--criteria", "c", code=2).stderr
 
 
-def test_context_evaluate_reindex_and_pair(engram, tmp_path):
-    engram("minutes", "record", "status", "--agent", "tester", "--project", "apollo", "--note", "ancient standup", "--at", "2020-01-01")
-    engram("minutes", "record", "task_completed", "--agent", "coder", "--project", "apollo",
+def test_context_evaluate_reindex_and_pair(memorist, tmp_path):
+    memorist("minutes", "record", "status", "--agent", "tester", "--project", "apollo", "--note", "ancient standup", "--at", "2020-01-01")
+    memorist("minutes", "record", "task_completed", "--agent", "coder", "--project", "apollo",
            "--note", "Writing unit tests first caught the bug", "--data", '{"success_criteria_met": 95}')
-    dry = engram.json("evaluate", "--project", "apollo", "--dry-run")
+    dry = memorist.json("evaluate", "--project", "apollo", "--dry-run")
     assert dry["dry_run"] is True and dry["pruned"] == 1
-    assert "would prune 1" in engram("evaluate", "--project", "apollo", "--dry-run").stdout
-    done = engram.json("evaluate", "--project", "apollo")
+    assert "would prune 1" in memorist("evaluate", "--project", "apollo", "--dry-run").stdout
+    done = memorist.json("evaluate", "--project", "apollo")
     assert done["pruned"] == 1 and done["kept_in_index"] == 1
-    assert len(engram.json("minutes", "history", "--project", "apollo")["minutes"]) == 2
-    assert engram.json("minutes", "reindex", "--project", "apollo")["restored"] == 1
-    assert "0 restored" in engram("minutes", "reindex", "--all-projects").stdout
+    assert len(memorist.json("minutes", "history", "--project", "apollo")["minutes"]) == 2
+    assert memorist.json("minutes", "reindex", "--project", "apollo")["restored"] == 1
+    assert "0 restored" in memorist("minutes", "reindex", "--all-projects").stdout
     # (a search with a task counts as a retrieval: after the evaluation, not to change it)
-    window = engram.json("context", "coder", "--task", "unit tests", "--project", "apollo", "--budget", "500")
+    window = memorist.json("context", "coder", "--task", "unit tests", "--project", "apollo", "--budget", "500")
     assert window["tokens"] <= 500 and window["counts"]["recent"] == 2
     assert "Writing unit tests first caught the bug" in window["text"]
-    human = engram("context", "coder", "--project", "apollo", "--budget", "40")
+    human = memorist("context", "coder", "--project", "apollo", "--budget", "40")
     assert human.stdout.startswith("## Coordination context for coder") and "cut" in human.stderr
 
 
     out = tmp_path / "out.py"
     out.write_text("def load(path): return open(path).read().split(',')", encoding="utf-8")
-    r = engram.json("pair", "--task", "Write the CSV importer", "--criteria", "Has unit tests; Handles quoted fields",
+    r = memorist.json("pair", "--task", "Write the CSV importer", "--criteria", "Has unit tests; Handles quoted fields",
                     "--output-file", str(out), "--project", "apollo")
     assert r["met"] is False and r["score"] == 0.0
     assert [imp["gap"]["criterion"] for imp in r["improvements"]] == ["Has unit tests", "Handles quoted fields"]
     assert r["improvements"][0]["memories"][0]["memory_note"] == "Writing unit tests first caught the bug"
-    text = engram("pair", "--task", "t", "--criteria", "Has unit tests", "--output", "no", "--project", "apollo").stdout
+    text = memorist("pair", "--task", "t", "--criteria", "Has unit tests", "--output", "no", "--project", "apollo").stdout
     assert text.startswith("Score 0 / 100 (below the threshold 95)") and "gap: not addressed: Has unit tests" in text
 
 
-def test_demo_pair(engram):
+def test_demo_pair(memorist):
     result = json.loads(CliRunner().invoke(cli, ["--json", "--embedder", "hashing", "demo", "--pair"]).stdout)
     assert result["pair"]["converged"] is True and result["db_path"] is None
     assert result["history_count"] == result["evaluation"]["in_log"] == len(result["minutes"])
@@ -118,13 +118,13 @@ def test_demo_pair(engram):
 
 
 
-def test_times_are_iso_8601_or_epoch_seconds(engram):
+def test_times_are_iso_8601_or_epoch_seconds(memorist):
     """--at, --since and --until take either, as their help says."""
-    iso = engram.json("minutes", "record", "status", "--project", "p", "--at", "2027-01-15T08:00:00+00:00")
+    iso = memorist.json("minutes", "record", "status", "--project", "p", "--at", "2027-01-15T08:00:00+00:00")
     assert iso["ts"] == datetime(2027, 1, 15, 8, tzinfo=UTC).timestamp()
-    assert engram.json("minutes", "record", "status", "--project", "p", "--at", "1800000000")["ts"] == 1_800_000_000.0
-    assert "--at" in engram("minutes", "record", "status", "--project", "p", "--at", "next tuesday", code=1).stderr
-    engram("trajectory", "start", "Parse", "the", "PDF", "--user", "u")
-    listed = lambda *when: engram.json("trajectory", "list", "--user", "u", *when)["results"]  # noqa: E731
+    assert memorist.json("minutes", "record", "status", "--project", "p", "--at", "1800000000")["ts"] == 1_800_000_000.0
+    assert "--at" in memorist("minutes", "record", "status", "--project", "p", "--at", "next tuesday", code=1).stderr
+    memorist("trajectory", "start", "Parse", "the", "PDF", "--user", "u")
+    listed = lambda *when: memorist.json("trajectory", "list", "--user", "u", *when)["results"]  # noqa: E731
     assert len(listed("--since", "1000000000")) == 1
     assert listed("--since", "4000000000") == [] and listed("--until", "1000000000") == []

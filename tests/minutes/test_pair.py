@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from engram import Memory, ValidationError
-from engram.llm.testing import ScriptedLLM
-from engram.roles.evaluator import Evaluation, Evaluator, Gap, ScriptedEvaluator
+from memorist import Memory, ValidationError
+from memorist.llm.testing import ScriptedLLM
+from memorist.roles.evaluator import Evaluation, Evaluator, Gap, ScriptedEvaluator
 
 TASK = "Write the CSV importer"
 CRITERIA = "Has unit tests\nHandles quoted fields"

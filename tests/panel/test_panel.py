@@ -1,11 +1,11 @@
 """The memory panel in a real browser: Debian's Chromium driven by Playwright.
 
-The service is the real app (``engram.server.app.create_app``) served by uvicorn in a
+The service is the real app (``memorist.server.app.create_app``) served by uvicorn in a
 background thread on a free port, over a throwaway store seeded through ``Memory``
 with distinct timestamps. Each test gets its own store and its own browser context.
 
 Without ``/usr/bin/chromium`` the tests skip locally and fail when ``CI`` is set
-(CI installs it). A screenshot of the panel is kept in ``$ENGRAM_TEST_ARTIFACTS``
+(CI installs it). A screenshot of the panel is kept in ``$MEMORIST_TEST_ARTIFACTS``
 (default ``<repo>/.artifacts/``) as ``panel.png``.
 """
 
@@ -27,7 +27,7 @@ pytest.importorskip("uvicorn")
 
 import uvicorn  # noqa: E402
 
-from engram import Memory  # noqa: E402
+from memorist import Memory  # noqa: E402
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -90,7 +90,7 @@ def _seed(db: str, tenant_id: str = "") -> None:
 
 @contextlib.contextmanager
 def _serve(db: str, tenant_id: str = "") -> Iterator[Service]:
-    from engram.server.app import create_app
+    from memorist.server.app import create_app
 
     app = create_app(db, embedder="hashing")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -142,7 +142,7 @@ def _item(page, text: str):
 
 
 def _artifacts() -> Path:
-    folder = Path(os.environ.get("ENGRAM_TEST_ARTIFACTS") or REPO / ".artifacts")
+    folder = Path(os.environ.get("MEMORIST_TEST_ARTIFACTS") or REPO / ".artifacts")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -289,7 +289,7 @@ def test_empty_store_lists_no_projects(page, tmp_path: Path) -> None:
 
 
 def test_key_is_asked_for_and_a_user_bound_key_sees_only_its_user(page, tmp_path: Path) -> None:
-    keys = pytest.importorskip("engram.server.keys")
+    keys = pytest.importorskip("memorist.server.keys")
     db = str(tmp_path / "keys.db")
     _seed(db, tenant_id="acme")
     with keys.KeyStore(db) as store:
@@ -311,7 +311,7 @@ def test_key_is_asked_for_and_a_user_bound_key_sees_only_its_user(page, tmp_path
         expect(page.locator("li.memory .text")).to_have_text(NEWEST_FIRST)
         expect(alert).to_be_hidden()
         assert f"Bearer {secret}" in sent
-        assert page.evaluate("sessionStorage.getItem('engram.apiKey')") == secret
+        assert page.evaluate("sessionStorage.getItem('memorist.apiKey')") == secret
         # Only the key's user is listed; another user of the tenant answers like a missing one.
         expect(page.locator("#project option:not([value=''])")).to_have_text(["alex (4 memories)"])
         page.get_by_label("Or open a user id").fill("sam")
@@ -321,5 +321,5 @@ def test_key_is_asked_for_and_a_user_bound_key_sees_only_its_user(page, tmp_path
         expect(page.get_by_text("Likes green tea")).to_have_count(0)
         # Forgetting the key asks for one again.
         page.get_by_role("button", name="Forget key").click()
-        assert page.evaluate("sessionStorage.getItem('engram.apiKey')") is None
+        assert page.evaluate("sessionStorage.getItem('memorist.apiKey')") is None
         expect(alert).to_contain_text("HTTP 401")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engram import HashingEmbedder
+from memorist import HashingEmbedder
 
 _CONTRACT = str(Path(__file__).resolve().parent.parent / "contract")
 if _CONTRACT not in sys.path:
@@ -23,8 +23,8 @@ pytest.register_assert_rewrite("store_contract")
 
 @pytest.fixture
 def opened(pg_url):
-    from engram.store import open_store
-    from engram.store.postgres import PostgresStore
+    from memorist.store import open_store
+    from memorist.store.postgres import PostgresStore
 
     stores: list[PostgresStore] = []
     embedder = HashingEmbedder()

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 
 import psycopg
 
-from engram import Memory, Playbook
-from engram.model import Decision, Existing, Fact
-from engram.roles.base import Reconciler
-from engram.roles.reconciler import HeuristicReconciler
-from engram.store import open_store
-from engram.store.pg_schema import SCHEMA_VERSION
+from memorist import Memory, Playbook
+from memorist.model import Decision, Existing, Fact
+from memorist.roles.base import Reconciler
+from memorist.roles.reconciler import HeuristicReconciler
+from memorist.store import open_store
+from memorist.store.pg_schema import SCHEMA_VERSION
 
 CITIES = ["Oslo", "Prague", "Lisbon", "Vienna", "Madrid", "Dublin", "Warsaw", "Athens"]
 
@@ -153,9 +153,9 @@ def test_processes_opening_a_new_database_at_once_create_it_once(pg_url: str) ->
     assert [p.exitcode for p in procs] == [0] * 4
     with psycopg.connect(pg_url) as conn:
         tables = conn.execute(
-            "SELECT count(*) FROM pg_tables WHERE schemaname = 'engram'"
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'memorist'"
         ).fetchone()[0]
-        versions = conn.execute("SELECT value FROM engram.meta WHERE key = 'schema_version'").fetchall()
+        versions = conn.execute("SELECT value FROM memorist.meta WHERE key = 'schema_version'").fetchall()
     assert tables == 6  # meta, spaces, memories, embeddings, events, api_keys
     assert versions == [(str(SCHEMA_VERSION),)]
 

@@ -1,5 +1,5 @@
 """``Memory("postgresql://…")`` end to end, the CLI on a database, export and import
-between the two backends, and ``engram bench locomo --db``.
+between the two backends, and ``memorist bench locomo --db``.
 
 tests/storage/test_memory_backends.py runs the Memory API on both backends; this
 file walks one store through every public call the way a user would, and covers
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engram import Memory, NotFoundError
-from engram.cli import cli
+from memorist import Memory, NotFoundError
+from memorist.cli import cli
 
 
 def texts(result) -> list[str]:
@@ -80,22 +80,22 @@ def test_every_public_call_on_postgresql(pg_url: str) -> None:
 def test_the_cli_on_a_database(pg_url: str) -> None:
     runner = CliRunner()
 
-    def engram(*args: str) -> str:
+    def memorist(*args: str) -> str:
         result = runner.invoke(cli, ["--db", pg_url, "--embedder", "hashing", *args])
         assert result.exit_code == 0, result.output
         return result.output
 
-    engram("add", "I love hiking in the Alps", "--user", "alex", "--no-infer")
-    assert "hiking" in engram("list", "--user", "alex")
-    found = json.loads(engram("--json", "search", "mountains hiking", "--user", "alex"))
+    memorist("add", "I love hiking in the Alps", "--user", "alex", "--no-infer")
+    assert "hiking" in memorist("list", "--user", "alex")
+    found = json.loads(memorist("--json", "search", "mountains hiking", "--user", "alex"))
     memory_id = found["results"][0]["id"]
-    assert "ADD" in engram("history", memory_id[:8])
-    stats = json.loads(engram("--json", "stats"))
+    assert "ADD" in memorist("history", memory_id[:8])
+    stats = json.loads(memorist("--json", "stats"))
     assert stats["memories"] == 1 and stats["path"].startswith("postgresql://")
-    engram("delete", memory_id[:8])
-    assert "hiking" not in engram("list", "--user", "alex")
-    engram("reset", "--yes")
-    assert json.loads(engram("--json", "stats"))["events"] == 0
+    memorist("delete", memory_id[:8])
+    assert "hiking" not in memorist("list", "--user", "alex")
+    memorist("reset", "--yes")
+    assert json.loads(memorist("--json", "stats"))["events"] == 0
 
 
 def test_export_and_import_between_sqlite_and_postgresql(pg_url: str, tmp_path: Path) -> None:

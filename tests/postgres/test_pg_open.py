@@ -9,12 +9,12 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from engram import ConfigurationError, CorruptStoreError, Memory, StoreError
-from engram.cli import cli
-from engram.model import MemoryRecord, Scope
-from engram.store import open_store
-from engram.store.base import ScopeFilter
-from engram.store.postgres import PostgresStore
+from memorist import ConfigurationError, CorruptStoreError, Memory, StoreError
+from memorist.cli import cli
+from memorist.model import MemoryRecord, Scope
+from memorist.store import open_store
+from memorist.store.base import ScopeFilter
+from memorist.store.postgres import PostgresStore
 
 SECRET = "s3cret-Pa55"
 
@@ -39,9 +39,9 @@ def assert_no_secret(exc: BaseException) -> None:
 @pytest.mark.parametrize(
     "url",
     [
-        f"postgresql://engram:{SECRET}@127.0.0.1:1/memories",  # nothing listens on port 1
-        f"postgres://engram:{SECRET}@/memories?host=/nonexistent-engram-socket-dir",
-        f"postgresql://engram@127.0.0.1:1/memories?password={SECRET}",
+        f"postgresql://memorist:{SECRET}@127.0.0.1:1/memories",  # nothing listens on port 1
+        f"postgres://memorist:{SECRET}@/memories?host=/nonexistent-memorist-socket-dir",
+        f"postgresql://memorist@127.0.0.1:1/memories?password={SECRET}",
     ],
 )
 def test_an_unreachable_server_is_a_store_error_without_the_password(url: str) -> None:
@@ -57,16 +57,16 @@ def test_an_unreachable_server_is_a_store_error_without_the_password(url: str) -
 
 
 def test_the_cli_reports_an_unreachable_server_without_the_password() -> None:
-    url = f"postgresql://engram:{SECRET}@127.0.0.1:1/memories"
+    url = f"postgresql://memorist:{SECRET}@127.0.0.1:1/memories"
     result = CliRunner().invoke(cli, ["--db", url, "--embedder", "hashing", "list", "--user", "alex"])
     assert result.exit_code != 0
-    assert "cannot open postgresql://engram:***@127.0.0.1:1/memories" in result.output
+    assert "cannot open postgresql://memorist:***@127.0.0.1:1/memories" in result.output
     assert SECRET not in result.output
 
 
 def test_a_database_that_does_not_exist(pg_url: str) -> None:
-    with pytest.raises(StoreError, match="engram_nowhere"):
-        open_store(database_of(pg_url, "engram_nowhere"))
+    with pytest.raises(StoreError, match="memorist_nowhere"):
+        open_store(database_of(pg_url, "memorist_nowhere"))
 
 
 def test_an_unknown_connection_parameter_is_libpq_s_error(pg_url: str) -> None:
@@ -90,10 +90,10 @@ def test_bad_options_in_the_url_are_configuration_errors(pg_url: str, extra: str
 
 
 def test_options_in_the_url_are_taken_and_hidden_from_libpq(pg_url: str) -> None:
-    store = open_store(with_query(pg_url, "pool_size=3&pool_min=2&lock_timeout=5&schema=engram_other"))
+    store = open_store(with_query(pg_url, "pool_size=3&pool_min=2&lock_timeout=5&schema=memorist_other"))
     try:
         assert isinstance(store, PostgresStore)
-        assert (store.pool_size, store.lock_timeout, store.schema) == (3, 5.0, "engram_other")
+        assert (store.pool_size, store.lock_timeout, store.schema) == (3, 5.0, "memorist_other")
         assert store.schema_version() >= 1
     finally:
         store.close()
@@ -131,19 +131,19 @@ def test_schemas_keep_two_stores_apart_in_one_database(pg_url: str) -> None:
 
 def test_a_schema_holding_someone_elses_tables_is_refused_and_left_alone(pg_url: str) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("CREATE SCHEMA engram")
-        conn.execute("CREATE TABLE engram.invoices (id int, total numeric)")
-        conn.execute("INSERT INTO engram.invoices VALUES (1, 9.5)")
-    with pytest.raises(CorruptStoreError, match="not an Engram store"):
+        conn.execute("CREATE SCHEMA memorist")
+        conn.execute("CREATE TABLE memorist.invoices (id int, total numeric)")
+        conn.execute("INSERT INTO memorist.invoices VALUES (1, 9.5)")
+    with pytest.raises(CorruptStoreError, match="not a Memorist store"):
         open_store(pg_url)
     with psycopg.connect(pg_url) as conn:
-        assert conn.execute("SELECT total FROM engram.invoices").fetchall() == [(9.5,)]
-        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'engram'").fetchone()[0] == 1
+        assert conn.execute("SELECT total FROM memorist.invoices").fetchall() == [(9.5,)]
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'memorist'").fetchone()[0] == 1
 
 
-def test_tables_of_other_schemas_are_none_of_engrams_business(pg_url: str) -> None:
+def test_tables_of_other_schemas_are_none_of_memorists_business(pg_url: str) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("CREATE TABLE public.events (id int)")  # Engram has an events table too
+        conn.execute("CREATE TABLE public.events (id int)")  # Memorist has an events table too
     with Memory(pg_url, embedder="hashing") as m:
         m.add("Likes tea", user_id="alex", infer=False)
         assert len(m.events(user_id="alex")) == 2
@@ -151,34 +151,34 @@ def test_tables_of_other_schemas_are_none_of_engrams_business(pg_url: str) -> No
         assert conn.execute("SELECT count(*) FROM public.events").fetchone()[0] == 0
 
 
-def test_a_store_of_a_newer_engram_is_refused(pg_url: str) -> None:
+def test_a_store_of_a_newer_memorist_is_refused(pg_url: str) -> None:
     open_store(pg_url).close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("UPDATE engram.meta SET value = '99' WHERE key = 'schema_version'")
+        conn.execute("UPDATE memorist.meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(CorruptStoreError, match="99"):
         open_store(pg_url)
 
 
 def test_a_database_without_pgvector_and_no_right_to_install_it(pg_url: str) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("CREATE ROLE engram_plain LOGIN")
-        conn.execute("CREATE DATABASE engram_plain_db OWNER engram_plain TEMPLATE template0")
-    url = database_of(pg_url, "engram_plain_db").replace("postgres:@", "engram_plain@")
+        conn.execute("CREATE ROLE memorist_plain LOGIN")
+        conn.execute("CREATE DATABASE memorist_plain_db OWNER memorist_plain TEMPLATE template0")
+    url = database_of(pg_url, "memorist_plain_db").replace("postgres:@", "memorist_plain@")
     try:
         with pytest.raises(ConfigurationError, match="CREATE EXTENSION vector"):
             open_store(url)
     finally:
         with psycopg.connect(pg_url, autocommit=True) as conn:
-            conn.execute("DROP DATABASE engram_plain_db WITH (FORCE)")
-            conn.execute("DROP ROLE engram_plain")
+            conn.execute("DROP DATABASE memorist_plain_db WITH (FORCE)")
+            conn.execute("DROP ROLE memorist_plain")
 
 
-def test_a_dropped_schema_under_an_open_store_is_an_engram_error(pg_url: str) -> None:
+def test_a_dropped_schema_under_an_open_store_is_an_memorist_error(pg_url: str) -> None:
     store = open_store(pg_url)
     try:
         with psycopg.connect(pg_url, autocommit=True) as conn:
-            conn.execute("DROP SCHEMA engram CASCADE")
-        with pytest.raises(StoreError, match="engram"):
+            conn.execute("DROP SCHEMA memorist CASCADE")
+        with pytest.raises(StoreError, match="memorist"):
             store.get("x")
         with pytest.raises(StoreError):
             store.list(ScopeFilter("", "alex"))

@@ -1,5 +1,5 @@
 """The memory service on PostgreSQL: its API keys in the database, shared by every
-`engram serve` process on it."""
+`memorist serve` process on it."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from engram import Memory, NotFoundError
-from engram.cli import cli
-from engram.server import KeyStore, ServerLimits, create_app
+from memorist import Memory, NotFoundError
+from memorist.cli import cli
+from memorist.server import KeyStore, ServerLimits, create_app
 
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -43,7 +43,7 @@ def test_keys_live_in_the_database_and_every_key_store_sees_them(pg_url: str) ->
         assert m.stats()["memories"] == 1
 
 
-def test_engram_keys_on_a_database(pg_url: str) -> None:
+def test_memorist_keys_on_a_database(pg_url: str) -> None:
     runner = CliRunner()
     created = runner.invoke(cli, ["--db", pg_url, "keys", "create", "--tenant", "acme", "--user", "alex"])
     assert created.exit_code == 0, created.output
@@ -88,11 +88,11 @@ def free_port() -> int:
 def serve(url: str) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engram", "--db", url, "--embedder", "hashing", "serve", "--port", str(port), "--no-access-log"],
+        [sys.executable, "-m", "memorist", "--db", url, "--embedder", "hashing", "serve", "--port", str(port), "--no-access-log"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "MEMORY_"))},
+        env={k: v for k, v in os.environ.items() if not k.startswith(("MEMORIST_", "MEMORY_"))},
     )
     return proc, f"http://127.0.0.1:{port}"
 
@@ -101,13 +101,13 @@ def wait_ready(proc: subprocess.Popen[str], base: str) -> None:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"engram serve exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
+            pytest.fail(f"memorist serve exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
         try:
             if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
                 return
         except httpx.TransportError:
             time.sleep(0.1)
-    pytest.fail("engram serve did not answer /healthz within 90 s")
+    pytest.fail("memorist serve did not answer /healthz within 90 s")
 
 
 def stop(proc: subprocess.Popen[str]) -> str:
@@ -120,7 +120,7 @@ def stop(proc: subprocess.Popen[str]) -> str:
     return out or ""
 
 
-def test_two_engram_serve_processes_on_one_database(pg_url: str) -> None:
+def test_two_memorist_serve_processes_on_one_database(pg_url: str) -> None:
     url = pg_url.replace("postgres:@", "postgres:hunter2@")
     created = CliRunner().invoke(cli, ["--db", url, "keys", "create", "--tenant", "acme", "--user", "alex"])
     assert created.exit_code == 0, created.output

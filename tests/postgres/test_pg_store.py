@@ -11,11 +11,11 @@ import numpy as np
 import psycopg
 import pytest
 
-from engram import HashingEmbedder, StoreError
-from engram.model import MemoryRecord, Scope, Status
-from engram.policies.text import content_hash
-from engram.store.base import ScopeFilter
-from engram.store.postgres import PostgresStore, full_text, query_terms
+from memorist import HashingEmbedder, StoreError
+from memorist.model import MemoryRecord, Scope, Status
+from memorist.policies.text import content_hash
+from memorist.store.base import ScopeFilter
+from memorist.store.postgres import PostgresStore, full_text, query_terms
 
 EMB = HashingEmbedder()
 ALEX, BOB = Scope(user_id="alex"), Scope(user_id="bob")
@@ -35,7 +35,7 @@ def store(opened) -> PostgresStore:
 
 def sql(url: str, query: str, *args):
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("SET search_path TO engram, public")
+        conn.execute("SET search_path TO memorist, public")
         return conn.execute(query, args).fetchall()
 
 
@@ -375,10 +375,10 @@ def test_a_bulk_load_into_an_indexed_space_builds_a_new_index_instead(opened, pg
 
 def test_indexes_no_search_uses_are_dropped_by_the_maintenance_pass(opened, pg_url):
     """An interrupted concurrent build leaves an invalid index (which inserts may still
-    update) and an older Engram's index has no watermark: both go."""
+    update) and an older Memorist's index has no watermark: both go."""
     store, rng = indexed_space(opened, 14, 100)
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("SET search_path TO engram, public")
+        conn.execute("SET search_path TO memorist, public")
         for name in ("embeddings_hnsw_32_1", "embeddings_hnsw_32_1_77"):
             conn.execute(f"CREATE INDEX {name} ON embeddings USING hnsw ((vector::vector(32)) vector_cosine_ops) WHERE space_id = 1")
         conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'embeddings_hnsw_32_1_77'::regclass")
@@ -414,7 +414,7 @@ def test_a_query_of_another_dimension_is_a_store_error(store):
 
 
 def test_full_text_ranks_by_bm25_as_the_sqlite_index_does(store, tmp_path):
-    from engram.store.sqlite import SQLiteStore
+    from memorist.store.sqlite import SQLiteStore
 
     texts = [
         "Caroline went to the LGBTQ support group yesterday",

@@ -7,7 +7,7 @@ characters, a huge or empty string, deep or cyclic nesting, an extreme number, N
 an arbitrary object; the others are valid, so every check along the way is reached.
 Invariants:
 
-- each call returns or raises an :class:`~engram.EngramError` subclass;
+- each call returns or raises an :class:`~memorist.MemoristError` subclass;
 - after an error the store is unchanged: the whole event log and every memory are
   as before (an import that fails on a later line keeps the lines before it, by
   design, so only a failure on its first line must change nothing);
@@ -27,7 +27,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from engram import EngramError, ImportLineError, Memory
+from memorist import ImportLineError, MemoristError, Memory
 
 USERS = ("alice", "bob")
 SPECIAL_CHARS = ["\ud800", "\udfff", "\udc80", "\x00", "\x1b", "\x7f", "\u200b", "\ufeff", "\u2028", " ", "\n", "\t", "é", "🙂", "%", "_", "'", '"', "\\"]
@@ -195,7 +195,7 @@ hostile_lines = st.lists(
     min_size=1,
     max_size=2,
 )
-hostile_sources = st.one_of(hostile_lines, st.sampled_from(["/nonexistent/engram.jsonl", "\ud800.jsonl", "a\x00b", "", "/"]), hostile)
+hostile_sources = st.one_of(hostile_lines, st.sampled_from(["/nonexistent/memorist.jsonl", "\ud800.jsonl", "a\x00b", "", "/"]), hostile)
 
 # The parameters of each call: (name, valid strategy, hostile strategy).
 ID = st.one_of(hostile, st.sampled_from(["x" * 257, "al\x00ice", " ", "\ud800", "ok\u2028"]))
@@ -287,13 +287,13 @@ def test_no_argument_breaks_an_instance(data):
             try:
                 call()
                 event(f"{name}: returned")
-            except EngramError as exc:
+            except MemoristError as exc:
                 event(f"{name}: {type(exc).__name__}")
                 kept_earlier_lines = isinstance(exc, ImportLineError) and exc.line > 1
                 if not kept_earlier_lines:
                     assert snapshot(m) == before, f"{name} failed with {exc!r} but changed the store"
             except Exception as exc:
-                raise AssertionError(f"{name} raised {type(exc).__name__}, not an EngramError: {exc!r}") from exc
+                raise AssertionError(f"{name} raised {type(exc).__name__}, not a MemoristError: {exc!r}") from exc
             # The instance keeps working.
             assert m.add("I drink coffee.", user_id="carol", infer=False)["results"]
             assert m.search("coffee", user_id="carol")["results"]

@@ -14,7 +14,7 @@ pytest.importorskip("fastapi")
 from fastapi import FastAPI  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
-from engram.server import KeyStore, create_app  # noqa: E402
+from memorist.server import KeyStore, create_app  # noqa: E402
 from service_helpers import UNLIMITED  # noqa: E402
 
 
@@ -49,7 +49,7 @@ def client(make_app: Callable[..., FastAPI]) -> Iterator[TestClient]:
 
 @pytest.fixture
 def new_key(store: str) -> Callable[..., str]:
-    """``new_key(tenant, user=None)``: a key created in ``store``, as `engram keys create` does."""
+    """``new_key(tenant, user=None)``: a key created in ``store``, as `memorist keys create` does."""
 
     def make(tenant: str, user: str | None = None, label: str = "") -> str:
         with KeyStore(store) as keys:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from engram.server import KeyStore, ServerLimits
+from memorist.server import KeyStore, ServerLimits
 from service_helpers import assert_error, bearer
 
 OPEN_PATHS = ("/", "/healthz", "/openapi.json", "/docs", "/static/app.js")

@@ -8,9 +8,9 @@ import logging
 import pytest
 from fastapi.testclient import TestClient
 
-from engram import Memory
-from engram.errors import CorruptStoreError, StoreError, TransientProviderError
-from engram.server import ServerLimits
+from memorist import Memory
+from memorist.errors import CorruptStoreError, StoreError, TransientProviderError
+from memorist.server import ServerLimits
 from service_helpers import assert_error
 
 MSG = {"role": "user", "content": "I like tea"}
@@ -153,7 +153,7 @@ def test_a_500_never_leaks(client: TestClient, monkeypatch, caplog) -> None:
         raise RuntimeError("secret detail /srv/private/path")
 
     monkeypatch.setattr(Memory, "get_all", broken)
-    with caplog.at_level(logging.ERROR, logger="engram.server"):
+    with caplog.at_level(logging.ERROR, logger="memorist.server"):
         r = client.get("/api/memories/alex/")
     error = assert_error(r, 500, "internal")
     assert "secret" not in r.text and "/srv" not in r.text and "RuntimeError" not in r.text
@@ -166,8 +166,8 @@ def test_a_500_never_leaks(client: TestClient, monkeypatch, caplog) -> None:
 @pytest.mark.parametrize(
     ("exc", "retry"),
     [
-        (StoreError("/srv/private/engram.db: write failed: database is locked"), None),
-        (CorruptStoreError("/srv/private/engram.db is damaged"), None),
+        (StoreError("/srv/private/memorist.db: write failed: database is locked"), None),
+        (CorruptStoreError("/srv/private/memorist.db is damaged"), None),
         (TransientProviderError("upstream 429 from https://api.example", retry_after=7), "7"),
     ],
 )

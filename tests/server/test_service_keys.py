@@ -1,5 +1,5 @@
-"""The KeyStore, `engram keys create|list|revoke`, and a store with keys that
-`engram check` still finds healthy."""
+"""The KeyStore, `memorist keys create|list|revoke`, and a store with keys that
+`memorist check` still finds healthy."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engram import Memory
-from engram.cli import cli
-from engram.errors import CorruptStoreError, NotFoundError, ValidationError
-from engram.server import KeyStore
-from engram.server.keys import hash_key, key_id_of
+from memorist import Memory
+from memorist.cli import cli
+from memorist.errors import CorruptStoreError, NotFoundError, ValidationError
+from memorist.server import KeyStore
+from memorist.server.keys import hash_key, key_id_of
 
 KEY = re.compile(r"^ek_[a-z0-9]{8}_[A-Za-z0-9_-]{43}$")
 
@@ -54,7 +54,7 @@ def test_create_checks_its_arguments(store: str) -> None:
             keys.create("acme", label="x" * 500)
 
 
-def test_a_new_file_becomes_an_engram_store_that_memory_opens(tmp_path: Path) -> None:
+def test_a_new_file_becomes_an_memorist_store_that_memory_opens(tmp_path: Path) -> None:
     path = str(tmp_path / "deep" / "folder" / "k.db")
     with KeyStore(path) as keys:
         keys.create("acme")
@@ -115,7 +115,7 @@ def test_cli_keys(store: str) -> None:
     assert r.exit_code == 1 and "no store" in r.stderr
 
 
-def test_engram_check_stays_healthy_with_keys(store: str) -> None:
+def test_memorist_check_stays_healthy_with_keys(store: str) -> None:
     with Memory(store, embedder="hashing") as m:
         m.add("I am Alex and I love hiking", user_id="alex")
     run("--db", store, "keys", "create", "--tenant", "acme")

@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from engram.errors import ConfigurationError
-from engram.server import ServerLimits
-from engram.server.errors import describe_validation, field_of
-from engram.server.limits import RateLimiter, parse_rate
+from memorist.errors import ConfigurationError
+from memorist.server import ServerLimits
+from memorist.server.errors import describe_validation, field_of
+from memorist.server.limits import RateLimiter, parse_rate
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""`engram serve` as a real process: spec 004's curl commands against it, its
+"""`memorist serve` as a real process: spec 004's curl commands against it, its
 start-up banner, and its refusal to open a keyless server to the network."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from engram.cli import cli
-from engram.server import KeyStore
+from memorist.cli import cli
+from memorist.server import KeyStore
 
 # Spec 004, "Testing with cURL", verbatim (checked against the spec below when it is beside us).
 SPEC_CURL = """\
@@ -68,31 +68,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def engram(*args: str) -> list[str]:
-    return [sys.executable, "-m", "engram", *args]
+def memorist(*args: str) -> list[str]:
+    return [sys.executable, "-m", "memorist", *args]
 
 
 def start(db: str, *args: str) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
     proc = subprocess.Popen(
-        engram("--db", db, "--embedder", "hashing", "serve", "--port", str(port), "--no-access-log", *args),
+        memorist("--db", db, "--embedder", "hashing", "serve", "--port", str(port), "--no-access-log", *args),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "MEMORY_"))},
+        env={k: v for k, v in os.environ.items() if not k.startswith(("MEMORIST_", "MEMORY_"))},
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"engram serve exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
+            pytest.fail(f"memorist serve exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
         try:
             if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
                 return proc, base
         except httpx.TransportError:
             time.sleep(0.1)
     stop(proc)
-    pytest.fail("engram serve did not answer /healthz within 60 s")
+    pytest.fail("memorist serve did not answer /healthz within 60 s")
 
 
 def stop(proc: subprocess.Popen[str]) -> str:
@@ -144,7 +144,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
         stop(proc)
 
 
-def test_spec_curl_commands_against_engram_serve(served) -> None:
+def test_spec_curl_commands_against_memorist_serve(served) -> None:
     proc, base = served
     port = int(base.rsplit(":", 1)[1])
     cmds = spec_commands()
@@ -161,7 +161,7 @@ def test_spec_curl_commands_against_engram_serve(served) -> None:
     status, listed = call(cmds["Get all memories"], port)
     assert status == 200 and {r["id"] for r in listed["results"]} == {r["id"] for r in added["results"]}
 
-    # Engram's ids are not the spec's "mem_1": that one is unknown...
+    # Memorist's ids are not the spec's "mem_1": that one is unknown...
     status, missing = call(cmds["Delete a memory"], port)
     assert status == 404 and missing["error"]["type"] == "not_found"
     # ...and the same command with a real id deletes it.
@@ -193,13 +193,13 @@ def test_a_server_with_keys_requires_them(tmp_path: Path) -> None:
 def test_no_keys_and_a_public_host_is_refused_before_binding(tmp_path: Path) -> None:
     port = free_port()
     done = subprocess.run(
-        engram("--db", str(tmp_path / "open.db"), "serve", "--host", "0.0.0.0", "--port", str(port)),
+        memorist("--db", str(tmp_path / "open.db"), "serve", "--host", "0.0.0.0", "--port", str(port)),
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode != 0
-    assert "refusing to serve on 0.0.0.0" in done.stderr and "engram keys create" in done.stderr
+    assert "refusing to serve on 0.0.0.0" in done.stderr and "memorist keys create" in done.stderr
     assert "Uvicorn running" not in done.stdout + done.stderr
 
 

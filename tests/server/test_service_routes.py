@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from engram.errors import StoreError
+from memorist.errors import StoreError
 from service_helpers import TURN, assert_error
 
 ITEM_KEYS = {"id", "memory", "user_id", "agent_id", "run_id", "created_at", "updated_at", "metadata", "kind", "memory_class"}
@@ -125,7 +125,7 @@ def test_healthz_panel_and_docs(client: TestClient, new_key) -> None:
 
 
 def test_panel_is_served_and_an_empty_folder_still_works(client: TestClient, make_app, tmp_path, monkeypatch) -> None:
-    import engram.server.app as server_app
+    import memorist.server.app as server_app
 
     if server_app.STATIC_DIR.joinpath("index.html").is_file():
         r = client.get("/")
@@ -172,7 +172,7 @@ def test_search_filters_and_threshold(client: TestClient) -> None:
 
 
 def test_decay_applies_to_every_read_route(make_app, store: str) -> None:
-    from engram import Memory
+    from memorist import Memory
 
     with Memory(store, embedder="hashing") as m:
         old = m.add("An old fact about Lisbon", user_id="alex", infer=False, timestamp="2020-01-01T00:00:00Z")["results"][0]["id"]
@@ -187,7 +187,7 @@ def test_decay_applies_to_every_read_route(make_app, store: str) -> None:
 
 
 def test_decay_days_from_the_environment(make_app, store: str, monkeypatch) -> None:
-    from engram import Memory
+    from memorist import Memory
 
     with Memory(store, embedder="hashing") as m:
         m.add("An old fact", user_id="alex", infer=False, timestamp="2020-01-01T00:00:00Z")

@@ -3,7 +3,7 @@ for every operation, valid and invalid requests; no 5xx, and every answer confor
 to the schema (status code, content type, headers, body). Not checked: that
 every schema-valid request is accepted, as the engine refuses more than a schema
 can say (blank text, control characters, a request naming no scope). Bounded to a few
-seconds; a longer run sets ENGRAM_FUZZ_EXAMPLES (examples per operation and mode)."""
+seconds; a longer run sets MEMORIST_FUZZ_EXAMPLES (examples per operation and mode)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("schemathesis")
 
-from engram.server import create_app  # noqa: E402
+from memorist.server import create_app  # noqa: E402
 from service_helpers import assert_conforms, keyed_service  # noqa: E402
 
-EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("MEMORIST_FUZZ_EXAMPLES", "8"))
 
 
 def _operations() -> list[tuple[str, str]]:

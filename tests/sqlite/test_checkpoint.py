@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from engram import HashingEmbedder, Memory
-from engram.store import sqlite_checkpoint
+from memorist import HashingEmbedder, Memory
+from memorist.store import sqlite_checkpoint
 
 
 def _threads(path: Path) -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == f"engram-checkpoint {path.name}" and t.is_alive()]
+    return [t for t in threading.enumerate() if t.name == f"memorist-checkpoint {path.name}" and t.is_alive()]
 
 
 def _rows_in_db_file_alone(db: Path, tmp: Path) -> int:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from engram import HashingEmbedder, Memory, StoreError
-from engram.store import sqlite_checkpoint
+from memorist import HashingEmbedder, Memory, StoreError
+from memorist.store import sqlite_checkpoint
 
 
 def _fd_path(fd: int) -> str:
@@ -57,7 +57,7 @@ def test_each_write_flushes_its_log_after_the_commit_and_before_returning(tmp_pa
         assert len(flushes) == start + 4
 
 
-def test_the_writer_leaves_the_commit_sync_to_engram(tmp_path: Path) -> None:
+def test_the_writer_leaves_the_commit_sync_to_memorist(tmp_path: Path) -> None:
     """SQLite's own sync at commit would run under the write lock (FULL is 2)."""
     with Memory(str(tmp_path / "m.db"), embedder=HashingEmbedder()) as m:
         assert m.store._conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # type: ignore[attr-defined]

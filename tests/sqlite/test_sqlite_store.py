@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engram import ConfigurationError, CorruptStoreError, HashingEmbedder, StoreError
-from engram.model import MemoryRecord, Scope
-from engram.policies.text import content_hash
-from engram.store import open_store
-from engram.store.base import ScopeFilter
-from engram.store.codec import scope_key
-from engram.store.migrations import SCHEMA_VERSION, V1
-from engram.store.sqlite import SQLiteStore, _split_sql
+from memorist import ConfigurationError, CorruptStoreError, HashingEmbedder, StoreError
+from memorist.model import MemoryRecord, Scope
+from memorist.policies.text import content_hash
+from memorist.store import open_store
+from memorist.store.base import ScopeFilter
+from memorist.store.codec import scope_key
+from memorist.store.migrations import SCHEMA_VERSION, V1
+from memorist.store.sqlite import SQLiteStore, _split_sql
 
 EMB = HashingEmbedder()
 ALEX = Scope(user_id="alex")
@@ -94,7 +94,7 @@ def test_a_new_store_is_a_wal_file_at_the_current_schema(tmp_path):
     path = tmp_path / "deep" / "folder" / "store.db"  # missing folders are made
     s = SQLiteStore(path)
     s.bind_embedder(EMB.name, EMB.dim)
-    assert s.schema_version() == SCHEMA_VERSION == 2
+    assert s.schema_version() == SCHEMA_VERSION == 3
     add(s, record("a", "Likes sushi"))
     with raw(path) as c:
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -189,7 +189,7 @@ def test_split_sql_keeps_trigger_bodies_whole():
 
 
 def _v1_store(path: str, rows: list[tuple[str, Scope, str, str]], *, vectors: bool) -> None:
-    """A store as Engram's schema version 1 wrote it: (id, scope, text, status) rows."""
+    """A store as Memorist's schema version 1 wrote it: (id, scope, text, status) rows."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.executescript(V1)
     conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1')")
@@ -216,7 +216,7 @@ def test_migrates_a_version_1_row(path, reopen):
     """The minimal case: one space row and one memory row written by version 1."""
     _v1_store(path, [("old", ALEX, "Enjoys hiking in the Alps", "active")], vectors=False)
     store = reopen()
-    assert store.schema_version() == 2
+    assert store.schema_version() == SCHEMA_VERSION
     assert store.get("old").text == "Enjoys hiking in the Alps"
     assert tsearch(store, "hiking") == ["old"]
 
@@ -228,7 +228,7 @@ def test_migrates_a_version_1_store(path, reopen):
         ("bobs", BOB, "Hiking boots are size 44", "active"),
     ], vectors=True)
     store = reopen()
-    assert store.schema_version() == 2
+    assert store.schema_version() == SCHEMA_VERSION
     assert store.get("old").text == "Enjoys hiking in the Alps"
     assert tsearch(store, "hiking") == ["old"]
     assert tsearch(store, "hiking", F_BOB) == ["bobs"]
@@ -238,7 +238,7 @@ def test_migrates_a_version_1_store(path, reopen):
     add(store, record("new", "Hiking poles"))
     assert set(tsearch(store, "hiking")) == {"old", "new"}
     store.close()
-    assert reopen().schema_version() == 2  # migrating is done once
+    assert reopen().schema_version() == SCHEMA_VERSION  # migrating is done once
 
 
 def test_newer_schema_is_refused(store, path, reopen):
@@ -279,7 +279,7 @@ def test_foreign_sqlite_database_is_refused(tmp_path):
 
 
 def test_foreign_sqlite_database_is_left_byte_identical(tmp_path):
-    """Pointing Engram at someone else's database must not change that file."""
+    """Pointing Memorist at someone else's database must not change that file."""
     p = tmp_path / "app.db"
     _foreign_db(p)
     before = p.read_bytes()

@@ -1,4 +1,4 @@
-"""The public API through ``engram.Memory`` on every storage backend.
+"""The public API through ``memorist.Memory`` on every storage backend.
 
 The Memory tests that depend on what the store keeps and how it isolates writers,
 run once per backend: ``memory_target`` is a SQLite file or the URL of a fresh
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from engram import EmbedderMismatchError, Memory, NotFoundError, ValidationError
+from memorist import EmbedderMismatchError, Memory, NotFoundError, ValidationError
 
 DAY = 86_400.0
 CITIES = ["Oslo", "Prague", "Lisbon", "Vienna", "Madrid", "Dublin"]

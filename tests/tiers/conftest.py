@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from engram import Memory
+from memorist import Memory
 
 
 @pytest.fixture(autouse=True)
 def _no_policy_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ENGRAM_POLICY", raising=False)
-    monkeypatch.delenv("ENGRAM_MAINTENANCE_LOG", raising=False)
+    monkeypatch.delenv("MEMORIST_POLICY", raising=False)
+    monkeypatch.delenv("MEMORIST_MAINTENANCE_LOG", raising=False)
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import time
 
 from tiers_helpers import at, remember
 
-from engram.pipelines.maintenance import RUN_OP, store_run_lock
-from engram.store.base import ScopeFilter
+from memorist.pipelines.maintenance import RUN_OP, store_run_lock
+from memorist.store.base import ScopeFilter
 
 
 def _runs(m) -> list[dict]:

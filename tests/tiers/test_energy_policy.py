@@ -1,4 +1,4 @@
-"""The energy policy's rules alone (engram.policies.energy): spec 002's arithmetic,
+"""The energy policy's rules alone (memorist.policies.energy): spec 002's arithmetic,
 strict thresholds, start energies, the configuration's checks."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from engram import Tier, ValidationError
-from engram.policies.energy import EnergyConfig, current_energy, decay, hours_to, parse_tier, start_energy
+from memorist import Tier, ValidationError
+from memorist.policies.energy import EnergyConfig, current_energy, decay, hours_to, parse_tier, start_energy
 
 
 def test_spec_002_phase_3_worked_cases():

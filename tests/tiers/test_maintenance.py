@@ -10,7 +10,7 @@ import os
 import pytest
 from tiers_helpers import HOUR, T0, at, item, remember
 
-from engram import ConfigurationError, Memory, MemoryConfig, NotFoundError, ValidationError
+from memorist import ConfigurationError, Memory, MemoryConfig, NotFoundError, ValidationError
 
 
 def _ids(result) -> set[str]:
@@ -154,7 +154,7 @@ def test_test_memories_are_isolated_from_normal_calls_and_runs(mem):
     with pytest.raises(NotFoundError):
         mem.get(fake, user_id="alex")
     assert mem.stats()["memories"] == 1 and mem.stats()["test_memories"] == 2
-    from engram.server.tenants import users_of
+    from memorist.server.tenants import users_of
 
     assert users_of(mem) == [{"user_id": "alex", "memories": 1}]
     assert mem.tiers_status(now=at(0))["total"] == 1
@@ -267,7 +267,7 @@ def test_bad_arguments_name_their_field(mem):
 def test_env_policy_and_datetime_now(monkeypatch, tmp_path):
     from datetime import UTC, datetime
 
-    monkeypatch.setenv("ENGRAM_POLICY", "energy")
+    monkeypatch.setenv("MEMORIST_POLICY", "energy")
     with Memory(str(tmp_path / "env.db"), embedder="hashing") as m:
         assert m.energy
         remember(m, "From the environment")
@@ -277,7 +277,7 @@ def test_env_policy_and_datetime_now(monkeypatch, tmp_path):
 def test_async_memory_has_the_tier_calls(tmp_path):
     import asyncio
 
-    from engram import AsyncMemory
+    from memorist import AsyncMemory
 
     async def run() -> dict:
         async with AsyncMemory(str(tmp_path / "aio.db"), embedder="hashing", policy="energy") as m:

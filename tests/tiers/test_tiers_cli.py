@@ -1,4 +1,4 @@
-"""``engram maintain``, ``engram boost``, ``engram tiers ...`` and ``engram demo
+"""``memorist maintain``, ``memorist boost``, ``memorist tiers ...`` and ``memorist demo
 --tiers`` through click's runner (hashing embedder, a store in tmp_path)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 from tiers_helpers import T0, at
 
-from engram.cli import cli
+from memorist.cli import cli
 
 
 @pytest.fixture
-def engram(tmp_path: Path):
+def memorist(tmp_path: Path):
     db = str(tmp_path / "cli.db")
     runner = CliRunner()
 
@@ -31,60 +31,60 @@ def _json(out: str):
     return json.loads(out)
 
 
-def test_the_spec_phases_through_the_cli(engram, tmp_path):
+def test_the_spec_phases_through_the_cli(memorist, tmp_path):
     # Phase 2: test memories with properties; real memories under the energy policy.
-    engram("--policy", "energy", "add", "Renew the TLS certificate", "--user", "milo", "--no-infer",
+    memorist("--policy", "energy", "add", "Renew the TLS certificate", "--user", "milo", "--no-infer",
            "--metadata", '{"type": "reminder"}', "--timestamp", "2026-01-01T00:00:00+00:00")
-    made = _json(engram("--json", "tiers", "test-memory", "Ready for promotion", "--user", "milo", "--energy", "2.5",
+    made = _json(memorist("--json", "tiers", "test-memory", "Ready for promotion", "--user", "milo", "--energy", "2.5",
                         "--timestamp", str(T0)))
-    near = _json(engram("--json", "tiers", "test-memory", "Near expiry", "--user", "milo", "--energy", "0.05",
+    near = _json(memorist("--json", "tiers", "test-memory", "Near expiry", "--user", "milo", "--energy", "0.05",
                         "--timestamp", str(T0)))["results"][0]
-    short = _json(engram("--json", "tiers", "test-memory", "Short-term ready", "--user", "milo", "--energy", "5.5",
+    short = _json(memorist("--json", "tiers", "test-memory", "Short-term ready", "--user", "milo", "--energy", "5.5",
                          "--tier", "short_term", "--timestamp", str(T0)))["results"][0]
     assert short["tier"] == "short_term" and near["energy"] == 0.05
-    listed = _json(engram("--json", "tiers", "tests"))["results"]
+    listed = _json(memorist("--json", "tiers", "tests"))["results"]
     assert len(listed) == 3 and all(r["is_test"] for r in listed)
-    assert "Near expiry" in engram("tiers", "tests")
+    assert "Near expiry" in memorist("tiers", "tests")
     # Test isolation: the real list has one memory.
-    assert len(_json(engram("--json", "tiers", "list", "--user", "milo"))["results"]) == 1
+    assert len(_json(memorist("--json", "tiers", "list", "--user", "milo"))["results"]) == 1
     # Boost a test memory by its short id (phase 2's -boostMemory).
-    boosted = _json(engram("--json", "boost", made["results"][0]["id"][:8], "--now", str(at(0))))
+    boosted = _json(memorist("--json", "boost", made["results"][0]["id"][:8], "--now", str(at(0))))
     assert boosted["energy"] == 3.5
     # Phases 3-4: a test-only run decays, expires and promotes the test memories only.
-    run = _json(engram("--json", "maintain", "--test-only", "--now", str(at(0))))
+    run = _json(memorist("--json", "maintain", "--test-only", "--now", str(at(0))))
     assert run["test_only"] and run["expired"] == 1 and run["promoted"] == 2
     assert run["promoted_to_short_term"] == 1 and run["promoted_to_long_term"] == 1
-    real = _json(engram("--json", "tiers", "list", "--user", "milo"))["results"][0]
+    real = _json(memorist("--json", "tiers", "list", "--user", "milo"))["results"][0]
     assert (real["energy"], real["tier"]) == (2.5, "working")
     # A normal run, in human form.
-    out = engram("maintain", "--now", str(at(1)))
+    out = memorist("maintain", "--now", str(at(1)))
     assert "Maintenance run" in out and "1 decayed" in out and "Logged to" in out
-    status = _json(engram("--json", "tiers", "status", "--now", str(at(1))))
+    status = _json(memorist("--json", "tiers", "status", "--now", str(at(1))))
     assert status["tiers"]["working"]["count"] == 1 and status["test_memories"] == 2
-    assert "short_term" in engram("tiers", "status", "--test-only")
+    assert "short_term" in memorist("tiers", "status", "--test-only")
     log = Path(tmp_path / "cli.maintenance.log").read_text().splitlines()
     assert len(log) == 2
 
 
-def test_config_health_and_errors(engram):
-    engram("--policy", "energy", "add", "x", "--user", "u", "--no-infer")
-    shown = _json(engram("--json", "tiers", "config"))
+def test_config_health_and_errors(memorist):
+    memorist("--policy", "energy", "add", "x", "--user", "u", "--no-infer")
+    shown = _json(memorist("--json", "tiers", "config"))
     assert shown["persisted"] is False and shown["config"]["decay_batch"] == 100
-    changed = _json(engram("--json", "tiers", "config", "--set", "decay_batch=50", "--set", "start_energy.reminder=3"))
+    changed = _json(memorist("--json", "tiers", "config", "--set", "decay_batch=50", "--set", "start_energy.reminder=3"))
     assert changed["persisted"] and changed["config"]["decay_batch"] == 50
-    assert "decay_batch" in engram("tiers", "config")
-    out = engram("tiers", "config", "--set", "bogus=1", code=1)
+    assert "decay_batch" in memorist("tiers", "config")
+    out = memorist("tiers", "config", "--set", "bogus=1", code=1)
     assert "tiers.bogus" in out
-    engram("tiers", "config", "--set", "nonsense", code=2)
-    report = _json(engram("--json", "tiers", "health", "--now", str(at(0))))
+    memorist("tiers", "config", "--set", "nonsense", code=2)
+    report = _json(memorist("--json", "tiers", "health", "--now", str(at(0))))
     assert report["healthy"] and {c["check"] for c in report["checks"]} >= {"config", "stale_decays", "lineage", "log"}
-    assert "Energy tiers:" in engram("tiers", "health")
-    assert "--now" in engram("maintain", "--now", "someday", code=1)
-    assert "not found" in engram("boost", "doesnotexist", code=1).lower()
+    assert "Energy tiers:" in memorist("tiers", "health")
+    assert "--now" in memorist("maintain", "--now", "someday", code=1)
+    assert "not found" in memorist("boost", "doesnotexist", code=1).lower()
 
 
-def test_demo_tiers(engram, tmp_path):
-    out = engram("demo", "--tiers")
+def test_demo_tiers(memorist, tmp_path):
+    out = memorist("demo", "--tiers")
     for expected in ("working → short_term", "short_term → long_term", "expired", "history of the expired learning",
                      "end_conversation()", "maintenance log"):
         assert expected in out, expected
@@ -94,10 +94,10 @@ def test_demo_tiers(engram, tmp_path):
     assert len(data["log"]) == len(data["runs"]) + 1  # and the background run
 
 
-def test_plot_writes_a_png(engram, tmp_path):
-    engram("--policy", "energy", "add", "Renew the TLS certificate", "--user", "milo", "--no-infer")
+def test_plot_writes_a_png(memorist, tmp_path):
+    memorist("--policy", "energy", "add", "Renew the TLS certificate", "--user", "milo", "--no-infer")
     out = tmp_path / "plots" / "tiers.png"
-    text = engram("tiers", "plot", "--out", str(out))
+    text = memorist("tiers", "plot", "--out", str(out))
     assert "Wrote" in text
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
@@ -107,11 +107,11 @@ def test_plot_writes_a_png(engram, tmp_path):
     assert pixels.shape[0] > 400 and pixels.shape[1] > 600
 
 
-def test_list_and_search_show_tier_and_energy_under_the_energy_policy(engram):
-    engram("--policy", "energy", "add", "Renew the TLS certificate", "--user", "milo", "--no-infer",
+def test_list_and_search_show_tier_and_energy_under_the_energy_policy(memorist):
+    memorist("--policy", "energy", "add", "Renew the TLS certificate", "--user", "milo", "--no-infer",
            "--metadata", '{"type": "reminder"}')
     for command in (("list", "--user", "milo"), ("search", "TLS certificate", "--user", "milo")):
-        shown = engram("--policy", "energy", *command)
+        shown = memorist("--policy", "energy", *command)
         assert "tier" in shown and "energy" in shown and "working" in shown and "2.500" in shown, shown
-        plain = engram(*command)  # the default policy: items carry no tier, the table no such columns
+        plain = memorist(*command)  # the default policy: items carry no tier, the table no such columns
         assert "energy" not in plain and "working" not in plain, plain

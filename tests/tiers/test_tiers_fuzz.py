@@ -11,7 +11,7 @@ pytest.importorskip("schemathesis")
 
 from service_helpers import assert_conforms, keyed_service  # noqa: E402
 
-EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("MEMORIST_FUZZ_EXAMPLES", "8"))
 OPERATIONS = [
     ("POST", "/api/tiers/maintain/"),
     ("POST", "/api/tiers/end-conversation/"),

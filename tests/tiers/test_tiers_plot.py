@@ -1,4 +1,4 @@
-"""engram.tiers_plot: the picture, and the message when matplotlib is missing."""
+"""memorist.tiers_plot: the picture, and the message when matplotlib is missing."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import builtins
 
 import pytest
 
-from engram import MissingDependencyError
-from engram.policies.energy import EnergyConfig
-from engram.tiers_plot import life, plot_tiers
+from memorist import MissingDependencyError
+from memorist.policies.energy import EnergyConfig
+from memorist.tiers_plot import life, plot_tiers
 
 
 def test_the_png_shows_samples_and_the_life_of_a_memory(tmp_path):
@@ -34,6 +34,6 @@ def test_a_missing_matplotlib_names_the_extra(tmp_path, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    with pytest.raises(MissingDependencyError, match=r"engram-memory\[plot\]"):
+    with pytest.raises(MissingDependencyError, match=r"memorist\[plot\]"):
         plot_tiers(str(tmp_path / "x.png"), EnergyConfig())
     assert not (tmp_path / "x.png").exists()

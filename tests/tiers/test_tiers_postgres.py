@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from tiers_helpers import at, remember
 
-from engram import Memory, NotFoundError
+from memorist import Memory, NotFoundError
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

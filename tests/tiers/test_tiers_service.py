@@ -1,4 +1,4 @@
-"""The energy tiers' routes (engram.server.tiers) through FastAPI's TestClient: a
+"""The energy tiers' routes (memorist.server.tiers) through FastAPI's TestClient: a
 service under the energy policy, keys binding tenants and users, the default policy."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 from tiers_helpers import at  # noqa: E402
 
-from engram.server import KeyStore, create_app  # noqa: E402
+from memorist.server import KeyStore, create_app  # noqa: E402
 from service_helpers import UNLIMITED, bearer  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engram import Memory
+from memorist import Memory
 
 #: A fixed start of time: every call takes ``now``, so no test waits or patches a clock.
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z

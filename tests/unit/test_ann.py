@@ -11,9 +11,9 @@ import time
 import numpy as np
 import pytest
 
-from engram.store import ann as ann_module
-from engram.store.ann import AnnIndex, AnnParams, fetch_size
-from engram.store.vector_index import Row, SpaceIndex
+from memorist.store import ann as ann_module
+from memorist.store.ann import AnnIndex, AnnParams, fetch_size
+from memorist.store.vector_index import Row, SpaceIndex
 
 pytest.importorskip("usearch")
 
@@ -251,7 +251,7 @@ def test_without_usearch_large_spaces_stay_exact_and_say_so_once(monkeypatch, ca
     monkeypatch.setitem(sys.modules, "usearch.index", None)
     monkeypatch.setattr(ann_module, "_warned_missing", False)
     vectors = clustered(700)
-    with caplog.at_level(logging.WARNING, logger="engram.store.ann"):
+    with caplog.at_level(logging.WARNING, logger="memorist.store.ann"):
         for _ in range(2):
             idx = SpaceIndex(DIM, 0, ann_threshold=500)
             idx.upsert(rows(vectors))
@@ -260,7 +260,7 @@ def test_without_usearch_large_spaces_stay_exact_and_say_so_once(monkeypatch, ca
             assert idx.search(vectors[5], k=1)[0][0] == "m5"
     warnings = [r for r in caplog.records if "usearch" in r.getMessage()]
     assert len(warnings) == 1
-    assert "pip install 'engram[ann]'" in warnings[0].getMessage()
+    assert "pip install 'memorist[ann]'" in warnings[0].getMessage()
 
 
 def test_a_failing_graph_falls_back_to_exact(no_background, monkeypatch, caplog):
@@ -272,7 +272,7 @@ def test_a_failing_graph_falls_back_to_exact(no_background, monkeypatch, caplog)
         raise RuntimeError("out of memory")
 
     monkeypatch.setattr(ann_module._Graph, "add", broken)
-    with caplog.at_level(logging.ERROR, logger="engram.store.ann"):
+    with caplog.at_level(logging.ERROR, logger="memorist.store.ann"):
         assert not idx.catch_up_ann()
     assert idx._ann is not None and idx._ann.broken
     assert idx.search(vectors[9], k=1)[0][0] == "m9"
@@ -343,7 +343,7 @@ def test_the_process_exits_cleanly_while_the_graph_is_being_built(tmp_path):
     script = tmp_path / "exit.py"
     script.write_text(
         "import numpy as np\n"
-        "from engram.store.vector_index import Row, SpaceIndex\n"
+        "from memorist.store.vector_index import Row, SpaceIndex\n"
         "v = np.random.default_rng(0).normal(size=(100_000, 32)).astype(np.float32)\n"
         "v /= np.linalg.norm(v, axis=1, keepdims=True)\n"
         "idx = SpaceIndex(32, 0, ann_threshold=500)\n"
@@ -356,9 +356,9 @@ def test_the_process_exits_cleanly_while_the_graph_is_being_built(tmp_path):
 
 def test_memory_search_through_the_store_with_a_graph(tmp_path, monkeypatch):
     """The SQLite store's loaded index gets a graph above the threshold; searches agree with exact."""
-    from engram import Memory
-    from engram.store import vector_index
-    from engram.store.base import ScopeFilter
+    from memorist import Memory
+    from memorist.store import vector_index
+    from memorist.store.base import ScopeFilter
 
     monkeypatch.setattr(vector_index, "DEFAULT_THRESHOLD", 300)
     memory = Memory(tmp_path / "m.db", embedder="hashing")

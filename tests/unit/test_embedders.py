@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engram import ConfigurationError, Embedder, HashingEmbedder, ProviderError
-from engram.embed import embedder_for_identity, resolve_embedder
+from memorist import ConfigurationError, Embedder, HashingEmbedder, ProviderError
+from memorist.embed import embedder_for_identity, resolve_embedder
 
 TEXTS = ["Is vegetarian", "Allergic to nuts", "Lives in Berlin", "", "Prefers dark mode in every editor"]
 

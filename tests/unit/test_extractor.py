@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from engram.model import Fact, Message
-from engram.roles.extractor import HeuristicExtractor
+from memorist.model import Fact, Message
+from memorist.roles.extractor import HeuristicExtractor
 
 WEDNESDAY = datetime(2024, 5, 8, 15, 30, tzinfo=UTC)
 

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engram import ValidationError
-from engram.model import Kind, MemoryClass, MemoryRecord, Scope
-from engram.policies.filters import compile_filters
+from memorist import ValidationError
+from memorist.model import Kind, MemoryClass, MemoryRecord, Scope
+from memorist.policies.filters import compile_filters
 
 JAN_2024 = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
 JUN_2024 = datetime(2024, 6, 1, tzinfo=UTC).timestamp()

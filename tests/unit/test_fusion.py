@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engram.policies.fusion import RRF_K, reciprocal_rank_fusion
+from memorist.policies.fusion import RRF_K, reciprocal_rank_fusion
 
 
 def test_item_first_everywhere_scores_exactly_one():

@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engram import Memory, MemoryConfig, ValidationError
-from engram.store.codec import UNREADABLE_KEY
-from engram.store.codec import dumps as _dumps
-from engram.store.codec import loads as _loads
+from memorist import Memory, MemoryConfig, ValidationError
+from memorist.store.codec import UNREADABLE_KEY
+from memorist.store.codec import dumps as _dumps
+from memorist.store.codec import loads as _loads
 
 SURROGATE = "\ud800"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import uuid
 
-from engram.model import new_id
+from memorist.model import new_id
 
 
 def test_ids_are_unique_version_4_uuids() -> None:

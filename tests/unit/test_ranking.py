@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engram import RankContext, RankingPolicy
-from engram.model import MemoryRecord, Scope
-from engram.policies.ranking import recency_term
+from memorist import RankContext, RankingPolicy
+from memorist.model import MemoryRecord, Scope
+from memorist.policies.ranking import recency_term
 
 NOW = 1_700_000_000.0
 DAY = 86_400.0

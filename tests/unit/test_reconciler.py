@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engram.model import Action, Decision, Existing, Fact, Message
-from engram.roles.extractor import HeuristicExtractor
-from engram.roles.reconciler import HeuristicReconciler
+from memorist.model import Action, Decision, Existing, Fact, Message
+from memorist.roles.extractor import HeuristicExtractor
+from memorist.roles.reconciler import HeuristicReconciler
 
 
 def reconcile(facts: list[str], existing: list[list[tuple[str, str, float]]]) -> list[Decision]:

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from engram.policies.text import STOPWORDS, content_hash, normalize, query_terms, stable_token, words
+from memorist.policies.text import STOPWORDS, content_hash, normalize, query_terms, stable_token, words
 
 
 def test_normalize_folds_case_space_width_and_trailing_punctuation():
@@ -79,7 +79,7 @@ def test_stable_token_survives_fts5_porter_unicode61_tokenisation():
 
 
 def test_index_terms_lowercase_stem_and_drop_stop_words():
-    from engram.policies.text import index_terms
+    from memorist.policies.text import index_terms
 
     assert index_terms("I prefer my PREFERENCES") == ["prefer", "prefer"]
     assert index_terms("the and of is") == []

@@ -1,4 +1,4 @@
-"""Time expressions in queries become windows of time (engram.policies.timeparse).
+"""Time expressions in queries become windows of time (memorist.policies.timeparse).
 
 Windows are generous on purpose (the module's docstring), so these tests check what
 a window must contain and what it must clearly leave out, not its exact bounds.
@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engram.policies.timeparse import query_window
+from memorist.policies.timeparse import query_window
 
 
 def at(year: int, month: int, day: int, hour: int = 12, minute: int = 0) -> float:

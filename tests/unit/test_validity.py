@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engram.policies.validity import DAY, is_valid, validity_cutoff
+from memorist.policies.validity import DAY, is_valid, validity_cutoff
 
 NOW = 1_700_000_000.0
 

@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from engram.policies.text import index_terms
-from engram.store.vector_index import Row, SpaceIndex
+from memorist.policies.text import index_terms
+from memorist.store.vector_index import Row, SpaceIndex
 
 DIM = 8
 

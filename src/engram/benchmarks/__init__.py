@@ -1,1 +1,0 @@
-"""Benchmarks behind ``engram bench``: they run Engram through its public API."""

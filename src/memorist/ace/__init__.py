@@ -1,0 +1,18 @@
+"""Self-evolving playbooks: spec 000's LTMBSE-ACE per learner (and its ACE baseline),
+and spec 001's learning loop.
+
+:class:`Playbook` is spec 000's entry point (``Memory.playbook()`` builds one);
+:mod:`memorist.ace.runner` is the turn protocol of ``memorist run-turn``.
+:class:`Learning` is spec 001's loop (trajectories, reflection, curation, versioned
+playbooks, ``execute_with_learning``) behind the Memory's learning calls. The
+commands live in :mod:`memorist.cli.playbook` and :mod:`memorist.cli.learning`, the
+benchmarks in :mod:`memorist.benchmarks.evolve` and :mod:`memorist.benchmarks.learn`.
+"""
+
+from ..policies.learning import LearningConfig, VersionRetention
+from ..policies.playbook import PlaybookConfig
+from .context import format_context
+from .learning import Learning, LearningRun
+from .playbook import Playbook, PlaybookTurn
+
+__all__ = ["Learning", "LearningConfig", "LearningRun", "Playbook", "PlaybookConfig", "PlaybookTurn", "VersionRetention", "format_context"]

@@ -1,0 +1,417 @@
+"""Self-evolving playbooks per learner (spec 000's LTMBSE-ACE), on a :class:`~memorist.Memory`.
+
+A playbook is what an agent has learned about teaching one learner: strategies that
+helped, mistakes to avoid, what the learner struggles with and prefers. Each bullet
+is a memory in the learner's space (``user_id`` = the learner), so it lasts across
+conversations (``run_id`` = the conversation) and the normal API sees it.
+
+>>> from memorist import Memory, Playbook
+>>> memory = Memory(":memory:", embedder="hashing")
+>>> playbook = Playbook(memory)
+>>> turn = playbook.turn("sam", "monday")
+>>> turn.learn(question="I get confused when adding fractions with different denominators", feedback="Thanks, that helped")["num_new_bullets"]
+1
+>>> turn = playbook.turn("sam", "friday")   # a new conversation, the same learner
+>>> [b.content for b in turn.retrieve("How do I add fractions with different denominators?")]
+['Learner gets confused when adding fractions with different denominators']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ValidationError
+from ..pipelines.learn import LearningPipeline, PlaybookState
+from ..pipelines.playbooks import is_strategy_of, playbook_of
+from ..policies.decay import record_score
+from ..policies.dedup import choose_first_seen, choose_survivor, clusters, cosine_matrix
+from ..policies.playbook import PlaybookConfig
+from ..roles.curator import AppendCurator, HeuristicCurator
+from ..roles.learning import Bullet, Curator, Lesson, Reflector, Trace, bullet_from, messages_of
+from ..roles.reflector import HeuristicReflector
+from ..store.base import ScopeFilter
+from .context import format_context
+from .runner import run_turn
+
+logger = logging.getLogger("memorist.ace.memory")
+
+
+def _learner(value: Any, name: str = "learner_id") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(name, f"must be a non-empty string, got {value!r}")
+    if len(value) > 256:
+        raise ValidationError(name, "is longer than 256 characters")
+    return value
+
+
+def _optional_text(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(name, f"must be a string, got {type(value).__name__}")
+    return value
+
+
+def _learning_model(memory: Any) -> Any:
+    """The model of the learning roles: the Memory's, else the one spec 000 configures
+    (``MEMORIST_LLM``, else Gemini with ``GEMINI_API_KEY``: :func:`memorist.roles.llm.learning_llm`);
+    None, with a warning, when neither is configured."""
+    llm = getattr(memory, "llm", None)
+    if llm is not None:
+        return llm
+    from ..errors import ConfigurationError
+    from ..roles.llm import learning_llm
+
+    try:
+        return learning_llm(None, enabled=True)
+    except ConfigurationError as exc:
+        logger.warning("[Curator] %s; using the heuristic", exc)
+        return None
+
+
+def _llm_role(memory: Any, name: str, llm: Any) -> Any:
+    """The LLM implementation ``name`` of a role (``memorist.roles.llm``) on ``llm``."""
+    if llm is None:
+        return None
+    from ..roles import llm as llm_roles
+
+    cls = getattr(llm_roles, name, None)
+    return None if cls is None else cls(llm)
+
+
+class Playbook:
+    """The learning playbooks of one :class:`~memorist.Memory`.
+
+    ``config`` (or ``preset="ltmbse"`` / ``"baseline"`` plus keyword overrides such
+    as ``max_bullets=50``, ``decay_rates={"episodic": 0.08}``) sets the rules; see
+    :class:`~memorist.policies.playbook.PlaybookConfig`. Settings from the environment
+    (``ACE_CURATOR_MAX_NEW``, ``ACE_CURATOR_USE_LLM``) are read here, when the
+    playbook is built.
+
+    ``reflector`` / ``curator``: LLM (or other) implementations of the roles. They are
+    used when ``ACE_CURATOR_USE_LLM`` (or ``use_llm=True``) is on; otherwise, and
+    whenever they fail, the deterministic heuristics are. With ``use_llm`` on and no
+    role given, the roles of ``memorist.roles.llm`` are built on ``memory.llm`` when
+    both exist.
+    """
+
+    def __init__(
+        self,
+        memory: Any,
+        config: PlaybookConfig | None = None,
+        *,
+        preset: str = "ltmbse",
+        reflector: Reflector | None = None,
+        curator: Curator | None = None,
+        **overrides: Any,
+    ) -> None:
+        base = config if config is not None else PlaybookConfig.preset(preset)
+        if overrides:
+            unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(PlaybookConfig)})
+            if unknown:
+                raise ValidationError(unknown[0], f"is not a playbook setting; known: {', '.join(f.name for f in dataclasses.fields(PlaybookConfig))}")
+            base = dataclasses.replace(base, **overrides)
+        self.config = base.resolved()
+        self.memory = memory
+        heuristic_reflector = HeuristicReflector()
+        heuristic_curator: Curator = (
+            HeuristicCurator(normalise_tags=self.config.normalise_tags)
+            if self.config.reinforce_threshold is not None
+            else AppendCurator()
+        )
+        if self.config.use_llm:
+            model = _learning_model(memory) if reflector is None or curator is None else None
+            reflector = reflector or _llm_role(memory, "LLMReflector", model)
+            curator = curator or _llm_role(memory, "LLMCurator", model)
+            if (reflector is None or curator is None) and model is not None:
+                logger.warning("[Curator] ACE_CURATOR_USE_LLM is on but no LLM %s is available; using the heuristic",
+                               "reflector" if reflector is None else "curator")
+        else:
+            reflector = curator = None
+        self.reflector: Reflector = self._with_fallback(reflector, heuristic_reflector)
+        self.curator: Curator = self._with_fallback(curator, heuristic_curator)
+        learning = getattr(memory, "learning", None)  # the Memory's versioning of playbooks (spec 001)
+        self.pipeline = LearningPipeline(
+            memory.store, memory.embedder, self.config, self.reflector, self.curator, tenant_id=memory.config.tenant_id,
+            playbooks=getattr(learning, "playbooks", None),
+        )
+
+    @staticmethod
+    def _with_fallback(role: Any, heuristic: Any) -> Any:
+        if role is None:
+            return heuristic
+        if getattr(role, "fallback", None) is None:
+            role.fallback = heuristic
+        return role
+
+    @classmethod
+    def baseline(cls, memory: Any, **overrides: Any) -> Playbook:
+        """The ACE baseline preset (for comparison): see :meth:`PlaybookConfig.baseline`."""
+        return cls(memory, PlaybookConfig.baseline(), **overrides)
+
+    # turns ------------------------------------------------------------------------------
+    def turn(self, learner_id: str, conversation_id: str | None = None, *, topic: str | None = None) -> PlaybookTurn:
+        """One turn (or task) of ``learner_id`` in conversation ``conversation_id``.
+        The learner's playbook is loaded once, on first use, for the whole turn."""
+        return PlaybookTurn(self, _learner(learner_id), _optional_text(conversation_id, "conversation_id") or "", topic=topic)
+
+    def retrieve(self, query: str, *, learner_id: str, conversation_id: str | None = None, **options: Any) -> list[Bullet]:
+        """:meth:`PlaybookTurn.retrieve` in a turn of its own."""
+        return self.turn(learner_id, conversation_id).retrieve(query, **options)
+
+    def learn(self, *, learner_id: str, conversation_id: str | None = None, **trace: Any) -> dict[str, Any]:
+        """:meth:`PlaybookTurn.learn` in a turn of its own."""
+        return self.turn(learner_id, conversation_id).learn(**trace)
+
+    def run_turn(self, payload: Mapping[str, Any], *, answerer: Callable[..., str] | None = None) -> dict[str, Any]:
+        """The runner protocol (``memorist run-turn``): see :mod:`memorist.ace.runner`."""
+        return run_turn(self, payload, answerer=answerer)
+
+    # inspection ---------------------------------------------------------------------------
+    def _spaces(self, learner_id: str | None) -> ScopeFilter:
+        tenant = self.pipeline.tenant_id
+        if learner_id is None:
+            return ScopeFilter(tenant, None, self.config.agent_id)
+        return ScopeFilter(tenant, self.pipeline.space(_learner(learner_id)).user_id, self.config.agent_id)
+
+    def _rows(self, learner_id: str | None) -> list[tuple[Any, Any]]:
+        """Every bullet of the spaces (inspection shows every playbook, whatever the preset), with vectors."""
+        return self.memory.store.list_bullets(self._spaces(learner_id))
+
+    def bullets(self, learner_id: str | None = None) -> list[Bullet]:
+        """Every bullet (of one learner, or of every playbook), oldest first, each with
+        its current decay score. Reading does not touch anything."""
+        rows = self._rows(learner_id)
+        clocks: dict[tuple[str, str, str], int] = {}
+        out = []
+        for record, _ in rows:
+            clock = clocks.get(record.scope.space)
+            if clock is None:
+                clock = clocks[record.scope.space] = self.memory.store.access_clock(record.scope)
+            out.append(bullet_from(record, score=_score(self.pipeline, record, clock)))
+        return out
+
+    def search(self, query: str, *, learner_id: str | None = None, limit: int = 10) -> list[Bullet]:
+        """Bullets by similarity to ``query`` (cosine), without touching them."""
+        rows = self._rows(learner_id)
+        if not rows:
+            return []
+        qv = self.memory.embedder.embed_query(query)
+        dim = qv.shape[0]
+        matrix = np.stack([v if v is not None and v.shape[0] == dim else np.zeros(dim, np.float32) for _, v in rows])
+        sims = matrix @ qv
+        order = np.argsort(-sims, kind="stable")[:limit]
+        out = []
+        for k in order.tolist():
+            record = rows[k][0]
+            clock = self.memory.store.access_clock(record.scope)
+            out.append(bullet_from(record, score=_score(self.pipeline, record, clock), relevance=float(sims[k])))
+        return out
+
+    def stats(self, learner_id: str | None = None) -> dict[str, Any]:
+        """Counts and averages over the bullets (of one learner, or all)."""
+        bullets = self.bullets(learner_id)
+        n = len(bullets)
+        categories: dict[str, int] = {}
+        for b in bullets:
+            for tag in b.tags:
+                categories[tag] = categories.get(tag, 0) + 1
+
+        def count(attr: str) -> dict[str, int]:
+            out: dict[str, int] = {}
+            for b in bullets:
+                key = getattr(b, attr) or "-"
+                out[key] = out.get(key, 0) + 1
+            return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+        return {
+            "preset": self.config.name,
+            "total_bullets": n,
+            "learners": len({b.learner_id for b in bullets}),
+            "avg_score": round(sum(b.score for b in bullets) / n, 4) if n else 0.0,
+            "avg_helpful": round(sum(b.helpful for b in bullets) / n, 4) if n else 0.0,
+            "avg_harmful": round(sum(b.harmful for b in bullets) / n, 4) if n else 0.0,
+            "by_memory_type": count("memory_type"),
+            "by_section": count("section"),
+            "by_topic": count("topic"),
+            "categories": dict(sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "max_bullets": self.config.max_bullets,
+        }
+
+    def cleanup(self, learner_id: str | None = None, *, threshold: float = 0.9, dry_run: bool = False) -> dict[str, Any]:
+        """Merge near-duplicate bullets: clusters at cosine ``>= threshold`` within each
+        playbook, each merged into its survivor by the same rule and helper as at run
+        time. ``dry_run``: report the plan, write nothing."""
+        rows = self._rows(learner_id)
+        # Within one playbook: a space may hold several (spec 001's named playbooks).
+        by_space: dict[tuple[tuple[str, str, str], str], list[tuple[Any, Any]]] = {}
+        for record, vector in rows:
+            by_space.setdefault((record.scope.space, playbook_of(record, self.config.name)), []).append((record, vector))
+        plan = []
+        for (_space, name), space_rows in by_space.items():
+            if len(space_rows) < 2:
+                continue
+            dim = max((v.shape[0] for _, v in space_rows if v is not None), default=0)
+            if not dim:
+                continue
+            matrix = np.stack([v if v is not None else np.zeros(dim, np.float32) for _, v in space_rows])
+            for group in clusters(cosine_matrix(matrix), threshold):
+                members = [space_rows[i][0] for i in group]
+                survivor = members[0]
+                for other in members[1:]:
+                    survivor = (choose_first_seen if self.config.dedup == "jaccard" else choose_survivor)(survivor, other)[0]
+                plan.append({
+                    "learner_id": survivor.scope.user_id,
+                    "playbook": name,
+                    "kept": survivor.id,
+                    "kept_content": survivor.text,
+                    "merged": [m.id for m in members if m.id != survivor.id],
+                    "merged_content": [m.text for m in members if m.id != survivor.id],
+                })
+        merged = 0
+        if not dry_run:
+            for item in plan:
+                merged += self._apply_cleanup(item["learner_id"], item["playbook"], item["kept"], item["merged"])
+        return {"dry_run": dry_run, "threshold": threshold, "clusters": plan,
+                "would_merge" if dry_run else "merged": sum(len(p["merged"]) for p in plan) if dry_run else merged}
+
+    def _apply_cleanup(self, user_id: str, name: str, kept: str, others: Sequence[str]) -> int:
+        pipeline = self.pipeline
+        scope = pipeline.space(user_id) if self.config.per_learner else pipeline.space("")
+        state = PlaybookState(scope=scope, learner_id=user_id)
+        merged = 0
+        now = time.time()
+        with self.memory.store.transaction() as batch:
+            rows = batch.list_bullets(ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id))
+            state.fill([(r, v) for r, v in rows if is_strategy_of(r, name, default=self.config.name)])
+            state.clock = batch.advance_clock(scope, 0)
+            survivor = kept
+            gone = []
+            for other in others:
+                if survivor in state.records and other in state.records:
+                    new = pipeline.merge(batch, state, survivor, other, now)
+                    gone.append(other if new == survivor else survivor)
+                    survivor = new
+                    merged += 1
+            if merged:
+                pipeline.record_version(batch, state, now, change={"updated": [survivor], "removed": gone}, reason="cleanup", name=name)
+        return merged
+
+
+def _score(pipeline: LearningPipeline, record: Any, clock: int) -> float:
+    return record_score(record, clock, pipeline.rates)
+
+
+class PlaybookTurn:
+    """One turn of one learner: retrieve bullets for the prompt, then learn from what happened.
+
+    The learner's playbook is loaded at most once for the turn (the baseline preset
+    reloads it on every access, as the ACE baseline did).
+    """
+
+    def __init__(self, playbook: Playbook, learner_id: str, conversation_id: str, *, topic: str | None = None) -> None:
+        self.playbook = playbook
+        self.learner_id = learner_id
+        self.conversation_id = conversation_id
+        self.topic = topic
+        self.injected: list[Bullet] = []
+        self._state: PlaybookState | None = None
+
+    @property
+    def state(self) -> PlaybookState:
+        if self._state is None or self.playbook.config.reload_every_access:
+            self._state = self.playbook.pipeline.load(self.learner_id)
+        return self._state
+
+    @property
+    def size(self) -> int:
+        """How many bullets the learner's playbook holds, as this turn last saw it."""
+        return len(self._state) if self._state is not None else len(self.state)
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        topic: str | None = None,
+        memory_types: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        touch: bool = True,
+    ) -> list[Bullet]:
+        """The learner's bullets most relevant to ``query``, best first; remembered as
+        this turn's injected bullets (what :meth:`learn` tags helpful or harmful)."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("query", "must be a non-empty string")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+            raise ValidationError("top_k", f"must be a whole number >= 1, got {top_k!r}")
+        bullets = self.playbook.pipeline.retrieve(
+            self.state, query, top_k=top_k, topic=topic or self.topic, memory_types=memory_types, tags=tags, touch=touch
+        )
+        self.injected.extend(b for b in bullets if b.id not in {i.id for i in self.injected})
+        return bullets
+
+    def context(self, query: str, **options: Any) -> str:
+        """:func:`format_context` of :meth:`retrieve`."""
+        return format_context(self.retrieve(query, **options), title=f"ACE playbook (learner {self.learner_id})")
+
+    def learn(
+        self,
+        *,
+        question: str | None = None,
+        answer: str = "",
+        feedback: str | None = None,
+        outcome: str | None = None,
+        used: Sequence[Bullet] | None = None,
+        lessons: Sequence[Lesson | Mapping[str, Any] | str] | None = None,
+        messages: Sequence[Any] = (),
+        topic: str | None = None,
+        answer_mode: str = "",
+    ) -> dict[str, Any]:
+        """Learn from this turn: reflect → curate → apply atomically → dedup → prune.
+
+        ``used``: the bullets that were in the prompt (default: what :meth:`retrieve`
+        returned in this turn). ``lessons``: lessons already known (they replace the
+        reflector's own). Returns ``{"num_new_bullets", "num_updates",
+        "num_removals", ...}``.
+        """
+        msgs = messages_of(messages)
+        if question is None:
+            question = next((m.content for m in reversed(msgs) if m.role == "user"), "")
+        if not isinstance(question, str):
+            raise ValidationError("question", f"must be a string, got {type(question).__name__}")
+        given = tuple(_lesson(x) for x in (lessons or ()))
+        trace = Trace(
+            question=question,
+            answer=answer or "",
+            feedback=_optional_text(feedback, "feedback"),
+            outcome=_optional_text(outcome, "outcome"),
+            injected=tuple(self.injected if used is None else used),
+            messages=msgs,
+            learner_id=self.learner_id,
+            topic=topic or self.topic or "",
+            lessons=given,
+            answer_mode=answer_mode,
+        )
+        result = self.playbook.pipeline.learn(self.state, trace, conversation_id=self.conversation_id)
+        return result.to_dict()
+
+
+def _lesson(value: Lesson | Mapping[str, Any] | str) -> Lesson:
+    if isinstance(value, Lesson):
+        return value
+    if isinstance(value, str):
+        return Lesson(content=value)
+    if isinstance(value, Mapping):
+        if not isinstance(value.get("content"), str):
+            raise ValidationError("lessons", f"each lesson needs a 'content' string, got {value!r}")
+        return Lesson.from_dict(value)
+    raise ValidationError("lessons", f"a lesson is a string, a mapping or a Lesson, got {type(value).__name__}")
+
+
+__all__ = ["Playbook", "PlaybookTurn"]

@@ -1,0 +1,180 @@
+"""The runner protocol (spec 000 §2): one turn in, one JSON answer out.
+
+Input (``memorist run-turn`` reads it on stdin)::
+
+    {"messages": [{"role": "user", "content": "..."}, ...],
+     "learner_id"?: "sam", "conversation_id"?: "c-42",
+     "feedback"?: "That helped!", "outcome"?: "success" | "failure", "topic"?: "fractions"}
+
+Spec 000's own input, ``{"messages": [...]}`` alone, is a turn of the learner
+``"default"`` (:data:`DEFAULT_LEARNER`) in no named conversation.
+
+Output::
+
+    {"answer": "...", "mode": "llm" | "deterministic",
+     "result": {"answer", "context", "bullets", "topic"},
+     "scratch": {"ace_delta": {"num_new_bullets", "num_updates", "num_removals", ...},
+                 "learner_id", "conversation_id", "topic", "ace_memory_loaded", "injected_ids", "lessons"}}
+
+The turn loads the learner's playbook once, injects the bullets relevant to the last
+user message, answers (with the model when one is configured, else a deterministic
+reply that says so), and learns from the feedback — all logged on the
+``memorist.ace`` loggers, which ``memorist run-turn`` sends to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import MemoristError, ValidationError
+from ..policies.taxonomy import infer_topic, snake_case
+from ..policies.text import preview
+from ..roles.learning import Bullet, messages_of
+from .context import format_context
+
+if TYPE_CHECKING:  # the playbook imports this module (Playbook.run_turn)
+    from .playbook import Playbook
+
+runner_log = logging.getLogger("memorist.ace.runner")
+
+SYSTEM_PROMPT = (
+    "You are a patient tutor. Answer the learner's last message. The playbook below is "
+    "what earlier conversations taught about teaching this learner: follow its "
+    "strategies, avoid its common mistakes, and do not mention it."
+)
+_LONE_NUMBER = re.compile(r"^\s*[-+]?\d+(?:[.,]\d+)?\s*$")
+
+#: The learner of a turn that names none (spec 000's verification input has no learner id).
+DEFAULT_LEARNER = "default"
+
+#: ``answerer(system, messages) -> answer``: how the runner asks a model.
+Answerer = Callable[[str, Sequence[Mapping[str, str]]], str]
+
+
+def sanitize_answer(text: Any) -> str:
+    """The answer without stray lone numeric lines (a ``10`` on a line of its own in a
+    longer reply) and without runs of blank lines. An answer that is only a number stays."""
+    text = str(text or "").replace("\r\n", "\n").strip()
+    lines = text.split("\n")
+    if any(line.strip() and not _LONE_NUMBER.match(line) for line in lines):
+        lines = [line for line in lines if not _LONE_NUMBER.match(line)]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def deterministic_answer(question: str, bullets: Sequence[Bullet]) -> str:
+    """The reply when no language model is configured: it says so, and lists what the
+    learner's playbook holds for the question."""
+    head = (
+        "No language model is configured, so this is a deterministic reply from Memorist's "
+        "playbook, not a generated answer."
+    )
+    if not bullets:
+        return (
+            f"{head} I have no lessons for this learner that fit this question yet; tell me what "
+            "helped or what did not (the \"feedback\" field) and I will remember it."
+        )
+    lines = [f"{head} What I have learned for this learner that fits this question:"]
+    lines.extend(f"- {b.content}" for b in bullets)
+    return "\n".join(lines)
+
+
+def _check(payload: Any) -> tuple[list[dict[str, str]], str, str, str | None, str | None, str | None]:
+    if not isinstance(payload, Mapping):
+        raise ValidationError("input", f"must be a JSON object, got {type(payload).__name__}")
+    messages = payload.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValidationError("messages", "must be a non-empty list of {\"role\", \"content\"} objects")
+    clean: list[dict[str, str]] = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping) or not isinstance(m.get("content"), str) or not isinstance(m.get("role", "user"), str):
+            raise ValidationError(f"messages[{i}]", "must be an object with a string \"role\" and \"content\"")
+        clean.append({"role": m.get("role", "user"), "content": m["content"]})
+    if not any(m["role"] == "user" and m["content"].strip() for m in clean):
+        raise ValidationError("messages", "need at least one user message with content")
+    learner = payload.get("learner_id", payload.get("learnerId"))
+    if learner is None:
+        learner = DEFAULT_LEARNER
+    if not isinstance(learner, str) or not learner.strip():
+        raise ValidationError("learner_id", f"must be a non-empty string when given, got {learner!r}")
+    conversation = payload.get("conversation_id", payload.get("conversationId")) or ""
+    if not isinstance(conversation, str):
+        raise ValidationError("conversation_id", f"must be a string, got {type(conversation).__name__}")
+    out: list[str | None] = []
+    for name in ("feedback", "outcome", "topic"):
+        value = payload.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValidationError(name, f"must be a string, got {type(value).__name__}")
+        out.append(value)
+    return clean, learner, conversation, out[0], out[1], out[2]
+
+
+def _model_answerer(memory: Any) -> Answerer | None:
+    llm = getattr(memory, "llm", None)
+    if llm is None:
+        return None
+
+    def answer(system: str, messages: Sequence[Mapping[str, str]]) -> str:
+        from ..llm.base import ChatMessage
+
+        chat = [ChatMessage(m["role"], m["content"]) for m in messages if m["role"] in ("user", "assistant") and m["content"].strip()]
+        return llm.generate(chat, system=system, role="tutor", prompt_version="ace-tutor/1")
+
+    return answer
+
+
+def run_turn(playbook: Playbook, payload: Mapping[str, Any], *, answerer: Answerer | None = None) -> dict[str, Any]:
+    """Run one turn of the protocol above and return the output object."""
+    messages, learner, conversation, feedback, outcome, topic = _check(payload)
+    question = next(m["content"] for m in reversed(messages) if m["role"] == "user" and m["content"].strip())
+    runner_log.info("[ACE Runner] Turn learner=%s conversation=%s question=%s", learner, conversation or "-", preview(question))
+    turn = playbook.turn(learner, conversation, topic=topic)
+    bullets = turn.retrieve(question)
+    context = format_context(bullets, title=f"ACE playbook (learner {learner})")
+    answerer = answerer or _model_answerer(playbook.memory)
+    mode = "deterministic"
+    answer = ""
+    if answerer is not None:
+        system = SYSTEM_PROMPT + ("\n\n" + context if context else "")
+        try:
+            answer = answerer(system, messages)
+            mode = "llm"
+        except MemoristError as exc:
+            runner_log.warning("[ACE Runner] The model failed (%s); answering deterministically", preview(exc))
+    if mode == "deterministic":
+        answer = deterministic_answer(question, bullets)
+    answer = sanitize_answer(answer)
+    runner_log.info("[ACE Runner] Answer mode=%s %s", mode, preview(answer))
+    delta = turn.learn(
+        question=question,
+        answer=answer,
+        feedback=feedback,
+        outcome=outcome,
+        messages=messages_of(messages),
+        answer_mode=mode,
+    )
+    topic = snake_case(topic) if topic else infer_topic(question)
+    return {
+        "answer": answer,
+        "mode": mode,
+        "result": {
+            "answer": answer,
+            "context": context,
+            "bullets": [b.to_dict() for b in bullets],
+            "topic": topic,
+        },
+        "scratch": {
+            "learner_id": learner,
+            "conversation_id": conversation,
+            "topic": topic,
+            "ace_memory_loaded": True,
+            "ace_delta": delta,
+            "injected_ids": [b.id for b in bullets],
+            "lessons": delta.get("lessons", []),
+        },
+    }
+
+
+__all__ = ["DEFAULT_LEARNER", "SYSTEM_PROMPT", "deterministic_answer", "run_turn", "sanitize_answer"]

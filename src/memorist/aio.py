@@ -1,0 +1,348 @@
+""":class:`AsyncMemory`: :class:`~memorist.Memory` for asyncio applications (FastAPI,
+LangGraph), as mem0's ``AsyncMemory``.
+
+Every call is Memory's, awaited: it runs in a worker thread (:func:`asyncio.to_thread`),
+so the event loop never waits on SQLite or an embedding model:
+
+>>> import asyncio
+>>> from memorist import AsyncMemory
+>>> async def main():
+...     async with AsyncMemory(":memory:", embedder="hashing") as memory:
+...         await memory.add("I'm a vegetarian.", user_id="alex")
+...         return [r["memory"] for r in (await memory.search("food?", user_id="alex"))["results"]]
+>>> asyncio.run(main())
+['Is vegetarian']
+
+The calls of one AsyncMemory run one at a time. The store serialises its own reads
+and writes, but Memory keeps state between them that is not under that lock (the
+query-vector cache; an ``add`` reads the scope's memories, then writes what it
+decided), so concurrent tasks queue on a lock of the instance instead. Building one
+opens the store (and may load a model): do it at start-up, or in
+``await asyncio.to_thread(AsyncMemory, ...)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from .config import MemoryConfig
+from .embed import Embedder
+from .llm import LLM
+from .memory import Memory
+from .policies.ranking import RankingPolicy
+from .roles.base import Extractor, Reconciler
+from .store.base import Store
+
+T = TypeVar("T")
+
+
+class AsyncMemory:
+    """:class:`~memorist.Memory`'s calls as coroutines; the same constructor.
+
+    ``memory`` is the wrapped (synchronous) Memory. Use ``async with`` or
+    :meth:`aclose`. :meth:`export` returns a list (Memory's returns an iterator).
+    """
+
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        embedder: str | Embedder | None = None,
+        decay_days: float | None = None,
+        tenant_id: str = "",
+        extractor: Extractor | None = None,
+        reconciler: Reconciler | None = None,
+        ranking: RankingPolicy | None = None,
+        store: Store | None = None,
+        config: MemoryConfig | None = None,
+        llm: str | LLM | None = None,
+        policy: str | None = None,
+    ) -> None:
+        self.memory = Memory(
+            path,
+            embedder=embedder,
+            decay_days=decay_days,
+            tenant_id=tenant_id,
+            extractor=extractor,
+            reconciler=reconciler,
+            ranking=ranking,
+            store=store,
+            config=config,
+            llm=llm,
+            policy=policy,
+        )
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> AsyncMemory:
+        """Build from a plain mapping, as :meth:`memorist.Memory.from_config`."""
+        return cls(config=MemoryConfig.from_mapping(config))
+
+    @property
+    def config(self) -> MemoryConfig:
+        """The wrapped Memory's resolved configuration."""
+        return self.memory.config
+
+    async def _run(self, call: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        def locked() -> T:
+            with self._lock:
+                return call(*args, **kwargs)
+
+        return await asyncio.to_thread(locked)
+
+    # the mem0-style API ------------------------------------------------------------
+    async def add(
+        self,
+        messages: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        timestamp: Any = None,
+        test: bool = False,
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.add`, awaited."""
+        return await self._run(
+            self.memory.add, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata, infer=infer,
+            timestamp=timestamp, test=test,
+        )
+
+    async def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 5,
+        filters: Mapping[str, Any] | None = None,
+        reference_time: Any = None,
+        threshold: float | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.search`, awaited."""
+        return await self._run(
+            self.memory.search,
+            query,
+            user_id=user_id,
+            agent_id=agent_id,
+            run_id=run_id,
+            limit=limit,
+            filters=filters,
+            reference_time=reference_time,
+            threshold=threshold,
+        )
+
+    async def get(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.get`, awaited."""
+        return await self._run(self.memory.get, memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
+
+    async def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        filters: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.get_all`, awaited."""
+        return await self._run(self.memory.get_all, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit, filters=filters)
+
+    async def update(
+        self,
+        memory_id: str,
+        text: str,
+        metadata: dict[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.update`, awaited."""
+        return await self._run(self.memory.update, memory_id, text, metadata, user_id=user_id, agent_id=agent_id, run_id=run_id)
+
+    async def delete(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.delete`, awaited."""
+        return await self._run(self.memory.delete, memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
+
+    async def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """:meth:`memorist.Memory.delete_all`, awaited."""
+        return await self._run(self.memory.delete_all, user_id=user_id, agent_id=agent_id, run_id=run_id)
+
+    async def history(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """:meth:`memorist.Memory.history`, awaited."""
+        return await self._run(self.memory.history, memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
+
+    async def reset(self) -> None:
+        """:meth:`memorist.Memory.reset`, awaited."""
+        await self._run(self.memory.reset)
+
+    # inspection and maintenance ------------------------------------------------------
+    async def events(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """:meth:`memorist.Memory.events`, awaited."""
+        return await self._run(self.memory.events, user_id=user_id, agent_id=agent_id, run_id=run_id, since=since, limit=limit)
+
+    async def stats(self) -> dict[str, Any]:
+        """:meth:`memorist.Memory.stats`, awaited."""
+        return await self._run(self.memory.stats)
+
+    async def pending(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """:meth:`memorist.Memory.pending`, awaited."""
+        return await self._run(self.memory.pending, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit)
+
+    async def reprocess(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.reprocess`, awaited."""
+        return await self._run(self.memory.reprocess, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit)
+
+    async def llm_usage(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.llm_usage`, awaited."""
+        return await self._run(self.memory.llm_usage, user_id=user_id, agent_id=agent_id, run_id=run_id, since=since)
+
+    async def reindex(self, *, embedder: str | Embedder | None = None, progress: Any = None) -> dict[str, int]:
+        """:meth:`memorist.Memory.reindex`, awaited (``progress`` is called in the worker thread)."""
+        return await self._run(self.memory.reindex, embedder=embedder, progress=progress)
+
+    async def playbook(self, preset: str = "ltmbse", **options: Any) -> Any:
+        """:meth:`memorist.Memory.playbook`, awaited. The Playbook's own calls are synchronous."""
+        return await self._run(self.memory.playbook, preset, **options)
+
+    # ids, export and import -------------------------------------------------------------
+    async def resolve_id(self, prefix: str, *, include_deleted: bool = False) -> str:
+        """:meth:`memorist.Memory.resolve_id`, awaited."""
+        return await self._run(self.memory.resolve_id, prefix, include_deleted=include_deleted)
+
+    async def export(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        all_scopes: bool = False,
+        events: bool = False,
+    ) -> list[dict[str, Any]]:
+        """:meth:`memorist.Memory.export`, awaited, as a list (read whole in the worker thread)."""
+
+        def read() -> list[dict[str, Any]]:
+            return list(self.memory.export(user_id=user_id, agent_id=agent_id, run_id=run_id, all_scopes=all_scopes, events=events))
+
+        return await self._run(read)
+
+    async def import_(
+        self,
+        source: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        infer: bool | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> dict[str, int]:
+        """:meth:`memorist.Memory.import_`, awaited (``source`` is read and ``progress``
+        called in the worker thread)."""
+        return await self._run(self.memory.import_, source, user_id=user_id, agent_id=agent_id, run_id=run_id, infer=infer, progress=progress)
+
+    # integrity and backup -------------------------------------------------------------
+    async def check(self, *, quick: bool = False) -> dict[str, Any]:
+        """:meth:`memorist.Memory.check`, awaited."""
+        return await self._run(self.memory.check, quick=quick)
+
+    async def backup(self, dest: str, *, force: bool = False) -> dict[str, Any]:
+        """:meth:`memorist.Memory.backup`, awaited."""
+        return await self._run(self.memory.backup, dest, force=force)
+
+    # the learning loop (spec 001) -------------------------------------------------------
+    async def execute_with_learning(
+        self,
+        task_fn: Callable[..., Any] | None = None,
+        task_description: str | None = None,
+        task_type: str | None = None,
+        auto_reflect: bool = True,
+        auto_curate: bool = True,
+        playbook_name: str = "default",
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        scope: str | None = None,
+        parent_trajectory_id: str | None = None,
+    ) -> Any:
+        """:meth:`memorist.Memory.execute_with_learning`, awaited: a sync ``task_fn``
+        runs in a worker thread, an async one on this loop. Without the instance
+        lock: the task may await this AsyncMemory's other calls. Without ``task_fn``,
+        the (Memory's) decorator."""
+        options = dict(task_type=task_type, auto_reflect=auto_reflect, auto_curate=auto_curate, playbook_name=playbook_name,
+                       user_id=user_id, agent_id=agent_id, scope=scope, parent_trajectory_id=parent_trajectory_id)
+        if task_fn is None:
+            return self.memory.execute_with_learning(None, task_description, **options)
+        if inspect.iscoroutinefunction(task_fn):
+            return await self.memory.execute_with_learning(task_fn, task_description, **options)
+        return await asyncio.to_thread(self.memory.execute_with_learning, task_fn, task_description, **options)
+
+    async def aclose(self) -> None:
+        """Flush buffered bookkeeping and close the store (after the running call)."""
+        await self._run(self.memory.close)
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"Async{self.memory!r}"
+
+
+def _awaited(name: str) -> Callable[..., Any]:
+    """``AsyncMemory.<name>``: :class:`~memorist.Memory`'s call of that name, awaited
+    (same parameters; run in a worker thread under the instance lock)."""
+    call = getattr(Memory, name)
+
+    @functools.wraps(call)
+    async def method(self: AsyncMemory, *args: Any, **kwargs: Any) -> Any:
+        return await self._run(getattr(self.memory, name), *args, **kwargs)
+
+    method.__doc__ = f":meth:`memorist.Memory.{name}`, awaited."
+    return method
+
+
+# The learning loop's calls (spec 001): each exactly Memory's, awaited.
+for _name in (
+    "start_trajectory", "log_step", "complete_trajectory", "get_trajectory", "query_trajectories", "prune_trajectories",
+    "reflect", "batch_reflect", "get_playbook", "list_playbooks", "create_playbook", "update_playbook", "curate_playbook",
+    "list_playbook_versions", "get_playbook_version", "rollback_playbook",
+):
+    setattr(AsyncMemory, _name, _awaited(_name))
+# The energy tiers' calls (spec 002): each exactly Memory's, awaited.
+for _name in (
+    "boost", "maintain", "end_conversation", "wait_for_maintenance", "tiers_status", "tiers_health", "tiers_config",
+    "test_memories", "delete_test_memories",
+):
+    setattr(AsyncMemory, _name, _awaited(_name))
+# Spec 003's calls (minutes' context window, evaluation, PAIR): each exactly Memory's,
+# awaited (PAIR's revise callback runs in the worker thread too).
+for _name in ("build_context", "evaluate", "pair", "pair_round"):
+    setattr(AsyncMemory, _name, _awaited(_name))
+del _name
+
+
+__all__ = ["AsyncMemory"]

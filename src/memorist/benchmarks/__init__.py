@@ -1,0 +1,1 @@
+"""Benchmarks behind ``memorist bench``: they run Memorist through its public API."""

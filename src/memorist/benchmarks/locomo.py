@@ -1,0 +1,297 @@
+"""LoCoMo retrieval benchmark through Memorist's public API.
+
+Each conversation goes into its own user space with ``Memory.add``; each question
+is searched in that space with ``Memory.search``; recall@k is the metric of the
+LoCoMo paper's retrieval experiments (see ``../shared/data/README.md``): for a
+question, the share of its evidence turns found among the top k; a question with no
+evidence counts 1; categories averaged separately and overall.
+
+Units:
+
+- ``dialog``: every turn is one memory, with its session's date as ``timestamp``
+  and its speaker as the message name;
+- ``observation``: every observation (a fact about a speaker) is one memory and
+  counts as its source turn;
+- ``summary``: one memory per session summary, matched at session level.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 5: "adversarial"}
+UNITS = ("dialog", "observation", "summary")
+_EVIDENCE = re.compile(r"^D(\d+):(\d+)$")
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def count_tokens(text: str) -> int:
+    """Approximate tokens: words and punctuation marks (no model tokenizer needed)."""
+    return len(_TOKEN.findall(text))
+
+
+def parse_evidence(raw: Iterable[str]) -> tuple[list[str], int]:
+    """Turn ids out of an evidence list, and how many entries could not be parsed.
+
+    Well-formed ids look like ``D3:12``. Entries holding several ids
+    (``"D8:6; D9:17"``, space-joined lists) are split; leading zeros are dropped
+    (``D30:05`` is ``D30:5``). What still does not parse (``"D"``, ``"D:11:26"``)
+    counts as evidence that cannot be retrieved.
+    """
+    ids: list[str] = []
+    bad = 0
+    for entry in raw:
+        for part in re.split(r"[;,\s]+", str(entry).strip()):
+            if not part:
+                continue
+            match = _EVIDENCE.match(part)
+            if match:
+                ids.append(f"D{int(match.group(1))}:{int(match.group(2))}")
+            else:
+                bad += 1
+    return list(dict.fromkeys(ids)), bad
+
+
+def session_of(dia_id: str) -> int:
+    return int(dia_id[1:].split(":", 1)[0])
+
+
+def parse_date(text: str) -> datetime:
+    """LoCoMo's ``"1:56 pm on 8 May, 2023"``, as UTC."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def question_recall(evidence: Sequence[str], retrieved: Sequence[str], *, bad: int = 0, unit: str = "dialog") -> float:
+    """Recall of one question: evidence found in ``retrieved`` / all evidence.
+
+    ``retrieved`` holds turn ids (dialog, observation) or session numbers as
+    strings (summary). ``bad`` unparseable evidence entries count as missed. A
+    question without any evidence counts 1.
+    """
+    total = len(evidence) + bad
+    if total == 0:
+        return 1.0
+    got = set(retrieved)
+    if unit == "summary":
+        found = sum(1 for e in evidence if str(session_of(e)) in got)
+    else:
+        found = sum(1 for e in evidence if e in got)
+    return found / total
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    speakers: tuple[str, str]
+    sessions: list[tuple[int, datetime, list[dict[str, Any]]]]
+    observations: list[tuple[int, str, str, str]]  # session, speaker, fact, dia_id
+    summaries: list[tuple[int, str]]
+    questions: list[dict[str, Any]] = field(default_factory=list)
+
+    def full_text(self) -> str:
+        return "\n".join(f"{t['speaker']}: {turn_text(t)}" for _, _, turns in self.sessions for t in turns)
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    text = turn.get("text", "")
+    caption = turn.get("blip_caption")
+    return f"{text} [shared a photo of {caption}]" if caption else text
+
+
+def load(path: str | Path) -> list[Conversation]:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    out = []
+    for item in data:
+        conv = item["conversation"]
+        sessions = []
+        for key in conv:
+            match = re.fullmatch(r"session_(\d+)", key)
+            if match and isinstance(conv[key], list):
+                n = int(match.group(1))
+                sessions.append((n, parse_date(conv[f"session_{n}_date_time"]), conv[key]))
+        sessions.sort(key=lambda s: s[0])
+        dates = {n: d for n, d, _ in sessions}
+        observations = []
+        for key, by_speaker in (item.get("observation") or {}).items():
+            n = int(re.search(r"session_(\d+)", key).group(1))  # type: ignore[union-attr]
+            for speaker, facts in by_speaker.items():
+                for fact in facts:
+                    if isinstance(fact, list | tuple) and len(fact) >= 2 and n in dates:
+                        observations.append((n, speaker, str(fact[0]), str(fact[1])))
+        summaries = []
+        for key, text in (item.get("session_summary") or {}).items():
+            n = int(re.search(r"session_(\d+)", key).group(1))  # type: ignore[union-attr]
+            if n in dates:
+                summaries.append((n, str(text)))
+        out.append(
+            Conversation(
+                sample_id=item["sample_id"],
+                speakers=(conv.get("speaker_a", ""), conv.get("speaker_b", "")),
+                sessions=sessions,
+                observations=observations,
+                summaries=sorted(summaries),
+                questions=list(item.get("qa", [])),
+            )
+        )
+    return out
+
+
+def ingest(memory: Any, conv: Conversation, unit: str) -> None:
+    """Store a conversation in its own user space through ``Memory.add``."""
+    dates = {n: d for n, d, _ in conv.sessions}
+    if unit == "dialog":
+        for n, date, turns in conv.sessions:
+            messages = [
+                {
+                    "role": "user",
+                    "content": turn_text(t),
+                    "name": t["speaker"],
+                    "metadata": {"dia_id": t["dia_id"]},
+                    # Turns of a session share its date; keep their order.
+                    "timestamp": date.timestamp() + i,
+                }
+                for i, t in enumerate(turns)
+            ]
+            memory.add(messages, user_id=conv.sample_id, infer=False, metadata={"session": n})
+    elif unit == "observation":
+        by_session: dict[int, list[dict[str, Any]]] = {}
+        for n, speaker, fact, dia_id in conv.observations:
+            by_session.setdefault(n, []).append(
+                {"role": "user", "content": fact, "name": speaker, "metadata": {"dia_id": dia_id}}
+            )
+        for n, messages in sorted(by_session.items()):
+            memory.add(messages, user_id=conv.sample_id, infer=False, metadata={"session": n}, timestamp=dates[n])
+    elif unit == "summary":
+        for n, text in conv.summaries:
+            memory.add(
+                [{"role": "user", "content": text}],
+                user_id=conv.sample_id,
+                infer=False,
+                metadata={"session": n},
+                timestamp=dates[n],
+            )
+    else:
+        raise ValueError(f"unknown unit {unit!r}; use one of {', '.join(UNITS)}")
+
+
+def _retrieved_key(item: dict[str, Any], unit: str) -> str:
+    meta = item.get("metadata") or {}
+    if unit == "summary":
+        return str(meta.get("session"))
+    return str(meta.get("dia_id"))
+
+
+def run(
+    path: str | Path,
+    *,
+    unit: str = "dialog",
+    ks: Sequence[int] = (5, 10, 25, 50),
+    embedder: Any = None,
+    memory_factory: Callable[[str], Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    db: str | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark; returns the JSON-ready result (see ``memorist bench locomo``).
+
+    ``db``: the store to run in (a path or a ``postgresql://`` URL), in a tenant of
+    its own whose memories are deleted afterwards; by default a temporary SQLite file.
+    """
+    if unit not in UNITS:
+        raise ValueError(f"unknown unit {unit!r}; use one of {', '.join(UNITS)}")
+    ks = sorted({int(k) for k in ks})
+    if not ks or ks[0] <= 0:
+        raise ValueError("k values must be positive whole numbers")
+    conversations = load(path)
+    from ..memory import Memory
+
+    per_k: dict[int, dict[str, list[float]]] = {k: {} for k in ks}
+    context_tokens: dict[int, list[int]] = {k: [] for k in ks}
+    full_tokens: list[int] = []
+    latencies: list[float] = []
+    total_q = sum(len(c.questions) for c in conversations)
+    done = 0
+    with tempfile.TemporaryDirectory(prefix="memorist-locomo-") as tmp:
+        if db is not None:
+            # A store that may hold other data: a tenant nobody else uses.
+            memory = Memory(db, embedder=embedder, tenant_id=f"bench-locomo-{uuid.uuid4().hex[:12]}")
+        else:
+            db = str(Path(tmp) / "locomo.db")
+            memory = memory_factory(db) if memory_factory else Memory(db, embedder=embedder)
+        try:
+            for conv in conversations:
+                ingest(memory, conv, unit)
+                conv_tokens = count_tokens(conv.full_text())
+                for qa in conv.questions:
+                    evidence, bad = parse_evidence(qa.get("evidence", []))
+                    category = CATEGORIES.get(int(qa.get("category", 0)), "other")
+                    start = time.perf_counter()
+                    hits = memory.search(str(qa["question"]), user_id=conv.sample_id, limit=ks[-1])["results"]
+                    latencies.append(time.perf_counter() - start)
+                    keys = [_retrieved_key(h, unit) for h in hits]
+                    for k in ks:
+                        r = question_recall(evidence, keys[:k], bad=bad, unit=unit)
+                        per_k[k].setdefault(category, []).append(r)
+                        per_k[k].setdefault("overall", []).append(r)
+                        context_tokens[k].append(sum(count_tokens(h["memory"]) for h in hits[:k]))
+                    full_tokens.append(conv_tokens)
+                    done += 1
+                    if progress:
+                        progress(done, total_q)
+        finally:
+            embedder_name = memory.embedder.name
+            try:
+                if memory.config.tenant_id.startswith("bench-locomo-"):
+                    for conv in conversations:
+                        memory.delete_all(user_id=conv.sample_id)
+            finally:
+                memory.close()
+    recall = {
+        str(k): {name: (sum(v) / len(v) if v else 0.0) for name, v in sorted(per_k[k].items())}
+        for k in ks
+    }
+    for k in ks:  # every category key is present, even when a data set lacks one
+        for name in CATEGORIES.values():
+            recall[str(k)].setdefault(name, 0.0)
+    latencies.sort()
+    return {
+        "unit": unit,
+        "questions": done,
+        "conversations": len(conversations),
+        "embedder": embedder_name,
+        "recall": recall,
+        "context_tokens": {str(k): (sum(v) / len(v) if v else 0.0) for k, v in context_tokens.items()},
+        "full_tokens": (sum(full_tokens) / len(full_tokens)) if full_tokens else 0.0,
+        "search_ms_p50": latencies[len(latencies) // 2] * 1000 if latencies else 0.0,
+    }
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """A Markdown table: recall per category and overall for each k, and context size."""
+    names = ["single_hop", "multi_hop", "temporal", "open_domain", "adversarial", "overall"]
+    lines = [
+        f"LoCoMo retrieval, unit={result['unit']}, {result['questions']} questions, "
+        f"{result['conversations']} conversations, embedder={result['embedder']}",
+        "",
+        "| k | " + " | ".join(names) + " | context tokens | of full conversation |",
+        "|---" * (len(names) + 3) + "|",
+    ]
+    for k, row in result["recall"].items():
+        ctx = result["context_tokens"][k]
+        share = ctx / result["full_tokens"] if result["full_tokens"] else 0.0
+        lines.append(
+            f"| {k} | " + " | ".join(f"{100 * row[n]:.1f}" for n in names) + f" | {ctx:.0f} | {share:.1%} |"
+        )
+    lines.append("")
+    lines.append(
+        f"full conversation: {result['full_tokens']:.0f} tokens on average; search p50 {result['search_ms_p50']:.1f} ms"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,38 @@
+"""The ``memorist`` command line: a thin layer over :class:`memorist.Memory`.
+
+Each command turns its arguments into Memory calls and their results into output:
+rich tables for people, or exactly one JSON document on stdout with ``--json``.
+The engine decides everything.
+
+:mod:`.app` holds the group, the global options and the error translation; each
+other module is one command group: :mod:`.memories` (the mem0-style calls),
+:mod:`.transfer` (import, export), :mod:`.reprocess`, :mod:`.playbook` (run-turn,
+analyze, playbook), :mod:`.learning` (trajectory, reflect), :mod:`.maintenance`
+(check, backup), :mod:`.tiers` (maintain, boost, tiers: spec 002's energy tiers), :mod:`.serve` (serve, keys), :mod:`.mcp` and :mod:`.bench`. Importing them registers their commands; each keeps its
+heavy imports inside its commands, so ``memorist --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+from . import (  # noqa: F401  (they register their commands)
+    bench,
+    learning,
+    maintenance,
+    mcp,
+    memories,
+    minutes,
+    playbook,
+    reprocess,
+    serve,
+    tiers,
+    transfer,
+)
+from .app import cli
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The ``memorist`` console script."""
+    cli.main(args=argv, prog_name="memorist")
+
+
+__all__ = ["cli", "main"]

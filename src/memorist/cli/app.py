@@ -1,0 +1,428 @@
+"""The ``memorist`` group: shared options, the opened Memory, output and error translation.
+
+Every command module builds on what is here and nothing else of the CLI:
+
+- :class:`App` holds what the global options configure (``--db``, ``--json``,
+  ``--embedder``, ``--decay-days``) and opens the Memory lazily, so ``memorist --help``
+  never opens a store or loads a model. Commands receive it with :data:`pass_app`.
+- The global options work before *and* after the subcommand
+  (``memorist --db x.db list`` and ``memorist list --db x.db``):
+  :class:`MemoristCommand` and :class:`MemoristGroup` give every command a copy of them
+  that writes into the same :class:`App`. The copy has no default and no
+  environment variable, so it only ever overrides what was typed.
+- Engine errors (:class:`~memorist.MemoristError`) become ``error: <message>`` on stderr
+  with exit code 1 in one place, :meth:`MemoristGroup.invoke`, which also renames the
+  Python argument names in a message to the flags a CLI user typed (``user_id`` →
+  ``--user``). A malformed option value is a usage error, exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import click
+from click.core import ParameterSource
+
+from ..config import default_db_path
+from ..errors import MemoristError, ValidationError
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+_TABLE_WIDTH = 100  # when stdout is not a terminal, so output never depends on it
+IN_MEMORY = ":memory:"
+
+
+class CommandError(click.ClickException):
+    """A failure shown as ``error: <message>`` on stderr, exit code 1."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", file=file, err=file is None)
+
+
+# Python argument names as a CLI user knows them. A ValidationError's field (the
+# message's prefix) is renamed; in the rest of a message only the scope ids are, as
+# they are never anything else ("embedder" may be a word of a sentence).
+_FLAG_NAMES = {
+    "user_id": "--user",
+    "agent_id": "--agent",
+    "run_id": "--run",
+    "limit": "--limit",
+    "filters": "--filters",
+    "metadata": "--metadata",
+    "timestamp": "--timestamp",
+    "threshold": "--threshold",
+}
+_SCOPE_IDS = re.compile(r"(?<![\w.\-])(user_id|agent_id|run_id)(?![\w(=])")
+
+
+def cli_message(exc: MemoristError, arguments: dict[str, str] | None = None) -> str:
+    """The engine's message with Python names replaced by the CLI's flags and arguments.
+
+    ``arguments`` maps a field to the positional argument that fed it in the running
+    command (``{"messages": "TEXT"}`` for ``add``); a part of it, such as
+    ``messages[0].content``, is that argument too.
+    """
+    message = str(exc)
+    if isinstance(exc, ValidationError) and message.startswith(f"{exc.field}: "):
+        base = re.split(r"[\[.]", exc.field, maxsplit=1)[0]
+        names = {**_FLAG_NAMES, **(arguments or {})}
+        if base in names:
+            message = f"{names[base]}: {message[len(exc.field) + 2:]}"
+    return _SCOPE_IDS.sub(lambda m: _FLAG_NAMES[m.group(1)], message)
+
+
+@dataclass
+class App:
+    """What the global options configure; commands open the Memory through it."""
+
+    db: str
+    json: bool = False
+    embedder: str | None = None
+    decay_days: float | None = None
+    #: ``--policy`` (None: MEMORIST_POLICY, else the default policy).
+    policy: str | None = None
+    #: ``--db`` was typed (not taken from MEMORIST_DB or the default): ``memorist demo``
+    #: only writes into a store the user named on the command line.
+    db_typed: bool = False
+    #: Positional arguments of the running command, by the engine field they feed.
+    arguments: dict[str, str] = field(default_factory=dict)
+    _console: Any = field(default=None, repr=False)
+    _memory: Memory | None = field(default=None, repr=False)
+
+    def memory(self, *, create: bool = False, **options: Any) -> Memory:
+        """The command's Memory, opened by the first call (closed when the command ends).
+
+        Without ``create`` the store must exist: a read of a mistyped path is an
+        error naming it, never a new empty store.
+        """
+        if self._memory is not None:
+            return self._memory
+        from ..memory import Memory
+
+        if not create:
+            self.require_store()
+        if self.policy is not None:
+            options.setdefault("policy", self.policy)
+        self._memory = Memory(self.db, embedder=self.embedder, decay_days=self.decay_days, **options)
+        click.get_current_context().call_on_close(self._memory.close)
+        return self._memory
+
+    def require_store(self) -> None:
+        from ..store import sqlite_path, store_kind
+
+        try:
+            kind = store_kind(self.db)
+        except MemoristError as exc:
+            raise CommandError(str(exc)) from exc
+        if kind != "sqlite":
+            return  # a database server: opening it says whether it is there
+        path = sqlite_path(self.db)
+        if path != IN_MEMORY and not os.path.isfile(path):
+            raise CommandError(
+                f"no store at {self.label}: check --db (or MEMORIST_DB); `memorist add` creates one"
+            )
+
+    def sqlite_file(self, what: str) -> str:
+        """The SQLite file of ``--db`` for a command that works on files only."""
+        from ..store import sqlite_path, store_kind
+
+        self.require_store()
+        if store_kind(self.db) != "sqlite":
+            raise CommandError(
+                f"{what} works on SQLite store files; for PostgreSQL use its own tools (amcheck, pg_dump)"
+            )
+        path = os.fspath(sqlite_path(self.db))
+        if path == IN_MEMORY:
+            raise CommandError(f"an in-memory store has no file for {what}; name one with --db")
+        return path
+
+    @property
+    def label(self) -> str:
+        """The store as messages show it: a URL's password hidden."""
+        from ..store import redact
+
+        return redact(self.db)
+
+    @property
+    def console(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            tty = sys.stdout.isatty()
+            self._console = Console(
+                file=sys.stdout,
+                width=None if tty else _TABLE_WIDTH,
+                soft_wrap=False,
+                highlight=False,
+                emoji=False,
+            )
+        return self._console
+
+    def emit(self, data: Any, human: Callable[[], None]) -> None:
+        """One JSON document with ``--json``, else the human rendering."""
+        if self.json:
+            click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        else:
+            human()
+
+    def table(self, columns: list[tuple[str, dict[str, Any]]], rows: list[list[Any]]) -> None:
+        from rich import box
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for name, options in columns:
+            table.add_column(name, **options)
+        for row in rows:
+            # Text, not markup: a memory saying "[bold]" must print as written.
+            table.add_row(*(Text(cell(v)) for v in row))
+        self.console.print(table)
+
+    def pairs(self, data: dict[str, Any]) -> None:
+        self.table(
+            [("key", {"style": "bold", "no_wrap": True}), ("value", {"overflow": "fold"})],
+            [[k, v] for k, v in data.items()],
+        )
+
+
+pass_app = click.make_pass_decorator(App)
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, default=str) if value else "-"
+    return str(value)
+
+
+def when(iso: str | None) -> str:
+    """``2024-05-01T12:30:05.123+00:00`` -> ``2024-05-01 12:30`` (UTC)."""
+    return (iso or "")[:16].replace("T", " ") or "-"
+
+
+#: The columns of a memory's tier and energy (the energy policy's items carry them).
+TIER_COLUMNS: list[tuple[str, dict[str, Any]]] = [("tier", {"no_wrap": True}), ("energy", {"justify": "right"})]
+
+
+def tier_cells(item: dict[str, Any]) -> list[str]:
+    """An item's cells under :data:`TIER_COLUMNS`."""
+    energy = item.get("energy")
+    return [str(item.get("tier") or "-"), "-" if energy is None else f"{energy:.3f}"]
+
+
+# the global options ------------------------------------------------------------------------
+_DB_HELP = "The store: a SQLite file (or sqlite:///file.db) or a postgresql:// URL."
+_JSON_HELP = "Print one JSON document on stdout instead of tables."
+_EMBEDDER_HELP = (
+    "The store's embedder: 'hashing', 'hashing:<dim>' or 'sentence-transformers[:<model>]' "
+    "[default: the store's own; for a new store MiniLM if installed, else hashing]."
+)
+_DECAY_HELP = "Memories not updated for N days are no longer returned (0: never) [default: 0]."
+_POLICY_HELP = "The memory policy: 'default', or 'energy' for energy tiers (spec 002) [default: default]."
+_POLICIES = ("default", "energy")
+
+
+def _app_of(ctx: click.Context) -> App | None:
+    return ctx.find_object(App)
+
+
+def _late(attr: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    """The callback of a global option typed after the subcommand: it overrides."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        app = _app_of(ctx)
+        if app is None or value is None or value is False:
+            return
+        setattr(app, attr, value)
+        if attr == "db":
+            app.db_typed = True
+
+    return callback
+
+
+def late_global_options() -> list[click.Option]:
+    """Fresh copies of the global options for one command (each command owns its params)."""
+    return [
+        click.Option(["--db"], metavar="PATH", expose_value=False, callback=_late("db"), help=_DB_HELP),
+        click.Option(["--json"], is_flag=True, default=False, expose_value=False, callback=_late("json"), help=_JSON_HELP),
+        click.Option(["--embedder"], metavar="SPEC", expose_value=False, callback=_late("embedder"), help=_EMBEDDER_HELP),
+        click.Option(
+            ["--decay-days"],
+            type=click.FloatRange(min=0),
+            metavar="N",
+            expose_value=False,
+            callback=_late("decay_days"),
+            help=_DECAY_HELP,
+        ),
+        click.Option(
+            ["--policy"],
+            type=click.Choice(_POLICIES, case_sensitive=False),
+            expose_value=False,
+            callback=_late("policy"),
+            help=_POLICY_HELP,
+        ),
+    ]
+
+
+class MemoristCommand(click.Command):
+    """A command that also accepts the global options after its name."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        taken = {opt for p in self.params for opt in getattr(p, "opts", ())}
+        self.params.extend(o for o in late_global_options() if not taken.intersection(o.opts))
+
+
+class MemoristGroup(click.Group):
+    """A command group whose commands accept the global options after their names.
+
+    The root group is also the one place where engine errors become CLI errors.
+    """
+
+    command_class = MemoristCommand
+
+    def __init__(self, *args: Any, root: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not root:
+            self.params.extend(late_global_options())
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemoristError as exc:
+            app = _app_of(ctx)
+            raise CommandError(cli_message(exc, app.arguments if app else None)) from exc
+
+
+MemoristGroup.group_class = MemoristGroup
+
+
+class _DbOption(click.Option):
+    """``--db``: its default is computed when shown or used, never at import."""
+
+    def get_default(self, ctx: click.Context, call: bool = True) -> Any:
+        return str(default_db_path())
+
+
+@click.group(cls=MemoristGroup, root=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", cls=_DbOption, metavar="PATH", envvar="MEMORIST_DB", show_envvar=True, show_default=True, help=_DB_HELP)
+@click.option("--json", "json_output", is_flag=True, help=_JSON_HELP)
+@click.option("--embedder", metavar="SPEC", envvar="MEMORIST_EMBEDDER", show_envvar=True, help=_EMBEDDER_HELP)
+@click.option(
+    "--decay-days",
+    type=click.FloatRange(min=0),
+    metavar="N",
+    envvar="MEMORIST_DECAY_DAYS",
+    show_envvar=True,
+    help=_DECAY_HELP,
+)
+@click.option(
+    "--policy",
+    type=click.Choice(_POLICIES, case_sensitive=False),
+    envvar="MEMORIST_POLICY",
+    show_envvar=True,
+    help=_POLICY_HELP,
+)
+@click.version_option(package_name="memorist", prog_name="memorist")
+@click.pass_context
+def cli(ctx: click.Context, db: str, json_output: bool, embedder: str | None, decay_days: float | None, policy: str | None) -> None:
+    """Memorist: long-term memory for LLM agents.
+
+    Memories belong to a scope: a user (--user), an agent (--agent) and/or a run
+    or conversation (--run); most commands need at least one of them. The options
+    below also work after the command: `memorist list --db alex.db --user alex`.
+
+    Start with `memorist demo`.
+    """
+    typed = ctx.get_parameter_source("db") is ParameterSource.COMMANDLINE
+    ctx.obj = App(db=db, json=json_output, embedder=embedder or None, decay_days=decay_days, db_typed=typed,
+                  policy=policy.lower() if policy else None)
+
+
+# shared pieces of commands --------------------------------------------------------------------
+def scope_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--run", "run_id", metavar="ID", help="Run (conversation) id.")(func)
+    func = click.option("--agent", "agent_id", metavar="ID", help="Agent id.")(func)
+    return click.option("--user", "user_id", metavar="ID", help="User id.")(func)
+
+
+def scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> dict[str, str | None]:
+    return {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+
+
+def describe_scope(ids: dict[str, str | None]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in ids.items() if v is not None)
+
+
+def json_object(ctx: click.Context, param: click.Parameter, value: str | None) -> dict[str, Any] | None:
+    """Option callback: the value parsed as a JSON object, or a usage error saying why not."""
+    if value is None:
+        return None
+    try:
+        data = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc.msg} (column {exc.colno})", ctx=ctx, param=param) from exc
+    if not isinstance(data, dict):
+        raise click.BadParameter(
+            f'must be a JSON object like \'{{"key": "value"}}\', got {type(data).__name__}', ctx=ctx, param=param
+        )
+    return data
+
+
+def read_text(words: tuple[str, ...]) -> str:
+    """The words joined by spaces, or stdin when the only word is ``-``."""
+    if words == ("-",):
+        return sys.stdin.read().rstrip("\n")
+    return " ".join(words)
+
+
+def stdin_is_tty() -> bool:
+    return sys.stdin.isatty()
+
+
+@contextmanager
+def progress(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A ``progress(done, total)`` callback drawing a bar on stderr."""
+    bar: Any = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=max(total, 1), label=label, file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+
+
+__all__ = [
+    "App",
+    "CommandError",
+    "MemoristCommand",
+    "MemoristGroup",
+    "cell",
+    "cli",
+    "cli_message",
+    "describe_scope",
+    "json_object",
+    "pass_app",
+    "progress",
+    "read_text",
+    "scope",
+    "scope_options",
+    "stdin_is_tty",
+    "when",
+]

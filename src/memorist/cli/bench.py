@@ -1,0 +1,115 @@
+"""``memorist bench``: benchmarks that print their figures (recorded in bench/RESULTS.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import MemoristError
+from .app import App, cli, pass_app
+
+
+@cli.group()
+def bench() -> None:
+    """Benchmarks that print their figures (recorded in bench/RESULTS.md)."""
+
+
+def _default_data() -> str | None:
+    """The development split beside a source checkout (``../shared/data``), if present."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def _ks(value: str) -> list[int]:
+    try:
+        ks = [int(k) for k in value.split(",") if k.strip()]
+    except ValueError as exc:
+        raise click.BadParameter(f"expected comma-separated whole numbers, got {value!r}") from exc
+    if not ks or min(ks) <= 0:
+        raise click.BadParameter("k values must be positive whole numbers")
+    return ks
+
+
+@bench.command("locomo")
+@click.option("--data", "data", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A LoCoMo JSON file (default: the development split beside the checkout).")
+@click.option("--unit", type=click.Choice(["dialog", "observation", "summary"]), default="dialog",
+              show_default=True, help="What one memory is.")
+@click.option("--k", "k", default="5,10,25,50", show_default=True, help="Cut-offs, comma-separated.")
+@pass_app
+def locomo(app: App, data: str | None, unit: str, k: str) -> None:
+    """Recall@k on LoCoMo: each conversation in its own user space, each question searched there.
+
+    \b
+    In a temporary SQLite file, unless --db names a store (a file or a
+    postgresql:// URL): then in a tenant of its own, deleted afterwards.
+    """
+    from ..benchmarks.locomo import format_table, run
+
+    ks = _ks(k)
+    data = data or _default_data()
+    if data is None:
+        raise click.BadParameter("no data file found; pass --data PATH", param_hint="--data")
+    with click.progressbar(length=1, label="questions", file=sys.stderr) as bar:
+        state = {"shown": 0}
+
+        def progress(done: int, total: int) -> None:
+            bar.length = total
+            bar.update(done - state["shown"])
+            state["shown"] = done
+
+        try:
+            result = run(data, unit=unit, ks=ks, embedder=app.embedder, progress=progress, db=app.db if app.db_typed else None)
+        except (ValueError, KeyError) as exc:
+            raise MemoristError(f"cannot run LoCoMo on {data}: {exc}") from exc
+    if app.json:
+        click.echo(json.dumps(result))
+    else:
+        click.echo(format_table(result))
+
+
+@bench.command("evolve")
+@click.option("--data", "data", type=click.Path(dir_okay=False), default=None,
+              help="LoCoMo JSON [default: ../shared/data/locomo/locomo_dev.json beside the checkout].")
+@click.option("--stream", "streams", type=click.Choice(["all", "tutoring", "locomo"]), default="all", show_default=True)
+@click.option("--max-bullets", default=100, show_default=True, type=click.IntRange(min=1),
+              help="Capacity: per learner for LTMBSE, of the one shared playbook for the baseline.")
+@pass_app
+def evolve(app: App, data: str | None, streams: str, max_bullets: int) -> None:
+    """LTMBSE against the ACE baseline: bullets, near-duplicates, growth, capacity, recall.
+
+    Runs both presets on the seeded tutoring stream shipped with Memorist and on the
+    LoCoMo development observations, with --embedder (default: all-MiniLM-L6-v2,
+    offline; 'minilm' names it too). With --json: one object,
+    {"streams": {"tutoring": {"baseline": {...}, "ltmbse": {...}}, "locomo": {...}}}.
+    """
+    from ..benchmarks.evolve import format_table, run
+    from ..embed import resolve_embedder
+
+    spec = app.embedder or "sentence-transformers"
+    spec = "sentence-transformers" if spec.lower() in ("minilm", "default") else spec
+    embedder = resolve_embedder(spec)
+    chosen = ("tutoring", "locomo") if streams == "all" else (streams,)
+    try:
+        result = run(streams=chosen, embedder=embedder, data_path=data, max_bullets=max_bullets,
+                     progress=lambda msg: click.echo(f"evolve: {msg}", err=True))
+    except FileNotFoundError as exc:
+        raise click.BadParameter(str(exc), param_hint="--data") from exc
+    if app.json:
+        click.echo(json.dumps(result))
+        return
+    click.echo(f"memorist bench evolve: embedder {embedder.name}; max_bullets {max_bullets} "
+               "(per learner for LTMBSE, shared by all learners for the baseline)")
+    click.echo(format_table(result))
+
+
+from .bench_learn import learn as _learn  # noqa: E402  (its own module; registered here)
+
+bench.add_command(_learn)

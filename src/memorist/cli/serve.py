@@ -1,0 +1,218 @@
+"""``memorist serve`` (the memory service) and ``memorist keys`` (its API keys)."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import click
+
+from .app import App, CommandError, cli, pass_app, when
+
+# Defaults of memorist.server.limits, repeated here so `memorist --help` imports no FastAPI.
+_MAX_BODY_BYTES = 1_048_576
+_MAX_MESSAGES = 100
+_MAX_TEXT_CHARS = 100_000
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (what uvicorn binds) is reachable only from this machine."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host and not host.startswith("[") else f"http://{host}:{port}"
+
+
+def _server_modules() -> Any:
+    try:
+        import uvicorn  # noqa: F401
+
+        from .. import server
+    except ImportError as exc:
+        raise CommandError(f"memorist serve needs the server extra: pip install 'memorist[server]' ({exc})") from exc
+    return server
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on. Other than loopback needs API keys.")
+@click.option("--port", type=click.IntRange(0, 65535), default=6060, show_default=True, help="Port to listen on.")
+@click.option("--rate-limit", default="600/min", show_default=True, metavar="N/min", help="Requests per API key (N/s, N/min, N/h; 'off').")
+@click.option("--burst", type=click.IntRange(min=1), default=60, show_default=True, help="Requests a key may make at once.")
+@click.option("--max-body-bytes", type=click.IntRange(min=1), default=_MAX_BODY_BYTES, show_default=True, help="Largest request body (413 beyond).")
+@click.option("--max-messages", type=click.IntRange(min=1), default=_MAX_MESSAGES, show_default=True, help="Most messages in one add (413 beyond).")
+@click.option("--max-text-chars", type=click.IntRange(min=1), default=_MAX_TEXT_CHARS, show_default=True, help="Longest message, query or memory text (422 beyond).")
+@click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info", show_default=True)
+@click.option("--access-log/--no-access-log", default=True, show_default=True, help="Log every request.")
+@pass_app
+def serve(
+    app: App,
+    host: str,
+    port: int,
+    rate_limit: str,
+    burst: int,
+    max_body_bytes: int,
+    max_messages: int,
+    max_text_chars: int,
+    log_level: str,
+    access_log: bool,
+) -> None:
+    """Serve the store over HTTP: spec 004's REST API, the memory panel at /,
+    the API's documentation at /docs.
+
+    \b
+    With no API key in the store this is a development server: every request is
+    allowed, and it listens on loopback only (it refuses another --host). Once
+    the store holds a key (`memorist keys create --tenant NAME`), every /api/
+    request needs one, in 'Authorization: Bearer <key>' or 'X-API-Key: <key>'.
+    """
+    server = _server_modules()
+    import uvicorn
+
+    from ..server.limits import parse_rate
+
+    app.arguments = {"rate_per_minute": "--rate-limit", "burst": "--burst"}
+    try:
+        rate = parse_rate(rate_limit)
+    except Exception as exc:
+        raise click.BadParameter(str(exc), param_hint="--rate-limit") from exc
+    limits = server.ServerLimits(
+        max_body_bytes=max_body_bytes,
+        max_messages=max_messages,
+        max_text_chars=max_text_chars,
+        rate_per_minute=rate,
+        burst=burst,
+    )
+    local = is_loopback(host)
+    with server.KeyStore(app.db) as keys:
+        active = keys.list(include_revoked=False)
+    if not active and not local:
+        raise CommandError(
+            f"refusing to serve on {host}: the store {app.label} holds no API key, so this would be an open "
+            "development server reachable from other machines. Create a key first "
+            "(`memorist keys create --tenant NAME`), or serve on 127.0.0.1."
+        )
+    application = server.create_app(
+        app.db,
+        decay_days=app.decay_days,
+        embedder=app.embedder,
+        limits=limits,
+        require_keys=not local,
+        local_only=local,
+        policy=app.policy,
+    )
+    service = application.state.service
+    # Open one tenant's Memory now: the embedder (shared by all) loads before the
+    # first request, and a store that cannot be served fails here, with its error.
+    tenants = sorted({k.tenant_id for k in active}) if active else [""]
+    service.tenants.get(tenants[0])
+    url = _url(host, port)
+    click.echo(f"Memorist memory service: {url}  (store {app.label})")
+    if active:
+        shown = ", ".join(repr(t) for t in tenants[:5]) + (", ..." if len(tenants) > 5 else "")
+        click.echo(f"  API keys required: {len(active)} active key{'s' if len(active) != 1 else ''} (tenants {shown}).")
+    else:
+        click.echo(
+            "  Development mode: the store holds no API key, so every request is allowed (loopback only).\n"
+            "  `memorist keys create --tenant NAME` turns keys on."
+        )
+    click.echo(f"  Memory panel: {url}/   API docs: {url}/docs   Health: {url}/healthz")
+    if rate:
+        click.echo(f"  Limits: {rate:g} requests/min per key (bursts of {burst}), bodies up to {max_body_bytes:,} bytes, {max_messages} messages per add.")
+    try:
+        uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=access_log)
+    finally:
+        service.close()  # the app's lifespan closed it already, unless uvicorn never started
+
+
+# keys ---------------------------------------------------------------------------------
+@cli.group()
+def keys() -> None:
+    """API keys of the memory service (stored as hashes in the store).
+
+    \b
+    A key binds a tenant, and optionally one user: requests made with it see
+    only that tenant's memories (that user's). `memorist serve` requires a key on
+    every /api/ request once the store holds one.
+    """
+
+
+def _key_store(app: App, *, create: bool = False) -> Any:
+    server = _server_modules()
+    if app.db == ":memory:":
+        raise CommandError("API keys live in a store file; name one with --db")
+    if not create:
+        app.require_store()
+    store = server.KeyStore(app.db)
+    click.get_current_context().call_on_close(store.close)
+    return store
+
+
+@keys.command("create")
+@click.option("--tenant", "tenant_id", required=True, metavar="NAME", help="The tenant the key acts in.")
+@click.option("--user", "user_id", metavar="ID", help="Bind the key to this user: it sees no other.")
+@click.option("--label", default="", help="A note to recognise the key by in `memorist keys list`.")
+@pass_app
+def keys_create(app: App, tenant_id: str, user_id: str | None, label: str) -> None:
+    """Create a key and print it, once: only its hash is stored.
+
+    The key alone goes to stdout (KEY=$(memorist keys create --tenant acme)); the
+    note about it to stderr.
+    """
+    app.arguments = {"tenant_id": "--tenant", "label": "--label"}
+    store = _key_store(app, create=True)
+    key, record = store.create(tenant_id, user_id=user_id, label=label)
+    if app.json:
+        app.emit({"key": key, **record.to_item()}, lambda: None)
+        return
+    bound = f", user {record.user_id!r}" if record.user_id else " (any user)"
+    click.echo(f"Created key {record.key_id} for tenant {record.tenant_id!r}{bound}. It is shown only now:", err=True)
+    click.echo(key)
+
+
+@keys.command("list")
+@click.option("--active", "active_only", is_flag=True, help="Leave out revoked keys.")
+@pass_app
+def keys_list(app: App, active_only: bool) -> None:
+    """The keys (never their secrets), oldest first."""
+    store = _key_store(app)
+    records = store.list(include_revoked=not active_only)
+    items = [r.to_item() for r in records]
+
+    def human() -> None:
+        if not records:
+            click.echo("No API keys: `memorist serve` runs as a development server (loopback only).")
+            return
+        app.table(
+            [("key id", {"no_wrap": True}), ("tenant", {}), ("user", {}), ("label", {}), ("status", {}), ("created", {"no_wrap": True}), ("last used", {"no_wrap": True})],
+            [
+                [i["key_id"], i["tenant_id"], i["user_id"] or "(any)", i["label"] or None, "active" if i["active"] else "revoked", when(i["created_at"]), when(i["last_used_at"])]
+                for i in items
+            ],
+        )
+
+    app.emit(items, human)
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+@pass_app
+def keys_revoke(app: App, key_id: str) -> None:
+    """Revoke KEY_ID (as `memorist keys list` shows it): requests with it get 401."""
+    app.arguments = {"memory_id": "KEY_ID"}
+    store = _key_store(app)
+    before = store.get(key_id)
+    record = store.revoke(key_id)
+    app.emit(
+        record.to_item(),
+        lambda: click.echo(
+            f"Key {record.key_id} (tenant {record.tenant_id!r}) "
+            + ("was already revoked." if not before.active else "revoked: requests with it now get 401.")
+        ),
+    )

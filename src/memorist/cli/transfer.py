@@ -1,0 +1,202 @@
+"""``memorist import`` and ``memorist export``: JSON lines in and out (see
+:mod:`memorist.pipelines.transfer` for the format and the rules), or with
+``--format etienne`` the JSON array of spec 004's ``.etienne/memories.json``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from ..errors import ImportLineError, ValidationError
+from .app import App, CommandError, cli, cli_message, pass_app, scope, scope_options
+
+_FORMAT_HELP = (
+    "jsonl: JSON lines, Memorist's own format. etienne: the JSON array of memories "
+    "{id, memory, user_id, created_at, updated_at, metadata} of spec 004's .etienne/memories.json."
+)
+
+
+def _format_option(func: Any) -> Any:
+    return click.option(
+        "--format",
+        "file_format",
+        type=click.Choice(["jsonl", "etienne"]),
+        default="jsonl",
+        show_default=True,
+        help=_FORMAT_HELP,
+    )(func)
+
+
+@cli.command("import")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@scope_options
+@click.option(
+    "--infer/--no-infer",
+    default=None,
+    help='Default for conversation lines without "infer" [default: --infer].',
+)
+@_format_option
+@pass_app
+def import_(
+    app: App, file: Any, user_id: str | None, agent_id: str | None, run_id: str | None, infer: bool | None, file_format: str
+) -> None:
+    """Add memories from FILE, JSON lines ('-' reads stdin).
+
+    \b
+    Each line is a memory written by `memorist export`:
+      {"type": "memory", "id": ..., "memory": "...", "user_id": ..., "created_at": ..., ...}
+    restored with its id and dates (a memory the store already holds is updated
+    only when the line is newer: importing a file twice changes nothing), or a
+    conversation turn:
+      {"messages": [{"role": "user", "content": "..."}] | "text": "...",
+       "user_id"?, "agent_id"?, "run_id"?, "metadata"?, "timestamp"?, "infer"?}
+    added as `memorist add` would. Event lines of `export --events` are skipped.
+
+    A line without user_id, agent_id and run_id gets --user/--agent/--run.
+    Consecutive verbatim turns of one scope are added in batches. A bad line
+    stops the import with an error naming it; the lines before it stay imported.
+
+    With --format etienne, FILE is spec 004's .etienne/memories.json, a JSON
+    array of {id, memory, user_id, created_at, updated_at?, metadata?}: each
+    memory keeps its id and dates (dates without a timezone are UTC), and one
+    without user_id gets --user. The whole file is checked first: a bad one
+    imports nothing and the error names the memory and field.
+    """
+    if file_format == "etienne":
+        if infer is not None:
+            raise click.UsageError("--infer/--no-infer is for conversation lines; an etienne file holds memories")
+        _import_etienne(app, file, scope(user_id, agent_id, run_id))
+        return
+    lines = list(file)
+    memory = app.memory(create=True)
+    try:
+        with click.progressbar(length=len(lines), label="importing", file=sys.stderr) as bar:
+            summary = memory.import_(
+                lines, **scope(user_id, agent_id, run_id), infer=infer, progress=lambda n: bar.update(n - bar.pos)
+            )
+    except ImportLineError as exc:
+        done = exc.summary
+        click.echo(
+            f"{done['added']} memories added and {done['updated']} updated from the lines before line {exc.line}; "
+            "they stay in the store.",
+            err=True,
+        )
+        raise CommandError(cli_message(exc)) from exc
+    parts = [f"added {summary['added']} memories"]
+    labels = (("updated", "updated"), ("deleted", "deleted"), ("unchanged", "already there"), ("skipped", "deleted here since, skipped"))
+    parts += [f"{summary[key]} {label}" for key, label in labels if summary[key]]
+    note = f"; {summary['events']} event lines not replayed" if summary["events"] else ""
+    app.emit(summary, lambda: click.echo(f"Read {summary['lines']} lines; " + ", ".join(parts) + note + "."))
+
+
+def _import_etienne(app: App, file: Any, ids: dict[str, str | None]) -> None:
+    from ..config import MemoryConfig
+    from ..pipelines.transfer import check_etienne_ids, etienne_items
+
+    name = getattr(file, "name", "FILE")
+    try:
+        text = file.read()
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{name}: is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    limits = MemoryConfig()
+    try:
+        # Checked whole before the store is opened: a bad file imports (and creates) nothing.
+        items = etienne_items(
+            text.removeprefix("\ufeff"),
+            defaults=ids,
+            max_chars=limits.max_message_chars,
+            max_metadata_depth=limits.max_metadata_depth,
+            max_metadata_bytes=limits.max_metadata_bytes,
+        )
+    except ValidationError as exc:
+        # Not cli_message: the messages quote the file's keys (user_id), not flags.
+        detail = str(exc).removeprefix("file: ") if exc.field == "file" else str(exc)
+        hint = " (give one with --user, --agent or --run)" if detail.endswith("no default scope was given") else ""
+        raise CommandError(f"{name}: {detail}{hint}") from exc
+    memory = app.memory(create=True)
+    try:
+        check_etienne_ids(memory.store, items, memory.config.tenant_id)
+        summary = memory.import_(items, **ids)
+    except ImportLineError as exc:
+        done = exc.summary
+        click.echo(f"{done['added']} memories added and {done['updated']} updated before it; they stay in the store.", err=True)
+        raise CommandError(f"{name}: memories[{exc.line - 1}]: {str(exc).split(': ', 1)[-1]}") from exc
+    except ValidationError as exc:
+        raise CommandError(f"{name}: {exc}") from exc
+    parts = [f"added {summary['added']} memories"]
+    labels = (("updated", "updated"), ("unchanged", "already there"), ("skipped", "deleted here since, skipped"))
+    parts += [f"{summary[key]} {label}" for key, label in labels if summary[key]]
+    read = f"{len(items)} {'memory' if len(items) == 1 else 'memories'}"
+    app.emit(summary, lambda: click.echo(f"Read {read}; " + ", ".join(parts) + "."))
+
+
+@cli.command()
+@scope_options
+@click.option("--all", "all_scopes", is_flag=True, help="Every memory of the store, whatever its scope.")
+@click.option("--events", is_flag=True, help="Also the event log (turns, adds, updates, deletes, retrievals).")
+@click.option("--output", "-o", type=click.File("w", encoding="utf-8", lazy=True), help="Write to this file [default: stdout].")
+@_format_option
+@pass_app
+def export(
+    app: App,
+    user_id: str | None,
+    agent_id: str | None,
+    run_id: str | None,
+    all_scopes: bool,
+    events: bool,
+    output: Any,
+    file_format: str,
+) -> None:
+    """Write memories as JSON lines, oldest first; `memorist import` restores them.
+
+    The scope's memories (--user/--agent/--run), or the whole store with --all.
+    Each line is a whole memory: id, text, scope, dates, metadata, kind, class,
+    counters. With --events the event log follows, one event per line.
+    With --json and no --output, stdout gets one JSON document, {"results": [...]}.
+
+    With --format etienne, the output is the file of spec 004's minimal version,
+    .etienne/memories.json: one JSON array of the active memories, oldest first,
+    each {id, memory, user_id, created_at, updated_at, metadata}.
+    """
+    if not all_scopes and not any((user_id, agent_id, run_id)):
+        raise click.UsageError("name a scope with --user, --agent or --run, or pass --all for the whole store")
+    if file_format == "etienne" and events:
+        raise click.UsageError("--events cannot go in an etienne file: it holds memories only")
+    items = app.memory().export(**scope(user_id, agent_id, run_id), all_scopes=all_scopes, events=events)
+    if file_format == "etienne":
+        _export_etienne(app, items, output)
+        return
+    if output is None and app.json:
+        click.echo(json.dumps({"results": list(items)}, ensure_ascii=False, indent=2))
+        return
+    stream = output if output is not None else sys.stdout
+    n = 0
+    for item in items:
+        stream.write(json.dumps(item, ensure_ascii=False) + "\n")
+        n += 1
+    stream.flush()
+    where = output.name if output is not None else "stdout"
+    if app.json:
+        click.echo(json.dumps({"exported": n, "output": where}))
+    else:
+        click.echo(f"Exported {n} lines to {where}.", err=True)
+
+
+def _export_etienne(app: App, items: Any, output: Any) -> None:
+    from ..pipelines.transfer import etienne_memories
+
+    memories = etienne_memories(items)
+    # As spec 004's version writes it (JSON.stringify(memories, null, 2)).
+    text = json.dumps(memories, ensure_ascii=False, indent=2) + "\n"
+    stream = output if output is not None else sys.stdout
+    stream.write(text)
+    stream.flush()
+    if output is None:
+        return  # stdout holds the one JSON document
+    if app.json:
+        click.echo(json.dumps({"exported": len(memories), "output": output.name}))
+    else:
+        click.echo(f"Exported {len(memories)} memories to {output.name}.", err=True)

@@ -1,0 +1,635 @@
+"""Memory's calls against a served Memorist (``memorist serve``): :class:`Client` and
+:class:`AsyncClient`.
+
+Both take the same arguments and return the same shapes as :class:`memorist.Memory`,
+and raise the same exception classes, decoded from the service's JSON errors; code
+moves from embedded to served by changing the line that builds the memory::
+
+    memory = Memory("memories.db")                                  # embedded
+    memory = Client("http://127.0.0.1:6060", api_key="ek_...")     # served
+
+    memory.add("I'm a vegetarian.", user_id="alex")
+    memory.search("food?", user_id="alex")["results"]
+
+Errors, from the service's ``{"error": {"type", "message", "field"}}``::
+
+    validation_error (422), payload_too_large (413),
+    bad_request (400)                               ValidationError (same .field)
+    not_found (404)                                 NotFoundError
+    unauthorized (401), forbidden (403)             AuthenticationError (a ConfigurationError)
+    rate_limited (429)                              RateLimitError (a TransientProviderError; .retry_after)
+    unavailable (503), internal (500), other
+    answers, a body that is not JSON                StoreError (with the status)
+    no connection, a timeout                        StoreError ("cannot reach the Memorist service at ...")
+
+Arguments are checked here first with the checks Memory uses (:mod:`memorist.validate`),
+so a bad one fails the same way without a round trip; the service stays the
+authority (lengths, limits, filters, ownership). Needs the ``client`` extra (httpx).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import quote
+
+from . import validate
+from .errors import (
+    ConfigurationError,
+    MemoristError,
+    MissingDependencyError,
+    NotFoundError,
+    StoreError,
+    TransientProviderError,
+    ValidationError,
+)
+
+try:
+    import httpx
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError('memorist.Client needs httpx: pip install "memorist[client]"') from exc
+
+DEFAULT_URL = "http://127.0.0.1:6060"
+#: Spec 004's MEMORY_MANAGEMENT_URL ends with this; the client takes either form.
+_API = "/api/memories"
+# Text lengths are the service's to judge (its Memory's max_message_chars and its
+# request limits): here only what no length changes.
+_ANY_LENGTH = 2**62
+
+
+class AuthenticationError(ConfigurationError):
+    """The service refused the request: no API key, or an unknown or revoked one (401);
+    or a development server refusing a request not addressed to localhost (403)."""
+
+
+class RateLimitError(TransientProviderError):
+    """The service's rate limit for this key was reached (429). ``retry_after`` is the
+    wait in seconds it asked for (``Retry-After``), when it said."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One request, built and checked before any I/O, and how to read its answer."""
+
+    method: str
+    path: str
+    params: dict[str, Any]
+    body: bytes | None
+    shape: Callable[[Any], Any]
+    memory_id: str | None = None  # names the memory of a 404
+
+
+# answers ---------------------------------------------------------------------------------
+def _object(data: Any) -> Any:
+    if not isinstance(data, dict):
+        raise TypeError("a JSON object")
+    return data
+
+
+def _results(data: Any) -> Any:
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise TypeError('{"results": [...]}')
+    return data
+
+
+def _result_list(data: Any) -> Any:
+    return _results(data)["results"]
+
+
+def _owned(shape: Callable[[Any], Any], memory_id: str, ids: dict[str, str]) -> Callable[[Any], Any]:
+    """``shape``, then Memory's ownership rule for the ids the route does not carry
+    (``agent_id``/``run_id`` of get and history): another scope's memory is not found."""
+
+    def check(data: Any) -> Any:
+        value = shape(data)
+        first = value[0] if isinstance(value, list) and value else value
+        if ids and isinstance(first, dict) and any(first.get(name) != want for name, want in ids.items()):
+            raise NotFoundError("memory", memory_id)
+        return value
+
+    return check
+
+
+# arguments -------------------------------------------------------------------------------
+def _iso(seconds: float | None) -> str | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    raise TypeError(type(value).__name__)
+
+
+def _encode(body: dict[str, Any], *, free: str) -> bytes:
+    """``body`` as JSON. Every part but ``free`` was checked already; a part that is
+    not JSON data can only be that one (filters: datetimes go as ISO strings)."""
+    try:
+        return json.dumps(body, default=_json_default, allow_nan=False, separators=(",", ":")).encode()
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValidationError(free, f"must be JSON data (dict, list, str, finite number, bool, None, datetime): {exc}") from None
+
+
+def _segment(name: str, value: str) -> str:
+    """``value`` as one segment of a URL path (the routes put user and memory ids there)."""
+    if "/" in value or value in (".", ".."):
+        raise ValidationError(
+            name,
+            f"{validate.show(value)} cannot be sent in the service's URL path (it holds '/' or is a dot segment); "
+            "use the embedded Memory for such ids",
+        )
+    return quote(value, safe="")
+
+
+def _ids(user_id: Any, agent_id: Any, run_id: Any) -> dict[str, str]:
+    ids = {n: validate.scope_id(n, v) for n, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id))}
+    return {n: v for n, v in ids.items() if v is not None}
+
+
+def _scope(user_id: Any, agent_id: Any, run_id: Any) -> dict[str, str]:
+    validate.require_scope(user_id, agent_id, run_id)
+    return _ids(user_id, agent_id, run_id)
+
+
+def _path_user(user_id: str | None, route: str) -> str:
+    if user_id is None:
+        raise ValidationError(
+            "user_id",
+            f"is required over the service: its route is {route}; pass the user_id that owns the memory",
+        )
+    return _segment("user_id", user_id)
+
+
+def _messages(messages: Any) -> Any:
+    """``add``'s messages checked as Memory checks them, in JSON form."""
+    msgs, plain = validate.messages(messages, max_chars=_ANY_LENGTH)
+    if plain:
+        return msgs[0].content
+    out = []
+    for m in msgs:
+        item: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.name is not None:
+            item["name"] = m.name
+        if m.metadata is not None:
+            item["metadata"] = m.metadata
+        if m.timestamp is not None:
+            item["timestamp"] = _iso(m.timestamp)
+        out.append(item)
+    return out
+
+
+class _Calls:
+    """The requests of Memory's calls, built once for both clients."""
+
+    @staticmethod
+    def add(messages: Any, user_id: Any, agent_id: Any, run_id: Any, metadata: Any, infer: Any, timestamp: Any, test: Any = False) -> _Call:
+        ids = _scope(user_id, agent_id, run_id)
+        body: dict[str, Any] = {"messages": _messages(messages), **ids}
+        if not isinstance(test, bool):
+            raise ValidationError("test", f"must be True or False, got {validate.show(test)}")
+        if test:  # the service reads the flag from the metadata, as Memory does
+            metadata = {**(metadata or {}), "is_test": True}
+        if metadata is not None:
+            body["metadata"] = validate.metadata(metadata)
+        if not isinstance(infer, bool):
+            raise ValidationError("infer", f"must be True or False, got {validate.show(infer)}")
+        body["infer"] = infer
+        when = validate.timestamp(timestamp)
+        if when is not None:
+            body["timestamp"] = _iso(when)
+        return _Call("POST", f"{_API}/", {}, _encode(body, free="messages"), _results)
+
+    @staticmethod
+    def search(
+        query: Any, user_id: Any, agent_id: Any, run_id: Any, limit: Any, filters: Any, reference_time: Any, threshold: Any
+    ) -> _Call:
+        body: dict[str, Any] = {**_scope(user_id, agent_id, run_id)}
+        body["query"] = validate.text("query", query, max_chars=_ANY_LENGTH)
+        body["limit"] = validate.limit(limit)
+        if filters is not None:
+            if not isinstance(filters, Mapping):
+                raise ValidationError("filters", f"must be a mapping, got {type(filters).__name__}")
+            body["filters"] = filters  # the service compiles (and judges) them
+        reference = validate.timestamp(reference_time, field="reference_time")
+        if reference is not None:
+            body["reference_time"] = _iso(reference)
+        threshold = validate.threshold(threshold)
+        if threshold is not None:
+            body["threshold"] = threshold
+        return _Call("POST", f"{_API}/search/", {}, _encode(body, free="filters"), _results)
+
+    @staticmethod
+    def get(memory_id: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
+        mid = _segment("memory_id", validate.memory_id(memory_id))
+        ids = _ids(user_id, agent_id, run_id)
+        user = _path_user(ids.pop("user_id", None), "/api/memories/{user_id}/{memory_id}/")
+        if memory_id == "events":
+            raise ValidationError("memory_id", "'events' cannot be read over the service: /api/memories/{user_id}/events/ is the event log")
+        return _Call("GET", f"{_API}/{user}/{mid}/", ids, None, _owned(_object, memory_id, ids), memory_id)
+
+    @staticmethod
+    def get_all(user_id: Any, agent_id: Any, run_id: Any, limit: Any, filters: Any) -> _Call:
+        ids = _scope(user_id, agent_id, run_id)
+        limit = validate.limit(limit)
+        if filters is not None:
+            if not isinstance(filters, Mapping):
+                raise ValidationError("filters", f"must be a mapping, got {type(filters).__name__}")
+            if filters:
+                # The list route takes none, and the items lack fields filters can name
+                # (tags, topic, importance, ...): filtering here could not be exact.
+                raise ValidationError(
+                    "filters",
+                    "get_all over the service takes no filters (its list route has none); "
+                    "use search(..., filters=...) or filter the results",
+                )
+        return _Call("GET", f"{_API}/", {**ids, "limit": limit}, None, _results)
+
+    @staticmethod
+    def update(memory_id: Any, text: Any, metadata: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
+        mid = _segment("memory_id", validate.memory_id(memory_id))
+        ids = _ids(user_id, agent_id, run_id)
+        body: dict[str, Any] = {"text": validate.text("text", text, max_chars=_ANY_LENGTH)}
+        if metadata is not None:
+            body["metadata"] = validate.metadata(metadata)
+        return _Call("PUT", f"{_API}/{mid}/", ids, _encode(body, free="metadata"), _object, memory_id)
+
+    @staticmethod
+    def delete(memory_id: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
+        mid = _segment("memory_id", validate.memory_id(memory_id))
+        return _Call("DELETE", f"{_API}/{mid}/", _ids(user_id, agent_id, run_id), None, _object, memory_id)
+
+    @staticmethod
+    def delete_all(user_id: Any, agent_id: Any, run_id: Any) -> _Call:
+        return _Call("DELETE", f"{_API}/", _scope(user_id, agent_id, run_id), None, _object)
+
+    @staticmethod
+    def history(memory_id: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
+        mid = _segment("memory_id", validate.memory_id(memory_id))
+        ids = _ids(user_id, agent_id, run_id)
+        user = _path_user(ids.pop("user_id", None), "/api/memories/{user_id}/{memory_id}/history/")
+        return _Call("GET", f"{_API}/{user}/{mid}/history/", ids, None, _owned(_result_list, memory_id, ids), memory_id)
+
+    @staticmethod
+    def events(user_id: Any, agent_id: Any, run_id: Any, since: Any, limit: Any) -> _Call:
+        ids = _scope(user_id, agent_id, run_id)
+        user = _path_user(ids.pop("user_id", None), "/api/memories/{user_id}/events/")
+        params: dict[str, Any] = {**ids, "since": validate.since(since)}
+        if limit is not None:
+            params["limit"] = validate.limit(limit)
+        return _Call("GET", f"{_API}/{user}/events/", params, None, _result_list)
+
+
+# the connection --------------------------------------------------------------------------
+def _base_url(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValidationError("base_url", f"must be a URL string, got {type(value).__name__}")
+    url = value.strip().rstrip("/")
+    if not url.lower().startswith(("http://", "https://")) or len(url.split("://", 1)[1]) == 0:
+        raise ValidationError("base_url", f"must be an http:// or https:// URL, got {validate.show(value)}")
+    # Spec 004's MEMORY_MANAGEMENT_URL (".../api/memories") names the same service.
+    if url.lower().endswith(_API):
+        url = url[: -len(_API)]
+    try:
+        httpx.URL(url)
+    except Exception as exc:  # httpx.InvalidURL, ValueError
+        raise ValidationError("base_url", f"is not a usable URL: {exc}") from None
+    return url
+
+
+def _headers(api_key: Any) -> dict[str, str]:
+    headers = {"Accept": "application/json"}
+    if api_key is None:
+        return headers
+    if not isinstance(api_key, str) or not api_key.strip():
+        raise ValidationError("api_key", "must be a non-empty string (the key `memorist keys create` printed)")
+    if not api_key.isascii() or not api_key.isprintable() or any(c.isspace() for c in api_key):
+        raise ValidationError("api_key", "must be one token of printable ASCII characters (the key `memorist keys create` printed)")
+    headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def _timeout(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (value > 0 and math.isfinite(value)):
+        raise ValidationError("timeout", f"must be a number of seconds > 0, or None, got {validate.show(value)}")
+    return float(value)
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:  # the HTTP-date form
+            seconds = (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds()
+        except (TypeError, ValueError):
+            return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+class _Base:
+    """What both clients share: the settings, and reading an answer."""
+
+    def __init__(self, base_url: str, api_key: str | None, timeout: float | None) -> None:
+        self.base_url = _base_url(base_url)
+        self._headers = _headers(api_key)
+        self._timeout = _timeout(timeout)
+
+    def _unreachable(self, exc: Exception) -> StoreError:
+        if isinstance(exc, httpx.TimeoutException):
+            return StoreError(f"the Memorist service at {self.base_url} did not answer in time ({type(exc).__name__}, timeout={self._timeout})")
+        return StoreError(f"cannot reach the Memorist service at {self.base_url}: {exc or type(exc).__name__}")
+
+    def _answer(self, call: _Call, response: httpx.Response) -> Any:
+        if not 200 <= response.status_code < 300:
+            raise self._error(call, response)
+        try:
+            return call.shape(response.json())
+        except (ValueError, TypeError) as exc:
+            raise StoreError(
+                f"the Memorist service at {self.base_url} answered {call.method} {call.path} with {response.status_code} "
+                f"but not with {exc if isinstance(exc, TypeError) else 'JSON'}"
+            ) from None
+
+    def _error(self, call: _Call, response: httpx.Response) -> MemoristError:
+        status = response.status_code
+        where = f"the Memorist service at {self.base_url}"
+        try:
+            error = response.json()["error"]
+            kind, message, field = error["type"], str(error.get("message") or ""), error.get("field")
+            if not isinstance(kind, str) or not (field is None or isinstance(field, str)):
+                raise TypeError
+        except (ValueError, TypeError, KeyError):
+            text = " ".join(response.text.split())[:200]
+            return StoreError(f"{where} answered {status} {response.reason_phrase}" + (f": {text}" if text else ""))
+        if kind in ("validation_error", "payload_too_large", "bad_request"):
+            field = field or ("messages" if kind == "payload_too_large" else "request")
+            prefix = f"{field}: "
+            return ValidationError(field, message[len(prefix) :] if message.startswith(prefix) else message)
+        if kind == "not_found":
+            if call.memory_id is not None:  # the message Memory gives
+                return NotFoundError("memory", call.memory_id)
+            what, _, ident = message.partition(" not found: ")
+            return NotFoundError(what or "resource", ident.strip("'\"") if ident else call.path)
+        if kind in ("unauthorized", "forbidden"):
+            hint = "" if "Authorization" in self._headers or kind == "forbidden" else " (this client sends no API key: pass api_key=...)"
+            return AuthenticationError(f"{where} refused the request: {message}{hint}")
+        if kind == "rate_limited":
+            return RateLimitError(f"{where}: {message}", retry_after=_retry_after(response.headers.get("Retry-After")), status=status)
+        if kind == "unavailable":
+            return StoreError(f"{where} is unavailable ({status}): {message}")
+        return StoreError(f"{where} answered {status} ({kind}): {message}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+
+class Client(_Base):
+    """Memory's calls over HTTP, against ``memorist serve``.
+
+    ``base_url`` is the service (``http://127.0.0.1:6060``) or spec 004's
+    ``MEMORY_MANAGEMENT_URL`` (``http://localhost:6060/api/memories``); ``api_key`` is
+    sent as ``Authorization: Bearer``. ``timeout`` is in seconds (None: none).
+    ``transport`` is an httpx transport (tests, proxies, retries).
+    ``get``/``history``/``events`` need a ``user_id``: the service's routes carry it.
+    """
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        api_key: str | None = None,
+        *,
+        timeout: float | None = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, api_key, timeout)
+        self._http = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=self._timeout, transport=transport)
+
+    def _send(self, call: _Call) -> Any:
+        try:
+            response = self._http.request(
+                call.method, call.path, params=call.params, content=call.body,
+                headers={"Content-Type": "application/json"} if call.body is not None else None,
+            )  # fmt: skip
+        except httpx.RequestError as exc:
+            raise self._unreachable(exc) from exc
+        return self._answer(call, response)
+
+    def add(
+        self,
+        messages: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        timestamp: Any = None,
+        test: bool = False,
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.add` over HTTP."""
+        return self._send(_Calls.add(messages, user_id, agent_id, run_id, metadata, infer, timestamp, test))
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 5,
+        filters: Mapping[str, Any] | None = None,
+        reference_time: Any = None,
+        threshold: float | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.search` over HTTP."""
+        return self._send(_Calls.search(query, user_id, agent_id, run_id, limit, filters, reference_time, threshold))
+
+    def get(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """:meth:`memorist.Memory.get` over HTTP (``user_id`` required)."""
+        return self._send(_Calls.get(memory_id, user_id, agent_id, run_id))
+
+    def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        filters: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.get_all` over HTTP. ``filters`` are refused (the
+        service's list route has none): use :meth:`search` with filters."""
+        return self._send(_Calls.get_all(user_id, agent_id, run_id, limit, filters))
+
+    def update(
+        self,
+        memory_id: str,
+        text: str,
+        metadata: dict[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.update` over HTTP."""
+        return self._send(_Calls.update(memory_id, text, metadata, user_id, agent_id, run_id))
+
+    def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """:meth:`memorist.Memory.delete` over HTTP."""
+        return self._send(_Calls.delete(memory_id, user_id, agent_id, run_id))
+
+    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """:meth:`memorist.Memory.delete_all` over HTTP."""
+        return self._send(_Calls.delete_all(user_id, agent_id, run_id))
+
+    def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
+        """:meth:`memorist.Memory.history` over HTTP (``user_id`` required)."""
+        return self._send(_Calls.history(memory_id, user_id, agent_id, run_id))
+
+    def events(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """:meth:`memorist.Memory.events` over HTTP (``user_id`` required)."""
+        return self._send(_Calls.events(user_id, agent_id, run_id, since, limit))
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClient(_Base):
+    """:class:`Client` for asyncio: the same calls as coroutines (``await
+    client.search(...)``), ``async with`` and :meth:`aclose`."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        api_key: str | None = None,
+        *,
+        timeout: float | None = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, api_key, timeout)
+        self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self._timeout, transport=transport)
+
+    async def _send(self, call: _Call) -> Any:
+        try:
+            response = await self._http.request(
+                call.method, call.path, params=call.params, content=call.body,
+                headers={"Content-Type": "application/json"} if call.body is not None else None,
+            )  # fmt: skip
+        except httpx.RequestError as exc:
+            raise self._unreachable(exc) from exc
+        return self._answer(call, response)
+
+    async def add(
+        self,
+        messages: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        timestamp: Any = None,
+        test: bool = False,
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.add` over HTTP."""
+        return await self._send(_Calls.add(messages, user_id, agent_id, run_id, metadata, infer, timestamp, test))
+
+    async def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 5,
+        filters: Mapping[str, Any] | None = None,
+        reference_time: Any = None,
+        threshold: float | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.search` over HTTP."""
+        return await self._send(_Calls.search(query, user_id, agent_id, run_id, limit, filters, reference_time, threshold))
+
+    async def get(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.get` over HTTP (``user_id`` required)."""
+        return await self._send(_Calls.get(memory_id, user_id, agent_id, run_id))
+
+    async def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        filters: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.get_all` over HTTP (no ``filters``: see :meth:`Client.get_all`)."""
+        return await self._send(_Calls.get_all(user_id, agent_id, run_id, limit, filters))
+
+    async def update(
+        self,
+        memory_id: str,
+        text: str,
+        metadata: dict[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.update` over HTTP."""
+        return await self._send(_Calls.update(memory_id, text, metadata, user_id, agent_id, run_id))
+
+    async def delete(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]:
+        """:meth:`memorist.Memory.delete` over HTTP."""
+        return await self._send(_Calls.delete(memory_id, user_id, agent_id, run_id))
+
+    async def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """:meth:`memorist.Memory.delete_all` over HTTP."""
+        return await self._send(_Calls.delete_all(user_id, agent_id, run_id))
+
+    async def history(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """:meth:`memorist.Memory.history` over HTTP (``user_id`` required)."""
+        return await self._send(_Calls.history(memory_id, user_id, agent_id, run_id))
+
+    async def events(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """:meth:`memorist.Memory.events` over HTTP (``user_id`` required)."""
+        return await self._send(_Calls.events(user_id, agent_id, run_id, since, limit))
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+__all__ = ["AsyncClient", "AuthenticationError", "Client", "RateLimitError"]

@@ -1,0 +1,205 @@
+"""Typed configuration of a :class:`~memorist.Memory`.
+
+Settings are read when a ``Memory`` is built, never at import, so differently
+configured engines can live side by side. Precedence: explicit argument, then the
+environment, then the default.
+
+=====================  ==========================  =================================
+setting                environment                 default
+=====================  ==========================  =================================
+path                   ``MEMORIST_DB``               ``<user data dir>/memorist/memorist.db``
+embedder               ``MEMORIST_EMBEDDER``         MiniLM if installed, else hashing
+decay_days             ``MEMORIST_DECAY_DAYS``       0 (no decay); ``MEMORY_DECAY_DAYS``
+                                                   is accepted too
+tenant_id              ``MEMORIST_TENANT``           "" (single tenant)
+llm                    ``MEMORIST_LLM``              none: heuristic roles, no network
+busy_timeout           ``MEMORIST_BUSY_TIMEOUT``     30 (seconds a write waits for
+                                                   another process's write lock)
+policy                 ``MEMORIST_POLICY``           "default"; "energy": spec 002's
+                                                   energy tiers
+maintenance_log        ``MEMORIST_MAINTENANCE_LOG``  next to a SQLite file
+                                                   (``<name>.maintenance.log``);
+                                                   none for PostgreSQL and
+                                                   ``:memory:``; "off": none
+=====================  ==========================  =================================
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigurationError
+from .reserved import PREVIOUS_NAME
+
+
+def default_db_path() -> Path:
+    """Where the store lives when no path is given: ``MEMORIST_DB`` or the user data dir
+    (where a store made by release 0.1.0 is kept if it has no successor there yet)."""
+    env = os.environ.get("MEMORIST_DB")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    path = Path(platformdirs.user_data_dir("memorist", appauthor=False)) / "memorist.db"
+    if not path.exists():
+        # The default store of release 0.1.0, published under its previous name, is
+        # opened where it is (and migrated) rather than replaced by an empty one.
+        previous = Path(platformdirs.user_data_dir(PREVIOUS_NAME, appauthor=False)) / f"{PREVIOUS_NAME}.db"
+        if previous.exists():
+            return previous
+    return path
+
+
+def _env_decay_days() -> float | None:
+    for name in ("MEMORIST_DECAY_DAYS", "MEMORY_DECAY_DAYS"):
+        raw = os.environ.get(name)
+        if raw is not None and raw.strip():
+            try:
+                value = float(raw)
+            except ValueError as exc:
+                raise ConfigurationError(f"{name} must be a number of days, got {raw!r}") from exc
+            if value < 0:
+                raise ConfigurationError(f"{name} must be >= 0, got {raw!r}")
+            return value
+    return None
+
+
+#: Seconds a write waits for another process's write lock when nothing says otherwise.
+DEFAULT_BUSY_TIMEOUT = 30.0
+
+
+def _env_busy_timeout() -> float:
+    raw = os.environ.get("MEMORIST_BUSY_TIMEOUT")
+    if raw is None or not raw.strip():
+        return DEFAULT_BUSY_TIMEOUT
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"MEMORIST_BUSY_TIMEOUT must be a number of seconds, got {raw!r}") from exc
+
+
+#: The memory policies: ``default`` (no energy) and ``energy`` (spec 002's tiers).
+POLICIES = ("default", "energy")
+
+
+def _policy(value: Any) -> str:
+    raw = value if value is not None else (os.environ.get("MEMORIST_POLICY") or "default")
+    if not isinstance(raw, str) or raw.strip().lower() not in POLICIES:
+        source = "policy" if value is not None else "MEMORIST_POLICY"
+        raise ConfigurationError(f"{source} must be one of {', '.join(POLICIES)}, got {raw!r}")
+    return raw.strip().lower()
+
+
+@dataclass(slots=True)
+class RetrievalConfig:
+    """How search finds and orders candidates."""
+
+    vector_weight: float = 1.0  # weight of the embedding ranking in the fusion
+    text_weight: float = 1.0  # weight of the BM25 ranking in the fusion
+    # Reciprocal rank fusion constant: small values let the top of each ranking
+    # dominate (bench/RESULTS.md: 10 beat the textbook 60 by 9 points of R@10).
+    rrf_k: int = 10
+    candidates: int = 50  # per ranking, before fusion (at least 4 x limit)
+    time_weight: float = 1.0  # a time expression in the query adds that window's memories
+    # A speaker named in the query adds that speaker's memories. Off by default: on
+    # LoCoMo it lifted multi-hop recall but cost adversarial questions (which pin an
+    # event on the wrong speaker) more than it gained (bench/RESULTS.md).
+    speaker_weight: float = 0.0
+    # Search keys of verbatim conversation turns (add(..., infer=False) with a list
+    # of messages); see memorist.policies.keys.
+    speaker_keys: bool = True  # "<name>: <text>"
+    context_keys: bool = True  # the turn it replies to
+    fact_keys: bool = True  # the heuristic extractor's facts of the turn
+
+
+@dataclass(slots=True)
+class MemoryConfig:
+    path: str | None = None
+    embedder: Any = None
+    decay_days: float | None = None
+    tenant_id: str = ""
+    max_message_chars: int = 100_000
+    # Metadata is checked where it enters (add, update, import): how deep it may
+    # nest and how large its JSON may be. Stored rows stay readable whatever they hold.
+    max_metadata_depth: int = 16
+    max_metadata_bytes: int = 65_536
+    # Seconds a write waits for another writer's lock before failing (looking again
+    # after short jittered sleeps); an import batch that still finds the store locked
+    # is retried whole, with backoff (memorist.pipelines.transfer).
+    busy_timeout: float | None = None  # None: MEMORIST_BUSY_TIMEOUT, else 30
+    similar_k: int = 5  # stored memories shown to the reconciler per fact
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    # "provider:model" (e.g. "openai:gpt-5-mini"), an memorist.llm.LLM, or None
+    # (MEMORIST_LLM, else no LLM). See memorist.llm.resolve_llm.
+    llm: Any = None
+    # "default", or "energy": spec 002's energy tiers (memorist.policies.energy).
+    # None: MEMORIST_POLICY, else "default".
+    policy: str | None = None
+    # Where maintenance runs append their JSON lines: a path, "off", or None
+    # (MEMORIST_MAINTENANCE_LOG, else next to a SQLite file; none for other stores).
+    maintenance_log: str | None = None
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> MemoryConfig:
+        if not isinstance(data, Mapping):
+            raise ConfigurationError(f"config must be a mapping, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown config key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        values = dict(data)
+        retrieval = values.get("retrieval")
+        if isinstance(retrieval, Mapping):
+            rknown = {f.name for f in fields(RetrievalConfig)}
+            bad = sorted(set(retrieval) - rknown)
+            if bad:
+                raise ConfigurationError(f"unknown retrieval key(s) {', '.join(bad)}; known: {', '.join(sorted(rknown))}")
+            values["retrieval"] = RetrievalConfig(**retrieval)
+        return cls(**values)
+
+    def resolved(self) -> MemoryConfig:
+        """A copy with environment defaults filled in and values checked."""
+        decay = self.decay_days if self.decay_days is not None else _env_decay_days()
+        if decay is not None and (isinstance(decay, bool) or not isinstance(decay, int | float) or decay < 0):
+            raise ConfigurationError(f"decay_days must be a number >= 0, got {decay!r}")
+        embedder = self.embedder if self.embedder is not None else (os.environ.get("MEMORIST_EMBEDDER") or None)
+        tenant = self.tenant_id or os.environ.get("MEMORIST_TENANT", "")
+        if not isinstance(tenant, str):
+            raise ConfigurationError(f"tenant_id must be a string, got {type(tenant).__name__}")
+        r = self.retrieval
+        if r.rrf_k < 0 or r.candidates < 1 or min(r.vector_weight, r.text_weight, r.time_weight, r.speaker_weight) < 0:
+            raise ConfigurationError(f"retrieval settings out of range: {r}")
+        for name in ("max_message_chars", "similar_k", "max_metadata_depth", "max_metadata_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{name} must be a whole number >= 1, got {value!r}")
+        busy = self.busy_timeout if self.busy_timeout is not None else _env_busy_timeout()
+        if isinstance(busy, bool) or not isinstance(busy, int | float) or not 0 <= busy <= 86_400:
+            raise ConfigurationError(f"busy_timeout must be seconds from 0 to 86400, got {busy!r}")
+        return MemoryConfig(
+            path=self.path,
+            embedder=embedder,
+            decay_days=decay or None,
+            tenant_id=tenant,
+            max_message_chars=self.max_message_chars,
+            max_metadata_depth=self.max_metadata_depth,
+            max_metadata_bytes=self.max_metadata_bytes,
+            busy_timeout=float(busy),
+            similar_k=self.similar_k,
+            retrieval=r,
+            llm=self.llm if self.llm is not None else (os.environ.get("MEMORIST_LLM") or None),
+            policy=_policy(self.policy),
+            maintenance_log=self._maintenance_log(),
+        )
+
+    def _maintenance_log(self) -> str | None:
+        value = self.maintenance_log if self.maintenance_log is not None else (os.environ.get("MEMORIST_MAINTENANCE_LOG") or None)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigurationError(f"maintenance_log must be a file path or 'off', got {value!r}")
+        return value

@@ -1,0 +1,226 @@
+"""OpenAI through the Responses API (``POST /v1/responses``), never Chat Completions.
+
+Spec 004: memory extraction and update run on ``gpt-5-mini`` through the Responses
+API. The official ``openai`` SDK does the HTTP; it reads ``OPENAI_API_KEY`` and
+``OPENAI_BASE_URL`` itself. Its own retries are switched off: the
+:class:`~memorist.llm.base.LLM` base class retries, so that every attempt is
+accounted for and ``Retry-After`` is honoured in one place.
+
+The helpers here (:func:`import_openai`, :func:`translate_error`) are shared with
+the Chat Completions providers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from typing import Any
+
+from ..errors import ConfigurationError, MissingDependencyError, ProviderError, TransientProviderError
+from .base import LLM, LLMRequest, LLMResponse
+
+#: Spec 004: "ALWAYS performed with the gpt-5-mini model".
+DEFAULT_MODEL = "gpt-5-mini"
+_INSTALL = "pip install 'memorist[llm]'"
+
+
+def require_openai(provider: str) -> None:
+    """Check that the ``openai`` SDK is installed, without importing it (the import
+    takes seconds; it happens on the first call)."""
+    if importlib.util.find_spec("openai") is None:
+        raise MissingDependencyError(f"the {provider!r} LLM provider needs the openai SDK: {_INSTALL}")
+
+
+def import_openai(provider: str) -> Any:
+    """The ``openai`` SDK, or a :class:`MissingDependencyError` naming the pip command."""
+    try:
+        import openai
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"the {provider!r} LLM provider needs the openai SDK: {_INSTALL}"
+        ) from exc
+    return openai
+
+
+class LazyClient:
+    """An ``openai.OpenAI`` client built on first use, from settings captured when
+    the provider was built. Thread-safe."""
+
+    def __init__(self, provider: str, **settings: Any) -> None:
+        self._provider = provider
+        self._settings = settings
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> tuple[Any, Any]:
+        """``(the openai module, the client)``."""
+        with self._lock:
+            openai = import_openai(self._provider)
+            if self._client is None:
+                self._client = openai.OpenAI(**self._settings)
+            return openai, self._client
+
+    def set(self, client: Any) -> None:
+        self._client = client
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    import email.utils
+    import time
+
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def translate_error(openai: Any, exc: Exception, name: str) -> ProviderError:
+    """Map an SDK exception onto Memorist's tree: what is worth retrying becomes a
+    :class:`TransientProviderError` (with the provider's ``Retry-After``)."""
+    if isinstance(exc, openai.APITimeoutError):
+        return TransientProviderError(f"{name}: the request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        return TransientProviderError(f"{name}: connection failed: {exc}")
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        message = getattr(exc, "message", "") or str(exc)
+        headers = getattr(exc.response, "headers", None)
+        should_retry = headers.get("x-should-retry") if headers is not None else None
+        retryable = status in (408, 409, 429) or status >= 500 or should_retry == "true"
+        if retryable and should_retry != "false":
+            return TransientProviderError(
+                f"{name}: HTTP {status}: {message}", retry_after=_retry_after(headers), status=status
+            )
+        if status == 401:
+            return ProviderError(f"{name}: HTTP 401, the API key was refused: {message}")
+        return ProviderError(f"{name}: HTTP {status}: {message}")
+    if isinstance(exc, openai.OpenAIError):
+        return ProviderError(f"{name}: {type(exc).__name__}: {exc}")
+    return ProviderError(f"{name}: {type(exc).__name__}: {exc}")
+
+
+def output_text(response: Any) -> str:
+    """The text of a Responses API reply: the SDK's ``output_text`` (every
+    ``output_text`` part of every ``message`` item, joined), else a top-level
+    ``output_text`` field, which some compatible servers send instead."""
+    try:
+        text = response.output_text
+    except Exception:  # no "output" list at all
+        text = ""
+    if not text:
+        extra = getattr(response, "model_extra", None) or {}
+        text = extra.get("output_text") if isinstance(extra.get("output_text"), str) else ""
+    return text or ""
+
+
+class OpenAIResponsesLLM(LLM):
+    """OpenAI models through the Responses API.
+
+    ``api_key`` defaults to ``OPENAI_API_KEY`` and ``base_url`` to ``OPENAI_BASE_URL``
+    (the SDK's own variables, read when this is built); with neither a key nor a key
+    in the environment this raises a :class:`~memorist.errors.ConfigurationError`
+    naming the variable. The SDK is imported, and its client built, on the first
+    call; ``client=`` passes a ready ``openai.OpenAI``.
+    ``reasoning_effort`` (``"minimal"``, ``"low"``, ...) is sent when set.
+    ``temperature`` is sent only when set: GPT-5 models refuse it.
+    Responses are not stored on OpenAI's side (``store=False``).
+
+    >>> OpenAIResponsesLLM(api_key="sk-test").name  # no network call is made
+    'openai:gpt-5-mini'
+    """
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        reasoning_effort: str | None = None,
+        client: Any = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(model, **options)
+        self.reasoning_effort = reasoning_effort
+        require_openai(self.provider)
+        api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if client is None and not api_key:
+            raise ConfigurationError(
+                "the 'openai' LLM provider needs an API key: set OPENAI_API_KEY (or pass api_key=...)"
+            )
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._client = LazyClient(
+            self.provider, api_key=api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+        )
+        if client is not None:
+            self._client.set(client)
+
+    @property
+    def client(self) -> Any:
+        """The ``openai.OpenAI`` client (built on first use)."""
+        return self._client.get()[1]
+
+    def _generate(self, request: LLMRequest) -> LLMResponse:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "input": [{"role": m.role, "content": m.content} for m in request.messages],
+            "store": False,
+            "timeout": request.timeout,
+        }
+        if request.system:
+            params["instructions"] = request.system
+        if request.json_schema is not None:
+            params["text"] = {
+                "format": {
+                    "type": "json_schema",
+                    "name": request.schema_name[:64],
+                    "schema": request.json_schema,
+                    "strict": False,
+                }
+            }
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        if request.max_output_tokens is not None:
+            params["max_output_tokens"] = request.max_output_tokens
+        if self.reasoning_effort:
+            params["reasoning"] = {"effort": self.reasoning_effort}
+        openai, client = self._client.get()
+        try:
+            response = client.responses.create(**params)
+        except Exception as exc:
+            raise translate_error(openai, exc, self.name) from exc
+        status = getattr(response, "status", None)
+        error = getattr(response, "error", None)
+        if status == "failed" or error:
+            message = getattr(error, "message", None) or str(error)
+            raise TransientProviderError(f"{self.name}: the response failed: {message}")
+        usage = getattr(response, "usage", None)
+        return LLMResponse(
+            text=output_text(response),
+            model=getattr(response, "model", "") or self.model,
+            input_tokens=getattr(usage, "input_tokens", None),
+            output_tokens=getattr(usage, "output_tokens", None),
+            response_id=getattr(response, "id", None),
+        )
+
+
+__all__ = ["DEFAULT_MODEL", "LazyClient", "OpenAIResponsesLLM", "import_openai", "output_text", "require_openai", "translate_error"]

@@ -1,0 +1,121 @@
+"""Chat Completions (``POST /v1/chat/completions``) at any OpenAI-compatible base URL.
+
+For local and self-hosted servers — Ollama (``http://localhost:11434/v1``), vLLM,
+llama.cpp's server, LM Studio — and hosted OpenAI-compatible endpoints. Spoken
+through the official ``openai`` SDK.
+
+The base URL comes from ``base_url=``, else ``MEMORIST_LLM_BASE_URL`` (with the key
+in ``MEMORIST_LLM_API_KEY``), else ``OPENAI_BASE_URL`` (with ``OPENAI_API_KEY``). A
+key is never sent to a URL it was not configured with. Local servers need no key.
+
+``json_mode`` chooses how JSON is asked for: ``"schema"`` (``response_format`` of
+type ``json_schema``, the most widely supported: LM Studio accepts only this),
+``"object"`` (``json_object``, older servers), or ``"off"`` (the prompt alone asks for
+JSON; the base class still validates and repairs).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import ConfigurationError, TransientProviderError
+from .base import LLM, LLMRequest, LLMResponse
+from .openai import LazyClient, require_openai, translate_error
+
+_JSON_MODES = ("schema", "object", "off")
+_NO_KEY = "not-needed"  # the SDK insists on a key; local servers ignore it
+
+
+class OpenAICompatibleLLM(LLM):
+    """A model behind an OpenAI-compatible Chat Completions endpoint.
+
+    >>> llm = OpenAICompatibleLLM("llama3.1", base_url="http://localhost:11434/v1")
+    >>> llm.name, llm.base_url   # no network call is made
+    ('openai-compatible:llama3.1', 'http://localhost:11434/v1')
+    """
+
+    provider = "openai-compatible"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        json_mode: str = "schema",
+        client: Any = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(model, **options)
+        if json_mode not in _JSON_MODES:
+            raise ConfigurationError(f"{self.provider}: json_mode must be one of {_JSON_MODES}, got {json_mode!r}")
+        self.json_mode = json_mode
+        require_openai(self.provider)
+        base_url, api_key = self._endpoint(base_url, api_key)
+        self.base_url = base_url
+        # The SDK is imported, and the client built, on the first call.
+        self._client = LazyClient(
+            self.provider, api_key=api_key or _NO_KEY, base_url=base_url, timeout=self.timeout, max_retries=0
+        )
+        if client is not None:
+            self._client.set(client)
+
+    @property
+    def client(self) -> Any:
+        """The ``openai.OpenAI`` client (built on first use)."""
+        return self._client.get()[1]
+
+    def _endpoint(self, base_url: str | None, api_key: str | None) -> tuple[str, str | None]:
+        if base_url:
+            return base_url, api_key if api_key is not None else os.environ.get("MEMORIST_LLM_API_KEY")
+        for url_var, key_var in (("MEMORIST_LLM_BASE_URL", "MEMORIST_LLM_API_KEY"), ("OPENAI_BASE_URL", "OPENAI_API_KEY")):
+            url = os.environ.get(url_var)
+            if url:
+                return url, api_key if api_key is not None else os.environ.get(key_var)
+        raise ConfigurationError(
+            "the 'openai-compatible' LLM provider needs a base URL: set MEMORIST_LLM_BASE_URL "
+            "(e.g. http://localhost:11434/v1 for Ollama) or pass base_url=..."
+        )
+
+    def _response_format(self, request: LLMRequest) -> dict[str, Any] | None:
+        if request.json_schema is None or self.json_mode == "off":
+            return None
+        if self.json_mode == "object":
+            return {"type": "json_object"}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": request.schema_name[:64], "schema": request.json_schema, "strict": False},
+        }
+
+    def _generate(self, request: LLMRequest) -> LLMResponse:
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        messages += [{"role": m.role, "content": m.content} for m in request.messages]
+        params: dict[str, Any] = {"model": self.model, "messages": messages, "timeout": request.timeout}
+        response_format = self._response_format(request)
+        if response_format is not None:
+            params["response_format"] = response_format
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        if request.max_output_tokens is not None:
+            params["max_tokens"] = request.max_output_tokens
+        openai, client = self._client.get()
+        try:
+            completion = client.chat.completions.create(**params)
+        except Exception as exc:
+            raise translate_error(openai, exc, self.name) from exc
+        choices = getattr(completion, "choices", None) or []
+        if not choices:
+            raise TransientProviderError(f"{self.name}: the completion had no choices")
+        message = choices[0].message
+        usage = getattr(completion, "usage", None)
+        return LLMResponse(
+            text=(getattr(message, "content", None) or ""),
+            model=getattr(completion, "model", "") or self.model,
+            input_tokens=getattr(usage, "prompt_tokens", None),
+            output_tokens=getattr(usage, "completion_tokens", None),
+            response_id=getattr(completion, "id", None),
+        )
+
+
+__all__ = ["OpenAICompatibleLLM"]

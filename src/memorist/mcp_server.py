@@ -1,0 +1,291 @@
+"""Memorist's memory as the tools of an MCP host (``memorist mcp``).
+
+:func:`create_server` builds an MCP server (the official ``mcp`` SDK's
+``MCPServer``) over one :class:`~memorist.Memory` and one scope — a user, an agent
+and/or a run, fixed when the server starts. Its tools are the Memory calls a model
+needs: ``add_memory``, ``search_memories``, ``list_memories``, ``get_memory``,
+``update_memory``, ``delete_memory`` and ``memory_history``.
+
+No tool takes a user, agent or run id: every call acts inside the configured scope,
+so whatever the model sends, a host cannot reach another user's memories (a memory
+outside the scope is "not found", exactly like a missing one). The engine validates
+every argument as it does for the library; an :class:`~memorist.errors.MemoristError`
+becomes a tool error result whose text names the field or the id, never a crash of
+the server.
+
+>>> from memorist import Memory
+>>> from memorist.mcp_server import create_server
+>>> server = create_server(Memory(":memory:", embedder="hashing"), user_id="alex")
+>>> server.run("stdio")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, Field
+
+from . import validate
+from .errors import MemoristError, MissingDependencyError, ValidationError
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from .memory import Memory
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+INSTRUCTIONS = """\
+Memorist is the long-term memory of the person you are talking with (the server is \
+configured for one user, agent or run; you never pass an id for it). Memories are \
+short facts and preferences that last across conversations.
+
+- Before answering anything personal, or at the start of a conversation, call \
+search_memories with what you need to know ("food preferences", "where they live").
+- When the person tells you something worth remembering (who they are, preferences, \
+plans, constraints), call add_memory with the turn; Memorist extracts the facts and \
+reconciles them with what it already knows, so repeating a fact does not duplicate it.
+- When a memory is wrong, update_memory or delete_memory it by id (ids come from \
+search_memories, list_memories and add_memory).
+"""
+
+
+class ChatMessage(BaseModel):
+    """One message of a conversation turn."""
+
+    role: Literal["user", "assistant", "system"] = Field(
+        description="Who said it: 'user' (the person), 'assistant' (you) or 'system' (ignored for memory)."
+    )
+    content: str = Field(description="What was said.")
+    name: str | None = Field(default=None, description="The speaker's name, when several people talk.")
+
+
+def _tool_errors(fn: _F) -> _F:
+    """Engine errors become tool errors (an ``is_error`` result the model reads)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except MemoristError as exc:
+            raise ToolError(str(exc)) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("memorist")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source tree
+        return "0"
+
+
+def require_sdk() -> Any:
+    """The SDK's ``MCPServer`` class; :class:`~memorist.errors.MissingDependencyError`
+    naming the pip command when the ``mcp`` extra (SDK 2 or later) is not installed."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+    except ImportError as exc:
+        try:
+            found = importlib.metadata.version("mcp")
+        except importlib.metadata.PackageNotFoundError:
+            raise MissingDependencyError(
+                "memorist mcp needs the MCP SDK: pip install 'memorist[mcp]'"
+            ) from exc
+        raise MissingDependencyError(
+            f"memorist mcp needs the MCP SDK 2 or later, found mcp {found}: pip install -U 'mcp>=2'"
+        ) from exc
+    return MCPServer
+
+
+def create_server(
+    memory: Memory,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    name: str = "memorist",
+) -> MCPServer:
+    """An MCP server whose tools act on ``memory`` inside one scope.
+
+    At least one of ``user_id``, ``agent_id`` and ``run_id`` is required
+    (:class:`~memorist.errors.ValidationError` otherwise). Run it with
+    ``server.run("stdio")`` or ``server.run("streamable-http", host=..., port=...)``.
+    Tool calls are served one at a time (the Memory is shared).
+    """
+    MCPServer = require_sdk()
+    from mcp.types import ToolAnnotations
+
+    user, agent, run = validate.require_scope(user_id, agent_id, run_id)
+    ids = {"user_id": user, "agent_id": agent, "run_id": run}
+    lock = threading.Lock()
+    shown = ", ".join(f"{k}={v!r}" for k, v in ids.items() if v)
+    server = MCPServer(
+        name,
+        title="Memorist memory",
+        description=f"Long-term memory of {shown}",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        log_level="WARNING",
+    )
+
+    def tool(*, title: str, read_only: bool, destructive: bool = False, idempotent: bool = False) -> Callable[[_F], _F]:
+        annotations = ToolAnnotations(
+            title=title,
+            read_only_hint=read_only,
+            destructive_hint=destructive,
+            idempotent_hint=idempotent,
+            open_world_hint=False,
+        )
+
+        def register(fn: _F) -> _F:
+            @functools.wraps(fn)
+            def serialized(*args: Any, **kwargs: Any) -> Any:
+                with lock:  # sync tools run on worker threads; the Memory is shared
+                    return fn(*args, **kwargs)
+
+            server.add_tool(_tool_errors(serialized), title=title, annotations=annotations)
+            return fn
+
+        return register
+
+    # Not marked destructive: reconciliation may update or delete a memory a new fact
+    # contradicts, but every change stays in the memory's history.
+    @tool(title="Remember", read_only=False)
+    def add_memory(
+        messages: Annotated[
+            list[ChatMessage] | None,
+            Field(description="The conversation turn to remember, e.g. [{'role': 'user', 'content': '...'}]. Give messages or text."),
+        ] = None,
+        text: Annotated[str | None, Field(description="One thing to remember, as plain text. Give text or messages.")] = None,
+        metadata: Annotated[
+            dict[str, Any] | None,
+            Field(description="Optional JSON object stored with the new memories (e.g. {'source': 'chat'}); searchable with filters."),
+        ] = None,
+        infer: Annotated[
+            bool,
+            Field(description="True (default): extract short facts and reconcile them with existing memories. False: store each message verbatim."),
+        ] = True,
+    ) -> dict[str, Any]:
+        """Remember something about the person for future conversations.
+
+        Pass the conversation turn as `messages` or a single statement as `text`.
+        With infer=true, Memorist extracts short facts ("Is vegetarian") and reconciles
+        them with what it already knows: new facts are added, changed ones updated,
+        contradicted ones deleted, known ones left alone. Returns the memories it
+        changed: {"results": [{"id", "memory", "event": "ADD" | "UPDATE" | "DELETE"}],
+        "message"}.
+        """
+        if (messages is None) == (text is None):
+            raise ValidationError(
+                "messages",
+                "give either messages (a list of {role, content}) or text, not both"
+                if messages is not None
+                else "give messages (a list of {role, content}) or text",
+            )
+        turn: Any = text if messages is None else [m.model_dump(exclude_none=True) for m in messages]
+        return memory.add(turn, **ids, metadata=metadata, infer=infer)
+
+    @tool(title="Search memories", read_only=True, idempotent=True)
+    def search_memories(
+        query: Annotated[str, Field(description="What you want to know, in words: 'dietary restrictions', 'where does the user live'.")],
+        limit: Annotated[int, Field(description="How many memories to return, most relevant first (default 5).")] = 5,
+        filters: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description=(
+                    "Optional filter on metadata and fields: {'source': 'chat'} (equality), "
+                    "{'priority': {'gte': 2}}, {'source': {'in': ['chat', 'email']}}, "
+                    "{'created_at': {'gte': '2024-01-01T00:00:00Z'}}, combined with AND / OR / NOT lists. "
+                    "Operators: eq, ne, in, nin, gt, gte, lt, lte, contains, exists."
+                )
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Search the person's memories by meaning and keywords; the most relevant first.
+
+        Use it before answering anything that depends on who the person is or what
+        they told you before. Returns {"results": [{"id", "memory", "created_at",
+        "updated_at", "metadata", "score", "similarity", ...}]}; similarity is the
+        cosine of memory and query (1: same meaning, about 0: unrelated).
+        """
+        return memory.search(query, **ids, limit=limit, filters=filters)
+
+    @tool(title="List memories", read_only=True, idempotent=True)
+    def list_memories(
+        limit: Annotated[int, Field(description="At most this many memories (default 100).")] = 100,
+    ) -> dict[str, Any]:
+        """List the person's memories, newest first.
+
+        Returns {"results": [{"id", "memory", "created_at", "updated_at", "metadata", ...}]}.
+        Prefer search_memories when you look for something in particular.
+        """
+        return memory.get_all(**ids, limit=limit)
+
+    @tool(title="Get a memory", read_only=True, idempotent=True)
+    def get_memory(
+        memory_id: Annotated[str, Field(description="The memory's id, as returned by search_memories or list_memories.")],
+    ) -> dict[str, Any]:
+        """One memory by id: {"id", "memory", "created_at", "updated_at", "metadata", ...}."""
+        return memory.get(memory_id, **ids)
+
+    @tool(title="Update a memory", read_only=False, destructive=True, idempotent=True)
+    def update_memory(
+        memory_id: Annotated[str, Field(description="The id of the memory to change.")],
+        text: Annotated[str, Field(description="The memory's new text, a short self-contained fact.")],
+        metadata: Annotated[
+            dict[str, Any] | None,
+            Field(description="Optional JSON object whose keys are merged into the memory's metadata."),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Replace a memory's text, e.g. to correct it. The old text stays in its history.
+
+        Returns {"id", "memory", "event": "UPDATE", "previous_memory"}.
+        """
+        return memory.update(memory_id, text, metadata, **ids)
+
+    @tool(title="Delete a memory", read_only=False, destructive=True, idempotent=True)
+    def delete_memory(
+        memory_id: Annotated[str, Field(description="The id of the memory to delete.")],
+    ) -> dict[str, Any]:
+        """Forget one memory (when it is wrong or the person asks you to forget it).
+
+        Its history stays readable with memory_history. Returns {"id", "memory",
+        "event": "DELETE", "message"}.
+        """
+        return memory.delete(memory_id, **ids)
+
+    @tool(title="History of a memory", read_only=True, idempotent=True)
+    def memory_history(
+        memory_id: Annotated[str, Field(description="The id of the memory (a deleted one too).")],
+    ) -> dict[str, Any]:
+        """Every change of one memory, oldest first: when it was added, updated
+        (old and new text) and deleted.
+
+        Returns {"results": [{"event": "ADD" | "UPDATE" | "DELETE", "old_memory",
+        "new_memory", "created_at", ...}]}.
+        """
+        return {"results": memory.history(memory_id, **ids)}
+
+    if memory.energy:  # spec 002: the end of a conversation triggers consolidation
+
+        @tool(title="End the conversation", read_only=False, idempotent=True)
+        def end_conversation() -> dict[str, Any]:
+            """Call this when the conversation ends (the person says goodbye).
+
+            Memorist then consolidates this person's memories in the background: energy
+            decays, memories nobody came back to expire, and the ones that keep
+            mattering are promoted to longer-lived tiers. Returns at once with
+            {"scheduled", "coalesced", "running", "waiting", "scopes"}.
+            """
+            return memory.end_conversation(**ids)
+
+    return server
+
+
+__all__ = ["INSTRUCTIONS", "ChatMessage", "create_server", "require_sdk"]

@@ -1,0 +1,1194 @@
+"""The :class:`Memory` facade: Memorist's composition root and public API.
+
+>>> from memorist import Memory
+>>> m = Memory(":memory:", embedder="hashing")
+>>> m.add("Hi, I'm Alex. I'm a vegetarian and allergic to nuts.", user_id="alex")["message"]
+'Added 3 memories successfully'
+>>> [r["memory"] for r in m.get_all(user_id="alex")["results"]]  # newest first
+['Allergic to nuts', 'Is vegetarian', 'Name is Alex']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from . import validate
+from .config import MemoryConfig, default_db_path
+from .embed import Embedder, embedder_for_identity, resolve_embedder, spec_for_identity
+from .errors import EmbedderMismatchError, NotFoundError, ValidationError
+from .llm import LLM, resolve_llm
+from .model import MemoryRecord, Scope, Status, is_fact
+from .pipelines.ingest import Ingestor
+from .pipelines.search import Searcher
+from .policies.filters import compile_filters
+from .policies.keys import memory_key
+from .policies.ranking import RankingPolicy
+from .policies.text import content_hash
+from .policies.validity import is_valid, validity_cutoff
+from .roles.base import Extractor, Reconciler
+from .store import open_store
+from .store.base import Batch, ScopeFilter, Store
+from .store.sqlite import SQLiteStore
+
+_QUERY_CACHE = 256
+#: How far by-id calls follow a promoted memory's ``promoted_to`` link.
+_MAX_HOPS = 16
+
+
+def _promoted(record: MemoryRecord | None, get: Callable[[str], MemoryRecord | None]) -> MemoryRecord | None:
+    """``record``, or the memory it was promoted to (energy tiers: a promotion
+    archives the original and links it to its successor), followed to the end."""
+    for _ in range(_MAX_HOPS):
+        if record is None or record.status is not Status.ARCHIVED:
+            return record
+        target = record.lineage.get("promoted_to")
+        if not isinstance(target, str):
+            return record
+        successor = get(target)
+        if successor is None:
+            return record
+        record = successor
+    return record
+
+
+def _current_in(batch: Batch, memory_id: str) -> MemoryRecord:
+    """The memory ``memory_id`` as ``batch`` reads it (inside the write transaction,
+    so a promotion or a delete that committed since is seen), promotions followed;
+    NotFoundError when it is gone."""
+    current = _promoted(batch.get_many([memory_id]).get(memory_id), lambda i: batch.get_many([i]).get(i))
+    if current is None or current.status is Status.DELETED:
+        raise NotFoundError("memory", memory_id)
+    return current
+
+
+class Memory:
+    """Long-term memory for agents: per-user memories that last across conversations.
+
+    ``path`` is the SQLite file (created if missing; ``":memory:"`` for a throwaway
+    store; None for ``MEMORIST_DB`` or the user data directory). ``embedder`` is an
+    :class:`~memorist.embed.base.Embedder`, ``"hashing"`` or
+    ``"sentence-transformers:<model>"``; by default the store's own embedder, else
+    all-MiniLM-L6-v2 when installed, else the hashing fallback. ``decay_days``:
+    memories not updated for that many days are no longer returned (0 or None: never).
+    ``policy``: ``"default"``, or ``"energy"`` for spec 002's energy tiers (items
+    then carry ``energy`` and ``tier``; see :meth:`maintain`); None: ``MEMORIST_POLICY``.
+    """
+
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        embedder: str | Embedder | None = None,
+        decay_days: float | None = None,
+        tenant_id: str = "",
+        extractor: Extractor | None = None,
+        reconciler: Reconciler | None = None,
+        ranking: RankingPolicy | None = None,
+        store: Store | None = None,
+        config: MemoryConfig | None = None,
+        llm: str | LLM | None = None,
+        policy: str | None = None,
+    ) -> None:
+        # Overrides go to a copy: the caller's config object is never changed.
+        base = dataclasses.replace(config) if config is not None else MemoryConfig()
+        if path is not None:
+            base.path = path
+        if embedder is not None:
+            base.embedder = embedder
+        if decay_days is not None:
+            base.decay_days = decay_days
+        if tenant_id:
+            base.tenant_id = tenant_id
+        if llm is not None:
+            base.llm = llm
+        if policy is not None:
+            base.policy = policy
+        self.config = base.resolved()
+        # Before the store is opened: a missing key must not leave a new file behind.
+        self.llm: LLM | None = resolve_llm(self.config.llm)
+        if store is None:
+            target = self.config.path if self.config.path is not None else str(default_db_path())
+            store = open_store(target, busy_timeout=self.config.busy_timeout)
+        self.store = store
+        try:
+            self.embedder = self._bind_embedder(self.config.embedder)
+        except BaseException:
+            store.close()
+            raise
+        if self.llm is not None:
+            # LLM roles fall back to the heuristics below them when the model fails.
+            from .roles.llm import LLMExtractor, LLMReconciler
+
+            extractor = extractor if extractor is not None else LLMExtractor(self.llm)
+            reconciler = reconciler if reconciler is not None else LLMReconciler(self.llm)
+        if extractor is None:
+            from .roles.extractor import HeuristicExtractor
+
+            extractor = HeuristicExtractor()
+        if reconciler is None:
+            from .roles.reconciler import HeuristicReconciler
+
+            reconciler = HeuristicReconciler()
+        self.extractor = extractor
+        self.reconciler = reconciler
+        policy = ranking or RankingPolicy()
+        self._ingest = Ingestor(
+            self.store,
+            self.embedder,
+            self.extractor,
+            self.reconciler,
+            similar_k=self.config.similar_k,
+            decay_days=self.config.decay_days,
+            speaker_keys=self.config.retrieval.speaker_keys,
+            context_keys=self.config.retrieval.context_keys,
+            fact_keys=self.config.retrieval.fact_keys,
+        )
+        self._search = Searcher(self.store, self.config, policy)
+        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        # One Memory serves many threads (the service's workers): the cache is
+        # guarded; the store guards itself, and add's decision is checked at commit.
+        self._cache_lock = threading.Lock()
+        self._tiers: Any = None
+        if self.energy:
+            try:
+                self._ingest.prepare = self.tiers.prepare  # new memories get their start energy and tier
+            except BaseException:
+                store.close()
+                raise
+
+    @property
+    def ranking(self) -> RankingPolicy:
+        """The ranking policy searches apply (assignable)."""
+        return self._search.ranking
+
+    @ranking.setter
+    def ranking(self, policy: RankingPolicy) -> None:
+        self._search.ranking = policy
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Memory:
+        """Build from a plain mapping, e.g. ``{"path": "mem.db", "decay_days": 6}``.
+
+        Keys are those of :class:`~memorist.config.MemoryConfig`; unknown keys are an error.
+        """
+        return cls(config=MemoryConfig.from_mapping(config))
+
+    def _bind_embedder(self, spec: str | Embedder | None) -> Embedder:
+        """Choose the embedder and check it against the vectors already stored."""
+        identity = self.store.embedder_identity()
+        if spec is None and identity is not None:
+            known = embedder_for_identity(identity[0])
+            if known is None:
+                raise EmbedderMismatchError(
+                    f"this store's vectors were made by {identity[0]} ({identity[1]} dims), which "
+                    f"is not available here; install memorist[embeddings], pass "
+                    f"embedder={spec_for_identity(identity[0])!r}, or re-embed the store with "
+                    f"memorist.reembed(path, embedder) (CLI: `memorist reindex --embedder ...`)"
+                )
+            self.store.bind_embedder(known.name, known.dim)
+            return known
+        embedder = resolve_embedder(spec)
+        if identity is not None and identity != (embedder.name, embedder.dim):
+            raise EmbedderMismatchError(
+                f"this store's vectors were made by {identity[0]} ({identity[1]} dims) but the "
+                f"configured embedder is {embedder.name} ({embedder.dim} dims); open it with "
+                f"embedder={spec_for_identity(identity[0])!r}, or re-embed it with "
+                f"memorist.reembed(path, embedder) (CLI: `memorist reindex --embedder ...`)"
+            )
+        # Recorded with the first vector written, not now: reading must not pin it.
+        self.store.bind_embedder(embedder.name, embedder.dim)
+        return embedder
+
+    # helpers ---------------------------------------------------------------------
+    @property
+    def energy(self) -> bool:
+        """Whether this Memory runs the energy policy (spec 002's tiers)."""
+        return self.config.policy == "energy"
+
+    def _item(self, record: MemoryRecord, score: float | None = None) -> dict[str, Any]:
+        if self.energy:
+            from .pipelines.maintenance import tier_item
+
+            return tier_item(record, score)
+        return record.to_item(score)
+
+    def _scope_filter(self, user_id: Any, agent_id: Any, run_id: Any) -> ScopeFilter:
+        u, a, r = validate.require_scope(user_id, agent_id, run_id)
+        return ScopeFilter(self.config.tenant_id, u, a, r)
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        with self._cache_lock:
+            vec = self._query_vectors.get(query)
+            if vec is not None:
+                self._query_vectors.move_to_end(query)
+                return vec
+        vec = self.embedder.embed_query(query)  # outside the lock: it may be slow
+        with self._cache_lock:
+            self._query_vectors[query] = vec
+            if len(self._query_vectors) > _QUERY_CACHE:
+                self._query_vectors.popitem(last=False)
+        return vec
+
+    def _visible(self, record: MemoryRecord | None, now: float) -> bool:
+        return (
+            record is not None
+            and record.status is Status.ACTIVE
+            and record.scope.tenant_id == self.config.tenant_id
+            and is_valid(record.created_at, record.updated_at, record.valid_to, now=now, decay_days=self.config.decay_days)
+        )
+
+    def _get_record(self, memory_id: Any, user_id: Any = None, agent_id: Any = None, run_id: Any = None, *, deleted: bool = False) -> MemoryRecord:
+        """The memory ``memory_id`` if the caller owns it: of this tenant and, for
+        each of ``user_id``/``agent_id``/``run_id`` given, of that id. Anything else
+        is :class:`NotFoundError`, exactly as for an id that does not exist, so a
+        caller cannot learn whether another user's memory exists."""
+        mid = validate.memory_id(memory_id)
+        owner = self._optional_scope(user_id, agent_id, run_id)
+        record = _promoted(self.store.get(mid), self.store.get)
+        if record is None or (record.status is Status.DELETED and not deleted) or not owner.matches(record.scope):
+            raise NotFoundError("memory", mid)
+        if not is_fact(record):  # a playbook's strategy, a trajectory...: the learning calls' own
+            raise NotFoundError("memory", mid)
+        return record
+
+    # the mem0-style API ------------------------------------------------------------
+    def add(
+        self,
+        messages: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        timestamp: Any = None,
+        test: bool = False,
+    ) -> dict[str, Any]:
+        """Remember a conversation turn (a string, one message, or a list of messages).
+
+        With ``infer=True`` facts are extracted and reconciled with what the scope
+        already holds; with ``infer=False`` each non-system message is stored as is.
+        ``timestamp`` is when the conversation happened (default: now). Returns
+        ``{"results": [{"id", "memory", "event"}], "message": ...}``. The turn is
+        written to the event log even when nothing is extracted.
+
+        ``test=True`` (or ``metadata={"is_test": True}``) makes test memories: they
+        are kept apart, never returned, counted or maintained by the normal calls,
+        only by :meth:`test_memories` and ``maintain(test_only=True)``. Under the
+        energy policy, ``metadata`` may say the start energy: ``"type"`` (insight,
+        reminder, learning...), or ``"energy"`` and ``"tier"`` (see
+        :mod:`memorist.policies.energy`).
+        """
+        u, a, r = validate.require_scope(user_id, agent_id, run_id)
+        msgs, plain = validate.messages(
+            messages,
+            max_chars=self.config.max_message_chars,
+            max_metadata_depth=self.config.max_metadata_depth,
+            max_metadata_bytes=self.config.max_metadata_bytes,
+        )
+        meta = validate.metadata(metadata, max_depth=self.config.max_metadata_depth, max_bytes=self.config.max_metadata_bytes)
+        if not isinstance(infer, bool):
+            raise ValidationError("infer", f"must be True or False, got {validate.show(infer)}")
+        at = validate.timestamp(timestamp)
+        at = time.time() if at is None else at
+        if not isinstance(test, bool):
+            raise ValidationError("test", f"must be True or False, got {validate.show(test)}")
+        tenant = self.config.tenant_id
+        if test or meta.get("is_test") is True:
+            from .pipelines.maintenance import test_tenant
+
+            meta = {**meta, "is_test": True}
+            tenant = test_tenant(tenant)
+        if self.energy:
+            self.tiers.check_start(meta)  # a bad start energy or tier fails here, before anything is written
+        scope = Scope(tenant, u or "", a or "", r or "")
+        if infer:
+            return self._ingest.add_inferred(msgs, scope, metadata=meta, at=at)
+        return self._ingest.add_verbatim(msgs, scope, metadata=meta, at=at, plain_text=plain)
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 5,
+        filters: Mapping[str, Any] | None = None,
+        reference_time: Any = None,
+        threshold: float | None = None,
+    ) -> dict[str, Any]:
+        """The memories of the scope most relevant to ``query``, best first.
+
+        Vector similarity and BM25 candidates are fused by reciprocal rank fusion,
+        then the ranking policy's terms apply. Two more rankings join the fusion
+        when the query asks for them: a time expression ("last week", "in May
+        2023") adds the memories of that window, relative to ``reference_time``
+        (when the question is asked; default now); a speaker named in the query
+        adds that speaker's memories. ``filters`` restrict by metadata and fields
+        (see :mod:`memorist.policies.filters`).
+
+        Each result has a ``score`` (the fused rank score: 1.0 is first in every
+        ranking; it orders, it does not measure) and a ``similarity``, the cosine of
+        memory and query (1 the same meaning, about 0 unrelated), which is what
+        ``threshold`` bounds: only memories at least that similar are returned, as in
+        mem0.
+
+        Only facts are searched: playbook strategies, trajectories, reflections and
+        versions of the same space never come back (:func:`memorist.model.is_fact`).
+        """
+        scope = self._scope_filter(user_id, agent_id, run_id)
+        query = validate.text("query", query, max_chars=self.config.max_message_chars)
+        limit = validate.limit(limit)
+        predicate = compile_filters(filters)
+        reference = validate.timestamp(reference_time, field="reference_time")
+        threshold = validate.threshold(threshold)
+        qvec = self._query_vector(query)
+        ranked, similarity = self._search.search(
+            scope, query, qvec, limit=limit, predicate=predicate, reference=reference, now=time.time(), threshold=threshold
+        )
+        results = []
+        for record, score in ranked:
+            item = self._item(record, score)
+            if record.id in similarity:
+                item["similarity"] = round(similarity[record.id], 6)
+            results.append(item)
+        return {"results": results}
+
+    def get(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """One memory by id.
+
+        :class:`~memorist.errors.NotFoundError` if it is unknown, deleted, outside the
+        validity window (``decay_days``: no read returns an expired memory), or not
+        the caller's: pass the caller's ``user_id`` (``agent_id``, ``run_id``) and a
+        memory of any other scope answers exactly like a missing one. Every by-id
+        call (:meth:`update`, :meth:`delete`, :meth:`history`) takes the same ids.
+        """
+        record = self._get_record(memory_id, user_id, agent_id, run_id)
+        if not self._visible(record, time.time()):
+            raise NotFoundError("memory", record.id)
+        return self._item(record)
+
+    def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        filters: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The scope's memories, newest first (at most ``limit``). Playbook strategies,
+        trajectories and the other learning objects are not memories of this call:
+        the learning calls (:meth:`get_playbook`, :meth:`query_trajectories`) read them."""
+        scope = self._scope_filter(user_id, agent_id, run_id)
+        limit = validate.limit(limit)
+        predicate = compile_filters(filters)
+        now = time.time()
+        cutoff = validity_cutoff(now, self.config.decay_days)
+        if predicate is None:
+            records = self._list_facts(scope, limit=limit, cutoff=cutoff, now=now)
+        else:
+            records = [r for r in self.store.list(scope, cutoff=cutoff, now=now) if is_fact(r) and predicate(r)][:limit]
+        return {"results": [self._item(r) for r in records]}
+
+    def _list_facts(self, scope: ScopeFilter, *, limit: int, cutoff: float | None, now: float) -> list[MemoryRecord]:
+        """The scope's newest ``limit`` facts: playbooks and trajectories share the
+        space, so read further while they fill the page."""
+        want = limit
+        while True:
+            rows = self.store.list(scope, limit=want, cutoff=cutoff, now=now)
+            facts = [r for r in rows if is_fact(r)]
+            if len(facts) >= limit or len(rows) < want:
+                return facts[:limit]
+            want *= 4
+
+    def update(
+        self,
+        memory_id: str,
+        text: str,
+        metadata: dict[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Replace a memory's text (re-embedded); ``metadata`` keys are merged in.
+        The ids restrict it to the caller's memories, as in :meth:`get`."""
+        record = self._get_record(memory_id, user_id, agent_id, run_id)
+        text = validate.text("text", text, max_chars=self.config.max_message_chars)
+        meta = validate.metadata(metadata, max_depth=self.config.max_metadata_depth, max_bytes=self.config.max_metadata_bytes)
+        merged, key = self._merged(record, text, meta)
+        vector = self.embedder.embed_one(key)
+        with self.store.transaction() as batch:
+            # Read again inside the transaction: a write that committed since (a
+            # maintenance run's decay or promotion, a boost) is kept, not overwritten.
+            current = _current_in(batch, record.id)
+            if current.metadata != record.metadata:
+                merged, fresh_key = self._merged(current, text, meta)
+                if fresh_key != key:
+                    key, vector = fresh_key, self.embedder.embed_one(fresh_key)
+            updated = current.copy(
+                text=text,
+                search_text=key,
+                content_hash=content_hash(text),
+                updated_at=time.time(),
+                metadata=merged,
+            )
+            batch.update(updated, vector, old_text=current.text, payload={"metadata": meta} if meta else None)
+        return {"id": current.id, "memory": text, "event": "UPDATE", "previous_memory": current.text}
+
+    def _merged(self, record: MemoryRecord, text: str, meta: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The metadata of ``record`` with ``meta`` merged in (checked), and the search
+        key of ``text`` under it."""
+        merged = {**record.metadata, **meta}
+        if meta:  # merging must not grow a memory's metadata past the limits either
+            try:
+                validate.metadata(merged, max_depth=self.config.max_metadata_depth, max_bytes=self.config.max_metadata_bytes)
+            except ValidationError as exc:
+                raise ValidationError("metadata", f"merged into the memory's metadata, {str(exc).split(': ', 1)[1]}") from None
+        name = merged.get("name") if self.config.retrieval.speaker_keys else None
+        return merged, memory_key(text, name=name if isinstance(name, str) and name else None)
+
+    def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """Delete one memory. Its history stays readable through :meth:`history`.
+        The ids restrict it to the caller's memories, as in :meth:`get`."""
+        record = self._get_record(memory_id, user_id, agent_id, run_id)
+        with self.store.transaction() as batch:
+            # Inside the transaction: a promotion that committed since moved the memory.
+            current = _current_in(batch, record.id)
+            batch.delete(current)
+        return {"id": current.id, "memory": current.text, "event": "DELETE", "message": "Memory deleted successfully"}
+
+    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """Delete every memory of a scope. At least one id is required: never a wipe.
+        The scope's playbooks and trajectories stay (they are not memories of the fact calls)."""
+        scope = self._scope_filter(user_id, agent_id, run_id)
+        records = [r for r in self.store.list(scope) if is_fact(r)]  # playbooks and trajectories stay
+        with self.store.transaction() as batch:
+            for record in records:
+                batch.delete(record, payload={"delete_all": {k: v for k, v in (("user_id", scope.user_id), ("agent_id", scope.agent_id), ("run_id", scope.run_id)) if v}})
+        noun = "memory" if len(records) == 1 else "memories"
+        return {"deleted": len(records), "message": f"Deleted {len(records)} {noun}"}
+
+    def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
+        """Every event of a memory, oldest first, with old and new text (deleted ones
+        too). The ids restrict it to the caller's memories, as in :meth:`get`."""
+        record = self._get_record(memory_id, user_id, agent_id, run_id, deleted=True)
+        chain = [record.id]
+        source = record.lineage.get("promoted_from")
+        while isinstance(source, str) and len(chain) < _MAX_HOPS:  # a promoted memory's history starts with its originals'
+            earlier = self.store.get(source)
+            if earlier is None:
+                break
+            chain.append(earlier.id)
+            source = earlier.lineage.get("promoted_from")
+        if len(chain) == 1:
+            return [e.to_item() for e in self.store.history(record.id)]
+        events = sorted((e for mid in chain for e in self.store.history(mid)), key=lambda e: e.seq)
+        return [e.to_item() for e in events]
+
+    def reset(self) -> None:
+        """Delete everything in the store: memories, vectors and the event log."""
+        self.store.reset()
+        self._query_vectors.clear()
+        if self._tiers is not None:
+            self._tiers.forget()
+
+    # inspection and maintenance ------------------------------------------------------
+    def events(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        """The event log of a scope (turns, adds, updates, deletes, retrievals), oldest first."""
+        scope = self._scope_filter(user_id, agent_id, run_id)
+        if limit is not None:
+            limit = validate.limit(limit)
+        since = validate.since(since)
+        return [e.to_item() for e in self.store.events(scope, since=since, limit=limit)]
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and identity of the store (this tenant's test memories not counted)."""
+        stats = self.store.stats()
+        stats["decay_days"] = self.config.decay_days
+        from .pipelines.maintenance import test_tenant
+
+        tests = [r for r in self.store.list(ScopeFilter(test_tenant(self.config.tenant_id))) if is_fact(r)]
+        if tests:
+            stats["memories"] -= len(tests)
+            by_kind = stats.get("by_kind") or {}
+            for r in tests:
+                if by_kind.get(r.kind.value):
+                    by_kind[r.kind.value] -= 1
+            stats["test_memories"] = len(tests)
+        if self.energy:
+            stats["policy"] = "energy"
+        return stats
+
+    # LLM roles: pending turns and usage -----------------------------------------------
+    def _optional_scope(self, user_id: Any, agent_id: Any, run_id: Any) -> ScopeFilter:
+        """Like ``_scope_filter`` but no id means the whole tenant (maintenance calls)."""
+        ids = (validate.scope_id(n, v) for n, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)))
+        return ScopeFilter(self.config.tenant_id, *ids)
+
+    def pending(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Turns whose LLM extraction failed and that wait for :meth:`reprocess`, oldest
+        first (every scope of the tenant when no id is given). Each item is the turn's
+        event (``seq``, messages in ``payload``, ``payload["reason"]``)."""
+        if limit is not None:
+            limit = validate.limit(limit)
+        return [e.to_item() for e in self.store.pending_turns(self._optional_scope(user_id, agent_id, run_id), limit=limit)]
+
+    def reprocess(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """Run extraction again on pending turns (those whose LLM extraction failed),
+        oldest first; every scope of the tenant when no id is given.
+
+        A turn whose extraction succeeds now is resolved: the provisional memories its
+        heuristic fallback added give way to the model's facts, reconciled as in
+        :meth:`add`. One that fails again stays pending. Returns ``{"results": [...],
+        "processed", "failed", "pending"}`` (``pending``: how many are left). Needs an
+        LLM (``llm=`` or ``MEMORIST_LLM``): the heuristics never fail, so re-running them
+        would prove nothing.
+        """
+        from .errors import ConfigurationError
+        from .pipelines.reprocess import reprocess
+
+        if getattr(self.extractor, "llm", None) is None:
+            raise ConfigurationError(
+                "reprocess needs an LLM extractor: pass llm='openai:gpt-5-mini' (or another provider) "
+                "or set MEMORIST_LLM"
+            )
+        if limit is not None:
+            limit = validate.limit(limit)
+        return reprocess(self._ingest, self._optional_scope(user_id, agent_id, run_id), limit=limit)
+
+    def llm_usage(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0) -> dict[str, Any]:
+        """Totals of the ``llm_call`` events in the log: calls, failed calls, tokens and
+        estimated cost (USD), overall and per role."""
+        from .pipelines.llm_events import usage_summary
+
+        scope = self._optional_scope(user_id, agent_id, run_id)
+        since = validate.since(since)
+        return usage_summary(self.store.events(scope, since=since, ops=("llm_call",)))
+
+    def reindex(self, *, embedder: str | Embedder | None = None, progress: Any = None) -> dict[str, int]:
+        """Rebuild the indexes from the store; with ``embedder``, re-embed everything with it."""
+        if embedder is None:
+            return self.store.reindex()
+        new = resolve_embedder(embedder)
+        result = self.store.reindex(new.embed, name=new.name, dim=new.dim, progress=progress)
+        self.store.bind_embedder(new.name, new.dim)
+        self.embedder = new
+        self._ingest.embedder = new
+        self._query_vectors.clear()
+        return result
+
+    def playbook(self, preset: str = "ltmbse", **options: Any) -> Any:
+        """The self-evolving learning playbooks of this store (spec 000): an
+        :class:`~memorist.Playbook`. ``preset`` is ``"ltmbse"`` (per learner, the default)
+        or ``"baseline"`` (the ACE baseline); ``options`` override its settings."""
+        from .ace.playbook import Playbook
+
+        return Playbook(self, preset=preset, **options)
+
+    # the learning loop (spec 001) -------------------------------------------------------
+    @property
+    def learning(self) -> Any:
+        """The learning loop's engine (:class:`memorist.ace.learning.Learning`), built on
+        first use with :attr:`learning_config`. The calls below delegate to it."""
+        engine = getattr(self, "_learning", None)
+        if engine is None:
+            from .ace.learning import Learning
+
+            with self._cache_lock:
+                engine = getattr(self, "_learning", None)
+                if engine is None:
+                    engine = self._learning = Learning(self, getattr(self, "_learning_config", None))
+        return engine
+
+    @property
+    def learning_config(self) -> Any:
+        """How trajectories are kept and playbooks curated and versioned
+        (:class:`memorist.policies.learning.LearningConfig`; assign one, or a mapping of
+        its fields such as ``{"trajectory_sample_rate": 1.0, "versions": {"keep_latest": 3}}``)."""
+        return self.learning.config
+
+    @learning_config.setter
+    def learning_config(self, config: Any) -> None:
+        from .policies.learning import LearningConfig
+
+        if isinstance(config, Mapping):
+            config = LearningConfig.from_mapping(config)
+        if not isinstance(config, LearningConfig):
+            raise ValidationError("learning_config", f"must be a LearningConfig or a mapping, got {type(config).__name__}")
+        from .ace.learning import Learning
+
+        current = getattr(self, "_learning", None)
+        self._learning_config = config
+        self._learning = Learning(self, config, clock=current.clock if current is not None else time.time)
+
+    def start_trajectory(self, task_description: str, task_type: str | None = None, parent_trajectory_id: str | None = None, *,
+                         user_id: str | None = None, agent_id: str | None = None) -> str:
+        """Start recording a task execution (spec 001); returns its trajectory id.
+
+        It belongs to ``user_id``/``agent_id`` (neither: the agent ``"default"``).
+        ``parent_trajectory_id`` links a step of a multi-step workflow to its parent.
+        """
+        return self.learning.start_trajectory(task_description, task_type, parent_trajectory_id, user_id=user_id, agent_id=agent_id)
+
+    def log_step(self, trajectory_id: str, step_type: str, description: str, metadata: dict[str, Any] | None = None, *,
+                 user_id: str | None = None, agent_id: str | None = None) -> None:
+        """Log a step (``"decision"``, ``"action"``, ``"observation"``) of a running trajectory."""
+        self.learning.log_step(trajectory_id, step_type, description, metadata, user_id=user_id, agent_id=agent_id)
+
+    def complete_trajectory(self, trajectory_id: str, status: str, success_score: float | None = None, error_message: str | None = None,
+                            metrics: dict[str, Any] | None = None, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
+        """Close a trajectory: ``status`` ``"success"``, ``"failure"`` or ``"partial"``,
+        ``success_score`` in [0, 1], ``metrics`` such as ``{"tokens", "cost_usd",
+        "duration_ms"}``. Its trace is stored content-addressed (failures always,
+        successes at the sample rate). Returns the trajectory."""
+        return self.learning.complete_trajectory(trajectory_id, status, success_score, error_message, metrics, user_id=user_id, agent_id=agent_id)
+
+    def get_trajectory(self, trajectory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
+        """One trajectory with its steps (:class:`NotFoundError` outside the caller's ids)."""
+        return self.learning.get_trajectory(trajectory_id, user_id=user_id, agent_id=agent_id)
+
+    def query_trajectories(self, *, user_id: str | None = None, agent_id: str | None = None, status: str | None = None,
+                           task_type: str | None = None, since: Any = None, until: Any = None,
+                           parent_trajectory_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Trajectories, newest first, by agent/user, status, task type, start time
+        (``since``/``until``: ISO-8601 or epoch seconds) and parent."""
+        return self.learning.query_trajectories(user_id=user_id, agent_id=agent_id, status=status, task_type=task_type, since=since,
+                                                until=until, parent_trajectory_id=parent_trajectory_id, limit=limit)
+
+    def prune_trajectories(self, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, int]:
+        """Apply trajectory retention now (it also runs every few completions)."""
+        return self.learning.prune_trajectories(user_id=user_id, agent_id=agent_id)
+
+    def reflect(self, trajectory_id: str, llm: Any = None, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
+        """What a completed trajectory shows: ``{"insights": {"successful_patterns",
+        "failure_patterns", "neutral_observations", "recommendations"}, "memory_id",
+        ...}``, stored as a reflection linked to it. ``llm``: a model for this call
+        (default: the Memory's, else the heuristic)."""
+        return self.learning.reflect(trajectory_id, llm, user_id=user_id, agent_id=agent_id)
+
+    def batch_reflect(self, agent_id: str | None = None, since: Any = None, task_type: str | None = None, min_trajectories: int = 5, *,
+                      user_id: str | None = None, until: Any = None, llm: Any = None) -> list[dict[str, Any]]:
+        """Patterns across completed trajectories, one reflection per task type with at
+        least ``min_trajectories`` of them (none: an empty list)."""
+        return self.learning.batch_reflect(agent_id, since, task_type, min_trajectories, user_id=user_id, until=until, llm=llm)
+
+    def get_playbook(self, name: str = "default", agent_id: str | None = None, *, user_id: str | None = None, scope: str | None = None) -> dict[str, Any]:
+        """A playbook: version, usage, success rate, and ``strategies`` by category
+        (``"helpful"`` ✓, ``"harmful"`` ✗, ``"neutral"`` ○), best first. ``scope``:
+        ``"agent"``, ``"user"``, ``"tenant"`` or ``"global"`` (default: the ids').
+        One never written is empty (version 0). A learner's spec 000 playbook is
+        ``get_playbook("ltmbse", user_id=learner)``."""
+        return self.learning.get_playbook(name, agent_id, user_id=user_id, scope=scope)
+
+    def list_playbooks(self, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> list[dict[str, Any]]:
+        """The playbooks of a scope (without their strategies)."""
+        return self.learning.list_playbooks(user_id=user_id, agent_id=agent_id, scope=scope)
+
+    def create_playbook(self, name: str, *, scope: str | None = None, visibility: str | None = None, description: str | None = None,
+                        user_id: str | None = None, agent_id: str | None = None) -> str:
+        """Create (or describe) a playbook; returns its id."""
+        return self.learning.create_playbook(name, scope=scope, visibility=visibility, description=description, user_id=user_id, agent_id=agent_id)
+
+    def update_playbook(self, strategies: list[dict[str, Any]], name: str = "default", merge: bool = True, *, user_id: str | None = None,
+                        agent_id: str | None = None, scope: str | None = None, major: bool = False) -> str:
+        """Add strategies (``{"category", "pattern", "context", "confidence",
+        "evidence_count", "examples"}``); ``merge=True`` merges each into a similar one
+        (cosine >= 0.85), ``merge=False`` replaces the playbook. A new version either
+        way; returns the playbook id."""
+        return self.learning.update_playbook(strategies, name, merge, user_id=user_id, agent_id=agent_id, scope=scope, major=major)
+
+    def curate_playbook(self, reflections: list[str], playbook_name: str = "default", llm: Any = None, *, user_id: str | None = None,
+                        agent_id: str | None = None, scope: str | None = None) -> dict[str, Any]:
+        """Curate reflections into a playbook: ``{"added", "updated", "removed", ...}``.
+        Duplicates merge at cosine >= 0.85 with their evidence combined; confidence
+        follows the evidence; harmful patterns become anti-patterns."""
+        return self.learning.curate_playbook(reflections, playbook_name, llm, user_id=user_id, agent_id=agent_id, scope=scope)
+
+    def list_playbook_versions(self, name: str = "default", *, user_id: str | None = None, agent_id: str | None = None,
+                               scope: str | None = None) -> list[dict[str, Any]]:
+        """The versions kept (latest 5, every major one, the last 90 days), oldest first."""
+        return self.learning.list_playbook_versions(name, user_id=user_id, agent_id=agent_id, scope=scope)
+
+    def get_playbook_version(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None,
+                             scope: str | None = None) -> dict[str, Any]:
+        """One kept version of a playbook, with its strategies."""
+        return self.learning.get_playbook_version(name, version, user_id=user_id, agent_id=agent_id, scope=scope)
+
+    def rollback_playbook(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None,
+                          scope: str | None = None) -> dict[str, Any]:
+        """Make a new version equal to ``version``."""
+        return self.learning.rollback_playbook(name, version, user_id=user_id, agent_id=agent_id, scope=scope)
+
+    def execute_with_learning(self, task_fn: Callable[..., Any] | None = None, task_description: str | None = None,
+                              task_type: str | None = None, auto_reflect: bool = True, auto_curate: bool = True,
+                              playbook_name: str = "default", *, user_id: str | None = None, agent_id: str | None = None,
+                              scope: str | None = None, parent_trajectory_id: str | None = None) -> Any:
+        """Run ``task_fn`` with a trajectory open, then reflect and curate the playbook:
+        returns ``(result, trajectory_id)`` (an awaitable of it for an async function).
+
+        ``task_fn`` returns a result, or spec 001's ``(result, status)`` (``status``
+        ``"success"``, ``"failure"``, ``"partial"``); an exception is recorded as a
+        failure and re-raised. A ``task_fn`` that takes an argument gets the run
+        (:class:`memorist.ace.learning.LearningRun`: the loaded playbook, ``decision()``,
+        ``action()``, ``observation()``). Without ``task_fn`` this is a decorator.
+        """
+        return self.learning.execute_with_learning(task_fn, task_description, task_type, auto_reflect, auto_curate, playbook_name,
+                                                   user_id=user_id, agent_id=agent_id, scope=scope, parent_trajectory_id=parent_trajectory_id)
+
+    # minutes, context window, evaluation, PAIR (spec 003) ------------------------------------
+    @property
+    def minutes(self) -> Any:
+        """The coordination log and its search index (:class:`memorist.pipelines.minutes.Minutes`):
+        ``record``, ``recent``, ``by_ids``, ``get``, ``history``, ``search``, ``reindex``."""
+        engine = getattr(self, "_minutes", None)
+        if engine is None:
+            from .pipelines.minutes import Minutes
+
+            with self._cache_lock:
+                engine = getattr(self, "_minutes", None)
+                if engine is None:
+                    engine = self._minutes = Minutes(self)
+        return engine
+
+    def build_context(self, agent_id: str, task: str | None = None, *, budget_tokens: int = 4000, project_id: str | None = None,
+                      now: Any = None) -> Any:
+        """Spec 003's bounded context window for ``agent_id``: the project's last 50
+        minutes, the minutes they reference, the agent's own memory and the 5 minutes
+        most relevant to ``task``, each once, cut to ``budget_tokens`` (about four
+        characters a token). Returns a :class:`memorist.pipelines.context_window.ContextWindow`
+        (``text``, ``sections``, ``tokens``, ``cut``; ``to_dict()``)."""
+        from .pipelines.context_window import build_context
+
+        return build_context(self.minutes, agent_id, task, budget_tokens=budget_tokens, project_id=project_id, now=now)
+
+    def evaluate(self, *, project_id: str | None = None, dry_run: bool = False, now: Any = None, config: Any = None) -> dict[str, Any]:
+        """Spec 003's evaluation run over the project's minutes index: score each
+        (recency, relevance, accuracy, impact, composite), drop duplicates, supersede
+        the lower-scored of contradicting ones, prune composites under 0.3 — from the
+        index only, never the log — and log the run's stats. ``dry_run``: report only.
+        ``config``: an :class:`memorist.policies.evaluation.EvaluationConfig` or a mapping."""
+        from .pipelines.evaluation import evaluate
+        from .policies.evaluation import EvaluationConfig
+
+        if not isinstance(dry_run, bool):
+            raise ValidationError("dry_run", f"must be True or False, got {validate.show(dry_run)}")
+        if isinstance(config, Mapping):
+            config = EvaluationConfig.from_mapping(config)
+        if config is not None and not isinstance(config, EvaluationConfig):
+            raise ValidationError("config", f"must be an EvaluationConfig or a mapping, got {type(config).__name__}")
+        return evaluate(self.minutes, project_id=project_id, now=self.minutes._now(now), dry_run=dry_run, config=config)
+
+    def _pair_loop(self, project_id: Any, agent_id: Any, evaluator: Any, memories_per_gap: Any) -> Any:
+        from .pipelines.minutes import project_of
+        from .pipelines.pair import PairLoop, combined_retriever, evaluator_of
+        from .roles.evaluator import HeuristicEvaluator
+
+        project = project_of(project_id)
+        agent = validate.scope_id("agent_id", agent_id) or ""
+        per_gap = validate.limit(memories_per_gap, name="memories_per_gap")
+        if evaluator is None and self.llm is not None:
+            from .roles.llm import LLMEvaluator
+
+            evaluator = LLMEvaluator(self.llm)
+        chosen = evaluator_of(evaluator, HeuristicEvaluator())
+        sources = [
+            lambda q, k: [{**m, "source": "minute"} for m in self.minutes.search(q, k, project_id=project)],
+            lambda q, k: [{**f, "source": "fact"} for f in self.search(q, user_id=project, limit=k)["results"]],
+        ]
+        return PairLoop(self.store, Scope(self.config.tenant_id, project, agent), chosen, combined_retriever(sources), memories_per_gap=per_gap)
+
+    def pair(self, task: str, criteria: str, output: str, revise: Callable[[str, list[dict[str, Any]]], str], threshold: float = 95,
+             max_rounds: int = 5, *, project_id: str | None = None, agent_id: str | None = None, evaluator: Any = None,
+             memories_per_gap: int = 5) -> Any:
+        """Spec 003's PAIR loop, bounded: a fresh evaluator (the Memory's LLM, else
+        the heuristic; or ``evaluator``) scores ``output`` 0-100 against ``criteria``
+        seeing nothing else, and names gaps; for each gap ``memories_per_gap`` memories
+        of the project (minutes and facts) are retrieved; ``revise(output,
+        improvements)`` returns the next output (``improvements``: per gap ``{"gap",
+        "memories", "suggestions"}``). Until the score reaches ``threshold`` or after
+        ``max_rounds`` evaluations. Every round is logged. Returns a
+        :class:`memorist.pipelines.pair.PairResult` (``output``, ``score``,
+        ``converged``, ``rounds``; ``to_dict()``)."""
+        from .pipelines.pair import rounds_of, threshold_of
+
+        texts = [validate.text(name, value, max_chars=self.config.max_message_chars)
+                 for name, value in (("task", task), ("criteria", criteria), ("output", output))]
+        if not callable(revise):
+            raise ValidationError("revise", f"must be a function (output, improvements) -> revised output, got {type(revise).__name__}")
+        limit, bound = threshold_of(threshold), rounds_of(max_rounds)
+        loop = self._pair_loop(project_id, agent_id, evaluator, memories_per_gap)
+        return loop.run(*texts, revise, threshold=limit, max_rounds=bound)
+
+    def pair_round(self, task: str, criteria: str, output: str, *, threshold: float = 95, project_id: str | None = None,
+                   agent_id: str | None = None, evaluator: Any = None, memories_per_gap: int = 5) -> dict[str, Any]:
+        """One PAIR evaluation round, without revising: ``{"score", "met", "gaps",
+        "improvements", ...}`` (improvements only below ``threshold``). Logged like a
+        round of :meth:`pair`."""
+        import uuid
+
+        from .pipelines.pair import threshold_of
+
+        texts = [validate.text(name, value, max_chars=self.config.max_message_chars)
+                 for name, value in (("task", task), ("criteria", criteria), ("output", output))]
+        limit = threshold_of(threshold)
+        loop = self._pair_loop(project_id, agent_id, evaluator, memories_per_gap)
+        r = loop.round(*texts, number=1, session=str(uuid.uuid4()), threshold=limit, improve=True)
+        return {**r.to_dict(), "met": r.score >= limit, "threshold": limit}
+
+    # energy tiers (spec 002) ------------------------------------------------------------
+    @property
+    def tiers(self) -> Any:
+        """The energy tiers' engine (:class:`memorist.pipelines.maintenance.EnergyTiers`):
+        its configuration, runs, test memories and background worker. Built on first
+        use; the calls below delegate to it."""
+        engine = self._tiers
+        if engine is None:
+            from .pipelines.maintenance import EnergyTiers
+
+            with self._cache_lock:
+                engine = self._tiers
+                if engine is None:
+                    engine = self._tiers = EnergyTiers(
+                        self.store, self.config.tenant_id, lambda: self.embedder, log_path=self._maintenance_log_path()
+                    )
+        return engine
+
+    def _maintenance_log_path(self) -> str | None:
+        import os
+
+        setting = self.config.maintenance_log
+        if setting is not None:
+            return None if setting.strip().lower() in ("off", "none", "-") else os.path.expanduser(setting)
+        if isinstance(self.store, SQLiteStore) and self.store.path != ":memory:":
+            root, _ = os.path.splitext(os.fspath(self.store.path))
+            return root + ".maintenance.log"
+        return None
+
+    def _require_energy(self, what: str) -> None:
+        if not self.energy:
+            from .errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"{what} needs the energy policy: Memory(..., policy='energy'), MEMORIST_POLICY=energy "
+                "or `memorist --policy energy`"
+            )
+
+    def boost(self, memory_id: str, amount: float | None = None, now: Any = None, *, user_id: str | None = None,
+              agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """Add energy to a memory (spec 002): ``amount``, default the configured boost
+        (1.0). Its energy is first decayed to ``now`` (default: the current time); a
+        memory promoted since is boosted in its new tier. Test memories are boosted
+        too. Returns the memory's item with ``energy``, ``tier``, ``amount`` and
+        ``energy_before`` (its decayed energy before the boost). The ids restrict it
+        to the caller's memories, as in :meth:`get`. Needs ``policy="energy"``."""
+        self._require_energy("boost")
+        mid = validate.memory_id(memory_id)
+        owner = self._optional_scope(user_id, agent_id, run_id)
+        at = self._now(now)
+        config = self.tiers.config()
+        if amount is None:
+            amount = config.boost
+        if isinstance(amount, bool) or not isinstance(amount, int | float) or not 0 < amount <= 1e9:
+            raise ValidationError("amount", f"must be a number > 0, got {validate.show(amount)}")
+        from .pipelines.maintenance import tier_item
+
+        record = self.tiers.boost(mid, float(amount), at, owner)
+        item = tier_item(record)
+        item.update(amount=float(amount), energy_before=round(record.energy - float(amount), 6))
+        return item
+
+    @staticmethod
+    def _now(now: Any) -> float:
+        at = validate.timestamp(now, field="now")
+        return time.time() if at is None else at
+
+    def maintain(self, now: Any = None, test_only: bool = False, *, user_id: str | None = None, agent_id: str | None = None,
+                 run_id: str | None = None) -> dict[str, Any]:
+        """One maintenance run of the energy tiers (spec 002), at ``now`` (default: the
+        current time; a datetime, ISO-8601 or epoch seconds): decay every memory of the
+        scope (no id: the whole tenant), expire those below the expiry threshold,
+        promote those above their tier's threshold, within the configured batch sizes.
+        ``test_only=True`` runs over the test memories, and only them.
+
+        Returns the run's counts: ``memories``, ``decayed``, ``expired``,
+        ``promoted`` (``promoted_to_short_term``, ``promoted_to_long_term``),
+        ``use_boosted``, ``pending`` (left for later runs), ``skipped``, with its
+        ``run`` id, ``now``, ``scopes``, ``results`` (one per changed memory) and the
+        ``log`` file it was appended to. Needs ``policy="energy"``.
+        """
+        self._require_energy("maintain")
+        if not isinstance(test_only, bool):
+            raise ValidationError("test_only", f"must be True or False, got {validate.show(test_only)}")
+        at = self._now(now)
+        ids = self._optional_scope(user_id, agent_id, run_id)
+        scope = self.tiers.scope_for(test_only=test_only, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
+        return self.tiers.run(scope, now=at)
+
+    def end_conversation(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+                         now: Any = None) -> dict[str, Any]:
+        """The conversation ended: maintain its space in the background (spec 002's
+        end-of-conversation consolidation). Returns at once with ``{"scheduled",
+        "coalesced", "running", "waiting", "scopes"}``.
+
+        One run at a time per store; a request for a space that already waits for a
+        run is merged into it (``coalesced``), none is lost. The run covers the
+        user's and agent's memories of every conversation (only ``run_id``: that
+        conversation's). :meth:`wait_for_maintenance` waits for it; :meth:`close`
+        does too. Needs ``policy="energy"``.
+        """
+        self._require_energy("end_conversation")
+        u, a, r = validate.require_scope(user_id, agent_id, run_id)
+        at = validate.timestamp(now, field="now")
+        scope = self.tiers.scope_for(test_only=False, user_id=u, agent_id=a, run_id=None if (u or a) else r)
+        trigger = {k: v for k, v in (("user_id", u), ("agent_id", a), ("run_id", r)) if v}
+        answer = self.tiers.background.request(scope, at, trigger)
+        return {**answer, "scopes": {"user_id": scope.user_id, "agent_id": scope.agent_id, "run_id": scope.run_id}}
+
+    def wait_for_maintenance(self, timeout: float | None = None) -> bool:
+        """Wait until no background maintenance runs or waits; False if ``timeout``
+        (seconds) ran out first."""
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
+            raise ValidationError("timeout", f"must be seconds >= 0 or None, got {validate.show(timeout)}")
+        if self._tiers is None:
+            return True
+        return self._tiers.background.wait(timeout)
+
+    def tiers_status(self, *, test_only: bool = False, now: Any = None) -> dict[str, Any]:
+        """The distribution of memories over the tiers (count and energy at ``now``
+        per tier; archived and expired counts), the configuration, the last run."""
+        if not isinstance(test_only, bool):
+            raise ValidationError("test_only", f"must be True or False, got {validate.show(test_only)}")
+        return {"policy": self.config.policy, **self.tiers.status(now=self._now(now), test_only=test_only)}
+
+    def tiers_health(self, *, now: Any = None) -> dict[str, Any]:
+        """Health checks of the energy tiers: ``{"status": ok|warn|fail, "healthy",
+        "checks": [{"check", "status", "detail"}]}`` (configuration present and sane,
+        counts, stale decays, due promotions and expiries, links, last run, log)."""
+        return self.tiers.health(now=self._now(now))
+
+    def tiers_config(self, changes: Mapping[str, Any] | None = None, *, reset: bool = False) -> dict[str, Any]:
+        """The energy tiers' configuration, persisted in the store: ``{"config",
+        "persisted", "seq", "changed_at"}``. ``changes`` (``{"decay_batch": 50,
+        "start_energy.reminder": 3}``) are checked and persisted first; ``reset``
+        starts from spec 002's defaults."""
+        if changes is not None and not isinstance(changes, Mapping):
+            raise ValidationError("changes", f"must be a mapping of settings, got {type(changes).__name__}")
+        if not isinstance(reset, bool):
+            raise ValidationError("reset", f"must be True or False, got {validate.show(reset)}")
+        if not changes and not reset:
+            return self.tiers.config_info()
+        return self.tiers.set_config(dict(changes or {}), reset=reset)
+
+    def test_memories(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+                      limit: int = 100) -> dict[str, Any]:
+        """The test memories (``add(..., test=True)``), newest first, with their energy
+        and tier; every scope of the tenant when no id is given."""
+        limit = validate.limit(limit)
+        ids = self._optional_scope(user_id, agent_id, run_id)
+        from .pipelines.maintenance import tier_item
+
+        scope = self.tiers.scope_for(test_only=True, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
+        return {"results": [tier_item(r) for r in self.tiers.test_memories(scope, limit=limit)]}
+
+    def delete_test_memories(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """Delete test memories (every scope of the tenant when no id is given); the
+        real ones are never touched. Returns ``{"deleted": n}``."""
+        ids = self._optional_scope(user_id, agent_id, run_id)
+        scope = self.tiers.scope_for(test_only=True, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
+        return {"deleted": self.tiers.delete_test_memories(scope)}
+
+    # ids, export and import -------------------------------------------------------------
+    def resolve_id(self, prefix: str, *, include_deleted: bool = False) -> str:
+        """The full id of the memory whose id is ``prefix`` or starts with it.
+
+        Lets people type the short ids tables show. :class:`NotFoundError` when no
+        memory of this tenant matches, :class:`ValidationError` when several do.
+        """
+        prefix = validate.memory_id(prefix).strip()
+        matches = self.store.ids_with_prefix(self.config.tenant_id, prefix, include_deleted=include_deleted, limit=6)
+        if prefix in matches:
+            return prefix
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise NotFoundError("memory", prefix)
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise ValidationError("memory_id", f"{prefix!r} is the start of several ids ({shown}); give more of it")
+
+    def export(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        all_scopes: bool = False,
+        events: bool = False,
+    ) -> Iterator[dict[str, Any]]:
+        """The scope's memories as export objects, oldest first (``all_scopes=True``:
+        every memory of the store, of this tenant). With ``events``, the scope's event
+        log follows as ``{"type": "event", ...}`` objects.
+
+        Each memory object is a whole memory (id, text, scope, dates, metadata, kind,
+        class, counters, tier, lineage): :meth:`import_` restores it as it was.
+        Written one JSON object per line, this is the file ``memorist export`` writes.
+        """
+        from .pipelines.transfer import export_lines
+
+        if not isinstance(all_scopes, bool) or not isinstance(events, bool):
+            raise ValidationError("all_scopes" if not isinstance(all_scopes, bool) else "events", "must be True or False")
+        if all_scopes:
+            if any(v is not None for v in (user_id, agent_id, run_id)):
+                raise ValidationError("all_scopes", "exports every scope; do not pass user_id, agent_id or run_id with it")
+            scope = ScopeFilter(self.config.tenant_id)
+        else:
+            scope = self._scope_filter(user_id, agent_id, run_id)
+        return export_lines(self.store, scope, events=events)
+
+    def import_(
+        self,
+        source: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        infer: bool | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> dict[str, int]:
+        """Import JSON lines: a path, an open text file, or an iterable of lines or dicts.
+
+        A line is a memory written by :meth:`export` (restored with its id and dates;
+        one the store already holds is updated only if the line is newer, so importing
+        twice changes nothing) or a conversation turn, ``{"messages": [...] | "text":
+        "...", "user_id"?, "metadata"?, "timestamp"?, "infer"?}``, added like
+        :meth:`add` does. Lines that name no scope get ``user_id``/``agent_id``/
+        ``run_id``; ``infer`` is the default of turns without ``"infer"``.
+
+        Returns counts: ``lines``, ``added``, ``updated``, ``unchanged``, ``skipped``
+        (deleted here since), ``deleted`` (by reconciliation), ``events`` (event lines,
+        which are not replayed) and ``calls``. A bad line raises
+        :class:`~memorist.ImportLineError` naming it; the lines before
+        it stay imported. ``progress(lines_read)`` is called after each line.
+        """
+        import os
+
+        from .pipelines.transfer import Importer, import_lines
+
+        ids = self._optional_scope(user_id, agent_id, run_id)
+        defaults = {"user_id": ids.user_id, "agent_id": ids.agent_id, "run_id": ids.run_id}
+        if infer is not None and not isinstance(infer, bool):
+            raise ValidationError("infer", f"must be True, False or None, got {validate.show(infer)}")
+        if progress is not None and not callable(progress):
+            raise ValidationError("progress", f"must be a function of the lines read, got {type(progress).__name__}")
+        importer = Importer(
+            self.store,
+            self.embedder,
+            self.config.tenant_id,
+            self.add,
+            defaults,
+            infer,
+            max_chars=self.config.max_message_chars,
+            max_metadata_depth=self.config.max_metadata_depth,
+            max_metadata_bytes=self.config.max_metadata_bytes,
+        )
+        if isinstance(source, str | os.PathLike):
+            try:
+                # surrogateescape: a line that is not UTF-8 fails as that line.
+                with open(source, encoding="utf-8", errors="surrogateescape") as handle:
+                    return import_lines(importer, handle, progress=progress)
+            except OSError as exc:
+                raise ValidationError("source", f"cannot read {validate.show(os.fspath(source))}: {exc.strerror or exc}") from exc
+            except (UnicodeEncodeError, ValueError) as exc:
+                if isinstance(exc, ValidationError):  # an ImportLineError of the file's lines
+                    raise
+                # A path with a lone surrogate or a NUL byte names no file.
+                raise ValidationError("source", f"is not a usable path: {validate.show(source)}") from exc
+        if isinstance(source, bytes | dict) or not hasattr(source, "__iter__"):
+            raise ValidationError("source", f"must be a path, a text file or an iterable of lines, got {type(source).__name__}")
+        return import_lines(importer, source, progress=progress)
+
+    # integrity and backup -------------------------------------------------------------
+    def _sqlite_store(self, what: str) -> SQLiteStore:
+        if not isinstance(self.store, SQLiteStore):
+            from .errors import ConfigurationError
+
+            hint = " (for PostgreSQL use its own tools: amcheck, pg_dump)" if type(self.store).__name__ == "PostgresStore" else ""
+            raise ConfigurationError(f"{what} works on the SQLite store; this Memory uses {type(self.store).__name__}{hint}")
+        return self.store
+
+    def check(self, *, quick: bool = False) -> dict[str, Any]:
+        """Look for damage: SQLite's integrity check (``quick``: its faster
+        ``quick_check``) and Memorist's own invariants (every active memory in the
+        full-text and vector indexes, no index entry without its memory, the event
+        log whole). Read-only, and on its own snapshot: writers are not blocked.
+
+        Returns ``{"healthy", "problems": [{"check", "problem", "count",
+        "examples"}], "counts", ...}``; see :func:`memorist.store.check.check_store`,
+        which also checks a file that does not open (``memorist check`` uses it).
+        """
+        from .store.check import check_store
+
+        if not isinstance(quick, bool):
+            raise ValidationError("quick", f"must be True or False, got {quick!r}")
+        store = self._sqlite_store("check")
+        if store.path == ":memory:":
+            with store._lock:  # the only connection that sees an in-memory store
+                return check_store(store.path, quick=quick, conn=store._conn)
+        return check_store(store.path, quick=quick, busy_timeout=self.config.busy_timeout)
+
+    def backup(self, dest: str, *, force: bool = False) -> dict[str, Any]:
+        """Copy the store to the file ``dest`` with SQLite's online backup API.
+
+        The copy is one consistent state of the store, taken while other processes
+        may go on writing; it is checked before it replaces ``dest``, and an
+        existing ``dest`` is refused unless ``force``. (Copying the ``.db`` file
+        alone is not a backup: recent commits live in its ``-wal`` file until a
+        checkpoint.) Returns ``{"path", "source", "bytes", "memories", "seconds"}``.
+        """
+        from .store.check import backup_store
+
+        store = self._sqlite_store("backup")
+        store.flush()  # retrieval bookkeeping buffered here goes into the copy too
+        if store.path == ":memory:":
+            with store._lock:
+                return backup_store(store._conn, dest, force=force, source_path=store.path)
+        return backup_store(store.path, dest, force=force, busy_timeout=self.config.busy_timeout)
+
+    def close(self) -> None:
+        """Wait for background maintenance (see :meth:`end_conversation`), flush
+        buffered bookkeeping and close the store."""
+        if self._tiers is not None:
+            self._tiers.close()
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Memory(path={getattr(self.store, 'path', None)!r}, embedder={self.embedder.name!r})"
+
+
+def reembed(path: str, embedder: str | Embedder, *, progress: Any = None) -> dict[str, int]:
+    """Re-embed every active memory of the store at ``path`` with ``embedder``.
+
+    Works without the store's old embedder (a retired model, a missing extra): it
+    needs only the stored texts. The store then belongs to the new embedder.
+    """
+    new = resolve_embedder(embedder)
+    store = open_store(path, busy_timeout=MemoryConfig().resolved().busy_timeout)
+    try:
+        return store.reindex(new.embed, name=new.name, dim=new.dim, progress=progress)
+    finally:
+        store.close()

@@ -1,0 +1,183 @@
+"""Spec 003's bounded context window: what an agent sees of the coordination log.
+
+:func:`build_context` gathers four sections:
+
+1. ``recent``: the project's last ``window`` (50) minutes, of every agent;
+2. ``referenced``: the minutes those reference that are not among them;
+3. ``agent``: the agent's own memory: its facts in the project (added with
+   ``user_id=project, agent_id=agent``) and its indexed minutes, newest first, at
+   most ``agent_limit`` (10);
+4. ``retrieved``: the ``retrieve_limit`` (5) indexed minutes most relevant to the
+   task (none without a task); those shown count as retrievals (the evaluator's
+   relevance), those already in another section do not count again.
+
+Each memory appears once, in the first section that has it. Then the window is cut
+to ``budget_tokens``: items are kept in that order of priority (the newest recent
+minutes first, then referenced, agent memory, retrieved, each best or newest first)
+while they fit, and what did not fit is reported in ``cut``. Tokens are estimated at
+four characters a token (:func:`memorist.policies.minutes.estimate_tokens`), the
+section headings included, so the rendered block never exceeds the budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import validate
+from ..errors import ValidationError
+from ..model import is_fact
+from ..policies.minutes import Minute, estimate_tokens, references_of, render_minute_line
+from ..policies.validity import is_valid, validity_cutoff
+from .minutes import Minutes, project_of
+
+SECTIONS = ("recent", "referenced", "agent", "retrieved")
+_TITLES = {
+    "recent": "Recent coordination events (oldest first)",
+    "referenced": "Earlier events they reference",
+    "agent": "Your memory",
+    "retrieved": "Past experience relevant to the task",
+}
+WINDOW = 50
+RETRIEVE = 5
+AGENT_LIMIT = 10
+DEFAULT_BUDGET = 4000
+_MAX_BUDGET = 1_000_000
+
+
+@dataclass(slots=True)
+class ContextWindow:
+    """A built context: the kept items per section, the rendered ``text``, its
+    estimated ``tokens`` and what was ``cut`` to stay within ``budget_tokens``."""
+
+    agent_id: str
+    project_id: str
+    task: str | None
+    budget_tokens: int
+    sections: dict[str, list[dict[str, Any]]]
+    text: str
+    tokens: int
+    cut: list[dict[str, Any]] = field(default_factory=list)
+    full_log_available: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "agent_id": self.agent_id,
+            "project_id": self.project_id,
+            "task": self.task,
+            "budget_tokens": self.budget_tokens,
+            "tokens": self.tokens,
+            "sections": self.sections,
+            "counts": {name: len(items) for name, items in self.sections.items()},
+            "cut": self.cut,
+            "text": self.text,
+            "full_log_available": self.full_log_available,
+        }
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def budget_of(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= _MAX_BUDGET:
+        raise ValidationError("budget_tokens", f"must be a whole number from 1 to {_MAX_BUDGET:,}, got {validate.show(value)}")
+    return value
+
+
+def _fact_line(item: dict[str, Any]) -> str:
+    when = str(item.get("created_at") or "")[:10]
+    return f"- {item['memory']}" + (f" ({when})" if when else "")
+
+
+def build_context(
+    minutes: Minutes,
+    agent_id: str,
+    task: str | None = None,
+    *,
+    budget_tokens: int = DEFAULT_BUDGET,
+    project_id: str | None = None,
+    now: Any = None,
+    window: int = WINDOW,
+    retrieve_limit: int = RETRIEVE,
+    agent_limit: int = AGENT_LIMIT,
+) -> ContextWindow:
+    """Spec 003's ``buildContextForAgent``, bounded (see the module docstring)."""
+    agent = validate.scope_id("agent_id", agent_id)
+    if not agent:
+        raise ValidationError("agent_id", "is required: the context is built for one agent")
+    project = project_of(project_id)
+    budget = budget_of(budget_tokens)
+    if task is not None:
+        task = validate.text("task", task, max_chars=minutes.host.config.max_message_chars)
+    window = validate.limit(window, name="window")
+    at = minutes._now(now)
+
+    recent = minutes.recent(window, project_id=project)
+    seen = {m["id"] for m in recent}
+    wanted = [r for r in references_of(Minute.from_payload(m) for m in recent) if r not in seen]
+    referenced = minutes.by_ids(wanted) if wanted else []
+    seen.update(m["id"] for m in referenced)
+
+    store = minutes.store
+    conf = minutes.host.config
+    space = minutes.scope(project, agent)
+    own: list[tuple[float, dict[str, Any], str]] = []
+    cutoff = validity_cutoff(at, conf.decay_days)
+    for record in store.list(space, limit=4 * agent_limit + len(seen), cutoff=cutoff, now=at):
+        if record.id in seen:
+            continue
+        if is_fact(record) and is_valid(record.created_at, record.updated_at, record.valid_to, now=at, decay_days=conf.decay_days):
+            item = {**record.to_item(), "type": "fact"}
+            own.append((record.created_at, item, _fact_line(item)))
+        elif record.kind.value == "minute":
+            view = {**Minutes.result_view(record), "type": "minute"}
+            own.append((record.created_at, view, render_minute_line(view)))
+    own.sort(key=lambda t: -t[0])
+    agent_items = own[:agent_limit]
+    seen.update(item["id"] for _, item, _ in agent_items)
+
+    # Counted as retrievals (the evaluator's relevance) only if they are shown: below.
+    found = minutes.search(task, retrieve_limit, project_id=project, touch=False) if task else []
+    retrieved = [m for m in found if m["id"] not in seen]
+
+    candidates: dict[str, list[tuple[dict[str, Any], str]]] = {
+        # Priority within the section: the newest recent minute first.
+        "recent": [(m, render_minute_line(m)) for m in reversed(recent)],
+        "referenced": [(m, render_minute_line(m)) for m in referenced],
+        "agent": [(item, line) for _, item, line in agent_items],
+        "retrieved": [(m, render_minute_line(m)) for m in retrieved],
+    }
+    header = [f"## Coordination context for {agent} (project {project})"]
+    if task:
+        header.append(f"Task: {task}")
+    used = sum(estimate_tokens(line + "\n") for line in header)
+    kept: dict[str, list[tuple[dict[str, Any], str]]] = {name: [] for name in SECTIONS}
+    cut: list[dict[str, Any]] = []
+    header_fits = used <= budget
+    titles = {name: _TITLES[name] + (f" ({agent})" if name == "agent" else "") for name in SECTIONS}
+    for name in SECTIONS:
+        heading = estimate_tokens("\n### " + titles[name] + "\n")
+        for item, line in candidates[name]:
+            cost = estimate_tokens(line + "\n") + (0 if kept[name] else heading)
+            if header_fits and used + cost <= budget:
+                kept[name].append((item, line))
+                used += cost
+            else:
+                cut.append({"section": name, "id": item.get("id"), "tokens": estimate_tokens(line + "\n")})
+    kept["recent"].reverse()  # shown oldest first, as the log reads
+    shown = [item["id"] for item, _ in kept["retrieved"]]
+    if shown:
+        records = store.get_many(shown)
+        store.touch([records[i] for i in shown if i in records], query=task or "")
+    lines = list(header) if header_fits else []
+    for name in SECTIONS:
+        if kept[name]:
+            lines.extend(["", f"### {titles[name]}"])
+            lines.extend(line for _, line in kept[name])
+    text = "\n".join(lines)
+    tokens = estimate_tokens(text)
+    sections = {name: [item for item, _ in kept[name]] for name in SECTIONS}
+    return ContextWindow(agent, project, task, budget, sections, text, tokens, cut)
+
+
+__all__ = ["AGENT_LIMIT", "DEFAULT_BUDGET", "RETRIEVE", "SECTIONS", "WINDOW", "ContextWindow", "build_context"]

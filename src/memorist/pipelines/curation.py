@@ -1,0 +1,315 @@
+"""Curation (spec 001 §3.1, §6.2, §6.3): candidate strategies become a playbook's
+strategies, atomically, with a new version.
+
+Each candidate — a pattern, its category (✓ helpful, ✗ harmful, ○ neutral), a
+context, and the trajectories it rests on — lands on the playbook like this:
+
+1. the same text as an existing strategy (normalised): its evidence is added there,
+   whatever the category (a pattern named once as a success and once as a failure
+   is one strategy whose outcomes disagree, and its confidence shows it);
+2. else a strategy at cosine ≥ ``merge_threshold`` (0.85) of the same category —
+   or of any category, for a neutral observation (a step that was taken in a run
+   that did not succeed is evidence against the strategy that prescribed it): its
+   evidence is added there;
+3. else it is a new strategy. Harmful patterns become anti-patterns; nothing is
+   dropped for being harmful.
+
+A ○ neutral strategy whose listed trajectories mostly succeeded (≥ 60 %, three
+at least) becomes ✓ helpful. (The other way round is left to the confidence: a
+helpful strategy that keeps failing loses it, but is not turned into an
+anti-pattern on outcomes alone — early on most runs fail, whatever a habit does.
+What a failure directly follows is named a failure pattern by the reflector.) Then (§6.3) strategies of one category at
+cosine ≥ ``merge_threshold`` are merged, their evidence combined; and a playbook
+over ``max_strategies`` loses its lowest-confidence entries. The diff — added, updated, removed — is returned, and
+the whole change, its version and the retention of old versions commit in one
+transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..model import MemoryRecord, Status
+from ..policies.learning import HELPFUL, NEUTRAL, LearningConfig, support
+from ..policies.text import normalize
+from ..store.base import Batch
+from .playbooks import (
+    Evidence,
+    PlaybookRef,
+    PlaybookStore,
+    category,
+    evidence_of,
+    new_id,
+    outcome_share,
+    recategorized,
+    record_from_snapshot,
+    strategy_entry,
+    with_evidence,
+)
+
+#: When a neutral strategy becomes helpful: the share of its listed trajectories that
+#: succeeded, and the fewest trajectories.
+PROMOTE = (0.6, 3)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A strategy to curate into a playbook.
+
+    ``evidence``: ``(trajectory_id, status, at, support)`` of the trajectories that
+    show it; a support of None is the outcome's support of the category of the
+    strategy the candidate lands on (:func:`~memorist.policies.learning.support`).
+    ``declared``/``declared_count``: a confidence given by hand for that much
+    evidence (``update_playbook``).
+    """
+
+    category: str
+    pattern: str
+    context: str = ""
+    evidence: tuple[tuple[str, str, float, float | None], ...] = ()
+    declared: float | None = None
+    declared_count: int = 0
+
+
+def _weighed(items: tuple[tuple[str, str, float, float | None], ...], cat: str) -> tuple[tuple[str, str, float, float], ...]:
+    return tuple((t, st, at, support(cat, st) if w is None else w) for t, st, at, w in items)
+
+
+class Curation:
+    """Applies candidates, replacements and rollbacks to playbooks."""
+
+    def __init__(self, playbooks: PlaybookStore, config: LearningConfig, *, default_name: str = "ltmbse") -> None:
+        self.playbooks = playbooks
+        self.config = config
+        self.default_name = default_name
+
+    @property
+    def store(self) -> Any:
+        return self.playbooks.store
+
+    # the plan ---------------------------------------------------------------------------------
+    def _match(
+        self, cand: Candidate, vector: np.ndarray, records: dict[str, MemoryRecord], vectors: dict[str, np.ndarray]
+    ) -> str | None:
+        key = normalize(cand.pattern)
+        for rid, record in records.items():
+            if normalize(record.text) == key:
+                return rid
+        ids = [rid for rid, r in records.items() if rid in vectors and (cand.category == NEUTRAL or category(r) == cand.category)]
+        if not ids:
+            return None
+        sims = np.stack([vectors[i] for i in ids]) @ vector.astype(np.float32)
+        k = int(np.argmax(sims))
+        return ids[k] if float(sims[k]) >= self.config.merge_threshold - 1e-6 else None
+
+    def _dedup(self, records: dict[str, MemoryRecord], vectors: dict[str, np.ndarray], now: float) -> list[tuple[str, str]]:
+        """§6.3: merge strategies of one category at cosine >= the threshold; returns (kept, merged) pairs."""
+        merged: list[tuple[str, str]] = []
+        changed = True
+        while changed:
+            changed = False
+            ids = [i for i in records if i in vectors]
+            if len(ids) < 2:
+                break
+            matrix = np.stack([vectors[i] for i in ids])
+            sims = matrix @ matrix.T
+            for a in range(len(ids)):
+                for b in range(a + 1, len(ids)):
+                    ra, rb = records[ids[a]], records[ids[b]]
+                    if category(ra) != category(rb) or float(sims[a, b]) < self.config.merge_threshold - 1e-6:
+                        continue
+                    ea, eb = evidence_of(ra), evidence_of(rb)
+                    keep, drop = (ra, rb) if (ea.total, -ra.created_at) >= (eb.total, -rb.created_at) else (rb, ra)
+                    ek, ed = (ea, eb) if keep is ra else (eb, ea)
+                    survivor = with_evidence(keep, ek.merge(ed, self.config.evidence_kept), now=now, half_life_days=self.playbooks.half_life_days)
+                    if not survivor.metadata.get("context") and drop.metadata.get("context"):
+                        survivor = survivor.copy(metadata={**survivor.metadata, "context": drop.metadata["context"]})
+                    records[keep.id] = survivor
+                    del records[drop.id]
+                    vectors.pop(drop.id, None)
+                    merged.append((keep.id, drop.id))
+                    changed = True
+                    break
+                if changed:
+                    break
+        return merged
+
+    def _follow_evidence(self, record: MemoryRecord, now: float) -> MemoryRecord:
+        ev = evidence_of(record)
+        share = outcome_share(ev)
+        if share is None:
+            return record
+        bound, fewest = PROMOTE
+        if category(record) == NEUTRAL and len(ev.items) >= fewest and share >= bound:
+            return recategorized(record, HELPFUL, now=now, half_life_days=self.playbooks.half_life_days)
+        return record
+
+    def _over_capacity(self, records: dict[str, MemoryRecord], now: float) -> list[str]:
+        excess = len(records) - self.config.max_strategies
+        if excess <= 0:
+            return []
+        hl = self.playbooks.half_life_days
+
+        def rank(r: MemoryRecord) -> tuple[float, int, float, str]:
+            ev = evidence_of(r)
+            return (ev.confidence(now, hl), ev.total, r.updated_at or r.created_at, r.id)
+
+        return [r.id for r in sorted(records.values(), key=rank)[:excess]]
+
+    # the transaction -------------------------------------------------------------------------------
+    def apply(
+        self,
+        ref: PlaybookRef,
+        candidates: Sequence[Candidate],
+        *,
+        now: float,
+        replace: bool = False,
+        reason: str = "curate",
+        major: bool = False,
+        header_changes: Callable[[MemoryRecord], dict[str, Any]] | None = None,
+        within: Callable[[Batch], None] | None = None,
+    ) -> dict[str, Any]:
+        """Curate ``candidates`` into the playbook ``ref`` (``replace``: instead of
+        what it holds). ``within(batch)`` runs in the same transaction (e.g. marking
+        reflections curated); ``header_changes(header)`` gives header metadata to set."""
+        keep = self.config.evidence_kept
+        hl = self.playbooks.half_life_days
+        cand_vectors = self.playbooks.embedder.embed([c.pattern for c in candidates]) if candidates else np.zeros((0, 1), np.float32)
+        with self.store.transaction() as batch:
+            header, _ = self.playbooks.ensure_header(batch, ref, now)
+            rows = self.playbooks.strategies_in(batch, ref, default=self.default_name)
+            before = {r.id: r for r, _ in rows}
+            records = dict(before)
+            vectors = {r.id: np.asarray(v, np.float32) for r, v in rows if v is not None}
+            if replace:
+                records.clear()
+                vectors.clear()
+            new_ids: list[str] = []
+            touched: list[str] = []
+            for cand, vector in zip(candidates, cand_vectors, strict=True):
+                vector = np.asarray(vector, np.float32)
+                target = self._match(cand, vector, records, vectors)
+                if target is not None:
+                    current = records[target]
+                    ev = evidence_of(current)
+                    if cand.declared is not None or cand.declared_count:
+                        ev = ev.merge(Evidence(declared=cand.declared, declared_count=cand.declared_count, last_at=now), keep)
+                    ev = ev.add(_weighed(cand.evidence, category(current)), keep)
+                    updated = with_evidence(current, ev, now=now, half_life_days=hl)
+                    if cand.context and not updated.metadata.get("context"):
+                        updated = updated.copy(metadata={**updated.metadata, "context": cand.context})
+                    records[target] = updated
+                    touched.append(target)
+                    continue
+                ev = Evidence(declared=cand.declared, declared_count=cand.declared_count, last_at=now if cand.declared is not None else None)
+                ev = ev.add(_weighed(cand.evidence, cand.category), keep)
+                record = self.playbooks.new_strategy(ref, cand.pattern, cand.category, context=cand.context, evidence=ev, now=now)
+                records[record.id] = record
+                vectors[record.id] = vector
+                new_ids.append(record.id)
+            for rid in dict.fromkeys(touched):
+                records[rid] = self._follow_evidence(records[rid], now)
+            merged = self._dedup(records, vectors, now)
+            pruned = self._over_capacity(records, now)
+            for rid in pruned:
+                records.pop(rid)
+            # Write the difference between before and after.
+            added = [rid for rid in new_ids if rid in records]
+            removed: list[MemoryRecord] = []
+            merged_into = {drop: kept for kept, drop in merged}
+            for rid, old in before.items():
+                if rid in records:
+                    continue
+                kept = merged_into.get(rid)
+                while kept is not None and kept not in records:
+                    kept = merged_into.get(kept)
+                if kept is not None:
+                    gone = old.copy(status=Status.DELETED, updated_at=now, lineage={**old.lineage, "merged_into": kept})
+                    batch.update(gone, None, old_text=old.text, op="merge", actor="curator", payload={"playbook": ref.name, "kept": kept})
+                else:
+                    batch.delete(old, op="remove", actor="curator", payload={"playbook": ref.name, "reason": "replace" if replace else "capacity"})
+                removed.append(old)
+            for rid in added:
+                batch.add(records[rid], vectors.get(rid), actor="curator", payload={"playbook": ref.name, "delta": "new"})
+            updated_ids = [rid for rid in dict.fromkeys(touched + [k for k, _ in merged]) if rid in before and rid in records]
+            for rid in updated_ids:
+                batch.update(records[rid], None, old_text=before[rid].text, op="reinforce", actor="curator", payload={"playbook": ref.name})
+            if within is not None:
+                within(batch)
+            changed = bool(added or removed or updated_ids)
+            extra = header_changes(header) if header_changes is not None else {}
+            if changed:
+                header = self.playbooks.record_version(
+                    batch, ref, header, records.values(), now, major=major or replace, reason=reason,
+                    change={"added": added, "updated": updated_ids, "removed": [r.id for r in removed]},
+                    header_changes=extra,
+                )
+            elif extra:
+                header = self.playbooks.update_header(batch, header, now, **extra)
+        return {
+            "playbook_id": header.id,
+            "name": ref.name,
+            "version": int(header.metadata.get("version") or 0),
+            "version_label": header.metadata.get("label") or "0.0",
+            "added": [strategy_entry(records[i], now=now, half_life_days=hl) for i in added],
+            "updated": [strategy_entry(records[i], now=now, half_life_days=hl) for i in updated_ids],
+            "removed": [strategy_entry(r, now=now, half_life_days=hl) for r in removed],
+            "merged": [list(p) for p in merged],
+        }
+
+    def rollback(self, ref: PlaybookRef, version: MemoryRecord, *, now: float) -> dict[str, Any]:
+        """A new (major) version whose strategies are those of ``version``."""
+        entries = list(version.metadata.get("strategies") or ())
+        vectors = self.playbooks.embedder.embed([str(e.get("text", "")) for e in entries]) if entries else []
+        number = int(version.metadata.get("version") or 0)
+        hl = self.playbooks.half_life_days
+        with self.store.transaction() as batch:
+            header, _ = self.playbooks.ensure_header(batch, ref, now)
+            current = {r.id: r for r, _ in self.playbooks.strategies_in(batch, ref, default=self.default_name)}
+            wanted = {str(e["id"]): (e, vectors[i]) for i, e in enumerate(entries)}
+            stored = batch.get_many(list(wanted))
+            added: list[MemoryRecord] = []
+            updated: list[MemoryRecord] = []
+            removed: list[MemoryRecord] = []
+            for rid, record in current.items():
+                if rid not in wanted:
+                    batch.delete(record, op="remove", actor="rollback", payload={"playbook": ref.name, "rolled_back_to": number})
+                    removed.append(record)
+            final: list[MemoryRecord] = []
+            for rid, (entry, vector) in wanted.items():
+                restored = record_from_snapshot(entry, ref.at(""))
+                if rid in current:
+                    old = current[rid]
+                    restored = restored.copy(
+                        strengths=old.strengths, last_access=old.last_access, access_count=old.access_count,
+                        scope=old.scope, updated_at=now,
+                    )
+                    batch.update(restored, None, old_text=old.text, op="rollback", actor="rollback", payload={"playbook": ref.name, "rolled_back_to": number})
+                    updated.append(restored)
+                else:
+                    was = stored.get(rid)
+                    restored = restored.copy(id=new_id() if was is not None else rid, lineage={"restored_from": rid}, updated_at=None)
+                    batch.add(restored, np.asarray(vector, np.float32), actor="rollback", payload={"playbook": ref.name, "rolled_back_to": number})
+                    added.append(restored)
+                final.append(restored)
+            header = self.playbooks.record_version(
+                batch, ref, header, final, now, major=True, reason="rollback",
+                change={"rolled_back_to": number, "added": [r.id for r in added], "updated": [r.id for r in updated], "removed": [r.id for r in removed]},
+            )
+        return {
+            "playbook_id": header.id,
+            "name": ref.name,
+            "version": int(header.metadata.get("version") or 0),
+            "version_label": header.metadata.get("label"),
+            "rolled_back_to": number,
+            "added": [strategy_entry(r, now=now, half_life_days=hl) for r in added],
+            "updated": [strategy_entry(r, now=now, half_life_days=hl) for r in updated],
+            "removed": [strategy_entry(r, now=now, half_life_days=hl) for r in removed],
+        }
+
+
+__all__ = ["Candidate", "Curation"]

@@ -1,0 +1,142 @@
+"""Spec 003's evaluation run over a project's minutes index.
+
+Scores every indexed minute (:mod:`memorist.policies.evaluation`), then, by the
+policy's :func:`~memorist.policies.evaluation.plan`: deduplicates near-identical
+minutes, resolves contradicting ones (the lower-scored is superseded, each side
+linked to the other in its lineage), and prunes those scoring under 0.3. Every
+removal archives the index entry only — the minute stays in the log, and
+:meth:`memorist.pipelines.minutes.Minutes.reindex` brings it back. The run's
+statistics (minutes in the log, kept in the index, pruned, average score) are
+appended to the log as a ``minute_evaluation`` event, all in one transaction.
+
+``dry_run=True`` computes the same report and writes nothing, not even the event.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from ..model import Scope, Status
+from ..policies.evaluation import Candidate, EvaluationConfig, Removal, plan, score
+from ..policies.minutes import Insight, is_negated, outcome_of
+from .minutes import OP_DUPLICATE, OP_LINK, OP_PRUNE, OP_SUPERSEDE, Minutes, minute_of
+
+OP_EVALUATION = "minute_evaluation"
+_OPS = {"duplicate": OP_DUPLICATE, "superseded": OP_SUPERSEDE, "low_score": OP_PRUNE}
+_LINKS = {"duplicate": "duplicate_of", "superseded": "superseded_by"}
+
+
+def evaluate(
+    minutes: Minutes,
+    *,
+    project_id: str | None = None,
+    now: float,
+    dry_run: bool = False,
+    config: EvaluationConfig | None = None,
+) -> dict[str, Any]:
+    """Score, deduplicate, resolve, prune; returns the report::
+
+        {"dry_run", "project_id", "in_log", "in_index", "kept_in_index", "pruned",
+         "deduplicated", "superseded", "pruned_low_score", "average_score",
+         "removed": [{"id", "reason", "link", "composite"}], "scores": {id: {...}},
+         "event_seq"}
+
+    ``pruned`` counts every entry that left the index (the three reasons together);
+    ``average_score`` is the mean composite of those kept (0.0 when none is).
+    """
+    config = config or EvaluationConfig()
+    scope = minutes.scope(project_id)
+    minutes.store.flush()  # buffered retrievals count in relevance
+    log = list(minutes.iter_log(scope))
+    referenced_by: Counter[str] = Counter(ref for e in log for ref in dict.fromkeys(minute_of(e).context_references))
+    records = minutes.index_records(scope)
+    insights = {r.id: [Insight.from_dict(i) for i in (r.metadata.get("minute") or {}).get("insights") or ()] for r in records}
+    max_retrieved = max((r.access_count for r in records), default=0)
+    max_refs = max((referenced_by[r.id] for r in records), default=0)
+    scores = {}
+    candidates = []
+    for r in records:
+        outcome = outcome_of(insights[r.id])
+        s = score(
+            age_seconds=now - r.created_at,
+            retrieved=r.access_count,
+            max_retrieved=max_retrieved,
+            outcome=None if outcome is None else outcome.confidence,
+            referenced_by=referenced_by[r.id],
+            max_referenced_by=max_refs,
+            weeks=config.recency_weeks,
+        )
+        scores[r.id] = s
+        note = str((r.metadata.get("minute") or {}).get("memory_note") or "")
+        candidates.append(Candidate(r.id, r.created_at, s.composite, None if outcome is None else outcome.confidence, is_negated(note)))
+    vectors = minutes.host.embedder.embed([r.search_text or r.text for r in records]) if records else np.zeros((0, 1))
+    removals = plan(candidates, np.asarray(vectors), config)
+    gone = {x.id for x in removals}
+    kept = [scores[r.id].composite for r in records if r.id not in gone]
+    reasons = Counter(x.reason for x in removals)
+    report: dict[str, Any] = {
+        "dry_run": dry_run,
+        "project_id": scope.user_id,
+        "in_log": len(log),
+        "in_index": len(records),
+        "kept_in_index": len(kept),
+        "pruned": len(removals),
+        "deduplicated": reasons["duplicate"],
+        "superseded": reasons["superseded"],
+        "pruned_low_score": reasons["low_score"],
+        "average_score": round(sum(kept) / len(kept), 4) if kept else 0.0,
+        "removed": [{"id": x.id, "reason": x.reason, "link": x.link, "composite": x.composite} for x in removals],
+        "scores": {rid: s.to_dict() for rid, s in scores.items()},
+        "event_seq": None,
+    }
+    if dry_run:
+        return report
+    _write(minutes, removals, scores, report, now)
+    return report
+
+
+def _write(minutes: Minutes, removals: list[Removal], scores: dict[str, Any], report: dict[str, Any], now: float) -> None:
+    # Both sides of every link: the removed entry names the one it gave way to, and
+    # that one lists what it absorbed (merged_from) or superseded (supersedes).
+    gained: dict[str, dict[str, list[str]]] = {}
+    for removal in removals:
+        if removal.link is not None:
+            key = "supersedes" if removal.reason == "superseded" else "merged_from"
+            gained.setdefault(removal.link, {}).setdefault(key, []).append(removal.id)
+
+    def with_links(record: Any, extra: dict[str, Any]) -> dict[str, Any]:
+        lineage = {**record.lineage, **extra}
+        for key, ids in gained.get(record.id, {}).items():
+            lineage[key] = list(dict.fromkeys([*record.lineage.get(key, []), *ids]))
+        return lineage
+
+    stats = {k: report[k] for k in ("in_log", "in_index", "kept_in_index", "pruned", "deduplicated", "superseded",
+                                    "pruned_low_score", "average_score")}
+    removed = {x.id for x in removals}
+    with minutes.store.transaction() as batch:
+        # Read again inside the transaction: retrievals or a run that committed since
+        # are kept, not overwritten; an entry another run already removed is left.
+        by_id = {i: r for i, r in batch.get_many([*removed, *gained]).items() if r.status is Status.ACTIVE}
+        for removal in removals:
+            record = by_id.get(removal.id)
+            if record is None:
+                continue
+            extra: dict[str, Any] = {"pruned": {"reason": removal.reason, "at": now, "composite": removal.composite}}
+            if removal.link is not None:
+                extra[_LINKS[removal.reason]] = removal.link
+            minutes.remove_from_index(
+                batch, record, op=_OPS[removal.reason], lineage=with_links(record, extra), now=now,
+                payload={"reason": removal.reason, "link": removal.link, "scores": scores[removal.id].to_dict()},
+            )
+        for winner, links in gained.items():
+            record = by_id.get(winner)
+            if winner in removed or record is None:
+                continue  # its links went with its own removal above (or it is gone)
+            batch.update(record.copy(lineage=with_links(record, {})), None, old_text=record.text, op=OP_LINK, payload=links)
+        report["event_seq"] = batch.event(OP_EVALUATION, Scope(minutes.tenant, report["project_id"]), payload=stats)
+
+
+__all__ = ["OP_EVALUATION", "evaluate"]

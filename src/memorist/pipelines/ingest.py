@@ -1,0 +1,448 @@
+"""Ingest: a conversation turn becomes memories.
+
+``infer=True``: extract facts → find similar stored memories → reconcile
+(ADD / UPDATE / DELETE / NONE) → apply every decision and the turn's event in one
+transaction. ``infer=False``: every non-system message is stored verbatim, with one
+batched embedding call for the whole list.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..embed.base import Embedder
+from ..llm.base import recording
+from ..model import (
+    DEFAULT_CLASS,
+    Action,
+    Decision,
+    Existing,
+    Fact,
+    Kind,
+    MemoryRecord,
+    Message,
+    Scope,
+    from_epoch,
+    is_fact,
+    new_id,
+)
+from ..policies.keys import memory_key
+from ..policies.text import content_hash
+from ..roles.base import Extractor, Reconciler
+from ..store.base import Batch, ScopeFilter, Store
+from .llm_events import turn_flags, write_llm_calls
+
+logger = logging.getLogger("memorist")
+
+
+# How many times a turn's reconciliation is decided before it is decided inside the
+# write transaction (see Ingestor.add_inferred).
+DECIDE_TRIES = 3
+#: How much less similar than the least similar candidate shown a memory written
+#: meanwhile must be to leave the candidates unchanged (float32 products of the
+#: index and of this check may differ in their last bits).
+_SCORE_MARGIN = 1e-4
+
+
+class _ScopeMoved(Exception):
+    """The scope's candidates changed between the decision and the write."""
+
+
+def _shown(existing: list[list[Existing]]) -> list[list[tuple[str, str]]]:
+    """What a reconciler's decision depends on: the candidates' ids and texts."""
+    return [[(e.id, e.text) for e in group] for group in existing]
+
+
+class _Turn:
+    """The facts of one turn and the decision on them, with the scope version it
+    was taken at (see :meth:`Ingestor.add_inferred`)."""
+
+    def __init__(self, ingestor: Ingestor, scope: Scope, space: ScopeFilter, facts: Sequence[Fact], vectors: np.ndarray) -> None:
+        self.ingestor = ingestor
+        self.scope = scope
+        self.space = space
+        self.facts = facts
+        self.vectors = vectors
+        self.vector_of = {f.text: vectors[i] for i, f in enumerate(facts)}
+        self.version = 0
+        self.position: int | None = None
+        self.existing: list[list[Existing]] = []
+        self.decisions: list[Decision] = []
+
+    def decide(self) -> None:
+        """Read the candidates (the version and the log's end first) and decide on them."""
+        store = self.ingestor.store
+        self.version = store.space_version(self.scope)
+        self.position = store.log_position()
+        self.existing = self.ingestor.similar(self.space, self.facts, self.vectors)
+        self.decisions = self.ingestor.reconciler.reconcile(self.facts, self.existing) if self.facts else []
+
+    def refresh(self, batch: Batch, version: int, *, decide: bool = False) -> bool:
+        """Bring the decision up to the scope's ``version`` (inside the write
+        transaction). With the same candidates the decision stands; with others, a
+        local reconciler (any, with ``decide``) decides again; otherwise this
+        returns False and the decision must be taken again outside the lock."""
+        if version == self.version or self._unmoved(batch):
+            self.version = version
+            return True
+        fresh = self.ingestor.similar(self.space, self.facts, self.vectors)
+        self.version = version
+        if _shown(fresh) == _shown(self.existing):
+            return True
+        if not (decide or self.ingestor.reconciler.local):
+            return False
+        self.existing = fresh
+        self.decisions = self.ingestor.reconciler.reconcile(self.facts, fresh)
+        return True
+
+
+    def _unmoved(self, batch: Batch) -> bool:
+        """Whether the candidates shown are still the nearest, judged from the
+        memories written since they were read alone (no search of the space): none
+        of the shown ones changed, and every memory written since is less similar to
+        each fact than the least similar shown. Under many writers to one space this
+        keeps the write transaction short. False whenever in doubt."""
+        changes = None if self.position is None else batch.changes_since(self.scope, self.position)
+        if changes is None:
+            return False
+        changed = {memory_id for memory_id, _ in changes}
+        vectors = [v for _, v in changes if v is not None and v.shape[0] == self.vectors.shape[1]]
+        for shown, vector in zip(self.existing, self.vectors, strict=True):
+            if any(e.id in changed for e in shown):
+                return False
+            if not vectors:
+                continue
+            # Shown scores are clamped to [0, 1]: a floor of 0 may hide lower ones.
+            floor = min((e.score for e in shown), default=0.0)
+            if len(shown) < self.ingestor.similar_k or floor <= 0.0:
+                return False
+            if float(np.max(np.stack(vectors) @ vector)) >= floor - _SCORE_MARGIN:
+                return False
+        return True
+
+
+def make_record(
+    text: str,
+    scope: Scope,
+    *,
+    kind: Kind,
+    at: float,
+    metadata: dict[str, Any],
+    lineage: dict[str, Any] | None = None,
+) -> MemoryRecord:
+    return MemoryRecord(
+        id=new_id(),
+        scope=scope,
+        text=text,
+        kind=kind,
+        memory_class=DEFAULT_CLASS[kind],
+        created_at=at,
+        content_hash=content_hash(text),
+        metadata=metadata,
+        lineage=lineage or {},
+    )
+
+
+def _summary(counts: dict[str, int]) -> str:
+    parts = [
+        f"{verb} {counts[event]}"
+        for event, verb in (("ADD", "added"), ("UPDATE", "updated"), ("DELETE", "deleted"))
+        if counts.get(event)
+    ]
+    if not parts:
+        return "No new memories; nothing changed"
+    total = sum(counts.get(e, 0) for e in ("ADD", "UPDATE", "DELETE"))
+    noun = "memory" if total == 1 else "memories"
+    text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{text[0].upper()}{text[1:]} {noun} successfully"
+
+
+class Ingestor:
+    """Runs the ingest pipeline against one store with one embedder."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        extractor: Extractor,
+        reconciler: Reconciler,
+        *,
+        similar_k: int = 5,
+        speaker_keys: bool = True,
+        context_keys: bool = True,
+        fact_keys: bool = True,
+        decay_days: float | None = None,
+    ) -> None:
+        from ..roles.extractor import HeuristicExtractor
+
+        self.speaker_keys = speaker_keys
+        self.context_keys = context_keys
+        self.fact_keys = fact_keys
+        self._key_extractor = HeuristicExtractor()
+        self.store = store
+        self.embedder = embedder
+        self.extractor = extractor
+        self.reconciler = reconciler
+        self.similar_k = similar_k
+        self.decay_days = decay_days
+        #: Called on every new memory before it is written (a policy's start
+        #: values: the energy policy sets energy and tier). None: nothing.
+        self.prepare: Callable[[MemoryRecord], None] | None = None
+
+    def _turn_payload(self, messages: Sequence[Message], metadata: dict[str, Any], at: float, infer: bool) -> dict[str, Any]:
+        return {
+            "messages": [
+                {
+                    "role": m.role,
+                    "content": m.content,
+                    **({"name": m.name} if m.name else {}),
+                    **({"metadata": m.metadata} if m.metadata else {}),
+                    **({"timestamp": from_epoch(m.timestamp).isoformat()} if m.timestamp is not None else {}),
+                }
+                for m in messages
+            ],
+            "metadata": metadata,
+            "timestamp": from_epoch(at).isoformat(),
+            "infer": infer,
+        }
+
+    def _keys(self, kept: Sequence[Message], *, conversation: bool, at: float) -> list[str]:
+        """Search keys of verbatim memories (see :mod:`memorist.policies.keys`).
+
+        Plain text keeps its text as key. Turns of a conversation get their
+        speaker, the turn they reply to and their facts, as configured. Facts come
+        from the heuristic extractor even when an LLM extractor is configured: keys
+        must stay cheap, local and deterministic for bulk imports.
+        """
+        if not conversation:
+            return [m.content for m in kept]
+        keys = []
+        for i, m in enumerate(kept):
+            # Only a reply carries context: consecutive messages of one speaker are
+            # separate statements (a list of facts must not blur into each other).
+            prev = kept[i - 1] if i and self.context_keys else None
+            if prev is not None and (prev.role, prev.name) == (m.role, m.name):
+                prev = None
+            facts = None
+            if self.fact_keys:
+                when = from_epoch(m.timestamp if m.timestamp is not None else at)
+                facts = [f.text for f in self._key_extractor.extract([Message("user", m.content)], timestamp=when)]
+            keys.append(
+                memory_key(
+                    m.content,
+                    name=m.name if self.speaker_keys else None,
+                    previous=prev.content if prev else None,
+                    # The replied-to speaker's name stays out: "what did Melanie
+                    # say" must not find Caroline's replies to her.
+                    facts=facts,
+                )
+            )
+        return keys
+
+    def add_verbatim(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float, plain_text: bool) -> dict[str, Any]:
+        kept = [m for m in messages if m.role != "system" and m.content.strip()]
+        keys = self._keys(kept, conversation=not plain_text, at=at)
+        vectors = self.embedder.embed(keys)
+        kind = Kind.FACT if plain_text else Kind.TURN
+        results = []
+        with self.store.transaction() as batch:
+            turn = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, False))
+            for i, (message, vector) in enumerate(zip(kept, vectors, strict=True)):
+                meta = {**metadata, **(message.metadata or {})}
+                if not plain_text:
+                    meta.setdefault("role", message.role)
+                    if message.name:
+                        meta.setdefault("name", message.name)
+                # Later messages of one call are later in time, so order survives.
+                when = message.timestamp if message.timestamp is not None else at + i * 1e-6
+                record = make_record(message.content, scope, kind=kind, at=when, metadata=meta, lineage={"turn_event": turn})
+                record.search_text = keys[i]
+                if self.prepare is not None:
+                    self.prepare(record)
+                batch.add(record, vector)
+                results.append({"id": record.id, "memory": record.text, "event": "ADD"})
+        return {"results": results, "message": _summary({"ADD": len(results)})}
+
+    def add_inferred(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float) -> dict[str, Any]:
+        """Extract, reconcile against the scope as it is when the write commits, apply.
+
+        Extraction and the reconciler's decision run outside any lock (they may be
+        slow LLM calls), against the scope's memories as read then. The write
+        transaction checks the scope's version: if another writer changed the space
+        meanwhile and the candidates the reconciler was shown are no longer what the
+        store holds, the decision is taken again on fresh candidates: at once, inside
+        the transaction, by a :attr:`~memorist.roles.base.Reconciler.local`
+        reconciler; by any other outside the lock, up to ``DECIDE_TRIES`` times, the
+        last one inside. Concurrent writers end as if they had run one after the
+        other.
+        """
+        space = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
+        # The recording sees the LLM calls and role fallbacks of this turn: a failed
+        # extraction leaves the turn pending (see pipelines/reprocess.py).
+        with recording() as rec:
+            facts = self.extractor.extract(messages, timestamp=from_epoch(at))
+            vectors = self.embedder.embed([f.text for f in facts]) if facts else np.zeros((0, self.embedder.dim), np.float32)
+            turn = _Turn(self, scope, space, facts, vectors)
+            turn.decide()
+            for attempt in range(1, DECIDE_TRIES + 1):
+                try:
+                    return self._write_inferred(messages, turn, metadata=metadata, at=at, rec=rec, last_try=attempt == DECIDE_TRIES)
+                except _ScopeMoved:
+                    logger.debug("memorist: scope %s changed while reconciling; deciding again (try %d)", scope.space, attempt + 1)
+                    turn.decide()
+        raise AssertionError("unreachable: the last try decides inside the transaction")
+
+    def _write_inferred(self, messages: Sequence[Message], turn: _Turn, *, metadata: dict[str, Any], at: float, rec: Any, last_try: bool) -> dict[str, Any]:
+        scope = turn.scope
+        results: list[dict[str, Any]] = []
+        counts: dict[str, int] = {}
+        with self.store.transaction() as batch:
+            # If someone wrote to the space since the candidates were read, only what
+            # the reconciler was shown matters: unchanged, the decision stands. The
+            # last try decides here whatever the reconciler (serialised).
+            version = batch.space_version(scope) if turn.facts else turn.version
+            if not turn.refresh(batch, version, decide=last_try):
+                raise _ScopeMoved  # rolls back; nothing was written yet
+            allowed = {e.id for group in turn.existing for e in group}
+            flags = turn_flags(rec)
+            seq = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, True) | {"facts": [f.text for f in turn.facts]} | flags)
+            for decision in turn.decisions:
+                outcome = self.apply(batch, decision, scope=scope, metadata=metadata, at=at, turn=seq, vector_of=turn.vector_of, allowed=allowed)
+                if outcome is not None:
+                    results.append(outcome)
+                    counts[outcome["event"]] = counts.get(outcome["event"], 0) + 1
+            write_llm_calls(batch, scope, rec, turn_event=seq)
+        out: dict[str, Any] = {"results": results, "message": _summary(counts)}
+        if flags.get("pending"):
+            out["pending"] = {"turn_event": seq, "reason": flags["reason"]}
+        return out
+
+    def similar(self, space: ScopeFilter, facts: Sequence[Fact], vectors: np.ndarray) -> list[list[Existing]]:
+        """What the reconciler is shown: for each fact (``vectors[i]`` is its
+        embedding), the ``similar_k`` stored memories of ``space`` nearest to it, best
+        first, expired ones included (a fact may confirm or replace them).
+
+        Public because :mod:`memorist.pipelines.reprocess` reconciles a pending turn's
+        facts exactly as :meth:`add_inferred` does.
+        """
+        if not facts:
+            return []
+        now = time.time()
+        return [self._similar_facts(space, vectors[i], now) for i in range(len(facts))]
+
+    def _similar_facts(self, space: ScopeFilter, vector: np.ndarray, now: float) -> list[Existing]:
+        """The ``similar_k`` facts nearest to ``vector``. Playbook strategies and the
+        other learning objects of the space are never shown (:func:`is_fact`): when
+        they fill the first hits, further hits are read."""
+        k = self.similar_k
+        while True:
+            group = self.store.vector_search(space, vector, k=k, cutoff=None, now=now)
+            # Only their texts are shown: the loaded index answers, with no read.
+            records = self.store.get_many([mid for mid, _ in group], scope=space, exact_access=False)
+            shown = [
+                Existing(mid, records[mid].text, max(0.0, min(1.0, score)))
+                for mid, score in group
+                if mid in records and is_fact(records[mid])
+            ]
+            if len(shown) >= self.similar_k or len(group) < k:
+                return shown[: self.similar_k]
+            k *= 4
+
+    def apply(
+        self,
+        batch: Batch,
+        decision: Decision,
+        *,
+        scope: Scope,
+        metadata: dict[str, Any],
+        at: float,
+        turn: int,
+        vector_of: dict[str, np.ndarray],
+        allowed: set[str],
+    ) -> dict[str, Any] | None:
+        """Write one reconciler decision into ``batch``; returns its result item
+        (``{"id", "memory", "event", ...}``) or None when nothing changed.
+
+        ``turn`` is the seq of the turn event the change is attributed to;
+        ``vector_of`` maps fact texts to the embeddings already computed (others are
+        embedded here); ``allowed`` are the ids the reconciler was shown, the only
+        ones it may update or delete. An ADD of a text already stored is a NONE.
+        Under a decay window (``decay_days``), a fact judged already stored renews
+        the memory holding it: repeating a fact keeps it (or brings it back) in view.
+        Public for the same reason as :meth:`similar`.
+        """
+        action = decision.action
+        if action is not Action.ADD and decision.target_id not in allowed:
+            # A reconciler may only touch memories it was shown; anything else is
+            # dropped (the turn itself stays in the log).
+            if action is not Action.NONE:
+                logger.warning("memorist: ignored %s of unknown memory id %r", action.value, decision.target_id)
+            return None
+        payload = {"turn_event": turn, "reason": decision.reason}
+        if action is Action.ADD:
+            digest = content_hash(decision.text)
+            duplicate = batch.find_active_hash(scope, digest)
+            if duplicate is not None:
+                held = batch.get_many([duplicate]).get(duplicate)
+                if held is None or not is_fact(held):
+                    duplicate = None  # a strategy saying the same words is no fact: the fact is added
+            if duplicate is not None:
+                # Already stored, perhaps by a concurrent writer: a NONE.
+                return self._renew(batch, duplicate, at=at, payload=payload)
+            kind = Kind(decision.fact.kind) if decision.fact and decision.fact.kind in Kind._value2member_map_ else Kind.FACT
+            record = make_record(decision.text, scope, kind=kind, at=at, metadata=dict(metadata), lineage={"turn_event": turn})
+            vector = vector_of.get(decision.text)
+            if vector is None:
+                vector = self.embedder.embed_one(decision.text)
+            if self.prepare is not None:
+                self.prepare(record)
+            batch.add(record, vector, payload=payload)
+            return {"id": record.id, "memory": record.text, "event": "ADD"}
+        if action is Action.NONE:
+            return None if decision.target_id is None else self._renew(batch, decision.target_id, at=at, payload=payload)
+        current = self.store.get(decision.target_id)  # type: ignore[arg-type]
+        if current is None or current.status.value != "active":
+            return None
+        if action is Action.UPDATE:
+            vector = vector_of.get(decision.text)
+            if vector is None:
+                vector = self.embedder.embed_one(decision.text)
+            merged_meta = {**current.metadata, **metadata}
+            updated = current.copy(
+                text=decision.text,
+                search_text=decision.text,
+                content_hash=content_hash(decision.text),
+                updated_at=max(at, current.created_at),
+                metadata=merged_meta,
+                lineage={**current.lineage, "updated_by_turn": turn},
+            )
+            batch.update(updated, vector, old_text=current.text, payload=payload)
+            return {"id": current.id, "memory": decision.text, "event": "UPDATE", "previous_memory": current.text}
+        batch.delete(current, payload=payload)
+        return {"id": current.id, "memory": current.text, "event": "DELETE"}
+
+    def _renew(self, batch: Batch, memory_id: str, *, at: float, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """A repeated fact under a decay window: the memory's validity restarts at ``at``.
+
+        Without decay nothing expires by age, so nothing is written. The change is an
+        ``update`` of the memory's time only (its text and vector stay).
+        """
+        if not self.decay_days:
+            return None
+        current = batch.get_many([memory_id]).get(memory_id)
+        if current is None or current.status.value != "active":
+            return None
+        effective = current.updated_at if current.updated_at is not None else current.created_at
+        if at <= effective:
+            return None
+        renewed = current.copy(updated_at=at)
+        batch.update(renewed, None, old_text=current.text, payload={**payload, "reason": "repeated: validity renewed"})
+        return {"id": current.id, "memory": current.text, "event": "UPDATE", "previous_memory": current.text}
+
+
+__all__ = ["Ingestor", "make_record"]

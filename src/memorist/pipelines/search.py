@@ -1,0 +1,149 @@
+"""Search: a query becomes the scope's memories most relevant to it, best first.
+
+Up to four rankings of candidates are fused by weighted reciprocal rank fusion
+(:func:`~memorist.policies.fusion.reciprocal_rank_fusion`): vector similarity and BM25
+always; the memories of a time window when the query names one ("last week", "in
+May 2023", relative to the reference time; :mod:`memorist.policies.timeparse`); and
+a speaker's memories when the query names a known speaker. Filters
+(:mod:`memorist.policies.filters`) then drop records, and the ranking policy's terms
+(:class:`~memorist.policies.ranking.RankingPolicy`) reorder the rest. A similarity
+``threshold`` drops every memory less similar to the query (cosine) before that.
+
+Only facts are candidates (:func:`memorist.model.is_fact`): playbook strategies,
+trajectories and the other learning objects of the same space are dropped after
+fusion; when they crowded the rankings so that fewer than ``limit`` facts are left,
+the vector ranking is read whole once.
+
+The facade (:meth:`memorist.Memory.search`) checks the arguments, embeds the query
+and turns the records into result items; everything between is here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..config import MemoryConfig
+from ..model import MemoryRecord, is_fact
+from ..policies.fusion import reciprocal_rank_fusion
+from ..policies.ranking import RankContext, RankingPolicy
+from ..policies.text import named_speakers
+from ..policies.timeparse import query_window
+from ..policies.validity import validity_cutoff
+from ..store.base import ScopeFilter, Store
+
+Ranked = list[tuple[MemoryRecord, float]]
+
+
+class Searcher:
+    """Runs the search pipeline against one store.
+
+    ``config`` is read at every search (its ``retrieval`` settings and
+    ``decay_days``), as the facade's other reads do.
+    """
+
+    def __init__(self, store: Store, config: MemoryConfig, ranking: RankingPolicy) -> None:
+        self.store = store
+        self.config = config
+        self.ranking = ranking
+
+    def search(
+        self,
+        scope: ScopeFilter,
+        query: str,
+        qvec: np.ndarray,
+        *,
+        limit: int,
+        predicate: Callable[[MemoryRecord], bool] | None,
+        reference: float | None,
+        now: float,
+        threshold: float | None = None,
+    ) -> tuple[Ranked, dict[str, float]]:
+        """The ``limit`` best records with their fused scores, and the cosine
+        similarity to the query of each of them.
+
+        The returned records are touched: a search is an access (decay counts them).
+        """
+        # One group of reads: the store checks for other writers once, not per call.
+        with self.store.reading():
+            ranked, similarity, short = self._retrieve(scope, query, qvec, limit, predicate, reference, now, threshold)
+            if short:  # learning objects filled the candidate pools: rank every memory by vector
+                ranked, similarity, _ = self._retrieve(scope, query, qvec, limit, predicate, reference, now, threshold, whole=True)
+            missing = [r.id for r, _ in ranked if r.id not in similarity]
+            if missing:  # found by keywords, time or speaker only
+                similarity.update(self.store.similarities(scope, qvec, missing))
+            self.store.touch([r for r, _ in ranked], query=query)
+        return ranked, similarity
+
+    def _retrieve(
+        self,
+        scope: ScopeFilter,
+        query: str,
+        qvec: np.ndarray,
+        limit: int,
+        predicate: Callable[[MemoryRecord], bool] | None,
+        reference: float | None,
+        now: float,
+        threshold: float | None = None,
+        *,
+        whole: bool = False,
+    ) -> tuple[Ranked, dict[str, float], bool]:
+        """The ranked records, the cosine similarity of those found by vector (of
+        every candidate, with a ``threshold``), and whether non-facts may have kept
+        facts out (fewer than ``limit`` facts from a vector ranking that was cut)."""
+        conf = self.config.retrieval
+        cutoff = validity_cutoff(now, self.config.decay_days)
+        pool = max(conf.candidates, 4 * limit)
+        # A filter may reject most candidates: then rank everything by vector.
+        vector_k = None if predicate or whole else pool
+        vector_hits = self.store.vector_search(scope, qvec, k=vector_k, cutoff=cutoff, now=now)
+        text_hits = self.store.text_search(scope, query, k=pool * 4 if predicate else pool, cutoff=cutoff, now=now)
+        rankings = {"vector": [m for m, _ in vector_hits], "text": [m for m, _ in text_hits]}
+        window = query_window(query, reference if reference is not None else now) if conf.time_weight else None
+        if window is not None:
+            hits = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, window=window)
+            rankings["time"] = [m for m, _ in hits]
+        if conf.speaker_weight:
+            for speaker in named_speakers(query, self.store.speakers(scope)):
+                # With a time window too, "what did Caroline say last week" asks
+                # for Caroline's turns of that week: both conditions at once.
+                hits = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, speaker=speaker, window=window)
+                rankings["speaker:" + speaker] = [m for m, _ in hits]
+        weights = {"vector": conf.vector_weight, "text": conf.text_weight, "time": conf.time_weight}
+        weights.update({name: conf.speaker_weight for name in rankings if name.startswith("speaker:")})
+        fused = reciprocal_rank_fusion(rankings, weights, k=conf.rrf_k)
+        ordered = sorted(fused, key=fused.__getitem__, reverse=True)
+        similarity = dict(vector_hits)
+        if threshold is not None:
+            similarity.update(self.store.similarities(scope, qvec, [m for m in ordered if m not in similarity]))
+            ordered = [m for m in ordered if similarity.get(m, -2.0) >= threshold]
+        candidates: Ranked = []
+        # Ranking terms may reorder the pool, so they need all of it; with no terms
+        # only the first ``limit`` records are ever shown. With a filter, keep
+        # reading ranked chunks until enough records pass it.
+        exact = predicate is not None or bool(self.ranking.terms)
+        step = pool if exact else limit
+        skipped = 0
+        for start in range(0, len(ordered), step):
+            chunk = ordered[start : start + step]
+            # Filters and ranking terms may read any field; showing results only
+            # needs what the search index holds.
+            records = self.store.get_many(chunk, scope=scope, exact_access=exact)
+            for mid in chunk:
+                record = records.get(mid)
+                if record is None:
+                    continue
+                if not is_fact(record):
+                    skipped += 1
+                    continue
+                if predicate is None or predicate(record):
+                    candidates.append((record, fused[mid]))
+            if (predicate is None and not skipped) or len(candidates) >= step:
+                break
+        ranked = self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit]
+        short = bool(skipped) and len(ranked) < limit and vector_k is not None and len(vector_hits) >= vector_k
+        return ranked, similarity, short
+
+
+__all__ = ["Searcher"]

@@ -1,0 +1,659 @@
+"""Export and import: a store's memories as JSON lines, and back.
+
+An export line is a whole memory — its id, text, scope, dates, metadata, kind,
+class, counters, tier and lineage — so importing it restores the memory as it was
+(the vector is recomputed with the importing store's embedder). Importing is
+idempotent: a memory whose id the store already holds is left alone when the file's
+copy is not newer, and updated in place when it is, so re-importing a file never
+doubles anything, and export → import → export gives the same file.
+
+An import file may also hold conversation turns, ``{"messages": [...] | "text": ...}``,
+which go through :meth:`memorist.Memory.add` like any conversation (consecutive
+verbatim turns of one scope in one batched call), and the event lines of an export
+with events. Event lines are not replayed: the event log records what happened to
+*this* store, and the import itself writes an ``add`` (or ``update``) event per
+memory, with ``{"import": true}`` in its payload.
+
+A bad line stops the import with an :class:`~memorist.errors.ImportLineError` naming
+it; the lines before it stay imported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import validate
+from ..embed.base import Embedder
+from ..errors import ImportLineError, MemoristError, StoreError, ValidationError
+from ..model import DEFAULT_CLASS, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier, from_epoch
+from ..policies.text import content_hash
+from ..store.base import ScopeFilter, Store
+from ..store.sqlite_errors import is_busy, retry_busy
+from .minutes import log_imported
+
+#: Most lines written (memories) or messages added (verbatim turns) in one call.
+IMPORT_BATCH = 500
+#: Attempts at one batch while the store stays locked by other writers. Each
+#: attempt already waits the store's busy timeout for the lock; a batch is one
+#: transaction, so a failed attempt wrote nothing and the batch is retried whole.
+IMPORT_BUSY_ATTEMPTS = 3
+_SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+_EXPORT_STATUSES = (Status.ACTIVE, Status.ARCHIVED)
+_MAX_NUMBER = 1.7976931348623157e308  # the largest finite float
+_MAX_COUNT = 2**63 - 1  # counters are SQLite INTEGERs
+
+
+def _iso(seconds: float | None) -> str | None:
+    return None if seconds is None else from_epoch(seconds).isoformat()
+
+
+def export_item(record: MemoryRecord) -> dict[str, Any]:
+    """One memory as an export line: everything :func:`import` needs to restore it."""
+    item = record.to_item()
+    item = {"type": "memory", **item}
+    item.update(
+        {
+            "status": record.status.value,
+            "topic": record.topic,
+            "concept": record.concept,
+            "section": record.section,
+            "tags": list(record.tags),
+            "helpful": record.helpful,
+            "harmful": record.harmful,
+            "importance": record.importance,
+            "energy": record.energy,
+            "tier": record.tier.value,
+            "strengths": dict(record.strengths),
+            "access_count": record.access_count,
+            "valid_to": _iso(record.valid_to),
+            "lineage": record.lineage,
+        }
+    )
+    if record.search_text and record.search_text != record.text:
+        item["search_text"] = record.search_text
+    return item
+
+
+def export_lines(store: Store, scope: ScopeFilter, *, events: bool = False) -> Iterator[dict[str, Any]]:
+    """The scope's memories (active and archived), oldest first, then its events if asked."""
+    records = [r for status in _EXPORT_STATUSES for r in store.list(scope, status=status)]
+    # Oldest first; list() is newest first with rowid as the tie-break, so reversing
+    # before a stable sort keeps insertion order among equal times, and a re-import
+    # exports identically.
+    for record in sorted(reversed(records), key=lambda r: r.created_at):
+        yield export_item(record)
+    if events:
+        for event in store.events(scope):
+            yield {"type": "event", **event.to_item()}
+
+
+# import --------------------------------------------------------------------------------------
+def _str(obj: dict[str, Any], key: str, default: str = "") -> str:
+    value = obj.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ValidationError(key, f"must be a string, got {type(value).__name__}")
+    return validate.unicode(key, value)
+
+
+def _number(obj: dict[str, Any], key: str, default: float, *, whole: bool = False) -> Any:
+    value = obj.get(key, default)
+    if value is None:
+        return default
+    # Comparisons before any conversion: an int of any size compares exactly, NaN fails.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -_MAX_NUMBER <= value <= _MAX_NUMBER:
+        raise ValidationError(key, f"must be a finite number, got {validate.show(value)}")
+    if whole:
+        if not 0 <= value <= _MAX_COUNT or int(value) != value:
+            raise ValidationError(key, f"must be a whole number >= 0, got {validate.show(value)}")
+        return int(value)
+    return float(value)
+
+
+def _enum(obj: dict[str, Any], key: str, kind: type[Any], default: Any) -> Any:
+    value = obj.get(key)
+    if value is None:
+        return default
+    try:
+        if isinstance(value, str):
+            return kind(value)
+    except ValueError:
+        pass
+    allowed = ", ".join(m.value for m in kind)
+    raise ValidationError(key, f"must be one of {allowed}, got {validate.show(value)}")
+
+
+def record_from_item(
+    obj: dict[str, Any],
+    tenant_id: str,
+    *,
+    max_chars: int,
+    max_metadata_depth: int = validate.METADATA_DEPTH,
+    max_metadata_bytes: int = validate.METADATA_BYTES,
+) -> MemoryRecord:
+    """The memory an export line describes (validated; the vector is not part of it)."""
+    mid = validate.memory_id(obj.get("id"))
+    text = validate.text("memory", obj.get("memory"), max_chars=max_chars)
+    scope_ids = [validate.scope_id(k, obj.get(k)) for k in _SCOPE_KEYS]
+    if not any(scope_ids):
+        raise ValidationError("user_id", "an exported memory needs one of user_id, agent_id or run_id")
+    created = validate.timestamp(obj.get("created_at"), field="created_at")
+    if created is None:
+        raise ValidationError("created_at", "is required for an exported memory")
+    updated = validate.timestamp(obj.get("updated_at"), field="updated_at")
+    kind = _enum(obj, "kind", Kind, Kind.FACT)
+    tags = obj.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise ValidationError("tags", "must be a list of strings")
+    for tag in tags:
+        validate.unicode("tags", tag)
+    strengths = obj.get("strengths")
+    defaults = MemoryRecord(id="", scope=Scope(), text="")
+    if strengths is None:
+        strengths = defaults.strengths
+    elif not isinstance(strengths, dict) or set(strengths) - {c.value for c in MemoryClass}:
+        raise ValidationError("strengths", "must map memory classes to numbers")
+    else:
+        strengths = {**defaults.strengths, **{k: _number(strengths, k, 1.0) for k in strengths}}
+    lineage = obj.get("lineage") or {}
+    if not isinstance(lineage, dict):
+        raise ValidationError("lineage", f"must be an object, got {type(lineage).__name__}")
+    # Lineage is stored as JSON like metadata, and held to the same limits.
+    lineage = validate.metadata(lineage, field="lineage", max_depth=max_metadata_depth, max_bytes=max_metadata_bytes)
+    search_text = obj.get("search_text") or text
+    if not isinstance(search_text, str):
+        raise ValidationError("search_text", f"must be a string, got {type(search_text).__name__}")
+    if search_text is not text:
+        validate.text("search_text", search_text, max_chars=max_chars)
+    return MemoryRecord(
+        id=mid,
+        scope=Scope(tenant_id, *(s or "" for s in scope_ids)),
+        text=text,
+        kind=kind,
+        memory_class=_enum(obj, "memory_class", MemoryClass, DEFAULT_CLASS[kind]),
+        topic=_str(obj, "topic"),
+        concept=_str(obj, "concept"),
+        section=_str(obj, "section"),
+        tags=list(tags),
+        helpful=_number(obj, "helpful", 0, whole=True),
+        harmful=_number(obj, "harmful", 0, whole=True),
+        strengths=strengths,
+        access_count=_number(obj, "access_count", 0, whole=True),
+        importance=_number(obj, "importance", defaults.importance),
+        energy=_number(obj, "energy", defaults.energy),
+        tier=_enum(obj, "tier", Tier, defaults.tier),
+        created_at=created,
+        # Spec 004 shows a never-updated memory with updated_at == created_at.
+        updated_at=None if updated is None or updated == created else updated,
+        valid_to=validate.timestamp(obj.get("valid_to"), field="valid_to"),
+        content_hash=content_hash(text),
+        metadata=validate.metadata(obj.get("metadata"), max_depth=max_metadata_depth, max_bytes=max_metadata_bytes),
+        lineage=dict(lineage),
+        status=_enum(obj, "status", Status, Status.ACTIVE),
+        search_text=search_text,
+    )
+
+
+def _same(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """Equal as an export shows them (access marks aside)."""
+    return export_item(a) == export_item(b)
+
+
+@dataclass
+class _Pending:
+    """Consecutive verbatim message lines that can go in one ``add`` call."""
+
+    key: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    lines: list[tuple[int, list[Any]]] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(len(m) for _, m in self.lines)
+
+
+@dataclass
+class Importer:
+    """Reads import lines one by one and writes them in batches.
+
+    ``add`` is :meth:`memorist.Memory.add` (conversation lines go through it);
+    ``defaults`` is the scope of lines that name none; ``infer`` the default of
+    conversation lines without ``"infer"`` (None: infer).
+    """
+
+    store: Store
+    embedder: Embedder
+    tenant_id: str
+    add: Callable[..., dict[str, Any]]
+    defaults: dict[str, str | None]
+    infer: bool | None = None
+    max_chars: int = 100_000
+    max_metadata_depth: int = validate.METADATA_DEPTH
+    max_metadata_bytes: int = validate.METADATA_BYTES
+    counts: dict[str, int] = field(
+        default_factory=lambda: {"added": 0, "updated": 0, "unchanged": 0, "skipped": 0, "deleted": 0, "events": 0}
+    )
+    calls: int = 0
+    _turns: _Pending | None = None
+    _records: list[tuple[int, MemoryRecord]] = field(default_factory=list)
+
+    # the lines ---------------------------------------------------------------------------
+    def feed(self, line_no: int, raw: str | dict[str, Any]) -> None:
+        try:
+            self._line(line_no, raw)
+        except ImportLineError:
+            raise  # a write of earlier lines failed; it names its own line
+        except MemoristError as exc:
+            if is_busy(exc):
+                raise self.stopped(exc, line_no) from exc
+            self.flush()  # the lines before a bad one are kept
+            raise ImportLineError(line_no, str(exc), self.summary()) from exc
+
+    def _line(self, line_no: int, raw: str | dict[str, Any]) -> None:
+        if isinstance(raw, str):
+            if not raw.strip():
+                return
+            try:
+                validate.unicode("line", raw)
+            except ValidationError:
+                # Files are read with surrogateescape: bytes that are not UTF-8 show up
+                # here, so the error names their line.
+                raise _Bad("is not valid UTF-8 text") from None
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise _Bad(f"not valid JSON: {exc.msg} (column {exc.colno})") from exc
+            except RecursionError:
+                raise _Bad("nests too deep to be read") from None
+        else:
+            obj = raw
+        if not isinstance(obj, dict):
+            raise _Bad(f"must be a JSON object, got {type(obj).__name__}")
+        kind = obj.get("type")
+        if kind == "event":
+            self.counts["events"] += 1
+            return
+        present = [k for k in ("messages", "text", "memory") if k in obj]
+        if kind not in (None, "memory") or len(present) != 1 or (kind == "memory" and present != ["memory"]):
+            raise _Bad(
+                'needs exactly one of "messages", "text" (a conversation turn) or "memory" (an exported memory)'
+                + (f"; found {', '.join(present)}" if present else "")
+            )
+        if present[0] == "memory":
+            self._memory(line_no, obj)
+        else:
+            self._turn(line_no, obj, obj[present[0]])
+
+    def _memory(self, line_no: int, obj: dict[str, Any]) -> None:
+        tenant = obj.get("tenant_id") or ""
+        if tenant != self.tenant_id:
+            raise _Bad(f"the memory belongs to tenant {validate.show(tenant)}, not this Memory's tenant {self.tenant_id!r}")
+        if not any(obj.get(k) is not None for k in _SCOPE_KEYS):
+            obj = {**obj, **self.defaults}
+        if "id" not in obj:
+            # An exported memory of an older format, or written by hand: it gets an
+            # id derived from what it is, so importing it twice is still idempotent.
+            obj = {**obj, "id": _derived_id(obj)}
+        self._flush_turns()
+        record = record_from_item(
+            obj,
+            self.tenant_id,
+            max_chars=self.max_chars,
+            max_metadata_depth=self.max_metadata_depth,
+            max_metadata_bytes=self.max_metadata_bytes,
+        )
+        self._records.append((line_no, record))
+        if len(self._records) >= IMPORT_BATCH:
+            self._flush_records()
+
+    def _turn(self, line_no: int, obj: dict[str, Any], messages: Any) -> None:
+        self._flush_records()
+        ids = {k: obj.get(k) for k in _SCOPE_KEYS}
+        if not any(v is not None for v in ids.values()):
+            ids = dict(self.defaults)
+        metadata = obj.get("metadata")
+        timestamp = obj.get("timestamp")
+        infer = obj.get("infer", True if self.infer is None else self.infer)
+        kwargs = {**ids, "metadata": metadata, "infer": infer, "timestamp": timestamp}
+        batchable = infer is False and isinstance(messages, list) and all(isinstance(m, dict) for m in messages)
+        if not batchable:
+            self._flush_turns()
+            self._call(messages, kwargs)
+            return
+        try:
+            key = (tuple(ids.values()), json.dumps(metadata, sort_keys=True, default=str), json.dumps(timestamp, default=str))
+        except (TypeError, ValueError, RecursionError):
+            # Metadata or a timestamp that is not JSON: add() names what is wrong.
+            self._flush_turns()
+            self._call(messages, kwargs)
+            return
+        if self._turns is not None and (self._turns.key != key or self._turns.size + len(messages) > IMPORT_BATCH):
+            self._flush_turns()
+        if self._turns is None:
+            self._turns = _Pending(key, kwargs)
+        self._turns.lines.append((line_no, messages))
+
+    # the writes ----------------------------------------------------------------------------
+    def flush(self) -> None:
+        self._flush_records()
+        self._flush_turns()
+
+    def _call(self, messages: Any, kwargs: dict[str, Any]) -> None:
+        # One add is one transaction: retried whole while the store is locked.
+        result = retry_busy(lambda: self.add(messages, **kwargs), attempts=IMPORT_BUSY_ATTEMPTS)
+        self.calls += 1
+        for item in result["results"]:
+            key = {"ADD": "added", "UPDATE": "updated", "DELETE": "deleted"}.get(item["event"])
+            if key:
+                self.counts[key] += 1
+
+    def _flush_turns(self) -> None:
+        batch, self._turns = self._turns, None
+        if batch is None:
+            return
+        if len(batch.lines) == 1:
+            self._replay([batch.lines[0]], batch.kwargs)
+            return
+        try:
+            self._call([m for _, ms in batch.lines for m in ms], batch.kwargs)
+        except MemoristError as exc:
+            if is_busy(exc):
+                raise  # no line is bad: the store stayed locked
+            # The batch wrote nothing; replay it line by line so the lines before
+            # the bad one are kept and the error names the bad line.
+            self._replay(batch.lines, batch.kwargs)
+
+    def _replay(self, lines: list[tuple[int, list[Any]]], kwargs: dict[str, Any]) -> None:
+        for line_no, messages in lines:
+            try:
+                self._call(messages, kwargs)
+            except MemoristError as exc:
+                if is_busy(exc):
+                    raise
+                raise ImportLineError(line_no, str(exc), self.summary()) from exc
+
+    def _flush_records(self) -> None:
+        pending, self._records = self._records, []
+        if not pending:
+            return
+        # A file may name one id twice (two exports concatenated): the newest wins.
+        latest: dict[str, MemoryRecord] = {}
+        for _, record in pending:
+            held = latest.get(record.id)
+            if held is None or _version(record) > _version(held):
+                latest[record.id] = record
+        stored = self.store.get_many(list(latest))
+        writes: list[tuple[MemoryRecord, MemoryRecord | None]] = []
+        for record in latest.values():
+            old = stored.get(record.id)
+            if old is None:
+                writes.append((record, None))
+            elif old.scope.tenant_id != self.tenant_id:
+                first_line = {r.id: n for n, r in reversed(pending)}
+                line_no = first_line[record.id]
+                self.flush_writes([w for w in writes if first_line[w[0].id] < line_no])
+                raise ImportLineError(line_no, f"id {record.id!r} belongs to another tenant's memory", self.summary())
+            elif old.status is Status.DELETED:
+                # Deleted here after the export was made: the deletion is newer.
+                self.counts["skipped"] += 1
+            elif _version(record) > _version(old) and not _same(record, old):
+                writes.append((record, old))
+            else:
+                self.counts["unchanged"] += 1
+        self.counts["unchanged"] += len(pending) - len(latest)
+        self.flush_writes(writes)
+
+    def flush_writes(self, writes: list[tuple[MemoryRecord, MemoryRecord | None]]) -> None:
+        """Write new memories and newer copies, in one transaction."""
+        if not writes:
+            return
+        vectors = self.embedder.embed([r.search_text or r.text for r, _ in writes])
+
+        def write() -> None:
+            with self.store.transaction() as batch:
+                for (record, old), vector in zip(writes, vectors, strict=True):
+                    live = vector if record.status is Status.ACTIVE else None
+                    if old is None:
+                        batch.add(record, live, payload={"import": True})
+                        log_imported(batch, record)  # a minute's index entry brings its log entry
+                    else:
+                        record.last_access = old.last_access
+                        batch.update(record, live, old_text=old.text, payload={"import": True})
+
+        retry_busy(write, attempts=IMPORT_BUSY_ATTEMPTS)  # one transaction: retried whole
+        for _, old in writes:
+            self.counts["added" if old is None else "updated"] += 1
+
+    def summary(self) -> dict[str, int]:
+        return {**self.counts, "calls": self.calls}
+
+    def stopped(self, exc: MemoristError, line_no: int) -> StoreError:
+        """The error ending an import that found the store locked, batch after retry.
+
+        Not an :class:`ImportLineError`: no line is bad. The lines written before
+        stay; the batch that failed wrote nothing.
+        """
+        done = self.summary()
+        return StoreError(
+            f"{exc} (tried {IMPORT_BUSY_ATTEMPTS} times); the import stopped at line {line_no}: "
+            f"what the lines before its batch wrote stays ({done['added']} added, {done['updated']} updated)"
+        )
+
+
+class _Bad(MemoristError):
+    """A line that is not an import line at all (its message is the reason)."""
+
+
+def _version(record: MemoryRecord) -> float:
+    return record.updated_at if record.updated_at is not None else record.created_at
+
+
+def _derived_id(obj: dict[str, Any]) -> str:
+    import uuid
+
+    try:
+        basis = json.dumps([obj.get(k) for k in ("memory", *_SCOPE_KEYS, "created_at")], default=str)
+    except (TypeError, ValueError, RecursionError):
+        raise _Bad("has no id, and its memory, scope and created_at are not plain JSON values") from None
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "memorist-import:" + basis))
+
+
+def import_lines(importer: Importer, lines: Iterable[str | dict[str, Any]], *, progress: Callable[[int], None] | None = None) -> dict[str, int]:
+    """Feed every line to ``importer`` and flush; returns the summary."""
+    n = 0
+    iterator = iter(lines)
+    while True:
+        try:
+            raw = next(iterator)
+        except StopIteration:
+            break
+        except UnicodeDecodeError as exc:
+            # A text file opened by the caller that is not UTF-8: the lines read before
+            # are kept, as for a bad line (the decoder reads ahead, so the bad bytes
+            # may lie a few lines further on).
+            importer.flush()
+            raise ImportLineError(n + 1, f"the text from here on is not UTF-8 ({exc.reason})", importer.summary()) from exc
+        n += 1
+        importer.feed(n, raw)
+        if progress is not None:
+            progress(n)
+    try:
+        importer.flush()
+    except ImportLineError:
+        raise
+    except MemoristError as exc:
+        if is_busy(exc):
+            raise importer.stopped(exc, n) from exc
+        raise ImportLineError(n, str(exc), importer.summary()) from exc
+    return {"lines": n, **importer.summary()}
+
+
+# spec 004's .etienne/memories.json ----------------------------------------------------------
+#: The keys of a memory in spec 004's minimal version (its ``.etienne/memories.json``),
+#: and the scope ids Memorist adds when a memory has them. Other keys are not kept.
+ETIENNE_KEYS = ("id", "memory", "user_id", "created_at", "updated_at", "metadata")
+_ETIENNE_SCOPE_KEYS = ("agent_id", "run_id")
+_ETIENNE_SHAPE = "{id, memory, user_id, created_at, updated_at?, metadata?}"
+
+
+def etienne_items(
+    source: str | Any,
+    *,
+    defaults: dict[str, str | None] | None = None,
+    max_chars: int = 100_000,
+    max_metadata_depth: int = validate.METADATA_DEPTH,
+    max_metadata_bytes: int = validate.METADATA_BYTES,
+) -> list[dict[str, Any]]:
+    """The memories of a spec-004 ``.etienne/memories.json`` as export items.
+
+    ``source`` is the file's text or its parsed JSON: an array of memories
+    ``{id, memory, user_id, created_at, updated_at?, metadata?}``. Each becomes the
+    export item :meth:`memorist.Memory.import_` restores with its id and dates; a
+    memory without user_id (agent_id, run_id) gets ``defaults``. Dates without a
+    timezone are UTC, as everywhere in Memorist.
+
+    The whole file is checked before anything is imported: a bad one raises
+    :class:`~memorist.errors.ValidationError` naming the memory and field
+    (``memories[2].created_at``) and saying what is wrong.
+    """
+    data = source
+    if isinstance(source, str):
+        data = _parse_etienne(source)
+    if not isinstance(data, list):
+        hint = ""
+        if isinstance(data, dict) and isinstance(data.get("results"), list):
+            hint = ' (an API response? its memories are under "results")'
+        raise ValidationError(
+            "file",
+            f"must be a JSON array of memories {_ETIENNE_SHAPE}, as spec 004's .etienne/memories.json holds; "
+            f"got {_json_kind(data)}{hint}",
+        )
+    items = []
+    scopes: dict[Any, tuple[int, tuple[Any, ...]]] = {}  # id -> first index, scope
+    for i, obj in enumerate(data):
+        where = f"memories[{i}]"
+        if not isinstance(obj, dict):
+            raise ValidationError(where, f"must be a memory object {_ETIENNE_SHAPE}, got {_json_kind(obj)}")
+        for key in ("id", "memory", "created_at"):
+            if obj.get(key) is None:
+                raise ValidationError(f"{where}.{key}", f"is required in a memory {_ETIENNE_SHAPE}")
+        item: dict[str, Any] = {"type": "memory"}
+        item.update((k, obj[k]) for k in (*ETIENNE_KEYS, *_ETIENNE_SCOPE_KEYS) if obj.get(k) is not None)
+        if not any(item.get(k) is not None for k in _SCOPE_KEYS):
+            if not defaults or not any(defaults.values()):
+                raise ValidationError(f"{where}.user_id", "is missing, and no default scope was given")
+            item.update((k, v) for k, v in defaults.items() if v is not None)
+        try:
+            record_from_item(
+                item,
+                "",
+                max_chars=max_chars,
+                max_metadata_depth=max_metadata_depth,
+                max_metadata_bytes=max_metadata_bytes,
+            )
+        except ValidationError as exc:
+            message = str(exc)[len(exc.field) + 2 :] if str(exc).startswith(f"{exc.field}: ") else str(exc)
+            ident = obj.get("id")
+            named = f" (memory {validate.show(ident)})" if exc.field != "memory_id" else ""
+            field = "id" if exc.field == "memory_id" else exc.field
+            raise ValidationError(f"{where}.{field}", message + named) from None
+        # The same id twice is one memory (the newest copy wins), unless the scopes differ.
+        scope = tuple(item.get(k) for k in _SCOPE_KEYS)
+        first, seen = scopes.setdefault(item["id"], (i, scope))
+        if seen != scope:
+            raise ValidationError(
+                f"{where}.id", f"{validate.show(item['id'])} is also the id of memories[{first}], of another scope"
+            )
+        items.append(item)
+    return items
+
+
+def check_etienne_ids(store: Store, items: list[dict[str, Any]], tenant_id: str) -> None:
+    """Refuse items (from :func:`etienne_items`) whose id the store already gives to a
+    memory of another scope.
+
+    The importer takes a known id for the same memory and updates it in place; but
+    spec 004's ids (``mem_1``, ``mem_2``, ...) are only unique within one project's
+    file, so a second project's ``mem_1`` would overwrite the first's. Raises
+    :class:`~memorist.errors.ValidationError` naming the memory.
+    """
+    stored = store.get_many(list(dict.fromkeys(item["id"] for item in items)))
+    for i, item in enumerate(items):
+        old = stored.get(item["id"])
+        if old is None:
+            continue
+        ids = tuple(item.get(k) or "" for k in _SCOPE_KEYS)
+        if old.scope.tenant_id != tenant_id or (old.scope.user_id, old.scope.agent_id, old.scope.run_id) != ids:
+            raise ValidationError(
+                f"memories[{i}].id",
+                f"{validate.show(item['id'])} is already the id of a memory of another scope in this store "
+                "(spec 004's ids are unique only within one project); nothing was imported",
+            )
+
+
+def _parse_etienne(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = ""
+        if exc.msg == "Extra data":
+            first = text.lstrip().split("\n", 1)[0]
+            try:
+                if isinstance(json.loads(first), dict):
+                    hint = "; it looks like JSON lines (one object per line), Memorist's own export format"
+            except ValueError:
+                pass
+        raise ValidationError("file", f"is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}){hint}") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise ValidationError("file", f"is not usable JSON: {exc}") from None
+    except RecursionError:
+        raise ValidationError("file", "nests too deep to be read") from None
+
+
+def _json_kind(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    for kind, name in names.items():
+        if isinstance(value, kind):
+            return name
+    return "a number" if isinstance(value, int | float) else type(value).__name__
+
+
+def etienne_memory(item: dict[str, Any]) -> dict[str, Any]:
+    """An export item as a memory of spec 004's ``.etienne/memories.json``:
+    ``{id, memory, user_id, created_at, updated_at, metadata}`` (``updated_at`` equals
+    ``created_at`` for a memory never updated, as in spec 004), plus ``agent_id`` and
+    ``run_id`` when the memory has them."""
+    memory = {key: item.get(key) for key in ETIENNE_KEYS}
+    memory["metadata"] = memory["metadata"] or {}
+    memory.update((k, item[k]) for k in _ETIENNE_SCOPE_KEYS if item.get(k) is not None)
+    return memory
+
+
+def etienne_memories(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The active memories among export items (:func:`export_lines`) as the array
+    spec 004's minimal version keeps in ``.etienne/memories.json``, oldest first.
+    It has no archived state, and no event log: those are left out."""
+    return [
+        etienne_memory(item)
+        for item in items
+        if item.get("type") == "memory" and item.get("status", Status.ACTIVE.value) == Status.ACTIVE.value
+    ]
+
+
+__all__ = [
+    "ETIENNE_KEYS",
+    "IMPORT_BATCH",
+    "Importer",
+    "check_etienne_ids",
+    "etienne_items",
+    "etienne_memories",
+    "etienne_memory",
+    "export_item",
+    "export_lines",
+    "import_lines",
+    "record_from_item",
+]

@@ -1,0 +1,207 @@
+"""Metadata filters: a small, validated query language over memories.
+
+A filter is a mapping. Each key names a field and maps to a value (equality) or to
+an operator mapping; ``AND`` / ``OR`` take lists of filters and ``NOT`` one filter::
+
+    {"category": "food"}                              # metadata.category == "food"
+    {"priority": {"gte": 2}}                          # comparison
+    {"source": {"in": ["chat", "email"]}}             # membership
+    {"OR": [{"category": "food"}, {"kind": "preference"}]}
+    {"created_at": {"gte": "2024-01-01T00:00:00Z"}}   # dates as ISO strings
+
+Keys name memory fields (``kind``, ``memory_class``, ``run_id``, ``topic``,
+``concept``, ``section``, ``tags``, ``created_at``, ``updated_at``, ``helpful``,
+``harmful``, ``importance``) or, for anything else, metadata keys. ``metadata.KEY``
+always means the metadata key. Operators: eq, ne, in, nin, gt, gte, lt, lte,
+contains (substring of a string, or element of a list), exists.
+
+:func:`compile_filters` validates the whole filter once and returns a predicate;
+malformed filters raise :class:`~memorist.errors.ValidationError` naming the part
+that is wrong. Values are JSON data (strings, finite numbers, booleans, null, and
+lists of them; datetimes for the date fields): a NaN or an arbitrary object could
+never match a stored value, so it is an error rather than an empty result. Filters
+nest at most :data:`MAX_DEPTH` deep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..errors import ValidationError
+from ..model import MemoryRecord
+from ..validate import json_value, show, timestamp, unicode
+
+Predicate = Callable[[MemoryRecord], bool]
+
+_MISSING = object()
+_DATE_FIELDS = {"created_at", "updated_at"}
+_RECORD_FIELDS = {
+    "kind": lambda r: r.kind.value,
+    "memory_class": lambda r: r.memory_class.value,
+    "run_id": lambda r: r.scope.run_id or None,
+    "agent_id": lambda r: r.scope.agent_id or None,
+    "topic": lambda r: r.topic or None,
+    "concept": lambda r: r.concept or None,
+    "section": lambda r: r.section or None,
+    "tags": lambda r: list(r.tags),
+    "created_at": lambda r: r.created_at,
+    "updated_at": lambda r: r.updated_at,
+    "helpful": lambda r: r.helpful,
+    "harmful": lambda r: r.harmful,
+    "importance": lambda r: r.importance,
+}
+_OPERATORS = {"eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "exists"}
+#: How deep filters may nest (a NOT, AND or OR, each a level; the filter itself is 1).
+MAX_DEPTH = 32
+
+
+def compile_filters(filters: Mapping[str, Any] | None, *, field: str = "filters") -> Predicate | None:
+    """Validate ``filters`` and return a predicate over memories (None for no filter)."""
+    if filters is None:
+        return None
+    if not isinstance(filters, Mapping):
+        raise ValidationError(field, f"must be a mapping, got {type(filters).__name__}")
+    if not filters:
+        return None
+    return _compile(filters, field, 1)
+
+
+def _compile(node: Any, path: str, depth: int) -> Predicate:
+    if not isinstance(node, Mapping) or not node:
+        raise ValidationError(path, "each filter must be a non-empty mapping")
+    if depth > MAX_DEPTH:
+        # Checked before descending: no nesting can reach Python's recursion limit.
+        raise ValidationError(path, f"filters nest deeper than {MAX_DEPTH} levels")
+    parts: list[Predicate] = []
+    for key, value in node.items():
+        if not isinstance(key, str) or not key:
+            raise ValidationError(path, f"filter keys must be non-empty strings, got {show(key)}")
+        # A key that is not valid Unicode names no stored field, and must not end up
+        # in the error's field name either.
+        unicode(path, key)
+        here = f"{path}.{key}"
+        upper = key.upper()
+        if upper in ("AND", "OR"):
+            if not isinstance(value, list | tuple) or not value:
+                raise ValidationError(here, f"{upper} takes a non-empty list of filters")
+            subs = [_compile(v, f"{here}[{i}]", depth + 1) for i, v in enumerate(value)]
+            parts.append(_all(subs) if upper == "AND" else _any(subs))
+        elif upper == "NOT":
+            sub = _compile(value, here, depth + 1)
+            parts.append(lambda r, sub=sub: not sub(r))
+        else:
+            parts.append(_field_predicate(key, value, here))
+    return _all(parts)
+
+
+def _all(preds: list[Predicate]) -> Predicate:
+    return preds[0] if len(preds) == 1 else (lambda r: all(p(r) for p in preds))
+
+
+def _any(preds: list[Predicate]) -> Predicate:
+    return lambda r: any(p(r) for p in preds)
+
+
+def _getter(key: str) -> Callable[[MemoryRecord], Any]:
+    if key.startswith("metadata."):
+        name = key[len("metadata.") :]
+        return lambda r: r.metadata.get(name, _MISSING)
+    if key in _RECORD_FIELDS:
+        return _RECORD_FIELDS[key]
+    return lambda r: r.metadata.get(key, _MISSING)
+
+
+def _coerce(key: str, value: Any, path: str) -> Any:
+    """Dates given as ISO strings or datetimes compare as epoch seconds; every other
+    value must be JSON data (see the module docstring)."""
+    if key in _DATE_FIELDS and value is not None:
+        return timestamp(value, field=path)
+    return json_value(path, value)
+
+
+def _field_predicate(key: str, spec: Any, path: str) -> Predicate:
+    get = _getter(key)
+    if not isinstance(spec, Mapping):
+        spec = {"eq": spec}
+    if not spec:
+        raise ValidationError(path, "operator mapping is empty")
+    checks: list[Predicate] = []
+    for op, raw in spec.items():
+        if op not in _OPERATORS:
+            named = isinstance(op, str) and op.isprintable()  # no control character, no surrogate
+            raise ValidationError(
+                f"{path}.{op}" if named else path, f"unknown operator {show(op)}; use one of {', '.join(sorted(_OPERATORS))}"
+            )
+        where = f"{path}.{op}"
+        if op in ("in", "nin"):
+            if not isinstance(raw, list | tuple | set | frozenset):
+                raise ValidationError(where, f"{op} takes a list, got {type(raw).__name__}")
+            options = [_coerce(key, v, where) for v in raw]
+            checks.append(_membership(get, options, negate=op == "nin"))
+        elif op == "exists":
+            if not isinstance(raw, bool):
+                raise ValidationError(where, "exists takes true or false")
+            checks.append(lambda r, g=get, want=raw: (g(r) not in (_MISSING, None)) == want)
+        elif op == "contains":
+            wanted = json_value(where, raw)
+            checks.append(lambda r, g=get, v=wanted: _contains(g(r), v))
+        else:
+            value = _coerce(key, raw, where)
+            if op in ("gt", "gte", "lt", "lte") and not _comparable(value):
+                raise ValidationError(where, f"{op} takes a number, string or date, got {show(raw)}")
+            checks.append(_comparison(get, op, value))
+    return _all(checks)
+
+
+def _comparable(value: Any) -> bool:
+    return isinstance(value, int | float | str) and not isinstance(value, bool)
+
+
+def _membership(get: Callable[[MemoryRecord], Any], options: list[Any], *, negate: bool) -> Predicate:
+    def check(r: MemoryRecord) -> bool:
+        actual = get(r)
+        if isinstance(actual, list):
+            hit = any(a in options for a in actual)
+        else:
+            hit = actual is not _MISSING and actual in options
+        return hit != negate
+
+    return check
+
+
+def _contains(actual: Any, value: Any) -> bool:
+    if isinstance(actual, str) and isinstance(value, str):
+        return value.casefold() in actual.casefold()
+    if isinstance(actual, list | tuple):
+        return value in actual
+    return False
+
+
+def _comparison(get: Callable[[MemoryRecord], Any], op: str, value: Any) -> Predicate:
+    def check(r: MemoryRecord) -> bool:
+        actual = get(r)
+        if op == "eq":
+            if isinstance(actual, list) and not isinstance(value, list):
+                return value in actual
+            return actual is not _MISSING and actual == value
+        if op == "ne":
+            return actual is _MISSING or actual != value
+        if actual is _MISSING or actual is None:
+            return False
+        # Compare numbers with numbers and strings with strings; anything else
+        # simply does not match instead of raising mid-search.
+        if isinstance(actual, bool) or not (
+            (isinstance(actual, int | float) and isinstance(value, int | float))
+            or (isinstance(actual, str) and isinstance(value, str))
+        ):
+            return False
+        if op == "gt":
+            return actual > value
+        if op == "gte":
+            return actual >= value
+        if op == "lt":
+            return actual < value
+        return actual <= value
+
+    return check

@@ -1,0 +1,284 @@
+"""The learning loop's rules (spec 001): evidence-based confidence, version retention,
+trace sampling and the loop's configuration. Pure; configuration is data.
+
+A strategy's confidence comes from the trajectories that support it (§6.2): the
+share of them whose outcome agrees with its category (a ✓ helpful strategy: the
+successes; a ✗ harmful one: the failures; a partial outcome counts half; a ○
+neutral observation is context-dependent and counts half whatever happened), plus
+a boost for more evidence, times a decay for evidence that has grown old.
+
+>>> confidence(9, 10, last_evidence_at=0.0, now=0.0)
+1.0
+>>> confidence(1, 2, last_evidence_at=0.0, now=90 * DAY, half_life_days=90)
+0.26
+>>> sorted(versions_to_keep([(1, True, 0.0), (2, False, 0.0), (3, False, 0.0)], now=100 * DAY, rule=VersionRetention(keep_latest=1)))
+[1, 3]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigurationError
+
+DAY = 86_400.0
+
+HELPFUL = "helpful"
+HARMFUL = "harmful"
+NEUTRAL = "neutral"
+CATEGORIES = (HELPFUL, HARMFUL, NEUTRAL)
+#: How spec 001 draws each category.
+SYMBOLS: Mapping[str, str] = {HELPFUL: "✓", HARMFUL: "✗", NEUTRAL: "○"}
+_CATEGORY_NAMES = {
+    "helpful": HELPFUL, "✓": HELPFUL, "strategy": HELPFUL, "success": HELPFUL, "successful": HELPFUL,
+    "harmful": HARMFUL, "✗": HARMFUL, "anti_pattern": HARMFUL, "anti-pattern": HARMFUL, "failure": HARMFUL,
+    "neutral": NEUTRAL, "○": NEUTRAL, "observation": NEUTRAL,
+}
+STATUSES = ("success", "failure", "partial")
+
+
+def category_of(value: Any) -> str | None:
+    """``"helpful"``, ``"harmful"`` or ``"neutral"`` for any of their names or
+    symbols (✓ ✗ ○, ``strategy``, ``anti_pattern``, ``observation``); None otherwise."""
+    if not isinstance(value, str):
+        return None
+    return _CATEGORY_NAMES.get(value.strip().lower())
+
+
+def support(category: str, status: str) -> float:
+    """How far one trajectory that ended ``status`` supports a strategy of ``category``."""
+    if category == NEUTRAL or status == "partial":
+        return 0.5
+    if category == HELPFUL:
+        return 1.0 if status == "success" else 0.0
+    return 1.0 if status == "failure" else 0.0
+
+
+def recency_factor(last_evidence_at: float | None, now: float, half_life_days: float | None) -> float:
+    """``0.5 ** (age in days / half life)`` of the newest evidence (1.0 without a half life)."""
+    if not half_life_days or last_evidence_at is None:
+        return 1.0
+    age = max(0.0, now - last_evidence_at) / DAY
+    return 0.5 ** (age / half_life_days)
+
+
+def confidence(
+    supporting: float, total: float, *, last_evidence_at: float | None, now: float, half_life_days: float | None = 90.0
+) -> float:
+    """Spec 001 §6.2: ``min(1, success rate + min(0.2, 0.01 * evidence)) * recency``,
+    rounded to four places. ``supporting`` is the summed :func:`support` of the
+    ``total`` pieces of evidence."""
+    if total <= 0:
+        return 0.0
+    base = max(0.0, min(1.0, supporting / total))
+    boost = min(0.2, total * 0.01)
+    return round(min(1.0, base + boost) * recency_factor(last_evidence_at, now, half_life_days), 4)
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRetention:
+    """Which playbook versions survive (spec 001 §7.3): the latest ``keep_latest``,
+    every major version (``keep_all_major``), and those made in the last
+    ``keep_days`` days (None: no age rule). The current version always survives."""
+
+    keep_latest: int = 5
+    keep_all_major: bool = True
+    keep_days: float | None = 90.0
+
+
+def versions_to_keep(versions: Sequence[tuple[int, bool, float]], *, now: float, rule: VersionRetention) -> set[int]:
+    """The version numbers to keep of ``versions`` — ``(number, major, created_at)``."""
+    if not versions:
+        return set()
+    ordered = sorted(versions, key=lambda v: v[0])
+    keep = {v[0] for v in ordered[-max(1, rule.keep_latest):]}
+    for number, major, created_at in ordered:
+        if rule.keep_all_major and major:
+            keep.add(number)
+        if rule.keep_days is not None and now - created_at <= rule.keep_days * DAY:
+            keep.add(number)
+    return keep
+
+
+def version_label(previous: str | None, *, major: bool) -> str:
+    """The semantic label of the next version: ``"1.0"`` first, then the minor part
+    grows, and a major change starts the next ``"N.0"``."""
+    if not previous:
+        return "1.0"
+    head, _, tail = previous.partition(".")
+    try:
+        a, b = int(head), int(tail or 0)
+    except ValueError:
+        a, b = 1, 0
+    return f"{a + 1}.0" if major else f"{a}.{b + 1}"
+
+
+def keep_trace(status: str, *, sample_rate: float, always_store_failures: bool, draw: float) -> bool:
+    """Whether a completed trajectory's detailed trace is stored (spec 001 §7.1):
+    failures and partial runs always (when so configured), successes when the
+    random ``draw`` in [0, 1) falls under ``sample_rate``."""
+    if status != "success" and always_store_failures:
+        return True
+    return draw < sample_rate
+
+
+def canonical_steps(steps: Sequence[Mapping[str, Any]]) -> str:
+    """The canonical JSON of a step sequence: each step's type, description and
+    metadata, in order (times left out, so the same steps taken twice are the same
+    trace)."""
+    plain = [
+        {"type": str(s.get("type", "")), "description": str(s.get("description", "")), "metadata": s.get("metadata") or {}}
+        for s in steps
+    ]
+    return json.dumps(plain, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def trace_digest(steps: Sequence[Mapping[str, Any]]) -> str:
+    """SHA-256 (hex) of :func:`canonical_steps`: a trace's content address."""
+    return hashlib.sha256(canonical_steps(steps).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def improvement(first: Sequence[float], recent: Sequence[float]) -> float:
+    """A playbook's average improvement: the mean score of its latest uses minus
+    that of its first uses (0.0 until both exist)."""
+    if not first or not recent:
+        return 0.0
+    return round(sum(recent) / len(recent) - sum(first) / len(first), 4)
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True, slots=True)
+class LearningConfig:
+    """How the learning loop keeps trajectories, curates strategies and versions playbooks.
+
+    Spec 001's defaults: traces of 10 % of successes and of every failure are
+    stored, trajectories are deleted 30 days after they complete, strategies
+    merge at cosine ≥ 0.85, and playbook versions follow :class:`VersionRetention`.
+    ``max_strategies`` bounds a playbook (the lowest-confidence entries go first);
+    ``confidence_half_life_days`` is the decay of old evidence; ``evidence_kept``
+    is how many evidence entries (trajectory, outcome, time) a strategy lists (its
+    counts cover all). Learning calls that name neither a user nor an agent act for
+    ``default_agent_id``.
+
+    :meth:`resolved` fills what is None from the environment (spec 001's names:
+    ``TRAJECTORY_RETENTION_DAYS``, ``TRAJECTORY_SAMPLE_RATE``,
+    ``TRAJECTORY_ALWAYS_STORE_FAILURES``, ``PLAYBOOK_VERSION_KEEP_LATEST``,
+    ``PLAYBOOK_VERSION_KEEP_ALL_MAJOR``, ``PLAYBOOK_VERSION_KEEP_DAYS``), when the
+    engine is built, never at import.
+    """
+
+    trajectory_retention_days: float | None = None  # 30; 0 or "none": keep forever
+    trajectory_sample_rate: float | None = None  # 0.1
+    always_store_failures: bool | None = None  # True
+    versions: VersionRetention | None = None
+    merge_threshold: float = 0.85
+    max_strategies: int = 100
+    confidence_half_life_days: float | None = 90.0
+    evidence_kept: int = 20
+    default_agent_id: str = "default"
+    #: Trajectory retention runs after every this many completions in a process
+    #: (and whenever :meth:`memorist.Memory.prune_trajectories` is called).
+    retention_every: int = 16
+
+    def resolved(self, environ: Mapping[str, str] | None = None) -> LearningConfig:
+        """A checked copy with the environment's values where this one has None."""
+        env = os.environ if environ is None else environ
+
+        def number(name: str, value: float | None, default: float | None, *, allow_none: bool = False) -> float | None:
+            if value is not None:
+                return value
+            raw = env.get(name, "").strip()
+            if not raw:
+                return default
+            if allow_none and raw.lower() in ("none", "never", "forever"):
+                return None
+            try:
+                return float(raw)
+            except ValueError as exc:
+                raise ConfigurationError(f"{name} must be a number, got {raw!r}") from exc
+
+        def flag(name: str, value: bool | None, default: bool) -> bool:
+            if value is not None:
+                return value
+            raw = env.get(name, "").strip().lower()
+            if not raw:
+                return default
+            if raw not in _TRUE | _FALSE:
+                raise ConfigurationError(f"{name} must be true or false, got {raw!r}")
+            return raw in _TRUE
+
+        days = number("TRAJECTORY_RETENTION_DAYS", self.trajectory_retention_days, 30.0, allow_none=True)
+        rate = number("TRAJECTORY_SAMPLE_RATE", self.trajectory_sample_rate, 0.1)
+        failures = flag("TRAJECTORY_ALWAYS_STORE_FAILURES", self.always_store_failures, True)
+        versions = self.versions
+        if versions is None:
+            latest = number("PLAYBOOK_VERSION_KEEP_LATEST", None, 5.0)
+            keep_days = number("PLAYBOOK_VERSION_KEEP_DAYS", None, 90.0, allow_none=True)
+            versions = VersionRetention(
+                keep_latest=int(latest or 0),
+                keep_all_major=flag("PLAYBOOK_VERSION_KEEP_ALL_MAJOR", None, True),
+                keep_days=keep_days,
+            )
+        if days is not None and days <= 0:
+            days = None  # 0: never delete by age
+        if rate is None or not 0.0 <= rate <= 1.0:
+            raise ConfigurationError(f"the trajectory sample rate must be in [0, 1], got {rate!r}")
+        if versions.keep_latest < 1:
+            raise ConfigurationError(f"a playbook keeps at least its latest version: keep_latest must be >= 1, got {versions.keep_latest!r}")
+        if versions.keep_days is not None and versions.keep_days < 0:
+            raise ConfigurationError(f"keep_days must be >= 0 or None, got {versions.keep_days!r}")
+        if not 0.0 < self.merge_threshold <= 1.0:
+            raise ConfigurationError(f"merge_threshold must be in (0, 1], got {self.merge_threshold!r}")
+        for name in ("max_strategies", "evidence_kept", "retention_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{name} must be a whole number >= 1, got {value!r}")
+        if not isinstance(self.default_agent_id, str) or not self.default_agent_id.strip():
+            raise ConfigurationError("default_agent_id must be a non-empty string")
+        return dataclasses.replace(
+            self, trajectory_retention_days=days, trajectory_sample_rate=rate, always_store_failures=failures, versions=versions
+        )
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> LearningConfig:
+        """From plain data, e.g. ``{"trajectory_sample_rate": 1.0, "versions": {"keep_latest": 3}}``."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigurationError(f"unknown learning setting {unknown[0]!r}; known: {', '.join(sorted(known))}")
+        values = dict(data)
+        if isinstance(values.get("versions"), Mapping):
+            values["versions"] = VersionRetention(**values["versions"])
+        return cls(**values)
+
+
+__all__ = [
+    "CATEGORIES",
+    "DAY",
+    "HARMFUL",
+    "HELPFUL",
+    "NEUTRAL",
+    "STATUSES",
+    "SYMBOLS",
+    "LearningConfig",
+    "VersionRetention",
+    "canonical_steps",
+    "category_of",
+    "confidence",
+    "improvement",
+    "keep_trace",
+    "recency_factor",
+    "support",
+    "trace_digest",
+    "version_label",
+    "versions_to_keep",
+]

@@ -1,0 +1,203 @@
+"""Playbook rules: the configuration presets, context ranking and capacity pruning. Pure.
+
+Two named presets (configuration is data):
+
+- :meth:`PlaybookConfig.ltmbse` — spec 000's proposed method: one playbook per
+  learner, reinforce-over-clone curation with a cap on new bullets per turn,
+  canonical semantic dedup, one memory class per bullet, state loaded once a turn.
+- :meth:`PlaybookConfig.baseline` — the ACE baseline it improves on: one playbook
+  shared by every learner, a new bullet for every lesson, Jaccard dedup keeping the
+  first bullet seen, state reloaded on every access.
+
+Both prune to ``max_bullets`` by the same decay score.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigurationError
+from ..model import MemoryClass
+from .decay import decay_rates
+
+#: How much each class adds to a bullet's context score: procedural > episodic > semantic.
+CLASS_PRIORITY: Mapping[str, float] = {
+    MemoryClass.PROCEDURAL.value: 0.06,
+    MemoryClass.EPISODIC.value: 0.04,
+    MemoryClass.SEMANTIC.value: 0.01,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ContextWeights:
+    """How retrieval for the prompt combines relevance with the playbook's signals.
+
+    ``context score = relevance_weight * cosine + score_weight * min(decay score, 1)
+    + class priority + learner boost + topic boost``. The boosts are small next to
+    relevance on purpose: they order bullets of similar relevance, they never bring
+    an unrelated bullet into the prompt.
+    """
+
+    relevance: float = 0.6
+    score: float = 0.1
+    learner_match: float = 0.06
+    learner_mismatch: float = -0.02
+    topic_match: float = 0.03
+    class_priority: Mapping[str, float] = field(default_factory=lambda: dict(CLASS_PRIORITY))
+
+
+def context_score(
+    relevance: float,
+    decay_score: float,
+    memory_class: str,
+    *,
+    learner_match: bool | None = None,
+    topic_match: bool = False,
+    weights: ContextWeights = ContextWeights(),  # noqa: B008 - frozen, shared safely
+) -> float:
+    """The rank of a bullet for a query. ``learner_match`` None: the bullet names no learner."""
+    total = weights.relevance * relevance + weights.score * min(max(decay_score, 0.0), 1.0)
+    total += weights.class_priority.get(memory_class, 0.0)
+    if learner_match is True:
+        total += weights.learner_match
+    elif learner_match is False:
+        total += weights.learner_mismatch
+    if topic_match:
+        total += weights.topic_match
+    return total
+
+
+def prune_order(items: Sequence[tuple[str, float, int, float]]) -> list[str]:
+    """Ids ranked for retention, best first: by decay score, then helpful count, then
+    the newer (``created_at``), then id. ``items`` are ``(id, score, helpful, created_at)``."""
+    ranked = sorted(items, key=lambda it: (round(it[1], 12), it[2], it[3], it[0]), reverse=True)
+    return [it[0] for it in ranked]
+
+
+def prune_plan(items: Sequence[tuple[str, float, int, float]], max_bullets: int) -> list[str]:
+    """The ids to remove so at most ``max_bullets`` remain, in ranking order."""
+    if len(items) <= max_bullets:
+        return []
+    return prune_order(items)[max_bullets:]
+
+
+def room_for_new(count: int, cap: int | None) -> bool:
+    """Spec 000's cap on new bullets per turn: whether a turn that already has
+    ``count`` new bullets may add one more (``cap`` None: no cap).
+
+    The one statement of the rule: the heuristic and LLM curators apply it while
+    they decide, and the learning pipeline applies it again to whatever a curator
+    returned. A lesson past the cap is not lost; see
+    :func:`memorist.roles.curator.reinforce_overflow`.
+    """
+    return cap is None or count < cap
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclass(frozen=True, slots=True)
+class PlaybookConfig:
+    """How a :class:`~memorist.Playbook` learns, dedups, prunes and retrieves.
+
+    ``max_new`` None means: ``ACE_CURATOR_MAX_NEW`` from the environment when the
+    playbook is built, else 2. ``use_llm`` None means: ``ACE_CURATOR_USE_LLM``
+    (default false). ``dedup_threshold`` is a cosine for ``dedup="semantic"`` and a
+    word Jaccard for ``dedup="jaccard"``.
+    """
+
+    name: str = "ltmbse"
+    per_learner: bool = True  # False: one playbook shared by every learner
+    shared_user_id: str = "ace-shared"  # the shared playbook's user id
+    agent_id: str = ""  # the agent whose playbooks these are ("" for none)
+    max_bullets: int = 100
+    max_new: int | None = None
+    cap_new: bool = True  # False: no cap on new bullets per turn (the baseline)
+    reinforce_threshold: float | None = 0.9  # None: never reinforce, always append
+    dedup: str = "semantic"  # "semantic" (cosine, canonical survivor) or "jaccard" (first seen survives)
+    dedup_threshold: float = 0.9
+    normalise_tags: bool = True
+    reload_every_access: bool = False
+    prune_threshold: float = 0.3  # retrieval skips bullets scoring below it; pruning ignores it
+    decay_rates: Mapping[str, float] | None = None
+    top_k: int = 10
+    min_relevance: float = 0.1  # a bullet less similar than this to the query is never injected
+    candidates: int = 5  # similar bullets shown to the curator per lesson
+    use_llm: bool | None = None
+    weights: ContextWeights = field(default_factory=ContextWeights)
+
+    @property
+    def new_cap(self) -> int | None:
+        """The cap on new bullets per turn that applies (see :func:`room_for_new`):
+        ``max_new``, or None when the preset does not cap (the baseline)."""
+        return self.max_new if self.cap_new else None
+
+    @classmethod
+    def ltmbse(cls, **overrides: Any) -> PlaybookConfig:
+        """Spec 000's proposed method (the default)."""
+        return dataclasses.replace(cls(), **overrides)
+
+    @classmethod
+    def baseline(cls, **overrides: Any) -> PlaybookConfig:
+        """The ACE baseline: shared store, always append, Jaccard dedup (first seen), reload per access."""
+        base = cls(
+            name="baseline",
+            per_learner=False,
+            cap_new=False,
+            reinforce_threshold=None,
+            dedup="jaccard",
+            dedup_threshold=0.85,
+            normalise_tags=False,
+            reload_every_access=True,
+        )
+        return dataclasses.replace(base, **overrides)
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> PlaybookConfig:
+        if name in ("ltmbse", "ltmbse-ace", "default"):
+            return cls.ltmbse(**overrides)
+        if name in ("baseline", "ace", "ace-baseline"):
+            return cls.baseline(**overrides)
+        raise ConfigurationError(f"unknown playbook preset {name!r}; use 'ltmbse' or 'baseline'")
+
+    def resolved(self, environ: Mapping[str, str] | None = None) -> PlaybookConfig:
+        """A checked copy with the environment's defaults filled in (read now, not at import)."""
+        env = os.environ if environ is None else environ
+        max_new = self.max_new
+        if max_new is None:
+            raw = env.get("ACE_CURATOR_MAX_NEW", "").strip()
+            try:
+                max_new = int(raw) if raw else 2
+            except ValueError as exc:
+                raise ConfigurationError(f"ACE_CURATOR_MAX_NEW must be a whole number, got {raw!r}") from exc
+        use_llm = self.use_llm
+        if use_llm is None:
+            raw = env.get("ACE_CURATOR_USE_LLM", "false").strip().lower()
+            if raw not in _TRUE | _FALSE:
+                raise ConfigurationError(f"ACE_CURATOR_USE_LLM must be true or false, got {raw!r}")
+            use_llm = raw in _TRUE
+        if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 0:
+            raise ConfigurationError(f"max_new must be a whole number >= 0, got {max_new!r}")
+        if isinstance(self.max_bullets, bool) or not isinstance(self.max_bullets, int) or self.max_bullets < 1:
+            raise ConfigurationError(f"max_bullets must be a whole number >= 1, got {self.max_bullets!r}")
+        if self.dedup not in ("semantic", "jaccard"):
+            raise ConfigurationError(f"dedup must be 'semantic' or 'jaccard', got {self.dedup!r}")
+        if self.top_k < 1 or self.candidates < 1:
+            raise ConfigurationError("top_k and candidates must be >= 1")
+        for name in ("dedup_threshold", "prune_threshold", "min_relevance"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigurationError(f"{name} must be a number, got {value!r}")
+        if self.reinforce_threshold is not None and not 0.0 <= self.reinforce_threshold <= 1.0:
+            raise ConfigurationError(f"reinforce_threshold must be in [0, 1], got {self.reinforce_threshold!r}")
+        if not self.per_learner and not self.shared_user_id:
+            raise ConfigurationError("a shared playbook needs a shared_user_id")
+        return dataclasses.replace(self, max_new=max_new, use_llm=use_llm, decay_rates=decay_rates(self.decay_rates))
+
+
+__all__ = ["CLASS_PRIORITY", "ContextWeights", "PlaybookConfig", "context_score", "prune_order", "prune_plan", "room_for_new"]

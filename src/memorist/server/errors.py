@@ -1,0 +1,253 @@
+"""Every error of the service as one JSON shape, translated here and nowhere else.
+
+``{"error": {"type": str, "message": str, "field": str | null}}``:
+
+======  ======================  ==================================================
+status  type                    when
+======  ======================  ==================================================
+401     ``unauthorized``        a missing, unknown or revoked API key
+403     ``forbidden``           a development server asked under another host name
+404     ``not_found``           an unknown id, or one outside the key's binding
+405     ``method_not_allowed``  a route that exists, with another method
+413     ``payload_too_large``   a body over ``max_body_bytes``; too many messages
+422     ``validation_error``    bad input; ``field`` names it (``messages[0].content``)
+429     ``rate_limited``        the key's rate limit; ``Retry-After`` says when
+503     ``unavailable``         the store or a model provider failed
+500     ``internal``            a bug: a generic message, the traceback in the log
+======  ======================  ==================================================
+
+A ValidationError's ``message`` is the engine's without its ``"<field>: "``
+prefix, so ``ValidationError(field, message)`` rebuilds the same exception. 503
+and 500 answers never carry the cause (it may name server paths): it is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import (
+    ConfigurationError,
+    MemoristError,
+    NotFoundError,
+    ProviderError,
+    StoreError,
+    TransientProviderError,
+    ValidationError,
+)
+
+log = logging.getLogger("memorist.server")
+
+#: The error ``type`` of each status this service answers with.
+ERROR_TYPES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    422: "validation_error",
+    429: "rate_limited",
+    500: "internal",
+    503: "unavailable",
+}
+INTERNAL_MESSAGE = "internal error: the server failed on this request (its log has the details)"
+
+
+class ApiError(Exception):
+    """An error answer raised from inside a route (413 for too many messages, say)."""
+
+    def __init__(self, status: int, message: str, *, field: str | None = None, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+        self.headers = dict(headers or {})
+
+
+def error_body(status: int, message: str, field: str | None = None) -> dict[str, Any]:
+    kind = ERROR_TYPES.get(status, "bad_request" if status < 500 else "internal")
+    return {"error": {"type": kind, "message": message, "field": field}}
+
+
+def error_response(status: int, message: str, field: str | None = None, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(status, message, field), status_code=status, headers=dict(headers or {}))
+
+
+def retry_after(seconds: float) -> dict[str, str]:
+    """The ``Retry-After`` header: whole seconds, at least 1."""
+    return {"Retry-After": str(max(1, math.ceil(seconds)))}
+
+
+# engine errors ---------------------------------------------------------------------------
+def memorist_error_response(exc: MemoristError) -> JSONResponse:
+    if isinstance(exc, ValidationError):
+        text = str(exc)
+        prefix = f"{exc.field}: "
+        return error_response(422, text[len(prefix):] if text.startswith(prefix) else text, exc.field)
+    if isinstance(exc, NotFoundError):
+        return error_response(404, str(exc))
+    if isinstance(exc, StoreError):
+        log.error("store failure: %s", exc)
+        return error_response(503, "the memory store is unavailable (the server's log has the cause); try again later")
+    if isinstance(exc, ProviderError):
+        log.error("provider failure: %s", exc)
+        headers = retry_after(exc.retry_after) if isinstance(exc, TransientProviderError) and exc.retry_after else None
+        return error_response(503, "an embedding or language model provider failed (the server's log has the cause); try again later", headers=headers)
+    if isinstance(exc, ConfigurationError):
+        log.error("configuration error: %s", exc)
+        return error_response(503, "the memory service is misconfigured (the server's log has the cause)")
+    log.error("unexpected engine error: %s", exc, exc_info=exc)
+    return error_response(500, INTERNAL_MESSAGE)
+
+
+# request-shape errors --------------------------------------------------------------------
+_SOURCES = frozenset({"body", "query", "path", "header", "cookie"})
+_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "none", "dict", "list", "bytes", "function-after", "function-plain"})
+
+
+def _is_union_tag(part: str) -> bool:
+    """Pydantic names the member of a union an error came from in its ``loc``
+    (``"str"``, ``"constrained-str"``, ``"list[Message]"``, ``"Message"``); field
+    names are snake_case."""
+    return "[" in part or "-" in part or part in _TYPE_TAGS or part[:1].isupper()
+
+
+def field_of(loc: Sequence[Any]) -> str:
+    """``("body", "messages", "list[Message]", 0, "content")`` -> ``"messages[0].content"``."""
+    parts = list(loc)
+    source = parts.pop(0) if parts and parts[0] in _SOURCES else None
+    field = ""
+    for part in parts:
+        if isinstance(part, int):
+            field += f"[{part}]"
+        elif isinstance(part, str) and not _is_union_tag(part):
+            field += f".{part}" if field else part
+    return field or (source or "body")
+
+
+_EXPECTED = {
+    "string_type": "a string",
+    "list_type": "a list",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "dict_type": "a JSON object",
+    "model_type": "a JSON object",
+    "model_attributes_type": "a JSON object",
+    "none_required": "null",
+}
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    kind = error.get("type", "")
+    if kind == "missing":
+        return "is required"
+    if kind == "json_invalid":
+        detail = (error.get("ctx") or {}).get("error")
+        return f"is not valid JSON ({detail})" if detail else "is not valid JSON"
+    msg = str(error.get("msg", "is invalid"))
+    return msg[:1].lower() + msg[1:]
+
+
+def describe_validation(errors: Iterable[Mapping[str, Any]]) -> tuple[str, str]:
+    """The field and message of a request-shape error: the deepest location wins
+    (it is the most precise); the members of a union failing there are joined
+    (``messages``: "must be a string or a list")."""
+    errors = list(errors)
+    if not errors:
+        return "body", "is invalid"
+    if any(e.get("type") == "json_invalid" for e in errors):
+        error = next(e for e in errors if e.get("type") == "json_invalid")
+        return "body", _message(error)
+    depth = max(len(e.get("loc", ())) for e in errors)
+    deepest = [e for e in errors if len(e.get("loc", ())) == depth]
+    field = field_of(deepest[0].get("loc", ()))
+    here = [e for e in errors if field_of(e.get("loc", ())) == field]
+    if all(e.get("type") in _EXPECTED for e in here):
+        expected = list(dict.fromkeys(_EXPECTED[e["type"]] for e in here))
+        return field, "must be " + " or ".join(expected)
+    messages = list(dict.fromkeys(_message(e) for e in here))
+    return field, "; or ".join(messages[:3])
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """The methods of the path template the URL matched first (``/api/memories/search/``
+    is POST only, though ``/api/memories/{id}/`` would match it too)."""
+    from starlette.routing import Match, Route
+
+    routes = [r for r in request.app.router.routes if isinstance(r, Route) and r.methods]
+    first = next((r for r in routes if r.matches(request.scope)[0] is not Match.NONE), None)
+    if first is None:
+        return []
+    return sorted({m for r in routes if r.path_format == first.path_format for m in r.methods or ()})
+
+
+# the handlers ----------------------------------------------------------------------------
+def install_error_handlers(app: FastAPI) -> None:
+    """Every error the routes raise becomes the JSON error shape."""
+
+    async def memorist_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, MemoristError)
+        return memorist_error_response(exc)
+
+    async def api_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ApiError)
+        return error_response(exc.status, exc.message, exc.field, exc.headers)
+
+    async def request_validation(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        field, message = describe_validation(exc.errors())
+        if field == "id":  # /api/memories/{id}/: the user (GET) or the memory (PUT, DELETE)
+            field = "user_id" if request.method == "GET" else "memory_id"
+        content_type = request.headers.get("content-type", "")
+        if field == "body" and "json" not in content_type.lower():
+            message += " (send the body as JSON, with 'Content-Type: application/json')"
+        return error_response(422, message, field)
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            # FastAPI's answer to a body it cannot decode (not UTF-8): a shape error too.
+            return error_response(422, "is not valid JSON (it cannot be decoded as UTF-8 text)", "body")
+        if exc.status_code == 404:
+            message = f"no such route: {request.method} {request.url.path}"
+        elif exc.status_code == 405:
+            message = f"{request.method} is not allowed on {request.url.path}"
+            # Starlette names the methods of the first route that matched the path only.
+            allowed = _allowed_methods(request)
+            if allowed:
+                return error_response(405, message, headers={"Allow": ", ".join(allowed)})
+        else:
+            message = str(exc.detail)
+        return error_response(exc.status_code, message, headers=exc.headers)
+
+    app.add_exception_handler(MemoristError, memorist_error)
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(RequestValidationError, request_validation)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+
+
+__all__ = [
+    "ERROR_TYPES",
+    "INTERNAL_MESSAGE",
+    "ApiError",
+    "describe_validation",
+    "memorist_error_response",
+    "error_body",
+    "error_response",
+    "field_of",
+    "install_error_handlers",
+    "retry_after",
+]

@@ -1,0 +1,416 @@
+"""Request and response shapes of the REST API (they are what ``/openapi.json`` shows).
+
+Requests are checked here for their shape (types, required fields, id lengths,
+``limit`` bounds); what the engine checks beyond that (blank text, control
+characters, metadata size, filter syntax) comes back from :class:`~memorist.Memory`
+as a ValidationError naming the field, so both answer 422 the same way.
+Responses are documented, not re-validated: routes return what Memory returns.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..validate import MAX_EPOCH, MAX_ID_CHARS, MAX_LIMIT
+
+
+def _ranges(*categories: str) -> str:
+    """A regex character-class body of the characters of the Unicode categories
+    (those of the Basic Multilingual Plane: ``\\uXXXX`` is portable regex syntax)."""
+    spans: list[list[int]] = []
+    for code in range(0x10000):
+        if unicodedata.category(chr(code)) in categories:
+            if spans and spans[-1][1] == code - 1:
+                spans[-1][1] = code
+            else:
+                spans.append([code, code])
+    return "".join(f"\\u{a:04x}" if a == b else f"\\u{a:04x}-\\u{b:04x}" for a, b in spans)
+
+
+# What the engine refuses, said in the schema too (there it documents; the engine
+# checks): an id holds no control character and something besides whitespace; a
+# text holds a visible character (not only whitespace, control and format ones).
+_CONTROL = _ranges("Cc")
+_INVISIBLE = _ranges("Cc", "Cf")
+ID_PATTERN = f"^[^{_CONTROL}]*[^\\s{_CONTROL}][^{_CONTROL}]*$"
+TEXT_PATTERN = f"^[\\s\\S]*[^\\s{_INVISIBLE}][\\s\\S]*$"
+CONTENT_PATTERN = f"^(\\s*|[\\s\\S]*[^\\s{_INVISIBLE}][\\s\\S]*)$"
+
+
+# A date the engine takes: ISO-8601 from 1971 to 9999 (a looser form may still be
+# accepted), or epoch seconds.
+DATE_PATTERN = (
+    "^(197[1-9]|19[89][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
+    "([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\\.[0-9]{1,6})?)?(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9])?)?$"
+)
+Date = Annotated[str, Field(json_schema_extra={"pattern": DATE_PATTERN})] | Annotated[float, Field(ge=0, le=MAX_EPOCH)]
+
+
+def id_schema(description: str) -> dict[str, Any]:
+    """The keyword arguments of a Field, Query or Path that holds an id."""
+    return {"min_length": 1, "max_length": MAX_ID_CHARS, "description": description, "json_schema_extra": {"pattern": ID_PATTERN}}
+
+
+def _id(what: str) -> Any:
+    return Field(default=None, **id_schema(f"The {what} id of the memories' scope."))
+
+
+def _text(description: str) -> Any:
+    # minLength in the schema only: an empty text gets the engine's message.
+    return Field(description=description, json_schema_extra={"minLength": 1, "pattern": TEXT_PATTERN})
+
+
+class _Open(BaseModel):
+    """A response shape that may grow fields: clients must ignore unknown ones."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# requests -------------------------------------------------------------------------------
+class _Request(BaseModel):
+    """A request body: JSON types as they are (no "5" for 5, no 1 for true)."""
+
+    model_config = ConfigDict(strict=True)
+
+
+class MessageIn(_Request):
+    """One conversation message."""
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str = Field(description="The text (whitespace alone: a message without text).", json_schema_extra={"pattern": CONTENT_PATTERN})
+    name: str | None = Field(default=None, description="The speaker's name (a verbatim memory is keyed by it).")
+    metadata: dict[str, Any] | None = Field(default=None, description="Merged over the request's metadata for this message.")
+    timestamp: Date | None = Field(default=None, description="When it was said: ISO-8601 or epoch seconds.")
+
+
+_TURN = Field(
+    description="The messages of a conversation turn: one at least, not a system message, has text.",
+    json_schema_extra={
+        "minItems": 1,
+        "contains": {
+            "type": "object",
+            "properties": {"role": {"enum": ["user", "assistant", "tool"]}, "content": {"type": "string", "pattern": TEXT_PATTERN}},
+            "required": ["role", "content"],
+        }
+    },
+)
+
+
+class AddRequest(_Request):
+    messages: Annotated[str, _text("A text.")] | Annotated[list[MessageIn], _TURN] = Field(
+        description="A text, or the messages of a conversation turn."
+    )
+    user_id: str | None = _id("user")
+    agent_id: str | None = _id("agent")
+    run_id: str | None = _id("run")
+    metadata: dict[str, Any] | None = None
+    infer: bool = Field(default=True, description="Extract facts (true) or store each message as it is (false).")
+    timestamp: Date | None = Field(default=None, description="When the conversation happened: ISO-8601 or epoch seconds (default: now).")
+
+    model_config = ConfigDict(
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "messages": [
+                        {"role": "user", "content": "I am Alex and I love hiking"},
+                        {"role": "assistant", "content": "Nice to meet you Alex!"},
+                    ],
+                    "user_id": "alex",
+                }
+            ]
+        }
+    )
+
+
+class SearchRequest(_Request):
+    query: str = _text("What to look for.")
+    user_id: str | None = _id("user")
+    agent_id: str | None = _id("agent")
+    run_id: str | None = _id("run")
+    limit: int = Field(default=5, ge=1, le=MAX_LIMIT)
+    filters: dict[str, Any] | None = Field(default=None, description="Metadata and field filters (memorist.policies.filters).")
+    threshold: float | None = Field(default=None, ge=-1, le=1, description="Minimum cosine similarity of a result.")
+    reference_time: Date | None = Field(default=None, description="When the question is asked, for time expressions (default: now).")
+
+    model_config = ConfigDict(strict=True, json_schema_extra={"examples": [{"query": "outdoor activities", "user_id": "alex", "limit": 3}]})
+
+
+class UpdateRequest(_Request):
+    text: str = _text("The memory's new text.")
+    metadata: dict[str, Any] | None = Field(default=None, description="Keys merged into the memory's metadata.")
+
+
+# learning (spec 001) ----------------------------------------------------------------------
+_Owner = Field(default=None, **id_schema("The user id (a user-bound key: its user)."))
+_Agent = Field(default=None, **id_schema("The agent id (no user and no agent: the agent 'default')."))
+_ScopeField = Field(default=None, description="Whose playbook: agent, user, tenant or global (default: from the ids).")
+PlaybookScope = Literal["agent", "user", "tenant", "global"]
+
+
+class StartTrajectoryRequest(_Request):
+    task_description: str = _text("The task.")
+    task_type: str | None = Field(default=None, min_length=1, max_length=64, description="e.g. api_call, reasoning.")
+    parent_trajectory_id: str | None = Field(default=None, **id_schema("The parent trajectory (multi-step workflows)."))
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+
+
+class StepRequest(_Request):
+    step_type: str = Field(min_length=1, max_length=64, description="decision, action or observation.")
+    description: str = _text("What happened.")
+    metadata: dict[str, Any] | None = Field(default=None, description="Tool calls, model answers, ...")
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+
+
+class CompleteRequest(_Request):
+    status: Literal["success", "failure", "partial"]
+    success_score: float | None = Field(default=None, ge=0, le=1, description="0 to 1 (default: 1, 0.5 or 0 by status).")
+    error_message: str | None = Field(default=None, description="The error, when it failed.")
+    metrics: dict[str, Any] | None = Field(default=None, description='{"tokens", "cost_usd", "duration_ms", ...}')
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+
+
+class OwnerRequest(_Request):
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+
+
+class BatchReflectRequest(_Request):
+    agent_id: str | None = _Agent
+    user_id: str | None = _Owner
+    since: Date | None = Field(default=None, description="Only trajectories started at or after.")
+    until: Date | None = Field(default=None, description="Only trajectories started at or before.")
+    task_type: str | None = Field(default=None, min_length=1, max_length=64)
+    min_trajectories: int = Field(default=5, ge=1, le=MAX_LIMIT, description="The fewest trajectories a pattern search needs.")
+
+
+class UpdatePlaybookRequest(_Request):
+    strategies: list[dict[str, Any]] = Field(
+        description='[{"category": "helpful|harmful|neutral", "pattern", "context"?, "confidence"?, "evidence_count"?, "examples"?}]'
+    )
+    merge: bool = Field(default=True, description="Merge into what the playbook holds (false: replace it).")
+    major: bool = Field(default=False, description="Make this a major version.")
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+    scope: PlaybookScope | None = _ScopeField
+
+
+class CuratePlaybookRequest(_Request):
+    reflections: list[Annotated[str, Field(**id_schema("A reflection's memory id."))]] = Field(description="Reflection memory ids.")
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+    scope: PlaybookScope | None = _ScopeField
+
+
+class RollbackRequest(_Request):
+    version: int = Field(ge=1, le=MAX_LIMIT, description="The kept version to return to.")
+    user_id: str | None = _Owner
+    agent_id: str | None = _Agent
+    scope: PlaybookScope | None = _ScopeField
+
+
+# responses ------------------------------------------------------------------------------
+class AddResult(_Open):
+    id: str
+    memory: str
+    event: str = Field(description="ADD, UPDATE, DELETE or NONE.")
+
+
+class AddResponse(_Open):
+    results: list[AddResult]
+    message: str
+
+
+class MemoryItem(_Open):
+    id: str
+    memory: str
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    created_at: str
+    updated_at: str
+    metadata: dict[str, Any]
+    kind: str
+    memory_class: str
+    tenant_id: str | None = None
+    score: float | None = Field(default=None, description="Search only: the fused rank score.")
+    similarity: float | None = Field(default=None, description="Search only: cosine similarity to the query.")
+
+
+class MemoryList(_Open):
+    results: list[MemoryItem]
+
+
+class EventItem(_Open):
+    seq: int
+    event: str
+    memory_id: str | None
+    old_memory: str | None
+    new_memory: str | None
+    created_at: str
+    actor: str | None
+    tenant_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    payload: Any = None
+
+
+class EventList(_Open):
+    results: list[EventItem]
+
+
+class UpdateResponse(_Open):
+    id: str
+    memory: str
+    event: Literal["UPDATE"]
+    previous_memory: str
+
+
+class DeleteResponse(_Open):
+    id: str
+    memory: str
+    event: Literal["DELETE"]
+    message: str
+
+
+class DeleteAllResponse(_Open):
+    deleted: int
+    message: str
+
+
+class UserItem(_Open):
+    user_id: str
+    memories: int
+
+
+class UserList(_Open):
+    results: list[UserItem]
+
+
+class Health(_Open):
+    status: Literal["ok"]
+    version: str
+
+
+class TrajectoryItem(_Open):
+    trajectory_id: str
+    status: str
+    task_description: str
+    steps: list[dict[str, Any]] | None = None
+
+
+class TrajectoryStarted(_Open):
+    trajectory_id: str
+
+
+class StepLogged(_Open):
+    trajectory_id: str
+    logged: str
+
+
+class TrajectoryList(_Open):
+    results: list[TrajectoryItem]
+
+
+class ReflectionItem(_Open):
+    memory_id: str
+    insights: dict[str, list[str]]
+
+
+class ReflectionList(_Open):
+    results: list[ReflectionItem]
+
+
+class StrategyItem(_Open):
+    id: str
+    category: str
+    pattern: str
+    confidence: float
+    evidence_count: int
+
+
+class PlaybookItem(_Open):
+    playbook_id: str | None
+    name: str
+    version: int
+    strategies: dict[str, list[StrategyItem]] | None = None
+
+
+class PlaybookList(_Open):
+    results: list[PlaybookItem]
+
+
+class CurationResponse(_Open):
+    playbook_id: str
+    version: int
+    added: list[StrategyItem]
+    updated: list[StrategyItem]
+    removed: list[StrategyItem]
+
+
+class VersionItem(_Open):
+    version: int
+    version_label: str | None = None
+    major: bool
+
+
+class VersionList(_Open):
+    results: list[VersionItem]
+
+
+class ErrorDetail(BaseModel):
+    type: str = Field(description="unauthorized, forbidden, not_found, method_not_allowed, payload_too_large, validation_error, rate_limited, unavailable or internal.")
+    message: str
+    field: str | None = Field(description="The request field at fault (422, 413), else null.")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+__all__ = [
+    "AddRequest",
+    "BatchReflectRequest",
+    "CompleteRequest",
+    "CuratePlaybookRequest",
+    "CurationResponse",
+    "OwnerRequest",
+    "PlaybookItem",
+    "PlaybookList",
+    "ReflectionItem",
+    "ReflectionList",
+    "RollbackRequest",
+    "StartTrajectoryRequest",
+    "StepLogged",
+    "StepRequest",
+    "StrategyItem",
+    "TrajectoryItem",
+    "TrajectoryList",
+    "TrajectoryStarted",
+    "UpdatePlaybookRequest",
+    "VersionItem",
+    "VersionList",
+    "AddResponse",
+    "AddResult",
+    "DeleteAllResponse",
+    "DeleteResponse",
+    "ErrorResponse",
+    "EventItem",
+    "EventList",
+    "Health",
+    "MemoryItem",
+    "MemoryList",
+    "MessageIn",
+    "SearchRequest",
+    "UpdateRequest",
+    "UpdateResponse",
+    "UserItem",
+    "UserList",
+]

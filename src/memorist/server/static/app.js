@@ -1,0 +1,465 @@
+// The memory panel: one project's memories, newest first, over Memorist's REST API.
+// Plain browser JavaScript, no build step, no dependency. Every piece of data is
+// written with textContent or setAttribute, never parsed as HTML.
+"use strict";
+
+(function () {
+  const KEY_STORAGE = "memorist.apiKey";
+  const PAGE = 100;          // memories per page of the list
+  const SEARCH_LIMIT = 20;   // results of a search
+  const CHIP_MAX = 80;       // characters of a metadata value shown in a chip
+
+  const $ = (id) => document.getElementById(id);
+  const el = {
+    keyForm: $("key-form"), key: $("api-key"), forgetKey: $("forget-key"), keyState: $("key-state"),
+    projectForm: $("project-form"), project: $("project"), projectState: $("project-state"),
+    manual: $("project-manual"),
+    searchForm: $("search-form"), query: $("query"), clearSearch: $("clear-search"),
+    heading: $("memories-heading"), status: $("status"), list: $("memory-list"), more: $("more"),
+    error: $("error"), errorMessage: $("error-message"), retry: $("retry"), enterKey: $("enter-key"),
+    dialog: $("confirm"), dialogMemory: $("confirm-memory"), dialogError: $("confirm-error"),
+    dialogCancel: $("confirm-cancel"), dialogDelete: $("confirm-delete"),
+    template: $("memory-item"),
+  };
+
+  const state = {
+    user: "",          // the project (user id) shown
+    query: "",         // the search shown ("" = the newest-first list)
+    limit: PAGE,
+    ticket: 0,         // the latest load; an older answer arriving late is dropped
+    lastLoad: null,    // what Retry repeats
+    pending: null,     // {item, button} of the delete being confirmed
+  };
+
+  // ---------------------------------------------------------------- the API
+
+  class ApiError extends Error {
+    constructor(status, type, message, field) {
+      super(message);
+      this.status = status;
+      this.type = type;
+      this.field = field || null;
+    }
+  }
+
+  function apiKey() {
+    try {
+      return sessionStorage.getItem(KEY_STORAGE) || "";
+    } catch (_) {
+      return "";  // storage disabled: the panel still works without a key
+    }
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: "application/json" };
+    const key = apiKey();
+    if (key) headers.Authorization = "Bearer " + key;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let response;
+    try {
+      response = await fetch(path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        cache: "no-store",
+      });
+    } catch (_) {
+      throw new ApiError(0, "network", "The memory service could not be reached.");
+    }
+    let data = null;
+    try {
+      data = await response.json();
+    } catch (_) {
+      data = null;
+    }
+    if (!response.ok) {
+      // The service's errors are {"error": {"type", "message", "field"}}.
+      const err = data && typeof data === "object" && data.error && typeof data.error === "object" ? data.error : {};
+      const message = typeof err.message === "string" && err.message
+        ? err.message
+        : response.statusText || "The request failed.";
+      const wait = response.status === 429 ? Number(response.headers.get("Retry-After")) : NaN;
+      const hint = Number.isFinite(wait) && wait > 0 ? ` Try again in ${Math.ceil(wait)} s.` : "";
+      throw new ApiError(response.status, String(err.type || "http"), message + hint, err.field);
+    }
+    return data;
+  }
+
+  const enc = encodeURIComponent;
+
+  // ---------------------------------------------------------------- states
+
+  function announce(text) {
+    el.status.textContent = text;
+  }
+
+  function showError(err, what) {
+    el.list.replaceChildren();
+    el.more.hidden = true;
+    el.list.removeAttribute("aria-busy");
+    const where = err.status ? ` (HTTP ${err.status})` : "";
+    let text = `${what}: ${err.message}${where}`;
+    el.enterKey.hidden = err.status !== 401;
+    if (err.status === 401) {
+      text = `This service needs an API key. ${err.message}${where}`;
+      el.key.setAttribute("aria-invalid", "true");
+    }
+    el.errorMessage.textContent = text;
+    el.error.hidden = false;
+    announce("");
+  }
+
+  function clearError() {
+    el.error.hidden = true;
+    el.errorMessage.textContent = "";
+    el.enterKey.hidden = true;
+  }
+
+  function setHeading() {
+    if (!state.user) el.heading.textContent = "Memories";
+    else if (state.query) el.heading.textContent = `Search results for “${state.query}” in ${state.user}`;
+    else el.heading.textContent = `Memories of ${state.user}, newest first`;
+  }
+
+  // ---------------------------------------------------------------- rendering
+
+  function formatDate(iso) {
+    const date = new Date(iso);
+    if (Number.isNaN(date.getTime())) return String(iso);
+    return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  }
+
+  function setTime(node, iso) {
+    node.dateTime = iso;
+    node.title = iso;
+    node.textContent = formatDate(iso);
+  }
+
+  function chipValue(value) {
+    const text = typeof value === "string" ? value : JSON.stringify(value);
+    return text.length > CHIP_MAX ? text.slice(0, CHIP_MAX - 1) + "…" : text;
+  }
+
+  function addChip(list, key, value, kind) {
+    const group = document.createElement("div");
+    group.className = kind ? `chip chip-${kind}` : "chip";
+    const dt = document.createElement("dt");
+    dt.textContent = key;
+    const dd = document.createElement("dd");
+    const full = typeof value === "string" ? value : JSON.stringify(value);
+    dd.textContent = chipValue(value);
+    if (full !== dd.textContent) dd.title = full;
+    group.append(dt, dd);
+    list.append(group);
+  }
+
+  function renderItem(item) {
+    const li = el.template.content.firstElementChild.cloneNode(true);
+    li.dataset.id = String(item.id);
+    const text = String(item.memory ?? "");
+    li.querySelector(".text").textContent = text;
+    const created = item.created_at ? String(item.created_at) : "";
+    const updated = item.updated_at ? String(item.updated_at) : "";
+    if (created) setTime(li.querySelector(".created"), created);
+    if (updated && updated !== created) {
+      setTime(li.querySelector(".updated"), updated);
+      li.querySelector(".updated-wrap").hidden = false;
+    }
+    const chips = li.querySelector(".chips");
+    for (const field of ["agent_id", "run_id"]) {
+      if (item[field]) addChip(chips, field.replace("_id", ""), item[field], "scope");
+    }
+    const meta = item.metadata && typeof item.metadata === "object" ? item.metadata : {};
+    for (const [key, value] of Object.entries(meta)) addChip(chips, key, value);
+    if (!chips.children.length) chips.remove();
+    else chips.setAttribute("aria-label", "Metadata");
+    const del = li.querySelector(".delete");
+    const short = text.length > 60 ? text.slice(0, 59) + "…" : text;
+    del.setAttribute("aria-label", `Delete memory: ${short}`);
+    del.addEventListener("click", () => askDelete(li, del, text));
+    return li;
+  }
+
+  function render(results, emptyText) {
+    el.list.replaceChildren(...results.map(renderItem));
+    el.list.removeAttribute("aria-busy");
+    if (!results.length) {
+      const li = document.createElement("li");
+      li.className = "empty";
+      li.textContent = emptyText;
+      el.list.append(li);
+    }
+  }
+
+  // ---------------------------------------------------------------- loading
+
+  async function load(kind) {
+    state.lastLoad = kind;
+    const ticket = ++state.ticket;
+    clearError();
+    setHeading();
+    if (!state.user) {
+      el.list.replaceChildren();
+      el.more.hidden = true;
+      announce("Choose a project to see its memories.");
+      return;
+    }
+    el.list.setAttribute("aria-busy", "true");
+    el.more.hidden = true;
+    announce(kind === "search" ? "Searching…" : "Loading memories…");
+    try {
+      let data;
+      if (kind === "search") {
+        data = await api("POST", "api/memories/search/", { query: state.query, user_id: state.user, limit: SEARCH_LIMIT });
+      } else {
+        data = await api("GET", `api/memories/${enc(state.user)}/?limit=${state.limit}`);
+      }
+      if (ticket !== state.ticket) return;
+      const results = Array.isArray(data && data.results) ? data.results : [];
+      if (kind === "search") {
+        render(results, `No memories match “${state.query}”.`);
+        announce(results.length ? `${count(results.length)} found for “${state.query}”.` : `No memories match “${state.query}”.`);
+      } else {
+        render(results, "No memories for this project yet");
+        el.more.hidden = results.length < state.limit;
+        announce(results.length ? `${count(results.length)}, newest first.` : "No memories for this project yet.");
+      }
+      el.key.removeAttribute("aria-invalid");
+    } catch (err) {
+      if (ticket !== state.ticket) return;
+      showError(err, kind === "search" ? "Search failed" : "Could not load the memories");
+    }
+  }
+
+  function count(n) {
+    return n === 1 ? "1 memory" : `${n} memories`;
+  }
+
+  async function loadUsers() {
+    el.projectState.textContent = "";
+    let users = [];
+    try {
+      const data = await api("GET", "api/users/");
+      users = Array.isArray(data && data.results) ? data.results : [];
+    } catch (err) {
+      fillPicker([]);
+      el.projectState.textContent = err.status === 401
+        ? "Enter an API key to list the projects, or open a user id."
+        : `Could not list the projects (${err.message}); open a user id instead.`;
+      return;
+    }
+    fillPicker(users);
+    if (!users.length) el.projectState.textContent = "No projects yet; open a user id to look at one.";
+    if (!state.user && users.length) {
+      openUser(String(users[0].user_id), { focus: false });
+    }
+  }
+
+  function fillPicker(users) {
+    const options = [];
+    const placeholder = new Option(users.length ? "Choose a project…" : "No projects listed", "");
+    options.push(placeholder);
+    const seen = new Set();
+    for (const u of users) {
+      const id = String(u.user_id ?? "");
+      if (!id || seen.has(id)) continue;
+      seen.add(id);
+      const n = Number(u.memories);
+      options.push(new Option(Number.isFinite(n) ? `${id} (${count(n)})` : id, id));
+    }
+    if (state.user && !seen.has(state.user)) options.push(new Option(state.user, state.user));
+    el.project.replaceChildren(...options);
+    el.project.value = state.user;
+  }
+
+  function openUser(user, { focus } = { focus: false }) {
+    state.user = user;
+    state.query = "";
+    state.limit = PAGE;
+    el.query.value = "";
+    if (user && ![...el.project.options].some((o) => o.value === user)) {
+      el.project.append(new Option(user, user));
+    }
+    el.project.value = user;
+    const hash = user ? "#user=" + enc(user) : "";
+    if (location.hash !== hash) history.replaceState(null, "", hash || location.pathname);
+    load("list");
+    if (focus) el.heading.focus();
+  }
+
+  function userFromHash() {
+    const match = /^#user=(.*)$/.exec(location.hash);
+    if (!match) return "";
+    try {
+      return decodeURIComponent(match[1]);
+    } catch (_) {
+      return "";
+    }
+  }
+
+  // ---------------------------------------------------------------- delete
+
+  function askDelete(item, button, text) {
+    state.pending = { item, button };
+    el.dialogMemory.textContent = text;
+    el.dialogError.textContent = "";
+    el.dialogDelete.disabled = false;
+    el.dialog.showModal();
+    el.dialogCancel.focus();
+  }
+
+  function closeDialog() {
+    if (el.dialog.open) el.dialog.close();
+  }
+
+  // While a delete is on its way the dialog stays until the answer is in.
+  el.dialog.addEventListener("cancel", (event) => {
+    if (el.dialogDelete.disabled) event.preventDefault();
+  });
+
+  el.dialog.addEventListener("close", () => {
+    const pending = state.pending;
+    state.pending = null;
+    if (pending && pending.button.isConnected) pending.button.focus();
+  });
+
+  el.dialogCancel.addEventListener("click", () => {
+    announce("Nothing deleted.");
+    closeDialog();
+  });
+
+  el.dialogDelete.addEventListener("click", async () => {
+    const pending = state.pending;
+    if (!pending) return closeDialog();
+    const id = pending.item.dataset.id;
+    el.dialogDelete.disabled = true;
+    el.dialogError.textContent = "";
+    try {
+      await api("DELETE", `api/memories/${enc(id)}/?user_id=${enc(state.user)}`);
+    } catch (err) {
+      el.dialogDelete.disabled = false;
+      const where = err.status ? ` (HTTP ${err.status})` : "";
+      el.dialogError.textContent = `Could not delete: ${err.message}${where}`;
+      return;
+    }
+    // Focus goes to the next memory's delete button, or the previous one's, or the heading.
+    const neighbour = pending.item.nextElementSibling || pending.item.previousElementSibling;
+    pending.item.remove();
+    state.pending = null;
+    closeDialog();
+    const next = neighbour && neighbour.querySelector(".delete");
+    if (next) next.focus();
+    else el.heading.focus();
+    if (!el.list.querySelector(".memory")) {
+      render([], state.query ? `No memories match “${state.query}”.` : "No memories for this project yet");
+    }
+    announce("Memory deleted.");
+    loadUsers();  // the picker's counts
+  });
+
+  // ---------------------------------------------------------------- wiring
+
+  function showKeyState() {
+    const key = apiKey();
+    el.key.value = key;
+    el.keyState.textContent = key
+      ? "A key is set for this tab; it is sent as Authorization: Bearer."
+      : "No key: fine for a local development server.";
+  }
+
+  el.keyForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const key = el.key.value.trim();
+    try {
+      if (key) sessionStorage.setItem(KEY_STORAGE, key);
+      else sessionStorage.removeItem(KEY_STORAGE);
+    } catch (_) {
+      /* storage disabled: the key lasts until the page is left */
+    }
+    el.key.removeAttribute("aria-invalid");
+    showKeyState();
+    announce(key ? "Key saved for this tab." : "Key removed.");
+    loadUsers();
+    if (state.user) load(state.query ? "search" : "list");
+  });
+
+  el.forgetKey.addEventListener("click", () => {
+    try {
+      sessionStorage.removeItem(KEY_STORAGE);
+    } catch (_) {
+      /* nothing stored */
+    }
+    showKeyState();
+    announce("Key forgotten.");
+    loadUsers();
+    if (state.user) load(state.query ? "search" : "list");
+  });
+
+  el.project.addEventListener("change", () => {
+    if (el.project.value) openUser(el.project.value);
+  });
+
+  el.projectForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const user = el.manual.value.trim();
+    if (!user) {
+      el.manual.focus();
+      announce("Type a user id to open it.");
+      return;
+    }
+    el.manual.value = "";
+    openUser(user, { focus: true });
+  });
+
+  el.searchForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const query = el.query.value.trim();
+    if (!state.user) {
+      announce("Choose a project before searching.");
+      el.project.focus();
+      return;
+    }
+    state.query = query;
+    load(query ? "search" : "list");
+  });
+
+  function clearSearch() {
+    el.query.value = "";
+    if (state.query) {
+      state.query = "";
+      load("list");
+    }
+    el.query.focus();
+  }
+
+  el.clearSearch.addEventListener("click", clearSearch);
+  el.query.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && (el.query.value || state.query)) {
+      event.preventDefault();
+      clearSearch();
+    }
+  });
+
+  el.retry.addEventListener("click", () => {
+    if (state.lastLoad) load(state.lastLoad);
+    loadUsers();
+  });
+
+  el.enterKey.addEventListener("click", () => el.key.focus());
+
+  el.more.addEventListener("click", () => {
+    state.limit += PAGE;
+    load("list");
+  });
+
+  window.addEventListener("hashchange", () => {
+    const user = userFromHash();
+    if (user && user !== state.user) openUser(user);
+  });
+
+  showKeyState();
+  const initial = userFromHash();
+  if (initial) openUser(initial);
+  else load("list");
+  loadUsers();
+})();

@@ -1,0 +1,89 @@
+"""One :class:`~memorist.Memory` per tenant, opened on first use and shared by requests.
+
+Every tenant's Memory opens the same SQLite file with its own ``tenant_id``:
+the engine keeps tenants apart (a memory of another tenant is not found). The
+embedder is resolved once, by the first Memory, and handed to the others, so a
+model is loaded once whatever the number of tenants.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from ..config import MemoryConfig
+from ..embed import Embedder
+from ..errors import StoreError
+from ..memory import Memory
+from ..policies.validity import validity_cutoff
+
+
+class Tenants:
+    """The Memory of each tenant (``""``: the default one of a development server)."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        embedder: str | Embedder | None = None,
+        decay_days: float | None = None,
+        max_text_chars: int = 100_000,
+        policy: str | None = None,
+    ) -> None:
+        self.path = path
+        self._embedder = embedder
+        self._decay_days = decay_days
+        # policy: "energy" for spec 002's tiers (None: MEMORIST_POLICY, else the default).
+        self._config = MemoryConfig(max_message_chars=max_text_chars, policy=policy)
+        self._memories: dict[str, Memory] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def get(self, tenant_id: str) -> Memory:
+        memory = self._memories.get(tenant_id)
+        if memory is not None:
+            return memory
+        with self._lock:
+            memory = self._memories.get(tenant_id)
+            if memory is None:
+                if self._closed:
+                    raise StoreError("the service is shutting down")
+                memory = Memory(
+                    self.path,
+                    embedder=self._embedder,
+                    decay_days=self._decay_days,
+                    tenant_id=tenant_id,
+                    config=self._config,
+                )
+                # The store is bound to one embedder: every tenant shares its instance.
+                self._embedder = memory.embedder
+                self._memories[tenant_id] = memory
+            return memory
+
+    def open(self) -> list[str]:
+        """The tenants whose Memory is open."""
+        return list(self._memories)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            memories, self._memories = list(self._memories.values()), {}
+        for memory in memories:
+            memory.close()
+
+
+def users_of(memory: Memory, *, only: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+    """The users of the Memory's tenant, by id, each with its number of memories
+    (those a read would return: active and within the decay window); with ``only``,
+    just that user (listed even before its first memory)."""
+    now = time.time()
+    counts = memory.store.user_counts(
+        memory.config.tenant_id, now=now, cutoff=validity_cutoff(now, memory.config.decay_days), only=only, limit=limit
+    )
+    if only is not None and only not in counts:
+        counts[only] = 0
+    return [{"user_id": user, "memories": n} for user, n in counts.items()]
+
+
+__all__ = ["Tenants", "users_of"]

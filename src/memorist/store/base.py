@@ -1,0 +1,337 @@
+"""The storage contract every backend implements.
+
+A store is the system of record: memories, their vectors and the append-only event
+log, with a full-text index and a vector index that can always be rebuilt from it.
+Writes happen inside :meth:`Store.transaction`, whose :class:`Batch` writes every
+change together with its event, so a change never exists without its event and an
+event never exists without its change.
+
+Isolation, the rule every backend keeps:
+
+- A transaction is atomic and durable: all of its writes and events commit, or none;
+  once :meth:`Store.transaction` returned, they survive a crash.
+- Writes to one space (tenant, user, agent) are serialised: while a transaction holds
+  a space, no other transaction — in this process, another process or another
+  machine — commits to it. A transaction holds a space from its first read or write
+  of it through the :class:`Batch` (``space_version``, ``find_active_hash``,
+  ``get_many``, ``list_bullets``, ``advance_clock``, or a write) until it ends. So a
+  writer that reads a space's version, candidates or hashes inside its transaction
+  decides on the space as it is when it commits. SQLite keeps the rule with one
+  writer per file; PostgreSQL with a transaction-scoped lock per space.
+- The batch's reads see the transaction's own writes.
+- Reads outside a transaction see committed data only; a search may run while writers
+  commit and sees each transaction whole or not at all.
+
+Rules no backend re-invents live in shared modules: the row codec and the speaker
+rule in :mod:`memorist.store.codec`, the access clock's stamping in
+:mod:`memorist.store.touches`, the scope and validity filters in :mod:`memorist.store.sql`.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..model import EventRecord, MemoryRecord, Scope, Status
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeFilter:
+    """Which memories a call may see: ids left as None match any value.
+
+    ``tenant_id`` always applies. At least one of user/agent/run is set for every
+    public call, so no call ever spans all users by accident.
+    """
+
+    tenant_id: str = ""
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+    def matches(self, scope: Scope) -> bool:
+        return (
+            scope.tenant_id == self.tenant_id
+            and (self.user_id is None or scope.user_id == self.user_id)
+            and (self.agent_id is None or scope.agent_id == self.agent_id)
+            and (self.run_id is None or scope.run_id == self.run_id)
+        )
+
+
+class Batch(abc.ABC):
+    """The writes of one transaction. Each method also appends its event."""
+
+    @abc.abstractmethod
+    def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None: ...
+
+    @abc.abstractmethod
+    def update(
+        self,
+        record: MemoryRecord,
+        vector: np.ndarray | None,
+        *,
+        old_text: str,
+        op: str = "update",
+        actor: str = "",
+        payload: dict[str, Any] | None = None,
+    ) -> None:
+        """Replace a stored memory's fields with ``record``'s (same id)."""
+
+    @abc.abstractmethod
+    def delete(self, record: MemoryRecord, *, op: str = "delete", actor: str = "", payload: dict[str, Any] | None = None) -> None:
+        """Mark a memory deleted; it leaves every index but its history stays."""
+
+    @abc.abstractmethod
+    def find_active_hash(self, scope: Scope, content_hash: str) -> str | None:
+        """The id of an active memory of the same space with this content hash.
+
+        Read inside the transaction, so two writers adding the same text cannot
+        both miss each other."""
+
+    @abc.abstractmethod
+    def event(
+        self,
+        op: str,
+        scope: Scope,
+        *,
+        memory_id: str | None = None,
+        old_text: str | None = None,
+        new_text: str | None = None,
+        actor: str = "",
+        payload: dict[str, Any] | None = None,
+    ) -> int:
+        """Append an event that goes with no memory row change (a turn, a run)."""
+
+    # Reads and bookkeeping inside the transaction (the learning pipeline's
+    # read-modify-write: what it reads here no other writer can change before commit).
+    @abc.abstractmethod
+    def get_many(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """Memories by id, whatever their status, as this transaction sees them."""
+
+    @abc.abstractmethod
+    def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        """:meth:`Store.list_bullets`, as this transaction sees it."""
+
+    @abc.abstractmethod
+    def space_version(self, scope: Scope) -> int:
+        """:meth:`Store.space_version`, as this transaction sees it: before its
+        first write to the space, the last committed version (what a writer compares
+        with the version its candidates were read at); after it, a value that also
+        counts this transaction's writes."""
+
+    def changes_since(self, scope: Scope, position: int) -> list[tuple[str, np.ndarray | None]] | None:
+        """The memories of the space of ``scope`` named by events logged after
+        ``position`` (a :meth:`Store.log_position`), as this transaction sees them:
+        each id with its vector, None when the memory is no longer active or has
+        none. None when the backend cannot tell cheaply (the default; also after
+        the log was reset or the store re-embedded): the caller then reads the
+        space again. A writer uses it to check that what it decided on still
+        holds without re-reading the whole space inside its transaction."""
+        return None
+
+    @abc.abstractmethod
+    def advance_clock(self, scope: Scope, n: int = 1) -> int:
+        """Advance the space's access clock by ``n`` access events (0: just read it)
+        and return its new value; buffered retrievals are already counted in it."""
+
+
+class Store(abc.ABC):
+    """A backend: SQLite (embedded, default) or PostgreSQL."""
+
+    @abc.abstractmethod
+    def transaction(self) -> AbstractContextManager[Batch]: ...
+
+    # embedder identity ---------------------------------------------------------
+    @abc.abstractmethod
+    def embedder_identity(self) -> tuple[str, int] | None: ...
+
+    @abc.abstractmethod
+    def set_embedder_identity(self, name: str, dim: int) -> None:
+        """Record the identity now (used by reindex and reset)."""
+
+    @abc.abstractmethod
+    def bind_embedder(self, name: str, dim: int) -> None:
+        """Declare the embedder of this session's writes.
+
+        A store with no identity yet records it in the transaction that writes its
+        first vector, so merely reading a new store never pins an embedder. A store
+        whose recorded identity differs refuses that write."""
+
+    # reads ---------------------------------------------------------------------
+    def reading(self) -> AbstractContextManager[None]:
+        """Group the reads of one operation (a search).
+
+        A backend may use it to check once, instead of on every call, whether
+        other writers changed the store. Writes inside it stay correct.
+        """
+        return nullcontext()
+
+    @abc.abstractmethod
+    def get(self, memory_id: str) -> MemoryRecord | None: ...
+
+    @abc.abstractmethod
+    def get_many(
+        self, memory_ids: Sequence[str], *, scope: ScopeFilter | None = None, exact_access: bool = True
+    ) -> dict[str, MemoryRecord]:
+        """Memories by id, whatever their status.
+
+        ``scope`` (where the ids were found) and ``exact_access=False`` are hints
+        for showing search results: the backend may then answer from what it holds
+        in memory, with access counts and last-access marks that lag behind.
+        """
+
+    @abc.abstractmethod
+    def list(
+        self,
+        scope: ScopeFilter,
+        *,
+        limit: int | None = None,
+        cutoff: float | None = None,
+        now: float | None = None,
+        status: Status = Status.ACTIVE,
+    ) -> list[MemoryRecord]:
+        """Memories of the scope, newest first."""
+
+    @abc.abstractmethod
+    def find_by_hash(self, scope: ScopeFilter, content_hash: str) -> list[MemoryRecord]: ...
+
+    @abc.abstractmethod
+    def similarities(self, scope: ScopeFilter, vector: np.ndarray, memory_ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity of ``vector`` with each of ``memory_ids`` that is an
+        active memory of the scope with a vector (the others are left out)."""
+
+    @abc.abstractmethod
+    def ids_with_prefix(self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2) -> list[str]:
+        """Ids of the tenant's memories that start with ``prefix`` (at most ``limit``,
+        sorted); deleted ones only with ``include_deleted``."""
+
+    @abc.abstractmethod
+    def vector_search(
+        self,
+        scope: ScopeFilter,
+        vector: np.ndarray,
+        *,
+        k: int | None,
+        cutoff: float | None,
+        now: float,
+        window: tuple[float, float] | None = None,
+        speaker: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """``(memory_id, cosine)`` of active, valid memories, best first; ``window``
+        keeps those created inside it, ``speaker`` those whose metadata ``name``
+        is that (casefolded) speaker."""
+
+    def speakers(self, scope: ScopeFilter) -> set[str]:
+        """Casefolded speaker names (metadata ``name``, the rule of
+        :func:`memorist.store.codec.speaker_of`) of the scope's memories."""
+        return set()
+
+    @abc.abstractmethod
+    def text_search(
+        self, scope: ScopeFilter, query: str, *, k: int, cutoff: float | None, now: float
+    ) -> list[tuple[str, float]]:
+        """``(memory_id, score)`` of active, valid memories sharing a term with ``query``,
+        best first. ``score`` is the backend's full-text relevance (SQLite: BM25,
+        PostgreSQL: ``ts_rank``): higher is better, and scores compare only within
+        one result list (ranking fuses lists by rank, never by score). The backend
+        tokenises ``query`` the way its index does."""
+
+    @abc.abstractmethod
+    def user_counts(
+        self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000
+    ) -> dict[str, int]:
+        """The tenant's users (by id, at most ``limit``), each with its number of
+        active memories valid at ``now`` and effective since ``cutoff``; with
+        ``only``, just that user if it has a space. Users whose memories were all
+        deleted are listed with 0."""
+
+    @abc.abstractmethod
+    def history(self, memory_id: str) -> list[EventRecord]: ...
+
+    @abc.abstractmethod
+    def events(
+        self,
+        scope: ScopeFilter | None = None,
+        *,
+        since: int = 0,
+        limit: int | None = None,
+        ops: Sequence[str] | None = None,
+        newest_first: bool = False,
+    ) -> list[EventRecord]:
+        """Events of the scope (None: every scope) after seq ``since``, of the ops
+        ``ops`` (None: all), oldest first; ``newest_first`` reads from the end of
+        the log, so ``limit`` keeps the latest (spec 003's ``recent(n)``)."""
+
+    def pending_turns(self, scope: ScopeFilter | None = None, *, limit: int | None = None) -> list[EventRecord]:
+        """Turns still waiting to be processed, oldest first.
+
+        The log is append-only, so "pending" is expressed by events: a ``turn`` event
+        written with ``payload["pending"] is True`` (its extraction failed) stays
+        pending until a ``turn_processed`` event of the same space with
+        ``payload["turn_event"]`` equal to its seq resolves it. This default reads the
+        log through :meth:`events`; a backend may override it with one query.
+        """
+        events = self.events(scope, ops=("turn", "turn_processed"))
+        resolved = {(e.scope.space, e.payload.get("turn_event")) for e in events if e.op == "turn_processed"}
+        pending = [
+            e for e in events
+            if e.op == "turn" and e.payload.get("pending") is True and (e.scope.space, e.seq) not in resolved
+        ]
+        return pending if limit is None else pending[:limit]
+
+    @abc.abstractmethod
+    def stats(self) -> dict[str, Any]: ...
+
+    # access clock ----------------------------------------------------------------
+    @abc.abstractmethod
+    def touch(self, records: Sequence[MemoryRecord], *, query: str = "") -> None:
+        """Record one retrieval in each space of ``records``: the space's access
+        clock advances by one and each record's class component is touched, by the
+        rule of :class:`memorist.store.touches.TouchBuffer`."""
+
+    @abc.abstractmethod
+    def access_clock(self, scope: Scope) -> int: ...
+
+    def flush(self) -> None:
+        """Write buffered retrieval bookkeeping now, so that reads return each touched
+        memory's latest access. A backend that does not buffer has nothing to do."""
+        return None
+
+    # playbooks -----------------------------------------------------------------------
+    @abc.abstractmethod
+    def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        """The active playbook bullets of the scope — memories with a non-empty
+        ``section`` — with their vectors, oldest first. Proportional to the scope's
+        memories, never to the whole store."""
+
+    @abc.abstractmethod
+    def space_version(self, scope: Scope) -> int:
+        """A number that changes whenever a transaction writes to the space of
+        ``scope`` (0 for a space never written). Readers compare it to know whether
+        what they loaded is still current."""
+
+    def log_position(self) -> int | None:
+        """The event log's end now, for :meth:`Batch.changes_since`: every event
+        committed later is after it. None (the default) when the backend's log
+        order is not its commit order, so no such position exists."""
+        return None
+
+    # maintenance -------------------------------------------------------------------
+    @abc.abstractmethod
+    def reindex(self, embed: Callable[[list[str]], np.ndarray] | None = None, *, name: str | None = None, dim: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Rebuild the full-text index and the in-memory vector index from the store;
+        with ``embed``, re-embed every active memory and record the new identity."""
+
+    @abc.abstractmethod
+    def reset(self) -> None:
+        """Remove every memory, vector and event."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def iter_all(self, scope: ScopeFilter) -> Iterator[MemoryRecord]:
+        yield from self.list(scope)

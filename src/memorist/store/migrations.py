@@ -1,0 +1,160 @@
+"""Versioned schema of the SQLite store.
+
+Each entry of :data:`MIGRATIONS` moves a store from version ``n - 1`` to ``n``.
+They run in one transaction each, in order, when a store is opened; a store from a
+newer Memorist is refused instead of being half-understood.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from ..model import Scope
+from ..reserved import PREVIOUS_RUN_PREFIX, RUN_PREFIX, previous_runs_clause, renamed_header_hash, renamed_run
+from .codec import scope_key
+
+V1 = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE spaces (
+    id           INTEGER PRIMARY KEY,
+    tenant_id    TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    agent_id     TEXT NOT NULL,
+    access_clock INTEGER NOT NULL DEFAULT 0,
+    generation   INTEGER NOT NULL DEFAULT 0,
+    created_at   REAL NOT NULL,
+    UNIQUE (tenant_id, user_id, agent_id)
+);
+CREATE TABLE memories (
+    id            TEXT NOT NULL UNIQUE,
+    space_id      INTEGER NOT NULL REFERENCES spaces(id),
+    run_id        TEXT NOT NULL DEFAULT '',
+    scope_key     TEXT NOT NULL,
+    text          TEXT NOT NULL,
+    search_text   TEXT NOT NULL,
+    kind          TEXT NOT NULL,
+    memory_class  TEXT NOT NULL,
+    topic         TEXT NOT NULL DEFAULT '',
+    concept       TEXT NOT NULL DEFAULT '',
+    section       TEXT NOT NULL DEFAULT '',
+    tags          TEXT NOT NULL DEFAULT '[]',
+    helpful       INTEGER NOT NULL DEFAULT 0,
+    harmful       INTEGER NOT NULL DEFAULT 0,
+    -- Per-class strength, and the space's access clock when that class component
+    -- was last touched: the inputs of access-count decay.
+    strength_semantic     REAL NOT NULL DEFAULT 1.0,
+    strength_episodic     REAL NOT NULL DEFAULT 1.0,
+    strength_procedural   REAL NOT NULL DEFAULT 1.0,
+    last_access_semantic    INTEGER NOT NULL DEFAULT 0,
+    last_access_episodic    INTEGER NOT NULL DEFAULT 0,
+    last_access_procedural  INTEGER NOT NULL DEFAULT 0,
+    access_count  INTEGER NOT NULL DEFAULT 0,
+    importance    REAL NOT NULL DEFAULT 0.5,
+    energy        REAL NOT NULL DEFAULT 1.0,
+    tier          TEXT NOT NULL DEFAULT 'working',
+    created_at    REAL NOT NULL,
+    updated_at    REAL,
+    valid_to      REAL,
+    content_hash  TEXT NOT NULL,
+    metadata      TEXT NOT NULL DEFAULT '{}',
+    lineage       TEXT NOT NULL DEFAULT '{}',
+    status        TEXT NOT NULL DEFAULT 'active'
+);
+CREATE INDEX memories_space ON memories (space_id, status, created_at);
+CREATE INDEX memories_hash ON memories (space_id, content_hash);
+CREATE TABLE embeddings (
+    memory_rowid INTEGER PRIMARY KEY,
+    space_id     INTEGER NOT NULL,
+    vector       BLOB NOT NULL
+);
+CREATE INDEX embeddings_space ON embeddings (space_id);
+CREATE TABLE events (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts        REAL NOT NULL,
+    op        TEXT NOT NULL,
+    space_id  INTEGER,
+    memory_id TEXT,
+    run_id    TEXT NOT NULL DEFAULT '',
+    actor     TEXT NOT NULL DEFAULT '',
+    old_text  TEXT,
+    new_text  TEXT,
+    payload   TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_memory ON events (memory_id, seq);
+CREATE INDEX events_space ON events (space_id, seq);
+-- The log is append-only: rewriting history is refused by the database itself.
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+"""
+
+# Version 2 adds the BM25 full-text index, kept in step with the memories table by
+# triggers (so it can never drift from the rows it indexes) and filled from the
+# memories a version-1 store already holds.
+V2 = """
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    search_text, scope_key,
+    content='memories', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories WHEN new.status = 'active'
+BEGIN
+    INSERT INTO memories_fts (rowid, search_text, scope_key)
+    VALUES (new.rowid, new.search_text, new.scope_key);
+END;
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories WHEN old.status = 'active'
+BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, search_text, scope_key)
+    VALUES ('delete', old.rowid, old.search_text, old.scope_key);
+END;
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF search_text, scope_key, status ON memories
+BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, search_text, scope_key)
+    SELECT 'delete', old.rowid, old.search_text, old.scope_key WHERE old.status = 'active';
+    INSERT INTO memories_fts (rowid, search_text, scope_key)
+    SELECT new.rowid, new.search_text, new.scope_key WHERE new.status = 'active';
+END;
+INSERT INTO memories_fts (rowid, search_text, scope_key)
+SELECT rowid, search_text, scope_key FROM memories WHERE status = 'active';
+"""
+
+
+
+def v3_rename(conn: sqlite3.Connection) -> None:
+    """Version 3: the reserved run ids of release 0.1.0 (see :mod:`memorist.reserved`) take the
+    current prefix, in the memories (with their scope tokens and, for playbook headers,
+    their content address) and in the event log, whose append-only trigger is lifted
+    for this one rewrite. A store made by this release has nothing to rewrite."""
+    condition, prefix = previous_runs_clause("m.run_id")
+    rows = conn.execute(
+        "SELECT m.rowid, m.run_id, m.content_hash, m.metadata, s.tenant_id, s.user_id, s.agent_id "
+        f"FROM memories m JOIN spaces s ON s.id = m.space_id WHERE {condition}",
+        (prefix,),
+    ).fetchall()
+    for rowid, run_id, digest, metadata, tenant_id, user_id, agent_id in rows:
+        run = renamed_run(run_id)
+        conn.execute(
+            "UPDATE memories SET run_id = ?, scope_key = ?, content_hash = ? WHERE rowid = ?",
+            (run, scope_key(Scope(tenant_id, user_id, agent_id, run)), renamed_header_hash(run_id, digest, metadata), rowid),
+        )
+    condition, prefix = previous_runs_clause()
+    if conn.execute(f"SELECT 1 FROM events WHERE {condition} LIMIT 1", (prefix,)).fetchone():
+        conn.execute("DROP TRIGGER events_no_update")
+        conn.execute(
+            f"UPDATE events SET run_id = ? || substr(run_id, ?) WHERE {condition}",
+            (RUN_PREFIX, len(PREVIOUS_RUN_PREFIX) + 1, prefix),
+        )
+        conn.execute(APPEND_ONLY)
+
+
+#: The append-only rule of the event log (created by V1; restored by V3).
+APPEND_ONLY = """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"""
+
+#: Each entry: a SQL script, or a function of the connection, run in the migration's
+#: transaction.
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [V1, V2, v3_rename]
+SCHEMA_VERSION = len(MIGRATIONS)

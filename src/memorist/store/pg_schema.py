@@ -1,0 +1,466 @@
+"""Versioned schema of the PostgreSQL store, and how a database is brought up to it.
+
+Memorist's tables live in their own PostgreSQL schema (``memorist`` unless the URL says
+``?schema=...``), so a database shared with other applications keeps its own
+``events`` or ``meta`` tables, and several stores can share one database. The
+``meta`` table holds the schema version and the embedder's identity.
+
+Each entry of :data:`MIGRATIONS` moves a store from version ``n - 1`` to ``n``; they
+run when a store is opened, in one transaction, under a transaction-scoped advisory
+lock, so two processes opening a new database at once do not both create it: the
+second waits, then finds it done. A store from a newer Memorist is refused.
+
+The vector column has no dimension in the schema: it is known only when the first
+vector is written (the embedder's identity is bound lazily). HNSW indexes are built
+per large space (:func:`build_space_index`): a partial index of that space's rows up
+to a watermark and of those graphed since (:func:`graph_rows`), on the column cast
+to the store's dimension (an expression index, pgvector's way of indexing one
+dimension of an untyped column). See memorist.store.postgres for why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from ..errors import ConfigurationError, CorruptStoreError
+from ..reserved import (
+    PG_FUNCTIONS,
+    PREVIOUS_NAME,
+    PREVIOUS_PG_SCHEMA,
+    PREVIOUS_RUN_PREFIX,
+    RUN_PREFIX,
+    previous_runs_clause,
+    renamed_header_hash,
+    renamed_run,
+)
+
+V1 = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE spaces (
+    id           BIGSERIAL PRIMARY KEY,
+    tenant_id    TEXT COLLATE "C" NOT NULL,
+    user_id      TEXT COLLATE "C" NOT NULL,
+    agent_id     TEXT COLLATE "C" NOT NULL,
+    access_clock BIGINT NOT NULL DEFAULT 0,
+    generation   BIGINT NOT NULL DEFAULT 0,
+    -- Vectors stored in the space (kept by the embeddings triggers): vector search
+    -- chooses exact or HNSW search by it without counting rows.
+    vectors      BIGINT NOT NULL DEFAULT 0,
+    -- Active memories and their full-text terms (kept by the memories triggers):
+    -- BM25's document count and average length.
+    docs         BIGINT NOT NULL DEFAULT 0,
+    doc_terms    BIGINT NOT NULL DEFAULT 0,
+    created_at   DOUBLE PRECISION NOT NULL,
+    UNIQUE (tenant_id, user_id, agent_id)
+);
+CREATE TABLE memories (
+    rowid         BIGSERIAL PRIMARY KEY,
+    -- "C": ids, scope ids and hashes compare and sort by code point, as in SQLite,
+    -- whatever the database's collation (id prefixes are ranges on the index).
+    id            TEXT COLLATE "C" NOT NULL UNIQUE,
+    space_id      BIGINT NOT NULL REFERENCES spaces(id),
+    run_id        TEXT COLLATE "C" NOT NULL DEFAULT '',
+    text          TEXT NOT NULL,
+    search_text   TEXT NOT NULL,
+    -- The full-text terms of search_text (memorist.policies.text.index_terms: the
+    -- stemmed words SQLite's index holds too), empty unless the memory is active.
+    terms         TSVECTOR NOT NULL DEFAULT '',
+    term_count    INTEGER NOT NULL DEFAULT 0,  -- the number of terms: BM25's length
+    -- The casefolded metadata name (memorist.store.codec.speaker_of).
+    speaker       TEXT COLLATE "C" NOT NULL DEFAULT '',
+    kind          TEXT NOT NULL,
+    memory_class  TEXT NOT NULL,
+    topic         TEXT NOT NULL DEFAULT '',
+    concept       TEXT NOT NULL DEFAULT '',
+    section       TEXT NOT NULL DEFAULT '',
+    tags          TEXT NOT NULL DEFAULT '[]',
+    helpful       BIGINT NOT NULL DEFAULT 0,
+    harmful       BIGINT NOT NULL DEFAULT 0,
+    strength_semantic       DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+    strength_episodic       DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+    strength_procedural     DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+    last_access_semantic    BIGINT NOT NULL DEFAULT 0,
+    last_access_episodic    BIGINT NOT NULL DEFAULT 0,
+    last_access_procedural  BIGINT NOT NULL DEFAULT 0,
+    access_count  BIGINT NOT NULL DEFAULT 0,
+    importance    DOUBLE PRECISION NOT NULL DEFAULT 0.5,
+    energy        DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+    tier          TEXT NOT NULL DEFAULT 'working',
+    created_at    DOUBLE PRECISION NOT NULL,
+    updated_at    DOUBLE PRECISION,
+    valid_to      DOUBLE PRECISION,
+    content_hash  TEXT COLLATE "C" NOT NULL,
+    metadata      TEXT NOT NULL DEFAULT '{}',
+    lineage       TEXT NOT NULL DEFAULT '{}',
+    status        TEXT NOT NULL DEFAULT 'active'
+);
+CREATE INDEX memories_space ON memories (space_id, status, created_at);
+CREATE INDEX memories_hash ON memories (space_id, content_hash);
+CREATE INDEX memories_speaker ON memories (space_id, speaker) WHERE speaker <> '';
+CREATE INDEX memories_terms ON memories USING gin (terms);
+CREATE FUNCTION memorist_docs_counted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        UPDATE spaces s SET docs = s.docs + c.n, doc_terms = s.doc_terms + c.t FROM (
+            SELECT space_id, count(*) AS n, sum(term_count) AS t FROM added WHERE status = 'active' GROUP BY space_id
+        ) c WHERE s.id = c.space_id;
+    ELSIF TG_OP = 'DELETE' THEN
+        UPDATE spaces s SET docs = s.docs - c.n, doc_terms = s.doc_terms - c.t FROM (
+            SELECT space_id, count(*) AS n, sum(term_count) AS t FROM removed WHERE status = 'active' GROUP BY space_id
+        ) c WHERE s.id = c.space_id;
+    ELSE
+        UPDATE spaces s SET docs = s.docs + c.n, doc_terms = s.doc_terms + c.t FROM (
+            SELECT space_id, sum(n) AS n, sum(t) AS t FROM (
+                SELECT space_id, 1 AS n, term_count AS t FROM added WHERE status = 'active'
+                UNION ALL SELECT space_id, -1, -term_count FROM removed WHERE status = 'active'
+            ) d GROUP BY space_id
+        ) c WHERE s.id = c.space_id AND (c.n <> 0 OR c.t <> 0);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memories_added AFTER INSERT ON memories
+REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memorist_docs_counted();
+CREATE TRIGGER memories_removed AFTER DELETE ON memories
+REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION memorist_docs_counted();
+CREATE TRIGGER memories_changed AFTER UPDATE ON memories
+REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memorist_docs_counted();
+CREATE TABLE embeddings (
+    memory_rowid BIGINT PRIMARY KEY REFERENCES memories(rowid),
+    space_id     BIGINT NOT NULL,
+    vector       vector NOT NULL
+);
+CREATE INDEX embeddings_space ON embeddings (space_id);
+CREATE FUNCTION memorist_vectors_added() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE spaces s SET vectors = s.vectors + c.n
+    FROM (SELECT space_id, count(*) AS n FROM added GROUP BY space_id) c WHERE s.id = c.space_id;
+    RETURN NULL;
+END $$;
+CREATE FUNCTION memorist_vectors_removed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE spaces s SET vectors = s.vectors - c.n
+    FROM (SELECT space_id, count(*) AS n FROM removed GROUP BY space_id) c WHERE s.id = c.space_id;
+    RETURN NULL;
+END $$;
+CREATE FUNCTION memorist_vectors_moved() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE spaces s SET vectors = s.vectors + c.n FROM (
+        SELECT space_id, sum(n) AS n FROM (
+            SELECT space_id, count(*) AS n FROM added GROUP BY space_id
+            UNION ALL SELECT space_id, -count(*) FROM removed GROUP BY space_id
+        ) d GROUP BY space_id
+    ) c WHERE s.id = c.space_id AND c.n <> 0;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER embeddings_added AFTER INSERT ON embeddings
+REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memorist_vectors_added();
+CREATE TRIGGER embeddings_removed AFTER DELETE ON embeddings
+REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION memorist_vectors_removed();
+CREATE TRIGGER embeddings_moved AFTER UPDATE ON embeddings
+REFERENCING NEW TABLE AS added OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION memorist_vectors_moved();
+CREATE TABLE events (
+    seq       BIGSERIAL PRIMARY KEY,
+    ts        DOUBLE PRECISION NOT NULL,
+    op        TEXT NOT NULL,
+    space_id  BIGINT,
+    memory_id TEXT COLLATE "C",
+    run_id    TEXT NOT NULL DEFAULT '',
+    actor     TEXT NOT NULL DEFAULT '',
+    old_text  TEXT,
+    new_text  TEXT,
+    payload   TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_memory ON events (memory_id, seq);
+CREATE INDEX events_space ON events (space_id, seq);
+CREATE INDEX events_turns ON events (space_id, seq) WHERE op IN ('turn', 'turn_processed');
+-- The log is append-only: rewriting history is refused by the database itself.
+CREATE FUNCTION memorist_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'events are append-only';
+END $$;
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+FOR EACH ROW EXECUTE FUNCTION memorist_events_append_only();
+-- The memory service's API keys (memorist.server.keys): hashes only.
+CREATE TABLE api_keys (
+    key_id       TEXT COLLATE "C" PRIMARY KEY,
+    key_hash     TEXT NOT NULL,
+    tenant_id    TEXT COLLATE "C" NOT NULL,
+    user_id      TEXT COLLATE "C",
+    label        TEXT NOT NULL DEFAULT '',
+    created_at   DOUBLE PRECISION NOT NULL,
+    revoked_at   DOUBLE PRECISION,
+    last_used_at DOUBLE PRECISION
+);
+"""
+
+# A space's HNSW index holds its rows up to a watermark (the largest memory rowid
+# when the index was built) and the rows a maintenance pass marked ``graphed`` since;
+# newer rows are searched exactly, so an add never waits for a graph insert
+# (memorist.store.postgres). The V1 indexes (the whole space, every insert paying for
+# the graph) are dropped: the next search builds their successors in the background.
+V2 = """
+ALTER TABLE embeddings ADD COLUMN graphed BOOLEAN NOT NULL DEFAULT false;
+-- The rows never graphed, by space and rowid: those above a watermark are the ones
+-- waiting (a range of this index, however large the space).
+CREATE INDEX embeddings_waiting ON embeddings (space_id, memory_rowid) WHERE NOT graphed;
+DO $$
+DECLARE name text;
+BEGIN
+    FOR name IN SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                WHERE i.indrelid = 'embeddings'::regclass AND c.relname LIKE 'embeddings!_hnsw!_%' ESCAPE '!' LOOP
+        EXECUTE format('DROP INDEX %I', name);
+    END LOOP;
+END $$;
+"""
+
+
+
+def v3_rename(conn: Any) -> None:
+    """Version 3: a store of release 0.1.0 (see :mod:`memorist.reserved`) gets the current names:
+    its trigger functions, their search path (the schema may have been renamed with
+    them, see :func:`migrate`), its reserved run ids (the event log's append-only
+    trigger is lifted for this one rewrite) and its playbook headers' content address."""
+    for name in PG_FUNCTIONS:
+        old, new = f"{PREVIOUS_NAME}_{name}", f"memorist_{name}"
+        if conn.execute(
+            "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = current_schema() AND p.proname = %s",
+            (old,),
+        ).fetchone():
+            conn.execute(f"ALTER FUNCTION {quote_ident(old)}() RENAME TO {quote_ident(new)}")
+        if name != "events_append_only":
+            conn.execute(f"ALTER FUNCTION {quote_ident(new)}() SET search_path FROM CURRENT")
+    condition, prefix = previous_runs_clause()
+    condition = condition.replace("?", "%s")
+    rows = conn.execute(f"SELECT rowid, run_id, content_hash, metadata FROM memories WHERE {condition}", (prefix,)).fetchall()
+    for rowid, run_id, digest, metadata in rows:
+        conn.execute(
+            "UPDATE memories SET run_id = %s, content_hash = %s WHERE rowid = %s",
+            (renamed_run(run_id), renamed_header_hash(run_id, digest, metadata), rowid),
+        )
+    if conn.execute(f"SELECT 1 FROM events WHERE {condition} LIMIT 1", (prefix,)).fetchone():
+        conn.execute("ALTER TABLE events DISABLE TRIGGER events_no_update")
+        conn.execute(
+            f"UPDATE events SET run_id = %s || substr(run_id, %s) WHERE {condition}",
+            (RUN_PREFIX, len(PREVIOUS_RUN_PREFIX) + 1, prefix),
+        )
+        conn.execute("ALTER TABLE events ENABLE TRIGGER events_no_update")
+
+
+#: Each entry: a SQL script, or a function of the connection, run in the migration's
+#: transaction with the store's search path.
+MIGRATIONS: list[Any] = [V1, V2, v3_rename]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+DEFAULT_SCHEMA = "memorist"
+#: HNSW parameters of the vector index (pgvector's defaults, written down).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+_INDEX_PREFIX = "embeddings_hnsw_"
+
+
+def lock_key(*parts: str) -> int:
+    """A signed 64-bit advisory lock key for ``parts`` (a space, or a named job)."""
+    digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def vector_schema(conn: Any) -> str | None:
+    """The schema the pgvector extension is installed in, or None."""
+    row = conn.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def search_path(schema: str, vectors: str | None) -> str:
+    names = [schema] + ([vectors] if vectors and vectors != schema else [])
+    return ", ".join(quote_ident(n) for n in names)
+
+
+def schema_version(conn: Any, schema: str, label: str) -> int:
+    """The store's version in ``schema`` (0: no store there yet).
+
+    A schema that holds tables but no ``meta`` is someone else's: refused, never
+    written to."""
+    has_meta, others = conn.execute(
+        "SELECT count(*) FILTER (WHERE c.relname = 'meta'), count(*) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v')",
+        (schema,),
+    ).fetchone()
+    if not has_meta:
+        if others:
+            raise CorruptStoreError(
+                f"{label}: schema {schema!r} holds tables but is not a Memorist store; "
+                "name another with ?schema=... in the URL"
+            )
+        return 0
+    row = conn.execute(
+        f"SELECT value FROM {quote_ident(schema)}.meta WHERE key = 'schema_version'"
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: Any, schema: str, label: str) -> str:
+    """Bring ``schema`` up to :data:`SCHEMA_VERSION` (``conn`` in autocommit mode);
+    returns the search path the store's connections use."""
+    import psycopg
+
+    current = schema_version(conn, schema, label)
+    if current > SCHEMA_VERSION:
+        raise CorruptStoreError(
+            f"{label} has schema version {current}, newer than this Memorist understands "
+            f"({SCHEMA_VERSION}); upgrade memorist"
+        )
+    vectors = vector_schema(conn)
+    if current == SCHEMA_VERSION and vectors is not None:
+        return search_path(schema, vectors)
+    with conn.transaction():
+        # Another process opening the same new database waits here, then finds the
+        # work done (its own look above may have been before the other's commit).
+        # One lock for every schema: stores in two schemas may both install pgvector.
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("memorist", "migrate"),))
+        vectors = vector_schema(conn)
+        if vectors is None:
+            try:
+                with conn.transaction():
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise ConfigurationError(
+                    f"{label}: the pgvector extension is not installed in this database and this user "
+                    f"may not install it; ask its administrator to run CREATE EXTENSION vector ({exc})"
+                ) from exc
+            except (psycopg.errors.UndefinedFile, psycopg.errors.FeatureNotSupported) as exc:
+                raise ConfigurationError(
+                    f"{label}: the server has no pgvector extension; install pgvector on it "
+                    f"(https://github.com/pgvector/pgvector) ({exc})"
+                ) from exc
+            vectors = vector_schema(conn)
+        if schema == DEFAULT_SCHEMA and current == 0 and schema_version(conn, PREVIOUS_PG_SCHEMA, label):
+            # A store of release 0.1.0 in its default schema: it becomes this one.
+            conn.execute(f"ALTER SCHEMA {quote_ident(PREVIOUS_PG_SCHEMA)} RENAME TO {quote_ident(schema)}")
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}")
+        path = search_path(schema, vectors)
+        conn.execute(f"SET LOCAL search_path TO {path}")
+        current = schema_version(conn, schema, label)
+        if current > SCHEMA_VERSION:
+            raise CorruptStoreError(f"{label} has schema version {current}, newer than this Memorist understands ({SCHEMA_VERSION})")
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            step = MIGRATIONS[version - 1]
+            if callable(step):
+                step(conn)
+            else:
+                conn.execute(step)
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                (str(version),),
+            )
+    return path
+
+
+def index_name(dim: int, space_id: int, watermark: int) -> str:
+    """The name of the HNSW index of one space's ``dim``-dimensional vectors up to
+    ``watermark`` (see :func:`graph_rows`)."""
+    return f"{_INDEX_PREFIX}{int(dim)}_{int(space_id)}_{int(watermark)}"
+
+
+def graph_rows(space_id: int, watermark: int, alias: str = "") -> str:
+    """The rows of a space's HNSW index: up to its watermark, and those graphed since.
+
+    The condition of the partial index and of the searches that use it: PostgreSQL
+    uses a partial index only when it can prove its condition from the query's text.
+    """
+    a = f"{alias}." if alias else ""
+    return f"{a}space_id = {int(space_id)} AND ({a}memory_rowid <= {int(watermark)} OR {a}graphed)"
+
+
+def waiting_rows(space_id: int, watermark: int, alias: str = "") -> str:
+    """The rows of a space that its HNSW index does not hold (searched exactly)."""
+    a = f"{alias}." if alias else ""
+    return f"{a}space_id = {int(space_id)} AND {a}memory_rowid > {int(watermark)} AND NOT {a}graphed"
+
+
+def _prefixed_indexes(conn: Any) -> list[tuple[str, bool]]:
+    return conn.execute(
+        "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "WHERE i.indrelid = 'embeddings'::regclass AND c.relname LIKE %s",
+        (_INDEX_PREFIX.replace("_", "\\_") + "%",),
+    ).fetchall()
+
+
+def vector_indexes(conn: Any) -> dict[str, tuple[int, int, int, bool]]:
+    """The HNSW indexes of the embeddings table in the current schema: name ->
+    (dimension, space id, watermark, whether it is valid: a concurrent build that
+    was interrupted leaves an invalid one)."""
+    out = {}
+    for name, valid in _prefixed_indexes(conn):
+        parts = name[len(_INDEX_PREFIX) :].split("_")
+        if len(parts) == 3 and all(p.isdigit() for p in parts):
+            out[name] = (int(parts[0]), int(parts[1]), int(parts[2]), bool(valid))
+    return out
+
+
+def stale_indexes(conn: Any) -> list[str]:
+    """HNSW indexes no search uses: invalid ones (an interrupted concurrent build,
+    which may still be updated by every insert) and ones named as before schema v2
+    (built by an older Memorist still running against the database)."""
+    current = vector_indexes(conn)
+    return [name for name, valid in _prefixed_indexes(conn) if not valid or name not in current]
+
+
+def build_space_index(conn: Any, dim: int, space_id: int, watermark: int, *, concurrently: bool) -> bool:
+    """Build the HNSW index of one space's vectors up to ``watermark`` (a partial
+    index: :func:`graph_rows`), replacing an invalid one of that name; False if a
+    valid one was there. ``concurrently`` (outside any transaction): writers go on
+    meanwhile."""
+    name = index_name(dim, space_id, watermark)
+    found = vector_indexes(conn).get(name)
+    if found is not None and found[3]:
+        return False
+    how = "CONCURRENTLY " if concurrently else ""
+    if found is not None:
+        conn.execute(f"DROP INDEX {how}IF EXISTS {quote_ident(name)}")
+    conn.execute(
+        f"CREATE INDEX {how}IF NOT EXISTS {quote_ident(name)} ON embeddings "
+        f"USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops) "
+        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE {graph_rows(space_id, watermark)}"
+    )
+    return True
+
+
+def drop_vector_indexes(conn: Any, *, keep_dim: int | None = None, concurrently: bool = False, names: list[str] | None = None) -> None:
+    """Drop the HNSW indexes: those ``names``, or all but the current ones of
+    dimension ``keep_dim`` (stale ones included)."""
+    how = "CONCURRENTLY " if concurrently else ""
+    current = vector_indexes(conn)
+    for name, _ in _prefixed_indexes(conn):
+        keep = name in current and current[name][0] == keep_dim
+        if (names is None and not keep) or (names is not None and name in names):
+            conn.execute(f"DROP INDEX {how}IF EXISTS {quote_ident(name)}")
+
+
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "build_space_index",
+    "drop_vector_indexes",
+    "graph_rows",
+    "index_name",
+    "lock_key",
+    "migrate",
+    "schema_version",
+    "search_path",
+    "stale_indexes",
+    "vector_indexes",
+    "waiting_rows",
+]

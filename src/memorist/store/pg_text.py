@@ -1,0 +1,371 @@
+"""The PostgreSQL store's in-process BM25 indexes of its large spaces.
+
+BM25 in SQL (``_BM25`` in :mod:`memorist.store.postgres`) reads and scores every
+memory holding a query term: ~5 ms at 10k memories, ~70 ms at 100k and ~600 ms at a
+million in one space (bench/RESULTS.md), because common words are held by a large
+share of a space. The same ranking over an in-process inverted index
+(:class:`~memorist.store.vector_index.SpaceIndex`, the one SQLite's store keeps,
+here without vectors) takes ~2 ms at a million. So a space of at least
+``above`` active memories is ranked in this process:
+
+- **Loaded** the first time a search needs it: at once when it is small enough
+  (:data:`INLINE_LOAD` memories, under a second), on the search's own snapshot;
+  a larger one in a background thread while searches go on ranking in SQL.
+- **Kept current from the event log**, whichever process or machine wrote: each
+  search reads the space's generation (moved by every write to it) and its last
+  event in the same statement; when the generation moved, the memories named by
+  the space's events since the index's last one are read again. A space's writers
+  hold its advisory lock through their commit, so a space's events commit in
+  ``seq`` order: a snapshot that holds one of them holds every earlier one, and no
+  later commit can land below a position read. Terms are computed here from the
+  memory's search text by this process's own :func:`~memorist.policies.text.index_terms`.
+- **Bounded**: at most ``max_rows`` memories over all loaded spaces (about 0.7 KB
+  each for sentence-length memories, bench/RESULTS.md); the least recently searched
+  space goes first, but not one searched in the last :data:`KEEP_FOR` seconds: a
+  space that would need that stays in SQL, as does one larger than the bound, so
+  two large spaces searched in turn do not reload each other forever. One space
+  loads at a time (on one pooled connection); searches of the others go on in SQL.
+- **Committed state only**: a search inside a write transaction is answered by SQL,
+  which sees the transaction's own writes; the shared index holds none of them.
+
+Scores are those of SQLite's index, and of the SQL path except for texts holding a
+term more than 256 times or running past 16,383 terms (a ``tsvector`` keeps 256
+positions of a term, up to position 16,383: SQL counts such a term less often).
+Equal scores may come in another order.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack
+from typing import Any
+
+from .vector_index import Row, SpaceIndex
+
+logger = logging.getLogger(__name__)
+
+#: Active memories from which a space is ranked in process (0: never).
+TEXT_INDEX_ABOVE = 10_000
+#: The most memories held by the loaded indexes of one store (0: none).
+TEXT_INDEX_ROWS = 2_000_000
+#: Spaces of at most this many memories load inside the search that needs them.
+INLINE_LOAD = 50_000
+#: A catch-up naming more memories than this reloads the space instead.
+CATCH_UP_MOST = 50_000
+#: Seconds before a space whose load failed is tried again.
+RETRY_AFTER = 60.0
+#: A space searched this recently is not evicted to make room for another.
+KEEP_FOR = 60.0
+_CHUNK = 8192
+
+_COLUMNS = "m.id, m.run_id, m.created_at, m.updated_at, m.valid_to, m.search_text"
+_LOAD = f"SELECT {_COLUMNS} FROM memories m WHERE m.space_id = %s AND m.status = 'active' ORDER BY m.rowid"
+# Two steps, each on its own index whatever the planner thinks of a freshly loaded
+# table: the memories the space's events name (events_space), then those rows by id.
+_NAMED_SINCE = (
+    "SELECT DISTINCT memory_id FROM events WHERE space_id = %s AND seq > %s AND seq <= %s "
+    "AND memory_id IS NOT NULL LIMIT %s"
+)
+_BY_ID = f"SELECT {_COLUMNS}, m.status FROM memories m WHERE m.id = ANY(%s) AND m.space_id = %s"
+_LOG_END = "SELECT COALESCE(max(seq), 0) FROM events WHERE space_id = %s"
+
+
+class _Entry:
+    __slots__ = ("index", "lock", "used")
+
+    def __init__(self, index: SpaceIndex) -> None:
+        self.index = index
+        self.lock = threading.Lock()
+        self.used = time.monotonic()  # when last searched
+
+
+class TextIndexes:
+    """The loaded BM25 indexes of one PostgreSQL store, by space id.
+
+    ``connect`` gives a pooled connection (for background loads); ``decode`` turns a
+    stored text column back into the text (the store's NUL escape).
+    """
+
+    def __init__(
+        self,
+        label: str,
+        connect: Callable[[], AbstractContextManager[Any]],
+        decode: Callable[[Any], Any],
+        *,
+        above: int = TEXT_INDEX_ABOVE,
+        max_rows: int = TEXT_INDEX_ROWS,
+    ) -> None:
+        self.label = label
+        self.above = above
+        self.max_rows = max_rows
+        self._connect = connect
+        self._decode = decode
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[int, _Entry] = OrderedDict()  # least recently searched first
+        self._loading: dict[int, threading.Thread | None] = {}  # None: loading inside a search
+        self._failed: dict[int, float] = {}  # space -> when its load failed (monotonic)
+        self._closed = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.above > 0 and self.max_rows > 0
+
+    # searching ---------------------------------------------------------------------------
+    def search(
+        self,
+        conn: Any,
+        spaces: str,
+        space_args: Sequence[Any],
+        terms: list[str],
+        *,
+        k: int,
+        run_id: str | None,
+        cutoff: float | None,
+        now: float,
+    ) -> list[tuple[str, float]] | None:
+        """BM25 of ``terms`` over the one space ``spaces`` (a condition on ``spaces s``)
+        selects, from its in-process index; None when SQL must answer (several spaces,
+        a small one, one still loading or too large, an index newer than ``conn``'s
+        snapshot)."""
+        found = _space(conn, spaces, space_args)
+        if found is None:
+            return None
+        space, generation, docs, end = found
+        entry = self._entry(space)
+        if entry is None:
+            if docs < self.above:
+                return None
+            if docs > INLINE_LOAD:
+                if self._admit(space, docs, inline=False):
+                    self._start_loading(space)
+                return None
+            if not self._admit(space, docs, inline=True):
+                return None
+            entry = self._load_inline(conn, space, generation, end)
+            if entry is None:
+                return None
+        with entry.lock:
+            index = entry.index
+            if index.seq > end:
+                return None  # caught up past this search's snapshot: SQL reads the snapshot
+            if index.generation != generation:
+                grown = len(index)
+                if not self._catch_up(conn, entry, space, generation, end):
+                    self.forget(space)
+                    return None
+                if len(index) > grown:
+                    self._trim(space)
+            return index.search_text(terms, k=k, run_id=run_id, cutoff=cutoff, now=now)
+
+    def _entry(self, space: int) -> _Entry | None:
+        with self._lock:
+            entry = self._entries.get(space)
+            if entry is not None:
+                self._entries.move_to_end(space)
+                entry.used = time.monotonic()
+            return entry
+
+    def _admit(self, space: int, docs: int, *, inline: bool) -> bool:
+        """Whether to load the space now (an ``inline`` load is marked as loading
+        here; a background one when its thread starts): not closed, not loading already (nor, for a background load, any
+        other space), not failed lately, and room for it without evicting a space
+        searched in the last :data:`KEEP_FOR` seconds."""
+        with self._lock:
+            if self._closed or space in self._loading or (not inline and any(self._loading.values())):
+                return False
+            failed = self._failed.get(space)
+            if failed is not None and time.monotonic() - failed < RETRY_AFTER:
+                return False
+            if docs > self.max_rows:
+                return False
+            held = sum(len(e.index) for e in self._entries.values())
+            if held + docs > self.max_rows:
+                recent = time.monotonic() - KEEP_FOR
+                evictable = sum(len(e.index) for e in self._entries.values() if e.used < recent)
+                if held - evictable + docs > self.max_rows:
+                    return False
+            if inline:
+                self._loading[space] = None
+            return True
+
+    def _load_inline(self, conn: Any, space: int, generation: int, end: int) -> _Entry | None:
+        """Load a small space inside the search that needs it; None (SQL answers)
+        when that failed and SQL still can."""
+        try:
+            return self._load(conn, space, generation, end)
+        except _Closed:
+            return None
+        except Exception as exc:
+            with self._lock:
+                self._failed[space] = time.monotonic()
+            logger.warning("%s: loading space %d's full-text index failed (searched in SQL): %s", self.label, space, _first_line(exc))
+            from psycopg.pq import TransactionStatus  # the postgres extra, there when a store is
+
+            if conn.info.transaction_status == TransactionStatus.INERROR:
+                raise  # the search's snapshot is lost with it
+            return None
+        finally:
+            with self._lock:
+                self._loading.pop(space, None)
+
+    def _trim(self, keep: int) -> None:
+        """Evict the least recently searched spaces (never ``keep``) while the loaded
+        indexes hold more than ``max_rows`` memories."""
+        with self._lock:
+            held = sum(len(e.index) for e in self._entries.values())
+            for other in list(self._entries):
+                if held <= self.max_rows:
+                    break
+                if other != keep:
+                    held -= len(self._entries.pop(other).index)
+
+    def _catch_up(self, conn: Any, entry: _Entry, space: int, generation: int, end: int) -> bool:
+        """Apply the space's changes logged after the index's last event, up to
+        ``end``; False when so many changed that a reload is cheaper."""
+        index = entry.index
+        if end > index.seq:
+            named = [r[0] for r in conn.execute(_NAMED_SINCE, (space, index.seq, end, CATCH_UP_MOST + 1))]
+            if len(named) > CATCH_UP_MOST:
+                return False
+            changed = conn.execute(_BY_ID, (named, space)).fetchall()
+            index.remove([r[0] for r in changed if r[6] != "active"])
+            live = [self._row(r) for r in changed if r[6] == "active"]
+            if live:
+                index.upsert(live)
+            index.seq = end
+        index.generation = generation
+        return True
+
+    # loading -------------------------------------------------------------------------------
+    def _row(self, r: Sequence[Any]) -> Row:
+        mid, run_id, created, updated, valid_to, text = r[:6]
+        return Row(mid, run_id, created if updated is None else updated, valid_to, self._decode(text), created_at=created)
+
+    def _rows(self, conn: Any, space: int) -> Iterator[list[Row]]:
+        """The space's active memories, in chunks streamed by a named cursor (the
+        caller's transaction, or one opened here on an autocommit connection)."""
+        from psycopg.pq import TransactionStatus  # the postgres extra, there when a store is
+
+        with ExitStack() as stack:
+            if conn.info.transaction_status == TransactionStatus.IDLE:
+                stack.enter_context(conn.transaction())
+            cur = stack.enter_context(conn.cursor(name=f"memorist_text_{space}"))
+            cur.itersize = _CHUNK
+            cur.execute(_LOAD, (space,))
+            while chunk := cur.fetchmany(_CHUNK):
+                if self._closed:
+                    raise _Closed
+                yield [self._row(r) for r in chunk]
+
+    def _load(self, conn: Any, space: int, generation: int, end: int) -> _Entry:
+        """Load the space on ``conn`` as of ``end``, the space's last event in a
+        snapshot no older than the rows'."""
+        index = SpaceIndex(0, generation, end, ann_threshold=0)
+        for rows in self._rows(conn, space):
+            index.upsert(rows)
+        entry = _Entry(index)
+        with self._lock:
+            if self._closed:
+                raise _Closed
+            self._entries[space] = entry
+            self._failed.pop(space, None)
+        self._trim(space)
+        return entry
+
+    def _start_loading(self, space: int) -> None:
+        thread = threading.Thread(target=self._load_in_background, args=(space,), name=f"memorist-text-{space}", daemon=True)
+        with self._lock:
+            self._loading[space] = thread
+        thread.start()
+
+    def _load_in_background(self, space: int) -> None:
+        started = time.perf_counter()
+        try:
+            with self._connect() as conn, conn.transaction():
+                # The log's end first: whatever the rows miss commits after it, and the
+                # next search catches up from there (generation -1: it always looks).
+                end = int(conn.execute(_LOG_END, (space,)).fetchone()[0])
+                entry = self._load(conn, space, -1, end)
+            logger.info("%s: space %d's full-text index loaded (%d memories, %.1f s)", self.label, space, len(entry.index), time.perf_counter() - started)
+        except _Closed:
+            pass
+        except Exception as exc:  # a search goes on in SQL; tried again later
+            with self._lock:
+                self._failed[space] = time.monotonic()
+                if self._closed:
+                    return  # the store closed under it: nothing to report
+            logger.warning("%s: loading space %d's full-text index failed (searched in SQL meanwhile): %s", self.label, space, _first_line(exc))
+        finally:
+            with self._lock:
+                self._loading.pop(space, None)
+
+    def load(self, conn: Any, spaces: str, space_args: Sequence[Any]) -> bool:
+        """Load the one space ``spaces`` selects now, whatever its size (within the
+        bound); True when its searches are now ranked in process."""
+        found = _space(conn, spaces, space_args) if self.enabled else None
+        if found is None:
+            return False
+        space, generation, docs, end = found
+        if self._entry(space) is None:
+            if docs > self.max_rows:
+                return False
+            self._load(conn, space, generation, end)
+        return True
+
+    # upkeep --------------------------------------------------------------------------------
+    def forget(self, space: int | None = None) -> None:
+        """Drop one space's index (None: every index)."""
+        with self._lock:
+            if space is None:
+                self._entries.clear()
+            else:
+                self._entries.pop(space, None)
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {"spaces": len(self._entries), "memories": sum(len(e.index) for e in self._entries.values()), "loading": len(self._loading)}
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait for the background loads under way (tests, benchmarks)."""
+        with self._lock:
+            threads = [t for t in self._loading.values() if t is not None]
+        for thread in threads:
+            thread.join(timeout)
+
+    def close(self) -> None:
+        """Drop every index; a background load stops at its next chunk (waited for up
+        to 5 s in all, so that it lets go of its pooled connection)."""
+        with self._lock:
+            self._closed = True
+            threads = [t for t in self._loading.values() if t is not None]
+            self._entries.clear()
+        deadline = time.monotonic() + 5.0
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _space(conn: Any, spaces: str, space_args: Sequence[Any]) -> tuple[int, int, int, int] | None:
+    """The id, generation, active memories and last event of the one space ``spaces``
+    (a condition on ``spaces s``) selects, read in one snapshot; None unless exactly one."""
+    rows = conn.execute(
+        "SELECT s.id, s.generation, s.docs, (SELECT COALESCE(max(e.seq), 0) FROM events e WHERE e.space_id = s.id) "
+        f"FROM spaces s WHERE {spaces} LIMIT 2",
+        list(space_args),
+    ).fetchall()
+    if len(rows) != 1:
+        return None
+    space, generation, docs, end = (int(v) for v in rows[0])
+    return space, generation, docs, end
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class _Closed(Exception):
+    """The store closed while a space was loading."""

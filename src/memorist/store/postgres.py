@@ -1,0 +1,1534 @@
+"""The PostgreSQL + pgvector backend: one database shared by many processes and machines.
+
+``Memory("postgresql://user:password@host/db")`` (or ``memorist --db``, ``MEMORIST_DB``,
+``memorist serve --db``) opens it; the ``postgres`` extra installs psycopg 3 and its
+pool. The server needs the pgvector extension (0.5 or newer). Options, as keyword
+arguments or URL query parameters (which libpq never sees): ``pool_size`` (most
+connections, 8), ``pool_min`` (kept open, 1), ``schema`` (the PostgreSQL schema of
+Memorist's tables, ``memorist``), ``lock_timeout`` (seconds a writer waits for another
+one, 30), ``text_index_above`` and ``text_index_rows`` (the in-process full-text
+index of large spaces, see Full text below; 0 turns it off).
+
+How the contract's rules are kept (see :mod:`memorist.store.base`):
+
+- **Isolation.** Every :meth:`PostgresStore.transaction` is one PostgreSQL
+  transaction on one pooled connection. Its first read or write of a space takes a
+  transaction-scoped advisory lock on a 64-bit hash of the space (tenant, user,
+  agent) *before* reading anything of it, so a writer that reads the space's version
+  or candidates decides on the space as it is when it commits, whichever process or
+  machine the other writers run on. A batch's reads run on its connection and see
+  its own writes. Two batches that each write several spaces can deadlock;
+  PostgreSQL then rolls one back and it fails with a :class:`StoreError` (nothing of
+  it was written). It is not retried here: the transaction's body is the caller's
+  code, which this store cannot run again. Single-space batches (every ``add``,
+  ``update``, ``delete``, learning step) never deadlock: each holds one space lock.
+- **Reads** outside a transaction run in autocommit mode; the reads of one search
+  (:meth:`PostgresStore.reading`) share one repeatable-read snapshot, so a search sees
+  each transaction whole or not at all.
+- **Vectors** are pgvector values in an untyped column (the dimension is known only
+  once the store's embedder wrote its first vector). A scope of at most
+  ``exact_below`` vectors (20,000) is searched exactly: a distance for each of its
+  rows, reached through the space index, so it returns what SQLite returns. A
+  larger space gets its own HNSW index (``vector_cosine_ops`` on the column cast to
+  the store's dimension, partial: that space's rows only), built concurrently in
+  the background by the first search that needs it (or at once by
+  :meth:`PostgresStore.build_indexes`); until it is ready that space is searched
+  exactly. Why per space and not one index over the table: an HNSW insert costs
+  ~5-10 ms here against ~0.5 ms for the rest of an add (bench/RESULTS.md), which
+  every write to every small space would pay for an index only large scopes use;
+  and pgvector filters a scope after its index scan, so one shared index returns
+  fewer than ``k`` hits for a scope that is a small share of the table, while a
+  space's own index holds nothing else. If the validity filter still leaves fewer
+  than ``k``, the exact search answers. Scores are cosine similarities; stored
+  vectors are unit length (every Memorist embedder normalises), so the exact path's
+  inner product is the cosine; the HNSW path reports ``1 - cosine distance``.
+- **No add waits for the graph.** A space's index holds its rows up to a watermark
+  (its newest row when the index was built, part of the index's name) and the rows
+  marked ``graphed`` since. Rows added later are not in it: a search of the space
+  takes the index's candidates and those rows' exact distances (a range of the
+  partial index of rows never graphed), so they are found at once, and an add
+  costs what it costs in a small space. A background pass (:meth:`PostgresStore._maintain`, started by
+  searches) puts them in the graph in short chunks once the space's writes pause
+  for ``QUIET`` seconds, or at once when ``exact_below`` of them wait; when more wait
+  than the index holds (a bulk load), it builds a new index up to the newest row
+  instead and drops the old one.
+- **Full text** is a ``tsvector`` of :func:`memorist.policies.text.index_terms` (the
+  same stemmed terms SQLite's index holds), written by this store with positions,
+  under a GIN index; a query matches memories holding any of its terms, ranked by
+  BM25 computed in the database with SQLite's formula and statistics (the scope's
+  document count and average length, kept per space by triggers). Not ``ts_rank``:
+  it has no inverse document frequency, and LoCoMo's recall fell 1.5 to 4.6
+  points with it (bench/RESULTS.md). That scores every memory holding a query
+  term, so a space of ``text_index_above`` active memories (10,000) or more is
+  ranked instead by an in-process index of this process, kept current from the
+  event log whoever wrote, same scores (:mod:`memorist.store.pg_text`); at most
+  ``text_index_rows`` memories (2,000,000) are held that way per store.
+- **Retrieval bookkeeping** (access clock, touches) is buffered as in SQLite
+  (:mod:`memorist.store.touches`) and written in its own short transaction before the
+  next write, under a short lock timeout: when other writers hold those spaces it
+  stays buffered for the next time instead of waiting (or deadlocking) with them.
+- **Errors**: every database error is a :class:`StoreError` (a database from a newer
+  Memorist, or a schema holding someone else's tables, a :class:`CorruptStoreError`);
+  messages show the URL without its password.
+- **Text** holding NUL characters (PostgreSQL text cannot) is stored with a
+  reversible escape and read back unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import math
+import re
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from ..errors import (
+    ConfigurationError,
+    CorruptStoreError,
+    EmbedderMismatchError,
+    MemoristError,
+    MissingDependencyError,
+    StoreError,
+)
+from ..model import EventRecord, MemoryRecord, Scope, Status
+from ..policies.text import index_terms
+from . import pg_schema, redact
+from .base import Batch, ScopeFilter, Store
+from .codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
+from .pg_text import TEXT_INDEX_ABOVE, TEXT_INDEX_ROWS, TextIndexes
+from .sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
+from .touches import FLUSH_EVERY, TouchBuffer
+
+try:
+    import psycopg
+    import psycopg_pool
+    from psycopg.adapt import Dumper, Loader
+    from psycopg.pq import Format
+except ImportError as _exc:  # pragma: no cover - exercised without the extra
+    raise MissingDependencyError(
+        f"PostgreSQL stores need the postgres extra: pip install 'memorist[postgres]' ({_exc})"
+    ) from _exc
+
+logger = logging.getLogger(__name__)
+M = "%s"  # psycopg's parameter mark, for the shared SQL builders
+
+#: Scopes with at most this many vectors are searched exactly (see the module docstring).
+EXACT_BELOW = 20_000
+#: The least ``hnsw.ef_search`` of an HNSW search; pgvector allows at most 1,000. A
+#: space larger than ``EF_SCALE_FROM`` vectors searches wider, by the square root of
+#: how much larger: recall@10 against exact search at a million vectors was 0.93-0.95
+#: with 100 and 0.97 with 200, while 100 gives 0.99 at 100k (bench/RESULTS.md).
+EF_SEARCH = 100
+EF_SCALE_FROM = 250_000
+_EF_SEARCH_MAX = 1000
+#: Rows put into a space's graph per transaction, once its writes paused ``QUIET`` s.
+GRAPH_CHUNK = 64
+QUIET = 1.0
+#: Seconds between two maintenance passes started by searches of indexed spaces.
+MAINTAIN_EVERY = 2.0
+#: The least maintenance_work_mem of an index build (HNSW builds fast while its graph
+#: fits); a server configured with more keeps its own.
+_BUILD_MEMORY = "512MB"
+#: How long buffered retrievals wait for other writers' space locks before they
+#: stay buffered for the next write.
+_TOUCH_LOCK_TIMEOUT_MS = 200
+_OPTIONS = ("pool_size", "pool_min", "schema", "lock_timeout", "text_index_above", "text_index_rows")
+# tsvector limits: a lexeme is at most 2,047 bytes, positions run to 16,383.
+_LEXEME_BYTES = 2046
+_MAX_POSITION = 16_383
+_MAX_POSITIONS = 256
+
+# PostgreSQL text cannot hold NUL: such text is stored with NUL as ESC "0" and ESC
+# itself as ESC "1" (ESC is a noncharacter that real text does not use).
+_ESC = "\U0010fffe"
+_UNESCAPE = re.compile(_ESC + "([01])")
+_TEXT_AT = tuple(AT[c] for c in ("text", "search_text", "topic", "concept", "section"))
+
+
+def _escape(text: str | None) -> str | None:
+    if text is None or ("\x00" not in text and _ESC not in text):
+        return text
+    return text.replace(_ESC, _ESC + "1").replace("\x00", _ESC + "0")
+
+
+def _unescape(text: Any) -> Any:
+    if not isinstance(text, str) or _ESC not in text:
+        return text
+    return _UNESCAPE.sub(lambda m: "\x00" if m.group(1) == "0" else _ESC, text)
+
+
+def _record(row: Sequence[Any]) -> MemoryRecord:
+    if any(isinstance(row[i], str) and _ESC in row[i] for i in _TEXT_AT):
+        row = list(row)
+        for i in _TEXT_AT:
+            row[i] = _unescape(row[i])
+    return row_to_record(tuple(row))
+
+
+def _quote_lexeme(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _usable(term: str) -> bool:
+    return len(term.encode("utf-8", "surrogatepass")) <= _LEXEME_BYTES
+
+
+def full_text(text: str) -> tuple[str, int]:
+    """The ``tsvector`` literal of ``text``'s full-text terms with their positions, and
+    how many terms it has (BM25's document length).
+
+    Written out here, not parsed by PostgreSQL, so the stored terms are exactly
+    :func:`~memorist.policies.text.index_terms` (the stemmer is Python's). A term's
+    frequency is its number of positions (PostgreSQL keeps 256 of a term, and
+    positions up to 16,383: a longer text's later repeats count less)."""
+    terms = index_terms(text)
+    positions: dict[str, list[int]] = {}
+    for i, term in enumerate(terms, 1):
+        if _usable(term):
+            positions.setdefault(term, []).append(min(i, _MAX_POSITION))
+    literal = " ".join(
+        _quote_lexeme(t) + ":" + ",".join(map(str, sorted(set(p))[:_MAX_POSITIONS])) for t, p in positions.items()
+    )
+    return literal, len(terms)
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct full-text terms of a query, as the index holds them."""
+    return [t for t in dict.fromkeys(index_terms(query)) if _usable(t)]
+
+
+# vectors -----------------------------------------------------------------------------
+def _vector_adapters(oid: int) -> tuple[type[Dumper], type[Loader], type[Loader]]:
+    """psycopg adapters between float32 numpy arrays and pgvector's ``vector``."""
+
+    class VectorDumper(Dumper):
+        format = Format.BINARY
+
+        def dump(self, obj: Any) -> bytes:
+            array = np.asarray(obj, dtype=">f4")
+            return struct.pack(">HH", array.shape[0], 0) + array.tobytes()
+
+    VectorDumper.oid = oid
+
+    class VectorBinaryLoader(Loader):
+        format = Format.BINARY
+
+        def load(self, data: Any) -> np.ndarray:
+            return np.frombuffer(bytes(data), dtype=">f4", offset=4).astype(np.float32)
+
+    class VectorTextLoader(Loader):
+        format = Format.TEXT
+
+        def load(self, data: Any) -> np.ndarray:
+            text = bytes(data).decode("ascii").strip("[]")
+            return np.array([float(x) for x in text.split(",")] if text else [], dtype=np.float32)
+
+    return VectorDumper, VectorBinaryLoader, VectorTextLoader
+
+
+# options and messages ----------------------------------------------------------------
+def _split_url(url: str) -> tuple[str, dict[str, str], str | None]:
+    """libpq's URL (Memorist's own query parameters taken out), those parameters, and
+    the password the URL holds (to keep it out of every message)."""
+    parts = urlsplit(url)
+    scheme = "postgresql" if parts.scheme.lower() in ("postgresql+psycopg", "postgres", "postgresql") else parts.scheme
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    ours = {k: v for k, v in query if k in _OPTIONS}
+    password = parts.password
+    for key, value in query:
+        if key == "password" and value:
+            password = value
+    rest = urlencode([(k, v) for k, v in query if k not in _OPTIONS]) if ours else parts.query
+    conninfo = urlunsplit((scheme, parts.netloc, parts.path, rest, parts.fragment))
+    return conninfo, ours, unquote(password) if password else None
+
+
+def _positive_int(name: str, value: Any) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if isinstance(value, bool) or number < 1 or (isinstance(value, float) and not value.is_integer()):
+        raise ConfigurationError(f"{name} must be a whole number of at least 1, got {value!r}")
+    return number
+
+
+def _count(name: str, value: Any) -> int:
+    """A whole number of at least 0 (0 turns the feature off)."""
+    return 0 if value in (0, "0") else _positive_int(name, value)
+
+
+class _Local(threading.local):
+    conn: Any = None  # the connection this thread's reads use (a transaction's, a reading block's)
+    batch: _PostgresBatch | None = None
+    reading = False  # conn holds a reading block's snapshot
+    flush_due = False
+
+
+def _translating(action: str, *, decode: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Let no database error out of a store method raw (see :meth:`PostgresStore._error`).
+
+    With ``decode``, a stored value the decoders refuse (an unknown kind, say) can
+    only come from damage or a foreign writer: a :class:`CorruptStoreError`."""
+    decode_errors: tuple[type[BaseException], ...] = (KeyError, ValueError) if decode else ()
+
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def wrapper(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except MemoristError:
+                raise
+            except psycopg.Error as exc:
+                raise self._error(exc, action) from exc
+            except decode_errors as exc:
+                raise CorruptStoreError(
+                    f"{self.label}: a stored row cannot be decoded in {action} ({type(exc).__name__}: {exc}); "
+                    "it was damaged or written by something else"
+                ) from exc
+
+        return wrapper
+
+    return wrap
+
+
+class _PostgresBatch(Batch):
+    """The writes (and reads) of one transaction, on its connection."""
+
+    def __init__(self, store: PostgresStore, conn: Any) -> None:
+        self._store = store
+        self._conn = conn
+        self._locked: set[tuple[str, str, str]] = set()
+        self._ids: dict[tuple[str, str, str], int] = {}
+        self._bumped: set[tuple[str, str, str]] = set()
+
+    # spaces: the lock first, then anything read or written ----------------------------
+    def _lock(self, space: tuple[str, str, str]) -> None:
+        if space not in self._locked:
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._store._space_key(space),))
+            self._locked.add(space)
+
+    def _lock_all(self, spaces: Sequence[tuple[str, str, str]]) -> None:
+        # In one order, so two batches locking the same spaces here cannot deadlock.
+        for space in sorted(set(spaces) - self._locked):
+            self._lock(space)
+
+    def _space(self, scope: Scope, *, bump: bool = True) -> int:
+        """The space's id, created if missing; a write (``bump``) moves its version."""
+        space = scope.space
+        self._lock(space)
+        known = self._ids.get(space)
+        if known is not None and (not bump or space in self._bumped):
+            return known
+        if bump:
+            row = self._conn.execute(
+                "UPDATE spaces SET generation = generation + 1 WHERE tenant_id = %s AND user_id = %s AND agent_id = %s RETURNING id",
+                space,
+            ).fetchone()
+        else:
+            row = self._conn.execute(
+                "SELECT id FROM spaces WHERE tenant_id = %s AND user_id = %s AND agent_id = %s", space
+            ).fetchone()
+        if row is None:
+            row = self._conn.execute(
+                "INSERT INTO spaces (tenant_id, user_id, agent_id, created_at, generation) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (tenant_id, user_id, agent_id) DO UPDATE SET generation = spaces.generation + EXCLUDED.generation "
+                "RETURNING id",
+                (*space, time.time(), int(bump)),
+            ).fetchone()
+        if bump:
+            self._bumped.add(space)
+        self._ids[space] = int(row[0])
+        return self._ids[space]
+
+    def _append(self, op: str, space: int | None, scope: Scope, memory_id: str | None, old: str | None, new: str | None, actor: str, payload: dict[str, Any] | None) -> int:
+        row = self._conn.execute(
+            "INSERT INTO events (ts, op, space_id, memory_id, run_id, actor, old_text, new_text, payload) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
+            (time.time(), op, space, memory_id, scope.run_id, actor, _escape(old), _escape(new), dumps(payload or {})),
+        ).fetchone()
+        return int(row[0])
+
+    def _put_vector(self, rowid: int, space: int, vector: np.ndarray) -> None:
+        vector = np.ascontiguousarray(vector, dtype=np.float32)
+        self._store._record_identity(self._conn, vector.shape[0])
+        self._conn.execute(
+            "INSERT INTO embeddings (memory_rowid, space_id, vector) VALUES (%s, %s, %b) "
+            "ON CONFLICT (memory_rowid) DO UPDATE SET vector = EXCLUDED.vector, space_id = EXCLUDED.space_id",
+            (rowid, space, vector),
+        )
+
+    # writes ------------------------------------------------------------------------
+    def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None:
+        space = self._space(record.scope)
+        row = self._conn.execute(_INSERT_MEMORY, _memory_values(record, space)).fetchone()
+        if row is None:
+            raise StoreError(f"memory id already exists: {record.id!r}")
+        if record.status is Status.ACTIVE and vector is not None:
+            self._put_vector(int(row[0]), space, vector)
+        self._append("add", space, record.scope, record.id, None, record.text, actor, payload)
+
+    def update(self, record: MemoryRecord, vector: np.ndarray | None, *, old_text: str, op: str = "update", actor: str = "", payload: dict[str, Any] | None = None) -> None:
+        space = self._space(record.scope)
+        row = self._conn.execute(_UPDATE_MEMORY, _memory_values(record, space)).fetchone()
+        if row is None:
+            raise StoreError(f"memory not found for update: {record.id!r}")
+        rowid, old_space = int(row[0]), int(row[1])
+        if record.status is not Status.ACTIVE:
+            self._conn.execute("DELETE FROM embeddings WHERE memory_rowid = %s", (rowid,))
+        elif vector is not None:
+            self._put_vector(rowid, space, vector)
+        elif old_space != space:  # the stored vector follows its memory
+            self._conn.execute("UPDATE embeddings SET space_id = %s WHERE memory_rowid = %s", (space, rowid))
+        self._append(op, space, record.scope, record.id, old_text, record.text, actor, payload)
+
+    def delete(self, record: MemoryRecord, *, op: str = "delete", actor: str = "", payload: dict[str, Any] | None = None) -> None:
+        space = self._space(record.scope)
+        row = self._conn.execute(
+            "UPDATE memories SET status = 'deleted', updated_at = %s, terms = '', term_count = 0 "
+            "WHERE id = %s AND status <> 'deleted' RETURNING rowid",
+            (time.time(), record.id),
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"memory not found for delete: {record.id!r}")
+        self._conn.execute("DELETE FROM embeddings WHERE memory_rowid = %s", (row[0],))
+        self._append(op, space, record.scope, record.id, record.text, None, actor, payload)
+
+    def find_active_hash(self, scope: Scope, content_hash: str) -> str | None:
+        self._lock(scope.space)
+        row = self._conn.execute(active_hash_sql("%s"), (*scope.space, content_hash)).fetchone()
+        return row[0] if row else None
+
+    def event(self, op: str, scope: Scope, *, memory_id: str | None = None, old_text: str | None = None, new_text: str | None = None, actor: str = "", payload: dict[str, Any] | None = None) -> int:
+        space = self._space(scope, bump=False)
+        return self._append(op, space, scope, memory_id, old_text, new_text, actor, payload)
+
+    # reads inside the transaction: locked first, on this connection --------------------
+    def get_many(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        ids = _lookup_ids(memory_ids)
+        if not ids:
+            return {}
+        rows = self._store._rows_by_id(self._conn, ids)
+        spaces = {(r[AT["tenant_id"]], r[AT["user_id"]], r[AT["agent_id"]]) for r in rows}
+        if spaces - self._locked:
+            # A memory never changes space: lock the spaces just learnt, then read
+            # again, so what is returned is what no other writer can change now.
+            self._lock_all(list(spaces))
+            rows = self._store._rows_by_id(self._conn, ids)
+        return {r[0]: _record(r) for r in rows}
+
+    def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        if scope.user_id is not None and scope.agent_id is not None:
+            spaces = [(scope.tenant_id, scope.user_id, scope.agent_id)]
+        else:
+            where, args = _space_filter(scope)
+            spaces = [tuple(r) for r in self._conn.execute(f"SELECT s.tenant_id, s.user_id, s.agent_id FROM spaces s WHERE {where}", args)]
+        self._lock_all(spaces)  # type: ignore[arg-type]
+        return self._store._bullets(self._conn, scope)
+
+    def space_version(self, scope: Scope) -> int:
+        self._lock(scope.space)
+        return self._store._space_version(self._conn, scope)
+
+    def advance_clock(self, scope: Scope, n: int = 1) -> int:
+        space = self._space(scope, bump=False)
+        if n:
+            row = self._conn.execute("UPDATE spaces SET access_clock = access_clock + %s WHERE id = %s RETURNING access_clock", (int(n), space)).fetchone()
+        else:
+            row = self._conn.execute("SELECT access_clock FROM spaces WHERE id = %s", (space,)).fetchone()
+        # Retrievals still buffered (their flush found the space busy) count too.
+        return int(row[0]) + self._store._pending_touches(scope.space)
+
+
+def _memory_values(record: MemoryRecord, space: int) -> dict[str, Any]:
+    values = record_values(record)
+    del values["scope_key"]  # SQLite's full-text scope tokens; PostgreSQL joins spaces
+    for column in ("text", "search_text", "topic", "concept", "section"):
+        values[column] = _escape(values[column])
+    values["space_id"] = space
+    values["speaker"] = _escape(speaker_of(record.metadata))
+    # Only active memories are searched: the others keep no terms (and count for no
+    # space's BM25 statistics, see the memories triggers).
+    values["terms"], values["term_count"] = full_text(record.search_text or record.text) if record.status is Status.ACTIVE else ("", 0)
+    return values
+
+
+def _sql_columns() -> list[str]:
+    probe = MemoryRecord(id="", scope=Scope(), text="", created_at=0.0, content_hash="")
+    return list(_memory_values(probe, 0))
+
+
+_MEMORY_COLUMNS = _sql_columns()
+_INSERT_MEMORY = (
+    f"INSERT INTO memories ({', '.join(_MEMORY_COLUMNS)}) VALUES ("
+    + ", ".join(f"%({c})s::tsvector" if c == "terms" else f"%({c})s" for c in _MEMORY_COLUMNS)
+    + ") ON CONFLICT (id) DO NOTHING RETURNING rowid"
+)
+_UPDATE_MEMORY = (
+    "WITH old AS (SELECT rowid, space_id FROM memories WHERE id = %(id)s) UPDATE memories m SET "
+    + ", ".join(f"{c} = %({c})s::tsvector" if c == "terms" else f"{c} = %({c})s" for c in _MEMORY_COLUMNS if c != "id")
+    + " FROM old WHERE m.rowid = old.rowid RETURNING m.rowid, old.space_id"
+)
+_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+# BM25 over the active memories of the scope's spaces, as SQLite's index computes it
+# (memorist.store.vector_index): the document count and average length are the
+# spaces' (kept by triggers), a term's document frequency is counted among the
+# memories holding any query term (which include every one holding that term), and
+# validity and run filter the scored memories afterwards, so they change no
+# statistic. {spaces} and {keep} are SQL built from fixed text; values are parameters.
+_BM25 = (
+    "WITH stats AS (SELECT sum(s.docs)::float8 AS n, sum(s.doc_terms)::float8 / greatest(sum(s.docs), 1) AS avgdl "
+    "FROM spaces s WHERE {spaces}), "
+    "hits AS (SELECT m.rowid, m.id, m.terms, m.term_count, m.run_id, m.created_at, m.updated_at, m.valid_to "
+    "FROM memories m JOIN spaces s ON s.id = m.space_id WHERE {spaces} AND m.status = 'active' AND m.terms @@ %s::tsquery), "
+    "tf AS (SELECT h.rowid, t.lexeme, cardinality(t.positions) AS tf FROM hits h, unnest(h.terms) t "
+    "WHERE t.lexeme = ANY(%s::text[])), "
+    "df AS (SELECT lexeme, count(*)::float8 AS n FROM tf GROUP BY lexeme) "
+    "SELECT m.id, sum(ln(1 + (st.n - df.n + 0.5) / (df.n + 0.5)) * tf.tf * 2.2 "
+    "/ (tf.tf + 1.2 * (0.25 + 0.75 * m.term_count / greatest(st.avgdl, 1e-9)))) AS score "
+    "FROM tf JOIN df USING (lexeme) JOIN hits m USING (rowid) CROSS JOIN stats st "
+    "WHERE true{keep} GROUP BY m.id, m.rowid ORDER BY score DESC, m.rowid LIMIT %s"
+)
+_EVENT_COLUMNS = (
+    "SELECT e.seq, e.ts, e.op, e.memory_id, e.run_id, e.actor, e.old_text, e.new_text, "
+    "e.payload, s.tenant_id, s.user_id, s.agent_id FROM events e LEFT JOIN spaces s ON s.id = e.space_id"
+)
+
+
+def _lookup_ids(memory_ids: Sequence[str]) -> list[str]:
+    """Distinct ids worth looking up (an id holding NUL names no stored memory)."""
+    return [m for m in dict.fromkeys(memory_ids) if isinstance(m, str) and "\x00" not in m]
+
+
+def _space_filter(scope: ScopeFilter) -> tuple[str, list[Any]]:
+    """The condition on ``spaces s`` keeping the spaces ``scope`` can see (its run
+    aside: runs are memories' column)."""
+    sql, args = "s.tenant_id = %s", [scope.tenant_id]
+    for column, value in (("s.user_id", scope.user_id), ("s.agent_id", scope.agent_id)):
+        if value is not None:
+            sql += f" AND {column} = %s"
+            args.append(value)
+    return sql, args
+
+
+class PostgresStore(Store):
+    """Memorist's store in a PostgreSQL database with pgvector (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int | None = None,
+        pool_min: int | None = None,
+        schema: str | None = None,
+        lock_timeout: float | None = None,
+        connect_timeout: float = 10.0,
+        exact_below: int = EXACT_BELOW,
+        ef_search: int = EF_SEARCH,
+        text_index_above: int | None = None,
+        text_index_rows: int | None = None,
+    ) -> None:
+        if not isinstance(url, str):
+            raise ConfigurationError(f"a PostgreSQL store is named by a URL, got {type(url).__name__}")
+        conninfo, in_url, password = _split_url(url)
+        self._password = password
+        #: The URL as messages show it (no password); also ``path`` (Memory's repr, stats).
+        self.label = self._scrub(redact(url))
+        self.path = self.label
+        self.url = url
+        size = _positive_int("pool_size", pool_size if pool_size is not None else in_url.get("pool_size", 8))
+        least = _positive_int("pool_min", pool_min if pool_min is not None else in_url.get("pool_min", 1))
+        if least > size:
+            raise ConfigurationError(f"pool_min ({least}) must not exceed pool_size ({size})")
+        self.schema = schema if schema is not None else in_url.get("schema", pg_schema.DEFAULT_SCHEMA)
+        if not isinstance(self.schema, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", self.schema):
+            raise ConfigurationError(f"schema must be a PostgreSQL name (letters, digits, _), got {self.schema!r}")
+        wait = lock_timeout if lock_timeout is not None else in_url.get("lock_timeout", 30)
+        try:
+            self.lock_timeout = float(wait)
+        except (TypeError, ValueError):
+            self.lock_timeout = -1.0
+        if not 0 <= self.lock_timeout <= 86_400:
+            raise ConfigurationError(f"lock_timeout must be seconds from 0 to 86400, got {wait!r}")
+        self.exact_below = int(exact_below)
+        self.ef_search = min(max(int(ef_search), 1), _EF_SEARCH_MAX)
+        self.pool_size = size
+        above = _count("text_index_above", text_index_above if text_index_above is not None else in_url.get("text_index_above", TEXT_INDEX_ABOVE))
+        most = _count("text_index_rows", text_index_rows if text_index_rows is not None else in_url.get("text_index_rows", TEXT_INDEX_ROWS))
+        self._text = TextIndexes(self.label, self._pool_connection, _unescape, above=above, max_rows=most)
+        self._local = _Local()
+        self._bound: tuple[str, int] | None = None
+        self._identity_checked = 0  # as in SQLiteStore: trusted once read back from the store
+        self._touches = TouchBuffer()
+        self._touch_lock = threading.RLock()
+        self._pool: Any = None
+        self._building = False  # a background index build of this store is under way
+        self._builds_lock = threading.Lock()
+        self._maintained = 0.0  # when a search last started the maintenance pass
+        self._looks: dict[int, tuple[int, float]] = {}  # space -> (version, since when), for QUIET
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in conninfo:
+            kwargs["connect_timeout"] = max(1, int(connect_timeout))
+        self._conninfo, self._connect_kwargs = conninfo, kwargs
+        # One connection first: a wrong URL or a refusing server fails here, with the
+        # server's own words, instead of as a pool timeout later.
+        try:
+            with psycopg.connect(conninfo, **kwargs) as conn:
+                self._search_path = pg_schema.migrate(conn, self.schema, self.label)
+                conn.execute(f"SET search_path TO {self._search_path}")
+                oid = conn.execute("SELECT 'vector'::regtype::oid").fetchone()[0]
+        except MemoristError:
+            raise
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open {self.label}: {self._scrub(str(exc).strip())}") from exc
+        self._adapters = _vector_adapters(int(oid))
+        self._pool = psycopg_pool.ConnectionPool(
+            conninfo,
+            min_size=least,
+            max_size=size,
+            kwargs=kwargs,
+            configure=self._configure,
+            open=False,
+            name=f"memorist:{self.schema}",
+        )
+        self._pool.open(wait=False)
+
+    # connections -----------------------------------------------------------------------
+    def _configure(self, conn: Any) -> None:
+        conn.execute(f"SET search_path TO {self._search_path}")
+        conn.execute(f"SET lock_timeout = {int(self.lock_timeout * 1000)}")
+        dumper, binary_loader, text_loader = self._adapters
+        conn.adapters.register_dumper(np.ndarray, dumper)
+        conn.adapters.register_loader(dumper.oid, binary_loader)
+        conn.adapters.register_loader(dumper.oid, text_loader)
+
+    def _scrub(self, text: str) -> str:
+        if self._password:
+            text = text.replace(self._password, "***")
+        return re.sub(r"(password=)\S+", r"\1***", text)
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """The connection this thread reads on: its transaction's or reading block's,
+        else one from the pool for this call."""
+        conn = self._local.conn
+        if conn is not None:
+            yield conn
+            return
+        with self._pool_connection() as conn:
+            yield conn
+
+    @contextmanager
+    def _pool_connection(self) -> Iterator[Any]:
+        pool = self._pool
+        if pool is None:
+            raise StoreError(f"{self.label} is closed")
+        with pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A pooled psycopg connection (autocommit, on the store's schema) for tables
+        kept beside Memorist's, such as the memory service's API keys. Its errors are
+        the caller's to translate (:meth:`error`)."""
+        with self._pool_connection() as conn:
+            yield conn
+
+    def error(self, exc: BaseException, action: str) -> StoreError:
+        """The :class:`StoreError` for a database failure of ``action``, as this store
+        reports its own (no password in it)."""
+        return self._error(exc, action)
+
+    def _error(self, exc: BaseException, action: str) -> StoreError:
+        """The Memorist error for a database failure of ``action`` (a few words)."""
+        message = self._scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        if isinstance(exc, psycopg_pool.PoolTimeout):
+            return StoreError(
+                f"{self.label}: {action} failed: no database connection within the pool's timeout "
+                f"(pool_size {self.pool_size}; is the server up?): {message}"
+            )
+        if isinstance(exc, psycopg_pool.PoolClosed):
+            return StoreError(f"{self.label} is closed")
+        if isinstance(exc, psycopg.errors.DeadlockDetected):
+            return StoreError(
+                f"{self.label}: {action} failed: it deadlocked with another writer and PostgreSQL rolled it "
+                "back (nothing of it was written); run it again"
+            )
+        if isinstance(exc, psycopg.errors.LockNotAvailable):
+            return StoreError(
+                f"{self.label}: {action} failed: another writer held the space for more than the lock "
+                f"timeout ({self.lock_timeout:g} s; lock_timeout in the URL)"
+            )
+        if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
+            return CorruptStoreError(f"{self.label}: {action} failed: the Memorist schema {self.schema!r} is damaged or was dropped: {message}")
+        return StoreError(f"{self.label}: {action} failed: {message}")
+
+    def _require_open(self) -> None:
+        if self._pool is None:
+            raise StoreError(f"{self.label} is closed")
+
+    def _space_key(self, space: tuple[str, str, str]) -> int:
+        return _space_lock_key(self.schema, *space)
+
+    # schema ----------------------------------------------------------------------------
+    @_translating("reading the schema version")
+    def schema_version(self) -> int:
+        with self._connection() as conn:
+            return pg_schema.schema_version(conn, self.schema, self.label)
+
+    # transactions ----------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[Batch]:
+        if self._local.batch is not None:
+            raise StoreError(f"{self.label}: transactions do not nest")
+        try:
+            if self._local.reading:
+                # Inside a reading block: write on its connection, then read on from
+                # a snapshot that holds the write.
+                conn = self._local.conn
+                conn.execute("ROLLBACK")
+                self._local.reading = False
+                try:
+                    yield from self._transaction(conn)
+                finally:
+                    conn.execute(_SNAPSHOT)
+                    self._local.conn, self._local.reading = conn, True
+            else:
+                with self._pool_connection() as conn:
+                    yield from self._transaction(conn)
+        except MemoristError:
+            raise
+        except psycopg.Error as exc:
+            raise self._error(exc, "write") from exc
+
+    def _transaction(self, conn: Any) -> Iterator[Batch]:
+        with self._touch_lock:
+            if len(self._touches):
+                self._touches.taken(self._flush_touches(conn))
+        self._local.conn = conn
+        try:
+            with conn.transaction():
+                batch = _PostgresBatch(self, conn)
+                self._local.batch = batch
+                yield batch
+        finally:
+            self._local.conn = None
+            self._local.batch = None
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One snapshot for the reads of a search (a read-only repeatable-read
+        transaction on one connection)."""
+        if self._local.conn is not None:
+            yield
+            return
+        try:
+            with self._pool_connection() as conn:
+                conn.execute(_SNAPSHOT)
+                self._local.conn, self._local.reading = conn, True
+                try:
+                    yield
+                finally:
+                    self._local.conn, self._local.reading = None, False
+                    with suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+        except MemoristError:
+            raise
+        except psycopg.Error as exc:
+            raise self._error(exc, "search") from exc
+        if self._local.flush_due:
+            self._local.flush_due = False
+            self.flush()
+
+    # embedder identity -----------------------------------------------------------------
+    @_translating("reading the embedder identity")
+    def embedder_identity(self) -> tuple[str, int] | None:
+        with self._connection() as conn:
+            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')").fetchall())
+        if "embedder_name" not in rows:
+            return None
+        return rows["embedder_name"], int(rows["embedder_dim"])
+
+    def bind_embedder(self, name: str, dim: int) -> None:
+        self._bound = (name, dim)
+        self._identity_checked = 0
+
+    def _record_identity(self, conn: Any, dim: int) -> None:
+        """Inside a write: record the bound identity (and build the vector index for
+        its dimension) if the store has none yet; refuse vectors of another one."""
+        if self._identity_checked == dim:
+            return
+        stored = self._stored_identity(conn)
+        if stored is None:
+            # The first vector of the store: one writer records it, the others wait
+            # and then find it recorded.
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (pg_schema.lock_key("memorist", self.schema, "identity"),))
+            stored = self._stored_identity(conn)
+        bound = self._bound
+        if stored is not None:
+            if stored[1] != dim or (bound is not None and stored != bound):
+                raise EmbedderMismatchError(
+                    f"{self.label} holds vectors of {stored[0]} ({stored[1]} dims); "
+                    f"refusing to write vectors of {bound[0] if bound else 'another embedder'} ({dim} dims)"
+                )
+            self._identity_checked = dim
+            return
+        if bound is None or bound[1] != dim:
+            raise StoreError(f"{self.label}: no embedder bound for a {dim}-dim vector; call bind_embedder first")
+        self._write_identity(conn, bound[0], dim)
+
+    @staticmethod
+    def _stored_identity(conn: Any) -> tuple[str, int] | None:
+        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')").fetchall())
+        return (rows["embedder_name"], int(rows["embedder_dim"])) if "embedder_name" in rows else None
+
+    @staticmethod
+    def _write_identity(conn: Any, name: str, dim: int) -> None:
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('embedder_name', %s), ('embedder_dim', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            (name, str(dim)),
+        )
+        # Indexes of another dimension index nothing the searches can ask for now.
+        pg_schema.drop_vector_indexes(conn, keep_dim=dim)
+
+    @_translating("recording the embedder identity", decode=False)
+    def set_embedder_identity(self, name: str, dim: int) -> None:
+        self._identity_checked = 0
+        with self._pool_connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (pg_schema.lock_key("memorist", self.schema, "identity"),))
+            self._write_identity(conn, name, dim)
+
+    # reads -----------------------------------------------------------------------------
+    def _rows_by_id(self, conn: Any, ids: list[str]) -> list[tuple[Any, ...]]:
+        return conn.execute(f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE m.id = ANY(%s)", (ids,)).fetchall()
+
+    @_translating("get")
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        if not _lookup_ids([memory_id]):
+            return None
+        with self._connection() as conn:
+            row = conn.execute(f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE m.id = %s", (memory_id,)).fetchone()
+        return _record(row) if row else None
+
+    @_translating("get many")
+    def get_many(self, memory_ids: Sequence[str], *, scope: ScopeFilter | None = None, exact_access: bool = True) -> dict[str, MemoryRecord]:
+        # The hints let an in-process index answer; this store always reads (one query).
+        ids = _lookup_ids(memory_ids)
+        if not ids:
+            return {}
+        with self._connection() as conn:
+            rows = self._rows_by_id(conn, ids)
+        return {r[0]: _record(r) for r in rows}
+
+    @_translating("list")
+    def list(self, scope: ScopeFilter, *, limit: int | None = None, cutoff: float | None = None, now: float | None = None, status: Status = Status.ACTIVE) -> list[MemoryRecord]:
+        where, args = scope_where(scope, M)
+        where += " AND m.status = %s"
+        args.append(status.value)
+        valid, valid_args = validity_where(cutoff, now, M)
+        sql = f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE {where}{valid} ORDER BY m.created_at DESC, m.rowid DESC"
+        args += valid_args
+        if limit is not None:
+            sql += " LIMIT %s"
+            args.append(int(limit))
+        with self._connection() as conn:
+            return [_record(r) for r in conn.execute(sql, args)]
+
+    @_translating("find by hash")
+    def find_by_hash(self, scope: ScopeFilter, content_hash: str) -> list[MemoryRecord]:
+        where, args = scope_where(scope, M)
+        with self._connection() as conn:
+            rows = conn.execute(
+                f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE {where} AND m.status = 'active' AND m.content_hash = %s",
+                (*args, content_hash),
+            ).fetchall()
+        return [_record(r) for r in rows]
+
+    @_translating("ids with prefix")
+    def ids_with_prefix(self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2) -> list[str]:
+        if "\x00" in prefix:
+            return []
+        # A range on the id index ("C" collation: code point order), as in SQLite.
+        where = "s.tenant_id = %s AND m.id >= %s AND m.id < %s"
+        if not include_deleted:
+            where += " AND m.status <> 'deleted'"
+        with self._connection() as conn:
+            rows = conn.execute(
+                f"SELECT m.id {FROM_MEMORIES} WHERE {where} ORDER BY m.id LIMIT %s",
+                (tenant_id, prefix, prefix + "\U0010ffff", limit),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    @_translating("user counts")
+    def user_counts(self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000) -> dict[str, int]:
+        sql, args = user_counts_sql(tenant_id, now=now, cutoff=cutoff, only=only, limit=limit, mark="%s")
+        with self._connection() as conn:
+            return {user: int(n) for user, n in conn.execute(sql, args).fetchall()}
+
+    @_translating("count")
+    def count(self, scope: ScopeFilter) -> int:
+        where, args = scope_where(scope, M)
+        with self._connection() as conn:
+            return int(conn.execute(f"SELECT count(*) {FROM_MEMORIES} WHERE {where} AND m.status = 'active'", args).fetchone()[0])
+
+    # playbooks -------------------------------------------------------------------------
+    def _bullets(self, conn: Any, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        where, args = scope_where(scope, M)
+        rows = conn.execute(
+            f"SELECT {COLUMNS}, e.vector {FROM_MEMORIES} LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+            f"WHERE {where} AND m.status = 'active' AND m.section <> '' ORDER BY m.created_at, m.rowid",
+            args,
+            binary=True,
+        ).fetchall()
+        return [(_record(r[:-1]), r[-1]) for r in rows]
+
+    @_translating("list bullets")
+    def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        with self._connection() as conn:
+            return self._bullets(conn, scope)
+
+    @staticmethod
+    def _space_version(conn: Any, scope: Scope) -> int:
+        row = conn.execute(
+            "SELECT id, generation FROM spaces WHERE tenant_id = %s AND user_id = %s AND agent_id = %s", scope.space
+        ).fetchone()
+        # The space id is part of it: a space deleted by reset() and created again
+        # must not look like the one a reader loaded before.
+        return 0 if row is None else (int(row[0]) << 32) + int(row[1])
+
+    @_translating("space version")
+    def space_version(self, scope: Scope) -> int:
+        with self._connection() as conn:
+            return self._space_version(conn, scope)
+
+    # vector search -----------------------------------------------------------------------
+    @_translating("vector search")
+    def vector_search(
+        self,
+        scope: ScopeFilter,
+        vector: np.ndarray,
+        *,
+        k: int | None,
+        cutoff: float | None,
+        now: float,
+        window: tuple[float, float] | None = None,
+        speaker: str | None = None,
+    ) -> list[tuple[str, float]]:
+        query = np.ascontiguousarray(vector, dtype=np.float32)
+        spaces, space_args = _space_filter(scope)
+        with self._connection() as conn:
+            dim, in_scope, large, in_large = conn.execute(
+                "SELECT (SELECT value FROM meta WHERE key = 'embedder_dim'), COALESCE(sum(s.vectors), 0), "
+                "COALESCE(array_agg(ARRAY[s.id, s.vectors]) FILTER (WHERE s.vectors > %s), '{}'), "
+                f"COALESCE(sum(s.vectors) FILTER (WHERE s.vectors > %s), 0) FROM spaces s WHERE {spaces}",
+                [self.exact_below, self.exact_below, *space_args],
+            ).fetchone()
+            if not in_scope or dim is None:
+                return []  # no vector stored in the scope: nothing to find
+            dim = int(dim)
+            if dim != query.shape[0]:
+                raise StoreError(f"query vector has {query.shape[0]} dims but the store's vectors have {dim}")
+            filters, filter_args = validity_where(cutoff, now, M)
+            if window is not None:
+                filters += " AND m.created_at >= %s AND m.created_at < %s"
+                filter_args += [window[0], window[1]]
+            if speaker is not None:
+                filters += " AND m.speaker = %s"
+                filter_args.append(_escape(speaker))
+            where, args = scope_where(scope, M)
+            where += filters
+            args += filter_args
+            # Time windows, speakers and runs narrow the scope through their own
+            # indexes: exact. So is a query vector of zeros (no cosine to rank by).
+            if k is None or window is not None or speaker is not None or scope.run_id is not None or not np.any(query):
+                return self._exact(conn, query, where, args, k)
+            size = {int(space_id): int(n) for space_id, n in large}
+            indexed = self._indexed(conn, dim, list(size)) if size else {}
+            hits: list[tuple[str, float]] = []
+            for space_id, watermark in indexed.items():
+                found = self._approximate(conn, dim, space_id, watermark, query, filters, filter_args, k, size[space_id])
+                if len(found) < k:  # the validity filter left too few of the index's candidates
+                    return self._exact(conn, query, where, args, k)
+                hits += found
+            if not indexed:
+                nearest = self._nearest(conn, query, spaces, space_args, filters, filter_args, k, int(in_scope))
+                return nearest if nearest is not None else self._exact(conn, query, where, args, k)
+            if len(indexed) < len(size) or in_large < in_scope:
+                # The scope's other spaces (small, or with no index ready yet), exactly.
+                hits += self._exact(conn, query, where + " AND m.space_id <> ALL(%s)", [*args, list(indexed)], k)
+            return sorted(hits, key=lambda h: -h[1])[:k]
+
+    def _indexed(self, conn: Any, dim: int, large: Sequence[int]) -> dict[int, int]:
+        """The ``large`` spaces that have a usable HNSW index, with its watermark (the
+        newest, while a successor's build is under way); the others get one built (in
+        the background) and are searched exactly until it is ready."""
+        wanted = {int(space_id) for space_id in large}
+        ready: dict[int, int] = {}
+        for d, space_id, watermark, valid in pg_schema.vector_indexes(conn).values():
+            if valid and d == dim and space_id in wanted:
+                ready[space_id] = max(ready.get(space_id, 0), watermark)
+        if len(ready) < len(wanted):
+            self._build_later()
+        return dict(sorted(ready.items()))
+
+    def _waiting_seen(self) -> None:
+        """A search found rows its space's graph does not hold yet: the maintenance
+        pass graphs them (started at most every ``MAINTAIN_EVERY`` seconds)."""
+        now = time.monotonic()
+        if now - self._maintained > MAINTAIN_EVERY:
+            self._maintained = now
+            self._build_later()
+
+    @staticmethod
+    def _nearest(conn: Any, query: np.ndarray, spaces: str, space_args: list[Any], filters: str, filter_args: list[Any], k: int, in_scope: int) -> list[tuple[str, float]] | None:
+        """Exact search reading the scope's vectors alone, then only the memories
+        that may be returned: about twice as fast as joining every memory first
+        (bench/RESULTS.md). None when the validity filter left fewer than ``k`` of
+        the candidates while more vectors were left unread."""
+        fetch = 2 * k + 16
+        rows = conn.execute(
+            "SELECT m.id, c.score FROM ("
+            "SELECT e.memory_rowid, -(e.vector <#> %b) AS score FROM embeddings e "
+            "WHERE e.space_id IN (SELECT s.id FROM spaces s WHERE " + spaces + ") "
+            "ORDER BY score DESC, e.memory_rowid LIMIT %s"
+            ") c JOIN memories m ON m.rowid = c.memory_rowid WHERE m.status = 'active'" + filters + " "
+            "ORDER BY c.score DESC, m.rowid LIMIT %s",
+            [query, *space_args, fetch, *filter_args, k],
+        ).fetchall()
+        if len(rows) < k and in_scope > fetch:
+            return None
+        return [(mid, float(score)) for mid, score in rows]
+
+    @staticmethod
+    def _exact(conn: Any, query: np.ndarray, where: str, args: list[Any], k: int | None) -> list[tuple[str, float]]:
+        # The inner product, not the indexed cosine expression: no HNSW index is
+        # used here, and for unit vectors the two are the same number.
+        sql = (
+            "SELECT m.id, -(e.vector <#> %b) AS score FROM memories m JOIN spaces s ON s.id = m.space_id "
+            f"JOIN embeddings e ON e.memory_rowid = m.rowid WHERE {where} AND m.status = 'active' "
+            "ORDER BY score DESC, m.rowid"
+        )
+        params: list[Any] = [query, *args]
+        if k is not None:
+            sql += " LIMIT %s"
+            params.append(int(k))
+        return [(mid, float(score)) for mid, score in conn.execute(sql, params)]
+
+    def _approximate(self, conn: Any, dim: int, space_id: int, watermark: int, query: np.ndarray, filters: str, filter_args: list[Any], k: int, vectors: int) -> list[tuple[str, float]]:
+        """The ``k`` nearest of one space: its HNSW index's candidates, and the rows
+        added since the index's watermark and not graphed yet, exactly."""
+        least = max(self.ef_search, 2 * k)
+        if least > _EF_SEARCH_MAX:
+            return []
+        ef = min(int(least * max(1.0, math.sqrt(vectors / EF_SCALE_FROM))), _EF_SEARCH_MAX)
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
+        typed = f"e.vector::vector({dim}) <=> %b::vector({dim})"
+        # The index's condition is written into the statement: the planner can only
+        # use a partial index whose condition it can prove from the query text.
+        # The waiting rows' ids first, from their partial index alone (MATERIALIZED:
+        # the planner, guessing space and rowid independent, would rather filter the
+        # whole rowid range above the watermark, every space's rows included).
+        rows = conn.execute(
+            f"WITH waiting AS MATERIALIZED (SELECT w.memory_rowid FROM embeddings w WHERE {pg_schema.waiting_rows(space_id, watermark, 'w')}) "
+            "SELECT m.id, c.score, (SELECT count(*) FROM waiting) FROM ("
+            f"(SELECT e.memory_rowid, 1 - ({typed}) AS score FROM embeddings e "
+            f"WHERE {pg_schema.graph_rows(space_id, watermark, 'e')} ORDER BY {typed} LIMIT %s) "
+            "UNION ALL "
+            "(SELECT e.memory_rowid, -(e.vector <#> %b) AS score FROM waiting JOIN embeddings e USING (memory_rowid) "
+            "ORDER BY score DESC LIMIT %s)"
+            f") c JOIN memories m ON m.rowid = c.memory_rowid WHERE m.status = 'active'{filters} "
+            "ORDER BY c.score DESC, m.rowid LIMIT %s",
+            [query, query, ef, query, ef, *filter_args, int(k)],
+        ).fetchall()
+        if rows and rows[0][2]:
+            self._waiting_seen()
+        return [(mid, 0.0 if math.isnan(score) else float(score)) for mid, score, _ in rows]
+
+    def _build_later(self) -> None:
+        """Run the index maintenance pass (:meth:`_maintain`) in a background thread;
+        searches go on meanwhile (exactly where no index is ready)."""
+        with self._builds_lock:
+            if self._building or self._pool is None:
+                return
+            self._building = True
+        threading.Thread(target=self._build_in_background, name="memorist-hnsw", daemon=True).start()
+
+    def _build_in_background(self) -> None:
+        try:
+            # Its own connection: a build takes long, and must not hold one of the pool's.
+            with psycopg.connect(self._conninfo, **self._connect_kwargs) as conn:
+                # Passes until no row waits for writes to pause (at most a minute of
+                # them; the next search starts another), the lock free between them.
+                for _ in range(int(60 / QUIET)):
+                    if not self._maintain(conn, wait=False)[1] or self._pool is None:
+                        break
+                    time.sleep(QUIET)
+        except Exception as exc:  # searches stay exact; a later one tries again
+            logger.warning("memorist: building vector indexes in %s failed: %s", self.label, self._scrub(str(exc)))
+        finally:
+            with self._builds_lock:
+                self._building = False
+
+    def _maintain(self, conn: Any, *, wait: bool) -> tuple[list[int], bool]:
+        """The vector indexes' maintenance pass; returns the spaces that hold an index,
+        and whether rows were left waiting because their space's writes go on.
+
+        1. Every space holding more than ``exact_below`` vectors and no valid index
+           gets one (built concurrently: writers go on), up to the space's newest row.
+        2. The rows added to an indexed space since its watermark are searched
+           exactly until they are put in the graph: in chunks (``GRAPH_CHUNK``,
+           each a short transaction that skips rows a writer holds) once writes to
+           the space paused for ``QUIET`` seconds, or at once when ``exact_below`` of
+           them wait. When more wait than the index holds (a bulk load), a new index
+           up to the newest row is built instead and the old one dropped: one build
+           is cheaper than that many graph inserts.
+
+        One maintainer at a time per store, across processes (two concurrent builds
+        on one table deadlock); with ``wait=False`` another at work means nothing to
+        do here, and step 2 waits for quiet spaces. ``wait=True`` (``build_indexes``)
+        does everything now.
+        """
+        conn.execute(f"SET search_path TO {self._search_path}")
+        key = pg_schema.lock_key("memorist", self.schema, "index")
+        if wait:
+            # A background pass may be building a large index: wait for it, however
+            # long, but between tries, not in pg_advisory_lock: a waiting statement
+            # holds a snapshot, which a concurrent index build waits for in turn.
+            while not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                time.sleep(0.2)
+        elif not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+            return [], False
+        try:
+            conn.execute(
+                "SELECT set_config('maintenance_work_mem', %s, false) "
+                "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
+                (_BUILD_MEMORY, _BUILD_MEMORY),
+            )
+            dim = conn.execute("SELECT value FROM meta WHERE key = 'embedder_dim'").fetchone()
+            if dim is None:
+                return [], False
+            dim = int(dim[0])
+            # Interrupted builds (which inserts may still update) and indexes of an
+            # older Memorist: no search uses them.
+            pg_schema.drop_vector_indexes(conn, concurrently=True, names=pg_schema.stale_indexes(conn))
+            large = [int(r[0]) for r in conn.execute("SELECT id FROM spaces WHERE vectors > %s ORDER BY id", (self.exact_below,))]
+            built = False
+            for space_id in large:
+                built |= self._index_space(conn, dim, space_id)
+            if built:
+                # Statistics now, not at autovacuum's next look: without them the
+                # planner may not see that the new index is the cheap way.
+                conn.execute("ANALYZE embeddings")
+            return large, self._graph_waiting(conn, dim, large, wait=wait)
+        finally:
+            conn.execute("RESET maintenance_work_mem")
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+    def _watermarks(self, conn: Any, dim: int, space_id: int) -> list[tuple[int, str]]:
+        """The space's valid indexes of this dimension: (watermark, name), newest last."""
+        return sorted(
+            (watermark, name)
+            for name, (d, space, watermark, valid) in pg_schema.vector_indexes(conn).items()
+            if d == dim and space == space_id and valid
+        )
+
+    def _index_space(self, conn: Any, dim: int, space_id: int) -> bool:
+        """Build the space's index if it has none (step 1 of :meth:`_maintain`)."""
+        if self._watermarks(conn, dim, space_id):
+            return False
+        top = conn.execute("SELECT COALESCE(max(memory_rowid), 0) FROM embeddings WHERE space_id = %s", (space_id,)).fetchone()[0]
+        return pg_schema.build_space_index(conn, dim, space_id, int(top), concurrently=True)
+
+    def _graph_waiting(self, conn: Any, dim: int, spaces: Sequence[int], *, wait: bool) -> bool:
+        """Step 2 of :meth:`_maintain`: the rows added since each index's watermark.
+        True when some were left for a later pass (their space's writes go on)."""
+        deferred = False
+        stuck = 0
+        for space_id in spaces:
+            marks = self._watermarks(conn, dim, space_id)
+            while marks and self._pool is not None:
+                if len(marks) > 1:
+                    # A successor is ready: its predecessors go (graphing a row would
+                    # also insert it into them).
+                    pg_schema.drop_vector_indexes(conn, concurrently=True, names=[n for _, n in marks[:-1]])
+                    marks = marks[-1:]
+                watermark = marks[-1][0]
+                row = conn.execute(
+                    f"SELECT (SELECT count(*) FROM embeddings WHERE {pg_schema.waiting_rows(space_id, watermark)}), "
+                    "s.vectors, s.generation FROM spaces s WHERE s.id = %s",
+                    (space_id,),
+                ).fetchone()
+                if row is None or not row[0]:  # nothing waits (or a reset removed the space)
+                    break
+                waiting, vectors, generation = row
+                if waiting > max(vectors - waiting, self.exact_below):
+                    # A bulk load: one build up to the newest row, then the old index goes.
+                    top = conn.execute("SELECT max(memory_rowid) FROM embeddings WHERE space_id = %s", (space_id,)).fetchone()[0]
+                    pg_schema.build_space_index(conn, dim, space_id, int(top), concurrently=True)
+                    conn.execute("ANALYZE embeddings")
+                    marks = self._watermarks(conn, dim, space_id)
+                    continue
+                # Quiet: the space's version has not moved since a look QUIET s ago
+                # (this pass's or an earlier one's).
+                now = time.monotonic()
+                seen = self._looks.get(space_id)
+                if seen is None or seen[0] != generation:
+                    self._looks[space_id] = (generation, now)
+                quiet = seen is not None and seen[0] == generation and now - seen[1] >= QUIET
+                if not (wait or quiet or waiting >= self.exact_below):
+                    deferred = True  # writes go on: a later pass
+                    break
+                # The chunk's ids from the waiting rows' own index (see _approximate),
+                # then only the rows no writer holds: this pass never waits for one.
+                graphed = conn.execute(
+                    f"WITH ids AS MATERIALIZED (SELECT memory_rowid FROM embeddings WHERE {pg_schema.waiting_rows(space_id, watermark)} "
+                    "ORDER BY memory_rowid LIMIT %s), "
+                    "free AS (SELECT e.memory_rowid FROM embeddings e JOIN ids USING (memory_rowid) WHERE NOT e.graphed FOR UPDATE OF e SKIP LOCKED) "
+                    "UPDATE embeddings SET graphed = true WHERE memory_rowid IN (SELECT memory_rowid FROM free)",
+                    (GRAPH_CHUNK,),
+                ).rowcount
+                if graphed:
+                    stuck = 0
+                elif (stuck := stuck + 1) > 20:
+                    deferred = True  # held by writers for a second: a later pass
+                    break
+                else:
+                    time.sleep(0.05)  # every one held by a writer: let them finish
+        return deferred
+
+    @_translating("building vector indexes", decode=False)
+    def build_indexes(self) -> list[int]:
+        """Build now, and wait for, the HNSW index of every space holding more than
+        ``exact_below`` vectors that has none, and put every row added since in its
+        space's graph; returns the indexed spaces' ids. Searches have this done in
+        the background; a bulk load calls it to have the indexes ready."""
+        with self._pool_connection() as conn:
+            return self._maintain(conn, wait=True)[0]
+
+    @_translating("similarities")
+    def similarities(self, scope: ScopeFilter, vector: np.ndarray, memory_ids: Sequence[str]) -> dict[str, float]:
+        ids = _lookup_ids(memory_ids)
+        if not ids:
+            return {}
+        query = np.ascontiguousarray(vector, dtype=np.float32)
+        where, args = scope_where(scope, M)
+        with self._connection() as conn:
+            rows = conn.execute(
+                f"SELECT m.id, -(e.vector <#> %b) {FROM_MEMORIES} JOIN embeddings e ON e.memory_rowid = m.rowid "
+                f"WHERE {where} AND m.status = 'active' AND m.id = ANY(%s) AND vector_dims(e.vector) = %s",
+                [query, *args, ids, query.shape[0]],
+            ).fetchall()
+        return {mid: float(score) for mid, score in rows}
+
+    @_translating("speakers")
+    def speakers(self, scope: ScopeFilter) -> set[str]:
+        spaces, args = _space_filter(scope)
+        with self._connection() as conn:
+            rows = conn.execute(
+                f"SELECT DISTINCT m.speaker {FROM_MEMORIES} WHERE {spaces} AND m.status = 'active' AND m.speaker <> ''", args
+            ).fetchall()
+        return {_unescape(r[0]) for r in rows}
+
+    # full text ---------------------------------------------------------------------------
+    @_translating("text search")
+    def text_search(self, scope: ScopeFilter, query: str, *, k: int, cutoff: float | None, now: float) -> list[tuple[str, float]]:
+        terms = query_terms(query)
+        if not terms:
+            return []
+        spaces, space_args = _space_filter(scope)
+        with self._connection() as conn:
+            if self._text.enabled and self._local.batch is None:
+                # One large space: its in-process index (memorist.store.pg_text). Not
+                # inside a write transaction: the index holds committed writes only.
+                hits = self._text.search(conn, spaces, space_args, terms, k=int(k), run_id=scope.run_id, cutoff=cutoff, now=now)
+                if hits is not None:
+                    return hits
+            keep, keep_args = validity_where(cutoff, now, M)
+            if scope.run_id is not None:
+                keep += " AND m.run_id = %s"
+                keep_args.append(scope.run_id)
+            tsquery = " | ".join(_quote_lexeme(t) for t in terms)
+            rows = conn.execute(_BM25.format(spaces=spaces, keep=keep), [*space_args, *space_args, tsquery, terms, *keep_args, int(k)]).fetchall()
+        return [(mid, float(score)) for mid, score in rows]
+
+    @_translating("loading a full-text index")
+    def load_text_index(self, scope: ScopeFilter) -> bool:
+        """Load now the in-process full-text index of the one space ``scope`` names,
+        whatever its size within ``text_index_rows``; True when its searches are
+        ranked in process from now on. Searches load large spaces by themselves (a
+        very large one in the background); this warms one ahead of them."""
+        spaces, space_args = _space_filter(scope)
+        with self._connection() as conn:
+            return self._text.load(conn, spaces, space_args)
+
+    # history ---------------------------------------------------------------------------
+    def _events(self, where: str, args: Sequence[Any], limit: int | None = None, *, newest_first: bool = False) -> list[EventRecord]:
+        sql = f"{_EVENT_COLUMNS} WHERE {where} ORDER BY e.seq{' DESC' if newest_first else ''}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._connection() as conn:
+            rows = conn.execute(sql, args).fetchall()
+        return [
+            EventRecord(
+                seq=r[0], ts=r[1], op=r[2], memory_id=r[3],
+                scope=Scope(r[9] or "", r[10] or "", r[11] or "", r[4]),
+                actor=r[5], old_text=_unescape(r[6]), new_text=_unescape(r[7]), payload=json.loads(r[8]),
+            )
+            for r in rows
+        ]
+
+    @_translating("history")
+    def history(self, memory_id: str) -> list[EventRecord]:
+        if not _lookup_ids([memory_id]):
+            return []
+        return self._events("e.memory_id = %s", (memory_id,))
+
+    @_translating("events")
+    def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None,
+               newest_first: bool = False) -> list[EventRecord]:
+        where, args = "e.seq > %s", [since]
+        where, args = event_scope_where(where, args, scope, M)
+        if ops:
+            where += " AND e.op = ANY(%s)"
+            args.append(list(ops))
+        return self._events(where, args, limit, newest_first=newest_first)
+
+    @_translating("pending turns")
+    def pending_turns(self, scope: ScopeFilter | None = None, *, limit: int | None = None) -> list[EventRecord]:
+        # One query, as in SQLite: a pending turn is resolved by a later
+        # turn_processed event of its space naming it (both on the turns index).
+        where = (
+            "e.op = 'turn' AND (e.payload::json ->> 'pending') = 'true' AND NOT EXISTS ("
+            "SELECT 1 FROM events p WHERE p.space_id IS NOT DISTINCT FROM e.space_id AND p.seq > e.seq "
+            "AND p.op = 'turn_processed' AND (p.payload::json ->> 'turn_event') = e.seq::text)"
+        )
+        where, args = event_scope_where(where, [], scope, M)
+        return self._events(where, args, limit)
+
+    @_translating("stats")
+    def stats(self) -> dict[str, Any]:
+        identity = self.embedder_identity()
+        with self._connection() as conn:
+            q = conn.execute
+            by_status = dict(q("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
+            by_kind = dict(q("SELECT kind, count(*) FROM memories WHERE status = 'active' GROUP BY kind").fetchall())
+            users, spaces = q("SELECT count(DISTINCT user_id) FILTER (WHERE user_id <> ''), count(*) FROM spaces").fetchone()
+            events = q("SELECT count(*) FROM events").fetchone()[0]
+            size = q(
+                "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+                (self.schema,),
+            ).fetchone()[0]
+            version = pg_schema.schema_version(conn, self.schema, self.label)
+        return {
+            "path": self.label,
+            "schema_version": version,
+            "memories": int(by_status.get("active", 0)),
+            "deleted": int(by_status.get("deleted", 0)),
+            "archived": int(by_status.get("archived", 0)),
+            "by_kind": {k: int(v) for k, v in by_kind.items()},
+            "users": int(users),
+            "spaces": int(spaces),
+            "events": int(events),
+            "embedder": identity[0] if identity else None,
+            "dim": identity[1] if identity else None,
+            # Memorist's tables and their indexes (the database may hold others).
+            "size_bytes": int(size),
+            # This process's in-process full-text indexes of large spaces.
+            "text_indexes": self._text.stats(),
+        }
+
+    # access clock ------------------------------------------------------------------------
+    def touch(self, records: Sequence[MemoryRecord], *, query: str = "") -> None:
+        if not records:
+            return
+        with self._touch_lock:
+            by_space: dict[tuple[str, str, str], list[MemoryRecord]] = {}
+            for r in records:
+                by_space.setdefault(r.scope.space, []).append(r)
+            for space, recs in by_space.items():
+                self._touches.record(space, recs, query)
+            due = len(self._touches) >= FLUSH_EVERY
+        if due:
+            if self._local.conn is not None:
+                self._local.flush_due = True  # after the reading block: its connection is busy
+            else:
+                self.flush()
+
+    def _pending_touches(self, space: tuple[str, str, str]) -> int:
+        with self._touch_lock:
+            return self._touches.pending(space)
+
+    def _flush_touches(self, conn: Any) -> int:
+        """Write buffered retrievals in their own transaction (see
+        :mod:`memorist.store.touches`); returns how many were written, 0 when the
+        spaces were busy (they stay buffered). Call with ``_touch_lock`` held."""
+        flushed = len(self._touches)
+        if not flushed:
+            return 0
+        counts = self._touches.spaces()
+        keys = list(counts)
+        try:
+            with conn.transaction():
+                # Bookkeeping, not a memory: it need not wait for the disk, nor for
+                # writers that hold these spaces.
+                conn.execute(f"SET LOCAL lock_timeout = {_TOUCH_LOCK_TIMEOUT_MS}")
+                conn.execute("SET LOCAL synchronous_commit = off")
+                rows = conn.execute(
+                    "SELECT s.id, s.tenant_id, s.user_id, s.agent_id FROM spaces s "
+                    "JOIN unnest(%s::text[], %s::text[], %s::text[]) AS t(tenant_id, user_id, agent_id) "
+                    "ON s.tenant_id = t.tenant_id AND s.user_id = t.user_id AND s.agent_id = t.agent_id "
+                    "ORDER BY s.id FOR UPDATE OF s",
+                    ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]),
+                ).fetchall()
+                ids: dict[Any, int] = {}
+                with conn.cursor() as cur:
+                    for space_id, tenant, user, agent in rows:
+                        key = (tenant, user, agent)
+                        ids[key] = int(space_id)
+                        clock = conn.execute(
+                            "UPDATE spaces SET access_clock = access_clock + %s WHERE id = %s RETURNING access_clock",
+                            (counts[key], space_id),
+                        ).fetchone()[0]
+                        for cls, stamps in self._touches.stamps(key, int(clock)).items():
+                            stamps = [s for s in stamps if "\x00" not in s[2]]
+                            if stamps:
+                                # One statement per class; the column name comes from the
+                                # fixed class list, never from input.
+                                touches, marks, memory_ids = (list(c) for c in zip(*stamps, strict=True))
+                                cur.execute(
+                                    f"UPDATE memories m SET access_count = m.access_count + v.n, "
+                                    f"last_access_{cls} = GREATEST(m.last_access_{cls}, v.stamp) "
+                                    "FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) AS v(n, stamp, id) WHERE m.id = v.id",
+                                    (touches, marks, memory_ids),
+                                )
+                    entries = [(ts, ids[key], payload) for ts, key, payload in self._touches.log_entries() if key in ids]
+                    if entries:
+                        cur.executemany("INSERT INTO events (ts, op, space_id, payload) VALUES (%s, 'retrieve', %s, %s)", entries)
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected, psycopg.errors.QueryCanceled):
+            return 0
+        return flushed
+
+    @_translating("access clock")
+    def access_clock(self, scope: Scope) -> int:
+        with self._connection() as conn:
+            row = conn.execute(
+                "SELECT access_clock FROM spaces WHERE tenant_id = %s AND user_id = %s AND agent_id = %s", scope.space
+            ).fetchone()
+        if row is None:
+            return 0
+        return int(row[0]) + self._pending_touches(scope.space)
+
+    @_translating("writing retrieval bookkeeping", decode=False)
+    def flush(self) -> None:
+        """Write buffered retrieval bookkeeping now (unless the spaces are busy)."""
+        with self._touch_lock:
+            if not len(self._touches):
+                return
+            with self._pool_connection() as conn:
+                self._touches.taken(self._flush_touches(conn))
+
+    # maintenance -------------------------------------------------------------------------
+    @_translating("reindex", decode=False)
+    def reindex(self, embed: Callable[[list[str]], np.ndarray] | None = None, *, name: str | None = None, dim: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        self._identity_checked = 0
+        self.flush()
+        re_embedded = 0
+        with self._pool_connection() as conn:
+            with conn.transaction():
+                # Writers wait (readers do not) while the terms are written again.
+                conn.execute("LOCK TABLE memories, embeddings IN SHARE ROW EXCLUSIVE MODE")
+                conn.execute("UPDATE memories SET terms = '', term_count = 0 WHERE status <> 'active' AND (terms <> '' OR term_count <> 0)")
+                with conn.cursor(name="memorist_reindex") as rows, conn.cursor() as cur:
+                    rows.itersize = 2000
+                    rows.execute("SELECT rowid, search_text FROM memories WHERE status = 'active' ORDER BY rowid")
+                    rewrite = (
+                        "UPDATE memories m SET terms = v.terms::tsvector, term_count = v.n "
+                        "FROM unnest(%s::bigint[], %s::text[], %s::int[]) AS v(rowid, terms, n) WHERE m.rowid = v.rowid"
+                    )
+                    chunk: list[tuple[int, str, int]] = []
+                    for rowid, text in rows:
+                        chunk.append((rowid, *full_text(_unescape(text))))
+                        if len(chunk) >= 2000:
+                            cur.execute(rewrite, [list(column) for column in zip(*chunk, strict=True)])
+                            chunk = []
+                    if chunk:
+                        cur.execute(rewrite, [list(column) for column in zip(*chunk, strict=True)])
+                conn.execute("UPDATE spaces SET generation = generation + 1")
+            if embed is not None:
+                with conn.transaction():
+                    conn.execute("LOCK TABLE memories, embeddings IN SHARE ROW EXCLUSIVE MODE")
+                    rows = conn.execute(
+                        "SELECT rowid, space_id, search_text FROM memories WHERE status = 'active' ORDER BY rowid"
+                    ).fetchall()
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (pg_schema.lock_key("memorist", self.schema, "identity"),))
+                    # The indexes are built again once the vectors are in (faster than
+                    # row by row). Searches wait meanwhile: the old vectors cannot
+                    # answer the new embedder's queries.
+                    pg_schema.drop_vector_indexes(conn)
+                    conn.execute("TRUNCATE embeddings")
+                    conn.execute("UPDATE spaces SET vectors = 0, generation = generation + 1")
+                    with conn.cursor() as cur:
+                        for start in range(0, len(rows), 256):
+                            chunk = rows[start : start + 256]
+                            vectors = np.asarray(embed([_unescape(r[2]) for r in chunk]), dtype=np.float32)
+                            cur.executemany(
+                                "INSERT INTO embeddings (memory_rowid, space_id, vector) VALUES (%s, %s, %b)",
+                                [(r[0], r[1], vectors[i]) for i, r in enumerate(chunk)],
+                            )
+                            re_embedded += len(chunk)
+                            if progress:
+                                progress(re_embedded, len(rows))
+                    if name is not None and dim is not None:
+                        self._write_identity(conn, name, dim)
+                    conn.execute(
+                        "INSERT INTO events (ts, op, payload) VALUES (%s, 'reindex', %s)",
+                        (time.time(), dumps({"embedder": name, "re_embedded": re_embedded})),
+                    )
+            indexed = conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0]
+        self.build_indexes()  # the large spaces' HNSW indexes, missing or damaged ones too
+        return {"indexed": int(indexed), "re_embedded": re_embedded}
+
+    @_translating("reset", decode=False)
+    def reset(self) -> None:
+        self._identity_checked = 0
+        with self._touch_lock:
+            self._touches.clear()
+        with self._pool_connection() as conn, conn.transaction():
+            # Event seqs and space ids are never reused (readers keep positions in the
+            # log and space versions), so the sequences go on.
+            conn.execute("TRUNCATE embeddings, memories, events, spaces")
+            conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
+            pg_schema.drop_vector_indexes(conn)
+        self._text.forget()
+
+    def close(self) -> None:
+        pool = self._pool
+        if pool is None:
+            return
+        self._text.close()
+        try:
+            self.flush()
+        except StoreError:
+            pass  # bookkeeping only: closing must not fail for it
+        finally:
+            self._pool = None
+            pool.close()
+
+
+@functools.lru_cache(maxsize=65_536)
+def _space_lock_key(schema: str, tenant_id: str, user_id: str, agent_id: str) -> int:
+    return pg_schema.lock_key("memorist", schema, "space", tenant_id, user_id, agent_id)
+
+
+__all__ = ["EF_SEARCH", "EXACT_BELOW", "PostgresStore", "full_text", "query_terms"]

@@ -1,0 +1,1068 @@
+"""The embedded SQLite backend: one file, WAL, real transactions.
+
+Durability: every committed transaction's log is fsynced before the write returns
+(by Memorist right after the commit, outside the write lock: see
+:mod:`memorist.store.sqlite_checkpoint`), so a write that returned survives a crash
+or power loss. Retrieval bookkeeping (the
+access clock and per-memory touches) is the one exception: it is buffered and
+written with the next write transaction, on :meth:`close`, or every few dozen
+searches, because making every search an fsynced write would cost more than the
+search itself; a crash loses at most that buffer, never a memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigurationError, CorruptStoreError, EmbedderMismatchError, MemoristError, StoreError
+from ..model import EventRecord, MemoryRecord, Scope, Status
+from ..policies.text import index_terms, query_terms, stable_token
+from .base import Batch, ScopeFilter, Store
+from .codec import (
+    AT,
+    COLUMNS,
+    FROM_MEMORIES,
+    dumps,
+    record_values,
+    row_to_record,
+    speaker_of,
+    stored_row,
+)
+from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
+from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer, LogSync
+from .sqlite_errors import backoff, is_busy, is_corrupt
+from .sqlite_index import NAMED_SINCE, IndexCache, index_entry, last_seq, log_reaches
+from .touches import FLUSH_EVERY, TouchBuffer
+from .vector_index import Row, SpaceIndex
+
+
+class _SQLiteBatch(Batch):
+    def __init__(self, store: SQLiteStore, conn: sqlite3.Connection) -> None:
+        self._store = store
+        self._conn = conn
+        self.touched_spaces: set[int] = set()
+        self._space_ids: dict[tuple[str, str, str], int] = {}
+        # What the in-process vector indexes must learn once the commit succeeded.
+        self.index_upserts: dict[int, list[Row]] = {}
+        self.index_removals: dict[int, list[str]] = {}
+        self.last_seq = 0  # the last event this transaction appended
+
+    def _space(self, scope: Scope) -> int:
+        space = self._space_ids.get(scope.space)
+        if space is None:
+            space = self._store._space_id(self._conn, scope, create=True)
+            assert space is not None
+            self._space_ids[scope.space] = space
+        if space not in self.touched_spaces:
+            self.touched_spaces.add(space)
+            self._conn.execute("UPDATE spaces SET generation = generation + 1 WHERE id = ?", (space,))
+        return space
+
+    def _append(self, op: str, space: int | None, scope: Scope, memory_id: str | None, old: str | None, new: str | None, actor: str, payload: dict[str, Any] | None) -> int:
+        cur = self._conn.execute(
+            "INSERT INTO events (ts, op, space_id, memory_id, run_id, actor, old_text, new_text, payload) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (time.time(), op, space, memory_id, scope.run_id, actor, old, new, dumps(payload or {})),
+        )
+        self.last_seq = int(cur.lastrowid or 0)
+        return self.last_seq
+
+    def _index_row(self, space: int, record: MemoryRecord, vector: np.ndarray | None, rowid: int | None = None, values: dict[str, Any] | None = None) -> None:
+        """Write the vector (when given) and queue the row for the in-process index.
+
+        Without a new vector the stored one is kept, so an edit of the text alone
+        still refreshes the row's BM25 terms and times.
+        """
+        if rowid is None:
+            rowid = self._conn.execute("SELECT rowid FROM memories WHERE id = ?", (record.id,)).fetchone()[0]
+        if vector is not None:
+            vector = np.ascontiguousarray(vector, dtype=np.float32)
+            self._store._record_identity(self._conn, vector.shape[0])
+            self._conn.execute(
+                "INSERT OR REPLACE INTO embeddings (memory_rowid, space_id, vector) VALUES (?, ?, ?)",
+                (rowid, space, vector.tobytes()),
+            )
+        else:
+            stored = self._conn.execute("SELECT vector FROM embeddings WHERE memory_rowid = ?", (rowid,)).fetchone()
+            vector = np.frombuffer(stored[0], dtype=np.float32) if stored else None
+        row = index_entry(stored_row(record, values), vector, speaker_of(record.metadata))
+        self.index_upserts.setdefault(space, []).append(row)
+
+    def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None:
+        space = self._space(record.scope)
+        values = record_values(record)
+        values["space_id"] = space
+        cols = ", ".join(values)
+        marks = ", ".join(f":{c}" for c in values)
+        try:
+            cur = self._conn.execute(f"INSERT INTO memories ({cols}) VALUES ({marks})", values)
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"memory id already exists: {record.id!r}") from exc
+        if record.status is Status.ACTIVE:
+            self._index_row(space, record, vector, cur.lastrowid, values)
+        self._append("add", space, record.scope, record.id, None, record.text, actor, payload)
+
+    def update(self, record: MemoryRecord, vector: np.ndarray | None, *, old_text: str, op: str = "update", actor: str = "", payload: dict[str, Any] | None = None) -> None:
+        space = self._space(record.scope)
+        values = record_values(record)
+        values["space_id"] = space
+        assignments = ", ".join(f"{c} = :{c}" for c in values if c != "id")
+        cur = self._conn.execute(f"UPDATE memories SET {assignments} WHERE id = :id", values)
+        if cur.rowcount != 1:
+            raise StoreError(f"memory not found for update: {record.id!r}")
+        if record.status is not Status.ACTIVE:
+            self._drop_vector(space, record.id)
+        else:
+            self._index_row(space, record, vector, values=values)
+        self._append(op, space, record.scope, record.id, old_text, record.text, actor, payload)
+
+    def _drop_vector(self, space: int, memory_id: str) -> None:
+        self._conn.execute(
+            "DELETE FROM embeddings WHERE memory_rowid = (SELECT rowid FROM memories WHERE id = ?)",
+            (memory_id,),
+        )
+        self.index_removals.setdefault(space, []).append(memory_id)
+
+    def delete(self, record: MemoryRecord, *, op: str = "delete", actor: str = "", payload: dict[str, Any] | None = None) -> None:
+        space = self._space(record.scope)
+        cur = self._conn.execute(
+            "UPDATE memories SET status = 'deleted', updated_at = ? WHERE id = ? AND status != 'deleted'",
+            (time.time(), record.id),
+        )
+        if cur.rowcount != 1:
+            raise StoreError(f"memory not found for delete: {record.id!r}")
+        self._drop_vector(space, record.id)
+        self._append(op, space, record.scope, record.id, record.text, None, actor, payload)
+
+    def find_active_hash(self, scope: Scope, content_hash: str) -> str | None:
+        row = self._conn.execute(active_hash_sql(), (*scope.space, content_hash)).fetchone()
+        return row[0] if row else None
+
+    def event(self, op: str, scope: Scope, *, memory_id: str | None = None, old_text: str | None = None, new_text: str | None = None, actor: str = "", payload: dict[str, Any] | None = None) -> int:
+        space = self._store._space_id(self._conn, scope, create=True)
+        return self._append(op, space, scope, memory_id, old_text, new_text, actor, payload)
+
+    # The store's reads run on this same connection, so inside the transaction they
+    # see its uncommitted writes, and the write lock keeps every other writer out.
+    def get_many(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        return self._store.get_many(memory_ids)  # always read: the transaction's own writes count
+
+    def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        return self._store.list_bullets(scope)
+
+    def space_version(self, scope: Scope) -> int:
+        return self._store.space_version(scope)
+
+    def changes_since(self, scope: Scope, position: int) -> list[tuple[str, np.ndarray | None]] | None:
+        # One writer per file: the log's order is its commit order.
+        if log_reaches(self._conn, position) is None:
+            return None
+        space = self._store._space_id(self._conn, scope, create=False)
+        if space is None:
+            return []
+        rows = self._conn.execute(
+            f"SELECT m.id, m.status, e.vector FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.rowid WHERE {NAMED_SINCE}",
+            {"space": space, "s": position},
+        ).fetchall()
+        return [
+            (mid, np.frombuffer(blob, dtype=np.float32) if status == "active" and blob is not None else None)
+            for mid, status, blob in rows
+        ]
+
+    def advance_clock(self, scope: Scope, n: int = 1) -> int:
+        space = self._store._space_id(self._conn, scope, create=True)
+        if n:
+            self._conn.execute("UPDATE spaces SET access_clock = access_clock + ? WHERE id = ?", (int(n), space))
+        return int(self._conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0])
+
+
+def _disk_size(path: str) -> int:
+    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+
+
+# Waiting for another writer's lock (see SQLiteStore._begin): the first sleep, and
+# the longest, between two looks at the lock.
+_LOCK_POLL_FIRST = 0.001
+_LOCK_POLL_CAP = 0.02
+#: The page cache's ceiling per connection, in KiB (see __init__).
+CACHE_KIB = 64 * 1024
+
+
+def _store_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Let no SQLite error (or undecodable row) out of a store read raw.
+
+    A damaged file becomes :class:`CorruptStoreError`, anything else SQLite raises a
+    :class:`StoreError` (see :meth:`SQLiteStore._error`). A stored value the
+    decoders refuse (an unknown kind, a vector of a broken length) can only come
+    from damage or a foreign writer: :class:`CorruptStoreError` too. Memorist's own
+    errors pass unchanged, except a StoreError raised over a damaged file, which is
+    made a CorruptStoreError.
+    """
+    return _translating(method, decode=True)
+
+
+def _store_write_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Like :func:`_store_errors` for maintenance writes, which run callers' code
+    (an embedder, a progress callback): only SQLite's errors are translated."""
+    return _translating(method, decode=False)
+
+
+def _translating(method: Callable[..., Any], *, decode: bool) -> Callable[..., Any]:
+    name = method.__name__.strip("_").replace("_", " ")
+    decode_errors: tuple[type[BaseException], ...] = (KeyError, ValueError) if decode else ()
+
+    @functools.wraps(method)
+    def wrapper(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except CorruptStoreError:
+            raise
+        except StoreError as exc:
+            if is_corrupt(exc):
+                raise CorruptStoreError(f"{exc}; the file is damaged: run `memorist check`") from exc
+            raise
+        except MemoristError:
+            raise
+        except sqlite3.Error as exc:
+            raise self._error(exc, name) from exc
+        except AttributeError as exc:
+            if getattr(self, "_conn", None) is None:  # close() dropped the connection
+                raise StoreError(f"{self.path} is closed") from exc
+            raise
+        except UnicodeEncodeError as exc:  # an argument SQLite cannot take, not a stored row
+            raise StoreError(f"{self.path}: {name} failed: {exc}") from exc
+        except decode_errors as exc:
+            raise CorruptStoreError(
+                f"{self.path}: a stored row cannot be decoded in {name} ({type(exc).__name__}: {exc}); "
+                "the file is damaged or was written by something else: run `memorist check`"
+            ) from exc
+
+    return wrapper
+
+
+class SQLiteStore(Store):
+    """Memorist's default store: a single SQLite file (or ``":memory:"``)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
+        self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
+        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float) or not 0 <= busy_timeout <= 86_400:
+            raise ConfigurationError(f"busy_timeout must be seconds from 0 to 86400, got {busy_timeout!r}")
+        #: Seconds a write waits for another connection's write lock before failing.
+        self.busy_timeout = float(busy_timeout)
+        if self.path != ":memory:":
+            parent = Path(self.path).resolve().parent
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store's folder {parent}: {exc}") from exc
+        self._lock = threading.RLock()
+        self._bound: tuple[str, int] | None = None
+        # The vector dimension already checked against meta in this session (0: not yet).
+        # A failed transaction may have recorded nothing, so it is only trusted
+        # once the identity was read back from the store.
+        self._identity_checked = 0
+        self._indexes = IndexCache(self.path)
+        self._touches = TouchBuffer()
+        self._checkpointer = Checkpointer(self.path) if self.path != ":memory:" else None
+        self._log_sync: LogSync | None = None  # set once the file is known to be in WAL mode
+        self._log_failed: StoreError | None = None  # a commit whose log could not be synced
+        # What reads learnt of the spaces table (ids and generations), valid while
+        # nothing is committed: this connection's commits clear it, and SQLite's
+        # data_version tells when another connection committed.
+        self._space_cache: dict[tuple[str, str | None, str | None], list[tuple[int, int]]] = {}
+        self._data_version = -1
+        self._reading = 0  # depth of reading() blocks: inside, the cache was checked once
+        try:
+            # The busy timeout covers what waits inside SQLite (opening, reads during
+            # another process's WAL recovery); writes wait in _begin.
+            self._conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        try:
+            # Check what the file is before changing anything in it: a foreign
+            # database must be left exactly as it was.
+            self.schema_version()
+            # Switching a new file to WAL needs its exclusive lock, and SQLite does
+            # not wait for it (the connection already reads): wait here.
+            self._when_unlocked("PRAGMA journal_mode = WAL")
+            database = self._conn.execute("SELECT file FROM pragma_database_list WHERE name = 'main'").fetchone()[0]
+            if database and self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                # NORMAL syncs the log at checkpoints only; every commit's sync is
+                # LogSync's, taken once the write lock is free (sqlite_checkpoint).
+                self._log_sync = LogSync(database)
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+            else:  # no log of its own to sync (in memory, or a file system without WAL)
+                self._conn.execute("PRAGMA synchronous = FULL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            # Checkpoints are the thread's (sqlite_checkpoint.py); this is the backstop.
+            self._conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+            # Room for the index pages a large scope's writes touch (SQLite's default
+            # is 2 MiB); a ceiling, filled only as pages are read.
+            self._conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            if is_busy(exc):  # another process kept the file locked (creating it, say)
+                raise self._error(exc, "open") from exc
+            raise CorruptStoreError(f"{self.path} is not a readable Memorist store: {exc}") from exc
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # schema ----------------------------------------------------------------------
+    def schema_version(self) -> int:
+        # One statement, one snapshot: a process creating the store at this moment
+        # must not be seen half-way (tables but no meta yet).
+        has_meta, others = self._conn.execute(
+            "SELECT count(*) FILTER (WHERE name = 'meta'), count(*) FROM sqlite_master WHERE type = 'table'"
+        ).fetchone()
+        if not has_meta:
+            if others:
+                raise CorruptStoreError(f"{self.path} is a SQLite database but not a Memorist store")
+            return 0
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self, target: int = SCHEMA_VERSION) -> None:
+        current = self.schema_version()
+        if current > SCHEMA_VERSION:
+            raise CorruptStoreError(
+                f"{self.path} has schema version {current}, newer than this Memorist "
+                f"understands ({SCHEMA_VERSION}); upgrade memorist"
+            )
+        for version in range(current + 1, target + 1):
+            with self._write() as conn:
+                # Another process opening the same new file may have migrated it
+                # between the read above and this write lock.
+                if self.schema_version() >= version:
+                    continue
+                # executescript would commit on its own; run statement by statement
+                # so a failing migration rolls back whole.
+                step = MIGRATIONS[version - 1]
+                if callable(step):
+                    step(conn)
+                else:
+                    for statement in _split_sql(step):
+                        conn.execute(statement)
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(version),),
+                )
+
+    # transactions ----------------------------------------------------------------
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction. Once it committed, its log is synced; if that
+        fails, :class:`_Unflushed` (a :class:`StoreError`) is raised after the
+        commit, and the store takes no further write (see sqlite_checkpoint)."""
+        with self._lock:
+            self._require_open()
+            if self._log_failed is not None:
+                raise StoreError(f"{self._log_failed} Close the store and open it again to write.")
+            self._begin()
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+            finally:
+                # Reads inside the transaction may have cached what it changed.
+                self._space_cache.clear()
+            if self._checkpointer is not None:
+                self._checkpointer.committed()
+            # The write lock is free now: other writers go on during the sync.
+            self._sync_log()
+
+    def _sync_log(self) -> None:
+        if self._log_sync is None:
+            return
+        try:
+            self._log_sync.sync()
+        except OSError as exc:
+            self._log_failed = _Unflushed(f"{self.path}: a write committed but its log could not be flushed to disk ({exc}).")
+            raise self._log_failed from exc
+
+    def _require_open(self) -> None:
+        if getattr(self, "_conn", None) is None:
+            raise StoreError(f"{self.path} is closed")
+
+    def _begin(self) -> None:
+        """``BEGIN IMMEDIATE``: take the write lock, waiting up to ``busy_timeout``.
+
+        Not with SQLite's own busy handler: it sleeps longer and longer between
+        looks at the lock (100 ms from the 12th on), so under steady contention
+        (several processes importing in batches) a waiting writer rarely looks in
+        the short gap between two transactions of another process and can be
+        starved past any timeout, while the others take turns. Here a waiting
+        writer looks again after short jittered sleeps growing from 1 ms to 20 ms:
+        every waiter has about the same chance at each gap.
+        """
+        self._when_unlocked("BEGIN IMMEDIATE")
+
+    def _when_unlocked(self, sql: str) -> None:
+        """Run ``sql``, trying again while another connection holds the lock it
+        needs, for up to ``busy_timeout`` (see :meth:`_begin`)."""
+        conn = self._conn
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            deadline = time.monotonic() + self.busy_timeout
+            attempt = 0
+            while True:
+                try:
+                    conn.execute(sql)
+                    return
+                except sqlite3.OperationalError as exc:
+                    if not is_busy(exc) or time.monotonic() >= deadline:
+                        raise
+                time.sleep(min(backoff(attempt, first=_LOCK_POLL_FIRST, cap=_LOCK_POLL_CAP), max(0.0, deadline - time.monotonic())))
+                attempt += 1
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+
+    def _rollback(self) -> None:
+        """Undo the open transaction, if SQLite has not already (it does after some
+        errors); a failing rollback must not hide the error that caused it."""
+        try:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+    def _error(self, exc: BaseException, action: str) -> StoreError:
+        """The Memorist error for a SQLite failure of ``action`` (a few words)."""
+        if is_corrupt(exc):
+            return CorruptStoreError(
+                f"{self.path} is damaged ({exc}; during {action}): run `memorist check`, "
+                "and restore a backup (`memorist backup`) if it confirms the damage"
+            )
+        if is_busy(exc):
+            return StoreError(
+                f"{self.path}: {action} failed: another process kept the database locked "
+                f"for more than the busy timeout ({self.busy_timeout:g} s; setting busy_timeout "
+                "or MEMORIST_BUSY_TIMEOUT)"
+            )
+        return StoreError(f"{self.path}: {action} failed: {exc}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[Batch]:
+        with self._lock:
+            try:
+                with self._write() as conn:
+                    flushed = self._flush_touches(conn)
+                    batch = _SQLiteBatch(self, conn)
+                    yield batch
+                    generations = self._generations(conn, batch.touched_spaces)
+            except _Unflushed:
+                self._touches.taken(flushed)  # committed: not to be written again
+                self._indexes.clear()
+                raise
+            except sqlite3.Error as exc:
+                self._indexes.clear()
+                raise self._error(exc, "write") from exc
+            # Only a committed flush empties the buffer: a rolled-back transaction
+            # must not lose the retrievals recorded before it.
+            self._touches.taken(flushed)
+            self._indexes.apply(generations, batch.index_upserts, batch.index_removals, batch.last_seq)
+
+    def _generations(self, conn: sqlite3.Connection, spaces: set[int]) -> dict[int, int]:
+        if not spaces:
+            return {}
+        marks = ",".join("?" * len(spaces))
+        rows = conn.execute(f"SELECT id, generation FROM spaces WHERE id IN ({marks})", tuple(spaces))
+        return dict(rows.fetchall())
+
+    # spaces ----------------------------------------------------------------------
+    def _space_id(self, conn: sqlite3.Connection, scope: Scope, *, create: bool) -> int | None:
+        row = conn.execute(
+            "SELECT id FROM spaces WHERE tenant_id = ? AND user_id = ? AND agent_id = ?", scope.space
+        ).fetchone()
+        if row:
+            return int(row[0])
+        if not create:
+            return None
+        # Ids are never reused, not even after a reset (see reset): another process's
+        # index of a space removed by it must not pass for the new space's.
+        cur = conn.execute(
+            "INSERT INTO spaces (id, tenant_id, user_id, agent_id, created_at) VALUES ("
+            "(SELECT max(COALESCE(max(id), 0), "
+            "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'space_id_floor'), 0)) + 1 FROM spaces), "
+            "?, ?, ?, ?)",
+            (*scope.space, time.time()),
+        )
+        return int(cur.lastrowid or 0)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._lock:
+            self._require_open()
+            self._check_data_version()
+            self._reading += 1
+            try:
+                yield
+            finally:
+                self._reading -= 1
+
+    def _check_data_version(self) -> None:
+        """Forget the cached spaces if another connection committed since the last look."""
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._data_version = version
+            self._space_cache.clear()
+
+    def _spaces(self, scope: ScopeFilter) -> list[tuple[int, int]]:
+        """``(space_id, generation)`` of every space the filter can see.
+
+        Answers are cached until the database changes: this connection's commits
+        clear the cache, and SQLite's data_version tells when another connection
+        committed (checked once per :meth:`reading` block, else on every call).
+        """
+        if not self._reading:
+            self._check_data_version()
+        key = (scope.tenant_id, scope.user_id, scope.agent_id)
+        spaces = self._space_cache.get(key)
+        if spaces is None:
+            sql = "SELECT id, generation FROM spaces WHERE tenant_id = ?"
+            args: list[Any] = [scope.tenant_id]
+            if scope.user_id is not None:
+                sql += " AND user_id = ?"
+                args.append(scope.user_id)
+            if scope.agent_id is not None:
+                sql += " AND agent_id = ?"
+                args.append(scope.agent_id)
+            spaces = [(int(a), int(b)) for a, b in self._conn.execute(sql, args).fetchall()]
+            if len(self._space_cache) >= 1024:
+                self._space_cache.clear()
+            self._space_cache[key] = spaces
+        return spaces
+
+    # embedder identity -----------------------------------------------------------
+    @_store_errors
+    def embedder_identity(self) -> tuple[str, int] | None:
+        with self._lock:
+            rows = dict(
+                self._conn.execute(
+                    "SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')"
+                ).fetchall()
+            )
+        if "embedder_name" not in rows:
+            return None
+        return rows["embedder_name"], int(rows["embedder_dim"])
+
+    def bind_embedder(self, name: str, dim: int) -> None:
+        self._bound = (name, dim)
+        self._identity_checked = 0
+
+    def _record_identity(self, conn: sqlite3.Connection, dim: int) -> None:
+        """Inside a write: record the bound identity if the store has none yet."""
+        if self._identity_checked == dim:
+            return
+        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')").fetchall())
+        bound = self._bound
+        if "embedder_name" in rows:
+            stored = (rows["embedder_name"], int(rows["embedder_dim"]))
+            if stored[1] != dim or (bound is not None and stored != bound):
+                raise EmbedderMismatchError(
+                    f"{self.path} holds vectors of {stored[0]} ({stored[1]} dims); "
+                    f"refusing to write vectors of {bound[0] if bound else 'another embedder'} ({dim} dims)"
+                )
+            self._identity_checked = dim
+            return
+        if bound is None or bound[1] != dim:
+            raise StoreError(f"{self.path}: no embedder bound for a {dim}-dim vector; call bind_embedder first")
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_name', ?)", (bound[0],))
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
+
+    @_store_write_errors
+    def set_embedder_identity(self, name: str, dim: int) -> None:
+        self._identity_checked = 0
+        with self._write() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_name', ?)", (name,))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
+
+    # reads -----------------------------------------------------------------------
+    @_store_errors
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        with self._lock:
+            row = self._conn.execute(f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE m.id = ?", (memory_id,)).fetchone()
+        return row_to_record(row) if row else None
+
+    @_store_errors
+    def get_many(
+        self, memory_ids: Sequence[str], *, scope: ScopeFilter | None = None, exact_access: bool = True
+    ) -> dict[str, MemoryRecord]:
+        """Memories by id, whatever their status.
+
+        With a ``scope`` and ``exact_access=False`` (a search that shows its results
+        and ranks by nothing that reads access bookkeeping), the live memories of the
+        scope's loaded indexes are decoded from the rows they hold, with no read:
+        every field is current except the access counts and last-access marks,
+        which may lag behind retrievals (they change without a new index generation).
+        """
+        out: dict[str, MemoryRecord] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        with self._lock:
+            if scope is not None and not exact_access:
+                # Only indexes already loaded and current: a read never loads one.
+                indexes = [
+                    index
+                    for space, generation in self._spaces(scope)
+                    if (index := self._indexes.current(space, generation)) is not None
+                ]
+                unread = []
+                for mid in ids:
+                    for index in indexes:
+                        stored = index.stored(mid)
+                        if stored is not None:
+                            out[mid] = row_to_record(stored)
+                            break
+                    else:
+                        unread.append(mid)
+                ids = unread
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for row in self._conn.execute(f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE m.id IN ({marks})", chunk):
+                    out[row[0]] = row_to_record(row)
+        return out
+
+    @_store_errors
+    def list(self, scope: ScopeFilter, *, limit: int | None = None, cutoff: float | None = None, now: float | None = None, status: Status = Status.ACTIVE) -> list[MemoryRecord]:
+        where, args = scope_where(scope)
+        where += " AND m.status = ?"
+        args.append(status.value)
+        valid, valid_args = validity_where(cutoff, now)
+        where += valid
+        args += valid_args
+        sql = f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE {where} ORDER BY m.created_at DESC, m.rowid DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        with self._lock:
+            return [row_to_record(r) for r in self._conn.execute(sql, args)]
+
+    @_store_errors
+    def find_by_hash(self, scope: ScopeFilter, content_hash: str) -> list[MemoryRecord]:
+        where, args = scope_where(scope)
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE {where} AND m.status = 'active' AND m.content_hash = ?",
+                (*args, content_hash),
+            ).fetchall()
+        return [row_to_record(r) for r in rows]
+
+    @_store_errors
+    def ids_with_prefix(self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2) -> list[str]:
+        # A range, not LIKE: ids may hold % or _, and the range uses the id index.
+        where = "s.tenant_id = ? AND m.id >= ? AND m.id < ?"
+        if not include_deleted:
+            where += " AND m.status != 'deleted'"
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT m.id {FROM_MEMORIES} WHERE {where} ORDER BY m.id LIMIT ?", (tenant_id, prefix, prefix + "\U0010ffff", limit)
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    @_store_errors
+    def user_counts(
+        self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000
+    ) -> dict[str, int]:
+        sql, args = user_counts_sql(tenant_id, now=now, cutoff=cutoff, only=only, limit=limit)
+        with self._lock:
+            return {user: int(n) for user, n in self._conn.execute(sql, args).fetchall()}
+
+    @_store_errors
+    def count(self, scope: ScopeFilter) -> int:
+        where, args = scope_where(scope)
+        with self._lock:
+            return int(self._conn.execute(f"SELECT count(*) {FROM_MEMORIES} WHERE {where} AND m.status = 'active'", args).fetchone()[0])
+
+    # playbooks -----------------------------------------------------------------------
+    @_store_errors
+    def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        where, args = scope_where(scope)
+        sql = (
+            f"SELECT {COLUMNS}, e.vector {FROM_MEMORIES} LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+            f"WHERE {where} AND m.status = 'active' AND m.section != '' ORDER BY m.created_at, m.rowid"
+        )
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        return [
+            (row_to_record(r[:-1]), None if r[-1] is None else np.frombuffer(r[-1], dtype=np.float32))
+            for r in rows
+        ]
+
+    @_store_errors
+    def log_position(self) -> int:
+        with self._lock:
+            return last_seq(self._conn)
+
+    @_store_errors
+    def space_version(self, scope: Scope) -> int:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT id, generation FROM spaces WHERE tenant_id = ? AND user_id = ? AND agent_id = ?", scope.space
+            ).fetchone()
+        # The space id is part of it: a space deleted by reset() and created again
+        # must not look like the one a reader loaded before.
+        return 0 if row is None else (int(row[0]) << 32) + int(row[1])
+
+    # vector search -----------------------------------------------------------------
+    def _index(self, space: int, generation: int) -> SpaceIndex:
+        """The space's in-process index, current to ``generation`` (see :class:`IndexCache`)."""
+        return self._indexes.get(self._conn, space, generation, self._dim)
+
+    def _dim(self) -> int:
+        identity = self.embedder_identity()
+        return identity[1] if identity else 0
+
+    @_store_errors
+    def speakers(self, scope: ScopeFilter) -> set[str]:
+        with self._lock:
+            names: set[str] = set()
+            for space, generation in self._spaces(scope):
+                names |= self._index(space, generation).speakers()
+            return names
+
+    @_store_errors
+    def vector_search(
+        self,
+        scope: ScopeFilter,
+        vector: np.ndarray,
+        *,
+        k: int | None,
+        cutoff: float | None,
+        now: float,
+        window: tuple[float, float] | None = None,
+        speaker: str | None = None,
+    ) -> list[tuple[str, float]]:
+        with self._lock:
+            hits: list[tuple[str, float]] = []
+            spaces = self._spaces(scope)
+            for space, generation in spaces:
+                index = self._index(space, generation)
+                if index.dim == 0:
+                    # No vector stored yet anywhere (a space made by turns that gave
+                    # no memory): nothing to find, not a dimension mismatch.
+                    continue
+                if index.dim != vector.shape[0]:
+                    raise StoreError(
+                        f"query vector has {vector.shape[0]} dims but the store's vectors have {index.dim}"
+                    )
+                hits.extend(index.search(vector, k=k, run_id=scope.run_id, cutoff=cutoff, now=now, window=window, speaker=speaker))
+        if len(spaces) > 1:
+            hits.sort(key=lambda h: -h[1])
+            if k is not None:
+                hits = hits[:k]
+        return hits
+
+    @_store_errors
+    def similarities(self, scope: ScopeFilter, vector: np.ndarray, memory_ids: Sequence[str]) -> dict[str, float]:
+        wanted = list(memory_ids)
+        found: dict[str, float] = {}
+        with self._lock:
+            for space, generation in self._spaces(scope):
+                if len(found) == len(wanted):
+                    break
+                index = self._index(space, generation)
+                if index.dim != vector.shape[0]:
+                    continue
+                scores = index.similarities(vector, [m for m in wanted if m not in found])
+                if scope.run_id is not None:
+                    run = AT["run_id"]
+                    scores = {m: v for m, v in scores.items() if (row := index.stored(m)) is not None and row[run] == scope.run_id}
+                found.update(scores)
+        return found
+
+    @_store_errors
+    def text_search(self, scope: ScopeFilter, query: str, *, k: int, cutoff: float | None, now: float) -> list[tuple[str, float]]:
+        with self._lock:
+            spaces = self._spaces(scope)
+            if len(spaces) == 1:
+                # The common case, one user's space: BM25 on the in-process index.
+                index = self._index(*spaces[0])
+                return index.search_text(index_terms(query), k=k, run_id=scope.run_id, cutoff=cutoff, now=now)
+        if not spaces:
+            return []
+        # A scope spanning many spaces (an agent across all its users, say) asks
+        # the durable FTS5 index instead of loading every space into memory.
+        return self._fts_search(scope, query_terms(query), k=k, cutoff=cutoff, now=now)
+
+    @_store_errors
+    def _fts_search(self, scope: ScopeFilter, terms: Sequence[str], *, k: int, cutoff: float | None, now: float) -> list[tuple[str, float]]:
+        if not terms:
+            return []
+        scope_terms = [stable_token("t", scope.tenant_id)]
+        for prefix, value in (("u", scope.user_id), ("a", scope.agent_id), ("r", scope.run_id)):
+            if value is not None:
+                scope_terms.append(stable_token(prefix, value))
+        words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        match = "scope_key : (" + " AND ".join(scope_terms) + ") AND search_text : (" + words + ")"
+        sql = (
+            "SELECT m.id, bm25(memories_fts, 1.0, 0.0) AS rank FROM memories_fts "
+            "JOIN memories m ON m.rowid = memories_fts.rowid "
+            "WHERE memories_fts MATCH ? AND m.status = 'active' AND (m.valid_to IS NULL OR m.valid_to > ?)"
+        )
+        args: list[Any] = [match, now]
+        if cutoff is not None:
+            sql += " AND COALESCE(m.updated_at, m.created_at) >= ?"
+            args.append(cutoff)
+        sql += " ORDER BY rank LIMIT ?"
+        args.append(k)
+        with self._lock:
+            try:
+                rows = self._conn.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"full-text search failed for terms {list(terms)!r}: {exc}") from exc
+        # FTS5's bm25() is negative (lower is better); report the usual positive form.
+        return [(r[0], -float(r[1])) for r in rows]
+
+    # history -----------------------------------------------------------------------
+    def _events(self, where: str, args: Sequence[Any], limit: int | None = None, *, newest_first: bool = False) -> list[EventRecord]:
+        sql = (
+            "SELECT e.seq, e.ts, e.op, e.memory_id, e.run_id, e.actor, e.old_text, e.new_text, "
+            "e.payload, s.tenant_id, s.user_id, s.agent_id FROM events e "
+            f"LEFT JOIN spaces s ON s.id = e.space_id WHERE {where} ORDER BY e.seq{' DESC' if newest_first else ''}"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        return [
+            EventRecord(
+                seq=r[0], ts=r[1], op=r[2], memory_id=r[3],
+                scope=Scope(r[9] or "", r[10] or "", r[11] or "", r[4]),
+                actor=r[5], old_text=r[6], new_text=r[7], payload=json.loads(r[8]),
+            )
+            for r in rows
+        ]
+
+    @_store_errors
+    def history(self, memory_id: str) -> list[EventRecord]:
+        return self._events("e.memory_id = ?", (memory_id,))
+
+    @_store_errors
+    def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None,
+               newest_first: bool = False) -> list[EventRecord]:
+        where, args = "e.seq > ?", [since]
+        where, args = event_scope_where(where, args, scope)
+        if ops:
+            where += f" AND e.op IN ({','.join('?' * len(ops))})"
+            args.extend(ops)
+        return self._events(where, args, limit, newest_first=newest_first)
+
+    @_store_errors
+    def pending_turns(self, scope: ScopeFilter | None = None, *, limit: int | None = None) -> list[EventRecord]:
+        # One query; the resolving event is looked up in its space from the turn on
+        # (the events_space index), so the cost grows with pending turns, not the log.
+        where = (
+            "e.op = 'turn' AND json_extract(e.payload, '$.pending') = 1 AND NOT EXISTS ("
+            "SELECT 1 FROM events p WHERE p.space_id IS e.space_id AND p.seq > e.seq "
+            "AND p.op = 'turn_processed' AND json_extract(p.payload, '$.turn_event') = e.seq)"
+        )
+        where, args = event_scope_where(where, [], scope)
+        return self._events(where, args, limit)
+
+    @_store_errors
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            q = self._conn.execute
+            by_status = dict(q("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
+            by_kind = dict(q("SELECT kind, count(*) FROM memories WHERE status = 'active' GROUP BY kind").fetchall())
+            identity = self.embedder_identity()
+            return {
+                "path": self.path,
+                "schema_version": self.schema_version(),
+                "memories": by_status.get("active", 0),
+                "deleted": by_status.get("deleted", 0),
+                "archived": by_status.get("archived", 0),
+                "by_kind": by_kind,
+                "users": q("SELECT count(DISTINCT user_id) FROM spaces WHERE user_id != ''").fetchone()[0],
+                "spaces": q("SELECT count(*) FROM spaces").fetchone()[0],
+                "events": q("SELECT count(*) FROM events").fetchone()[0],
+                "embedder": identity[0] if identity else None,
+                "dim": identity[1] if identity else None,
+                # The write-ahead log holds recent commits until a checkpoint: the
+                # store's size on disk is both files.
+                "size_bytes": _disk_size(self.path) if self.path != ":memory:" else None,
+            }
+
+    # access clock --------------------------------------------------------------------
+    def touch(self, records: Sequence[MemoryRecord], *, query: str = "") -> None:
+        if not records:
+            return
+        with self._lock:
+            by_space: dict[tuple[str, str, str], list[MemoryRecord]] = {}
+            for r in records:
+                by_space.setdefault(r.scope.space, []).append(r)
+            for (tenant, user, agent), recs in by_space.items():
+                spaces = self._spaces(ScopeFilter(tenant, user, agent))
+                if spaces:
+                    self._touches.record(spaces[0][0], recs, query)
+            if len(self._touches) >= FLUSH_EVERY:
+                self.flush()
+
+    def _flush_touches(self, conn: sqlite3.Connection) -> int:
+        """Write buffered retrievals (see :mod:`memorist.store.touches`): clock advance,
+        per-memory touch, retrieve events. Returns how many buffered retrievals were
+        written; the caller forgets them once the transaction committed."""
+        flushed = len(self._touches)
+        if not flushed:
+            return 0
+        gone = set()
+        for space, count in self._touches.spaces().items():
+            conn.execute("UPDATE spaces SET access_clock = access_clock + ? WHERE id = ?", (count, space))
+            row = conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()
+            if row is None:  # another process reset the store: its memories are gone too
+                gone.add(space)
+                continue
+            clock = row[0]
+            for cls, rows in self._touches.stamps(space, int(clock)).items():
+                # The column name comes from the fixed class list, never from input.
+                conn.executemany(
+                    f"UPDATE memories SET access_count = access_count + ?, last_access_{cls} = MAX(last_access_{cls}, ?) WHERE id = ?",
+                    rows,
+                )
+        conn.executemany(
+            "INSERT INTO events (ts, op, space_id, payload) VALUES (?, 'retrieve', ?, ?)",
+            [entry for entry in self._touches.log_entries() if entry[1] not in gone],
+        )
+        return flushed
+
+    @_store_errors
+    def access_clock(self, scope: Scope) -> int:
+        with self._lock:
+            space = self._space_id(self._conn, scope, create=False)
+            if space is None:
+                return 0
+            stored = self._conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0]
+            return int(stored) + self._touches.pending(space)
+
+    def flush(self) -> None:
+        """Write buffered retrieval bookkeeping now."""
+        with self._lock:
+            if len(self._touches):
+                try:
+                    with self._write() as conn:
+                        flushed = self._flush_touches(conn)
+                except _Unflushed:
+                    self._touches.taken(flushed)  # committed: not to be written again
+                    raise
+                except sqlite3.Error as exc:
+                    raise self._error(exc, "writing retrieval bookkeeping") from exc
+                self._touches.taken(flushed)
+
+    # maintenance -------------------------------------------------------------------
+    @_store_write_errors
+    def reindex(self, embed: Callable[[list[str]], np.ndarray] | None = None, *, name: str | None = None, dim: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        with self._lock:
+            self._identity_checked = 0
+            self.flush()
+            self._indexes.clear()
+            with self._write() as conn:
+                # Not FTS5's 'rebuild': it would index deleted rows too.
+                conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
+                conn.execute(
+                    "INSERT INTO memories_fts (rowid, search_text, scope_key) "
+                    "SELECT rowid, search_text, scope_key FROM memories WHERE status = 'active'"
+                )
+                # Other processes holding indexes of these spaces must reload them.
+                conn.execute("UPDATE spaces SET generation = generation + 1")
+            re_embedded = 0
+            if embed is not None:
+                rows = self._conn.execute(
+                    "SELECT rowid, space_id, search_text FROM memories WHERE status = 'active' ORDER BY rowid"
+                ).fetchall()
+                with self._write() as conn:
+                    conn.execute("DELETE FROM embeddings")
+                    conn.execute("UPDATE spaces SET generation = generation + 1")
+                    for start in range(0, len(rows), 256):
+                        chunk = rows[start : start + 256]
+                        vectors = np.asarray(embed([r[2] for r in chunk]), dtype=np.float32)
+                        conn.executemany(
+                            "INSERT INTO embeddings (memory_rowid, space_id, vector) VALUES (?, ?, ?)",
+                            [(r[0], r[1], vectors[i].tobytes()) for i, r in enumerate(chunk)],
+                        )
+                        re_embedded += len(chunk)
+                        if progress:
+                            progress(re_embedded, len(rows))
+                    if name is not None and dim is not None:
+                        conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_name', ?)", (name,))
+                        conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
+                    conn.execute("INSERT INTO events (ts, op, payload) VALUES (?, 'reindex', ?)", (time.time(), dumps({"embedder": name, "re_embedded": re_embedded})))
+            indexed = self._conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0]
+            return {"indexed": int(indexed), "re_embedded": re_embedded}
+
+    @_store_write_errors
+    def reset(self) -> None:
+        with self._lock:
+            self._identity_checked = 0
+            self._touches.clear()
+            with self._write() as conn:
+                conn.execute("DROP TRIGGER IF EXISTS events_no_update")
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) SELECT 'space_id_floor', max(COALESCE(max(id), 0), "
+                    "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'space_id_floor'), 0)) FROM spaces"
+                )
+                for table in ("embeddings", "memories", "events", "spaces"):
+                    conn.execute(f"DELETE FROM {table}")
+                conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
+                # Event seqs are never reused (readers and indexes keep positions in
+                # the log), so the sequence is not reset with it.
+                conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
+                conn.execute(
+                    "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
+                    "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"
+                )
+            self._indexes.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            if getattr(self, "_conn", None) is None:
+                return
+            try:
+                if self._log_failed is None:  # else no write is taken: the bookkeeping is dropped
+                    self.flush()
+            finally:
+                if self._checkpointer is not None:
+                    self._checkpointer.close()
+                if self._log_sync is not None:
+                    # Before the connection: an open descriptor would keep SQLite
+                    # (on Windows) from removing the log when the last one closes.
+                    self._log_sync.close()
+                self._conn.close()
+                self._conn = None  # type: ignore[assignment]
+
+
+class _Unflushed(StoreError):
+    """A transaction committed but its log could not be synced (see ``_write``)."""
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration script into statements, keeping trigger bodies whole."""
+    statements, current = [], []
+    for line in script.splitlines():
+        if line.strip().startswith("--") or not line.strip():
+            continue
+        current.append(line)
+        joined = "\n".join(current)
+        if sqlite3.complete_statement(joined):
+            statements.append(joined.strip())
+            current = []
+    if current:
+        statements.append("\n".join(current).strip())
+    return statements

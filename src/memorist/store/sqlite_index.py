@@ -1,0 +1,185 @@
+"""The SQLite store's in-process indexes: one :class:`SpaceIndex` per space, kept current.
+
+A space's index is loaded whole the first time a search needs it. Afterwards it is
+kept current without reloading: this process's commits patch it (when it was
+current before them), and other writers' commits — other connections, other
+processes — are read back from the event log: only the memories named by events
+after the index's last one. So a busy store costs each reader its changes, not
+its size.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import CorruptStoreError
+from .codec import AT, COLUMNS, FIELDS, FROM_MEMORIES
+from .vector_index import Row, SpaceIndex
+
+
+def index_entry(stored: tuple[Any, ...], vector: np.ndarray | None, speaker: str) -> Row:
+    """The in-process index's row for a stored memory row (see ``stored_row``)."""
+    created, updated = stored[AT["created_at"]], stored[AT["updated_at"]]
+    return Row(
+        stored[AT["id"]],
+        stored[AT["run_id"]],
+        created if updated is None else updated,  # validity runs from the last update
+        stored[AT["valid_to"]],
+        stored[AT["search_text"]],
+        vector,
+        created_at=created,
+        speaker=speaker,
+        stored=stored,
+    )
+
+
+
+class IndexCache:
+    """The loaded indexes of one store connection, by space id.
+
+    Every method runs under the store's lock, with its connection.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path  # for messages
+        self._indexes: dict[int, SpaceIndex] = {}
+
+    def clear(self) -> None:
+        self._indexes.clear()
+
+    def loaded(self) -> list[SpaceIndex]:
+        """The indexes held now (whatever their generation)."""
+        return list(self._indexes.values())
+
+    def current(self, space: int, generation: int) -> SpaceIndex | None:
+        """The space's index if it is loaded and current (a read never loads one)."""
+        index = self._indexes.get(space)
+        return index if index is not None and index.generation == generation else None
+
+    def get(self, conn: sqlite3.Connection, space: int, generation: int, dim: Callable[[], int]) -> SpaceIndex:
+        """The space's in-process index, current to ``generation``.
+
+        Loaded whole the first time; afterwards, when other writers (other
+        processes, or transactions it could not be patched from) moved the space
+        on, only the memories named by the events since the index's last event are
+        read again, so a busy store costs each reader its changes, not its size.
+        """
+        index = self._indexes.get(space)
+        if index is not None and index.generation == generation:
+            return index
+        if index is not None and self._catch_up(conn, index, space):
+            index.generation = generation
+            return index
+        # The log's end first: whatever commits after it has a later seq, so the
+        # next catch-up starts from here even if rows below are newer.
+        seq = last_seq(conn)
+        index = SpaceIndex(dim(), generation, seq)
+        rows = conn.execute(
+            f"SELECT {COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {FROM_MEMORIES} "
+            "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+            "WHERE m.space_id = ? AND m.status = 'active' ORDER BY m.rowid",
+            (space,),
+        ).fetchall()
+        index.upsert(self._index_entries(rows, index.dim))
+        self._indexes[space] = index
+        return index
+
+    def _index_entries(self, rows: Sequence[tuple[Any, ...]], dim: int) -> list[Row]:
+        """Index rows of ``SELECT {COLUMNS}, vector, metadata name`` rows."""
+        width = len(FIELDS)
+        loaded = []
+        for r in rows:
+            stored, blob, name = r[:width], r[width], r[width + 1]
+            vector = None
+            if blob is not None:
+                vector = np.frombuffer(blob, dtype=np.float32)
+                if vector.shape[0] != dim:
+                    raise CorruptStoreError(
+                        f"{self.path}: memory {stored[0]} has a {vector.shape[0]}-dim vector but the store's "
+                        f"embedder has {dim}; run `memorist reindex --embedder ...`"
+                    )
+            loaded.append(index_entry(stored, vector, name.casefold() if isinstance(name, str) else ""))
+        return loaded
+
+    def _catch_up(self, conn: sqlite3.Connection, index: SpaceIndex, space: int) -> bool:
+        """Apply to ``index`` the changes of its space logged after ``index.seq``.
+
+        False when only a reload will do: the log was reset, the store was
+        re-embedded, the index predates the store's first vector, or most of the
+        space changed.
+        """
+        if index.dim == 0:
+            return False
+        seq = log_reaches(conn, index.seq)
+        if seq is None:
+            return False
+        # The space's memories named by events since, whatever their status now.
+        rows = conn.execute(
+            f"SELECT {COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {FROM_MEMORIES} "
+            "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+            f"WHERE {NAMED_SINCE} "
+            # The unary + keeps the planner on the id index (not every row of the space).
+            "AND +m.space_id = :space ORDER BY m.rowid",
+            {"space": space, "s": index.seq},
+        ).fetchall()
+        if len(rows) > max(len(index), 64):
+            return False
+        status = AT["status"]
+        live = [r for r in rows if r[status] == "active"]
+        index.remove([r[0] for r in rows if r[status] != "active"])
+        if live:
+            index.upsert(self._index_entries(live, index.dim))
+        index.seq = seq
+        return True
+
+    def apply(
+        self, generations: dict[int, int], upserts: dict[int, list[Row]], removals: dict[int, list[str]], last_seq: int
+    ) -> None:
+        """Bring in-process indexes up to date without reloading them.
+
+        An index is only patched when it was current before this transaction (its
+        generation is exactly one behind); otherwise another process wrote too, and
+        the index catches up from the event log on the next read (see :meth:`get`).
+        """
+        for space, generation in generations.items():
+            index = self._indexes.get(space)
+            if index is None:
+                continue
+            if index.dim == 0 and any(r.vector is not None for r in upserts.get(space, ())):
+                # Loaded before the store had any vector (dimension 0): reload.
+                del self._indexes[space]
+                continue
+            if index.generation != generation - 1:
+                continue  # others wrote too: the next read catches up
+            if space in upserts:
+                index.upsert(upserts[space])
+            if space in removals:
+                index.remove(removals[space])
+            index.generation = generation
+            index.seq = max(index.seq, last_seq)
+
+
+#: The memories named by the events of space ``:space`` after seq ``:s`` (as ``m``).
+NAMED_SINCE = "m.id IN (SELECT memory_id FROM events WHERE space_id = :space AND seq > :s AND memory_id IS NOT NULL)"
+
+
+def last_seq(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COALESCE(max(seq), 0) FROM events").fetchone()[0])
+
+
+def log_reaches(conn: sqlite3.Connection, seq: int) -> int | None:
+    """The log's end if the changes since ``seq`` can be read from it; None when
+    the log was reset since (it no longer reaches back to ``seq``) or the store was
+    re-embedded (every vector changed). One look at the log."""
+    end, reaches_back, reembedded = conn.execute(
+        "SELECT COALESCE(max(seq), 0), (SELECT 1 FROM events WHERE seq <= :s LIMIT 1), "
+        "(SELECT 1 FROM events WHERE space_id IS NULL AND seq > :s AND op = 'reindex' LIMIT 1) FROM events",
+        {"s": seq},
+    ).fetchone()
+    if end < seq or (seq and not reaches_back) or reembedded:
+        return None
+    return int(end)

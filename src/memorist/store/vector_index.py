@@ -1,0 +1,590 @@
+"""The in-process search index of one space, kept in step with the store.
+
+It holds, per active memory, its unit vector (cosine similarity is one
+matrix-vector product), its BM25 terms in an inverted index, and what the engine
+filters on before ranking (run id, effective time, end of validity). Exact search
+needs no training and is never stale; over 10k memories both rankings take well
+under a millisecond, where SQLite FTS5's bm25() alone takes several (measured in
+bench/RESULTS.md). Above :data:`~.ann.DEFAULT_THRESHOLD` vectors the product grows
+past a millisecond, so a large space is also searched through an approximate
+graph (:mod:`.ann`), which proposes candidates that are then scored exactly here.
+The store stays the system of record: this index is rebuilt from it whenever it
+is missing or another process has written.
+
+A write costs the same whatever the size of the space: arrays grow by doubling,
+a batch's vectors are copied in one block, a batch's postings are appended per
+term in one step, and the graph is fed by a background thread (bench/scale.py
+measures batched adds at 1k and 1M memories).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import weakref
+from collections import Counter
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..policies.text import index_terms
+from .ann import DEFAULT_THRESHOLD, AnnIndex, fetch_size, usearch_index
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Below this many rows OpenBLAS computes a query's product on one thread anyway.
+_THREADED_ROWS = 1024
+# With the graph in use, a filter that leaves at most this many rows (or 1/32 of
+# the space) is searched exactly over just those rows: scoring a row gathered from
+# the transposed matrix costs about 30 times a row of the full product, and a
+# graph search asking for enough candidates to survive such a filter costs more.
+_GATHER_ROWS = 2048
+_GATHER_SHARE = 32
+# The most candidates asked of the graph before an exact search is cheaper.
+_MAX_FETCH = 4096
+# Rows appended per block copy: loading a whole space needs no second copy of it.
+_APPEND_CHUNK = 8192
+
+
+@functools.lru_cache(maxsize=1)
+def _numpy_blas() -> Any:
+    """threadpoolctl's handle on the BLAS numpy itself uses (not torch's, say)."""
+    from threadpoolctl import ThreadpoolController
+
+    blas = ThreadpoolController().select(user_api="blas")
+    own = [info["filepath"] for info in blas.info() if "numpy" in info["filepath"]]
+    return blas.select(filepath=own) if own else blas
+
+
+def one_blas_thread(rows: int) -> AbstractContextManager[Any]:
+    """Run a query's vector product on one BLAS thread.
+
+    OpenBLAS splits a large matrix-vector product over its threads, which then spin
+    waiting for more work. One search gains ~0.1 ms from it at 10k memories on 2
+    cores, but several processes (or threads) searching at once lose far more: with
+    8 writers on 2 cores each search took ~5 ms instead of ~0.2 ms, their spinning
+    threads fighting for the cores (bench/concurrency.py). Memorist is served by
+    several processes, so its products stay on one thread.
+    """
+    if rows < _THREADED_ROWS:
+        return nullcontext()
+    try:
+        return _numpy_blas().limit(limits=1)
+    except Exception:  # no threadpoolctl support for this BLAS: run as it is
+        return nullcontext()
+
+
+@dataclass(slots=True)
+class Row:
+    memory_id: str
+    run_id: str
+    effective_at: float  # updated_at, or created_at when never updated
+    valid_to: float | None
+    text: str = ""  # what BM25 indexes (the memory's search text)
+    vector: np.ndarray | None = None  # None: found by BM25 only
+    created_at: float = 0.0  # when it happened (time windows of queries)
+    speaker: str = ""  # the casefolded name of who said it, if known
+    # The row as the store holds it (an immutable tuple in the store's column
+    # order), so that showing a result needs no read: see SQLiteStore.get_many.
+    stored: tuple[Any, ...] | None = None
+
+
+class _Postings:
+    """Positions and term frequencies of one term, in arrays that grow by doubling."""
+
+    __slots__ = ("docs", "tfs", "size", "live", "_weights")
+
+    def __init__(self) -> None:
+        self.docs = np.empty(0, dtype=np.int32)
+        self.tfs = np.empty(0, dtype=np.float32)
+        self.size = 0
+        self.live = 0  # documents still alive that contain the term
+        self._weights: tuple[tuple[float, int, int, int], np.ndarray] | None = None
+
+    def extend(self, docs: list[int], tfs: list[int]) -> None:
+        end = self.size + len(docs)
+        if end > self.docs.shape[0]:
+            capacity = max(end, 2 * self.docs.shape[0], 4)
+            for name, dtype in (("docs", np.int32), ("tfs", np.float32)):
+                grown = np.empty(capacity, dtype=dtype)
+                grown[: self.size] = getattr(self, name)[: self.size]
+                setattr(self, name, grown)
+        self.docs[self.size : end] = docs
+        self.tfs[self.size : end] = tfs
+        self.size = end
+        self.live += len(docs)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.docs[: self.size], self.tfs[: self.size]
+
+    def weights(self, lengths: np.ndarray, avg_length: float, live: int) -> tuple[np.ndarray, np.ndarray]:
+        """Positions and their BM25 contributions (term weight times idf).
+
+        They depend on the average document length and the number of live
+        documents, so they are cached for exactly those: recomputed after a write,
+        reused by every search in between.
+        """
+        docs, tfs = self.arrays()
+        key = (avg_length, live, self.live, self.size)
+        if self._weights is None or self._weights[0] != key:
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[docs] / avg_length)
+            idf = math.log(1.0 + (live - self.live + 0.5) / (self.live + 0.5))
+            self._weights = (key, tfs * (BM25_K1 + 1.0) / (tfs + norm) * np.float32(idf))
+        return docs, self._weights[1]
+
+
+class SpaceIndex:
+    """Cosine and BM25 index of the active memories of one space.
+
+    ``ann_threshold``: live vectors above which the space is also searched through
+    an approximate graph (None: :data:`~.ann.DEFAULT_THRESHOLD`; 0: never).
+    """
+
+    def __init__(self, dim: int, generation: int, seq: int = 0, *, ann_threshold: int | None = None) -> None:
+        self.dim = dim
+        self.generation = generation
+        # The last event of the store this index reflects: the changes written since
+        # are the events after it (see SQLiteStore._index).
+        self.seq = seq
+        self._ann_threshold = DEFAULT_THRESHOLD if ann_threshold is None else ann_threshold
+        self._ann: AnnIndex | None = None
+        self._ann_unavailable = False  # usearch is not installed
+        self._reset()
+
+    def _reset(self) -> None:
+        """Empty rows and terms (the graph, if any, is the caller's business)."""
+        self._size = 0
+        # Rows below this are completely written: what the graph's thread may read.
+        self._published = 0
+        # Stored transposed (dim x capacity): a row-vector times this layout is
+        # about twice as fast as matrix times vector for the usual sizes.
+        self._vectors = np.zeros((self.dim, 0), dtype=np.float32)
+        self._alive = np.zeros(0, dtype=bool)
+        self._has_vector = np.zeros(0, dtype=bool)
+        self._effective = np.zeros(0, dtype=np.float64)
+        self._created = np.zeros(0, dtype=np.float64)
+        self._speaker = np.zeros(0, dtype=object)
+        self._speakers: dict[str, int] = {}  # live rows per speaker
+        self._valid_to = np.zeros(0, dtype=np.float64)  # +inf when unbounded
+        self._length = np.zeros(0, dtype=np.float32)  # BM25 document length
+        self._run = np.zeros(0, dtype=object)
+        self._ids = np.zeros(0, dtype=object)  # memory id per position
+        self._stored = np.zeros(0, dtype=object)  # Row.stored per position
+        self._terms: list[Counter[str]] = []
+        self._pos: dict[str, int] = {}
+        self._postings: dict[str, _Postings] = {}
+        self._total_length = 0.0
+        self._vectorless = 0  # live rows with no vector (BM25 only)
+        self._expiring = 0  # live rows with an end of validity
+        # The similarities of the last query, while no row was appended: one search
+        # asks several rankings (time window, speaker) of the same query vector.
+        self._last_sims: tuple[np.ndarray, int, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self._pos)
+
+    @property
+    def ann_threshold(self) -> int:
+        """Live vectors above which searches go through the approximate graph (0: never).
+
+        Changing it applies at once: a space now above it starts its graph; one
+        below it (or at 0) is searched exactly, its graph kept until it compacts.
+        """
+        return self._ann_threshold
+
+    @ann_threshold.setter
+    def ann_threshold(self, value: int) -> None:
+        self._ann_threshold = value
+        if self._ann is not None and value:
+            self._ann.lag = value
+        self._feed_graph()
+
+    def _grow(self, extra: int) -> None:
+        need = self._size + extra
+        cap = self._vectors.shape[1]
+        if need <= cap:
+            return
+        # Doubling: each row is copied about once on average, whatever the size.
+        new_cap = max(need, cap * 2, 64)
+        vectors = np.zeros((self.dim, new_cap), dtype=np.float32)
+        vectors[:, : self._size] = self._vectors[:, : self._size]
+        self._vectors = vectors
+        for name, fill in (("_alive", False), ("_has_vector", False), ("_effective", 0.0), ("_created", 0.0), ("_valid_to", np.inf), ("_length", 0.0)):
+            old = getattr(self, name)
+            new = np.full(new_cap, fill, dtype=old.dtype)
+            new[: self._size] = old[: self._size]
+            setattr(self, name, new)
+        for name in ("_ids", "_stored", "_run", "_speaker"):
+            old = getattr(self, name)
+            new = np.full(new_cap, "", dtype=object)
+            new[: self._size] = old[: self._size]
+            setattr(self, name, new)
+
+    def upsert(self, rows: list[Row]) -> None:
+        """Add rows; a row whose id is present (or comes again later in ``rows``) replaces the old one."""
+        if len({r.memory_id for r in rows}) < len(rows):
+            rows = list({r.memory_id: r for r in rows}.values())
+        self.remove([r.memory_id for r in rows if r.memory_id in self._pos], compact=False)
+        self._grow(len(rows))
+        for start in range(0, len(rows), _APPEND_CHUNK):
+            self._append([(row, Counter(index_terms(row.text))) for row in rows[start : start + _APPEND_CHUNK]])
+        self._published = self._size
+        self._feed_graph()
+
+    def _append(self, rows: list[tuple[Row, Counter[str]]]) -> None:
+        """Put rows (and their BM25 terms) at the next positions."""
+        if not rows:
+            return
+        self._grow(len(rows))
+        start = self._size
+        vectors = [(i, row.vector) for i, (row, _) in enumerate(rows) if row.vector is not None]
+        if vectors:
+            # One block copy: writing columns one at a time strides across the whole
+            # matrix, and costs more the larger the space.
+            block = np.zeros((len(rows), self.dim), dtype=np.float32)
+            for i, vector in vectors:
+                block[i] = vector
+            self._vectors[:, start : start + len(rows)] = block.T
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        for pos, (row, terms) in enumerate(rows, start):
+            self._pos[row.memory_id] = pos
+            self._ids[pos] = row.memory_id
+            self._stored[pos] = row.stored
+            self._has_vector[pos] = row.vector is not None
+            self._vectorless += row.vector is None
+            self._expiring += row.valid_to is not None
+            self._alive[pos] = True
+            self._effective[pos] = row.effective_at
+            self._created[pos] = row.created_at
+            self._valid_to[pos] = np.inf if row.valid_to is None else row.valid_to
+            self._run[pos] = row.run_id
+            self._speaker[pos] = row.speaker
+            if row.speaker:
+                self._speakers[row.speaker] = self._speakers.get(row.speaker, 0) + 1
+            self._terms.append(terms)
+            length = float(sum(terms.values()))
+            self._length[pos] = length
+            self._total_length += length
+            for term, tf in terms.items():
+                entry = postings.get(term)
+                if entry is None:
+                    postings[term] = ([pos], [tf])
+                else:
+                    entry[0].append(pos)
+                    entry[1].append(tf)
+        self._size = start + len(rows)
+        for term, (docs, tfs) in postings.items():
+            posting = self._postings.get(term)
+            if posting is None:
+                posting = self._postings[term] = _Postings()
+            posting.extend(docs, tfs)
+
+    def remove(self, memory_ids: list[str], *, compact: bool = True) -> None:
+        for mid in memory_ids:
+            pos = self._pos.pop(mid, None)
+            if pos is None:
+                continue
+            self._alive[pos] = False
+            self._stored[pos] = None  # the row is gone: free what it held
+            speaker = self._speaker[pos]
+            if speaker:
+                self._speakers[speaker] -= 1
+                if not self._speakers[speaker]:
+                    del self._speakers[speaker]
+            self._vectorless -= not self._has_vector[pos]
+            self._expiring -= bool(np.isfinite(self._valid_to[pos]))
+            self._total_length -= float(self._length[pos])
+            for term in self._terms[pos]:
+                self._postings[term].live -= 1
+        # Compact once dead rows dominate, so memory stays proportional to live rows.
+        if compact and self._size > 1024 and len(self._pos) < self._size // 2:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Rebuild with the live rows only (their terms are kept, not re-tokenised)."""
+        keep = np.flatnonzero(self._alive[: self._size])
+        rows = [
+            (
+                Row(
+                    self._ids[i],
+                    self._run[i],
+                    float(self._effective[i]),
+                    None if math.isinf(self._valid_to[i]) else float(self._valid_to[i]),
+                    vector=self._vectors[:, i] if self._has_vector[i] else None,
+                    created_at=float(self._created[i]),
+                    speaker=self._speaker[i],
+                    stored=self._stored[i],
+                ),
+                self._terms[i],
+            )
+            for i in keep
+        ]
+        ann = self._ann
+        # The graph's thread reads the arrays: it waits while they are rebuilt.
+        with ann.lock if ann is not None else nullcontext():
+            self._reset()
+            self._grow(len(rows))
+            for start in range(0, len(rows), _APPEND_CHUNK):
+                self._append(rows[start : start + _APPEND_CHUNK])
+            if ann is not None:
+                ann.renumber(keep)
+            self._published = self._size
+        if ann is not None:
+            if self._live_vectors() < self.ann_threshold // 2:
+                ann.close()  # small again: exact search, and the graph's memory back
+                self._ann = None
+            else:
+                ann.notify()
+
+    # The approximate graph ---------------------------------------------------------
+
+    def _live_vectors(self) -> int:
+        return len(self._pos) - self._vectorless
+
+    def _ann_source(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        """What the graph's thread reads: published rows, vectors, which have one, alive."""
+        return self._published, self._vectors, self._has_vector, self._alive
+
+    def _feed_graph(self) -> None:
+        """Start the space's graph once it is large enough, and hand it new rows."""
+        if self._ann is None:
+            if not self.ann_threshold or self.dim == 0 or self._ann_unavailable:
+                return
+            if self._live_vectors() < self.ann_threshold:
+                return
+            index_cls = usearch_index()
+            if index_cls is None:
+                self._ann_unavailable = True
+                return
+            # The graph's thread must not keep a dropped index (and its arrays) alive.
+            ref = weakref.WeakMethod(self._ann_source)
+
+            def source() -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
+                method = ref()
+                return None if method is None else method()
+
+            self._ann = AnnIndex(self.dim, source, index_cls)
+            self._ann.lag = self.ann_threshold
+        self._ann.notify()
+
+    def ann_pending(self) -> int | None:
+        """Rows not yet in the approximate graph (searched exactly meanwhile); None: no graph."""
+        return None if self._ann is None else self._ann.pending()
+
+    def catch_up_ann(self, *, threads: int = 0, timeout: float | None = None) -> bool:
+        """Put every row in the approximate graph now, on ``threads`` cores (0: all).
+
+        The background thread does this anyway; benchmarks and tests wait for it
+        here. False when there is no graph or ``timeout`` ran out.
+        """
+        return self._ann is not None and self._ann.catch_up(threads=threads, timeout=timeout)
+
+    # Searching ------------------------------------------------------------------------
+
+    def stored(self, memory_id: str) -> tuple[Any, ...] | None:
+        """The stored columns of a live row, if it carries them."""
+        pos = self._pos.get(memory_id)
+        return None if pos is None else self._stored[pos]
+
+    def speakers(self) -> set[str]:
+        """The casefolded speaker names of the live rows."""
+        return set(self._speakers)
+
+    def _mask(
+        self,
+        run_id: str | None,
+        cutoff: float | None,
+        now: float | None,
+        window: tuple[float, float] | None = None,
+        speaker: str | None = None,
+    ) -> np.ndarray | None:
+        """Rows a search may return, or None when that is every row (the usual case)."""
+        n = self._size
+        if (
+            run_id is None
+            and cutoff is None
+            and window is None
+            and speaker is None
+            and len(self._pos) == n
+            and (now is None or self._expiring == 0)
+        ):
+            return None
+        mask = self._alive[:n].copy()
+        if window is not None:
+            mask &= (self._created[:n] >= window[0]) & (self._created[:n] < window[1])
+        if speaker is not None:
+            mask &= self._speaker[:n] == speaker
+        if run_id is not None:
+            mask &= self._run[:n] == run_id
+        if cutoff is not None:
+            mask &= self._effective[:n] >= cutoff
+        if now is not None:
+            mask &= self._valid_to[:n] > now
+        return mask
+
+    def _top(self, scores: np.ndarray, candidates: np.ndarray | None, k: int | None) -> list[tuple[str, float]]:
+        """The ``k`` best rows by score, best first (all candidates when ``k`` is None).
+
+        ``candidates`` are the positions that may be returned (None: every row).
+        """
+        return self._best(scores if candidates is None else scores[candidates], candidates, k)
+
+    def _best(self, values: np.ndarray, positions: np.ndarray | None, k: int | None) -> list[tuple[str, float]]:
+        """The ``k`` best of ``positions`` (None: every row) by ``values``, their scores."""
+        size = values.shape[0]
+        if size == 0:
+            return []
+        if k is not None and k < size:
+            # argpartition on the scores as they are: the k largest are the last k.
+            top = np.argpartition(values, size - k)[size - k :]
+            order = top[np.argsort(-values[top], kind="stable")]
+        else:
+            order = np.argsort(-values, kind="stable")
+        chosen = order if positions is None else positions[order]
+        # Whole-array steps: indexing numpy arrays element by element costs ~1 µs a hit.
+        return list(zip(self._ids[chosen].tolist(), values[order].tolist(), strict=True))
+
+    def search(
+        self,
+        query: np.ndarray,
+        *,
+        k: int | None,
+        run_id: str | None = None,
+        cutoff: float | None = None,
+        now: float | None = None,
+        window: tuple[float, float] | None = None,
+        speaker: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """The ``k`` live rows most similar to ``query`` (all of them when ``k`` is None),
+        optionally only those created inside ``window`` or said by ``speaker``."""
+        n = self._size
+        if n == 0 or (k is not None and k <= 0):
+            return []
+        query = query.astype(np.float32, copy=False)
+        mask = self._mask(run_id, cutoff, now, window, speaker)
+        if k is not None and self._ann is not None and 0 < self.ann_threshold <= self._live_vectors():
+            hits = self._search_graph(query, k, mask)
+            if hits is not None:
+                return hits
+        last = self._last_sims
+        if last is not None and last[1] == n and np.array_equal(last[0], query):
+            sims = last[2]
+        else:
+            with one_blas_thread(n):
+                sims = query @ self._vectors[:, :n]
+            self._last_sims = (query.copy(), n, sims)
+        if mask is None and self._vectorless == 0:
+            return self._top(sims, None, k)
+        usable = self._has_vector[:n] if mask is None else mask & self._has_vector[:n]
+        return self._top(sims, np.flatnonzero(usable), k)
+
+    def _search_graph(self, query: np.ndarray, k: int, mask: np.ndarray | None) -> list[tuple[str, float]] | None:
+        """Search through the approximate graph, scoring its candidates exactly.
+
+        None when an exact search over every row is the better way: no graph yet,
+        or filters that leave too many rows to gather but too few for the graph.
+        """
+        assert self._ann is not None
+        n = self._size
+        if mask is None:
+            ok = None  # every live row with a vector: no O(n) mask to build
+            eligible = self._live_vectors()
+        else:
+            ok = mask & self._has_vector[:n]
+            eligible = int(np.count_nonzero(ok))
+            if eligible <= max(_GATHER_ROWS, n // _GATHER_SHARE):
+                # A selective filter: score just the rows it leaves.
+                positions = np.flatnonzero(ok)
+                return self._best(self._gathered(query, positions), positions, k)
+        if eligible == 0:
+            return []
+        covered = self._ann.covered()
+        if covered == 0:
+            self._ann.notify()  # (a forked child has rows for a graph it never fed)
+            return None  # the graph is still being built: exact meanwhile
+        in_graph = eligible - self._eligible_from(covered, ok).shape[0]
+        fetch = fetch_size(k, self._ann.keys(), in_graph, self._ann.params)
+        while in_graph > 0:
+            if fetch > _MAX_FETCH:
+                return None
+            found = self._ann.search(query, fetch)
+            if found is None:
+                return None
+            positions, covered, keys = found
+            positions = positions[positions >= 0]
+            positions = positions[self._alive[positions] & self._has_vector[positions] if ok is None else ok[positions]]
+            # Enough survived the filters, or the graph gave all it has.
+            if positions.shape[0] >= k or fetch >= keys:
+                break
+            fetch *= 4
+        else:
+            positions = np.zeros(0, dtype=np.int64)
+        tail = self._eligible_from(covered, ok)  # rows not in the graph yet: scored exactly
+        values = np.concatenate((self._gathered(query, positions), self._gathered(query, tail)))
+        return self._best(values, np.concatenate((positions, tail)), k)
+
+    def _eligible_from(self, start: int, ok: np.ndarray | None) -> np.ndarray:
+        """Positions from ``start`` on that a search may return (``ok``, or live with a vector)."""
+        n = self._size
+        usable = self._alive[start:n] & self._has_vector[start:n] if ok is None else ok[start:]
+        return start + np.flatnonzero(usable)
+
+    def _gathered(self, query: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The cosines of ``query`` with the rows at ``positions`` (ascending or not)."""
+        if positions.shape[0] > 1:
+            lo, hi = int(positions.min()), int(positions.max()) + 1
+            # Columns gathered from the transposed matrix cost about 30 times a column
+            # of a contiguous product: rows close together (a time window: rows are
+            # appended in time order) are cheaper as the product over their span.
+            if hi - lo <= _GATHER_SHARE * positions.shape[0]:
+                with one_blas_thread(hi - lo):
+                    return (query @ self._vectors[:, lo:hi])[positions - lo]
+        return query @ self._vectors[:, positions]
+
+    def similarities(self, query: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
+        """The cosine of ``query`` with each of ``memory_ids`` that is a live row with a vector."""
+        n = self._size
+        positions = [p for p in (self._pos.get(m) for m in memory_ids) if p is not None and self._has_vector[p]]
+        if not positions:
+            return {}
+        query = query.astype(np.float32, copy=False)
+        last = self._last_sims
+        if last is not None and last[1] == n and np.array_equal(last[0], query):
+            values = last[2][positions]
+        else:
+            values = query @ self._vectors[:, positions]
+        return dict(zip(self._ids[positions].tolist(), values.tolist(), strict=True))
+
+    def search_text(
+        self,
+        terms: list[str],
+        *,
+        k: int | None,
+        run_id: str | None = None,
+        cutoff: float | None = None,
+        now: float | None = None,
+    ) -> list[tuple[str, float]]:
+        """BM25 over the live rows; only rows containing at least one term are returned."""
+        live = len(self._pos)
+        if live == 0 or not terms:
+            return []
+        avg_length = max(self._total_length / live, 1e-9)
+        docs: list[np.ndarray] = []
+        weights: list[np.ndarray] = []
+        for term in dict.fromkeys(terms):
+            postings = self._postings.get(term)
+            if postings is None or postings.live <= 0:
+                continue
+            positions, contributions = postings.weights(self._length, avg_length, live)
+            docs.append(positions)
+            weights.append(contributions)
+        if not docs:
+            return []
+        # One pass sums every term's contribution per row.
+        scores = np.bincount(np.concatenate(docs), weights=np.concatenate(weights), minlength=self._size)
+        # idf and the term weights are positive, so a score above 0 means a match.
+        mask = self._mask(run_id, cutoff, now)
+        hit = scores > 0  # nonzero() of a boolean array is several times cheaper
+        return self._top(scores, np.flatnonzero(hit if mask is None else mask & hit), k)

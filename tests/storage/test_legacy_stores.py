@@ -1,0 +1,99 @@
+"""Stores written by release 0.1.0, before the rename, open and migrate.
+
+The fixtures (tests/fixtures, made by the scripts beside them against that release)
+hold facts, a corrected fact with its history, a verbatim turn, a playbook with a
+bullet, a trajectory and a minute; the store carried the old name in its reserved
+run ids, a playbook header's content address and, in PostgreSQL, its schema and
+trigger functions.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memorist import Memory
+from memorist.reserved import PREVIOUS_NAME, RUN_PREFIX
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _everything_is_there(memory: Memory) -> None:
+    facts = {m["memory"] for m in memory.get_all(user_id="sam")["results"]}
+    assert {"Name is Sam", "Gets confused when adding fractions with different denominators"} <= facts
+    alex = {m["memory"]: m["id"] for m in memory.get_all(user_id="alex")["results"]}
+    assert {"Is a vegan", "Lives in Lisbon"} <= set(alex)
+    assert [e["event"] for e in memory.history(alex["Is a vegan"], user_id="alex")] == ["ADD", "UPDATE"]
+    assert memory.search("lisbon", user_id="alex")["results"][0]["memory"] == "Lives in Lisbon"
+
+    playbook = memory.get_playbook("tutoring", agent_id="tutor")
+    assert [s["pattern"] for s in playbook["strategies"]["helpful"]] == ["Give a worked example before the rule"]
+    assert playbook["description"] == "how to tutor"
+
+    trajectories = memory.query_trajectories(agent_id="tutor")
+    assert [t["task_description"] for t in trajectories] == ["add fractions"]
+    assert [m["memory_note"] for m in memory.minutes.recent(project_id="proj-a")] == ["Use SQLite by default"]
+    assert all(not (e["run_id"] or "").startswith(f"{PREVIOUS_NAME}:") for e in memory.events(agent_id="tutor"))
+    assert memory.events(agent_id="tutor")[0]["run_id"].startswith(RUN_PREFIX)
+
+
+def _writes_find_what_was_there(memory: Memory) -> None:
+    # The header is found again by its content address: updating the playbook does
+    # not make a second one.
+    memory.update_playbook([{"pattern": "Check the answer by estimating"}], name="tutoring", agent_id="tutor")
+    assert [p["name"] for p in memory.list_playbooks(agent_id="tutor")] == ["tutoring"]
+    assert len(memory.get_playbook("tutoring", agent_id="tutor")["strategies"]["helpful"]) == 2
+    added = memory.add("I love green tea.", user_id="alex")["results"]
+    assert added and added[0]["event"] == "ADD"
+    assert added[0]["id"] in {m["id"] for m in memory.get_all(user_id="alex")["results"]}
+
+
+def test_a_sqlite_store_of_release_0_1_0_opens_and_migrates(tmp_path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copy(FIXTURES / "legacy-0.1.0.db", path)
+    with Memory(str(path)) as memory:
+        assert memory.stats()["schema_version"] == 3
+        _everything_is_there(memory)
+        assert memory.check()["healthy"], memory.check()["problems"]
+    raw = sqlite3.connect(path)
+    for table in ("memories", "events"):
+        left = raw.execute(f"SELECT count(*) FROM {table} WHERE run_id LIKE ?", (f"{PREVIOUS_NAME}:%",)).fetchone()[0]
+        assert left == 0, table
+    raw.close()
+    with Memory(str(path)) as memory:  # opening again migrates nothing and loses nothing
+        _everything_is_there(memory)
+        _writes_find_what_was_there(memory)
+
+
+def test_a_store_under_the_energy_policy_keeps_its_tiers(tmp_path) -> None:
+    path = tmp_path / "energy.db"
+    shutil.copy(FIXTURES / "legacy-0.1.0-energy.db", path)
+    with Memory(str(path), policy="energy") as memory:
+        (reminder,) = memory.get_all(user_id="alex")["results"]
+        assert reminder["memory"] == "Wants to be reminded to call the dentist on Friday"
+        assert memory.stats()["policy"] == "energy"
+
+
+@pytest.mark.parametrize("schema", [None, "elsewhere"])
+def test_a_postgres_store_of_release_0_1_0_opens_and_migrates(pg_url, schema) -> None:
+    import psycopg
+
+    dump = (FIXTURES / "legacy-0.1.0-postgres.sql").read_text()
+    if schema:  # the old store lives in a schema the URL names: it stays there
+        dump = dump.replace(f"{PREVIOUS_NAME}.", f"{schema}.").replace(f"SCHEMA {PREVIOUS_NAME};", f"SCHEMA {schema};")
+        dump = dump.replace(f"'{PREVIOUS_NAME}', 'public'", f"'{schema}', 'public'")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(dump)
+    url = pg_url + (f"&schema={schema}" if "?" in pg_url else f"?schema={schema}") if schema else pg_url
+    with Memory(url) as memory:
+        assert memory.stats()["schema_version"] == 3
+        _everything_is_there(memory)
+        _writes_find_what_was_there(memory)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        schemas = {r[0] for r in conn.execute("SELECT nspname FROM pg_namespace")}
+        assert PREVIOUS_NAME not in schemas
+        functions = [r[0] for r in conn.execute("SELECT proname FROM pg_proc WHERE proname LIKE %s", (f"{PREVIOUS_NAME}%",))]
+        assert functions == []
