@@ -342,6 +342,8 @@ for _name in (
 # awaited (PAIR's revise callback runs in the worker thread too).
 for _name in ("build_context", "evaluate", "pair", "pair_round"):
     setattr(AsyncMemory, _name, _awaited(_name))
+# The store's configuration.
+AsyncMemory.set_policy = _awaited("set_policy")
 del _name
 
 

@@ -15,8 +15,9 @@ tenant_id              ``MEMORIST_TENANT``           "" (single tenant)
 llm                    ``MEMORIST_LLM``              none: heuristic roles, no network
 busy_timeout           ``MEMORIST_BUSY_TIMEOUT``     30 (seconds a write waits for
                                                    another process's write lock)
-policy                 ``MEMORIST_POLICY``           "default"; "energy": spec 002's
-                                                   energy tiers
+policy                 ``MEMORIST_POLICY``           the store's own (recorded when
+                                                   it was created); "default" for a
+                                                   new store; "energy": energy tiers
 maintenance_log        ``MEMORIST_MAINTENANCE_LOG``  next to a SQLite file
                                                    (``<name>.maintenance.log``);
                                                    none for PostgreSQL and
@@ -86,8 +87,11 @@ def _env_busy_timeout() -> float:
 POLICIES = ("default", "energy")
 
 
-def _policy(value: Any) -> str:
-    raw = value if value is not None else (os.environ.get("MEMORIST_POLICY") or "default")
+def _policy(value: Any) -> str | None:
+    """The policy asked for (the argument, else MEMORIST_POLICY), or None: the store's own."""
+    raw = value if value is not None else (os.environ.get("MEMORIST_POLICY") or None)
+    if raw is None:
+        return None
     if not isinstance(raw, str) or raw.strip().lower() not in POLICIES:
         source = "policy" if value is not None else "MEMORIST_POLICY"
         raise ConfigurationError(f"{source} must be one of {', '.join(POLICIES)}, got {raw!r}")
@@ -136,8 +140,10 @@ class MemoryConfig:
     # "provider:model" (e.g. "openai:gpt-5-mini"), an memorist.llm.LLM, or None
     # (MEMORIST_LLM, else no LLM). See memorist.llm.resolve_llm.
     llm: Any = None
-    # "default", or "energy": spec 002's energy tiers (memorist.policies.energy).
-    # None: MEMORIST_POLICY, else "default".
+    # "default", or "energy": energy tiers (memorist.policies.energy). None:
+    # MEMORIST_POLICY, else the policy recorded in the store (a new store records
+    # what it was opened with). Opening a store under another policy is an error;
+    # Memory.set_policy changes it, logged.
     policy: str | None = None
     # Where maintenance runs append their JSON lines: a path, "off", or None
     # (MEMORIST_MAINTENANCE_LOG, else next to a SQLite file; none for other stores).

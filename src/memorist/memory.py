@@ -27,6 +27,7 @@ from .llm import LLM, resolve_llm
 from .model import MemoryRecord, Scope, Status, is_fact
 from .pipelines.ingest import Ingestor
 from .pipelines.search import Searcher
+from .pipelines.settings import settle_policy
 from .policies.filters import compile_filters
 from .policies.keys import memory_key
 from .policies.ranking import RankingPolicy
@@ -119,6 +120,8 @@ class Memory:
         self.store = store
         try:
             self.embedder = self._bind_embedder(self.config.embedder)
+            # What changes how memories are stored is the store's, not the caller's.
+            self.config.policy = settle_policy(store, self.config.policy)
         except BaseException:
             store.close()
             raise
@@ -496,8 +499,12 @@ class Memory:
         return [e.to_item() for e in events]
 
     def reset(self) -> None:
-        """Delete everything in the store: memories, vectors and the event log."""
+        """Delete everything in the store: memories, vectors and the event log. The
+        store's configuration stays: its policy is recorded again, the log's one event."""
+        from .pipelines.settings import change_policy
+
         self.store.reset()
+        change_policy(self.store, self.config.policy, actor="reset")
         self._query_vectors.clear()
         if self._tiers is not None:
             self._tiers.forget()
@@ -525,8 +532,7 @@ class Memory:
                 if by_kind.get(r.kind.value):
                     by_kind[r.kind.value] -= 1
             stats["test_memories"] = len(tests)
-        if self.energy:
-            stats["policy"] = "energy"
+        stats["policy"] = self.config.policy
         return stats
 
     # LLM roles: pending turns and usage -----------------------------------------------
@@ -879,9 +885,24 @@ class Memory:
             from .errors import ConfigurationError
 
             raise ConfigurationError(
-                f"{what} needs the energy policy: Memory(..., policy='energy'), MEMORIST_POLICY=energy "
-                "or `memorist --policy energy`"
+                f"{what} needs the energy policy, and this store is under the {self.config.policy!r} policy "
+                "(energy tiers would decay and expire memories it keeps); switch it with "
+                "Memory.set_policy('energy') or `memorist config set policy energy`"
             )
+
+    def set_policy(self, policy: str) -> dict[str, Any]:
+        """Change the store's policy (``"default"`` or ``"energy"``) for every process
+        that opens it from now on; logged in the event log. Returns ``{"policy",
+        "previous"}``. Under the energy policy, memories added from now on get a start
+        energy, and maintenance decays, expires and promotes the store's memories."""
+        from .pipelines.settings import change_policy
+
+        if not isinstance(policy, str):
+            raise ValidationError("policy", f"must be 'default' or 'energy', got {validate.show(policy)}")
+        changed = change_policy(self.store, policy.strip().lower(), actor="set_policy")
+        self.config.policy = changed["policy"]
+        self._ingest.prepare = self.tiers.prepare if self.energy else None
+        return changed
 
     def boost(self, memory_id: str, amount: float | None = None, now: Any = None, *, user_id: str | None = None,
               agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:

@@ -70,7 +70,7 @@ def test_every_public_call_on_postgresql(pg_url: str) -> None:
         assert stats["memories"] == len(m.get_all(user_id="alex", limit=1000)["results"]) + 1  # + acme's
         assert stats["schema_version"] >= 1 and stats["size_bytes"] > 0
         m.reset()
-        assert m.get_all(user_id="alex")["results"] == [] and m.stats()["events"] == 0
+        assert m.get_all(user_id="alex")["results"] == [] and m.stats()["events"] == 1  # the policy, kept
         m.add("A fresh start.", user_id="alex", infer=False)
         assert texts(m.search("fresh start", user_id="alex")) == ["A fresh start."]
     finally:
@@ -95,7 +95,7 @@ def test_the_cli_on_a_database(pg_url: str) -> None:
     memorist("delete", memory_id[:8])
     assert "hiking" not in memorist("list", "--user", "alex")
     memorist("reset", "--yes")
-    assert json.loads(memorist("--json", "stats"))["events"] == 0
+    assert json.loads(memorist("--json", "stats"))["events"] == 1  # the store's policy, recorded again
 
 
 def test_export_and_import_between_sqlite_and_postgresql(pg_url: str, tmp_path: Path) -> None:

@@ -241,7 +241,7 @@ def test_the_default_policy_is_unchanged(opened, tmp_path):
     mid = remember(plain, "Likes green tea")
     got = item(plain, mid)
     assert "energy" not in got and "tier" not in got
-    assert "test_memories" not in plain.stats() and "policy" not in plain.stats()
+    assert "test_memories" not in plain.stats() and plain.stats()["policy"] == "default"
     for call in (lambda: plain.maintain(), lambda: plain.boost(mid), lambda: plain.end_conversation(user_id="alex")):
         with pytest.raises(ConfigurationError, match="energy policy"):
             call()

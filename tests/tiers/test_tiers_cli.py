@@ -113,5 +113,9 @@ def test_list_and_search_show_tier_and_energy_under_the_energy_policy(memorist):
     for command in (("list", "--user", "milo"), ("search", "TLS certificate", "--user", "milo")):
         shown = memorist("--policy", "energy", *command)
         assert "tier" in shown and "energy" in shown and "working" in shown and "2.500" in shown, shown
-        plain = memorist(*command)  # the default policy: items carry no tier, the table no such columns
+        # The store remembers its policy: without --policy the columns are there too.
+        assert memorist(*command) == shown
+        other = str(Path(memorist.db).with_name("plain.db"))
+        memorist("--db", other, "add", "Renew the TLS certificate", "--user", "milo", "--no-infer")
+        plain = memorist("--db", other, *command)  # a default store: no tier, no such columns
         assert "energy" not in plain and "working" not in plain, plain

@@ -1,8 +1,8 @@
 """Spec 002's energy tiers as commands: ``memorist maintain``, ``memorist boost`` and
 ``memorist tiers status|health|config|list|tests|test-memory|plot``.
 
-They open the store under the energy policy whatever ``--policy`` says (they are
-the policy's commands). Times (``--now``) are ISO-8601 or epoch seconds, so runs
+They need a store under the energy policy (recorded in the store; a new store
+takes ``--policy energy``) and refuse any other. Times (``--now``) are ISO-8601 or epoch seconds, so runs
 can be replayed and tested without waiting hours.
 """
 
@@ -31,7 +31,16 @@ _NOW_HELP = "The time of the run (ISO-8601 or epoch seconds) [default: now]."
 
 
 def _energy(app: App, *, create: bool = False) -> Any:
-    return app.memory(create=create, policy="energy")
+    """The store, which must be under the energy policy: a tier command on another
+    store would decay and expire memories its own configuration keeps."""
+    memory = app.memory(create=create)
+    if not memory.energy:
+        raise CommandError(
+            f"{app.label} is under the {memory.config.policy!r} policy: energy-tier commands would decay and expire "
+            "memories it keeps. Switch it first (every process then opens it under energy tiers): "
+            "`memorist config set policy energy`"
+        )
+    return memory
 
 
 def _tier_id(app: App, prefix: str) -> str:
