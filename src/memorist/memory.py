@@ -984,18 +984,28 @@ class Memory:
             return True
         return self._tiers.background.wait(timeout)
 
-    def tiers_status(self, *, test_only: bool = False, now: Any = None) -> dict[str, Any]:
+    def tiers_status(self, *, test_only: bool = False, now: Any = None, user_id: str | None = None,
+                     agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
         """The distribution of memories over the tiers (count and energy at ``now``
-        per tier; archived and expired counts), the configuration, the last run."""
+        per tier; archived and expired counts), the configuration, the last run: the
+        tenant's, or with ids only those memories'."""
         if not isinstance(test_only, bool):
             raise ValidationError("test_only", f"must be True or False, got {validate.show(test_only)}")
-        return {"policy": self.config.policy, **self.tiers.status(now=self._now(now), test_only=test_only)}
+        owner = self._owner_or_tenant(user_id, agent_id, run_id)
+        return {"policy": self.config.policy, **self.tiers.status(now=self._now(now), test_only=test_only, owner=owner)}
 
-    def tiers_health(self, *, now: Any = None) -> dict[str, Any]:
+    def tiers_health(self, *, now: Any = None, user_id: str | None = None, agent_id: str | None = None,
+                     run_id: str | None = None) -> dict[str, Any]:
         """Health checks of the energy tiers: ``{"status": ok|warn|fail, "healthy",
         "checks": [{"check", "status", "detail"}]}`` (configuration present and sane,
-        counts, stale decays, due promotions and expiries, links, last run, log)."""
-        return self.tiers.health(now=self._now(now))
+        counts, stale decays, due promotions and expiries, links, last run, log): the
+        tenant's, or with ids only those memories'."""
+        return self.tiers.health(now=self._now(now), owner=self._owner_or_tenant(user_id, agent_id, run_id))
+
+    def _owner_or_tenant(self, user_id: Any, agent_id: Any, run_id: Any) -> ScopeFilter | None:
+        """The ids' scope, or None when no id is given (the whole tenant)."""
+        owner = self._optional_scope(user_id, agent_id, run_id)
+        return None if (owner.user_id, owner.agent_id, owner.run_id) == (None, None, None) else owner
 
     def tiers_config(self, changes: Mapping[str, Any] | None = None, *, reset: bool = False) -> dict[str, Any]:
         """The energy tiers' configuration, persisted in the store: ``{"config",

@@ -142,11 +142,13 @@ def tiers() -> None:
 @tiers.command("status")
 @click.option("--test-only", is_flag=True, help="The test memories' distribution.")
 @click.option("--now", metavar="TIME", help="Energies as of this time [default: now].")
+@scope_options
 @pass_app
-def status(app: App, test_only: bool, now: str | None) -> None:
-    """How many memories each tier holds, and their energies."""
+def status(app: App, test_only: bool, now: str | None, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
+    """How many memories each tier holds, and their energies (the store's, or with
+    --user/--agent/--run only those memories')."""
     app.arguments = {"now": "--now"}
-    data = _energy(app).tiers_status(test_only=test_only, now=time_text(now))
+    data = _energy(app).tiers_status(test_only=test_only, now=time_text(now), **scope(user_id, agent_id, run_id))
 
     def human() -> None:
         label = "test memories" if test_only else "memories"
@@ -168,12 +170,13 @@ def status(app: App, test_only: bool, now: str | None) -> None:
 
 @tiers.command("health")
 @click.option("--now", metavar="TIME", help="Check as of this time [default: now].")
+@scope_options
 @pass_app
-def health(app: App, now: str | None) -> None:
-    """Check the energy tiers: configuration, counts, stale decays, links, last run, log.
-    Exit code 1 when a check fails."""
+def health(app: App, now: str | None, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
+    """Check the energy tiers: configuration, counts, stale decays, links, last run, log
+    (with --user/--agent/--run, of those memories only). Exit code 1 when a check fails."""
     app.arguments = {"now": "--now"}
-    report = _energy(app).tiers_health(now=time_text(now))
+    report = _energy(app).tiers_health(now=time_text(now), **scope(user_id, agent_id, run_id))
 
     def human() -> None:
         app.table(

@@ -115,7 +115,8 @@ def build_context(
     recent = minutes.recent(window, project_id=project)
     seen = {m["id"] for m in recent}
     wanted = [r for r in references_of(Minute.from_payload(m) for m in recent) if r not in seen]
-    referenced = minutes.by_ids(wanted) if wanted else []
+    # Only the project's own minutes: a reference never carries another project's text.
+    referenced = minutes.by_ids(wanted, project_id=project) if wanted else []
     seen.update(m["id"] for m in referenced)
 
     store = minutes.store

@@ -574,12 +574,19 @@ class EnergyTiers:
         where = scope if scope is not None else ScopeFilter(tenant)
         return [r for r in self.store.list(where, status=status) if is_fact(r)]
 
-    def status(self, *, now: float, test_only: bool = False) -> dict[str, Any]:
-        """The distribution of memories over the tiers (counts and energies)."""
+    def _within(self, tenant: str, owner: ScopeFilter | None) -> ScopeFilter:
+        """The tenant's (or test space's) memories, narrowed to ``owner``'s ids if given."""
+        if owner is None:
+            return ScopeFilter(tenant)
+        return ScopeFilter(tenant, owner.user_id, owner.agent_id, owner.run_id)
+
+    def status(self, *, now: float, test_only: bool = False, owner: ScopeFilter | None = None) -> dict[str, Any]:
+        """The distribution of memories over the tiers (counts and energies): the
+        tenant's, or only ``owner``'s (its user/agent/run ids)."""
         tenant = self.test_tenant if test_only else self.tenant_id
         config = self.config()
-        active = [r for r in self._records(tenant) if r.valid_to is None or r.valid_to > now]
-        archived = self._records(tenant, Status.ARCHIVED)
+        active = [r for r in self._records(tenant, scope=self._within(tenant, owner)) if r.valid_to is None or r.valid_to > now]
+        archived = self._records(tenant, Status.ARCHIVED, scope=self._within(tenant, owner))
         tiers: dict[str, dict[str, Any]] = {}
         for tier in LIVE_TIERS:
             energies = [energy_now(r, now, config)[0] for r in active if r.tier is tier]
@@ -599,17 +606,19 @@ class EnergyTiers:
             "expired": expired,
         }
         if not test_only:
-            out["test_memories"] = len(self._records(self.test_tenant))
+            out["test_memories"] = len(self._records(self.test_tenant, scope=self._within(self.test_tenant, owner)))
         run = self.last_run(test_only=test_only)
         out["last_run"] = _run_summary(run)
         out["background"] = self.background.info()
         out["config"] = config.to_dict()
         return out
 
-    def health(self, *, now: float) -> dict[str, Any]:
+    def health(self, *, now: float, owner: ScopeFilter | None = None) -> dict[str, Any]:
         """Checks: the configuration (present, sane), the counts, stale decays,
         memories waiting for promotion or expiry, promotion links, the last run, the
-        log file. Each is ``{"check", "status": ok|warn|fail, "detail"}``."""
+        log file. Each is ``{"check", "status": ok|warn|fail, "detail"}``. With
+        ``owner``, every figure is of its memories only, and the last run is told
+        without the counts of memories outside it."""
         checks: list[dict[str, Any]] = []
 
         def add(name: str, status: str, detail: str, **extra: Any) -> None:
@@ -629,8 +638,9 @@ class EnergyTiers:
             f"thresholds {config.expire_below} < {config.working_to_short_term} < {config.short_term_to_long_term}, "
             f"rates {config.rate_working}/{config.rate_short_term}/{config.rate_long_term} per hour, "
             f"batches {config.promotion_batch} promotions / {config.decay_batch} decays")
-        active = [r for r in self._records(self.tenant_id) if r.valid_to is None or r.valid_to > now]
-        archived = self._records(self.tenant_id, Status.ARCHIVED)
+        within = self._within(self.tenant_id, owner)
+        active = [r for r in self._records(self.tenant_id, scope=within) if r.valid_to is None or r.valid_to > now]
+        archived = self._records(self.tenant_id, Status.ARCHIVED, scope=within)
         by_tier = {t.value: sum(1 for r in active if r.tier is t) for t in LIVE_TIERS}
         add("counts", "ok", f"{len(active)} live memories ({', '.join(f'{k} {v}' for k, v in by_tier.items())}), "
             f"{sum(1 for r in archived if r.tier is not Tier.EXPIRED)} archived, {sum(1 for r in archived if r.tier is Tier.EXPIRED)} expired",
@@ -665,11 +675,14 @@ class EnergyTiers:
             add("last_run", "warn", "no maintenance run yet")
         else:
             ago = (time.time() - run.ts) / HOUR
-            counts = run.payload.get("counts") or {}
-            shown = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("decayed", "expired", "promoted", "pending"))
-            add("last_run", "ok", f"run {run.payload.get('run')} at {_iso(run.ts)} ({ago:.1f} h ago): {shown}")
+            if owner is None:
+                counts = run.payload.get("counts") or {}
+                shown = ": " + ", ".join(f"{counts.get(k, 0)} {k}" for k in ("decayed", "expired", "promoted", "pending"))
+            else:
+                shown = ""  # its counts are of the whole run's scope, not only the owner's memories
+            add("last_run", "ok", f"run {run.payload.get('run')} at {_iso(run.ts)} ({ago:.1f} h ago){shown}")
         add("log", *self._log_check())
-        tests = len(self._records(self.test_tenant))
+        tests = len(self._records(self.test_tenant, scope=self._within(self.test_tenant, owner)))
         add("test_memories", "ok", f"{tests} test memories, apart from the real ones", count=tests)
         worst = "fail" if any(c["status"] == "fail" for c in checks) else "warn" if any(c["status"] == "warn" for c in checks) else "ok"
         return {"now": _iso(now), "status": worst, "healthy": worst != "fail", "checks": checks}

@@ -221,8 +221,8 @@ class Minutes:
     ) -> dict[str, Any]:
         """Append one coordination event and index it; returns the minute.
 
-        ``context_references`` must name minutes of this tenant already in the log
-        (spec 003: related *past* events). ``category`` overrides the heuristic one;
+        ``context_references`` must name minutes of the same project already in the
+        log (related *past* events; another project's minute is refused, as an unknown one). ``category`` overrides the heuristic one;
         ``insights`` come first, then the derived ones of other types (an outcome
         insight from ``data["success_criteria_met"]``, 0-100). ``now`` is when it
         happened (ISO-8601, epoch seconds or a datetime; default: now).
@@ -238,9 +238,13 @@ class Minutes:
         chosen = category_of(category)
         given = _insights(insights)
         at = self._now(now)
-        missing = [r for r in refs if not self._events_of([r])]
+        known = self._events_of(refs)
+        missing = [r for r in refs if r not in known or known[r].scope.user_id != project]
         if missing:
-            raise ValidationError("context_references", f"{missing[0]!r} is not a minute of this log (references name earlier minutes)")
+            raise ValidationError(
+                "context_references",
+                f"{missing[0]!r} is not a minute of project {project!r} (references name the project's earlier minutes)",
+            )
         draft = Minute(str(uuid.uuid4()), at, kind, project, agent, payload, tuple(refs), note, run_id=run)
         minute = Minute(
             draft.id, at, kind, project, agent, payload, tuple(refs), note,

@@ -2,9 +2,9 @@
 status, health, configuration and test memories.
 
 Same keys, tenants and error shape as the other routes (:mod:`memorist.server.app`
-installs them; this module only adds routes). They need a service run under the
-energy policy (``memorist serve --policy energy`` or ``MEMORIST_POLICY=energy``); under
-the default policy they answer 400 saying so. A key bound to a user maintains,
+installs them; this module only adds routes). They need a store under the energy
+policy (recorded in the store; ``memorist config set policy energy`` switches one);
+under the default policy they answer 400 saying so. A key bound to a user maintains,
 boosts and lists that user's memories only; changing the tenant's configuration
 needs a tenant key (403 otherwise).
 
@@ -34,8 +34,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": s.ErrorResponse, "description": "The service does not run the energy policy."},
 }
 _NOT_ENERGY = (
-    "energy tiers are off: this service runs the default policy; start it with "
-    "`memorist serve --policy energy` (or MEMORIST_POLICY=energy)"
+    "energy tiers are off: this store is under the default policy; switch it with "
+    "`memorist config set policy energy` (a new store: `memorist serve --policy energy`)"
 )
 
 
@@ -168,13 +168,15 @@ def register_tier_routes(app: FastAPI) -> None:
 
     @app.get("/api/tiers/", response_model=TierStatus, summary="Energy tiers: distribution", **api)
     def status(request: Request, caller: CallerDep, test_only: bool = Query(False, description="The test memories' distribution.")) -> Any:
-        """How many memories each tier holds, and their energies (the tenant's)."""
-        return JSONResponse(_memory(request, caller).tiers_status(test_only=test_only))
+        """How many memories each tier holds, and their energies (the tenant's; a
+        user-bound key's: its user's only)."""
+        return JSONResponse(_memory(request, caller).tiers_status(test_only=test_only, user_id=caller.user(None)))
 
     @app.get("/api/tiers/health/", response_model=TierHealth, summary="Energy tiers: health checks", **api)
     def health(request: Request, caller: CallerDep) -> Any:
-        """Configuration, counts, stale decays, due promotions, links, last run, log."""
-        return JSONResponse(_memory(request, caller).tiers_health())
+        """Configuration, counts, stale decays, due promotions, links, last run, log
+        (a user-bound key: of its user's memories only)."""
+        return JSONResponse(_memory(request, caller).tiers_health(user_id=caller.user(None)))
 
     @app.get("/api/tiers/config/", response_model=TierConfig, summary="Energy tiers: configuration", **api)
     def get_config(request: Request, caller: CallerDep) -> Any:
