@@ -30,6 +30,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from .api import CALLS, Scoped
 from .config import MemoryConfig
 from .embed import Embedder
 from .llm import LLM
@@ -95,108 +96,18 @@ class AsyncMemory:
 
         return await asyncio.to_thread(locked)
 
-    # the mem0-style API ------------------------------------------------------------
-    async def add(
-        self,
-        messages: Any,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        infer: bool = True,
-        timestamp: Any = None,
-        test: bool = False,
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.add`, awaited."""
-        return await self._run(
-            self.memory.add, messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata, infer=infer,
-            timestamp=timestamp, test=test,
-        )
-
-    async def search(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        limit: int = 5,
-        filters: Mapping[str, Any] | None = None,
-        reference_time: Any = None,
-        threshold: float | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.search`, awaited."""
-        return await self._run(
-            self.memory.search,
-            query,
-            user_id=user_id,
-            agent_id=agent_id,
-            run_id=run_id,
-            limit=limit,
-            filters=filters,
-            reference_time=reference_time,
-            threshold=threshold,
-        )
-
-    async def get(
-        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.get`, awaited."""
-        return await self._run(self.memory.get, memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
-
-    async def get_all(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        limit: int = 100,
-        filters: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.get_all`, awaited."""
-        return await self._run(self.memory.get_all, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit, filters=filters)
-
-    async def update(
-        self,
-        memory_id: str,
-        text: str,
-        metadata: dict[str, Any] | None = None,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.update`, awaited."""
-        return await self._run(self.memory.update, memory_id, text, metadata, user_id=user_id, agent_id=agent_id, run_id=run_id)
-
-    async def delete(
-        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.delete`, awaited."""
-        return await self._run(self.memory.delete, memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
-
-    async def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """:meth:`memorist.Memory.delete_all`, awaited."""
-        return await self._run(self.memory.delete_all, user_id=user_id, agent_id=agent_id, run_id=run_id)
-
-    async def history(
-        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-    ) -> list[dict[str, Any]]:
-        """:meth:`memorist.Memory.history`, awaited."""
-        return await self._run(self.memory.history, memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    # The declared calls (memorist.api.CALLS) are derived below, one per declaration.
 
     async def reset(self) -> None:
         """:meth:`memorist.Memory.reset`, awaited."""
         await self._run(self.memory.reset)
 
-    # inspection and maintenance ------------------------------------------------------
-    async def events(
-        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0, limit: int | None = None
-    ) -> list[dict[str, Any]]:
-        """:meth:`memorist.Memory.events`, awaited."""
-        return await self._run(self.memory.events, user_id=user_id, agent_id=agent_id, run_id=run_id, since=since, limit=limit)
+    def scope(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Scoped:
+        """A handle bound to one scope whose calls are awaited: ``await
+        memory.scope(user_id="alex").search("food")`` (see :meth:`memorist.Memory.scope`)."""
+        return Scoped(self, user_id=user_id, agent_id=agent_id, run_id=run_id)
 
+    # inspection and maintenance ------------------------------------------------------
     async def stats(self) -> dict[str, Any]:
         """:meth:`memorist.Memory.stats`, awaited."""
         return await self._run(self.memory.stats)
@@ -312,17 +223,25 @@ class AsyncMemory:
         return f"Async{self.memory!r}"
 
 
-def _awaited(name: str) -> Callable[..., Any]:
+def _awaited(name: str, declared: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """``AsyncMemory.<name>``: :class:`~memorist.Memory`'s call of that name, awaited
-    (same parameters; run in a worker thread under the instance lock)."""
-    call = getattr(Memory, name)
+    (same parameters; run in a worker thread under the instance lock). A declared
+    call (:mod:`memorist.api`) takes its declaration's signature and docstring."""
+    call = declared if declared is not None else getattr(Memory, name)
 
     @functools.wraps(call)
     async def method(self: AsyncMemory, *args: Any, **kwargs: Any) -> Any:
         return await self._run(getattr(self.memory, name), *args, **kwargs)
 
-    method.__doc__ = f":meth:`memorist.Memory.{name}`, awaited."
+    if declared is None:
+        method.__doc__ = f":meth:`memorist.Memory.{name}`, awaited."
     return method
+
+
+# The declared calls: each exactly its declaration, awaited.
+for _call in CALLS:
+    setattr(AsyncMemory, _call.name, _awaited(_call.name, _call.declared))
+del _call
 
 
 # The learning loop's calls (spec 001): each exactly Memory's, awaited.

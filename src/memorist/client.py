@@ -29,6 +29,8 @@ authority (lengths, limits, filters, ownership). Needs the ``client`` extra (htt
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -39,6 +41,7 @@ from typing import Any
 from urllib.parse import quote
 
 from . import validate
+from .api import CALLS, CALLS_BY_NAME, Scoped
 from .errors import (
     ConfigurationError,
     MemoristError,
@@ -194,8 +197,8 @@ class _Calls:
         body: dict[str, Any] = {"messages": _messages(messages), **ids}
         if not isinstance(test, bool):
             raise ValidationError("test", f"must be True or False, got {validate.show(test)}")
-        if test:  # the service reads the flag from the metadata, as Memory does
-            metadata = {**(metadata or {}), "is_test": True}
+        if test:
+            body["test"] = True
         if metadata is not None:
             body["metadata"] = validate.metadata(metadata)
         if not isinstance(infer, bool):
@@ -238,18 +241,12 @@ class _Calls:
     def get_all(user_id: Any, agent_id: Any, run_id: Any, limit: Any, filters: Any) -> _Call:
         ids = _scope(user_id, agent_id, run_id)
         limit = validate.limit(limit)
+        params: dict[str, Any] = {**ids, "limit": limit}
         if filters is not None:
             if not isinstance(filters, Mapping):
                 raise ValidationError("filters", f"must be a mapping, got {type(filters).__name__}")
-            if filters:
-                # The list route takes none, and the items lack fields filters can name
-                # (tags, topic, importance, ...): filtering here could not be exact.
-                raise ValidationError(
-                    "filters",
-                    "get_all over the service takes no filters (its list route has none); "
-                    "use search(..., filters=...) or filter the results",
-                )
-        return _Call("GET", f"{_API}/", {**ids, "limit": limit}, None, _results)
+            params["filters"] = _encode(dict(filters), free="filters").decode("utf-8")  # the service compiles (and judges) them
+        return _Call("GET", f"{_API}/", params, None, _results)
 
     @staticmethod
     def update(memory_id: Any, text: Any, metadata: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
@@ -389,6 +386,11 @@ class _Base:
             return StoreError(f"{where} is unavailable ({status}): {message}")
         return StoreError(f"{where} answered {status} ({kind}): {message}")
 
+    def scope(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Scoped:
+        """A handle bound to one scope, as :meth:`memorist.Memory.scope` (an
+        :class:`AsyncClient`'s handle is awaited)."""
+        return Scoped(self, user_id=user_id, agent_id=agent_id, run_id=run_id)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r})"
 
@@ -423,84 +425,6 @@ class Client(_Base):
         except httpx.RequestError as exc:
             raise self._unreachable(exc) from exc
         return self._answer(call, response)
-
-    def add(
-        self,
-        messages: Any,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        infer: bool = True,
-        timestamp: Any = None,
-        test: bool = False,
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.add` over HTTP."""
-        return self._send(_Calls.add(messages, user_id, agent_id, run_id, metadata, infer, timestamp, test))
-
-    def search(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        limit: int = 5,
-        filters: Mapping[str, Any] | None = None,
-        reference_time: Any = None,
-        threshold: float | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.search` over HTTP."""
-        return self._send(_Calls.search(query, user_id, agent_id, run_id, limit, filters, reference_time, threshold))
-
-    def get(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """:meth:`memorist.Memory.get` over HTTP (``user_id`` required)."""
-        return self._send(_Calls.get(memory_id, user_id, agent_id, run_id))
-
-    def get_all(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        limit: int = 100,
-        filters: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.get_all` over HTTP. ``filters`` are refused (the
-        service's list route has none): use :meth:`search` with filters."""
-        return self._send(_Calls.get_all(user_id, agent_id, run_id, limit, filters))
-
-    def update(
-        self,
-        memory_id: str,
-        text: str,
-        metadata: dict[str, Any] | None = None,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.update` over HTTP."""
-        return self._send(_Calls.update(memory_id, text, metadata, user_id, agent_id, run_id))
-
-    def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """:meth:`memorist.Memory.delete` over HTTP."""
-        return self._send(_Calls.delete(memory_id, user_id, agent_id, run_id))
-
-    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """:meth:`memorist.Memory.delete_all` over HTTP."""
-        return self._send(_Calls.delete_all(user_id, agent_id, run_id))
-
-    def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
-        """:meth:`memorist.Memory.history` over HTTP (``user_id`` required)."""
-        return self._send(_Calls.history(memory_id, user_id, agent_id, run_id))
-
-    def events(
-        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0, limit: int | None = None
-    ) -> list[dict[str, Any]]:
-        """:meth:`memorist.Memory.events` over HTTP (``user_id`` required)."""
-        return self._send(_Calls.events(user_id, agent_id, run_id, since, limit))
 
     def close(self) -> None:
         """Close the connections."""
@@ -538,89 +462,6 @@ class AsyncClient(_Base):
             raise self._unreachable(exc) from exc
         return self._answer(call, response)
 
-    async def add(
-        self,
-        messages: Any,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        infer: bool = True,
-        timestamp: Any = None,
-        test: bool = False,
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.add` over HTTP."""
-        return await self._send(_Calls.add(messages, user_id, agent_id, run_id, metadata, infer, timestamp, test))
-
-    async def search(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        limit: int = 5,
-        filters: Mapping[str, Any] | None = None,
-        reference_time: Any = None,
-        threshold: float | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.search` over HTTP."""
-        return await self._send(_Calls.search(query, user_id, agent_id, run_id, limit, filters, reference_time, threshold))
-
-    async def get(
-        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.get` over HTTP (``user_id`` required)."""
-        return await self._send(_Calls.get(memory_id, user_id, agent_id, run_id))
-
-    async def get_all(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        limit: int = 100,
-        filters: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.get_all` over HTTP (no ``filters``: see :meth:`Client.get_all`)."""
-        return await self._send(_Calls.get_all(user_id, agent_id, run_id, limit, filters))
-
-    async def update(
-        self,
-        memory_id: str,
-        text: str,
-        metadata: dict[str, Any] | None = None,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.update` over HTTP."""
-        return await self._send(_Calls.update(memory_id, text, metadata, user_id, agent_id, run_id))
-
-    async def delete(
-        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-    ) -> dict[str, Any]:
-        """:meth:`memorist.Memory.delete` over HTTP."""
-        return await self._send(_Calls.delete(memory_id, user_id, agent_id, run_id))
-
-    async def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """:meth:`memorist.Memory.delete_all` over HTTP."""
-        return await self._send(_Calls.delete_all(user_id, agent_id, run_id))
-
-    async def history(
-        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-    ) -> list[dict[str, Any]]:
-        """:meth:`memorist.Memory.history` over HTTP (``user_id`` required)."""
-        return await self._send(_Calls.history(memory_id, user_id, agent_id, run_id))
-
-    async def events(
-        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0, limit: int | None = None
-    ) -> list[dict[str, Any]]:
-        """:meth:`memorist.Memory.events` over HTTP (``user_id`` required)."""
-        return await self._send(_Calls.events(user_id, agent_id, run_id, since, limit))
-
     async def aclose(self) -> None:
         """Close the connections."""
         await self._http.aclose()
@@ -630,6 +471,39 @@ class AsyncClient(_Base):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _over_http(name: str, *, asynchronous: bool) -> Callable[..., Any]:
+    """``Client.<name>`` (or ``AsyncClient.<name>``): the declared call, its request
+    built by ``_Calls.<name>`` from the arguments bound to the declaration."""
+    declared = CALLS_BY_NAME[name].declared
+    signature = inspect.signature(declared)
+    build = getattr(_Calls, name)
+
+    def request(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        return build(**{k: v for k, v in bound.arguments.items() if k != "self"})
+
+    if asynchronous:
+
+        @functools.wraps(declared)
+        async def call(self: AsyncClient, *args: Any, **kwargs: Any) -> Any:
+            return await self._send(request(self, args, kwargs))
+
+    else:
+
+        @functools.wraps(declared)
+        def call(self: Client, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            return self._send(request(self, args, kwargs))
+
+    return call
+
+
+for _call in CALLS:
+    setattr(Client, _call.name, _over_http(_call.name, asynchronous=False))
+    setattr(AsyncClient, _call.name, _over_http(_call.name, asynchronous=True))
+del _call
 
 
 __all__ = ["AsyncClient", "AuthenticationError", "Client", "RateLimitError"]

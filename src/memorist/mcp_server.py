@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from . import validate
 from .errors import MemoristError, MissingDependencyError, ValidationError
 
 if TYPE_CHECKING:
@@ -121,10 +120,10 @@ def create_server(
     MCPServer = require_sdk()
     from mcp.types import ToolAnnotations
 
-    user, agent, run = validate.require_scope(user_id, agent_id, run_id)
-    ids = {"user_id": user, "agent_id": agent, "run_id": run}
+    # Every tool acts through this handle: it takes no ids and reaches nothing outside the scope.
+    handle = memory.scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
     lock = threading.Lock()
-    shown = ", ".join(f"{k}={v!r}" for k, v in ids.items() if v)
+    shown = ", ".join(f"{k}={v!r}" for k, v in handle.ids.items() if v)
     server = MCPServer(
         name,
         title="Memorist memory",
@@ -189,7 +188,7 @@ def create_server(
                 else "give messages (a list of {role, content}) or text",
             )
         turn: Any = text if messages is None else [m.model_dump(exclude_none=True) for m in messages]
-        return memory.add(turn, **ids, metadata=metadata, infer=infer)
+        return handle.add(turn, metadata=metadata, infer=infer)
 
     @tool(title="Search memories", read_only=True, idempotent=True)
     def search_memories(
@@ -214,7 +213,7 @@ def create_server(
         "updated_at", "metadata", "score", "similarity", ...}]}; similarity is the
         cosine of memory and query (1: same meaning, about 0: unrelated).
         """
-        return memory.search(query, **ids, limit=limit, filters=filters)
+        return handle.search(query, limit=limit, filters=filters)
 
     @tool(title="List memories", read_only=True, idempotent=True)
     def list_memories(
@@ -225,14 +224,14 @@ def create_server(
         Returns {"results": [{"id", "memory", "created_at", "updated_at", "metadata", ...}]}.
         Prefer search_memories when you look for something in particular.
         """
-        return memory.get_all(**ids, limit=limit)
+        return handle.get_all(limit=limit)
 
     @tool(title="Get a memory", read_only=True, idempotent=True)
     def get_memory(
         memory_id: Annotated[str, Field(description="The memory's id, as returned by search_memories or list_memories.")],
     ) -> dict[str, Any]:
         """One memory by id: {"id", "memory", "created_at", "updated_at", "metadata", ...}."""
-        return memory.get(memory_id, **ids)
+        return handle.get(memory_id)
 
     @tool(title="Update a memory", read_only=False, destructive=True, idempotent=True)
     def update_memory(
@@ -247,7 +246,7 @@ def create_server(
 
         Returns {"id", "memory", "event": "UPDATE", "previous_memory"}.
         """
-        return memory.update(memory_id, text, metadata, **ids)
+        return handle.update(memory_id, text, metadata)
 
     @tool(title="Delete a memory", read_only=False, destructive=True, idempotent=True)
     def delete_memory(
@@ -258,7 +257,7 @@ def create_server(
         Its history stays readable with memory_history. Returns {"id", "memory",
         "event": "DELETE", "message"}.
         """
-        return memory.delete(memory_id, **ids)
+        return handle.delete(memory_id)
 
     @tool(title="History of a memory", read_only=True, idempotent=True)
     def memory_history(
@@ -270,7 +269,7 @@ def create_server(
         Returns {"results": [{"event": "ADD" | "UPDATE" | "DELETE", "old_memory",
         "new_memory", "created_at", ...}]}.
         """
-        return {"results": memory.history(memory_id, **ids)}
+        return {"results": handle.history(memory_id)}
 
     if memory.energy:  # spec 002: the end of a conversation triggers consolidation
 
@@ -283,7 +282,7 @@ def create_server(
             mattering are promoted to longer-lived tiers. Returns at once with
             {"scheduled", "coalesced", "running", "waiting", "scopes"}.
             """
-            return memory.end_conversation(**ids)
+            return memory.end_conversation(**handle.ids)
 
     return server
 

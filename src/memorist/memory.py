@@ -20,11 +20,24 @@ from typing import Any
 import numpy as np
 
 from . import validate
+from .api import MemoryAPI, Scoped, implements
 from .config import MemoryConfig, default_db_path
 from .embed import Embedder, embedder_for_identity, resolve_embedder, spec_for_identity
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
 from .llm import LLM, resolve_llm
-from .model import MemoryRecord, Scope, Status, is_fact
+from .model import (
+    AddResult,
+    DeleteAllResult,
+    DeleteResult,
+    EventItem,
+    MemoryItem,
+    MemoryList,
+    MemoryRecord,
+    Scope,
+    Status,
+    UpdateResult,
+    is_fact,
+)
 from .pipelines.ingest import Ingestor
 from .pipelines.search import Searcher
 from .pipelines.settings import settle_policy
@@ -262,6 +275,7 @@ class Memory:
         return record
 
     # the mem0-style API ------------------------------------------------------------
+    @implements(MemoryAPI.add)
     def add(
         self,
         messages: Any,
@@ -273,22 +287,7 @@ class Memory:
         infer: bool = True,
         timestamp: Any = None,
         test: bool = False,
-    ) -> dict[str, Any]:
-        """Remember a conversation turn (a string, one message, or a list of messages).
-
-        With ``infer=True`` facts are extracted and reconciled with what the scope
-        already holds; with ``infer=False`` each non-system message is stored as is.
-        ``timestamp`` is when the conversation happened (default: now). Returns
-        ``{"results": [{"id", "memory", "event"}], "message": ...}``. The turn is
-        written to the event log even when nothing is extracted.
-
-        ``test=True`` (or ``metadata={"is_test": True}``) makes test memories: they
-        are kept apart, never returned, counted or maintained by the normal calls,
-        only by :meth:`test_memories` and ``maintain(test_only=True)``. Under the
-        energy policy, ``metadata`` may say the start energy: ``"type"`` (insight,
-        reminder, learning...), or ``"energy"`` and ``"tier"`` (see
-        :mod:`memorist.policies.energy`).
-        """
+    ) -> AddResult:
         u, a, r = validate.require_scope(user_id, agent_id, run_id)
         msgs, plain = validate.messages(
             messages,
@@ -316,6 +315,7 @@ class Memory:
             return self._ingest.add_inferred(msgs, scope, metadata=meta, at=at)
         return self._ingest.add_verbatim(msgs, scope, metadata=meta, at=at, plain_text=plain)
 
+    @implements(MemoryAPI.search)
     def search(
         self,
         query: str,
@@ -327,26 +327,7 @@ class Memory:
         filters: Mapping[str, Any] | None = None,
         reference_time: Any = None,
         threshold: float | None = None,
-    ) -> dict[str, Any]:
-        """The memories of the scope most relevant to ``query``, best first.
-
-        Vector similarity and BM25 candidates are fused by reciprocal rank fusion,
-        then the ranking policy's terms apply. Two more rankings join the fusion
-        when the query asks for them: a time expression ("last week", "in May
-        2023") adds the memories of that window, relative to ``reference_time``
-        (when the question is asked; default now); a speaker named in the query
-        adds that speaker's memories. ``filters`` restrict by metadata and fields
-        (see :mod:`memorist.policies.filters`).
-
-        Each result has a ``score`` (the fused rank score: 1.0 is first in every
-        ranking; it orders, it does not measure) and a ``similarity``, the cosine of
-        memory and query (1 the same meaning, about 0 unrelated), which is what
-        ``threshold`` bounds: only memories at least that similar are returned, as in
-        mem0.
-
-        Only facts are searched: playbook strategies, trajectories, reflections and
-        versions of the same space never come back (:func:`memorist.model.is_fact`).
-        """
+    ) -> MemoryList:
         scope = self._scope_filter(user_id, agent_id, run_id)
         query = validate.text("query", query, max_chars=self.config.max_message_chars)
         limit = validate.limit(limit)
@@ -365,20 +346,14 @@ class Memory:
             results.append(item)
         return {"results": results}
 
-    def get(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """One memory by id.
-
-        :class:`~memorist.errors.NotFoundError` if it is unknown, deleted, outside the
-        validity window (``decay_days``: no read returns an expired memory), or not
-        the caller's: pass the caller's ``user_id`` (``agent_id``, ``run_id``) and a
-        memory of any other scope answers exactly like a missing one. Every by-id
-        call (:meth:`update`, :meth:`delete`, :meth:`history`) takes the same ids.
-        """
+    @implements(MemoryAPI.get)
+    def get(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> MemoryItem:
         record = self._get_record(memory_id, user_id, agent_id, run_id)
         if not self._visible(record, time.time()):
             raise NotFoundError("memory", record.id)
         return self._item(record)
 
+    @implements(MemoryAPI.get_all)
     def get_all(
         self,
         *,
@@ -387,10 +362,7 @@ class Memory:
         run_id: str | None = None,
         limit: int = 100,
         filters: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """The scope's memories, newest first (at most ``limit``). Playbook strategies,
-        trajectories and the other learning objects are not memories of this call:
-        the learning calls (:meth:`get_playbook`, :meth:`query_trajectories`) read them."""
+    ) -> MemoryList:
         scope = self._scope_filter(user_id, agent_id, run_id)
         limit = validate.limit(limit)
         predicate = compile_filters(filters)
@@ -413,6 +385,7 @@ class Memory:
                 return facts[:limit]
             want *= 4
 
+    @implements(MemoryAPI.update)
     def update(
         self,
         memory_id: str,
@@ -422,9 +395,7 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-    ) -> dict[str, Any]:
-        """Replace a memory's text (re-embedded); ``metadata`` keys are merged in.
-        The ids restrict it to the caller's memories, as in :meth:`get`."""
+    ) -> UpdateResult:
         record = self._get_record(memory_id, user_id, agent_id, run_id)
         text = validate.text("text", text, max_chars=self.config.max_message_chars)
         meta = validate.metadata(metadata, max_depth=self.config.max_metadata_depth, max_bytes=self.config.max_metadata_bytes)
@@ -460,9 +431,8 @@ class Memory:
         name = merged.get("name") if self.config.retrieval.speaker_keys else None
         return merged, memory_key(text, name=name if isinstance(name, str) and name else None)
 
-    def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """Delete one memory. Its history stays readable through :meth:`history`.
-        The ids restrict it to the caller's memories, as in :meth:`get`."""
+    @implements(MemoryAPI.delete)
+    def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteResult:
         record = self._get_record(memory_id, user_id, agent_id, run_id)
         with self.store.transaction() as batch:
             # Inside the transaction: a promotion that committed since moved the memory.
@@ -470,9 +440,8 @@ class Memory:
             batch.delete(current)
         return {"id": current.id, "memory": current.text, "event": "DELETE", "message": "Memory deleted successfully"}
 
-    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """Delete every memory of a scope. At least one id is required: never a wipe.
-        The scope's playbooks and trajectories stay (they are not memories of the fact calls)."""
+    @implements(MemoryAPI.delete_all)
+    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteAllResult:
         scope = self._scope_filter(user_id, agent_id, run_id)
         records = [r for r in self.store.list(scope) if is_fact(r)]  # playbooks and trajectories stay
         with self.store.transaction() as batch:
@@ -481,9 +450,8 @@ class Memory:
         noun = "memory" if len(records) == 1 else "memories"
         return {"deleted": len(records), "message": f"Deleted {len(records)} {noun}"}
 
-    def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
-        """Every event of a memory, oldest first, with old and new text (deleted ones
-        too). The ids restrict it to the caller's memories, as in :meth:`get`."""
+    @implements(MemoryAPI.history)
+    def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> list[EventItem]:
         record = self._get_record(memory_id, user_id, agent_id, run_id, deleted=True)
         chain = [record.id]
         source = record.lineage.get("promoted_from")
@@ -509,9 +477,15 @@ class Memory:
         if self._tiers is not None:
             self._tiers.forget()
 
+    def scope(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Scoped:
+        """A handle bound to one scope (at least one id): its calls take no ids and
+        reach nothing outside it. ``memory.scope(user_id="alex").search("food")`` is
+        ``memory.search("food", user_id="alex")``."""
+        return Scoped(self, user_id=user_id, agent_id=agent_id, run_id=run_id)
+
     # inspection and maintenance ------------------------------------------------------
-    def events(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
-        """The event log of a scope (turns, adds, updates, deletes, retrievals), oldest first."""
+    @implements(MemoryAPI.events)
+    def events(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0, limit: int | None = None) -> list[EventItem]:
         scope = self._scope_filter(user_id, agent_id, run_id)
         if limit is not None:
             limit = validate.limit(limit)

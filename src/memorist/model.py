@@ -20,7 +20,10 @@ import threading
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NotRequired
+
+# typing_extensions: pydantic reads these TypedDicts (the REST schemas) only in this form before 3.12.
+from typing_extensions import TypedDict
 
 
 class Kind(enum.StrEnum):
@@ -254,6 +257,98 @@ class MemoryRecord:
         if score is not None:
             item["score"] = round(float(score), 6)
         return item
+
+
+# typed results of the public calls ---------------------------------------------------------
+# The shapes every surface returns (Memory, AsyncMemory, the clients, the REST schemas):
+# plain dicts at run time, described once here. Items may carry more keys than these
+# (the energy policy adds ``energy`` and ``tier``): readers ignore unknown keys.
+
+
+class MemoryItem(TypedDict):
+    """One memory as the calls return it."""
+
+    id: str
+    memory: str
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    created_at: str
+    updated_at: str
+    metadata: dict[str, Any]
+    kind: str
+    memory_class: str
+    tenant_id: NotRequired[str]
+    score: NotRequired[float]  # search only: the fused rank score (it orders, it does not measure)
+    similarity: NotRequired[float]  # search only: cosine of memory and query
+    energy: NotRequired[float]  # the energy policy only
+    tier: NotRequired[str]  # the energy policy only
+
+
+class MemoryList(TypedDict):
+    """``search`` and ``get_all``: memories, best (search) or newest (get_all) first."""
+
+    results: list[MemoryItem]
+
+
+class Change(TypedDict):
+    """One memory an ``add`` changed."""
+
+    id: str
+    memory: str
+    event: str  # ADD, UPDATE, DELETE or NONE
+
+
+class AddResult(TypedDict):
+    results: list[Change]
+    message: str
+
+
+class UpdateResult(TypedDict):
+    id: str
+    memory: str
+    event: str  # UPDATE
+    previous_memory: str
+
+
+class DeleteResult(TypedDict):
+    id: str
+    memory: str
+    event: str  # DELETE
+    message: str
+
+
+class DeleteAllResult(TypedDict):
+    deleted: int
+    message: str
+
+
+class EventItem(TypedDict):
+    """One event of the log (``history``, ``events``)."""
+
+    seq: int
+    event: str
+    memory_id: str | None
+    old_memory: str | None
+    new_memory: str | None
+    created_at: str
+    actor: str | None
+    tenant_id: str | None
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    payload: Any
+
+
+class EventList(TypedDict):
+    """The REST form of ``history`` and ``events``: ``{"results": [...]}``."""
+
+    results: list[EventItem]
+
+
+class PolicyChange(TypedDict):
+    policy: str
+    previous: str | None
 
 
 def is_fact(record: MemoryRecord) -> bool:

@@ -19,7 +19,7 @@ def _public(cls: type) -> set[str]:
 def test_async_memory_has_every_call_of_memory_with_its_arguments():
     assert _public(Memory) - {"close"} <= _public(AsyncMemory)
     assert inspect.signature(AsyncMemory.__init__) == inspect.signature(Memory.__init__)
-    for name in _public(Memory) - {"close"}:
+    for name in _public(Memory) - {"close", "scope"}:  # scope() makes a handle; its calls are awaited
         method = getattr(AsyncMemory, name)
         assert inspect.iscoroutinefunction(method), name
         assert inspect.signature(method).parameters == inspect.signature(getattr(Memory, name)).parameters, name
@@ -31,6 +31,19 @@ def test_the_clients_take_memory_s_arguments(cls):
     for name in CLIENT_CALLS:
         assert inspect.signature(getattr(cls, name)).parameters == inspect.signature(getattr(Memory, name)).parameters, name
         assert inspect.iscoroutinefunction(getattr(cls, name)) == (cls is AsyncClient)
+
+
+def test_an_async_scoped_handle_awaits_its_calls(tmp_path):
+    async def main():
+        async with AsyncMemory(str(tmp_path / "s.db"), embedder="hashing") as memory:
+            alex, sam = memory.scope(user_id="alex"), memory.scope(user_id="sam")
+            added = (await alex.add("I'm a vegetarian."))["results"][0]
+            assert [m["memory"] for m in (await alex.search("food"))["results"]] == ["Is vegetarian"]
+            assert (await sam.get_all())["results"] == []
+            with pytest.raises(NotFoundError):
+                await sam.get(added["id"])
+
+    asyncio.run(main())
 
 
 def test_async_memory_serves_concurrent_tasks(tmp_path):

@@ -40,6 +40,7 @@ def script(memory: Any) -> dict[str, Any]:
     vegetarian = next(r["id"] for r in out["add"]["results"] if r["memory"] == "Is vegetarian")
     out["get"] = memory.get(vegetarian, user_id="alex")
     out["get_all"] = memory.get_all(user_id="alex", limit=10)
+    out["get_all_filtered"] = memory.get_all(user_id="alex", filters={"source": "chat"})
     out["get_all_agent"] = memory.get_all(agent_id="helper")
     out["update"] = memory.update(vegetarian, "Is vegan", {"changed": True}, user_id="alex")
     out["get_updated"] = memory.get(vegetarian, user_id="alex")

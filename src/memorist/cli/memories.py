@@ -44,6 +44,7 @@ def _memory_id(app: App, memory_id: str, *, include_deleted: bool = False) -> st
 @click.option("--infer/--no-infer", default=True, show_default=True, help="Extract facts, or store the text as is.")
 @click.option("--timestamp", metavar="ISO", help="When the conversation happened (ISO-8601) [default: now].")
 @click.option("--role", type=click.Choice(["user", "assistant"]), help="Store TEXT as a message of this role.")
+@click.option("--test", is_flag=True, help="A test memory: kept apart, never returned by the normal commands.")
 @pass_app
 def add(
     app: App,
@@ -55,13 +56,14 @@ def add(
     infer: bool,
     timestamp: str | None,
     role: str | None,
+    test: bool,
 ) -> None:
     """Remember TEXT (words joined by spaces; '-' reads stdin) as one message."""
     app.arguments = {"messages": "TEXT"}
     content = read_text(text)
     messages: Any = [{"role": role, "content": content}] if role else content
     result = app.memory(create=True).add(
-        messages, **scope(user_id, agent_id, run_id), metadata=metadata, infer=infer, timestamp=timestamp
+        messages, **scope(user_id, agent_id, run_id), metadata=metadata, infer=infer, timestamp=timestamp, test=test
     )
 
     def human() -> None:
@@ -85,6 +87,7 @@ def add(
 @click.option(
     "--filters", metavar="JSON", callback=json_object, help='Metadata / field filters, e.g. \'{"category": "food"}\'.'
 )
+@click.option("--reference-time", metavar="ISO", help="When the question is asked, for time words such as 'last week' [default: now].")
 @pass_app
 def search(
     app: App,
@@ -95,6 +98,7 @@ def search(
     limit: int,
     threshold: float | None,
     filters: dict[str, Any] | None,
+    reference_time: str | None,
 ) -> None:
     """The memories most relevant to QUERY, best first.
 
@@ -102,9 +106,10 @@ def search(
     same meaning, around 0 unrelated). The order also weighs keyword matches, so a
     memory found by its words can rank above a more similar one.
     """
-    app.arguments = {"query": "QUERY"}
+    app.arguments = {"query": "QUERY", "reference_time": "--reference-time"}
     result = app.memory().search(
-        " ".join(query), **scope(user_id, agent_id, run_id), limit=limit, filters=filters, threshold=threshold
+        " ".join(query), **scope(user_id, agent_id, run_id), limit=limit, filters=filters, threshold=threshold,
+        reference_time=reference_time,
     )
 
     def human() -> None:
@@ -140,10 +145,14 @@ def _tiers_shown(rows: list[dict[str, Any]]) -> bool:
 @cli.command("list")
 @scope_options
 @click.option("--limit", default=100, show_default=True, metavar="N", help="At most N memories, newest first.")
+@click.option(
+    "--filters", metavar="JSON", callback=json_object, help='Metadata / field filters, e.g. \'{"category": "food"}\'.'
+)
 @pass_app
-def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, limit: int) -> None:
+def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, limit: int,
+          filters: dict[str, Any] | None) -> None:
     """The scope's memories, newest first."""
-    result = app.memory().get_all(**scope(user_id, agent_id, run_id), limit=limit)
+    result = app.memory().get_all(**scope(user_id, agent_id, run_id), limit=limit, filters=filters)
 
     def human() -> None:
         rows = result["results"]
@@ -243,6 +252,32 @@ def history(app: App, memory_id: str, user_id: str | None, agent_id: str | None,
         )
 
     app.emit(events, human)
+
+
+@cli.command()
+@scope_options
+@click.option("--since", default=0, show_default=True, type=click.IntRange(min=0), metavar="SEQ", help="Only events after this sequence number.")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N events.")
+@pass_app
+def events(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, since: int, limit: int | None) -> None:
+    """The scope's event log (turns, adds, updates, deletes, retrievals), oldest first."""
+    items = app.memory().events(**scope(user_id, agent_id, run_id), since=since, limit=limit)
+
+    def human() -> None:
+        app.table(
+            [
+                ("seq", {"justify": "right"}),
+                ("event", {"no_wrap": True}),
+                ("memory", {"no_wrap": True}),
+                ("old", {"overflow": "fold", "ratio": 1}),
+                ("new", {"overflow": "fold", "ratio": 1}),
+                ("when (UTC)", {"no_wrap": True}),
+            ],
+            [[e["seq"], e["event"], (e.get("memory_id") or "")[:8], e.get("old_memory"), e.get("new_memory"), when(e.get("created_at"))]
+             for e in items],
+        )
+
+    app.emit(items, human)
 
 
 @cli.command()

@@ -22,6 +22,7 @@ Before any route, :class:`ServiceMiddleware` does what every request needs:
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -37,7 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import default_db_path
 from ..embed import Embedder
-from ..errors import MemoristError, NotFoundError
+from ..errors import MemoristError, NotFoundError, ValidationError
 from ..validate import MAX_LIMIT, MAX_SEQ, time_text
 from . import schemas as s
 from .deps import ERRORS, Caller, CallerDep, request_service
@@ -262,6 +263,16 @@ def _query_id(what: str) -> Any:
     return Query(None, **s.id_schema(f"The {what} id."))
 
 
+def _json_query(name: str, raw: str | None) -> Any:
+    """A JSON value given in the query string (None when absent)."""
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ValidationError(name, f"must be JSON, e.g. {{\"source\": \"chat\"}} ({exc})") from None
+
+
 def _register_routes(app: FastAPI) -> None:
     api: dict[str, Any] = {"responses": ERRORS, "tags": ["memories"]}
 
@@ -283,6 +294,7 @@ def _register_routes(app: FastAPI) -> None:
             metadata=body.metadata,
             infer=body.infer,
             timestamp=body.timestamp,
+            test=body.test,
         )
         return JSONResponse(result)
 
@@ -309,10 +321,12 @@ def _register_routes(app: FastAPI) -> None:
         agent_id: str = _query_id("agent"),
         run_id: str = _query_id("run"),
         limit: int = Query(100, ge=1, le=MAX_LIMIT),
+        filters: str = Query(None, max_length=65_536, description='Metadata and field filters as a JSON object, e.g. {"source": "chat"}.'),
     ) -> Any:
         """The memories of a scope (one id at least), newest first."""
         memory = request_service(request).memory(caller)
-        return JSONResponse(memory.get_all(user_id=caller.user(user_id), agent_id=agent_id, run_id=run_id, limit=limit))
+        return JSONResponse(memory.get_all(user_id=caller.user(user_id), agent_id=agent_id, run_id=run_id, limit=limit,
+                                           filters=_json_query("filters", filters)))
 
     @app.delete("/api/memories/", response_model=s.DeleteAllResponse, summary="Delete every memory of a scope", **api)
     def delete_all_memories(
@@ -366,19 +380,22 @@ def _register_routes(app: FastAPI) -> None:
 
     @app.get("/api/memories/{user_id}/{memory_id}/", response_model=s.MemoryItem, summary="One memory", **api)
     def get_memory(
-        request: Request, caller: CallerDep, user_id: str = UserPath, memory_id: str = MemoryPath
+        request: Request, caller: CallerDep, user_id: str = UserPath, memory_id: str = MemoryPath,
+        agent_id: str = _query_id("agent"), run_id: str = _query_id("run"),
     ) -> Any:
         """One memory of the user."""
         memory = request_service(request).memory(caller)
-        return JSONResponse(memory.get(memory_id, user_id=caller.owner(user_id, memory_id)))
+        return JSONResponse(memory.get(memory_id, user_id=caller.owner(user_id, memory_id), agent_id=agent_id, run_id=run_id))
 
     @app.get("/api/memories/{user_id}/{memory_id}/history/", response_model=s.EventList, summary="A memory's history", **api)
     def memory_history(
-        request: Request, caller: CallerDep, user_id: str = UserPath, memory_id: str = MemoryPath
+        request: Request, caller: CallerDep, user_id: str = UserPath, memory_id: str = MemoryPath,
+        agent_id: str = _query_id("agent"), run_id: str = _query_id("run"),
     ) -> Any:
         """Every event of the memory, oldest first (a deleted memory's too)."""
         memory = request_service(request).memory(caller)
-        return JSONResponse({"results": memory.history(memory_id, user_id=caller.owner(user_id, memory_id))})
+        owner = caller.owner(user_id, memory_id)
+        return JSONResponse({"results": memory.history(memory_id, user_id=owner, agent_id=agent_id, run_id=run_id)})
 
     @app.put("/api/memories/{id}/", response_model=s.UpdateResponse, summary="Update a memory", **api)
     def update_memory(

@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import model
+from ..model import AddResult, DeleteAllResult, DeleteResult, UpdateResult
 from ..validate import MAX_EPOCH, MAX_ID_CHARS, MAX_LIMIT
 
 
@@ -109,6 +111,7 @@ class AddRequest(_Request):
     metadata: dict[str, Any] | None = None
     infer: bool = Field(default=True, description="Extract facts (true) or store each message as it is (false).")
     timestamp: Date | None = Field(default=None, description="When the conversation happened: ISO-8601 or epoch seconds (default: now).")
+    test: bool = Field(default=False, description="Test memories: kept apart, never returned by the normal calls (energy tiers' tests).")
 
     model_config = ConfigDict(
         strict=True,
@@ -216,73 +219,15 @@ class RollbackRequest(_Request):
 
 
 # responses ------------------------------------------------------------------------------
-class AddResult(_Open):
-    id: str
-    memory: str
-    event: str = Field(description="ADD, UPDATE, DELETE or NONE.")
-
-
-class AddResponse(_Open):
-    results: list[AddResult]
-    message: str
-
-
-class MemoryItem(_Open):
-    id: str
-    memory: str
-    user_id: str | None
-    agent_id: str | None
-    run_id: str | None
-    created_at: str
-    updated_at: str
-    metadata: dict[str, Any]
-    kind: str
-    memory_class: str
-    tenant_id: str | None = None
-    score: float | None = Field(default=None, description="Search only: the fused rank score.")
-    similarity: float | None = Field(default=None, description="Search only: cosine similarity to the query.")
-
-
-class MemoryList(_Open):
-    results: list[MemoryItem]
-
-
-class EventItem(_Open):
-    seq: int
-    event: str
-    memory_id: str | None
-    old_memory: str | None
-    new_memory: str | None
-    created_at: str
-    actor: str | None
-    tenant_id: str | None = None
-    user_id: str | None = None
-    agent_id: str | None = None
-    run_id: str | None = None
-    payload: Any = None
-
-
-class EventList(_Open):
-    results: list[EventItem]
-
-
-class UpdateResponse(_Open):
-    id: str
-    memory: str
-    event: Literal["UPDATE"]
-    previous_memory: str
-
-
-class DeleteResponse(_Open):
-    id: str
-    memory: str
-    event: Literal["DELETE"]
-    message: str
-
-
-class DeleteAllResponse(_Open):
-    deleted: int
-    message: str
+# The memory calls' results are the library's own types (memorist.model): one shape,
+# described once, for Memory, the clients and these routes.
+AddResponse = AddResult
+MemoryList = model.MemoryList
+MemoryItem = model.MemoryItem
+EventList = model.EventList
+UpdateResponse = UpdateResult
+DeleteResponse = DeleteResult
+DeleteAllResponse = DeleteAllResult
 
 
 class UserItem(_Open):
@@ -398,11 +343,9 @@ __all__ = [
     "VersionItem",
     "VersionList",
     "AddResponse",
-    "AddResult",
     "DeleteAllResponse",
     "DeleteResponse",
     "ErrorResponse",
-    "EventItem",
     "EventList",
     "Health",
     "MemoryItem",

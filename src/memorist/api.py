@@ -1,0 +1,343 @@
+"""Memorist's calls, declared once; the surfaces that serve them; the scoped handle.
+
+:class:`MemoryAPI` declares each public memory call: its signature, its result type
+and its docstring. :class:`~memorist.Memory` implements it (its methods take their
+docstrings from here, with :func:`implements`); :class:`~memorist.AsyncMemory` is
+derived from it; :class:`~memorist.Client` and :class:`~memorist.AsyncClient`
+implement it over HTTP. :data:`CALLS` says where each call is served: its REST
+route, MCP tool and CLI command, with the parameters a surface names differently
+and those it does not take (and why). ``tests/docs/test_api_conformance.py`` reads
+every surface (the signatures, the service's OpenAPI document, the MCP server's
+tool schemas, the CLI's parameters) against these declarations, so a parameter
+added here and not everywhere fails it.
+
+:class:`Scoped` (``memory.scope(user_id="alex")``) is a handle bound to one scope:
+its calls take no ids and reach nothing outside it. The service builds one from the
+caller's key, the MCP server from its configuration: the scope rule lives here.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from . import validate
+from .model import AddResult, DeleteAllResult, DeleteResult, EventItem, MemoryItem, MemoryList, UpdateResult
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+#: The ids of a scope: every scoped call takes them, a :class:`Scoped` handle binds them.
+SCOPE_IDS = ("user_id", "agent_id", "run_id")
+
+
+class MemoryAPI(Protocol):
+    """The memory calls (mem0's) and the store's lifecycle calls, as every surface serves them."""
+
+    def add(
+        self,
+        messages: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        timestamp: Any = None,
+        test: bool = False,
+    ) -> AddResult:
+        """Remember a conversation turn (a string, one message, or a list of messages).
+
+        With ``infer=True`` facts are extracted and reconciled with what the scope
+        already holds; with ``infer=False`` each non-system message is stored as is.
+        ``timestamp`` is when the conversation happened (default: now). Returns
+        ``{"results": [{"id", "memory", "event"}], "message": ...}``. The turn is
+        written to the event log even when nothing is extracted.
+
+        ``test=True`` (or ``metadata={"is_test": True}``) makes test memories: they
+        are kept apart, never returned, counted or maintained by the normal calls,
+        only by :meth:`test_memories` and ``maintain(test_only=True)``. Under the
+        energy policy, ``metadata`` may say the start energy: ``"type"`` (insight,
+        reminder, learning...), or ``"energy"`` and ``"tier"`` (see
+        :mod:`memorist.policies.energy`).
+        """
+        ...
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 5,
+        filters: Mapping[str, Any] | None = None,
+        reference_time: Any = None,
+        threshold: float | None = None,
+    ) -> MemoryList:
+        """The memories of the scope most relevant to ``query``, best first.
+
+        Vector similarity and BM25 candidates are fused by reciprocal rank fusion,
+        then the ranking policy's terms apply. Two more rankings join the fusion
+        when the query asks for them: a time expression ("last week", "in May
+        2023") adds the memories of that window, relative to ``reference_time``
+        (when the question is asked; default now); a speaker named in the query
+        adds that speaker's memories. ``filters`` restrict by metadata and fields
+        (see :mod:`memorist.policies.filters`).
+
+        Each result has a ``score`` (the fused rank score: 1.0 is first in every
+        ranking; it orders, it does not measure) and a ``similarity``, the cosine of
+        memory and query (1 the same meaning, about 0 unrelated), which is what
+        ``threshold`` bounds: only memories at least that similar are returned, as in
+        mem0.
+
+        Only facts are searched: playbook strategies, trajectories, reflections and
+        versions of the same space never come back (:func:`memorist.model.is_fact`).
+        """
+        ...
+
+    def get(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> MemoryItem:
+        """One memory by id.
+
+        :class:`~memorist.errors.NotFoundError` if it is unknown, deleted, outside the
+        validity window (``decay_days``: no read returns an expired memory), or not
+        the caller's: pass the caller's ``user_id`` (``agent_id``, ``run_id``) and a
+        memory of any other scope answers exactly like a missing one. Every by-id
+        call (:meth:`update`, :meth:`delete`, :meth:`history`) takes the same ids.
+        """
+        ...
+
+    def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        filters: Mapping[str, Any] | None = None,
+    ) -> MemoryList:
+        """The scope's memories, newest first (at most ``limit``). Playbook strategies,
+        trajectories and the other learning objects are not memories of this call:
+        the learning calls (``get_playbook``, ``query_trajectories``) read them."""
+        ...
+
+    def update(
+        self,
+        memory_id: str,
+        text: str,
+        metadata: dict[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> UpdateResult:
+        """Replace a memory's text (re-embedded); ``metadata`` keys are merged in.
+        The ids restrict it to the caller's memories, as in :meth:`get`."""
+        ...
+
+    def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteResult:
+        """Delete one memory. Its history stays readable through :meth:`history`.
+        The ids restrict it to the caller's memories, as in :meth:`get`."""
+        ...
+
+    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteAllResult:
+        """Delete every memory of a scope. At least one id is required: never a wipe.
+        The scope's playbooks and trajectories stay (they are not memories of the fact calls)."""
+        ...
+
+    def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> list[EventItem]:
+        """Every event of a memory, oldest first, with old and new text (deleted ones
+        too). The ids restrict it to the caller's memories, as in :meth:`get`."""
+        ...
+
+    def events(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        since: int = 0,
+        limit: int | None = None,
+    ) -> list[EventItem]:
+        """The event log of a scope (turns, adds, updates, deletes, retrievals), oldest
+        first: the events after sequence number ``since``, at most ``limit``."""
+        ...
+
+
+def parameters(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
+    """``fn``'s parameters as (name, kind, default), ``self`` left out: what two
+    surfaces must agree on (annotations may be spelled differently)."""
+    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+
+
+def implements(declared: Callable[..., Any]) -> Callable[[_F], _F]:
+    """Mark ``fn`` as the implementation of the declared call: it takes the
+    declaration's docstring (written once, in :class:`MemoryAPI`). The conformance
+    test checks that the signatures agree."""
+
+    def apply(fn: _F) -> _F:
+        fn.__doc__ = declared.__doc__
+        fn.__implements__ = declared  # type: ignore[attr-defined]
+        return fn
+
+    return apply
+
+
+@dataclass(frozen=True, slots=True)
+class Surface:
+    """Where one surface serves a call: its ``name`` (a REST route ``"METHOD /path"``,
+    an MCP tool, a CLI command such as ``"delete-all"``), the declaration's parameters
+    it names otherwise (``renamed``; ``"a|b"``: served as two parameters), those it does
+    not take, each with the reason (``omitted``), and its own parameters beyond the
+    declaration (``extra``). Every other parameter of the declaration must be there by
+    its name, and nothing else."""
+
+    name: str
+    renamed: Mapping[str, str] = field(default_factory=dict)
+    omitted: Mapping[str, str] = field(default_factory=dict)
+    #: The surface's own parameters beyond the declaration, each with what it is for.
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A declared call and the surfaces that serve it (None: not served there, on purpose)."""
+
+    name: str
+    rest: Surface | None
+    mcp: Surface | None
+    cli: Surface | None
+
+    @property
+    def declared(self) -> Callable[..., Any]:
+        return getattr(MemoryAPI, self.name)
+
+
+# The MCP server acts in one scope (its configuration): no tool takes the ids.
+_MCP_SCOPED = {k: "the server's scope" for k in SCOPE_IDS}
+
+#: Every declared call and where it is served.
+CALLS: tuple[Call, ...] = (
+    Call(
+        "add",
+        rest=Surface("POST /api/memories/"),
+        mcp=Surface("add_memory", renamed={"messages": "messages|text"}, omitted={
+            **_MCP_SCOPED,
+            "timestamp": "an agent remembers what is said now",
+            "test": "an agent's memories are real ones",
+        }),
+        cli=Surface("add", renamed={"messages": "text"}, extra={"role": "store TEXT as one message of this role"}),
+    ),
+    Call(
+        "search",
+        rest=Surface("POST /api/memories/search/"),
+        mcp=Surface("search_memories", omitted={
+            **_MCP_SCOPED,
+            "reference_time": "an agent asks now",
+            "threshold": "an agent reads the similarity of each result instead",
+        }),
+        cli=Surface("search"),
+    ),
+    Call(
+        "get",
+        rest=Surface("GET /api/memories/{user_id}/{memory_id}/"),
+        mcp=Surface("get_memory", omitted=_MCP_SCOPED),
+        cli=Surface("get"),
+    ),
+    Call(
+        "get_all",
+        rest=Surface("GET /api/memories/"),
+        mcp=Surface("list_memories", omitted={**_MCP_SCOPED, "filters": "search_memories filters"}),
+        cli=Surface("list"),
+    ),
+    Call(
+        "update",
+        rest=Surface("PUT /api/memories/{id}/", renamed={"memory_id": "id"}),
+        mcp=Surface("update_memory", omitted=_MCP_SCOPED),
+        cli=Surface("update"),
+    ),
+    Call(
+        "delete",
+        rest=Surface("DELETE /api/memories/{id}/", renamed={"memory_id": "id"}),
+        mcp=Surface("delete_memory", omitted=_MCP_SCOPED),
+        cli=Surface("delete"),
+    ),
+    Call(
+        "delete_all",
+        rest=Surface("DELETE /api/memories/"),
+        mcp=None,  # an agent forgets one memory at a time; wiping a scope is the application's call
+        cli=Surface("delete-all", extra={"yes": "skip the confirmation"}),
+    ),
+    Call(
+        "history",
+        rest=Surface("GET /api/memories/{user_id}/{memory_id}/history/"),
+        mcp=Surface("memory_history", omitted=_MCP_SCOPED),
+        cli=Surface("history"),
+    ),
+    Call(
+        "events",
+        rest=Surface("GET /api/memories/{user_id}/events/"),
+        mcp=None,  # the log is for audits, not for an agent's turn
+        cli=Surface("events"),
+    ),
+)
+
+CALLS_BY_NAME = {c.name: c for c in CALLS}
+
+
+def _bound(name: str) -> Callable[..., Any]:
+    """``Scoped.<name>``: the declared call with the handle's ids filled in."""
+    declared = getattr(MemoryAPI, name)
+    signature = inspect.signature(declared)
+    unscoped = [p for p in signature.parameters.values() if p.name not in SCOPE_IDS]
+
+    @functools.wraps(declared)
+    def call(self: Scoped, *args: Any, **kwargs: Any) -> Any:
+        for key in SCOPE_IDS:
+            if key in kwargs:
+                raise TypeError(f"{name}() of a scoped handle takes no {key}: the handle's scope is {self.ids}")
+        return getattr(self.memory, name)(*args, **kwargs, **self.ids)
+
+    call.__signature__ = signature.replace(parameters=unscoped)  # type: ignore[attr-defined]
+    return call
+
+
+class Scoped:
+    """A :class:`~memorist.Memory` bound to one scope: its calls take no ids and reach
+    nothing outside it (a by-id call on another scope's memory answers as a missing
+    memory would). Made by :meth:`Memory.scope`.
+
+    >>> from memorist import Memory
+    >>> alex = Memory(":memory:", embedder="hashing").scope(user_id="alex")
+    >>> alex.add("I'm a vegetarian.")["results"][0]["memory"]
+    'Is vegetarian'
+    >>> [m["memory"] for m in alex.search("food")["results"]]
+    ['Is vegetarian']
+    """
+
+    def __init__(self, memory: Any, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> None:
+        user, agent, run = validate.require_scope(user_id, agent_id, run_id)
+        self.memory = memory
+        self.ids: dict[str, str | None] = {"user_id": user, "agent_id": agent, "run_id": run}
+
+    def tiers_status(self, *, test_only: bool = False, now: Any = None) -> dict[str, Any]:
+        """The energy tiers of this scope's memories only (see ``Memory.tiers_status``)."""
+        return self.memory.tiers_status(test_only=test_only, now=now, **self.ids)
+
+    def tiers_health(self, *, now: Any = None) -> dict[str, Any]:
+        """The energy tiers' health checks over this scope's memories only."""
+        return self.memory.tiers_health(now=now, **self.ids)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.ids.items() if v is not None)
+        return f"Scoped({shown})"
+
+
+for _call in CALLS:
+    setattr(Scoped, _call.name, _bound(_call.name))
+del _call
+
+
+__all__ = ["CALLS", "CALLS_BY_NAME", "SCOPE_IDS", "Call", "MemoryAPI", "Scoped", "Surface", "implements", "parameters"]

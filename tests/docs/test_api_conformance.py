@@ -1,0 +1,142 @@
+"""Every surface serves the declared calls (memorist.api) with the declared parameters.
+
+A parameter added to a declaration fails here until Memory, AsyncMemory, both clients,
+the REST route, the MCP tool and the CLI command take it (or the call's surface entry
+says, with a reason, that this surface does not); a call added to MemoryAPI fails until
+it is placed on every surface. Renamed and omitted parameters are read from the
+declarations, never assumed here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+import pytest
+
+from memorist import AsyncClient, AsyncMemory, Client, Memory
+from memorist.api import CALLS, SCOPE_IDS, Call, MemoryAPI, Scoped, parameters
+
+IDS = [c.name for c in CALLS]
+
+
+def _declared_names(call: Call) -> list[str]:
+    return [name for name, _, _ in parameters(call.declared)]
+
+
+def _expected(call: Call, surface: Any) -> set[str]:
+    """The parameter names the surface must have: the declaration's, renamed, minus the omitted, plus its own."""
+    names: set[str] = set()
+    for name in _declared_names(call):
+        if name in surface.omitted:
+            continue
+        names.update(surface.renamed.get(name, name).split("|"))
+    return names | set(surface.extra)
+
+
+def test_every_declared_call_is_placed_on_the_surfaces() -> None:
+    declared = {n for n, v in vars(MemoryAPI).items() if callable(v) and not n.startswith("_")}
+    assert declared == {c.name for c in CALLS}
+    for call in CALLS:
+        for surface in (call.rest, call.mcp, call.cli):
+            if surface is None:
+                continue
+            unknown = (set(surface.renamed) | set(surface.omitted)) - set(_declared_names(call))
+            assert not unknown, f"{call.name}: {surface.name} renames or omits parameters the call does not have: {unknown}"
+            assert all(reason.strip() for reason in surface.omitted.values()), f"{call.name}: say why {surface.name} omits it"
+
+
+@pytest.mark.parametrize("call", CALLS, ids=IDS)
+def test_memory_implements_the_declaration(call: Call) -> None:
+    method = getattr(Memory, call.name)
+    assert parameters(method) == parameters(call.declared), f"Memory.{call.name} differs from its declaration"
+    assert method.__doc__ == call.declared.__doc__, f"Memory.{call.name} must take its docstring from the declaration"
+
+
+@pytest.mark.parametrize("cls", [AsyncMemory, Client, AsyncClient])
+@pytest.mark.parametrize("call", CALLS, ids=IDS)
+def test_the_async_memory_and_the_clients_take_the_declared_arguments(call: Call, cls: type) -> None:
+    method = getattr(cls, call.name)
+    assert parameters(method) == parameters(call.declared), f"{cls.__name__}.{call.name} differs from its declaration"
+    assert inspect.iscoroutinefunction(method) == (cls is not Client)
+    assert method.__doc__ == call.declared.__doc__
+
+
+@pytest.mark.parametrize("call", CALLS, ids=IDS)
+def test_the_clients_build_each_request_from_every_declared_argument(call: Call) -> None:
+    from memorist.client import _Calls
+
+    assert [p[0] for p in parameters(getattr(_Calls, call.name))] == _declared_names(call)
+
+
+@pytest.mark.parametrize("call", CALLS, ids=IDS)
+def test_the_scoped_handle_takes_the_declared_arguments_but_the_ids(call: Call) -> None:
+    expected = [p for p in parameters(call.declared) if p[0] not in SCOPE_IDS]
+    assert parameters(getattr(Scoped, call.name)) == expected
+
+
+@pytest.fixture(scope="module")
+def openapi() -> dict[str, Any]:
+    from memorist.server import create_app
+
+    app = create_app(":memory:", embedder="hashing")
+    try:
+        return app.openapi()
+    finally:
+        app.state.service.close()
+
+
+def _rest_parameters(spec: dict[str, Any], method: str, path: str) -> set[str]:
+    operation = spec["paths"][path][method.lower()]
+    names = {p["name"] for p in operation.get("parameters", [])}
+    body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+    if body is not None:
+        ref = body["$ref"].rsplit("/", 1)[1]
+        names |= set(spec["components"]["schemas"][ref]["properties"])
+    return names
+
+
+@pytest.mark.parametrize("call", [c for c in CALLS if c.rest], ids=[c.name for c in CALLS if c.rest])
+def test_the_rest_route_takes_the_declared_parameters(call: Call, openapi: dict[str, Any]) -> None:
+    method, path = call.rest.name.split(" ", 1)
+    assert path in openapi["paths"] and method.lower() in openapi["paths"][path], f"no route {call.rest.name}"
+    assert _rest_parameters(openapi, method, path) == _expected(call, call.rest)
+
+
+@pytest.mark.parametrize("call", [c for c in CALLS if c.rest], ids=[c.name for c in CALLS if c.rest])
+def test_the_rest_route_answers_the_declared_result_type(call: Call, openapi: dict[str, Any]) -> None:
+    method, path = call.rest.name.split(" ", 1)
+    schema = openapi["paths"][path][method.lower()]["responses"]["200"]["content"]["application/json"]["schema"]
+    result = inspect.signature(call.declared).return_annotation
+    name = result.split("[", 1)[1].rstrip("]") if result.startswith("list[") else result
+    wanted = "EventList" if result.startswith("list[") else name  # a list is served as {"results": [...]}
+    assert schema == {"$ref": f"#/components/schemas/{wanted}"}, f"{call.rest.name} does not answer memorist.model.{wanted}"
+
+
+@pytest.fixture(scope="module")
+def mcp_tools() -> dict[str, set[str]]:
+    from memorist.mcp_server import create_server
+
+    memory = Memory(":memory:", embedder="hashing")
+    try:
+        tools = asyncio.run(create_server(memory, user_id="u").list_tools())
+    finally:
+        memory.close()
+    return {t.name: set(t.input_schema["properties"]) for t in tools}
+
+
+@pytest.mark.parametrize("call", [c for c in CALLS if c.mcp], ids=[c.name for c in CALLS if c.mcp])
+def test_the_mcp_tool_takes_the_declared_parameters(call: Call, mcp_tools: dict[str, set[str]]) -> None:
+    assert call.mcp.name in mcp_tools, f"no MCP tool {call.mcp.name}"
+    assert mcp_tools[call.mcp.name] == _expected(call, call.mcp)
+
+
+@pytest.mark.parametrize("call", [c for c in CALLS if c.cli], ids=[c.name for c in CALLS if c.cli])
+def test_the_cli_command_takes_the_declared_parameters(call: Call) -> None:
+    from memorist.cli import cli
+
+    command = cli.commands.get(call.cli.name)
+    assert command is not None, f"no command `memorist {call.cli.name}`"
+    common = {p.name for p in cli.params} | {"json"}  # the options every command takes
+    assert {p.name for p in command.params} - common == _expected(call, call.cli)
