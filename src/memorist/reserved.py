@@ -5,7 +5,7 @@ name in a few places: the reserved run ids of playbooks, trajectories and reflec
 (``<name>:playbook`` and so on), the content address of a playbook's header (derived
 from that run id), and, in PostgreSQL, the default schema and the names of the
 store's trigger functions. The migrations (:mod:`memorist.store.sqlite.schema`,
-:mod:`memorist.store.pg_schema`) rewrite them; this module is the one place that
+:mod:`memorist.store.postgres.schema`) rewrite them; this module is the one place that
 still spells the old name, so that nothing else has to.
 """
 

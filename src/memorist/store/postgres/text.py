@@ -1,6 +1,6 @@
 """The PostgreSQL store's in-process BM25 indexes of its large spaces.
 
-BM25 in SQL (``_BM25`` in :mod:`memorist.store.postgres`) reads and scores every
+BM25 in SQL (``_BM25`` in :mod:`memorist.store.postgres.store`) reads and scores every
 memory holding a query term: ~5 ms at 10k memories, ~70 ms at 100k and ~600 ms at a
 million in one space (bench/RESULTS.md), because common words are held by a large
 share of a space. The same ranking over an in-process inverted index
@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from typing import Any
 
-from .vector_index import Row, SpaceIndex
+from ..vector_index import Row, SpaceIndex
 
 logger = logging.getLogger(__name__)
 

@@ -61,7 +61,7 @@ How the contract's rules are kept (see :mod:`memorist.store.base`):
   points with it (bench/RESULTS.md). That scores every memory holding a query
   term, so a space of ``text_index_above`` active memories (10,000) or more is
   ranked instead by an in-process index of this process, kept current from the
-  event log whoever wrote, same scores (:mod:`memorist.store.pg_text`); at most
+  event log whoever wrote, same scores (:mod:`memorist.store.postgres.text`); at most
   ``text_index_rows`` memories (2,000,000) are held that way per store.
 - **Retrieval bookkeeping** (access clock, touches) is buffered as in SQLite
   (:mod:`memorist.store.touches`) and written in its own short transaction before the
@@ -91,7 +91,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from ..errors import (
+from ...errors import (
     ConfigurationError,
     CorruptStoreError,
     EmbedderMismatchError,
@@ -99,14 +99,15 @@ from ..errors import (
     MissingDependencyError,
     StoreError,
 )
-from ..model import EventRecord, MemoryRecord, Scope, Status
-from ..policies.text import index_terms
-from . import pg_schema, redact
-from .base import Batch, ScopeFilter, Store
-from .codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
-from .pg_text import TEXT_INDEX_ABOVE, TEXT_INDEX_ROWS, TextIndexes
-from .sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
-from .touches import FLUSH_EVERY, TouchBuffer
+from ...model import EventRecord, MemoryRecord, Scope, Status
+from ...policies.text import index_terms
+from .. import redact
+from ..base import Batch, ScopeFilter, Store
+from ..codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
+from ..sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
+from ..touches import FLUSH_EVERY, TouchBuffer
+from . import schema as pg_schema
+from .text import TEXT_INDEX_ABOVE, TEXT_INDEX_ROWS, TextIndexes
 
 try:
     import psycopg
@@ -1248,7 +1249,7 @@ class PostgresStore(Store):
         spaces, space_args = _space_filter(scope)
         with self._connection() as conn:
             if self._text.enabled and self._local.batch is None:
-                # One large space: its in-process index (memorist.store.pg_text). Not
+                # One large space: its in-process index (memorist.store.postgres.text). Not
                 # inside a write transaction: the index holds committed writes only.
                 hits = self._text.search(conn, spaces, space_args, terms, k=int(k), run_id=scope.run_id, cutoff=cutoff, now=now)
                 if hits is not None:

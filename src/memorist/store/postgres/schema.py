@@ -15,7 +15,7 @@ vector is written (the embedder's identity is bound lazily). HNSW indexes are bu
 per large space (:func:`build_space_index`): a partial index of that space's rows up
 to a watermark and of those graphed since (:func:`graph_rows`), on the column cast
 to the store's dimension (an expression index, pgvector's way of indexing one
-dimension of an untyped column). See memorist.store.postgres for why.
+dimension of an untyped column). See :mod:`memorist.store.postgres.store` for why.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..errors import ConfigurationError, CorruptStoreError
-from ..reserved import (
+from ...errors import ConfigurationError, CorruptStoreError
+from ...reserved import (
     PG_FUNCTIONS,
     PREVIOUS_NAME,
     PREVIOUS_PG_SCHEMA,
@@ -200,7 +200,7 @@ CREATE TABLE api_keys (
 # A space's HNSW index holds its rows up to a watermark (the largest memory rowid
 # when the index was built) and the rows a maintenance pass marked ``graphed`` since;
 # newer rows are searched exactly, so an add never waits for a graph insert
-# (memorist.store.postgres). The V1 indexes (the whole space, every insert paying for
+# (memorist.store.postgres.store). The V1 indexes (the whole space, every insert paying for
 # the graph) are dropped: the next search builds their successors in the background.
 V2 = """
 ALTER TABLE embeddings ADD COLUMN graphed BOOLEAN NOT NULL DEFAULT false;
