@@ -5,6 +5,9 @@ many processes and machines.
   over a pool of connections (how each of its rules is kept is told there);
 - :mod:`~memorist.store.postgres.schema`: its versioned schema in a PostgreSQL schema
   of its own, and the migrations that bring a database up to it;
+- :mod:`~memorist.store.postgres.hnsw`: the HNSW index of each large space, the
+  searches that use it, and its lifecycle (built in the background, rows graphed
+  once writes pause, replaced after a bulk load);
 - :mod:`~memorist.store.postgres.text`: the in-process full-text indexes of large
   spaces.
 
@@ -12,6 +15,7 @@ Importing it without the extra raises a :class:`~memorist.errors.MissingDependen
 naming the pip command.
 """
 
-from .store import EF_SEARCH, EXACT_BELOW, PostgresStore, full_text, query_terms
+from .hnsw import EF_SEARCH, EXACT_BELOW
+from .store import PostgresStore, full_text, query_terms
 
 __all__ = ["EF_SEARCH", "EXACT_BELOW", "PostgresStore", "full_text", "query_terms"]
