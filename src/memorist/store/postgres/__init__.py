@@ -8,14 +8,15 @@ many processes and machines.
 - :mod:`~memorist.store.postgres.hnsw`: the HNSW index of each large space, the
   searches that use it, and its lifecycle (built in the background, rows graphed
   once writes pause, replaced after a bulk load);
-- :mod:`~memorist.store.postgres.text`: the in-process full-text indexes of large
-  spaces.
+- :mod:`~memorist.store.postgres.text`: full text: the terms written, BM25 in SQL,
+  and the in-process indexes of large spaces.
 
 Importing it without the extra raises a :class:`~memorist.errors.MissingDependencyError`
 naming the pip command.
 """
 
 from .hnsw import EF_SEARCH, EXACT_BELOW
-from .store import PostgresStore, full_text, query_terms
+from .store import PostgresStore
+from .text import full_text, query_terms
 
 __all__ = ["EF_SEARCH", "EXACT_BELOW", "PostgresStore", "full_text", "query_terms"]

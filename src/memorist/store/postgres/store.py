@@ -37,17 +37,13 @@ How the contract's rules are kept (see :mod:`memorist.store.base`):
   search answers. Scores are cosine similarities; stored vectors are unit length
   (every Memorist embedder normalises), so the exact path's inner product is the
   cosine; the HNSW path reports ``1 - cosine distance``.
-- **Full text** is a ``tsvector`` of :func:`memorist.policies.text.index_terms` (the
-  same stemmed terms SQLite's index holds), written by this store with positions,
-  under a GIN index; a query matches memories holding any of its terms, ranked by
-  BM25 computed in the database with SQLite's formula and statistics (the scope's
-  document count and average length, kept per space by triggers). Not ``ts_rank``:
-  it has no inverse document frequency, and LoCoMo's recall fell 1.5 to 4.6
-  points with it (bench/RESULTS.md). That scores every memory holding a query
-  term, so a space of ``text_index_above`` active memories (10,000) or more is
-  ranked instead by an in-process index of this process, kept current from the
-  event log whoever wrote, same scores (:mod:`memorist.store.postgres.text`); at most
-  ``text_index_rows`` memories (2,000,000) are held that way per store.
+- **Full text** is a ``tsvector`` of the stemmed terms SQLite's index holds, ranked
+  by BM25 computed in the database with SQLite's formula and statistics. A space of
+  ``text_index_above`` active memories (10,000) or more is ranked instead by an
+  in-process index of this process, kept current from the event log whoever wrote,
+  same scores; at most ``text_index_rows`` memories (2,000,000) are held that way
+  per store (:mod:`memorist.store.postgres.text` tells how, and why not
+  ``ts_rank``).
 - **Retrieval bookkeeping** (access clock, touches) is buffered as in SQLite
   (:mod:`memorist.store.touches`) and written in its own short transaction before the
   next write, under a short lock timeout: when other writers hold those spaces it
@@ -83,7 +79,6 @@ from ...errors import (
     StoreError,
 )
 from ...model import EventRecord, MemoryRecord, Scope, Status
-from ...policies.text import index_terms
 from .. import redact
 from ..base import Batch, ScopeFilter, Store
 from ..codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
@@ -91,7 +86,7 @@ from ..sql import active_hash_sql, event_scope_where, scope_where, user_counts_s
 from ..touches import FLUSH_EVERY, TouchBuffer
 from . import hnsw
 from . import schema as pg_schema
-from .text import TEXT_INDEX_ABOVE, TEXT_INDEX_ROWS, TextIndexes
+from .text import BM25, TEXT_INDEX_ABOVE, TEXT_INDEX_ROWS, TextIndexes, full_text, query_terms, tsquery
 
 try:
     import psycopg
@@ -109,10 +104,6 @@ M = "%s"  # psycopg's parameter mark, for the shared SQL builders
 #: stay buffered for the next write.
 _TOUCH_LOCK_TIMEOUT_MS = 200
 _OPTIONS = ("pool_size", "pool_min", "schema", "lock_timeout", "text_index_above", "text_index_rows")
-# tsvector limits: a lexeme is at most 2,047 bytes, positions run to 16,383.
-_LEXEME_BYTES = 2046
-_MAX_POSITION = 16_383
-_MAX_POSITIONS = 256
 
 # PostgreSQL text cannot hold NUL: such text is stored with NUL as ESC "0" and ESC
 # itself as ESC "1" (ESC is a noncharacter that real text does not use).
@@ -139,38 +130,6 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
         for i in _TEXT_AT:
             row[i] = _unescape(row[i])
     return row_to_record(tuple(row))
-
-
-def _quote_lexeme(term: str) -> str:
-    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _usable(term: str) -> bool:
-    return len(term.encode("utf-8", "surrogatepass")) <= _LEXEME_BYTES
-
-
-def full_text(text: str) -> tuple[str, int]:
-    """The ``tsvector`` literal of ``text``'s full-text terms with their positions, and
-    how many terms it has (BM25's document length).
-
-    Written out here, not parsed by PostgreSQL, so the stored terms are exactly
-    :func:`~memorist.policies.text.index_terms` (the stemmer is Python's). A term's
-    frequency is its number of positions (PostgreSQL keeps 256 of a term, and
-    positions up to 16,383: a longer text's later repeats count less)."""
-    terms = index_terms(text)
-    positions: dict[str, list[int]] = {}
-    for i, term in enumerate(terms, 1):
-        if _usable(term):
-            positions.setdefault(term, []).append(min(i, _MAX_POSITION))
-    literal = " ".join(
-        _quote_lexeme(t) + ":" + ",".join(map(str, sorted(set(p))[:_MAX_POSITIONS])) for t, p in positions.items()
-    )
-    return literal, len(terms)
-
-
-def query_terms(query: str) -> list[str]:
-    """The distinct full-text terms of a query, as the index holds them."""
-    return [t for t in dict.fromkeys(index_terms(query)) if _usable(t)]
 
 
 # vectors -----------------------------------------------------------------------------
@@ -446,25 +405,6 @@ _UPDATE_MEMORY = (
     + " FROM old WHERE m.rowid = old.rowid RETURNING m.rowid, old.space_id"
 )
 _SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-# BM25 over the active memories of the scope's spaces, as SQLite's index computes it
-# (memorist.store.vector_index): the document count and average length are the
-# spaces' (kept by triggers), a term's document frequency is counted among the
-# memories holding any query term (which include every one holding that term), and
-# validity and run filter the scored memories afterwards, so they change no
-# statistic. {spaces} and {keep} are SQL built from fixed text; values are parameters.
-_BM25 = (
-    "WITH stats AS (SELECT sum(s.docs)::float8 AS n, sum(s.doc_terms)::float8 / greatest(sum(s.docs), 1) AS avgdl "
-    "FROM spaces s WHERE {spaces}), "
-    "hits AS (SELECT m.rowid, m.id, m.terms, m.term_count, m.run_id, m.created_at, m.updated_at, m.valid_to "
-    "FROM memories m JOIN spaces s ON s.id = m.space_id WHERE {spaces} AND m.status = 'active' AND m.terms @@ %s::tsquery), "
-    "tf AS (SELECT h.rowid, t.lexeme, cardinality(t.positions) AS tf FROM hits h, unnest(h.terms) t "
-    "WHERE t.lexeme = ANY(%s::text[])), "
-    "df AS (SELECT lexeme, count(*)::float8 AS n FROM tf GROUP BY lexeme) "
-    "SELECT m.id, sum(ln(1 + (st.n - df.n + 0.5) / (df.n + 0.5)) * tf.tf * 2.2 "
-    "/ (tf.tf + 1.2 * (0.25 + 0.75 * m.term_count / greatest(st.avgdl, 1e-9)))) AS score "
-    "FROM tf JOIN df USING (lexeme) JOIN hits m USING (rowid) CROSS JOIN stats st "
-    "WHERE true{keep} GROUP BY m.id, m.rowid ORDER BY score DESC, m.rowid LIMIT %s"
-)
 _EVENT_COLUMNS = (
     "SELECT e.seq, e.ts, e.op, e.memory_id, e.run_id, e.actor, e.old_text, e.new_text, "
     "e.payload, s.tenant_id, s.user_id, s.agent_id FROM events e LEFT JOIN spaces s ON s.id = e.space_id"
@@ -1050,8 +990,7 @@ class PostgresStore(Store):
             if scope.run_id is not None:
                 keep += " AND m.run_id = %s"
                 keep_args.append(scope.run_id)
-            tsquery = " | ".join(_quote_lexeme(t) for t in terms)
-            rows = conn.execute(_BM25.format(spaces=spaces, keep=keep), [*space_args, *space_args, tsquery, terms, *keep_args, int(k)]).fetchall()
+            rows = conn.execute(BM25.format(spaces=spaces, keep=keep), [*space_args, *space_args, tsquery(terms), terms, *keep_args, int(k)]).fetchall()
         return [(mid, float(score)) for mid, score in rows]
 
     @_translating("loading a full-text index")
@@ -1324,4 +1263,4 @@ def _space_lock_key(schema: str, tenant_id: str, user_id: str, agent_id: str) ->
     return pg_schema.lock_key("memorist", schema, "space", tenant_id, user_id, agent_id)
 
 
-__all__ = ["PostgresStore", "full_text", "query_terms"]
+__all__ = ["PostgresStore"]
