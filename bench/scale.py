@@ -35,7 +35,7 @@ store's ``exact_below`` raised) and built after it with ``build_indexes()``, tim
 the paired adds go in above its watermark, searched exactly until graphed, and are
 graphed before the engine timings. Recall there is measured against ``vector_search(k=None)``,
 which the store contract defines as every row in exact order. Its cold load is another
-store loading the scope's in-process full-text index (memorist.store.pg_text). A URL this build
+store loading the scope's in-process full-text index (memorist.store.postgres.text). A URL this build
 cannot open stops the run with the store's error.
 
 Figures are printed as a Markdown table; paste them into bench/RESULTS.md.

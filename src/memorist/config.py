@@ -23,12 +23,22 @@ maintenance_log        ``MEMORIST_MAINTENANCE_LOG``  next to a SQLite file
                                                    none for PostgreSQL and
                                                    ``:memory:``; "off": none
 =====================  ==========================  =================================
+
+This module is the only one that reads the environment (a test scans the package
+for any other reader). The other variables are read by the functions at the end of
+this module, each when the object that needs it is built: the LLM providers'
+(``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``MEMORIST_LLM_BASE_URL``,
+``MEMORIST_LLM_API_KEY``, ``GEMINI_API_KEY``, ``GEMINI_MODEL``, ``GEMINI_BASE_URL``,
+``ACE_LLM_TEMPERATURE``), the embedder's (``MEMORIST_EMBED_RUNTIME``,
+``MEMORIST_CACHE_DIR``), the playbooks' (``ACE_CURATOR_MAX_NEW``,
+``ACE_CURATOR_USE_LLM``) and the learning loop's (``TRAJECTORY_*``,
+``PLAYBOOK_VERSION_*``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -87,8 +97,15 @@ def _env_busy_timeout() -> float:
 POLICIES = ("default", "energy")
 
 
+#: ``policy=STORE_POLICY``: the store's own policy, whatever MEMORIST_POLICY says (for
+#: tools that manage a store, such as ``memorist config set``).
+STORE_POLICY = "store"
+
+
 def _policy(value: Any) -> str | None:
     """The policy asked for (the argument, else MEMORIST_POLICY), or None: the store's own."""
+    if value == STORE_POLICY:
+        return None
     raw = value if value is not None else (os.environ.get("MEMORIST_POLICY") or None)
     if raw is None:
         return None
@@ -199,7 +216,7 @@ class MemoryConfig:
             busy_timeout=float(busy),
             similar_k=self.similar_k,
             retrieval=r,
-            llm=self.llm if self.llm is not None else (os.environ.get("MEMORIST_LLM") or None),
+            llm=self.llm if self.llm is not None else llm_spec(),
             policy=_policy(self.policy),
             maintenance_log=self._maintenance_log(),
         )
@@ -209,3 +226,110 @@ class MemoryConfig:
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise ConfigurationError(f"maintenance_log must be a file path or 'off', got {value!r}")
         return value
+
+
+# The rest of the environment ------------------------------------------------------------
+# Read when the object that needs it is built (a provider, an embedder, a playbook),
+# never at import: a variable set after ``import memorist`` counts from the next one.
+
+
+def llm_spec() -> str | None:
+    """``MEMORIST_LLM``: the model used when none is given (None: unset or empty)."""
+    return os.environ.get("MEMORIST_LLM") or None
+
+
+def openai_api_key() -> str | None:
+    """``OPENAI_API_KEY``: the key of OpenAI's Responses API."""
+    return os.environ.get("OPENAI_API_KEY")
+
+
+def openai_base_url() -> str | None:
+    """``OPENAI_BASE_URL``: another address for OpenAI's API (None: unset or empty)."""
+    return os.environ.get("OPENAI_BASE_URL") or None
+
+
+def compatible_api_key() -> str | None:
+    """``MEMORIST_LLM_API_KEY``: the key sent to an OpenAI-compatible server."""
+    return os.environ.get("MEMORIST_LLM_API_KEY")
+
+
+def compatible_endpoint() -> tuple[str, str | None] | None:
+    """An OpenAI-compatible server's base URL and key: ``MEMORIST_LLM_BASE_URL`` with
+    ``MEMORIST_LLM_API_KEY``, else ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY`` (a key
+    goes with its own URL only); None when neither URL is set."""
+    for url_var, key_var in (("MEMORIST_LLM_BASE_URL", "MEMORIST_LLM_API_KEY"), ("OPENAI_BASE_URL", "OPENAI_API_KEY")):
+        url = os.environ.get(url_var)
+        if url:
+            return url, os.environ.get(key_var)
+    return None
+
+
+def gemini_api_key() -> str | None:
+    """``GEMINI_API_KEY`` (spec 000)."""
+    return os.environ.get("GEMINI_API_KEY")
+
+
+def gemini_model() -> str | None:
+    """``GEMINI_MODEL`` (spec 000; None: unset or empty)."""
+    return os.environ.get("GEMINI_MODEL") or None
+
+
+def gemini_base_url() -> str | None:
+    """``GEMINI_BASE_URL``: another address for Gemini (None: unset or empty)."""
+    return os.environ.get("GEMINI_BASE_URL") or None
+
+
+def llm_temperature(default: float) -> float:
+    """``ACE_LLM_TEMPERATURE`` (spec 000), checked; ``default`` when unset."""
+    raw = os.environ.get("ACE_LLM_TEMPERATURE")
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"ACE_LLM_TEMPERATURE must be a number in [0, 2], got {raw!r}") from exc
+    if not 0 <= value <= 2:
+        raise ConfigurationError(f"ACE_LLM_TEMPERATURE must be in [0, 2], got {raw!r}")
+    return value
+
+
+def curator_uses_llm() -> bool:
+    """``ACE_CURATOR_USE_LLM`` (spec 000, default false) as the learning roles read it:
+    true for ``1``, ``true``, ``yes`` or ``on``, false for anything else."""
+    return os.environ.get("ACE_CURATOR_USE_LLM", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def embed_runtime() -> str:
+    """``MEMORIST_EMBED_RUNTIME`` as set ("" when unset); the embedder checks it."""
+    return os.environ.get("MEMORIST_EMBED_RUNTIME", "")
+
+
+def cache_dir() -> Path | None:
+    """``MEMORIST_CACHE_DIR``, user-expanded (None: unset or empty)."""
+    env = os.environ.get("MEMORIST_CACHE_DIR")
+    return Path(env).expanduser() if env else None
+
+
+def playbook_environment() -> dict[str, str]:
+    """Those set of the variables :meth:`memorist.PlaybookConfig.resolved` reads:
+    ``ACE_CURATOR_MAX_NEW``, ``ACE_CURATOR_USE_LLM`` (spec 000)."""
+    return _set(("ACE_CURATOR_MAX_NEW", "ACE_CURATOR_USE_LLM"))
+
+
+def learning_environment() -> dict[str, str]:
+    """Those set of the variables :meth:`memorist.policies.learning.LearningConfig.resolved`
+    reads (spec 001's names)."""
+    return _set(
+        (
+            "TRAJECTORY_RETENTION_DAYS",
+            "TRAJECTORY_SAMPLE_RATE",
+            "TRAJECTORY_ALWAYS_STORE_FAILURES",
+            "PLAYBOOK_VERSION_KEEP_LATEST",
+            "PLAYBOOK_VERSION_KEEP_ALL_MAJOR",
+            "PLAYBOOK_VERSION_KEEP_DAYS",
+        )
+    )
+
+
+def _set(names: Iterable[str]) -> dict[str, str]:
+    return {name: os.environ[name] for name in names if name in os.environ}

@@ -1137,10 +1137,10 @@ class Memory:
         log whole). Read-only, and on its own snapshot: writers are not blocked.
 
         Returns ``{"healthy", "problems": [{"check", "problem", "count",
-        "examples"}], "counts", ...}``; see :func:`memorist.store.check.check_store`,
+        "examples"}], "counts", ...}``; see :func:`memorist.store.sqlite.check.check_store`,
         which also checks a file that does not open (``memorist check`` uses it).
         """
-        from .store.check import check_store
+        from .store.sqlite.check import check_store
 
         if not isinstance(quick, bool):
             raise ValidationError("quick", f"must be True or False, got {quick!r}")
@@ -1159,7 +1159,7 @@ class Memory:
         alone is not a backup: recent commits live in its ``-wal`` file until a
         checkpoint.) Returns ``{"path", "source", "bytes", "memories", "seconds"}``.
         """
-        from .store.check import backup_store
+        from .store.sqlite.check import backup_store
 
         store = self._sqlite_store("backup")
         store.flush()  # retrieval bookkeeping buffered here goes into the copy too

@@ -4,8 +4,8 @@ Release 0.1.0 was published under an earlier name, and a store it wrote carries 
 name in a few places: the reserved run ids of playbooks, trajectories and reflections
 (``<name>:playbook`` and so on), the content address of a playbook's header (derived
 from that run id), and, in PostgreSQL, the default schema and the names of the
-store's trigger functions. The migrations (:mod:`memorist.store.migrations`,
-:mod:`memorist.store.pg_schema`) rewrite them; this module is the one place that
+store's trigger functions. The migrations (:mod:`memorist.store.sqlite.schema`,
+:mod:`memorist.store.postgres.schema`) rewrite them; this module is the one place that
 still spells the old name, so that nothing else has to.
 """
 

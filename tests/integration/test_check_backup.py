@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from memorist import Memory, ValidationError
 from memorist.cli import cli
-from memorist.store.check import check_store
+from memorist.store.sqlite.check import check_store
 
 _WRITER = """
 import sys

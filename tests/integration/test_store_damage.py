@@ -21,8 +21,8 @@ from click.testing import CliRunner
 
 from memorist import CorruptStoreError, MemoristError, Memory, StoreError
 from memorist.cli import cli
-from memorist.store.check import check_store
-from memorist.store.migrations import SCHEMA_VERSION
+from memorist.store.sqlite.check import check_store
+from memorist.store.sqlite.schema import SCHEMA_VERSION
 
 PAGE = 4096
 

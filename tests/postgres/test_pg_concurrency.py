@@ -19,7 +19,7 @@ from memorist.model import Decision, Existing, Fact
 from memorist.roles.base import Reconciler
 from memorist.roles.reconciler import HeuristicReconciler
 from memorist.store import open_store
-from memorist.store.pg_schema import SCHEMA_VERSION
+from memorist.store.postgres.schema import SCHEMA_VERSION
 
 CITIES = ["Oslo", "Prague", "Lisbon", "Vienna", "Madrid", "Dublin", "Warsaw", "Athens"]
 

@@ -1,6 +1,6 @@
 """The store contract on PostgreSQL: a fresh database per test, opened by URL; once
 as configured by default (small spaces ranked by BM25 in SQL) and once with every
-space ranked by its in-process full-text index (memorist.store.pg_text)."""
+space ranked by its in-process full-text index (memorist.store.postgres.text)."""
 
 from __future__ import annotations
 

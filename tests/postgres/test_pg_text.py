@@ -1,4 +1,4 @@
-"""The PostgreSQL store's in-process full-text indexes (memorist.store.pg_text): the
+"""The PostgreSQL store's in-process full-text indexes (memorist.store.postgres.text): the
 same ranking as BM25 in SQL, kept current with other processes' writes through the
 event log, never newer than a search's snapshot, bounded, loaded in the background
 when large."""
@@ -15,8 +15,9 @@ import pytest
 from memorist import HashingEmbedder
 from memorist.model import MemoryRecord, Scope, Status
 from memorist.policies.text import content_hash
-from memorist.store import open_store, pg_text
+from memorist.store import open_store
 from memorist.store.base import ScopeFilter
+from memorist.store.postgres import text as pg_text
 
 EMB = HashingEmbedder()
 ALEX, BOB = Scope(user_id="alex"), Scope(user_id="bob")
@@ -221,7 +222,7 @@ def test_a_failed_inline_load_leaves_sql_answering(opened, monkeypatch, caplog):
     monkeypatch.setattr(pg_text, "_LOAD", "SELECT no_such_column FROM memories WHERE space_id = %s")
     store = opened(text_index_above=1)
     add(store, record("a", "green tea"))
-    with caplog.at_level(logging.WARNING, logger="memorist.store.pg_text"):
+    with caplog.at_level(logging.WARNING, logger="memorist.store.postgres.text"):
         assert ids(search(store, "tea")) == ["a"]
         with store.reading():
             assert ids(search(store, "tea")) == ["a"]  # not tried again at once, even in a snapshot
@@ -248,7 +249,7 @@ def test_a_failed_background_load_leaves_sql_answering(opened, monkeypatch, capl
     monkeypatch.setattr(pg_text, "_LOAD", "SELECT no_such_column FROM memories WHERE space_id = %s")
     store = opened(text_index_above=1)
     add(store, record("a", "green tea"))
-    with caplog.at_level(logging.WARNING, logger="memorist.store.pg_text"):
+    with caplog.at_level(logging.WARNING, logger="memorist.store.postgres.text"):
         assert ids(search(store, "tea")) == ["a"]
         store._text.wait(10)
     assert "full-text index failed" in caplog.text and "no_such_column" in caplog.text

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memorist import HashingEmbedder, Memory
-from memorist.store import sqlite_checkpoint
+from memorist.store.sqlite import checkpoint as sqlite_checkpoint
 
 
 def _threads(path: Path) -> list[threading.Thread]:

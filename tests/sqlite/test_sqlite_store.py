@@ -21,8 +21,9 @@ from memorist.policies.text import content_hash
 from memorist.store import open_store
 from memorist.store.base import ScopeFilter
 from memorist.store.codec import scope_key
-from memorist.store.migrations import SCHEMA_VERSION, V1
-from memorist.store.sqlite import SQLiteStore, _split_sql
+from memorist.store.sqlite import SQLiteStore
+from memorist.store.sqlite.schema import SCHEMA_VERSION, V1
+from memorist.store.sqlite.store import _split_sql
 
 EMB = HashingEmbedder()
 ALEX = Scope(user_id="alex")

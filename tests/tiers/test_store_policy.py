@@ -105,3 +105,11 @@ def test_a_store_older_than_the_record_gets_the_policy_its_history_shows(tmp_pat
         assert memory.config.policy == policy
     with Memory(str(path)) as memory:  # recorded: the next process agrees
         assert memory.stats()["policy"] == policy
+
+
+def test_config_set_opens_the_store_whatever_the_environment_asks(target, monkeypatch) -> None:
+    Memory(target, embedder="hashing").close()
+    monkeypatch.setenv("MEMORIST_POLICY", "energy")
+    _cli(target, "maintain", code=1)
+    assert "is now 'energy'" in _cli(target, "config", "set", "policy", "energy")
+    _cli(target, "maintain")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import MemoristError, ValidationError
 from ..policies.taxonomy import infer_topic, snake_case
@@ -35,8 +35,33 @@ from ..policies.text import preview
 from ..roles.learning import Bullet, messages_of
 from .context import format_context
 
-if TYPE_CHECKING:  # the playbook imports this module (Playbook.run_turn)
-    from .playbook import Playbook
+
+class TurnLike(Protocol):
+    """What a turn of the protocol does in the learner's playbook (a
+    :class:`~memorist.ace.playbook.PlaybookTurn`)."""
+
+    def retrieve(self, query: str) -> list[Bullet]: ...
+
+    def learn(
+        self,
+        *,
+        question: str | None = None,
+        answer: str = "",
+        feedback: str | None = None,
+        outcome: str | None = None,
+        messages: Sequence[Any] = (),
+        answer_mode: str = "",
+    ) -> dict[str, Any]: ...
+
+
+class PlaybookLike(Protocol):
+    """What a turn needs of a :class:`~memorist.Playbook`. Described here, not
+    imported: the playbook imports this module (:meth:`~memorist.Playbook.run_turn`)."""
+
+    memory: Any
+
+    def turn(self, learner_id: str, conversation_id: str | None = None, *, topic: str | None = None) -> TurnLike: ...
+
 
 runner_log = logging.getLogger("memorist.ace.runner")
 
@@ -125,7 +150,7 @@ def _model_answerer(memory: Any) -> Answerer | None:
     return answer
 
 
-def run_turn(playbook: Playbook, payload: Mapping[str, Any], *, answerer: Answerer | None = None) -> dict[str, Any]:
+def run_turn(playbook: PlaybookLike, payload: Mapping[str, Any], *, answerer: Answerer | None = None) -> dict[str, Any]:
     """Run one turn of the protocol above and return the output object."""
     messages, learner, conversation, feedback, outcome, topic = _check(payload)
     question = next(m["content"] for m in reversed(messages) if m["role"] == "user" and m["content"].strip())
@@ -177,4 +202,4 @@ def run_turn(playbook: Playbook, payload: Mapping[str, Any], *, answerer: Answer
     }
 
 
-__all__ = ["DEFAULT_LEARNER", "SYSTEM_PROMPT", "deterministic_answer", "run_turn", "sanitize_answer"]
+__all__ = ["DEFAULT_LEARNER", "SYSTEM_PROMPT", "PlaybookLike", "TurnLike", "deterministic_answer", "run_turn", "sanitize_answer"]

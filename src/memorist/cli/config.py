@@ -7,10 +7,9 @@ logged in the event log.
 
 from __future__ import annotations
 
-import os
-
 import click
 
+from ..config import STORE_POLICY
 from .app import App, CommandError, cli, pass_app
 
 #: The settings ``config set`` can change.
@@ -53,14 +52,8 @@ def config_set(app: App, key: str, value: str) -> None:
         raise CommandError(f"{key} must be one of {', '.join(allowed)}, got {value!r}")
     # The store is opened under its own policy whatever --policy or MEMORIST_POLICY
     # asks for: changing it is the point.
-    app.policy = None
-    saved = os.environ.pop("MEMORIST_POLICY", None)
-    try:
-        memory = app.memory()
-    finally:
-        if saved is not None:
-            os.environ["MEMORIST_POLICY"] = saved
-    changed = memory.set_policy(value)
+    app.policy = STORE_POLICY
+    changed = app.memory().set_policy(value)
 
     def human() -> None:
         if changed["previous"] == changed["policy"]:

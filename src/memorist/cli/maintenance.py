@@ -1,6 +1,6 @@
 """``memorist check`` and ``memorist backup``: is the store whole, and a safe copy of it.
 
-Both work on the file itself (:mod:`memorist.store.check`), not through an opened
+Both work on the file itself (:mod:`memorist.store.sqlite.check`), not through an opened
 Memory: ``check`` must report a store that no longer opens, and neither needs the
 store's embedder.
 """
@@ -29,7 +29,7 @@ def check(app: App, quick: bool) -> None:
       - the schema is this Memorist's.
     Read-only: safe while other processes use the store.
     """
-    from ..store.check import check_store
+    from ..store.sqlite.check import check_store
 
     if app.db == ":memory:":
         raise CommandError("an in-memory store has nothing to check; name a file with --db")
@@ -69,7 +69,7 @@ def backup(app: App, dest: str, force: bool) -> None:
     writes live in its -wal file until a checkpoint, so a copy of the .db alone
     silently misses them (or is empty).
     """
-    from ..store.check import backup_store
+    from ..store.sqlite.check import backup_store
 
     app.arguments = {"dest": "DEST", "force": "--force"}
     if app.db == ":memory:":

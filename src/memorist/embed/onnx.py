@@ -19,6 +19,7 @@ import os
 import time
 from pathlib import Path
 
+from .. import config
 from ..errors import MissingDependencyError, ProviderError
 from . import onnx_export
 from .onnx_export import EXPORT_FORMAT
@@ -41,9 +42,9 @@ def can_export() -> bool:
 
 def cache_root() -> Path:
     """Where exported models live: ``$MEMORIST_CACHE_DIR/onnx`` or the user cache dir."""
-    env = os.environ.get("MEMORIST_CACHE_DIR")
-    if env:
-        return Path(env).expanduser() / "onnx"
+    env = config.cache_dir()
+    if env is not None:
+        return env / "onnx"
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("memorist", appauthor=False)) / "onnx"

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import config
 from ..errors import ConfigurationError, MemoristError, MissingDependencyError, ProviderError
 from . import onnx, onnx_model
 from .base import Embedder
@@ -61,7 +62,7 @@ def available() -> bool:
 
 def runtime_setting(runtime: str | None = None) -> str:
     """``runtime``, else ``MEMORIST_EMBED_RUNTIME``, else ``"auto"``; checked."""
-    value = runtime if runtime is not None else os.environ.get("MEMORIST_EMBED_RUNTIME", "")
+    value = runtime if runtime is not None else config.embed_runtime()
     if not isinstance(value, str) or (value.strip().lower() or "auto") not in RUNTIMES:
         source = "runtime" if runtime is not None else "MEMORIST_EMBED_RUNTIME"
         raise ConfigurationError(f"{source} must be one of {', '.join(RUNTIMES)}, got {value!r}")

@@ -20,9 +20,9 @@ variable to set; a missing ``openai`` SDK one that names the pip command.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from .. import config
 from ..errors import ConfigurationError
 from .base import LLM, LLMCall, Recording, note_fallback, recording
 
@@ -36,7 +36,7 @@ def resolve_llm(spec: str | LLM | None, **options: Any) -> LLM | None:
     if isinstance(spec, LLM):
         return spec
     if spec is None:
-        spec = os.environ.get("MEMORIST_LLM") or None
+        spec = config.llm_spec()
         if spec is None:
             return None
     if not isinstance(spec, str):

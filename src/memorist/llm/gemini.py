@@ -19,9 +19,9 @@ setting                    environment            default
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from .. import config
 from ..errors import ConfigurationError
 from .openai_compatible import OpenAICompatibleLLM
 
@@ -32,16 +32,7 @@ BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
 
 def env_temperature(default: float = DEFAULT_TEMPERATURE) -> float:
     """``ACE_LLM_TEMPERATURE`` (spec 000), checked; ``default`` when unset."""
-    raw = os.environ.get("ACE_LLM_TEMPERATURE")
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ConfigurationError(f"ACE_LLM_TEMPERATURE must be a number in [0, 2], got {raw!r}") from exc
-    if not 0 <= value <= 2:
-        raise ConfigurationError(f"ACE_LLM_TEMPERATURE must be in [0, 2], got {raw!r}")
-    return value
+    return config.llm_temperature(default)
 
 
 class GeminiLLM(OpenAICompatibleLLM):
@@ -62,12 +53,12 @@ class GeminiLLM(OpenAICompatibleLLM):
         temperature: float | None = None,
         **options: Any,
     ) -> None:
-        key = api_key or os.environ.get("GEMINI_API_KEY")
+        key = api_key or config.gemini_api_key()
         if not key:
             raise ConfigurationError("the 'gemini' LLM provider needs an API key: set GEMINI_API_KEY (or pass api_key=...)")
         super().__init__(
-            model or os.environ.get("GEMINI_MODEL") or DEFAULT_MODEL,
-            base_url=base_url or os.environ.get("GEMINI_BASE_URL") or BASE_URL,
+            model or config.gemini_model() or DEFAULT_MODEL,
+            base_url=base_url or config.gemini_base_url() or BASE_URL,
             api_key=key,
             temperature=env_temperature() if temperature is None else temperature,
             **options,

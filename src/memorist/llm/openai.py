@@ -13,10 +13,10 @@ the Chat Completions providers.
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from typing import Any
 
+from .. import config
 from ..errors import ConfigurationError, MissingDependencyError, ProviderError, TransientProviderError
 from .base import LLM, LLMRequest, LLMResponse
 
@@ -162,12 +162,12 @@ class OpenAIResponsesLLM(LLM):
         super().__init__(model, **options)
         self.reasoning_effort = reasoning_effort
         require_openai(self.provider)
-        api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        api_key = api_key if api_key is not None else config.openai_api_key()
         if client is None and not api_key:
             raise ConfigurationError(
                 "the 'openai' LLM provider needs an API key: set OPENAI_API_KEY (or pass api_key=...)"
             )
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.base_url = base_url or config.openai_base_url()
         self._client = LazyClient(
             self.provider, api_key=api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0
         )

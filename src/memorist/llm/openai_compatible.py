@@ -16,9 +16,9 @@ JSON; the base class still validates and repairs).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from .. import config
 from ..errors import ConfigurationError, TransientProviderError
 from .base import LLM, LLMRequest, LLMResponse
 from .openai import LazyClient, require_openai, translate_error
@@ -68,11 +68,11 @@ class OpenAICompatibleLLM(LLM):
 
     def _endpoint(self, base_url: str | None, api_key: str | None) -> tuple[str, str | None]:
         if base_url:
-            return base_url, api_key if api_key is not None else os.environ.get("MEMORIST_LLM_API_KEY")
-        for url_var, key_var in (("MEMORIST_LLM_BASE_URL", "MEMORIST_LLM_API_KEY"), ("OPENAI_BASE_URL", "OPENAI_API_KEY")):
-            url = os.environ.get(url_var)
-            if url:
-                return url, api_key if api_key is not None else os.environ.get(key_var)
+            return base_url, api_key if api_key is not None else config.compatible_api_key()
+        found = config.compatible_endpoint()
+        if found is not None:
+            url, key = found
+            return url, api_key if api_key is not None else key
         raise ConfigurationError(
             "the 'openai-compatible' LLM provider needs a base URL: set MEMORIST_LLM_BASE_URL "
             "(e.g. http://localhost:11434/v1 for Ollama) or pass base_url=..."

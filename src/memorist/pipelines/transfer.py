@@ -31,7 +31,7 @@ from ..errors import ImportLineError, MemoristError, StoreError, ValidationError
 from ..model import DEFAULT_CLASS, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier, from_epoch
 from ..policies.text import content_hash
 from ..store.base import ScopeFilter, Store
-from ..store.sqlite_errors import is_busy, retry_busy
+from ..store.sqlite.errors import is_busy, retry_busy
 from .minutes import log_imported
 
 #: Most lines written (memories) or messages added (verbatim turns) in one call.

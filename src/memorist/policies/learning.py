@@ -20,11 +20,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import config
 from ..errors import ConfigurationError
 
 DAY = 86_400.0
@@ -191,7 +191,7 @@ class LearningConfig:
 
     def resolved(self, environ: Mapping[str, str] | None = None) -> LearningConfig:
         """A checked copy with the environment's values where this one has None."""
-        env = os.environ if environ is None else environ
+        env = config.learning_environment() if environ is None else environ
 
         def number(name: str, value: float | None, default: float | None, *, allow_none: bool = False) -> float | None:
             if value is not None:

@@ -15,11 +15,11 @@ Both prune to ``max_bullets`` by the same decay score.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import config
 from ..errors import ConfigurationError
 from ..model import MemoryClass
 from .decay import decay_rates
@@ -167,7 +167,7 @@ class PlaybookConfig:
 
     def resolved(self, environ: Mapping[str, str] | None = None) -> PlaybookConfig:
         """A checked copy with the environment's defaults filled in (read now, not at import)."""
-        env = os.environ if environ is None else environ
+        env = config.playbook_environment() if environ is None else environ
         max_new = self.max_new
         if max_new is None:
             raw = env.get("ACE_CURATOR_MAX_NEW", "").strip()

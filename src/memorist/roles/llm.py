@@ -433,9 +433,9 @@ class LLMCurator(Curator):
 def curator_uses_llm() -> bool:
     """Spec 000's ``ACE_CURATOR_USE_LLM`` (default false): whether the learning roles
     (reflector and curator) call a model."""
-    import os
+    from .. import config
 
-    return os.environ.get("ACE_CURATOR_USE_LLM", "").strip().lower() in ("1", "true", "yes", "on")
+    return config.curator_uses_llm()
 
 
 def learning_llm(spec: str | LLM | None = None, *, enabled: bool | None = None) -> LLM | None:
@@ -447,17 +447,16 @@ def learning_llm(spec: str | LLM | None = None, *, enabled: bool | None = None) 
     configuration: ``GEMINI_MODEL``, ``ACE_LLM_TEMPERATURE``). Nothing is called
     unless so configured.
     """
-    import os
-
+    from .. import config
     from ..llm import resolve_llm
 
     if spec is not None:
         return resolve_llm(spec)
     if not (curator_uses_llm() if enabled is None else enabled):
         return None
-    if os.environ.get("MEMORIST_LLM"):
+    if config.llm_spec():
         return resolve_llm(None)
-    if os.environ.get("GEMINI_API_KEY"):
+    if config.gemini_api_key():
         return resolve_llm("gemini")
     from ..errors import ConfigurationError
 

@@ -21,7 +21,6 @@ Before any route, :class:`ServiceMiddleware` does what every request needs:
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -38,20 +37,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import default_db_path
 from ..embed import Embedder
-from ..errors import MemoristError, NotFoundError, ValidationError
+from ..errors import NotFoundError, ValidationError
 from ..validate import MAX_LIMIT, MAX_SEQ, time_text
 from . import schemas as s
-from .deps import ERRORS, Caller, CallerDep, request_service
+from .deps import ERRORS, Caller, CallerDep, Service, request_service
 from .errors import (
     INTERNAL_MESSAGE,
     ApiError,
     error_response,
     install_error_handlers,
-    memorist_error_response,
-    retry_after,
 )
 from .keys import KeyStore
-from .limits import RateLimiter, ServerLimits
+from .limits import ServerLimits
 from .minutes import register_minute_routes
 from .tenants import Tenants, users_of
 from .tiers import register_tier_routes
@@ -69,89 +66,6 @@ def _version() -> str:
         return version("memorist")
     except PackageNotFoundError:  # pragma: no cover (a source tree without metadata)
         return "0"
-
-
-def _presented_key(headers: dict[str, str]) -> str | None:
-    auth = headers.get("authorization", "")
-    scheme, _, value = auth.partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
-    key = headers.get("x-api-key", "").strip()
-    return key or None
-
-
-def _is_loopback_host(host_header: str) -> bool:
-    host = host_header.strip().lower()
-    if host.startswith("["):  # [::1]:6060
-        host = host[1:].partition("]")[0]
-    elif host.count(":") == 1:
-        host = host.partition(":")[0]
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-class Service:
-    """What the routes share: the tenants' Memories, the keys, the limits."""
-
-    def __init__(self, path: str, *, tenants: Tenants, keys: KeyStore, limits: ServerLimits, require_keys: bool, local_only: bool) -> None:
-        self.path = path
-        self.tenants = tenants
-        self.keys = keys
-        self.limits = limits
-        self.limiter = RateLimiter(limits.rate_per_minute, limits.burst)
-        # Once keys were seen (or the server was started for them) they stay
-        # required: revoking the last key must not turn the server open.
-        self.require_keys = require_keys
-        self.local_only = local_only
-
-    def keys_required(self) -> bool:
-        if not self.require_keys and self.keys.has_active_keys():
-            self.require_keys = True
-        return self.require_keys
-
-    def admit(self, headers: dict[str, str], client: str) -> Caller | JSONResponse:
-        """The caller of a request, or the error answer (401, 403, 429, 503)."""
-        try:
-            if self.keys_required():
-                presented = _presented_key(headers)
-                if presented is None:
-                    return error_response(401, "an API key is required: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'")
-                record = self.keys.authenticate(presented)
-                if record is None:
-                    return error_response(401, "the API key is not valid (unknown, malformed or revoked)")
-                caller = Caller(record.tenant_id, record.user_id, record.key_id)
-                bucket = f"key:{record.key_id}"
-            else:
-                if self.local_only and not _is_loopback_host(headers.get("host", "")):
-                    return error_response(
-                        403, "this development server (no API keys) answers only requests addressed to localhost"
-                    )
-                caller = Caller()
-                bucket = f"client:{client}"
-            wait = self.limiter.acquire(bucket)
-            if wait is not None:
-                rate = self.limits.rate_per_minute
-                return error_response(
-                    429,
-                    f"rate limit exceeded: {rate:g} requests per minute, bursts of {self.limits.burst}; retry in {max(1, round(wait))} s",
-                    headers=retry_after(wait),
-                )
-            if self.keys.usage_due():
-                self.keys.flush_usage()
-            return caller
-        except MemoristError as exc:
-            return memorist_error_response(exc)
-
-    def memory(self, caller: Caller) -> Any:
-        return self.tenants.get(caller.tenant_id)
-
-    def close(self) -> None:
-        self.tenants.close()
-        self.keys.close()
 
 
 # the middleware ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ compared in constant time.
 The table lives beside Memorist's own tables. In a SQLite file it is created if
 missing, on the :class:`KeyStore`'s own connection; ``memorist check`` ignores tables
 it does not know, and a backup copies it with the rest. In PostgreSQL it is part of
-Memorist's schema (:mod:`memorist.store.pg_schema`), so every ``memorist serve`` process
+Memorist's schema (:mod:`memorist.store.postgres.schema`), so every ``memorist serve`` process
 on the database shares the keys; the :class:`KeyStore` reads it through its own
 small connection pool.
 """
@@ -177,7 +177,7 @@ class _PostgresKeys:
 
     def __init__(self, url: str) -> None:
         # Through the store's module: without the postgres extra, its error names it.
-        from ..store import postgres
+        from ..store.postgres import store as postgres
 
         self._errors = postgres.psycopg.Error
         self._unique = postgres.psycopg.errors.UniqueViolation

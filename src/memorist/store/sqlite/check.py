@@ -38,12 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptStoreError, StoreError, ValidationError
-from ..model import ADDRESSED_KINDS, Kind, MemoryClass, Scope, Status, Tier
-from ..policies.text import content_hash
-from .codec import scope_key
-from .migrations import SCHEMA_VERSION
-from .sqlite_errors import is_busy, is_corrupt
+from ...errors import CorruptStoreError, StoreError, ValidationError
+from ...model import ADDRESSED_KINDS, Kind, MemoryClass, Scope, Status, Tier
+from ...policies.text import content_hash
+from ..codec import scope_key
+from .errors import is_busy, is_corrupt
+from .schema import SCHEMA_VERSION
 
 _EXAMPLES = 5
 _SQLITE_MESSAGES = 100  # integrity_check stops after this many

@@ -12,10 +12,10 @@ second waits, then finds it done. A store from a newer Memorist is refused.
 
 The vector column has no dimension in the schema: it is known only when the first
 vector is written (the embedder's identity is bound lazily). HNSW indexes are built
-per large space (:func:`build_space_index`): a partial index of that space's rows up
-to a watermark and of those graphed since (:func:`graph_rows`), on the column cast
-to the store's dimension (an expression index, pgvector's way of indexing one
-dimension of an untyped column). See memorist.store.postgres for why.
+per large space, outside the migrations (:mod:`memorist.store.postgres.hnsw`): a
+partial index of that space's rows up to a watermark and of those graphed since, on
+the column cast to the store's dimension (an expression index, pgvector's way of
+indexing one dimension of an untyped column).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..errors import ConfigurationError, CorruptStoreError
-from ..reserved import (
+from ...errors import ConfigurationError, CorruptStoreError
+from ...reserved import (
     PG_FUNCTIONS,
     PREVIOUS_NAME,
     PREVIOUS_PG_SCHEMA,
@@ -200,7 +200,7 @@ CREATE TABLE api_keys (
 # A space's HNSW index holds its rows up to a watermark (the largest memory rowid
 # when the index was built) and the rows a maintenance pass marked ``graphed`` since;
 # newer rows are searched exactly, so an add never waits for a graph insert
-# (memorist.store.postgres). The V1 indexes (the whole space, every insert paying for
+# (memorist.store.postgres.hnsw). The V1 indexes (the whole space, every insert paying for
 # the graph) are dropped: the next search builds their successors in the background.
 V2 = """
 ALTER TABLE embeddings ADD COLUMN graphed BOOLEAN NOT NULL DEFAULT false;
@@ -257,10 +257,6 @@ MIGRATIONS: list[Any] = [V1, V2, v3_rename]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 DEFAULT_SCHEMA = "memorist"
-#: HNSW parameters of the vector index (pgvector's defaults, written down).
-HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 64
-_INDEX_PREFIX = "embeddings_hnsw_"
 
 
 def lock_key(*parts: str) -> int:
@@ -367,100 +363,13 @@ def migrate(conn: Any, schema: str, label: str) -> str:
     return path
 
 
-def index_name(dim: int, space_id: int, watermark: int) -> str:
-    """The name of the HNSW index of one space's ``dim``-dimensional vectors up to
-    ``watermark`` (see :func:`graph_rows`)."""
-    return f"{_INDEX_PREFIX}{int(dim)}_{int(space_id)}_{int(watermark)}"
-
-
-def graph_rows(space_id: int, watermark: int, alias: str = "") -> str:
-    """The rows of a space's HNSW index: up to its watermark, and those graphed since.
-
-    The condition of the partial index and of the searches that use it: PostgreSQL
-    uses a partial index only when it can prove its condition from the query's text.
-    """
-    a = f"{alias}." if alias else ""
-    return f"{a}space_id = {int(space_id)} AND ({a}memory_rowid <= {int(watermark)} OR {a}graphed)"
-
-
-def waiting_rows(space_id: int, watermark: int, alias: str = "") -> str:
-    """The rows of a space that its HNSW index does not hold (searched exactly)."""
-    a = f"{alias}." if alias else ""
-    return f"{a}space_id = {int(space_id)} AND {a}memory_rowid > {int(watermark)} AND NOT {a}graphed"
-
-
-def _prefixed_indexes(conn: Any) -> list[tuple[str, bool]]:
-    return conn.execute(
-        "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-        "WHERE i.indrelid = 'embeddings'::regclass AND c.relname LIKE %s",
-        (_INDEX_PREFIX.replace("_", "\\_") + "%",),
-    ).fetchall()
-
-
-def vector_indexes(conn: Any) -> dict[str, tuple[int, int, int, bool]]:
-    """The HNSW indexes of the embeddings table in the current schema: name ->
-    (dimension, space id, watermark, whether it is valid: a concurrent build that
-    was interrupted leaves an invalid one)."""
-    out = {}
-    for name, valid in _prefixed_indexes(conn):
-        parts = name[len(_INDEX_PREFIX) :].split("_")
-        if len(parts) == 3 and all(p.isdigit() for p in parts):
-            out[name] = (int(parts[0]), int(parts[1]), int(parts[2]), bool(valid))
-    return out
-
-
-def stale_indexes(conn: Any) -> list[str]:
-    """HNSW indexes no search uses: invalid ones (an interrupted concurrent build,
-    which may still be updated by every insert) and ones named as before schema v2
-    (built by an older Memorist still running against the database)."""
-    current = vector_indexes(conn)
-    return [name for name, valid in _prefixed_indexes(conn) if not valid or name not in current]
-
-
-def build_space_index(conn: Any, dim: int, space_id: int, watermark: int, *, concurrently: bool) -> bool:
-    """Build the HNSW index of one space's vectors up to ``watermark`` (a partial
-    index: :func:`graph_rows`), replacing an invalid one of that name; False if a
-    valid one was there. ``concurrently`` (outside any transaction): writers go on
-    meanwhile."""
-    name = index_name(dim, space_id, watermark)
-    found = vector_indexes(conn).get(name)
-    if found is not None and found[3]:
-        return False
-    how = "CONCURRENTLY " if concurrently else ""
-    if found is not None:
-        conn.execute(f"DROP INDEX {how}IF EXISTS {quote_ident(name)}")
-    conn.execute(
-        f"CREATE INDEX {how}IF NOT EXISTS {quote_ident(name)} ON embeddings "
-        f"USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops) "
-        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE {graph_rows(space_id, watermark)}"
-    )
-    return True
-
-
-def drop_vector_indexes(conn: Any, *, keep_dim: int | None = None, concurrently: bool = False, names: list[str] | None = None) -> None:
-    """Drop the HNSW indexes: those ``names``, or all but the current ones of
-    dimension ``keep_dim`` (stale ones included)."""
-    how = "CONCURRENTLY " if concurrently else ""
-    current = vector_indexes(conn)
-    for name, _ in _prefixed_indexes(conn):
-        keep = name in current and current[name][0] == keep_dim
-        if (names is None and not keep) or (names is not None and name in names):
-            conn.execute(f"DROP INDEX {how}IF EXISTS {quote_ident(name)}")
-
-
 __all__ = [
     "DEFAULT_SCHEMA",
     "MIGRATIONS",
     "SCHEMA_VERSION",
-    "build_space_index",
-    "drop_vector_indexes",
-    "graph_rows",
-    "index_name",
     "lock_key",
     "migrate",
+    "quote_ident",
     "schema_version",
     "search_path",
-    "stale_indexes",
-    "vector_indexes",
-    "waiting_rows",
 ]

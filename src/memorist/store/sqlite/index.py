@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptStoreError
-from .codec import AT, COLUMNS, FIELDS, FROM_MEMORIES
-from .vector_index import Row, SpaceIndex
+from ...errors import CorruptStoreError
+from ..codec import AT, COLUMNS, FIELDS, FROM_MEMORIES
+from ..vector_index import Row, SpaceIndex
 
 
 def index_entry(stored: tuple[Any, ...], vector: np.ndarray | None, speaker: str) -> Row:

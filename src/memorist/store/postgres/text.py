@@ -1,7 +1,15 @@
-"""The PostgreSQL store's in-process BM25 indexes of its large spaces.
+"""Full text in the PostgreSQL store: the terms it writes, BM25 in SQL, and the
+in-process BM25 indexes of its large spaces.
 
-BM25 in SQL (``_BM25`` in :mod:`memorist.store.postgres`) reads and scores every
-memory holding a query term: ~5 ms at 10k memories, ~70 ms at 100k and ~600 ms at a
+A memory's terms are a ``tsvector`` of :func:`memorist.policies.text.index_terms`
+(the same stemmed terms SQLite's index holds), written by the store with positions
+(:func:`full_text`), under a GIN index; a query matches memories holding any of its
+terms (:func:`tsquery`), ranked by BM25 computed in the database with SQLite's
+formula and statistics (:data:`BM25`: the scope's document count and average
+length, kept per space by triggers). Not ``ts_rank``: it has no inverse document
+frequency, and LoCoMo's recall fell 1.5 to 4.6 points with it (bench/RESULTS.md).
+
+BM25 in SQL reads and scores every memory holding a query term: ~5 ms at 10k memories, ~70 ms at 100k and ~600 ms at a
 million in one space (bench/RESULTS.md), because common words are held by a large
 share of a space. The same ranking over an in-process inverted index
 (:class:`~memorist.store.vector_index.SpaceIndex`, the one SQLite's store keeps,
@@ -44,10 +52,75 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from typing import Any
 
-from .vector_index import Row, SpaceIndex
+from ...policies.text import index_terms
+from ..vector_index import Row, SpaceIndex
 
 logger = logging.getLogger(__name__)
 
+# tsvector limits: a lexeme is at most 2,047 bytes, positions run to 16,383.
+_LEXEME_BYTES = 2046
+_MAX_POSITION = 16_383
+_MAX_POSITIONS = 256
+
+
+def _quote_lexeme(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _usable(term: str) -> bool:
+    return len(term.encode("utf-8", "surrogatepass")) <= _LEXEME_BYTES
+
+
+def full_text(text: str) -> tuple[str, int]:
+    """The ``tsvector`` literal of ``text``'s full-text terms with their positions, and
+    how many terms it has (BM25's document length).
+
+    Written out here, not parsed by PostgreSQL, so the stored terms are exactly
+    :func:`~memorist.policies.text.index_terms` (the stemmer is Python's). A term's
+    frequency is its number of positions (PostgreSQL keeps 256 of a term, and
+    positions up to 16,383: a longer text's later repeats count less)."""
+    terms = index_terms(text)
+    positions: dict[str, list[int]] = {}
+    for i, term in enumerate(terms, 1):
+        if _usable(term):
+            positions.setdefault(term, []).append(min(i, _MAX_POSITION))
+    literal = " ".join(
+        _quote_lexeme(t) + ":" + ",".join(map(str, sorted(set(p))[:_MAX_POSITIONS])) for t, p in positions.items()
+    )
+    return literal, len(terms)
+
+
+def tsquery(terms: Sequence[str]) -> str:
+    """The ``tsquery`` literal matching a memory that holds any of ``terms``."""
+    return " | ".join(_quote_lexeme(t) for t in terms)
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct full-text terms of a query, as the index holds them."""
+    return [t for t in dict.fromkeys(index_terms(query)) if _usable(t)]
+
+
+# BM25 over the active memories of the scope's spaces, as SQLite's index computes it
+# (memorist.store.vector_index): the document count and average length are the
+# spaces' (kept by triggers), a term's document frequency is counted among the
+# memories holding any query term (which include every one holding that term), and
+# validity and run filter the scored memories afterwards, so they change no
+# statistic. {spaces} and {keep} are SQL built from fixed text; values are parameters.
+BM25 = (
+    "WITH stats AS (SELECT sum(s.docs)::float8 AS n, sum(s.doc_terms)::float8 / greatest(sum(s.docs), 1) AS avgdl "
+    "FROM spaces s WHERE {spaces}), "
+    "hits AS (SELECT m.rowid, m.id, m.terms, m.term_count, m.run_id, m.created_at, m.updated_at, m.valid_to "
+    "FROM memories m JOIN spaces s ON s.id = m.space_id WHERE {spaces} AND m.status = 'active' AND m.terms @@ %s::tsquery), "
+    "tf AS (SELECT h.rowid, t.lexeme, cardinality(t.positions) AS tf FROM hits h, unnest(h.terms) t "
+    "WHERE t.lexeme = ANY(%s::text[])), "
+    "df AS (SELECT lexeme, count(*)::float8 AS n FROM tf GROUP BY lexeme) "
+    "SELECT m.id, sum(ln(1 + (st.n - df.n + 0.5) / (df.n + 0.5)) * tf.tf * 2.2 "
+    "/ (tf.tf + 1.2 * (0.25 + 0.75 * m.term_count / greatest(st.avgdl, 1e-9)))) AS score "
+    "FROM tf JOIN df USING (lexeme) JOIN hits m USING (rowid) CROSS JOIN stats st "
+    "WHERE true{keep} GROUP BY m.id, m.rowid ORDER BY score DESC, m.rowid LIMIT %s"
+)
+
+# in-process indexes ------------------------------------------------------------------
 #: Active memories from which a space is ranked in process (0: never).
 TEXT_INDEX_ABOVE = 10_000
 #: The most memories held by the loaded indexes of one store (0: none).

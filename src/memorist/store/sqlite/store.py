@@ -2,7 +2,7 @@
 
 Durability: every committed transaction's log is fsynced before the write returns
 (by Memorist right after the commit, outside the write lock: see
-:mod:`memorist.store.sqlite_checkpoint`), so a write that returned survives a crash
+:mod:`memorist.store.sqlite.checkpoint`), so a write that returned survives a crash
 or power loss. Retrieval bookkeeping (the
 access clock and per-memory touches) is the one exception: it is buffered and
 written with the next write transaction, on :meth:`close`, or every few dozen
@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigurationError, CorruptStoreError, EmbedderMismatchError, MemoristError, StoreError
-from ..model import EventRecord, MemoryRecord, Scope, Status
-from ..policies.text import index_terms, query_terms, stable_token
-from .base import Batch, ScopeFilter, Store
-from .codec import (
+from ...errors import ConfigurationError, CorruptStoreError, EmbedderMismatchError, MemoristError, StoreError
+from ...model import EventRecord, MemoryRecord, Scope, Status
+from ...policies.text import index_terms, query_terms, stable_token
+from ..base import Batch, ScopeFilter, Store
+from ..codec import (
     AT,
     COLUMNS,
     FROM_MEMORIES,
@@ -39,13 +39,13 @@ from .codec import (
     speaker_of,
     stored_row,
 )
-from .migrations import MIGRATIONS, SCHEMA_VERSION
-from .sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
-from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer, LogSync
-from .sqlite_errors import backoff, is_busy, is_corrupt
-from .sqlite_index import NAMED_SINCE, IndexCache, index_entry, last_seq, log_reaches
-from .touches import FLUSH_EVERY, TouchBuffer
-from .vector_index import Row, SpaceIndex
+from ..sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
+from ..touches import FLUSH_EVERY, TouchBuffer
+from ..vector_index import Row, SpaceIndex
+from .checkpoint import BACKSTOP_PAGES, Checkpointer, LogSync
+from .errors import backoff, is_busy, is_corrupt
+from .index import NAMED_SINCE, IndexCache, index_entry, last_seq, log_reaches
+from .schema import MIGRATIONS, SCHEMA_VERSION
 
 
 class _SQLiteBatch(Batch):
@@ -302,13 +302,13 @@ class SQLiteStore(Store):
             database = self._conn.execute("SELECT file FROM pragma_database_list WHERE name = 'main'").fetchone()[0]
             if database and self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
                 # NORMAL syncs the log at checkpoints only; every commit's sync is
-                # LogSync's, taken once the write lock is free (sqlite_checkpoint).
+                # LogSync's, taken once the write lock is free (checkpoint.py).
                 self._log_sync = LogSync(database)
                 self._conn.execute("PRAGMA synchronous = NORMAL")
             else:  # no log of its own to sync (in memory, or a file system without WAL)
                 self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.execute("PRAGMA foreign_keys = ON")
-            # Checkpoints are the thread's (sqlite_checkpoint.py); this is the backstop.
+            # Checkpoints are the thread's (checkpoint.py); this is the backstop.
             self._conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
             # Room for the index pages a large scope's writes touch (SQLite's default
             # is 2 MiB); a ceiling, filled only as pages are read.
@@ -368,7 +368,7 @@ class SQLiteStore(Store):
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction. Once it committed, its log is synced; if that
         fails, :class:`_Unflushed` (a :class:`StoreError`) is raised after the
-        commit, and the store takes no further write (see sqlite_checkpoint)."""
+        commit, and the store takes no further write (see checkpoint.py)."""
         with self._lock:
             self._require_open()
             if self._log_failed is not None:

@@ -10,9 +10,15 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from ..model import Scope
-from ..reserved import PREVIOUS_RUN_PREFIX, RUN_PREFIX, previous_runs_clause, renamed_header_hash, renamed_run
-from .codec import scope_key
+from ...model import Scope
+from ...reserved import (
+    PREVIOUS_RUN_PREFIX,
+    RUN_PREFIX,
+    previous_runs_clause,
+    renamed_header_hash,
+    renamed_run,
+)
+from ..codec import scope_key
 
 V1 = """
 CREATE TABLE meta (

@@ -29,40 +29,21 @@ How the contract's rules are kept (see :mod:`memorist.store.base`):
   once the store's embedder wrote its first vector). A scope of at most
   ``exact_below`` vectors (20,000) is searched exactly: a distance for each of its
   rows, reached through the space index, so it returns what SQLite returns. A
-  larger space gets its own HNSW index (``vector_cosine_ops`` on the column cast to
-  the store's dimension, partial: that space's rows only), built concurrently in
-  the background by the first search that needs it (or at once by
-  :meth:`PostgresStore.build_indexes`); until it is ready that space is searched
-  exactly. Why per space and not one index over the table: an HNSW insert costs
-  ~5-10 ms here against ~0.5 ms for the rest of an add (bench/RESULTS.md), which
-  every write to every small space would pay for an index only large scopes use;
-  and pgvector filters a scope after its index scan, so one shared index returns
-  fewer than ``k`` hits for a scope that is a small share of the table, while a
-  space's own index holds nothing else. If the validity filter still leaves fewer
-  than ``k``, the exact search answers. Scores are cosine similarities; stored
-  vectors are unit length (every Memorist embedder normalises), so the exact path's
-  inner product is the cosine; the HNSW path reports ``1 - cosine distance``.
-- **No add waits for the graph.** A space's index holds its rows up to a watermark
-  (its newest row when the index was built, part of the index's name) and the rows
-  marked ``graphed`` since. Rows added later are not in it: a search of the space
-  takes the index's candidates and those rows' exact distances (a range of the
-  partial index of rows never graphed), so they are found at once, and an add
-  costs what it costs in a small space. A background pass (:meth:`PostgresStore._maintain`, started by
-  searches) puts them in the graph in short chunks once the space's writes pause
-  for ``QUIET`` seconds, or at once when ``exact_below`` of them wait; when more wait
-  than the index holds (a bulk load), it builds a new index up to the newest row
-  instead and drops the old one.
-- **Full text** is a ``tsvector`` of :func:`memorist.policies.text.index_terms` (the
-  same stemmed terms SQLite's index holds), written by this store with positions,
-  under a GIN index; a query matches memories holding any of its terms, ranked by
-  BM25 computed in the database with SQLite's formula and statistics (the scope's
-  document count and average length, kept per space by triggers). Not ``ts_rank``:
-  it has no inverse document frequency, and LoCoMo's recall fell 1.5 to 4.6
-  points with it (bench/RESULTS.md). That scores every memory holding a query
-  term, so a space of ``text_index_above`` active memories (10,000) or more is
-  ranked instead by an in-process index of this process, kept current from the
-  event log whoever wrote, same scores (:mod:`memorist.store.pg_text`); at most
-  ``text_index_rows`` memories (2,000,000) are held that way per store.
+  larger space gets its own HNSW index, built in the background by the first search
+  that needs it (or at once by :meth:`PostgresStore.build_indexes`); until it is
+  ready that space is searched exactly, and no add waits for a graph insert
+  (:mod:`memorist.store.postgres.hnsw` tells how, and why one index per space). If
+  the validity filter leaves fewer than ``k`` of an index's candidates, the exact
+  search answers. Scores are cosine similarities; stored vectors are unit length
+  (every Memorist embedder normalises), so the exact path's inner product is the
+  cosine; the HNSW path reports ``1 - cosine distance``.
+- **Full text** is a ``tsvector`` of the stemmed terms SQLite's index holds, ranked
+  by BM25 computed in the database with SQLite's formula and statistics. A space of
+  ``text_index_above`` active memories (10,000) or more is ranked instead by an
+  in-process index of this process, kept current from the event log whoever wrote,
+  same scores; at most ``text_index_rows`` memories (2,000,000) are held that way
+  per store (:mod:`memorist.store.postgres.text` tells how, and why not
+  ``ts_rank``).
 - **Retrieval bookkeeping** (access clock, touches) is buffered as in SQLite
   (:mod:`memorist.store.touches`) and written in its own short transaction before the
   next write, under a short lock timeout: when other writers hold those spaces it
@@ -78,8 +59,6 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
-import math
 import re
 import struct
 import threading
@@ -91,7 +70,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from ..errors import (
+from ...errors import (
     ConfigurationError,
     CorruptStoreError,
     EmbedderMismatchError,
@@ -99,14 +78,15 @@ from ..errors import (
     MissingDependencyError,
     StoreError,
 )
-from ..model import EventRecord, MemoryRecord, Scope, Status
-from ..policies.text import index_terms
-from . import pg_schema, redact
-from .base import Batch, ScopeFilter, Store
-from .codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
-from .pg_text import TEXT_INDEX_ABOVE, TEXT_INDEX_ROWS, TextIndexes
-from .sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
-from .touches import FLUSH_EVERY, TouchBuffer
+from ...model import EventRecord, MemoryRecord, Scope, Status
+from .. import redact
+from ..base import Batch, ScopeFilter, Store
+from ..codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
+from ..sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
+from ..touches import FLUSH_EVERY, TouchBuffer
+from . import hnsw
+from . import schema as pg_schema
+from .text import BM25, TEXT_INDEX_ABOVE, TEXT_INDEX_ROWS, TextIndexes, full_text, query_terms, tsquery
 
 try:
     import psycopg
@@ -118,34 +98,12 @@ except ImportError as _exc:  # pragma: no cover - exercised without the extra
         f"PostgreSQL stores need the postgres extra: pip install 'memorist[postgres]' ({_exc})"
     ) from _exc
 
-logger = logging.getLogger(__name__)
 M = "%s"  # psycopg's parameter mark, for the shared SQL builders
 
-#: Scopes with at most this many vectors are searched exactly (see the module docstring).
-EXACT_BELOW = 20_000
-#: The least ``hnsw.ef_search`` of an HNSW search; pgvector allows at most 1,000. A
-#: space larger than ``EF_SCALE_FROM`` vectors searches wider, by the square root of
-#: how much larger: recall@10 against exact search at a million vectors was 0.93-0.95
-#: with 100 and 0.97 with 200, while 100 gives 0.99 at 100k (bench/RESULTS.md).
-EF_SEARCH = 100
-EF_SCALE_FROM = 250_000
-_EF_SEARCH_MAX = 1000
-#: Rows put into a space's graph per transaction, once its writes paused ``QUIET`` s.
-GRAPH_CHUNK = 64
-QUIET = 1.0
-#: Seconds between two maintenance passes started by searches of indexed spaces.
-MAINTAIN_EVERY = 2.0
-#: The least maintenance_work_mem of an index build (HNSW builds fast while its graph
-#: fits); a server configured with more keeps its own.
-_BUILD_MEMORY = "512MB"
 #: How long buffered retrievals wait for other writers' space locks before they
 #: stay buffered for the next write.
 _TOUCH_LOCK_TIMEOUT_MS = 200
 _OPTIONS = ("pool_size", "pool_min", "schema", "lock_timeout", "text_index_above", "text_index_rows")
-# tsvector limits: a lexeme is at most 2,047 bytes, positions run to 16,383.
-_LEXEME_BYTES = 2046
-_MAX_POSITION = 16_383
-_MAX_POSITIONS = 256
 
 # PostgreSQL text cannot hold NUL: such text is stored with NUL as ESC "0" and ESC
 # itself as ESC "1" (ESC is a noncharacter that real text does not use).
@@ -172,38 +130,6 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
         for i in _TEXT_AT:
             row[i] = _unescape(row[i])
     return row_to_record(tuple(row))
-
-
-def _quote_lexeme(term: str) -> str:
-    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _usable(term: str) -> bool:
-    return len(term.encode("utf-8", "surrogatepass")) <= _LEXEME_BYTES
-
-
-def full_text(text: str) -> tuple[str, int]:
-    """The ``tsvector`` literal of ``text``'s full-text terms with their positions, and
-    how many terms it has (BM25's document length).
-
-    Written out here, not parsed by PostgreSQL, so the stored terms are exactly
-    :func:`~memorist.policies.text.index_terms` (the stemmer is Python's). A term's
-    frequency is its number of positions (PostgreSQL keeps 256 of a term, and
-    positions up to 16,383: a longer text's later repeats count less)."""
-    terms = index_terms(text)
-    positions: dict[str, list[int]] = {}
-    for i, term in enumerate(terms, 1):
-        if _usable(term):
-            positions.setdefault(term, []).append(min(i, _MAX_POSITION))
-    literal = " ".join(
-        _quote_lexeme(t) + ":" + ",".join(map(str, sorted(set(p))[:_MAX_POSITIONS])) for t, p in positions.items()
-    )
-    return literal, len(terms)
-
-
-def query_terms(query: str) -> list[str]:
-    """The distinct full-text terms of a query, as the index holds them."""
-    return [t for t in dict.fromkeys(index_terms(query)) if _usable(t)]
 
 
 # vectors -----------------------------------------------------------------------------
@@ -479,25 +405,6 @@ _UPDATE_MEMORY = (
     + " FROM old WHERE m.rowid = old.rowid RETURNING m.rowid, old.space_id"
 )
 _SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-# BM25 over the active memories of the scope's spaces, as SQLite's index computes it
-# (memorist.store.vector_index): the document count and average length are the
-# spaces' (kept by triggers), a term's document frequency is counted among the
-# memories holding any query term (which include every one holding that term), and
-# validity and run filter the scored memories afterwards, so they change no
-# statistic. {spaces} and {keep} are SQL built from fixed text; values are parameters.
-_BM25 = (
-    "WITH stats AS (SELECT sum(s.docs)::float8 AS n, sum(s.doc_terms)::float8 / greatest(sum(s.docs), 1) AS avgdl "
-    "FROM spaces s WHERE {spaces}), "
-    "hits AS (SELECT m.rowid, m.id, m.terms, m.term_count, m.run_id, m.created_at, m.updated_at, m.valid_to "
-    "FROM memories m JOIN spaces s ON s.id = m.space_id WHERE {spaces} AND m.status = 'active' AND m.terms @@ %s::tsquery), "
-    "tf AS (SELECT h.rowid, t.lexeme, cardinality(t.positions) AS tf FROM hits h, unnest(h.terms) t "
-    "WHERE t.lexeme = ANY(%s::text[])), "
-    "df AS (SELECT lexeme, count(*)::float8 AS n FROM tf GROUP BY lexeme) "
-    "SELECT m.id, sum(ln(1 + (st.n - df.n + 0.5) / (df.n + 0.5)) * tf.tf * 2.2 "
-    "/ (tf.tf + 1.2 * (0.25 + 0.75 * m.term_count / greatest(st.avgdl, 1e-9)))) AS score "
-    "FROM tf JOIN df USING (lexeme) JOIN hits m USING (rowid) CROSS JOIN stats st "
-    "WHERE true{keep} GROUP BY m.id, m.rowid ORDER BY score DESC, m.rowid LIMIT %s"
-)
 _EVENT_COLUMNS = (
     "SELECT e.seq, e.ts, e.op, e.memory_id, e.run_id, e.actor, e.old_text, e.new_text, "
     "e.payload, s.tenant_id, s.user_id, s.agent_id FROM events e LEFT JOIN spaces s ON s.id = e.space_id"
@@ -532,8 +439,8 @@ class PostgresStore(Store):
         schema: str | None = None,
         lock_timeout: float | None = None,
         connect_timeout: float = 10.0,
-        exact_below: int = EXACT_BELOW,
-        ef_search: int = EF_SEARCH,
+        exact_below: int = hnsw.EXACT_BELOW,
+        ef_search: int = hnsw.EF_SEARCH,
         text_index_above: int | None = None,
         text_index_rows: int | None = None,
     ) -> None:
@@ -559,8 +466,7 @@ class PostgresStore(Store):
             self.lock_timeout = -1.0
         if not 0 <= self.lock_timeout <= 86_400:
             raise ConfigurationError(f"lock_timeout must be seconds from 0 to 86400, got {wait!r}")
-        self.exact_below = int(exact_below)
-        self.ef_search = min(max(int(ef_search), 1), _EF_SEARCH_MAX)
+        exact_below, ef_search = int(exact_below), int(ef_search)
         self.pool_size = size
         above = _count("text_index_above", text_index_above if text_index_above is not None else in_url.get("text_index_above", TEXT_INDEX_ABOVE))
         most = _count("text_index_rows", text_index_rows if text_index_rows is not None else in_url.get("text_index_rows", TEXT_INDEX_ROWS))
@@ -571,10 +477,6 @@ class PostgresStore(Store):
         self._touches = TouchBuffer()
         self._touch_lock = threading.RLock()
         self._pool: Any = None
-        self._building = False  # a background index build of this store is under way
-        self._builds_lock = threading.Lock()
-        self._maintained = 0.0  # when a search last started the maintenance pass
-        self._looks: dict[int, tuple[int, float]] = {}  # space -> (version, since when), for QUIET
         kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in conninfo:
             kwargs["connect_timeout"] = max(1, int(connect_timeout))
@@ -591,6 +493,16 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise StoreError(f"cannot open {self.label}: {self._scrub(str(exc).strip())}") from exc
         self._adapters = _vector_adapters(int(oid))
+        self._hnsw = hnsw.HnswIndexes(
+            self.label,
+            self.schema,
+            self._search_path,
+            connect=self._own_connection,
+            is_open=lambda: self._pool is not None,
+            scrub=self._scrub,
+            exact_below=exact_below,
+            ef_search=ef_search,
+        )
         self._pool = psycopg_pool.ConnectionPool(
             conninfo,
             min_size=least,
@@ -601,6 +513,25 @@ class PostgresStore(Store):
             name=f"memorist:{self.schema}",
         )
         self._pool.open(wait=False)
+
+    @property
+    def exact_below(self) -> int:
+        """Spaces of at most this many vectors are searched exactly; larger ones get
+        an HNSW index (:mod:`memorist.store.postgres.hnsw`)."""
+        return self._hnsw.exact_below
+
+    @exact_below.setter
+    def exact_below(self, value: int) -> None:
+        self._hnsw.exact_below = value
+
+    @property
+    def ef_search(self) -> int:
+        """The least ``hnsw.ef_search`` of this store's HNSW searches."""
+        return self._hnsw.ef_search
+
+    @ef_search.setter
+    def ef_search(self, value: int) -> None:
+        self._hnsw.ef_search = value
 
     # connections -----------------------------------------------------------------------
     def _configure(self, conn: Any) -> None:
@@ -634,6 +565,11 @@ class PostgresStore(Store):
             raise StoreError(f"{self.label} is closed")
         with pool.connection() as conn:
             yield conn
+
+    def _own_connection(self) -> Any:
+        """A connection of its own, outside the pool (for work that takes long, such
+        as an index build)."""
+        return psycopg.connect(self._conninfo, **self._connect_kwargs)
 
     @contextmanager
     def connection(self) -> Iterator[Any]:
@@ -799,7 +735,7 @@ class PostgresStore(Store):
             (name, str(dim)),
         )
         # Indexes of another dimension index nothing the searches can ask for now.
-        pg_schema.drop_vector_indexes(conn, keep_dim=dim)
+        hnsw.drop_vector_indexes(conn, keep_dim=dim)
 
     @_translating("recording the embedder identity", decode=False)
     def set_embedder_identity(self, name: str, dim: int) -> None:
@@ -953,10 +889,10 @@ class PostgresStore(Store):
             if k is None or window is not None or speaker is not None or scope.run_id is not None or not np.any(query):
                 return self._exact(conn, query, where, args, k)
             size = {int(space_id): int(n) for space_id, n in large}
-            indexed = self._indexed(conn, dim, list(size)) if size else {}
+            indexed = self._hnsw.ready(conn, dim, list(size)) if size else {}
             hits: list[tuple[str, float]] = []
             for space_id, watermark in indexed.items():
-                found = self._approximate(conn, dim, space_id, watermark, query, filters, filter_args, k, size[space_id])
+                found = self._hnsw.search(conn, dim, space_id, watermark, query, filters, filter_args, k, size[space_id])
                 if len(found) < k:  # the validity filter left too few of the index's candidates
                     return self._exact(conn, query, where, args, k)
                 hits += found
@@ -967,27 +903,6 @@ class PostgresStore(Store):
                 # The scope's other spaces (small, or with no index ready yet), exactly.
                 hits += self._exact(conn, query, where + " AND m.space_id <> ALL(%s)", [*args, list(indexed)], k)
             return sorted(hits, key=lambda h: -h[1])[:k]
-
-    def _indexed(self, conn: Any, dim: int, large: Sequence[int]) -> dict[int, int]:
-        """The ``large`` spaces that have a usable HNSW index, with its watermark (the
-        newest, while a successor's build is under way); the others get one built (in
-        the background) and are searched exactly until it is ready."""
-        wanted = {int(space_id) for space_id in large}
-        ready: dict[int, int] = {}
-        for d, space_id, watermark, valid in pg_schema.vector_indexes(conn).values():
-            if valid and d == dim and space_id in wanted:
-                ready[space_id] = max(ready.get(space_id, 0), watermark)
-        if len(ready) < len(wanted):
-            self._build_later()
-        return dict(sorted(ready.items()))
-
-    def _waiting_seen(self) -> None:
-        """A search found rows its space's graph does not hold yet: the maintenance
-        pass graphs them (started at most every ``MAINTAIN_EVERY`` seconds)."""
-        now = time.monotonic()
-        if now - self._maintained > MAINTAIN_EVERY:
-            self._maintained = now
-            self._build_later()
 
     @staticmethod
     def _nearest(conn: Any, query: np.ndarray, spaces: str, space_args: list[Any], filters: str, filter_args: list[Any], k: int, in_scope: int) -> list[tuple[str, float]] | None:
@@ -1024,188 +939,6 @@ class PostgresStore(Store):
             params.append(int(k))
         return [(mid, float(score)) for mid, score in conn.execute(sql, params)]
 
-    def _approximate(self, conn: Any, dim: int, space_id: int, watermark: int, query: np.ndarray, filters: str, filter_args: list[Any], k: int, vectors: int) -> list[tuple[str, float]]:
-        """The ``k`` nearest of one space: its HNSW index's candidates, and the rows
-        added since the index's watermark and not graphed yet, exactly."""
-        least = max(self.ef_search, 2 * k)
-        if least > _EF_SEARCH_MAX:
-            return []
-        ef = min(int(least * max(1.0, math.sqrt(vectors / EF_SCALE_FROM))), _EF_SEARCH_MAX)
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
-        typed = f"e.vector::vector({dim}) <=> %b::vector({dim})"
-        # The index's condition is written into the statement: the planner can only
-        # use a partial index whose condition it can prove from the query text.
-        # The waiting rows' ids first, from their partial index alone (MATERIALIZED:
-        # the planner, guessing space and rowid independent, would rather filter the
-        # whole rowid range above the watermark, every space's rows included).
-        rows = conn.execute(
-            f"WITH waiting AS MATERIALIZED (SELECT w.memory_rowid FROM embeddings w WHERE {pg_schema.waiting_rows(space_id, watermark, 'w')}) "
-            "SELECT m.id, c.score, (SELECT count(*) FROM waiting) FROM ("
-            f"(SELECT e.memory_rowid, 1 - ({typed}) AS score FROM embeddings e "
-            f"WHERE {pg_schema.graph_rows(space_id, watermark, 'e')} ORDER BY {typed} LIMIT %s) "
-            "UNION ALL "
-            "(SELECT e.memory_rowid, -(e.vector <#> %b) AS score FROM waiting JOIN embeddings e USING (memory_rowid) "
-            "ORDER BY score DESC LIMIT %s)"
-            f") c JOIN memories m ON m.rowid = c.memory_rowid WHERE m.status = 'active'{filters} "
-            "ORDER BY c.score DESC, m.rowid LIMIT %s",
-            [query, query, ef, query, ef, *filter_args, int(k)],
-        ).fetchall()
-        if rows and rows[0][2]:
-            self._waiting_seen()
-        return [(mid, 0.0 if math.isnan(score) else float(score)) for mid, score, _ in rows]
-
-    def _build_later(self) -> None:
-        """Run the index maintenance pass (:meth:`_maintain`) in a background thread;
-        searches go on meanwhile (exactly where no index is ready)."""
-        with self._builds_lock:
-            if self._building or self._pool is None:
-                return
-            self._building = True
-        threading.Thread(target=self._build_in_background, name="memorist-hnsw", daemon=True).start()
-
-    def _build_in_background(self) -> None:
-        try:
-            # Its own connection: a build takes long, and must not hold one of the pool's.
-            with psycopg.connect(self._conninfo, **self._connect_kwargs) as conn:
-                # Passes until no row waits for writes to pause (at most a minute of
-                # them; the next search starts another), the lock free between them.
-                for _ in range(int(60 / QUIET)):
-                    if not self._maintain(conn, wait=False)[1] or self._pool is None:
-                        break
-                    time.sleep(QUIET)
-        except Exception as exc:  # searches stay exact; a later one tries again
-            logger.warning("memorist: building vector indexes in %s failed: %s", self.label, self._scrub(str(exc)))
-        finally:
-            with self._builds_lock:
-                self._building = False
-
-    def _maintain(self, conn: Any, *, wait: bool) -> tuple[list[int], bool]:
-        """The vector indexes' maintenance pass; returns the spaces that hold an index,
-        and whether rows were left waiting because their space's writes go on.
-
-        1. Every space holding more than ``exact_below`` vectors and no valid index
-           gets one (built concurrently: writers go on), up to the space's newest row.
-        2. The rows added to an indexed space since its watermark are searched
-           exactly until they are put in the graph: in chunks (``GRAPH_CHUNK``,
-           each a short transaction that skips rows a writer holds) once writes to
-           the space paused for ``QUIET`` seconds, or at once when ``exact_below`` of
-           them wait. When more wait than the index holds (a bulk load), a new index
-           up to the newest row is built instead and the old one dropped: one build
-           is cheaper than that many graph inserts.
-
-        One maintainer at a time per store, across processes (two concurrent builds
-        on one table deadlock); with ``wait=False`` another at work means nothing to
-        do here, and step 2 waits for quiet spaces. ``wait=True`` (``build_indexes``)
-        does everything now.
-        """
-        conn.execute(f"SET search_path TO {self._search_path}")
-        key = pg_schema.lock_key("memorist", self.schema, "index")
-        if wait:
-            # A background pass may be building a large index: wait for it, however
-            # long, but between tries, not in pg_advisory_lock: a waiting statement
-            # holds a snapshot, which a concurrent index build waits for in turn.
-            while not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
-                time.sleep(0.2)
-        elif not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
-            return [], False
-        try:
-            conn.execute(
-                "SELECT set_config('maintenance_work_mem', %s, false) "
-                "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
-                (_BUILD_MEMORY, _BUILD_MEMORY),
-            )
-            dim = conn.execute("SELECT value FROM meta WHERE key = 'embedder_dim'").fetchone()
-            if dim is None:
-                return [], False
-            dim = int(dim[0])
-            # Interrupted builds (which inserts may still update) and indexes of an
-            # older Memorist: no search uses them.
-            pg_schema.drop_vector_indexes(conn, concurrently=True, names=pg_schema.stale_indexes(conn))
-            large = [int(r[0]) for r in conn.execute("SELECT id FROM spaces WHERE vectors > %s ORDER BY id", (self.exact_below,))]
-            built = False
-            for space_id in large:
-                built |= self._index_space(conn, dim, space_id)
-            if built:
-                # Statistics now, not at autovacuum's next look: without them the
-                # planner may not see that the new index is the cheap way.
-                conn.execute("ANALYZE embeddings")
-            return large, self._graph_waiting(conn, dim, large, wait=wait)
-        finally:
-            conn.execute("RESET maintenance_work_mem")
-            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-
-    def _watermarks(self, conn: Any, dim: int, space_id: int) -> list[tuple[int, str]]:
-        """The space's valid indexes of this dimension: (watermark, name), newest last."""
-        return sorted(
-            (watermark, name)
-            for name, (d, space, watermark, valid) in pg_schema.vector_indexes(conn).items()
-            if d == dim and space == space_id and valid
-        )
-
-    def _index_space(self, conn: Any, dim: int, space_id: int) -> bool:
-        """Build the space's index if it has none (step 1 of :meth:`_maintain`)."""
-        if self._watermarks(conn, dim, space_id):
-            return False
-        top = conn.execute("SELECT COALESCE(max(memory_rowid), 0) FROM embeddings WHERE space_id = %s", (space_id,)).fetchone()[0]
-        return pg_schema.build_space_index(conn, dim, space_id, int(top), concurrently=True)
-
-    def _graph_waiting(self, conn: Any, dim: int, spaces: Sequence[int], *, wait: bool) -> bool:
-        """Step 2 of :meth:`_maintain`: the rows added since each index's watermark.
-        True when some were left for a later pass (their space's writes go on)."""
-        deferred = False
-        stuck = 0
-        for space_id in spaces:
-            marks = self._watermarks(conn, dim, space_id)
-            while marks and self._pool is not None:
-                if len(marks) > 1:
-                    # A successor is ready: its predecessors go (graphing a row would
-                    # also insert it into them).
-                    pg_schema.drop_vector_indexes(conn, concurrently=True, names=[n for _, n in marks[:-1]])
-                    marks = marks[-1:]
-                watermark = marks[-1][0]
-                row = conn.execute(
-                    f"SELECT (SELECT count(*) FROM embeddings WHERE {pg_schema.waiting_rows(space_id, watermark)}), "
-                    "s.vectors, s.generation FROM spaces s WHERE s.id = %s",
-                    (space_id,),
-                ).fetchone()
-                if row is None or not row[0]:  # nothing waits (or a reset removed the space)
-                    break
-                waiting, vectors, generation = row
-                if waiting > max(vectors - waiting, self.exact_below):
-                    # A bulk load: one build up to the newest row, then the old index goes.
-                    top = conn.execute("SELECT max(memory_rowid) FROM embeddings WHERE space_id = %s", (space_id,)).fetchone()[0]
-                    pg_schema.build_space_index(conn, dim, space_id, int(top), concurrently=True)
-                    conn.execute("ANALYZE embeddings")
-                    marks = self._watermarks(conn, dim, space_id)
-                    continue
-                # Quiet: the space's version has not moved since a look QUIET s ago
-                # (this pass's or an earlier one's).
-                now = time.monotonic()
-                seen = self._looks.get(space_id)
-                if seen is None or seen[0] != generation:
-                    self._looks[space_id] = (generation, now)
-                quiet = seen is not None and seen[0] == generation and now - seen[1] >= QUIET
-                if not (wait or quiet or waiting >= self.exact_below):
-                    deferred = True  # writes go on: a later pass
-                    break
-                # The chunk's ids from the waiting rows' own index (see _approximate),
-                # then only the rows no writer holds: this pass never waits for one.
-                graphed = conn.execute(
-                    f"WITH ids AS MATERIALIZED (SELECT memory_rowid FROM embeddings WHERE {pg_schema.waiting_rows(space_id, watermark)} "
-                    "ORDER BY memory_rowid LIMIT %s), "
-                    "free AS (SELECT e.memory_rowid FROM embeddings e JOIN ids USING (memory_rowid) WHERE NOT e.graphed FOR UPDATE OF e SKIP LOCKED) "
-                    "UPDATE embeddings SET graphed = true WHERE memory_rowid IN (SELECT memory_rowid FROM free)",
-                    (GRAPH_CHUNK,),
-                ).rowcount
-                if graphed:
-                    stuck = 0
-                elif (stuck := stuck + 1) > 20:
-                    deferred = True  # held by writers for a second: a later pass
-                    break
-                else:
-                    time.sleep(0.05)  # every one held by a writer: let them finish
-        return deferred
-
     @_translating("building vector indexes", decode=False)
     def build_indexes(self) -> list[int]:
         """Build now, and wait for, the HNSW index of every space holding more than
@@ -1213,7 +946,7 @@ class PostgresStore(Store):
         space's graph; returns the indexed spaces' ids. Searches have this done in
         the background; a bulk load calls it to have the indexes ready."""
         with self._pool_connection() as conn:
-            return self._maintain(conn, wait=True)[0]
+            return self._hnsw.maintain(conn, wait=True)[0]
 
     @_translating("similarities")
     def similarities(self, scope: ScopeFilter, vector: np.ndarray, memory_ids: Sequence[str]) -> dict[str, float]:
@@ -1248,7 +981,7 @@ class PostgresStore(Store):
         spaces, space_args = _space_filter(scope)
         with self._connection() as conn:
             if self._text.enabled and self._local.batch is None:
-                # One large space: its in-process index (memorist.store.pg_text). Not
+                # One large space: its in-process index (memorist.store.postgres.text). Not
                 # inside a write transaction: the index holds committed writes only.
                 hits = self._text.search(conn, spaces, space_args, terms, k=int(k), run_id=scope.run_id, cutoff=cutoff, now=now)
                 if hits is not None:
@@ -1257,8 +990,7 @@ class PostgresStore(Store):
             if scope.run_id is not None:
                 keep += " AND m.run_id = %s"
                 keep_args.append(scope.run_id)
-            tsquery = " | ".join(_quote_lexeme(t) for t in terms)
-            rows = conn.execute(_BM25.format(spaces=spaces, keep=keep), [*space_args, *space_args, tsquery, terms, *keep_args, int(k)]).fetchall()
+            rows = conn.execute(BM25.format(spaces=spaces, keep=keep), [*space_args, *space_args, tsquery(terms), terms, *keep_args, int(k)]).fetchall()
         return [(mid, float(score)) for mid, score in rows]
 
     @_translating("loading a full-text index")
@@ -1475,7 +1207,7 @@ class PostgresStore(Store):
                     # The indexes are built again once the vectors are in (faster than
                     # row by row). Searches wait meanwhile: the old vectors cannot
                     # answer the new embedder's queries.
-                    pg_schema.drop_vector_indexes(conn)
+                    hnsw.drop_vector_indexes(conn)
                     conn.execute("TRUNCATE embeddings")
                     conn.execute("UPDATE spaces SET vectors = 0, generation = generation + 1")
                     with conn.cursor() as cur:
@@ -1509,7 +1241,7 @@ class PostgresStore(Store):
             # log and space versions), so the sequences go on.
             conn.execute("TRUNCATE embeddings, memories, events, spaces")
             conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
-            pg_schema.drop_vector_indexes(conn)
+            hnsw.drop_vector_indexes(conn)
         self._text.forget()
 
     def close(self) -> None:
@@ -1531,4 +1263,4 @@ def _space_lock_key(schema: str, tenant_id: str, user_id: str, agent_id: str) ->
     return pg_schema.lock_key("memorist", schema, "space", tenant_id, user_id, agent_id)
 
 
-__all__ = ["EF_SEARCH", "EXACT_BELOW", "PostgresStore", "full_text", "query_terms"]
+__all__ = ["PostgresStore"]
