@@ -30,7 +30,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from .ace.learning import Learning
 from .api import CALLS, Scoped
+from .capabilities import LEARNING_CALLS, Minutes, Tiers
 from .config import MemoryConfig
 from .embed import Embedder
 from .llm import LLM
@@ -134,9 +136,26 @@ class AsyncMemory:
         """:meth:`memorist.Memory.reindex`, awaited (``progress`` is called in the worker thread)."""
         return await self._run(self.memory.reindex, embedder=embedder, progress=progress)
 
-    async def playbook(self, preset: str = "ltmbse", **options: Any) -> Any:
-        """:meth:`memorist.Memory.playbook`, awaited. The Playbook's own calls are synchronous."""
-        return await self._run(self.memory.playbook, preset, **options)
+    @property
+    def playbooks(self) -> Any:
+        """:attr:`memorist.Memory.playbooks` (its calls are synchronous)."""
+        return self.memory.playbooks
+
+    @property
+    def learning(self) -> AsyncLearning:
+        """:attr:`memorist.Memory.learning`, its calls awaited."""
+        return AsyncLearning(self)
+
+    @property
+    def tiers(self) -> AsyncTiers:
+        """:attr:`memorist.Memory.tiers`, its calls awaited."""
+        return AsyncTiers(self)
+
+    @property
+    def minutes(self) -> AsyncMinutes:
+        """:attr:`memorist.Memory.minutes`, its calls awaited (PAIR's revise callback
+        runs in the worker thread too)."""
+        return AsyncMinutes(self)
 
     # ids, export and import -------------------------------------------------------------
     async def resolve_id(self, prefix: str, *, include_deleted: bool = False) -> str:
@@ -182,33 +201,6 @@ class AsyncMemory:
         """:meth:`memorist.Memory.backup`, awaited."""
         return await self._run(self.memory.backup, dest, force=force)
 
-    # the learning loop (spec 001) -------------------------------------------------------
-    async def execute_with_learning(
-        self,
-        task_fn: Callable[..., Any] | None = None,
-        task_description: str | None = None,
-        task_type: str | None = None,
-        auto_reflect: bool = True,
-        auto_curate: bool = True,
-        playbook_name: str = "default",
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        scope: str | None = None,
-        parent_trajectory_id: str | None = None,
-    ) -> Any:
-        """:meth:`memorist.Memory.execute_with_learning`, awaited: a sync ``task_fn``
-        runs in a worker thread, an async one on this loop. Without the instance
-        lock: the task may await this AsyncMemory's other calls. Without ``task_fn``,
-        the (Memory's) decorator."""
-        options = dict(task_type=task_type, auto_reflect=auto_reflect, auto_curate=auto_curate, playbook_name=playbook_name,
-                       user_id=user_id, agent_id=agent_id, scope=scope, parent_trajectory_id=parent_trajectory_id)
-        if task_fn is None:
-            return self.memory.execute_with_learning(None, task_description, **options)
-        if inspect.iscoroutinefunction(task_fn):
-            return await self.memory.execute_with_learning(task_fn, task_description, **options)
-        return await asyncio.to_thread(self.memory.execute_with_learning, task_fn, task_description, **options)
-
     async def aclose(self) -> None:
         """Flush buffered bookkeeping and close the store (after the running call)."""
         await self._run(self.memory.close)
@@ -244,26 +236,75 @@ for _call in CALLS:
 del _call
 
 
-# The learning loop's calls (spec 001): each exactly Memory's, awaited.
-for _name in (
-    "start_trajectory", "log_step", "complete_trajectory", "get_trajectory", "query_trajectories", "prune_trajectories",
-    "reflect", "batch_reflect", "get_playbook", "list_playbooks", "create_playbook", "update_playbook", "curate_playbook",
-    "list_playbook_versions", "get_playbook_version", "rollback_playbook",
+class _AsyncCapability:
+    """One capability of an :class:`AsyncMemory`: the Memory's calls, awaited."""
+
+    _name = ""
+
+    def __init__(self, owner: AsyncMemory) -> None:
+        self._owner = owner
+
+
+def _awaited_call(capability: str, name: str, source: type) -> Callable[..., Any]:
+    target = getattr(source, name)
+
+    @functools.wraps(target)
+    async def method(self: _AsyncCapability, *args: Any, **kwargs: Any) -> Any:
+        return await self._owner._run(getattr(getattr(self._owner.memory, capability), name), *args, **kwargs)
+
+    return method
+
+
+class AsyncLearning(_AsyncCapability):
+    """``AsyncMemory.learning``: trajectories, reflection, curation, versioned playbooks."""
+
+    async def execute_with_learning(
+        self,
+        task_fn: Callable[..., Any] | None = None,
+        task_description: str | None = None,
+        task_type: str | None = None,
+        auto_reflect: bool = True,
+        auto_curate: bool = True,
+        playbook_name: str = "default",
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        scope: str | None = None,
+        parent_trajectory_id: str | None = None,
+    ) -> Any:
+        """:meth:`memorist.ace.learning.Learning.execute_with_learning`, awaited: a sync ``task_fn``
+        runs in a worker thread, an async one on this loop. Without the instance
+        lock: the task may await the AsyncMemory's other calls. Without ``task_fn``,
+        the (Memory's) decorator."""
+        options = dict(task_type=task_type, auto_reflect=auto_reflect, auto_curate=auto_curate, playbook_name=playbook_name,
+                       user_id=user_id, agent_id=agent_id, scope=scope, parent_trajectory_id=parent_trajectory_id)
+        if task_fn is None:
+            return self._owner.memory.learning.execute_with_learning(None, task_description, **options)
+        if inspect.iscoroutinefunction(task_fn):
+            return await self._owner.memory.learning.execute_with_learning(task_fn, task_description, **options)
+        return await asyncio.to_thread(self._owner.memory.learning.execute_with_learning, task_fn, task_description, **options)
+
+
+
+class AsyncTiers(_AsyncCapability):
+    """``AsyncMemory.tiers``: energy tiers."""
+
+
+class AsyncMinutes(_AsyncCapability):
+    """``AsyncMemory.minutes``: coordination minutes, the context window, evaluation, PAIR."""
+
+
+for _cls, _capability, _source, _names in (
+    (AsyncLearning, "learning", Learning, LEARNING_CALLS),
+    (AsyncTiers, "tiers", Tiers, Tiers.CALLS),
+    (AsyncMinutes, "minutes", Minutes, Minutes.CALLS),
 ):
-    setattr(AsyncMemory, _name, _awaited(_name))
-# The energy tiers' calls (spec 002): each exactly Memory's, awaited.
-for _name in (
-    "boost", "maintain", "end_conversation", "wait_for_maintenance", "tiers_status", "tiers_health", "tiers_config",
-    "test_memories", "delete_test_memories",
-):
-    setattr(AsyncMemory, _name, _awaited(_name))
-# Spec 003's calls (minutes' context window, evaluation, PAIR): each exactly Memory's,
-# awaited (PAIR's revise callback runs in the worker thread too).
-for _name in ("build_context", "evaluate", "pair", "pair_round"):
-    setattr(AsyncMemory, _name, _awaited(_name))
+    for _name in _names:
+        if _name not in vars(_cls):
+            setattr(_cls, _name, _awaited_call(_capability, _name, _source))
 # The store's configuration.
 AsyncMemory.set_policy = _awaited("set_policy")
-del _name
+del _cls, _capability, _source, _names, _name
 
 
-__all__ = ["AsyncMemory"]
+__all__ = ["AsyncLearning", "AsyncMemory", "AsyncMinutes", "AsyncTiers"]

@@ -322,17 +322,29 @@ class Scoped:
         self.memory = memory
         self.ids: dict[str, str | None] = {"user_id": user, "agent_id": agent, "run_id": run}
 
-    def tiers_status(self, *, test_only: bool = False, now: Any = None) -> dict[str, Any]:
-        """The energy tiers of this scope's memories only (see ``Memory.tiers_status``)."""
-        return self.memory.tiers_status(test_only=test_only, now=now, **self.ids)
-
-    def tiers_health(self, *, now: Any = None) -> dict[str, Any]:
-        """The energy tiers' health checks over this scope's memories only."""
-        return self.memory.tiers_health(now=now, **self.ids)
+    @property
+    def tiers(self) -> ScopedTiers:
+        """The energy tiers of this scope's memories only: ``status()``, ``health()``."""
+        return ScopedTiers(self)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in self.ids.items() if v is not None)
         return f"Scoped({shown})"
+
+
+class ScopedTiers:
+    """``Scoped.tiers``: tier figures of the handle's scope only."""
+
+    def __init__(self, handle: Scoped) -> None:
+        self._handle = handle
+
+    def status(self, *, test_only: bool = False, now: Any = None) -> dict[str, Any]:
+        """The distribution of the scope's memories over the tiers (``memory.tiers.status``)."""
+        return self._handle.memory.tiers.status(test_only=test_only, now=now, **self._handle.ids)
+
+    def health(self, *, now: Any = None) -> dict[str, Any]:
+        """The energy tiers' health checks over the scope's memories (``memory.tiers.health``)."""
+        return self._handle.memory.tiers.health(now=now, **self._handle.ids)
 
 
 for _call in CALLS:

@@ -106,16 +106,16 @@ def _run(path: str, echo: Callable[[str], Any], embedder: str | Embedder | None,
             echo(f"  {item['id'][:8]}  score {item['score']:.2f}  {item['memory_note']}")
 
         echo("")
-        echo(f"── 3. Context: memory.build_context('coder', task={TASK!r}, budget_tokens=220)")
-        window = memory.build_context("coder", TASK, budget_tokens=220, project_id=PROJECT, now=at)
+        echo(f"── 3. Context: memory.minutes.build_context('coder', task={TASK!r}, budget_tokens=220)")
+        window = memory.minutes.build_context("coder", TASK, budget_tokens=220, project_id=PROJECT, now=at)
         for line in window.text.splitlines():
             echo(f"  │ {line}")
         echo(f"  {window.tokens} of {window.budget_tokens} tokens; cut to fit: {len(window.cut)} "
              f"({', '.join(sorted({c['section'] for c in window.cut})) or 'nothing'})")
 
         echo("")
-        echo("── 4. Evaluation: memory.evaluate() scores recency, relevance, accuracy, impact")
-        report = memory.evaluate(project_id=PROJECT, now=at)
+        echo("── 4. Evaluation: memory.minutes.evaluate() scores recency, relevance, accuracy, impact")
+        report = memory.minutes.evaluate(project_id=PROJECT, now=at)
         for minute in recorded:
             s = report["scores"][minute["id"]]
             gone = next((x for x in report["removed"] if x["id"] == minute["id"]), None)
@@ -127,8 +127,8 @@ def _run(path: str, echo: Callable[[str], Any], embedder: str | Embedder | None,
              f"(average score {report['average_score']}); the log still holds all {len(history)}.")
 
         echo("")
-        echo("── 5. PAIR: memory.pair(task, criteria, output, revise) until 95% of the criteria are met")
-        result = memory.pair(TASK, CRITERIA, FIRST_OUTPUT, _revise, project_id=PROJECT, agent_id="coder")
+        echo("── 5. PAIR: memory.minutes.pair(task, criteria, output, revise) until 95% of the criteria are met")
+        result = memory.minutes.pair(TASK, CRITERIA, FIRST_OUTPUT, _revise, project_id=PROJECT, agent_id="coder")
         for r in result.rounds:
             echo(f"  round {r.round}: score {r.score:g} by {r.evaluator}; gaps: {len(r.gaps)}")
             for imp in r.improvements:

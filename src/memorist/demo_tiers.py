@@ -79,7 +79,7 @@ def _run(path: str, echo: Callable[[str], Any], embedder: str | Embedder | None,
     echo("Memorist demo: energy tiers (spec 002) — working → short-term → long-term, and forgetting")
     echo(f"store: {path}")
     with Memory(path, embedder=embedder, policy="energy") as memory:
-        config = memory.tiers_config()["config"]
+        config = memory.tiers.config()["config"]
         echo(f"rates per hour: working {config['rate_working']}, short_term {config['rate_short_term']}, "
              f"long_term {config['rate_long_term']}; promote above {config['working_to_short_term']} / "
              f"{config['short_term_to_long_term']}; expire below {config['expire_below']}")
@@ -94,7 +94,7 @@ def _run(path: str, echo: Callable[[str], Any], embedder: str | Embedder | None,
         memory.add("test: near expiry", user_id=USER_ID, infer=False, test=True, metadata={"energy": 0.05}, timestamp=at(0))
         memory.add("test: ready for promotion", user_id=USER_ID, infer=False, test=True, metadata={"energy": 2.5}, timestamp=at(0))
         echo(f"    get_all sees {len(memory.get_all(user_id=USER_ID)['results'])} memories; "
-             f"test_memories() lists {len(memory.test_memories()['results'])}")
+             f"test_memories() lists {len(memory.tiers.test_memories()['results'])}")
         echo("")
 
         echo("── hour 1: the user asks about code reviews twice; the reminder is boosted twice")
@@ -102,15 +102,15 @@ def _run(path: str, echo: Callable[[str], Any], embedder: str | Embedder | None,
             memory.search("how do I make code reviews faster", user_id=USER_ID, limit=1)
         reminder = ids["Renew the TLS certificate before March"]
         for _ in range(2):
-            boosted = memory.boost(reminder, now=at(1))
+            boosted = memory.tiers.boost(reminder, now=at(1))
         echo(f"  boost() x2 → the reminder: energy {boosted['energy']:.3f} (decayed to hour 1, then +1.0 each)")
-        runs.append(memory.maintain(now=at(1)))
+        runs.append(memory.tiers.maintain(now=at(1)))
         _run_line(echo, 1, runs[-1])
         echo("    (each search that returned the insight added 0.5: use boosts)")
         echo("")
 
         echo("── hour 6: nobody came back to the rest")
-        runs.append(memory.maintain(now=at(6)))
+        runs.append(memory.tiers.maintain(now=at(6)))
         _run_line(echo, 6, runs[-1])
         found = memory.search("deploy script VPN", user_id=USER_ID, limit=3)["results"]
         echo(f"  search('deploy script VPN') → {[r['memory'] for r in found] or 'nothing'}")
@@ -120,24 +120,24 @@ def _run(path: str, echo: Callable[[str], Any], embedder: str | Embedder | None,
 
         echo("── hour 7: the reminder matters: three boosts, then a run")
         for _ in range(3):
-            boosted = memory.boost(reminder, now=at(7))
+            boosted = memory.tiers.boost(reminder, now=at(7))
         echo(f"  boost() x3 → energy {boosted['energy']:.3f} in {boosted['tier']} (the old id reaches the promoted memory)")
-        runs.append(memory.maintain(now=at(7)))
+        runs.append(memory.tiers.maintain(now=at(7)))
         _run_line(echo, 7, runs[-1])
         echo("")
 
         echo("── the test memories, alone (maintain(test_only=True)); the real ones are not touched")
-        tests = memory.maintain(now=at(0), test_only=True)
+        tests = memory.tiers.maintain(now=at(0), test_only=True)
         runs.append(tests)
         _run_line(echo, 0, tests)
         echo("")
 
         echo("── hour 8: the conversation ends; maintenance runs in the background")
-        scheduled = memory.end_conversation(user_id=USER_ID, now=at(8))
+        scheduled = memory.tiers.end_conversation(user_id=USER_ID, now=at(8))
         echo(f"  end_conversation() → scheduled={scheduled['scheduled']} (returned at once)")
-        memory.wait_for_maintenance(timeout=30)
-        status = memory.tiers_status(now=at(8))
-        health = memory.tiers_health(now=at(8))
+        memory.tiers.wait(timeout=30)
+        status = memory.tiers.status(now=at(8))
+        health = memory.tiers.health(now=at(8))
         echo("")
         echo("── status")
         for name, tier in status["tiers"].items():
@@ -146,7 +146,7 @@ def _run(path: str, echo: Callable[[str], Any], embedder: str | Embedder | None,
              f"test memories {status['test_memories']}")
         _table(echo, memory.get_all(user_id=USER_ID)["results"])
         echo(f"  health: {health['status']}")
-        log_path = memory.tiers.log_path
+        log_path = memory.tiers.engine.log_path
     lines: list[str] = []
     if log_path and os.path.exists(log_path):
         with open(log_path, encoding="utf-8") as handle:

@@ -282,7 +282,7 @@ def create_server(
             mattering are promoted to longer-lived tiers. Returns at once with
             {"scheduled", "coalesced", "running", "waiting", "scopes"}.
             """
-            return memory.end_conversation(**handle.ids)
+            return memory.tiers.end_conversation(**handle.ids)
 
     return server
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import validate
 from .api import MemoryAPI, Scoped, implements
+from .capabilities import Minutes, Tiers
 from .config import MemoryConfig, default_db_path
 from .embed import Embedder, embedder_for_identity, resolve_embedder, spec_for_identity
 from .errors import EmbedderMismatchError, NotFoundError, ValidationError
@@ -174,7 +175,7 @@ class Memory:
         self._tiers: Any = None
         if self.energy:
             try:
-                self._ingest.prepare = self.tiers.prepare  # new memories get their start energy and tier
+                self._ingest.prepare = self._energy_engine().prepare  # new memories get their start energy and tier
             except BaseException:
                 store.close()
                 raise
@@ -309,7 +310,7 @@ class Memory:
             meta = {**meta, "is_test": True}
             tenant = test_tenant(tenant)
         if self.energy:
-            self.tiers.check_start(meta)  # a bad start energy or tier fails here, before anything is written
+            self._energy_engine().check_start(meta)  # a bad start energy or tier fails here, before anything is written
         scope = Scope(tenant, u or "", a or "", r or "")
         if infer:
             return self._ingest.add_inferred(msgs, scope, metadata=meta, at=at)
@@ -567,13 +568,14 @@ class Memory:
         self._query_vectors.clear()
         return result
 
-    def playbook(self, preset: str = "ltmbse", **options: Any) -> Any:
-        """The self-evolving learning playbooks of this store (spec 000): an
-        :class:`~memorist.Playbook`. ``preset`` is ``"ltmbse"`` (per learner, the default)
-        or ``"baseline"`` (the ACE baseline); ``options`` override its settings."""
+    @property
+    def playbooks(self) -> Any:
+        """Self-evolving playbooks per learner: a :class:`~memorist.Playbook` with the
+        default settings (``run_turn``, ``analyze``...). For others build one:
+        ``Playbook(memory, preset="baseline", max_bullets=50)``."""
         from .ace.playbook import Playbook
 
-        return Playbook(self, preset=preset, **options)
+        return Playbook(self)
 
     # the learning loop (spec 001) -------------------------------------------------------
     @property
@@ -611,226 +613,35 @@ class Memory:
         self._learning_config = config
         self._learning = Learning(self, config, clock=current.clock if current is not None else time.time)
 
-    def start_trajectory(self, task_description: str, task_type: str | None = None, parent_trajectory_id: str | None = None, *,
-                         user_id: str | None = None, agent_id: str | None = None) -> str:
-        """Start recording a task execution (spec 001); returns its trajectory id.
-
-        It belongs to ``user_id``/``agent_id`` (neither: the agent ``"default"``).
-        ``parent_trajectory_id`` links a step of a multi-step workflow to its parent.
-        """
-        return self.learning.start_trajectory(task_description, task_type, parent_trajectory_id, user_id=user_id, agent_id=agent_id)
-
-    def log_step(self, trajectory_id: str, step_type: str, description: str, metadata: dict[str, Any] | None = None, *,
-                 user_id: str | None = None, agent_id: str | None = None) -> None:
-        """Log a step (``"decision"``, ``"action"``, ``"observation"``) of a running trajectory."""
-        self.learning.log_step(trajectory_id, step_type, description, metadata, user_id=user_id, agent_id=agent_id)
-
-    def complete_trajectory(self, trajectory_id: str, status: str, success_score: float | None = None, error_message: str | None = None,
-                            metrics: dict[str, Any] | None = None, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
-        """Close a trajectory: ``status`` ``"success"``, ``"failure"`` or ``"partial"``,
-        ``success_score`` in [0, 1], ``metrics`` such as ``{"tokens", "cost_usd",
-        "duration_ms"}``. Its trace is stored content-addressed (failures always,
-        successes at the sample rate). Returns the trajectory."""
-        return self.learning.complete_trajectory(trajectory_id, status, success_score, error_message, metrics, user_id=user_id, agent_id=agent_id)
-
-    def get_trajectory(self, trajectory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
-        """One trajectory with its steps (:class:`NotFoundError` outside the caller's ids)."""
-        return self.learning.get_trajectory(trajectory_id, user_id=user_id, agent_id=agent_id)
-
-    def query_trajectories(self, *, user_id: str | None = None, agent_id: str | None = None, status: str | None = None,
-                           task_type: str | None = None, since: Any = None, until: Any = None,
-                           parent_trajectory_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """Trajectories, newest first, by agent/user, status, task type, start time
-        (``since``/``until``: ISO-8601 or epoch seconds) and parent."""
-        return self.learning.query_trajectories(user_id=user_id, agent_id=agent_id, status=status, task_type=task_type, since=since,
-                                                until=until, parent_trajectory_id=parent_trajectory_id, limit=limit)
-
-    def prune_trajectories(self, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, int]:
-        """Apply trajectory retention now (it also runs every few completions)."""
-        return self.learning.prune_trajectories(user_id=user_id, agent_id=agent_id)
-
-    def reflect(self, trajectory_id: str, llm: Any = None, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
-        """What a completed trajectory shows: ``{"insights": {"successful_patterns",
-        "failure_patterns", "neutral_observations", "recommendations"}, "memory_id",
-        ...}``, stored as a reflection linked to it. ``llm``: a model for this call
-        (default: the Memory's, else the heuristic)."""
-        return self.learning.reflect(trajectory_id, llm, user_id=user_id, agent_id=agent_id)
-
-    def batch_reflect(self, agent_id: str | None = None, since: Any = None, task_type: str | None = None, min_trajectories: int = 5, *,
-                      user_id: str | None = None, until: Any = None, llm: Any = None) -> list[dict[str, Any]]:
-        """Patterns across completed trajectories, one reflection per task type with at
-        least ``min_trajectories`` of them (none: an empty list)."""
-        return self.learning.batch_reflect(agent_id, since, task_type, min_trajectories, user_id=user_id, until=until, llm=llm)
-
-    def get_playbook(self, name: str = "default", agent_id: str | None = None, *, user_id: str | None = None, scope: str | None = None) -> dict[str, Any]:
-        """A playbook: version, usage, success rate, and ``strategies`` by category
-        (``"helpful"`` ✓, ``"harmful"`` ✗, ``"neutral"`` ○), best first. ``scope``:
-        ``"agent"``, ``"user"``, ``"tenant"`` or ``"global"`` (default: the ids').
-        One never written is empty (version 0). A learner's spec 000 playbook is
-        ``get_playbook("ltmbse", user_id=learner)``."""
-        return self.learning.get_playbook(name, agent_id, user_id=user_id, scope=scope)
-
-    def list_playbooks(self, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> list[dict[str, Any]]:
-        """The playbooks of a scope (without their strategies)."""
-        return self.learning.list_playbooks(user_id=user_id, agent_id=agent_id, scope=scope)
-
-    def create_playbook(self, name: str, *, scope: str | None = None, visibility: str | None = None, description: str | None = None,
-                        user_id: str | None = None, agent_id: str | None = None) -> str:
-        """Create (or describe) a playbook; returns its id."""
-        return self.learning.create_playbook(name, scope=scope, visibility=visibility, description=description, user_id=user_id, agent_id=agent_id)
-
-    def update_playbook(self, strategies: list[dict[str, Any]], name: str = "default", merge: bool = True, *, user_id: str | None = None,
-                        agent_id: str | None = None, scope: str | None = None, major: bool = False) -> str:
-        """Add strategies (``{"category", "pattern", "context", "confidence",
-        "evidence_count", "examples"}``); ``merge=True`` merges each into a similar one
-        (cosine >= 0.85), ``merge=False`` replaces the playbook. A new version either
-        way; returns the playbook id."""
-        return self.learning.update_playbook(strategies, name, merge, user_id=user_id, agent_id=agent_id, scope=scope, major=major)
-
-    def curate_playbook(self, reflections: list[str], playbook_name: str = "default", llm: Any = None, *, user_id: str | None = None,
-                        agent_id: str | None = None, scope: str | None = None) -> dict[str, Any]:
-        """Curate reflections into a playbook: ``{"added", "updated", "removed", ...}``.
-        Duplicates merge at cosine >= 0.85 with their evidence combined; confidence
-        follows the evidence; harmful patterns become anti-patterns."""
-        return self.learning.curate_playbook(reflections, playbook_name, llm, user_id=user_id, agent_id=agent_id, scope=scope)
-
-    def list_playbook_versions(self, name: str = "default", *, user_id: str | None = None, agent_id: str | None = None,
-                               scope: str | None = None) -> list[dict[str, Any]]:
-        """The versions kept (latest 5, every major one, the last 90 days), oldest first."""
-        return self.learning.list_playbook_versions(name, user_id=user_id, agent_id=agent_id, scope=scope)
-
-    def get_playbook_version(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None,
-                             scope: str | None = None) -> dict[str, Any]:
-        """One kept version of a playbook, with its strategies."""
-        return self.learning.get_playbook_version(name, version, user_id=user_id, agent_id=agent_id, scope=scope)
-
-    def rollback_playbook(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None,
-                          scope: str | None = None) -> dict[str, Any]:
-        """Make a new version equal to ``version``."""
-        return self.learning.rollback_playbook(name, version, user_id=user_id, agent_id=agent_id, scope=scope)
-
-    def execute_with_learning(self, task_fn: Callable[..., Any] | None = None, task_description: str | None = None,
-                              task_type: str | None = None, auto_reflect: bool = True, auto_curate: bool = True,
-                              playbook_name: str = "default", *, user_id: str | None = None, agent_id: str | None = None,
-                              scope: str | None = None, parent_trajectory_id: str | None = None) -> Any:
-        """Run ``task_fn`` with a trajectory open, then reflect and curate the playbook:
-        returns ``(result, trajectory_id)`` (an awaitable of it for an async function).
-
-        ``task_fn`` returns a result, or spec 001's ``(result, status)`` (``status``
-        ``"success"``, ``"failure"``, ``"partial"``); an exception is recorded as a
-        failure and re-raised. A ``task_fn`` that takes an argument gets the run
-        (:class:`memorist.ace.learning.LearningRun`: the loaded playbook, ``decision()``,
-        ``action()``, ``observation()``). Without ``task_fn`` this is a decorator.
-        """
-        return self.learning.execute_with_learning(task_fn, task_description, task_type, auto_reflect, auto_curate, playbook_name,
-                                                   user_id=user_id, agent_id=agent_id, scope=scope, parent_trajectory_id=parent_trajectory_id)
-
-    # minutes, context window, evaluation, PAIR (spec 003) ------------------------------------
+    # minutes, context window, evaluation, PAIR -------------------------------------------
     @property
-    def minutes(self) -> Any:
-        """The coordination log and its search index (:class:`memorist.pipelines.minutes.Minutes`):
-        ``record``, ``recent``, ``by_ids``, ``get``, ``history``, ``search``, ``reindex``."""
+    def minutes(self) -> Minutes:
+        """Coordination minutes (:class:`memorist.capabilities.Minutes`): ``record``,
+        ``recent``, ``by_ids``, ``get``, ``history``, ``search``, ``reindex``, the
+        context window (``build_context``), ``evaluate``, ``pair`` and ``pair_round``."""
+        return Minutes(self)
+
+    def _minutes_engine(self) -> Any:
         engine = getattr(self, "_minutes", None)
         if engine is None:
-            from .pipelines.minutes import Minutes
+            from .pipelines.minutes import Minutes as MinutesLog
 
             with self._cache_lock:
                 engine = getattr(self, "_minutes", None)
                 if engine is None:
-                    engine = self._minutes = Minutes(self)
+                    engine = self._minutes = MinutesLog(self)
         return engine
 
-    def build_context(self, agent_id: str, task: str | None = None, *, budget_tokens: int = 4000, project_id: str | None = None,
-                      now: Any = None) -> Any:
-        """Spec 003's bounded context window for ``agent_id``: the project's last 50
-        minutes, the minutes they reference, the agent's own memory and the 5 minutes
-        most relevant to ``task``, each once, cut to ``budget_tokens`` (about four
-        characters a token). Returns a :class:`memorist.pipelines.context_window.ContextWindow`
-        (``text``, ``sections``, ``tokens``, ``cut``; ``to_dict()``)."""
-        from .pipelines.context_window import build_context
-
-        return build_context(self.minutes, agent_id, task, budget_tokens=budget_tokens, project_id=project_id, now=now)
-
-    def evaluate(self, *, project_id: str | None = None, dry_run: bool = False, now: Any = None, config: Any = None) -> dict[str, Any]:
-        """Spec 003's evaluation run over the project's minutes index: score each
-        (recency, relevance, accuracy, impact, composite), drop duplicates, supersede
-        the lower-scored of contradicting ones, prune composites under 0.3 — from the
-        index only, never the log — and log the run's stats. ``dry_run``: report only.
-        ``config``: an :class:`memorist.policies.evaluation.EvaluationConfig` or a mapping."""
-        from .pipelines.evaluation import evaluate
-        from .policies.evaluation import EvaluationConfig
-
-        if not isinstance(dry_run, bool):
-            raise ValidationError("dry_run", f"must be True or False, got {validate.show(dry_run)}")
-        if isinstance(config, Mapping):
-            config = EvaluationConfig.from_mapping(config)
-        if config is not None and not isinstance(config, EvaluationConfig):
-            raise ValidationError("config", f"must be an EvaluationConfig or a mapping, got {type(config).__name__}")
-        return evaluate(self.minutes, project_id=project_id, now=self.minutes._now(now), dry_run=dry_run, config=config)
-
-    def _pair_loop(self, project_id: Any, agent_id: Any, evaluator: Any, memories_per_gap: Any) -> Any:
-        from .pipelines.minutes import project_of
-        from .pipelines.pair import PairLoop, combined_retriever, evaluator_of
-        from .roles.evaluator import HeuristicEvaluator
-
-        project = project_of(project_id)
-        agent = validate.scope_id("agent_id", agent_id) or ""
-        per_gap = validate.limit(memories_per_gap, name="memories_per_gap")
-        if evaluator is None and self.llm is not None:
-            from .roles.llm import LLMEvaluator
-
-            evaluator = LLMEvaluator(self.llm)
-        chosen = evaluator_of(evaluator, HeuristicEvaluator())
-        sources = [
-            lambda q, k: [{**m, "source": "minute"} for m in self.minutes.search(q, k, project_id=project)],
-            lambda q, k: [{**f, "source": "fact"} for f in self.search(q, user_id=project, limit=k)["results"]],
-        ]
-        return PairLoop(self.store, Scope(self.config.tenant_id, project, agent), chosen, combined_retriever(sources), memories_per_gap=per_gap)
-
-    def pair(self, task: str, criteria: str, output: str, revise: Callable[[str, list[dict[str, Any]]], str], threshold: float = 95,
-             max_rounds: int = 5, *, project_id: str | None = None, agent_id: str | None = None, evaluator: Any = None,
-             memories_per_gap: int = 5) -> Any:
-        """Spec 003's PAIR loop, bounded: a fresh evaluator (the Memory's LLM, else
-        the heuristic; or ``evaluator``) scores ``output`` 0-100 against ``criteria``
-        seeing nothing else, and names gaps; for each gap ``memories_per_gap`` memories
-        of the project (minutes and facts) are retrieved; ``revise(output,
-        improvements)`` returns the next output (``improvements``: per gap ``{"gap",
-        "memories", "suggestions"}``). Until the score reaches ``threshold`` or after
-        ``max_rounds`` evaluations. Every round is logged. Returns a
-        :class:`memorist.pipelines.pair.PairResult` (``output``, ``score``,
-        ``converged``, ``rounds``; ``to_dict()``)."""
-        from .pipelines.pair import rounds_of, threshold_of
-
-        texts = [validate.text(name, value, max_chars=self.config.max_message_chars)
-                 for name, value in (("task", task), ("criteria", criteria), ("output", output))]
-        if not callable(revise):
-            raise ValidationError("revise", f"must be a function (output, improvements) -> revised output, got {type(revise).__name__}")
-        limit, bound = threshold_of(threshold), rounds_of(max_rounds)
-        loop = self._pair_loop(project_id, agent_id, evaluator, memories_per_gap)
-        return loop.run(*texts, revise, threshold=limit, max_rounds=bound)
-
-    def pair_round(self, task: str, criteria: str, output: str, *, threshold: float = 95, project_id: str | None = None,
-                   agent_id: str | None = None, evaluator: Any = None, memories_per_gap: int = 5) -> dict[str, Any]:
-        """One PAIR evaluation round, without revising: ``{"score", "met", "gaps",
-        "improvements", ...}`` (improvements only below ``threshold``). Logged like a
-        round of :meth:`pair`."""
-        import uuid
-
-        from .pipelines.pair import threshold_of
-
-        texts = [validate.text(name, value, max_chars=self.config.max_message_chars)
-                 for name, value in (("task", task), ("criteria", criteria), ("output", output))]
-        limit = threshold_of(threshold)
-        loop = self._pair_loop(project_id, agent_id, evaluator, memories_per_gap)
-        r = loop.round(*texts, number=1, session=str(uuid.uuid4()), threshold=limit, improve=True)
-        return {**r.to_dict(), "met": r.score >= limit, "threshold": limit}
-
-    # energy tiers (spec 002) ------------------------------------------------------------
+    # energy tiers -------------------------------------------------------------------------
     @property
-    def tiers(self) -> Any:
-        """The energy tiers' engine (:class:`memorist.pipelines.maintenance.EnergyTiers`):
-        its configuration, runs, test memories and background worker. Built on first
-        use; the calls below delegate to it."""
+    def tiers(self) -> Tiers:
+        """Energy tiers (:class:`memorist.capabilities.Tiers`): ``maintain``, ``boost``,
+        ``end_conversation``, ``wait``, ``status``, ``health``, ``config``,
+        ``test_memories``, ``delete_test_memories``."""
+        return Tiers(self)
+
+    def _energy_engine(self) -> Any:
+        """The energy tiers' engine, built on first use."""
         engine = self._tiers
         if engine is None:
             from .pipelines.maintenance import EnergyTiers
@@ -875,142 +686,8 @@ class Memory:
             raise ValidationError("policy", f"must be 'default' or 'energy', got {validate.show(policy)}")
         changed = change_policy(self.store, policy.strip().lower(), actor="set_policy")
         self.config.policy = changed["policy"]
-        self._ingest.prepare = self.tiers.prepare if self.energy else None
+        self._ingest.prepare = self._energy_engine().prepare if self.energy else None
         return changed
-
-    def boost(self, memory_id: str, amount: float | None = None, now: Any = None, *, user_id: str | None = None,
-              agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """Add energy to a memory (spec 002): ``amount``, default the configured boost
-        (1.0). Its energy is first decayed to ``now`` (default: the current time); a
-        memory promoted since is boosted in its new tier. Test memories are boosted
-        too. Returns the memory's item with ``energy``, ``tier``, ``amount`` and
-        ``energy_before`` (its decayed energy before the boost). The ids restrict it
-        to the caller's memories, as in :meth:`get`. Needs ``policy="energy"``."""
-        self._require_energy("boost")
-        mid = validate.memory_id(memory_id)
-        owner = self._optional_scope(user_id, agent_id, run_id)
-        at = self._now(now)
-        config = self.tiers.config()
-        if amount is None:
-            amount = config.boost
-        if isinstance(amount, bool) or not isinstance(amount, int | float) or not 0 < amount <= 1e9:
-            raise ValidationError("amount", f"must be a number > 0, got {validate.show(amount)}")
-        from .pipelines.maintenance import tier_item
-
-        record = self.tiers.boost(mid, float(amount), at, owner)
-        item = tier_item(record)
-        item.update(amount=float(amount), energy_before=round(record.energy - float(amount), 6))
-        return item
-
-    @staticmethod
-    def _now(now: Any) -> float:
-        at = validate.timestamp(now, field="now")
-        return time.time() if at is None else at
-
-    def maintain(self, now: Any = None, test_only: bool = False, *, user_id: str | None = None, agent_id: str | None = None,
-                 run_id: str | None = None) -> dict[str, Any]:
-        """One maintenance run of the energy tiers (spec 002), at ``now`` (default: the
-        current time; a datetime, ISO-8601 or epoch seconds): decay every memory of the
-        scope (no id: the whole tenant), expire those below the expiry threshold,
-        promote those above their tier's threshold, within the configured batch sizes.
-        ``test_only=True`` runs over the test memories, and only them.
-
-        Returns the run's counts: ``memories``, ``decayed``, ``expired``,
-        ``promoted`` (``promoted_to_short_term``, ``promoted_to_long_term``),
-        ``use_boosted``, ``pending`` (left for later runs), ``skipped``, with its
-        ``run`` id, ``now``, ``scopes``, ``results`` (one per changed memory) and the
-        ``log`` file it was appended to. Needs ``policy="energy"``.
-        """
-        self._require_energy("maintain")
-        if not isinstance(test_only, bool):
-            raise ValidationError("test_only", f"must be True or False, got {validate.show(test_only)}")
-        at = self._now(now)
-        ids = self._optional_scope(user_id, agent_id, run_id)
-        scope = self.tiers.scope_for(test_only=test_only, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
-        return self.tiers.run(scope, now=at)
-
-    def end_conversation(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-                         now: Any = None) -> dict[str, Any]:
-        """The conversation ended: maintain its space in the background (spec 002's
-        end-of-conversation consolidation). Returns at once with ``{"scheduled",
-        "coalesced", "running", "waiting", "scopes"}``.
-
-        One run at a time per store; a request for a space that already waits for a
-        run is merged into it (``coalesced``), none is lost. The run covers the
-        user's and agent's memories of every conversation (only ``run_id``: that
-        conversation's). :meth:`wait_for_maintenance` waits for it; :meth:`close`
-        does too. Needs ``policy="energy"``.
-        """
-        self._require_energy("end_conversation")
-        u, a, r = validate.require_scope(user_id, agent_id, run_id)
-        at = validate.timestamp(now, field="now")
-        scope = self.tiers.scope_for(test_only=False, user_id=u, agent_id=a, run_id=None if (u or a) else r)
-        trigger = {k: v for k, v in (("user_id", u), ("agent_id", a), ("run_id", r)) if v}
-        answer = self.tiers.background.request(scope, at, trigger)
-        return {**answer, "scopes": {"user_id": scope.user_id, "agent_id": scope.agent_id, "run_id": scope.run_id}}
-
-    def wait_for_maintenance(self, timeout: float | None = None) -> bool:
-        """Wait until no background maintenance runs or waits; False if ``timeout``
-        (seconds) ran out first."""
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
-            raise ValidationError("timeout", f"must be seconds >= 0 or None, got {validate.show(timeout)}")
-        if self._tiers is None:
-            return True
-        return self._tiers.background.wait(timeout)
-
-    def tiers_status(self, *, test_only: bool = False, now: Any = None, user_id: str | None = None,
-                     agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """The distribution of memories over the tiers (count and energy at ``now``
-        per tier; archived and expired counts), the configuration, the last run: the
-        tenant's, or with ids only those memories'."""
-        if not isinstance(test_only, bool):
-            raise ValidationError("test_only", f"must be True or False, got {validate.show(test_only)}")
-        owner = self._owner_or_tenant(user_id, agent_id, run_id)
-        return {"policy": self.config.policy, **self.tiers.status(now=self._now(now), test_only=test_only, owner=owner)}
-
-    def tiers_health(self, *, now: Any = None, user_id: str | None = None, agent_id: str | None = None,
-                     run_id: str | None = None) -> dict[str, Any]:
-        """Health checks of the energy tiers: ``{"status": ok|warn|fail, "healthy",
-        "checks": [{"check", "status", "detail"}]}`` (configuration present and sane,
-        counts, stale decays, due promotions and expiries, links, last run, log): the
-        tenant's, or with ids only those memories'."""
-        return self.tiers.health(now=self._now(now), owner=self._owner_or_tenant(user_id, agent_id, run_id))
-
-    def _owner_or_tenant(self, user_id: Any, agent_id: Any, run_id: Any) -> ScopeFilter | None:
-        """The ids' scope, or None when no id is given (the whole tenant)."""
-        owner = self._optional_scope(user_id, agent_id, run_id)
-        return None if (owner.user_id, owner.agent_id, owner.run_id) == (None, None, None) else owner
-
-    def tiers_config(self, changes: Mapping[str, Any] | None = None, *, reset: bool = False) -> dict[str, Any]:
-        """The energy tiers' configuration, persisted in the store: ``{"config",
-        "persisted", "seq", "changed_at"}``. ``changes`` (``{"decay_batch": 50,
-        "start_energy.reminder": 3}``) are checked and persisted first; ``reset``
-        starts from spec 002's defaults."""
-        if changes is not None and not isinstance(changes, Mapping):
-            raise ValidationError("changes", f"must be a mapping of settings, got {type(changes).__name__}")
-        if not isinstance(reset, bool):
-            raise ValidationError("reset", f"must be True or False, got {validate.show(reset)}")
-        if not changes and not reset:
-            return self.tiers.config_info()
-        return self.tiers.set_config(dict(changes or {}), reset=reset)
-
-    def test_memories(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-                      limit: int = 100) -> dict[str, Any]:
-        """The test memories (``add(..., test=True)``), newest first, with their energy
-        and tier; every scope of the tenant when no id is given."""
-        limit = validate.limit(limit)
-        ids = self._optional_scope(user_id, agent_id, run_id)
-        from .pipelines.maintenance import tier_item
-
-        scope = self.tiers.scope_for(test_only=True, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
-        return {"results": [tier_item(r) for r in self.tiers.test_memories(scope, limit=limit)]}
-
-    def delete_test_memories(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """Delete test memories (every scope of the tenant when no id is given); the
-        real ones are never touched. Returns ``{"deleted": n}``."""
-        ids = self._optional_scope(user_id, agent_id, run_id)
-        scope = self.tiers.scope_for(test_only=True, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
-        return {"deleted": self.tiers.delete_test_memories(scope)}
 
     # ids, export and import -------------------------------------------------------------
     def resolve_id(self, prefix: str, *, include_deleted: bool = False) -> str:
@@ -1082,7 +759,7 @@ class Memory:
         (deleted here since), ``deleted`` (by reconciliation), ``events`` (event lines,
         which are not replayed) and ``calls``. A bad line raises
         :class:`~memorist.ImportLineError` naming it; the lines before
-        it stay imported. ``progress(lines_read)`` is called after each line.
+        it stay imported. ``progress(lines_read)`` is called as each line is read (a function that raises stops the import with a ValidationError).
         """
         import os
 

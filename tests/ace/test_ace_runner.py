@@ -154,7 +154,7 @@ def test_with_a_model_and_the_switch_on_the_llm_roles_are_used_and_fall_back(tmp
     monkeypatch.setenv("ACE_CURATOR_USE_LLM", "true")
     llm = ScriptedLLM(default="Picture two pizzas cut into sixths.")  # never valid JSON for the roles
     with Memory(str(tmp_path / "m.db"), embedder="hashing", llm=llm) as memory:
-        pb = memory.playbook()
+        pb = memory.playbooks
         assert (type(pb.reflector).__name__, type(pb.curator).__name__) == ("LLMReflector", "LLMCurator")
         out = pb.run_turn({"messages": [{"role": "user", "content": "I keep messing up 1/2 + 1/3"}],
                            "learner_id": "sam", "conversation_id": "c1", "outcome": "success"})
@@ -164,5 +164,5 @@ def test_with_a_model_and_the_switch_on_the_llm_roles_are_used_and_fall_back(tmp
         assert out["scratch"]["ace_delta"]["num_new_bullets"] >= 1
     monkeypatch.setenv("ACE_CURATOR_USE_LLM", "false")
     with Memory(str(tmp_path / "m.db"), embedder="hashing", llm=ScriptedLLM(default="x")) as memory:
-        assert type(memory.playbook().curator).__name__ == "HeuristicCurator"
-        assert memory.playbook("baseline").config.name == "baseline"
+        assert type(memory.playbooks.curator).__name__ == "HeuristicCurator"
+        assert Playbook(memory, preset="baseline").config.name == "baseline"

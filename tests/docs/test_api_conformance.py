@@ -140,3 +140,39 @@ def test_the_cli_command_takes_the_declared_parameters(call: Call) -> None:
     assert command is not None, f"no command `memorist {call.cli.name}`"
     common = {p.name for p in cli.params} | {"json"}  # the options every command takes
     assert {p.name for p in command.params} - common == _expected(call, call.cli)
+
+
+# A narrow core: the memory calls, the lifecycle, and one attribute per capability. ----------
+CORE = {
+    # the memory calls (mem0's) and the scoped handle
+    "add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset", "scope",
+    # the lifecycle: the log, counts, transfer, indexes, integrity, configuration
+    "events", "stats", "export", "import_", "reindex", "check", "backup", "close", "from_config", "set_policy",
+    # add's turns whose LLM extraction failed, and what the models cost
+    "pending", "reprocess", "llm_usage",
+    # the CLI's id prefixes
+    "resolve_id",
+    # settings read or assigned
+    "energy", "ranking", "learning_config",
+}
+CAPABILITIES = {"playbooks", "learning", "tiers", "minutes"}
+
+
+def test_memory_s_own_names_are_the_core_and_one_attribute_per_capability() -> None:
+    assert {n for n in dir(Memory) if not n.startswith("_")} == CORE | CAPABILITIES
+
+
+@pytest.mark.parametrize("capability", ["learning", "tiers", "minutes"])
+def test_async_memory_awaits_every_call_of_each_capability(capability: str, tmp_path) -> None:
+    from memorist.capabilities import LEARNING_CALLS, Minutes, Tiers
+
+    names = {"learning": LEARNING_CALLS, "tiers": Tiers.CALLS, "minutes": Minutes.CALLS}[capability]
+    with Memory(str(tmp_path / "c.db"), embedder="hashing") as memory:
+        sync = getattr(memory, capability)
+        public = {n for n in dir(sync) if not n.startswith("_") and callable(getattr(sync, n))} - {"engine"}
+        assert public >= set(names)
+        asynchronous = getattr(AsyncMemory, capability).fget(object.__new__(AsyncMemory))
+        for name in names:
+            method = getattr(type(asynchronous), name)
+            assert inspect.iscoroutinefunction(method), f"AsyncMemory.{capability}.{name}"
+            assert parameters(method) == parameters(getattr(type(sync), name)), f"AsyncMemory.{capability}.{name}"

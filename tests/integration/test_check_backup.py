@@ -187,11 +187,11 @@ def test_a_store_with_playbooks_trajectories_and_reflections_is_healthy(tmp_path
     # Their content hashes are addresses (a playbook's name, a trace's steps), not
     # hashes of their text: the check must not call them damaged.
     with Memory(str(tmp_path / "learning.db"), embedder="hashing") as memory:
-        memory.create_playbook("tutoring", agent_id="tutor")
-        memory.update_playbook([{"pattern": "Give a worked example first"}], name="tutoring", agent_id="tutor")
-        tid = memory.start_trajectory("add fractions", agent_id="tutor")
-        memory.log_step(tid, "action", "found a common denominator", agent_id="tutor")
-        memory.complete_trajectory(tid, "success", success_score=0.9, agent_id="tutor")
-        memory.reflect(tid, agent_id="tutor")
+        memory.learning.create_playbook("tutoring", agent_id="tutor")
+        memory.learning.update_playbook([{"pattern": "Give a worked example first"}], name="tutoring", agent_id="tutor")
+        tid = memory.learning.start_trajectory("add fractions", agent_id="tutor")
+        memory.learning.log_step(tid, "action", "found a common denominator", agent_id="tutor")
+        memory.learning.complete_trajectory(tid, "success", success_score=0.9, agent_id="tutor")
+        memory.learning.reflect(tid, agent_id="tutor")
         report = memory.check()
     assert report["healthy"], report["problems"]

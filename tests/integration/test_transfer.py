@@ -36,7 +36,7 @@ def source(tmp_path: Path) -> Memory:
     )
     gone = m.add("My cat is called Tom.", user_id="sam", infer=False)["results"][0]["id"]
     m.delete(gone)
-    m.playbook().run_turn(
+    m.playbooks.run_turn(
         {
             "messages": [{"role": "user", "content": "How do I add 1/2 + 1/3?"}],
             "learner_id": "lee",

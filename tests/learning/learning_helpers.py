@@ -64,8 +64,8 @@ class Mapped(Embedder):
 
 def run_task(memory, steps, status, *, agent="bot", task="Fetch users", task_type="api_call", **kw) -> str:
     """A whole trajectory: start, each (type, description[, metadata]) step, complete."""
-    tid = memory.start_trajectory(task, task_type, agent_id=agent, **kw)
+    tid = memory.learning.start_trajectory(task, task_type, agent_id=agent, **kw)
     for step in steps:
-        memory.log_step(tid, *step, agent_id=agent)
-    memory.complete_trajectory(tid, status, agent_id=agent)
+        memory.learning.log_step(tid, *step, agent_id=agent)
+    memory.learning.complete_trajectory(tid, status, agent_id=agent)
     return tid

@@ -36,9 +36,9 @@ def filled(backend_mem):
     m.add("The partner API lives at api.example.com", agent_id="bot", infer=False)
     m.add("Invoices are due on the first of the month", agent_id="bot", infer=False)
     tid = run_task(m, [("decision", STRATEGY), ("observation", "All pages fetched")], "success")
-    reflection = m.reflect(tid, agent_id="bot")
-    m.curate_playbook([reflection["memory_id"]], "api_client", agent_id="bot")
-    m.update_playbook([{"category": "harmful", "pattern": "Retry immediately after a 429"}], "api_client", agent_id="bot")
+    reflection = m.learning.reflect(tid, agent_id="bot")
+    m.learning.curate_playbook([reflection["memory_id"]], "api_client", agent_id="bot")
+    m.learning.update_playbook([{"category": "harmful", "pattern": "Retry immediately after a 429"}], "api_client", agent_id="bot")
     kinds = _learning_objects(m, agent="bot")
     assert {"strategy", "anti_pattern", "trajectory", "reflection", "playbook", "playbook_version"} <= set(kinds)
     return m, kinds
@@ -71,14 +71,14 @@ def test_delete_all_keeps_playbooks_and_trajectories(filled) -> None:
     assert m.delete_all(agent_id="bot")["deleted"] == 2
     assert m.get_all(agent_id="bot")["results"] == []
     assert _learning_objects(m, agent="bot") == kinds
-    playbook = m.get_playbook("api_client", agent_id="bot")
+    playbook = m.learning.get_playbook("api_client", agent_id="bot")
     assert [s["pattern"] for s in playbook["strategies"]["helpful"]] == [STRATEGY]
-    assert len(m.query_trajectories(agent_id="bot")) == 1
+    assert len(m.learning.query_trajectories(agent_id="bot")) == 1
 
 
 def test_the_reconciler_is_never_shown_a_strategy(backend_mem) -> None:
     m = backend_mem
-    m.update_playbook([{"pattern": "Is vegetarian"}], "habits", user_id="alex", scope="user")
+    m.learning.update_playbook([{"pattern": "Is vegetarian"}], "habits", user_id="alex", scope="user")
     seen: list[list[Existing]] = []
 
     class Recording(HeuristicReconciler):
@@ -92,7 +92,7 @@ def test_the_reconciler_is_never_shown_a_strategy(backend_mem) -> None:
     assert [r["event"] for r in result["results"]] == ["ADD"]
     assert all(e.text != "Is vegetarian" or m.store.get(e.id).kind is Kind.FACT for group in seen for e in group)
     assert [r["memory"] for r in m.get_all(user_id="alex")["results"]] == ["Is vegetarian"]
-    assert [s["pattern"] for s in m.get_playbook("habits", user_id="alex", scope="user")["strategies"]["helpful"]] == ["Is vegetarian"]
+    assert [s["pattern"] for s in m.learning.get_playbook("habits", user_id="alex", scope="user")["strategies"]["helpful"]] == ["Is vegetarian"]
 
 
 def test_spec_000_bullets_are_not_facts_either(backend_mem) -> None:
@@ -104,7 +104,7 @@ def test_spec_000_bullets_are_not_facts_either(backend_mem) -> None:
     m.delete_all(user_id="sam")
     (bullet,) = Playbook(m).bullets("sam")
     assert bullet.content == "Draw the fractions first"
-    assert [s["pattern"] for s in m.get_playbook("ltmbse", user_id="sam")["strategies"]["helpful"]] == ["Draw the fractions first"]
+    assert [s["pattern"] for s in m.learning.get_playbook("ltmbse", user_id="sam")["strategies"]["helpful"]] == ["Draw the fractions first"]
 
 
 def test_search_still_finds_facts_crowded_out_by_learning_objects(tmp_path) -> None:
@@ -114,7 +114,7 @@ def test_search_still_finds_facts_crowded_out_by_learning_objects(tmp_path) -> N
 
     config = MemoryConfig(path=str(tmp_path / "c.db"), embedder="hashing", retrieval=RetrievalConfig(candidates=5))
     with Memory(config=config) as m:
-        m.update_playbook([{"pattern": f"Back off on error {i} from the payments API"} for i in range(40)], "big", agent_id="bot")
+        m.learning.update_playbook([{"pattern": f"Back off on error {i} from the payments API"} for i in range(40)], "big", agent_id="bot")
         m.add("The payments API has a sandbox", agent_id="bot", infer=False)
         ks: list[int | None] = []
         real = m.store.vector_search

@@ -29,7 +29,7 @@ RETRY_FAIL = [
 def test_reflect_returns_the_specs_shape_and_stores_a_linked_reflection(mem) -> None:
     tid = run_task(mem, [("decision", "Use exponential backoff for retries"), ("decision", "Validate input before the API call"),
                          ("observation", "Got 3 pages")], "success")
-    result = mem.reflect(tid, agent_id="bot")
+    result = mem.learning.reflect(tid, agent_id="bot")
     assert set(result["insights"]) == {"successful_patterns", "failure_patterns", "neutral_observations", "recommendations"}
     assert result["insights"]["successful_patterns"] == ["Use exponential backoff for retries", "Validate input before the API call"]
     record = mem.store.get(result["memory_id"])
@@ -53,7 +53,7 @@ def test_the_heuristic_names_the_decision_an_error_followed() -> None:
 
 def test_a_running_trajectory_cannot_be_reflected_on(mem) -> None:
     with pytest.raises(ValidationError, match="still running"):
-        mem.reflect(mem.start_trajectory("Not done"))
+        mem.learning.reflect(mem.learning.start_trajectory("Not done"))
 
 
 def test_batch_reflect_finds_patterns_across_trajectories(mem) -> None:
@@ -64,14 +64,14 @@ def test_batch_reflect_finds_patterns_across_trajectories(mem) -> None:
             steps += [("decision", "Retry immediately"), ("observation", "Error: HTTP 429")]
         tids.append(run_task(mem, steps, "failure" if i % 3 == 0 else "success"))
     run_task(mem, [("decision", "Something else")], "success", task_type="reasoning")
-    assert mem.batch_reflect(agent_id="bot", min_trajectories=11) == []
-    (result,) = mem.batch_reflect(agent_id="bot", task_type="api_call", since="2000-01-01T00:00:00Z", min_trajectories=10)
+    assert mem.learning.batch_reflect(agent_id="bot", min_trajectories=11) == []
+    (result,) = mem.learning.batch_reflect(agent_id="bot", task_type="api_call", since="2000-01-01T00:00:00Z", min_trajectories=10)
     assert result["trajectory_count"] == 10 and result["task_type"] == "api_call" and result["success_rate"] == 0.6
     assert result["insights"]["successful_patterns"] == ["Use exponential backoff"]
     assert result["insights"]["failure_patterns"] == ["Retry immediately"]
     assert set(result["evidence"]["Use exponential backoff"]) == set(tids)  # every run that took it
     assert len(result["evidence"]["Retry immediately"]) == 4
-    per_type = mem.batch_reflect(agent_id="bot", min_trajectories=1)
+    per_type = mem.learning.batch_reflect(agent_id="bot", min_trajectories=1)
     assert sorted(r["task_type"] for r in per_type) == ["api_call", "reasoning"]
 
 
@@ -92,7 +92,7 @@ def test_the_llm_reflector_uses_the_specs_prompt_and_json(llm_mem, fake_openai) 
         "summary": "Worked after backoff.",
     }))
     tid = run_task(llm_mem, [("decision", "Back off"), ("observation", "Error: HTTP 429")], "partial")
-    result = llm_mem.reflect(tid, agent_id="bot")
+    result = llm_mem.learning.reflect(tid, agent_id="bot")
     assert result["insights"] == {
         "successful_patterns": ["Used exponential backoff for retries"],
         "failure_patterns": ["Did not check rate limit headers"],
@@ -109,7 +109,7 @@ def test_the_llm_reflector_uses_the_specs_prompt_and_json(llm_mem, fake_openai) 
 def test_the_llm_reflector_falls_back_to_the_heuristic_and_loses_nothing(llm_mem, fake_openai, caplog) -> None:
     fake_openai.default["responses"] = error(500, "model down")
     tid = run_task(llm_mem, RETRY_FAIL, "failure")
-    result = llm_mem.reflect(tid, agent_id="bot")
+    result = llm_mem.learning.reflect(tid, agent_id="bot")
     assert result["insights"]["failure_patterns"] == ["Retry immediately"]  # the heuristic's answer
     assert any("Falling back to HeuristicReflector" in r.getMessage() for r in caplog.records)
     assert llm_mem.store.get(result["memory_id"]) is not None
@@ -120,7 +120,7 @@ def test_the_llm_batch_reflection_names_its_trajectories(llm_mem, fake_openai) -
     bad = text({"successful_patterns": [{"pattern": "Cache answers", "trajectories": [0, 7]}]})
     good = text({"successful_patterns": [{"pattern": "Cache answers", "trajectories": [0, 2]}], "summary": "s"})
     fake_openai.script("responses", bad, good)
-    (result,) = llm_mem.batch_reflect(agent_id="bot", min_trajectories=3)
+    (result,) = llm_mem.learning.batch_reflect(agent_id="bot", min_trajectories=3)
     assert result["insights"]["successful_patterns"] == ["Cache answers"]
     assert set(result["evidence"]["Cache answers"]) == {tids[0], tids[2]}  # oldest first, as listed
     assert "not listed" in json.dumps(fake_openai.requests[1].body)  # the repair retry said why
@@ -129,8 +129,8 @@ def test_the_llm_batch_reflection_names_its_trajectories(llm_mem, fake_openai) -
 def test_a_model_per_call(mem, fake_openai) -> None:
     fake_openai.script("responses", text({"successful_patterns": ["From the model"]}))
     tid = run_task(mem, [("decision", "x")], "success")
-    assert mem.reflect(tid, llm=OpenAIResponsesLLM(sleep=lambda _s: None))["insights"]["successful_patterns"] == ["From the model"]
-    assert mem.reflect(tid)["insights"]["successful_patterns"] == ["X"]  # the Memory has no model: the heuristic
+    assert mem.learning.reflect(tid, llm=OpenAIResponsesLLM(sleep=lambda _s: None))["insights"]["successful_patterns"] == ["From the model"]
+    assert mem.learning.reflect(tid)["insights"]["successful_patterns"] == ["X"]  # the Memory has no model: the heuristic
 
 
 def test_llm_reflector_unit(fake_openai) -> None:

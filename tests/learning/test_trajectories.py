@@ -19,82 +19,82 @@ def traces(m: Memory, agent: str = "bot") -> list:
 
 
 def test_a_trajectory_from_start_to_completion(mem, clock) -> None:
-    tid = mem.start_trajectory("Fetch user data from API", task_type="api_call", agent_id="bot")
-    running = mem.get_trajectory(tid, agent_id="bot")
+    tid = mem.learning.start_trajectory("Fetch user data from API", task_type="api_call", agent_id="bot")
+    running = mem.learning.get_trajectory(tid, agent_id="bot")
     assert running["status"] == "running" and running["steps"] == [] and running["completed_at"] is None
     for step in STEPS:
-        mem.log_step(tid, *step, agent_id="bot")
+        mem.learning.log_step(tid, *step, agent_id="bot")
     clock.advance(seconds=2.5)
-    done = mem.complete_trajectory(tid, "success", 0.95, metrics={"tokens": 1500, "cost_usd": 0.03}, agent_id="bot")
+    done = mem.learning.complete_trajectory(tid, "success", 0.95, metrics={"tokens": 1500, "cost_usd": 0.03}, agent_id="bot")
     assert done["status"] == "success" and done["success_score"] == 0.95
     assert done["tokens_used"] == 1500 and done["cost_usd"] == 0.03 and done["duration_ms"] == 2500.0
     assert done["trace_hash"] == trace_digest([{"type": t, "description": d, "metadata": (m[0] if m else {})} for t, d, *m in STEPS])
-    got = mem.get_trajectory(tid)
+    got = mem.learning.get_trajectory(tid)
     assert [(s["type"], s["description"]) for s in got["steps"]] == [(t, d) for t, d, *_ in STEPS]
     assert got["steps"][2]["metadata"] == {"pages": 3}
     assert got["agent_id"] == "bot" and got["user_id"] is None and got["task_type"] == "api_call"
 
 
 def test_defaults_metrics_and_errors(mem) -> None:
-    tid = mem.start_trajectory("Parse the invoice")  # no ids: the agent "default"
-    assert mem.get_trajectory(tid)["agent_id"] == "default"
-    done = mem.complete_trajectory(tid, "failure", error_message="PDF is encrypted", metrics={"duration_ms": 1500})
+    tid = mem.learning.start_trajectory("Parse the invoice")  # no ids: the agent "default"
+    assert mem.learning.get_trajectory(tid)["agent_id"] == "default"
+    done = mem.learning.complete_trajectory(tid, "failure", error_message="PDF is encrypted", metrics={"duration_ms": 1500})
     assert done["success_score"] == 0.0 and done["error_message"] == "PDF is encrypted" and done["duration_ms"] == 1500
     with pytest.raises(ValidationError, match="already completed"):
-        mem.complete_trajectory(tid, "success")
+        mem.learning.complete_trajectory(tid, "success")
     with pytest.raises(ValidationError, match="already completed"):
-        mem.log_step(tid, "action", "too late")
+        mem.learning.log_step(tid, "action", "too late")
     with pytest.raises(ValidationError, match="status"):
-        mem.complete_trajectory(mem.start_trajectory("x"), "done")
+        mem.learning.complete_trajectory(mem.learning.start_trajectory("x"), "done")
     with pytest.raises(ValidationError, match="success_score"):
-        mem.complete_trajectory(mem.start_trajectory("x"), "success", 1.5)
+        mem.learning.complete_trajectory(mem.learning.start_trajectory("x"), "success", 1.5)
     with pytest.raises(ValidationError, match="metrics.tokens"):
-        mem.complete_trajectory(mem.start_trajectory("x"), "success", metrics={"tokens": -1})
+        mem.learning.complete_trajectory(mem.learning.start_trajectory("x"), "success", metrics={"tokens": -1})
     with pytest.raises(ValidationError, match="task_description"):
-        mem.start_trajectory("   ")
+        mem.learning.start_trajectory("   ")
     with pytest.raises(ValidationError, match="step_type"):
-        mem.log_step(mem.start_trajectory("x"), "", "y")
+        mem.learning.log_step(mem.learning.start_trajectory("x"), "", "y")
 
 
 def test_by_id_calls_answer_not_found_outside_the_callers_ids(mem) -> None:
-    tid = mem.start_trajectory("Alex's task", user_id="alex")
+    tid = mem.learning.start_trajectory("Alex's task", user_id="alex")
     for ids in ({"user_id": "bob"}, {"agent_id": "other"}):
         with pytest.raises(NotFoundError, match="trajectory not found"):
-            mem.get_trajectory(tid, **ids)
+            mem.learning.get_trajectory(tid, **ids)
         with pytest.raises(NotFoundError):
-            mem.log_step(tid, "action", "sneaky", **ids)
+            mem.learning.log_step(tid, "action", "sneaky", **ids)
         with pytest.raises(NotFoundError):
-            mem.complete_trajectory(tid, "success", **ids)
+            mem.learning.complete_trajectory(tid, "success", **ids)
     with pytest.raises(NotFoundError):
-        mem.get_trajectory("no-such-id")
+        mem.learning.get_trajectory("no-such-id")
     other = Memory(mem.store.path, embedder="hashing", tenant_id="acme")
     try:
         with pytest.raises(NotFoundError):
-            other.get_trajectory(tid)
+            other.learning.get_trajectory(tid)
     finally:
         other.close()
-    assert mem.get_trajectory(tid, user_id="alex")["user_id"] == "alex"
+    assert mem.learning.get_trajectory(tid, user_id="alex")["user_id"] == "alex"
 
 
 def test_query_by_agent_status_type_time_and_parent(mem, clock) -> None:
-    parent = mem.start_trajectory("Monthly close", "workflow", agent_id="bot")
+    parent = mem.learning.start_trajectory("Monthly close", "workflow", agent_id="bot")
     a = run_task(mem, [], "success", task_type="api_call")
     clock.advance(days=2)
     b = run_task(mem, [], "failure", task_type="api_call")
-    c = mem.start_trajectory("Step of the close", "reasoning", parent, agent_id="bot")
+    c = mem.learning.start_trajectory("Step of the close", "reasoning", parent, agent_id="bot")
     run_task(mem, [], "success", agent="other")
     ids = lambda items: [t["trajectory_id"] for t in items]  # noqa: E731
-    assert ids(mem.query_trajectories(agent_id="bot")) == [c, b, a, parent]  # newest first
-    assert ids(mem.query_trajectories(agent_id="bot", status="failure")) == [b]
-    assert ids(mem.query_trajectories(agent_id="bot", status="running")) == [c, parent]
-    assert ids(mem.query_trajectories(agent_id="bot", task_type="api_call")) == [b, a]
-    assert ids(mem.query_trajectories(agent_id="bot", since=clock.now - DAY)) == [c, b]
-    assert ids(mem.query_trajectories(agent_id="bot", until=clock.now - DAY)) == [a, parent]
-    assert ids(mem.query_trajectories(agent_id="bot", parent_trajectory_id=parent)) == [c]
-    assert mem.get_trajectory(c)["parent_trajectory_id"] == parent
-    assert ids(mem.query_trajectories(agent_id="bot", limit=1)) == [c]
+    assert ids(mem.learning.query_trajectories(agent_id="bot")) == [c, b, a, parent]  # newest first
+    assert ids(mem.learning.query_trajectories(agent_id="bot", status="failure")) == [b]
+    assert ids(mem.learning.query_trajectories(agent_id="bot", status="running")) == [c, parent]
+    assert ids(mem.learning.query_trajectories(agent_id="bot", task_type="api_call")) == [b, a]
+    assert ids(mem.learning.query_trajectories(agent_id="bot", since=clock.now - DAY)) == [c, b]
+    assert ids(mem.learning.query_trajectories(agent_id="bot", until=clock.now - DAY)) == [a, parent]
+    assert ids(mem.learning.query_trajectories(agent_id="bot", parent_trajectory_id=parent)) == [c]
+    assert mem.learning.get_trajectory(c)["parent_trajectory_id"] == parent
+    assert ids(mem.learning.query_trajectories(agent_id="bot", limit=1)) == [c]
     with pytest.raises(NotFoundError):
-        mem.start_trajectory("orphan", parent_trajectory_id="missing")
+        mem.learning.start_trajectory("orphan", parent_trajectory_id="missing")
 
 
 def test_identical_step_sequences_are_stored_once(mem) -> None:
@@ -105,7 +105,7 @@ def test_identical_step_sequences_are_stored_once(mem) -> None:
     (shared, single) = sorted(traces(mem), key=lambda r: -r.metadata["uses"])
     assert shared.metadata["uses"] == 2 and set(shared.metadata["trajectory_ids"]) == {first, second}
     assert single.metadata["trajectory_ids"] == [other]
-    a, b = mem.get_trajectory(first), mem.get_trajectory(second)
+    a, b = mem.learning.get_trajectory(first), mem.learning.get_trajectory(second)
     assert a["trace_hash"] == b["trace_hash"] == shared.content_hash and a["trace_stored"] and b["trace_stored"]
     assert a["steps"] == b["steps"] and len(a["steps"]) == 3
 
@@ -117,7 +117,7 @@ def test_sampling_keeps_every_failure_and_a_share_of_successes(mem) -> None:
     partial = run_task(mem, [("decision", "C")], "partial")
     stored = {r.metadata["trajectory_ids"][0] for r in traces(mem)}
     assert stored == {bad, partial}
-    unsampled = mem.get_trajectory(ok)
+    unsampled = mem.learning.get_trajectory(ok)
     assert not unsampled["trace_stored"] and unsampled["trace_hash"]
     assert [s["description"] for s in unsampled["steps"]] == ["A"]  # still readable from the log
     mem.learning_config = {"trajectory_sample_rate": 0.0, "always_store_failures": False}
@@ -142,14 +142,14 @@ def test_the_sample_rate_is_a_rate(tmp_path, clock) -> None:
 def test_retention_deletes_old_trajectories_traces_and_reflections(mem, clock) -> None:
     mem.learning_config = {"trajectory_sample_rate": 1.0, "trajectory_retention_days": 30}
     old = run_task(mem, [("decision", "Old way")], "success")
-    reflection = mem.reflect(old, agent_id="bot")["memory_id"]
+    reflection = mem.learning.reflect(old, agent_id="bot")["memory_id"]
     clock.advance(days=20)
     kept = run_task(mem, [("decision", "New way")], "failure")
     clock.advance(days=15)  # old: 35 days, kept: 15 days
-    assert mem.prune_trajectories(agent_id="bot") == {"trajectories": 1, "traces": 1, "reflections": 1}
-    assert [t["trajectory_id"] for t in mem.query_trajectories(agent_id="bot")] == [kept]
+    assert mem.learning.prune_trajectories(agent_id="bot") == {"trajectories": 1, "traces": 1, "reflections": 1}
+    assert [t["trajectory_id"] for t in mem.learning.query_trajectories(agent_id="bot")] == [kept]
     with pytest.raises(NotFoundError):
-        mem.get_trajectory(old)
+        mem.learning.get_trajectory(old)
     assert mem.store.get(reflection).status.value == "deleted"
     assert [r.metadata["trajectory_ids"] for r in traces(mem)] == [[kept]]
     assert [e.op for e in mem.store.history(old)][-1] == "expire"  # its history stays in the log
@@ -160,7 +160,7 @@ def test_retention_runs_by_itself_every_few_completions(mem, clock) -> None:
     run_task(mem, [], "success")
     clock.advance(days=3)
     run_task(mem, [], "success")  # the second completion prunes
-    assert len(mem.query_trajectories(agent_id="bot")) == 1
+    assert len(mem.learning.query_trajectories(agent_id="bot")) == 1
 
 
 def test_learning_settings_come_from_the_environment_when_built(tmp_path, monkeypatch) -> None:

@@ -12,51 +12,51 @@ from memorist.store.base import ScopeFilter
 
 
 def versions(m, name="p", **ids):
-    return [v["version"] for v in m.list_playbook_versions(name, **(ids or {"agent_id": "bot"}))]
+    return [v["version"] for v in m.learning.list_playbook_versions(name, **(ids or {"agent_id": "bot"}))]
 
 
 
 def test_every_change_is_a_version_and_versions_are_immutable(mem) -> None:
-    mem.update_playbook(["A"], "p", agent_id="bot")
-    mem.update_playbook(["B"], "p", agent_id="bot")
-    mem.update_playbook([{"pattern": "C", "category": "harmful"}], "p", agent_id="bot")
+    mem.learning.update_playbook(["A"], "p", agent_id="bot")
+    mem.learning.update_playbook(["B"], "p", agent_id="bot")
+    mem.learning.update_playbook([{"pattern": "C", "category": "harmful"}], "p", agent_id="bot")
     assert versions(mem) == [1, 2, 3]
-    playbook = mem.get_playbook("p", agent_id="bot")
+    playbook = mem.learning.get_playbook("p", agent_id="bot")
     assert playbook["version"] == 3 and playbook["version_label"] == "1.2"
-    v1 = mem.get_playbook_version("p", 1, agent_id="bot")
+    v1 = mem.learning.get_playbook_version("p", 1, agent_id="bot")
     assert [s["pattern"] for s in v1["strategies"]["helpful"]] == ["A"] and v1["major"] and v1["version_label"] == "1.0"
-    v2 = mem.get_playbook_version("p", 2, agent_id="bot")
+    v2 = mem.learning.get_playbook_version("p", 2, agent_id="bot")
     assert {s["pattern"] for s in v2["strategies"]["helpful"]} == {"A", "B"} and v2["change"]["added"]
     with pytest.raises(NotFoundError):
-        mem.get_playbook_version("p", 9, agent_id="bot")
-    assert mem.get_playbook_version("p", 1, agent_id="bot") == v1  # unchanged by later versions
+        mem.learning.get_playbook_version("p", 9, agent_id="bot")
+    assert mem.learning.get_playbook_version("p", 1, agent_id="bot") == v1  # unchanged by later versions
 
 
 def test_rollback_makes_a_new_version_equal_to_the_old_one(mem) -> None:
-    mem.update_playbook([{"pattern": "A", "confidence": 0.9, "evidence_count": 3}], "p", agent_id="bot")
-    mem.update_playbook(["B"], "p", agent_id="bot")
-    mem.update_playbook(["C"], "p", merge=False, agent_id="bot")  # A and B deleted
-    result = mem.rollback_playbook("p", 2, agent_id="bot")
+    mem.learning.update_playbook([{"pattern": "A", "confidence": 0.9, "evidence_count": 3}], "p", agent_id="bot")
+    mem.learning.update_playbook(["B"], "p", agent_id="bot")
+    mem.learning.update_playbook(["C"], "p", merge=False, agent_id="bot")  # A and B deleted
+    result = mem.learning.rollback_playbook("p", 2, agent_id="bot")
     assert result["version"] == 4 and result["rolled_back_to"] == 2 and result["version_label"] == "3.0"
     assert {s["pattern"] for s in result["added"]} == {"A", "B"} and [s["pattern"] for s in result["removed"]] == ["C"]
-    now = mem.get_playbook("p", agent_id="bot")
-    then = mem.get_playbook_version("p", 2, agent_id="bot")
+    now = mem.learning.get_playbook("p", agent_id="bot")
+    then = mem.learning.get_playbook_version("p", 2, agent_id="bot")
     strip = lambda v: sorted((s["pattern"], s["category"], s["confidence"], s["evidence_count"]) for c in v["strategies"].values() for s in c)  # noqa: E731
     assert strip(now) == strip(then)
-    assert mem.list_playbook_versions("p", agent_id="bot")[-1]["major"]
+    assert mem.learning.list_playbook_versions("p", agent_id="bot")[-1]["major"]
     with pytest.raises(NotFoundError):
-        mem.rollback_playbook("p", 99, agent_id="bot")
+        mem.learning.rollback_playbook("p", 99, agent_id="bot")
 
 
 def test_retention_keeps_latest_five_majors_and_the_last_90_days(mem, clock) -> None:
-    mem.update_playbook(["v1"], "p", agent_id="bot")  # major (the first)
+    mem.learning.update_playbook(["v1"], "p", agent_id="bot")  # major (the first)
     clock.advance(days=1)
     for i in range(2, 11):
-        mem.update_playbook([f"v{i}"], "p", agent_id="bot", major=(i == 4))
+        mem.learning.update_playbook([f"v{i}"], "p", agent_id="bot", major=(i == 4))
         clock.advance(days=1)
     assert versions(mem) == list(range(1, 11))  # all within 90 days
     clock.advance(days=100)
-    mem.update_playbook(["v11"], "p", agent_id="bot")
+    mem.learning.update_playbook(["v11"], "p", agent_id="bot")
     assert versions(mem) == [1, 4, 7, 8, 9, 10, 11]  # majors + the latest five
     kinds = [r for r in mem.store.list(ScopeFilter(mem.config.tenant_id, None, "bot", "memorist:playbook-versions"), status=Status.DELETED)
              if r.kind is Kind.PLAYBOOK_VERSION]
@@ -66,7 +66,7 @@ def test_retention_keeps_latest_five_majors_and_the_last_90_days(mem, clock) -> 
 def test_retention_is_configurable(mem) -> None:
     mem.learning_config = {"versions": {"keep_latest": 2, "keep_all_major": False, "keep_days": None}}
     for i in range(5):
-        mem.update_playbook([f"tip {i}"], "p", agent_id="bot")
+        mem.learning.update_playbook([f"tip {i}"], "p", agent_id="bot")
     assert versions(mem) == [4, 5]
 
 
@@ -75,11 +75,11 @@ def test_spec_000_learning_turns_are_versions_of_the_learners_playbook(mem) -> N
     pb.turn("sam", "c1").learn(question="q", lessons=["Draw the fractions first"], topic="fractions")
     pb.turn("sam", "c2").learn(question="q", lessons=["Draw the fractions first"], topic="fractions")  # a reinforcement
     assert versions(mem, "ltmbse", user_id="sam") == [1, 2]
-    v1 = mem.get_playbook_version("ltmbse", 1, user_id="sam")
+    v1 = mem.learning.get_playbook_version("ltmbse", 1, user_id="sam")
     (entry,) = v1["strategies"]["helpful"]
     assert entry["pattern"] == "Draw the fractions first" and entry["evidence_count"] == 1
-    assert mem.get_playbook("ltmbse", user_id="sam")["strategies"]["helpful"][0]["evidence_count"] == 2
-    mem.rollback_playbook("ltmbse", 1, user_id="sam")
+    assert mem.learning.get_playbook("ltmbse", user_id="sam")["strategies"]["helpful"][0]["evidence_count"] == 2
+    mem.learning.rollback_playbook("ltmbse", 1, user_id="sam")
     (bullet,) = pb.bullets("sam")
     assert bullet.helpful == 1  # spec 000's view follows the rollback
     assert pb.turn("sam", "c3").retrieve("Draw the fractions first")[0].content == "Draw the fractions first"

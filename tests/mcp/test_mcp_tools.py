@@ -173,7 +173,7 @@ def test_under_the_energy_policy_end_conversation_consolidates_in_the_background
 
     try:
         run(energy, body, user_id="milo")
-        assert energy.wait_for_maintenance(timeout=30)
+        assert energy.tiers.wait(timeout=30)
         runs = [e for e in energy.events(user_id="milo") if e["event"] == "DECAY"]
         assert runs and all(e["user_id"] == "milo" for e in runs)  # this person's memories only
         assert not [e for e in energy.events(user_id="ana") if e["event"] == "DECAY"]

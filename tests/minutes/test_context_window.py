@@ -36,7 +36,7 @@ def ids(items: list[dict]) -> list[str]:
 
 
 def test_all_four_sections_deduplicated_and_rendered(m, project):
-    window = m.build_context("coder", "parse quoted fields in the CSV importer", project_id="apollo", now=T0 + 100)
+    window = m.minutes.build_context("coder", "parse quoted fields in the CSV importer", project_id="apollo", now=T0 + 100)
     sections = window.sections
     assert ids(sections["recent"]) == ids(project["status"][-50:])  # the last 50, oldest first
     assert ids(sections["referenced"]) == [project["assignment"]["id"]]
@@ -58,18 +58,18 @@ def test_retrieved_for_the_task_when_not_already_shown(m):
                               memory_note="Quoted fields in CSV need the csv module", now=T0)
     for i in range(50):
         m.minutes.record("status", agent_id="tester", project_id="apollo", memory_note=f"update {i}", now=T0 + 1 + i)
-    window = m.build_context("reviewer", "quoted fields in CSV", project_id="apollo", now=T0 + 100)
+    window = m.minutes.build_context("reviewer", "quoted fields in CSV", project_id="apollo", now=T0 + 100)
     assert ids(window.sections["retrieved"])[0] == lesson["id"]  # out of the window, found for the task
     assert len(window.sections["retrieved"]) <= 5
     m.store.flush()  # shown for the task: a retrieval (the evaluator's relevance); in the recent window: not
     assert m.store.get(lesson["id"]).access_count == 1
     assert all(m.store.get(x["id"]).access_count == 0 for x in window.sections["recent"])
-    assert m.build_context("reviewer", project_id="apollo").sections["retrieved"] == []  # no task, no retrieval
+    assert m.minutes.build_context("reviewer", project_id="apollo").sections["retrieved"] == []  # no task, no retrieval
 
 
 def test_the_budget_cuts_lowest_priority_first_and_reports_it(m, project):
-    full = m.build_context("coder", "quoted fields", project_id="apollo", now=T0 + 100)
-    small = m.build_context("coder", "quoted fields", budget_tokens=300, project_id="apollo", now=T0 + 100)
+    full = m.minutes.build_context("coder", "quoted fields", project_id="apollo", now=T0 + 100)
+    small = m.minutes.build_context("coder", "quoted fields", budget_tokens=300, project_id="apollo", now=T0 + 100)
     assert small.tokens <= 300 and small.tokens == estimate_tokens(small.text)
     kept = [x["id"] for items in small.sections.values() for x in items]
     cut = [c["id"] for c in small.cut]
@@ -78,15 +78,15 @@ def test_the_budget_cuts_lowest_priority_first_and_reports_it(m, project):
     # recent first, newest first: the newest minutes stay, the oldest are cut
     assert project["status"][-1]["id"] in kept and project["status"][-50]["id"] in cut
     assert all(c["tokens"] > 0 for c in small.cut)
-    tiny = m.build_context("coder", budget_tokens=5, project_id="apollo")
+    tiny = m.minutes.build_context("coder", budget_tokens=5, project_id="apollo")
     assert tiny.text == "" and tiny.tokens == 0 and len(tiny.cut) == sum(len(v) for v in full.sections.values()) - len(full.sections["retrieved"])
 
 
 def test_bad_input(m):
     with pytest.raises(ValidationError, match="agent_id"):
-        m.build_context("")
+        m.minutes.build_context("")
     with pytest.raises(ValidationError, match="budget_tokens"):
-        m.build_context("coder", budget_tokens=0)
+        m.minutes.build_context("coder", budget_tokens=0)
     with pytest.raises(ValidationError, match="budget_tokens"):
-        m.build_context("coder", budget_tokens="many")
-    assert m.build_context("coder").to_dict()["counts"] == {"recent": 0, "referenced": 0, "agent": 0, "retrieved": 0}
+        m.minutes.build_context("coder", budget_tokens="many")
+    assert m.minutes.build_context("coder").to_dict()["counts"] == {"recent": 0, "referenced": 0, "agent": 0, "retrieved": 0}

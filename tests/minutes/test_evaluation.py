@@ -77,7 +77,7 @@ def test_scores_of_a_run_follow_the_formulas(m):
     b = rec(m, "parser shipped", days=0, data={"success_criteria_met": 80}, context_references=[a])
     rec(m, "parser reviewed", days=0, context_references=[a, b])
     m.minutes.search("parser shipped", 1, project_id="apollo")  # b retrieved once: the most retrieved
-    report = m.evaluate(project_id="apollo", now=T0, dry_run=True)
+    report = m.minutes.evaluate(project_id="apollo", now=T0, dry_run=True)
     sa, sb = report["scores"][a], report["scores"][b]
     assert (sa["recency"], sa["relevance"], sa["accuracy"], sa["impact"]) == (0.5, 0.0, 0.5, 1.0)
     assert (sb["recency"], sb["relevance"], sb["accuracy"], sb["impact"]) == (1.0, 1.0, 0.8, 0.5)
@@ -87,7 +87,7 @@ def test_scores_of_a_run_follow_the_formulas(m):
 def test_a_run_prunes_from_the_index_never_the_log_and_logs_its_stats(m):
     old = rec(m, "ancient standup notes", days=40)
     fresh = rec(m, "fresh release checklist", days=0)
-    report = m.evaluate(project_id="apollo", now=T0)
+    report = m.minutes.evaluate(project_id="apollo", now=T0)
     assert report["removed"] == [{"id": old, "reason": "low_score", "link": None, "composite": 0.125}]
     assert (report["in_log"], report["in_index"], report["kept_in_index"], report["pruned"]) == (2, 2, 1, 1)
     assert report["average_score"] == 0.375
@@ -98,14 +98,14 @@ def test_a_run_prunes_from_the_index_never_the_log_and_logs_its_stats(m):
     assert len(stats) == 1 and stats[0].seq == report["event_seq"]
     assert stats[0].payload == {"in_log": 2, "in_index": 2, "kept_in_index": 1, "pruned": 1, "deduplicated": 0,
                                 "superseded": 0, "pruned_low_score": 1, "average_score": 0.375}
-    again = m.evaluate(project_id="apollo", now=T0)  # what left the index is not evaluated again
+    again = m.minutes.evaluate(project_id="apollo", now=T0)  # what left the index is not evaluated again
     assert (again["in_log"], again["in_index"], again["pruned"]) == (2, 1, 0)
 
 
 def test_contradicting_minutes_the_lower_scored_is_superseded_with_a_link(m):
     good = rec(m, "coder handled the database migration", days=1, kind="task_completed", data={"success_criteria_met": 90})
     bad = rec(m, "coder handled the database migration", days=3, kind="task_completed", data={"success_criteria_met": 20})
-    report = m.evaluate(project_id="apollo", now=T0)
+    report = m.minutes.evaluate(project_id="apollo", now=T0)
     assert [(x["id"], x["reason"], x["link"]) for x in report["removed"]] == [(bad, "superseded", good)]
     assert m.minutes.get(bad)["lineage"]["superseded_by"] == good
     assert m.minutes.get(good)["lineage"]["supersedes"] == [bad]
@@ -115,7 +115,7 @@ def test_contradicting_minutes_the_lower_scored_is_superseded_with_a_link(m):
 def test_duplicates_keep_the_best_and_link_it(m):
     first = rec(m, "the team agreed on weekly demos", days=2)
     second = rec(m, "the team agreed on weekly demos", days=1)
-    report = m.evaluate(project_id="apollo", now=T0)
+    report = m.minutes.evaluate(project_id="apollo", now=T0)
     assert [(x["id"], x["reason"], x["link"]) for x in report["removed"]] == [(first, "duplicate", second)]
     assert report["deduplicated"] == 1
     assert m.minutes.get(second)["lineage"]["merged_from"] == [first]
@@ -126,19 +126,19 @@ def test_a_dry_run_changes_nothing(m):
     rec(m, "the team agreed on weekly demos", days=2)
     rec(m, "the team agreed on weekly demos", days=1)
     events = len(m.store.events())
-    before = {r.id: (r.status, r.lineage) for r in m.store.list(m.minutes.scope("apollo"))}
-    report = m.evaluate(project_id="apollo", now=T0, dry_run=True)
+    before = {r.id: (r.status, r.lineage) for r in m.store.list(m.minutes.engine.scope("apollo"))}
+    report = m.minutes.evaluate(project_id="apollo", now=T0, dry_run=True)
     assert report["dry_run"] is True and report["pruned"] == 2 and report["event_seq"] is None
     assert len(m.store.events()) == events
-    assert {r.id: (r.status, r.lineage) for r in m.store.list(m.minutes.scope("apollo"))} == before
-    assert m.evaluate(project_id="apollo", now=T0)["removed"] == report["removed"]  # the same decisions for real
+    assert {r.id: (r.status, r.lineage) for r in m.store.list(m.minutes.engine.scope("apollo"))} == before
+    assert m.minutes.evaluate(project_id="apollo", now=T0)["removed"] == report["removed"]  # the same decisions for real
 
 
 def test_evaluate_checks_its_arguments(m):
     with pytest.raises(ValidationError, match="dry_run"):
-        m.evaluate(dry_run="yes")
+        m.minutes.evaluate(dry_run="yes")
     with pytest.raises(ValidationError, match="config"):
-        m.evaluate(config=3)
+        m.minutes.evaluate(config=3)
     rec(m, "a note", days=10)
-    assert m.evaluate(project_id="apollo", now=T0, config={"prune_below": 0.5}, dry_run=True)["pruned"] == 1
-    assert m.evaluate(project_id="empty", now=T0)["in_log"] == 0
+    assert m.minutes.evaluate(project_id="apollo", now=T0, config={"prune_below": 0.5}, dry_run=True)["pruned"] == 1
+    assert m.minutes.evaluate(project_id="empty", now=T0)["in_log"] == 0

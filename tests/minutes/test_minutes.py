@@ -154,7 +154,7 @@ def test_pruning_leaves_the_log_and_reindex_restores_the_index(tmp_path):
     with Memory(path, embedder="hashing") as m:
         old = record(m, "status", memory_note="weekly standup happened", now=T0 - 60 * DAY)
         kept = record(m, "task_completed", memory_note="standup notes were shared", data={"success_criteria_met": 100}, now=T0)
-        report = m.evaluate(project_id="apollo", now=T0)
+        report = m.minutes.evaluate(project_id="apollo", now=T0)
         assert [x["id"] for x in report["removed"]] == [old["id"]]
         assert [x["id"] for x in m.minutes.search("standup", 10, project_id="apollo")] == [kept["id"]]
         assert [x["id"] for x in m.minutes.history(project_id="apollo")["minutes"]] == [old["id"], kept["id"]]
@@ -175,7 +175,7 @@ def test_an_exported_project_imports_with_its_log_so_reindex_keeps_it(m, tmp_pat
     second = record(m, "task_completed", agent_id="coder", memory_note="t1 done", data={"success_criteria_met": 90},
                     context_references=[first["id"]], now=T0 + DAY)
     old = record(m, "status", agent_id="tester", memory_note="standup", now=T0 - 60 * DAY)
-    m.evaluate(project_id="apollo", now=T0 + DAY)  # prunes the old one from the index: archived, still exported
+    m.minutes.evaluate(project_id="apollo", now=T0 + DAY)  # prunes the old one from the index: archived, still exported
     lines = list(m.export(all_scopes=True))
     other = Memory(str(tmp_path / "copy.db"), embedder="hashing")
     try:

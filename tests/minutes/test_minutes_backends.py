@@ -30,7 +30,7 @@ def test_the_whole_flow(target):
         assert [x["id"] for x in m.minutes.recent(2, project_id="apollo")] == [assigned["id"], done["id"]]
         assert [x["id"] for x in m.minutes.by_ids(done["context_references"])] == [assigned["id"]]
 
-        report = m.evaluate(project_id="apollo", now=T0)
+        report = m.minutes.evaluate(project_id="apollo", now=T0)
         assert [x["id"] for x in report["removed"]] == [old["id"]] and report["in_log"] == 3
         assert m.minutes.get(old["id"])["indexed"] is False
         assert [x["id"] for x in m.minutes.history(project_id="apollo")["minutes"]] == [old["id"], assigned["id"], done["id"]]
@@ -40,9 +40,9 @@ def test_the_whole_flow(target):
     with Memory(target, embedder="hashing") as m:  # a new session: all of it was stored
         assert m.minutes.reindex(project_id="apollo")["restored"] == 1
         assert old["id"] in {x["id"] for x in m.minutes.search("ancient standup", 10, project_id="apollo")}
-        window = m.build_context("coder", "quoting bug", budget_tokens=200, project_id="apollo", now=T0)
+        window = m.minutes.build_context("coder", "quoting bug", budget_tokens=200, project_id="apollo", now=T0)
         assert window.tokens <= 200 and done["id"] in [x["id"] for x in window.sections["recent"]]
-        result = m.pair("Write the CSV importer", "Has unit tests", "v1", lambda out, imps: out + " v2", project_id="apollo",
+        result = m.minutes.pair("Write the CSV importer", "Has unit tests", "v1", lambda out, imps: out + " v2", project_id="apollo",
                         evaluator=ScriptedEvaluator([40, 100]))
         assert result.converged and len(m.store.events(ops=["pair_round"])) == 2
         assert result.rounds[0].improvements[0]["memories"][0]["id"] == done["id"]

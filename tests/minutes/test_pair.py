@@ -39,7 +39,7 @@ class Reviser:
 def test_a_session_that_converges(m):
     evaluator = ScriptedEvaluator([50, 96])
     revise = Reviser()
-    result = m.pair(TASK, CRITERIA, "v1", revise, project_id="apollo", agent_id="coder", evaluator=evaluator)
+    result = m.minutes.pair(TASK, CRITERIA, "v1", revise, project_id="apollo", agent_id="coder", evaluator=evaluator)
     assert result.converged and result.score == 96 and [r.score for r in result.rounds] == [50, 96]
     assert result.output == "v1\n# revision 1"
     # the evaluator saw the task, the criteria and each output: nothing else
@@ -59,7 +59,7 @@ def test_a_session_that_converges(m):
 
 def test_a_session_that_never_converges_stops_at_max_rounds(m):
     revise = Reviser()
-    result = m.pair(TASK, CRITERIA, "v1", revise, max_rounds=3, project_id="apollo", evaluator=ScriptedEvaluator([10, 20, 30, 40]))
+    result = m.minutes.pair(TASK, CRITERIA, "v1", revise, max_rounds=3, project_id="apollo", evaluator=ScriptedEvaluator([10, 20, 30, 40]))
     assert not result.converged and len(result.rounds) == 3 and result.score == 30
     assert len(revise.calls) == 2  # no revision after the last evaluation
     assert result.output == "v1\n# revision 1\n# revision 2"
@@ -67,7 +67,7 @@ def test_a_session_that_never_converges_stops_at_max_rounds(m):
 
 
 def test_every_round_is_in_the_log(m):
-    result = m.pair(TASK, CRITERIA, "v1", Reviser(), max_rounds=3, threshold=90, project_id="apollo", agent_id="coder",
+    result = m.minutes.pair(TASK, CRITERIA, "v1", Reviser(), max_rounds=3, threshold=90, project_id="apollo", agent_id="coder",
                     evaluator=ScriptedEvaluator([10, 20, 95]))
     rounds = m.store.events(ops=["pair_round"])
     assert [(e.payload["round"], e.payload["score"], e.payload["met"]) for e in rounds] == [(1, 10.0, False), (2, 20.0, False), (3, 95.0, True)]
@@ -87,7 +87,7 @@ def test_the_llm_evaluator_through_the_model_seam(m):
         {"success_criteria_met": 100, "identified_gaps": [], "summary": "Done."},
     ])
     with Memory(":memory:", embedder="hashing", llm=llm) as lm:
-        result = lm.pair(TASK, CRITERIA, "v1", Reviser())
+        result = lm.minutes.pair(TASK, CRITERIA, "v1", Reviser())
     assert result.converged and [r.evaluator for r in result.rounds] == [llm.name, llm.name]
     assert result.rounds[0].gaps == [Gap("No unit tests", "high", "Has unit tests")]
     first = llm.requests[0]
@@ -98,7 +98,7 @@ def test_the_llm_evaluator_through_the_model_seam(m):
 def test_malformed_model_output_falls_back_to_the_heuristic_and_keeps_the_round(m):
     llm = ScriptedLLM(["this is not JSON", "{still not", {"success_criteria_met": 250}, "[]"])
     with Memory(":memory:", embedder="hashing", llm=llm) as lm:
-        result = lm.pair(TASK, CRITERIA, "nothing yet", Reviser(), max_rounds=2)
+        result = lm.minutes.pair(TASK, CRITERIA, "nothing yet", Reviser(), max_rounds=2)
         rounds = lm.store.events(ops=["pair_round"])
     assert [r.evaluator for r in result.rounds] == ["heuristic", "heuristic"]
     assert result.rounds[0].score == 0.0 and len(result.rounds[0].gaps) == 2  # the heuristic's gaps
@@ -110,20 +110,20 @@ def test_a_custom_evaluator_that_fails_is_replaced_for_the_round(m):
         def evaluate(self, task: str, criteria: str, output: str) -> Evaluation:
             raise RuntimeError("evaluator down")
 
-    result = m.pair(TASK, CRITERIA, "Has unit tests and handles quoted fields", Reviser(), evaluator=Broken())
+    result = m.minutes.pair(TASK, CRITERIA, "Has unit tests and handles quoted fields", Reviser(), evaluator=Broken())
     assert result.converged and result.rounds[0].evaluator == "heuristic"
     assert result.rounds[0].fallback == "RuntimeError: evaluator down"
     assert m.store.events(ops=["pair_round"])[0].payload["fallback"] == "RuntimeError: evaluator down"
-    wrong = m.pair(TASK, CRITERIA, "x", Reviser(), max_rounds=1, evaluator=ScriptedEvaluator([lambda t, c, o: {"score": 99}]))
+    wrong = m.minutes.pair(TASK, CRITERIA, "x", Reviser(), max_rounds=1, evaluator=ScriptedEvaluator([lambda t, c, o: {"score": 99}]))
     assert wrong.rounds[0].evaluator == "heuristic" and "not an Evaluation" in wrong.rounds[0].fallback
 
 
 def test_one_round_without_revising(m):
-    r = m.pair_round(TASK, CRITERIA, "def load(): pass", project_id="apollo")
+    r = m.minutes.pair_round(TASK, CRITERIA, "def load(): pass", project_id="apollo")
     assert r["met"] is False and r["score"] == 0.0 and r["evaluator"] == "heuristic"
     assert [imp["gap"]["criterion"] for imp in r["improvements"]] == ["Has unit tests", "Handles quoted fields"]
     assert all(0 < len(imp["memories"]) <= 5 for imp in r["improvements"])
-    assert m.pair_round(TASK, CRITERIA, "unit tests; handles quoted fields", threshold=90)["improvements"] == []
+    assert m.minutes.pair_round(TASK, CRITERIA, "unit tests; handles quoted fields", threshold=90)["improvements"] == []
     assert len(m.store.events(ops=["pair_round"])) == 2
 
 
@@ -143,12 +143,12 @@ def test_one_round_without_revising(m):
 def test_bad_arguments_name_the_field(m, kwargs, field):
     args = {"task": TASK, "criteria": CRITERIA, "output": "v1", "revise": Reviser(), **kwargs}
     with pytest.raises(ValidationError) as info:
-        m.pair(**args)
+        m.minutes.pair(**args)
     assert info.value.field == field
     assert m.store.events(ops=["pair_round"]) == []
 
 
 def test_a_revise_that_returns_no_text_is_an_error_after_its_round_is_logged(m):
     with pytest.raises(ValidationError, match="revise"):
-        m.pair(TASK, CRITERIA, "v1", lambda output, improvements: None, evaluator=ScriptedEvaluator([10]))
+        m.minutes.pair(TASK, CRITERIA, "v1", lambda output, improvements: None, evaluator=ScriptedEvaluator([10]))
     assert len(m.store.events(ops=["pair_round"])) == 1

@@ -29,11 +29,11 @@ def _everything_is_there(memory: Memory) -> None:
     assert [e["event"] for e in memory.history(alex["Is a vegan"], user_id="alex")] == ["ADD", "UPDATE"]
     assert memory.search("lisbon", user_id="alex")["results"][0]["memory"] == "Lives in Lisbon"
 
-    playbook = memory.get_playbook("tutoring", agent_id="tutor")
+    playbook = memory.learning.get_playbook("tutoring", agent_id="tutor")
     assert [s["pattern"] for s in playbook["strategies"]["helpful"]] == ["Give a worked example before the rule"]
     assert playbook["description"] == "how to tutor"
 
-    trajectories = memory.query_trajectories(agent_id="tutor")
+    trajectories = memory.learning.query_trajectories(agent_id="tutor")
     assert [t["task_description"] for t in trajectories] == ["add fractions"]
     assert [m["memory_note"] for m in memory.minutes.recent(project_id="proj-a")] == ["Use SQLite by default"]
     assert all(not (e["run_id"] or "").startswith(f"{PREVIOUS_NAME}:") for e in memory.events(agent_id="tutor"))
@@ -43,9 +43,9 @@ def _everything_is_there(memory: Memory) -> None:
 def _writes_find_what_was_there(memory: Memory) -> None:
     # The header is found again by its content address: updating the playbook does
     # not make a second one.
-    memory.update_playbook([{"pattern": "Check the answer by estimating"}], name="tutoring", agent_id="tutor")
-    assert [p["name"] for p in memory.list_playbooks(agent_id="tutor")] == ["tutoring"]
-    assert len(memory.get_playbook("tutoring", agent_id="tutor")["strategies"]["helpful"]) == 2
+    memory.learning.update_playbook([{"pattern": "Check the answer by estimating"}], name="tutoring", agent_id="tutor")
+    assert [p["name"] for p in memory.learning.list_playbooks(agent_id="tutor")] == ["tutoring"]
+    assert len(memory.learning.get_playbook("tutoring", agent_id="tutor")["strategies"]["helpful"]) == 2
     added = memory.add("I love green tea.", user_id="alex")["results"]
     assert added and added[0]["event"] == "ADD"
     assert added[0]["id"] in {m["id"] for m in memory.get_all(user_id="alex")["results"]}

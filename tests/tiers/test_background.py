@@ -30,7 +30,7 @@ def test_writes_racing_with_maintenance_all_survive(opened):
             k = 0
             while not stop.is_set():
                 k += 1
-                maintainer.maintain(now=at(min(k, 50) * 0.01))  # up to half an hour: nothing expires
+                maintainer.tiers.maintain(now=at(min(k, 50) * 0.01))  # up to half an hour: nothing expires
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
@@ -46,7 +46,7 @@ def test_writes_racing_with_maintenance_all_survive(opened):
         try:
             for i, mid in enumerate(originals):
                 editor.update(mid, f"Edited insight number {i}", user_id="alex")
-                editor.boost(mid, now=at(0.5))
+                editor.tiers.boost(mid, now=at(0.5))
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
@@ -62,7 +62,7 @@ def test_writes_racing_with_maintenance_all_survive(opened):
     threads[0].join()
     assert not errors, errors
     assert len(_runs(maintainer)) > 1  # maintenance really ran meanwhile
-    final = maintainer.maintain(now=at(1))
+    final = maintainer.tiers.maintain(now=at(1))
     assert final["skipped"] == 0
     live = {r["memory"]: r for r in maintainer.get_all(user_id="alex", limit=1000)["results"]}
     # Every added memory is there with its content; every edit survived a promotion.
@@ -83,26 +83,26 @@ def test_end_conversation_returns_at_once_and_coalesces(mem):
     lock.acquire()  # a run of another Memory of this store is in progress
     try:
         started = time.perf_counter()
-        first = mem.end_conversation(user_id="alex", run_id="conv-1", now=at(1))
+        first = mem.tiers.end_conversation(user_id="alex", run_id="conv-1", now=at(1))
         assert time.perf_counter() - started < 0.5
         assert first["scheduled"] and not first["coalesced"]
         deadline = time.monotonic() + 5
-        while not mem.tiers.background.info()["running"] and time.monotonic() < deadline:
+        while not mem.tiers.engine.background.info()["running"] and time.monotonic() < deadline:
             time.sleep(0.01)
-        second = mem.end_conversation(user_id="alex", now=at(2))  # waits behind the running one
-        third = mem.end_conversation(user_id="alex", now=at(3))  # merged into the second
+        second = mem.tiers.end_conversation(user_id="alex", now=at(2))  # waits behind the running one
+        third = mem.tiers.end_conversation(user_id="alex", now=at(3))  # merged into the second
         assert second["running"] and not second["coalesced"]
         assert third["coalesced"]
-        assert not mem.wait_for_maintenance(timeout=0.2)  # still blocked
+        assert not mem.tiers.wait(timeout=0.2)  # still blocked
         assert mem.get_all(user_id="alex")["results"][0]["energy"] == 1.0  # the caller was never blocked
     finally:
         lock.release()
-    assert mem.wait_for_maintenance(timeout=10)
+    assert mem.tiers.wait(timeout=10)
     runs = [r for r in _runs(mem) if r["operation"] == "end_conversation"]
     assert len(runs) == 2  # three requests, two runs, none lost
     assert runs[0]["trigger"] == {"user_id": "alex", "run_id": "conv-1"}
     assert runs[-1]["now"].startswith("2026-01-01T03:00")  # the latest request's time
-    assert mem.tiers.background.info()["coalesced"] == 1
+    assert mem.tiers.engine.background.info()["coalesced"] == 1
 
 
 def test_close_waits_for_background_maintenance(opened, tmp_path):
@@ -112,7 +112,7 @@ def test_close_waits_for_background_maintenance(opened, tmp_path):
     lock.acquire()
     releaser = threading.Timer(0.3, lock.release)
     releaser.start()
-    mem.end_conversation(user_id="alex", now=at(1))
+    mem.tiers.end_conversation(user_id="alex", now=at(1))
     mem.close()  # waits for the run, then closes the store
     releaser.join()
     again = opened()
@@ -126,12 +126,12 @@ def test_a_failed_background_run_is_reported_not_raised(mem, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(mem.tiers, "run", broken)
-    mem.end_conversation(user_id="alex", now=at(1))
-    assert mem.wait_for_maintenance(timeout=10)
-    assert "disk on fire" in mem.tiers.background.info()["last_error"]
-    checks = {c["check"]: c for c in mem.tiers_health(now=at(1))["checks"]}
+    monkeypatch.setattr(mem.tiers.engine, "run", broken)
+    mem.tiers.end_conversation(user_id="alex", now=at(1))
+    assert mem.tiers.wait(timeout=10)
+    assert "disk on fire" in mem.tiers.engine.background.info()["last_error"]
+    checks = {c["check"]: c for c in mem.tiers.health(now=at(1))["checks"]}
     assert checks["last_run"]["status"] == "fail"
     monkeypatch.undo()
-    mem.end_conversation(user_id="alex", now=at(1))  # the worker lives on
-    assert mem.wait_for_maintenance(timeout=10) and mem.tiers.background.info()["runs"] == 1
+    mem.tiers.end_conversation(user_id="alex", now=at(1))  # the worker lives on
+    assert mem.tiers.wait(timeout=10) and mem.tiers.engine.background.info()["runs"] == 1

@@ -49,7 +49,7 @@ def test_tier_commands_refuse_a_store_that_is_not_under_the_energy_policy(target
         assert memory.get(fact["id"])["memory"] == "Lives in Porto"
         assert [e["event"] for e in memory.history(fact["id"])] == ["ADD"]
         with pytest.raises(ConfigurationError, match="set_policy"):
-            memory.maintain()
+            memory.tiers.maintain()
 
 
 def test_an_energy_store_is_opened_under_energy_without_being_told(target) -> None:
@@ -76,7 +76,7 @@ def test_changing_the_policy_is_explicit_logged_and_seen_by_every_process(target
         memory.add("I live in Porto", user_id="alex")
         assert memory.set_policy("energy") == {"policy": "energy", "previous": "default"}
         assert memory.energy
-        memory.maintain(user_id="alex")  # allowed now
+        memory.tiers.maintain(user_id="alex")  # allowed now
     out = _cli(target, "--json", "config", "show")
     assert json.loads(out)["policy"] == "energy"
     assert "already under the 'energy' policy" in _cli(target, "config", "set", "policy", "energy")

@@ -18,17 +18,17 @@ def target(request: pytest.FixtureRequest, tmp_path) -> str:
 
 def test_a_maintenance_run_on_each_backend(target):
     with Memory(target, embedder="hashing", policy="energy") as mem:
-        mem.tiers_config({"use_boost": 0})
+        mem.tiers.config({"use_boost": 0})
         promoted = remember(mem, "Renew the TLS certificate", metadata={"type": "reminder"})
         dying = remember(mem, "Had pasta for lunch")
         test = remember(mem, "A test memory", test=True, metadata={"energy": 0.05})
-        mem.boost(promoted, now=at(1))  # 2.5 e^-0.5 + 1 = 2.516
-        result = mem.maintain(now=at(5))
+        mem.tiers.boost(promoted, now=at(1))  # 2.5 e^-0.5 + 1 = 2.516
+        result = mem.tiers.maintain(now=at(5))
         assert result["memories"] == 2
         # 2.516 * e^-2 = 0.34: decayed, not promoted (the boost came an hour in).
         assert (result["expired"], result["promoted"]) == (1, 0)
-        mem.boost(promoted, amount=2.0, now=at(5))
-        second = mem.maintain(now=at(5))
+        mem.tiers.boost(promoted, amount=2.0, now=at(5))
+        second = mem.tiers.maintain(now=at(5))
         assert second["promoted_to_short_term"] == 1
         live = mem.get_all(user_id="alex")["results"]
         assert [(r["memory"], r["tier"]) for r in live] == [("Renew the TLS certificate", "short_term")]
@@ -36,12 +36,12 @@ def test_a_maintenance_run_on_each_backend(target):
         with pytest.raises(NotFoundError):
             mem.get(dying, user_id="alex")
         assert [h["event"] for h in mem.history(dying, user_id="alex")] == ["ADD", "EXPIRE"]
-        assert mem.test_memories()["results"][0]["id"] == test
-        assert mem.maintain(now=at(5), test_only=True)["expired"] == 1
-        assert mem.tiers_status(now=at(5))["archived"] == 1
-        assert mem.tiers_health(now=at(5))["healthy"]
-        mem.end_conversation(user_id="alex", now=at(6))
-        assert mem.wait_for_maintenance(timeout=30)
+        assert mem.tiers.test_memories()["results"][0]["id"] == test
+        assert mem.tiers.maintain(now=at(5), test_only=True)["expired"] == 1
+        assert mem.tiers.status(now=at(5))["archived"] == 1
+        assert mem.tiers.health(now=at(5))["healthy"]
+        mem.tiers.end_conversation(user_id="alex", now=at(6))
+        assert mem.tiers.wait(timeout=30)
     with Memory(target, embedder="hashing", policy="energy") as again:  # the configuration persisted
-        assert again.tiers_config()["config"]["use_boost"] == 0
-        assert again.tiers_status(now=at(6))["last_run"]["operation"] == "end_conversation"
+        assert again.tiers.config()["config"]["use_boost"] == 0
+        assert again.tiers.status(now=at(6))["last_run"]["operation"] == "end_conversation"

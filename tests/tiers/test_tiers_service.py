@@ -74,7 +74,7 @@ def test_end_of_conversation_is_accepted_and_runs_in_the_background(served):
         _add(client, "Had pasta for lunch", timestamp=at(0))
         answer = client.post("/api/tiers/end-conversation/", json={"user_id": "alex", "run_id": "c1", "now": at(10)})
         assert answer.status_code == 202 and answer.json()["scheduled"]
-        assert client.app.state.service.tenants.get("").wait_for_maintenance(timeout=10)
+        assert client.app.state.service.tenants.get("").tiers.wait(timeout=10)
         assert client.get("/api/memories/", params={"user_id": "alex"}).json()["results"] == []  # expired
         assert client.get("/api/tiers/").json()["expired"] == 1
 

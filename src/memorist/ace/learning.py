@@ -22,8 +22,8 @@ as for an id that does not exist.
 >>> def task(run):
 ...     run.decision("Validate the input before calling the API")
 ...     return "ok", "success"
->>> result, tid = m.execute_with_learning(task, "Call the API", task_type="api_call", playbook_name="api_client")
->>> [s["pattern"] for s in m.get_playbook("api_client")["strategies"]["helpful"]]
+>>> result, tid = m.learning.execute_with_learning(task, "Call the API", task_type="api_call", playbook_name="api_client")
+>>> [s["pattern"] for s in m.learning.get_playbook("api_client")["strategies"]["helpful"]]
 ['Validate the input before calling the API']
 """
 

@@ -166,7 +166,7 @@ def _one_run(path: str, embedder: Embedder, task_list: list[Task], *, learning: 
         outcomes: list[int] = []
         for task in task_list:
             clock["now"] = start + task.number * DAY
-            _result, tid = memory.execute_with_learning(
+            _result, tid = memory.learning.execute_with_learning(
                 lambda run, task=task: agent.run(task, run),
                 task.description,
                 task_type="api_fetch",
@@ -175,19 +175,19 @@ def _one_run(path: str, embedder: Embedder, task_list: list[Task], *, learning: 
                 playbook_name=PLAYBOOK,
                 agent_id=AGENT,
             )
-            outcomes.append(1 if memory.get_trajectory(tid, agent_id=AGENT)["status"] == "success" else 0)
+            outcomes.append(1 if memory.learning.get_trajectory(tid, agent_id=AGENT)["status"] == "success" else 0)
         blocks = [round(sum(outcomes[i : i + block]) / len(outcomes[i : i + block]), 3) for i in range(0, len(outcomes), block)]
         out: dict[str, Any] = {"success_by_block": blocks, "success_rate": round(sum(outcomes) / len(outcomes), 3) if outcomes else 0.0}
         if learning:
-            playbook = memory.get_playbook(PLAYBOOK, agent_id=AGENT)
-            versions = memory.list_playbook_versions(PLAYBOOK, agent_id=AGENT)
-            memory.prune_trajectories(agent_id=AGENT)
+            playbook = memory.learning.get_playbook(PLAYBOOK, agent_id=AGENT)
+            versions = memory.learning.list_playbook_versions(PLAYBOOK, agent_id=AGENT)
+            memory.learning.prune_trajectories(agent_id=AGENT)
             out.update(
                 playbook_size=playbook["size"],
                 near_duplicates=_near_duplicates(memory, playbook),
                 versions_kept=len(versions),
                 versions_made=playbook["version"],
-                trajectories_kept=len(memory.query_trajectories(agent_id=AGENT, limit=1_000_000)),
+                trajectories_kept=len(memory.learning.query_trajectories(agent_id=AGENT, limit=1_000_000)),
                 helpful=[(s["pattern"], s["confidence"], s["evidence_count"]) for s in playbook["strategies"]["helpful"]],
                 harmful=[(s["pattern"], s["confidence"], s["evidence_count"]) for s in playbook["strategies"]["harmful"]],
             )

@@ -66,7 +66,7 @@ def start(app: App, task: tuple[str, ...], task_type: str | None, parent: str | 
     """Start a trajectory for TASK (words joined; '-' reads stdin); prints its id."""
     app.arguments = {"task_description": "TASK"}
     memory = app.memory(create=True)
-    tid = memory.start_trajectory(read_text(task), task_type, full_id(app, parent) if parent else None, user_id=user_id, agent_id=agent_id)
+    tid = memory.learning.start_trajectory(read_text(task), task_type, full_id(app, parent) if parent else None, user_id=user_id, agent_id=agent_id)
     app.emit({"trajectory_id": tid}, lambda: click.echo(tid))
 
 
@@ -82,7 +82,7 @@ def log(app: App, trajectory_id: str, step_type: str, description: tuple[str, ..
     """Log a step of TYPE (decision, action, observation) to trajectory ID."""
     app.arguments = {"description": "DESCRIPTION", "step_type": "TYPE", "trajectory_id": "ID"}
     tid = full_id(app, trajectory_id)
-    app.memory().log_step(tid, step_type, read_text(description), metadata, user_id=user_id, agent_id=agent_id)
+    app.memory().learning.log_step(tid, step_type, read_text(description), metadata, user_id=user_id, agent_id=agent_id)
     app.emit({"trajectory_id": tid, "logged": step_type}, lambda: click.echo(f"Logged {step_type} on {tid}."))
 
 
@@ -98,7 +98,7 @@ def complete(app: App, trajectory_id: str, status: str, score: float | None, err
              user_id: str | None, agent_id: str | None) -> None:
     """Complete trajectory ID with its outcome."""
     app.arguments = {"trajectory_id": "ID"}
-    done = app.memory().complete_trajectory(full_id(app, trajectory_id), status, score, error_message, metrics, user_id=user_id, agent_id=agent_id)
+    done = app.memory().learning.complete_trajectory(full_id(app, trajectory_id), status, score, error_message, metrics, user_id=user_id, agent_id=agent_id)
     stored = "stored" if done["trace_stored"] else "not sampled (steps stay in the log)"
     app.emit(done, lambda: click.echo(
         f"Completed {done['trajectory_id']}: {done['status']} (score {done['success_score']}); "
@@ -117,7 +117,7 @@ def complete(app: App, trajectory_id: str, status: str, score: float | None, err
 def list_(app: App, user_id: str | None, agent_id: str | None, status: str | None, task_type: str | None, since: str | None,
           until: str | None, limit: int) -> None:
     """Trajectories, newest first."""
-    items = app.memory().query_trajectories(user_id=user_id, agent_id=agent_id, status=status, task_type=task_type,
+    items = app.memory().learning.query_trajectories(user_id=user_id, agent_id=agent_id, status=status, task_type=task_type,
                                             since=time_text(since), until=time_text(until), limit=limit)
 
     def human() -> None:
@@ -137,7 +137,7 @@ def list_(app: App, user_id: str | None, agent_id: str | None, status: str | Non
 def show(app: App, trajectory_id: str, user_id: str | None, agent_id: str | None) -> None:
     """One trajectory with its steps."""
     app.arguments = {"trajectory_id": "ID"}
-    item = app.memory().get_trajectory(full_id(app, trajectory_id), user_id=user_id, agent_id=agent_id)
+    item = app.memory().learning.get_trajectory(full_id(app, trajectory_id), user_id=user_id, agent_id=agent_id)
 
     def human() -> None:
         app.pairs({k: v for k, v in item.items() if k != "steps"})
@@ -169,7 +169,7 @@ def reflect(app: App, trajectory_id: str | None, batch: bool, user_id: str | Non
         raise click.UsageError("give a trajectory ID, or --batch (not both)")
     if not batch:
         app.arguments = {"trajectory_id": "ID"}
-        result = memory.reflect(full_id(app, trajectory_id), user_id=user_id, agent_id=agent_id)  # type: ignore[arg-type]
+        result = memory.learning.reflect(full_id(app, trajectory_id), user_id=user_id, agent_id=agent_id)  # type: ignore[arg-type]
 
         def human() -> None:
             click.echo(f"Reflection {result['memory_id']} on {result['trajectory_id']} ({result['status']}):")
@@ -177,7 +177,7 @@ def reflect(app: App, trajectory_id: str | None, batch: bool, user_id: str | Non
 
         app.emit(result, human)
         return
-    results = memory.batch_reflect(agent_id, since, task_type, min_trajectories, user_id=user_id)
+    results = memory.learning.batch_reflect(agent_id, since, task_type, min_trajectories, user_id=user_id)
 
     def human_batch() -> None:
         if not results:

@@ -160,7 +160,7 @@ def reindex(app: App, project_id: str | None, all_projects: bool) -> None:
 def context(app: App, agent_id: str, task: str | None, budget: int, project_id: str | None) -> None:
     """The bounded context window for AGENT: recent + referenced + own memory + retrieved."""
     app.arguments = {"agent_id": "AGENT", "budget_tokens": "--budget"}
-    window = app.memory().build_context(agent_id, task, budget_tokens=budget, project_id=project_id)
+    window = app.memory().minutes.build_context(agent_id, task, budget_tokens=budget, project_id=project_id)
     data = window.to_dict()
 
     def human() -> None:
@@ -178,7 +178,7 @@ def context(app: App, agent_id: str, task: str | None, budget: int, project_id: 
 @pass_app
 def evaluate(app: App, project_id: str | None, dry_run: bool) -> None:
     """Score the project's minutes index; dedupe, resolve contradictions, prune (< 0.3) from the index, never the log."""
-    report = app.memory().evaluate(project_id=project_id, dry_run=dry_run)
+    report = app.memory().minutes.evaluate(project_id=project_id, dry_run=dry_run)
 
     def human() -> None:
         verb = "would prune" if dry_run else "pruned"
@@ -213,7 +213,7 @@ def pair(app: App, task: str, criteria: str, output: str | None, output_file: An
     text = output if output is not None else output_file.read()
     app.arguments = {"output": "--output", "memories_per_gap": "--per-gap"}
     try:
-        result = app.memory(create=True).pair_round(task, criteria, text, threshold=threshold, project_id=project_id,
+        result = app.memory(create=True).minutes.pair_round(task, criteria, text, threshold=threshold, project_id=project_id,
                                                     agent_id=agent_id, memories_per_gap=per_gap)
     except UnicodeDecodeError as exc:  # pragma: no cover - click reads the file lazily
         raise CommandError(f"--output-file: not UTF-8 text ({exc})") from exc

@@ -433,9 +433,9 @@ def playbook_get(app: App, name: str, user_id: str | None, agent_id: str | None,
     """Show playbook NAME [default: default] with its strategies, best first."""
     memory = app.memory()
     if version is None:
-        data = memory.get_playbook(name, agent_id, user_id=user_id, scope=scope)
+        data = memory.learning.get_playbook(name, agent_id, user_id=user_id, scope=scope)
     else:
-        data = memory.get_playbook_version(name, version, **_owner(user_id, agent_id, scope))
+        data = memory.learning.get_playbook_version(name, version, **_owner(user_id, agent_id, scope))
         data = {**data, "scope": scope or ("user" if user_id and not agent_id else "agent"), "user_id": user_id, "agent_id": agent_id}
     app.emit(data, lambda: _show_playbook(app, data))
 
@@ -445,7 +445,7 @@ def playbook_get(app: App, name: str, user_id: str | None, agent_id: str | None,
 @pass_app
 def playbook_list(app: App, user_id: str | None, agent_id: str | None, scope: str | None) -> None:
     """The playbooks of a scope."""
-    items = app.memory().list_playbooks(**_owner(user_id, agent_id, scope))
+    items = app.memory().learning.list_playbooks(**_owner(user_id, agent_id, scope))
 
     def human() -> None:
         if not items:
@@ -496,8 +496,8 @@ def playbook_update(app: App, name: str, user_id: str | None, agent_id: str | No
     if not strategies and not replace:
         raise click.UsageError("nothing to add: give --file or --pattern")
     memory = app.memory(create=True)
-    playbook_id = memory.update_playbook(strategies, name, not replace, **_owner(user_id, agent_id, scope))
-    data = memory.get_playbook(name, agent_id, user_id=user_id, scope=scope)
+    playbook_id = memory.learning.update_playbook(strategies, name, not replace, **_owner(user_id, agent_id, scope))
+    data = memory.learning.get_playbook(name, agent_id, user_id=user_id, scope=scope)
     app.emit({"playbook_id": playbook_id, **data}, lambda: _show_playbook(app, data))
 
 
@@ -510,7 +510,7 @@ def playbook_curate(app: App, name: str, reflections: tuple[str, ...], user_id: 
     """Curate reflections (ids from `memorist reflect`) into playbook NAME."""
     memory = app.memory()
     ids = [memory.resolve_id(r) for r in reflections]
-    result = memory.curate_playbook(ids, name, **_owner(user_id, agent_id, scope))
+    result = memory.learning.curate_playbook(ids, name, **_owner(user_id, agent_id, scope))
     app.emit(result, lambda: _show_diff(result))
 
 
@@ -520,7 +520,7 @@ def playbook_curate(app: App, name: str, reflections: tuple[str, ...], user_id: 
 @pass_app
 def playbook_versions(app: App, name: str, user_id: str | None, agent_id: str | None, scope: str | None) -> None:
     """The versions of playbook NAME that are kept (latest 5, every major one, the last 90 days)."""
-    items = app.memory().list_playbook_versions(name, **_owner(user_id, agent_id, scope))
+    items = app.memory().learning.list_playbook_versions(name, **_owner(user_id, agent_id, scope))
 
     def human() -> None:
         if not items:
@@ -541,7 +541,7 @@ def playbook_versions(app: App, name: str, user_id: str | None, agent_id: str | 
 @pass_app
 def playbook_rollback(app: App, name: str, version: int, user_id: str | None, agent_id: str | None, scope: str | None) -> None:
     """Make a new version of playbook NAME equal to VERSION."""
-    result = app.memory().rollback_playbook(name, version, **_owner(user_id, agent_id, scope))
+    result = app.memory().learning.rollback_playbook(name, version, **_owner(user_id, agent_id, scope))
     app.emit(result, lambda: click.echo(
         f"Playbook {name} rolled back to version {version}: now version {result['version']} ({result['version_label']}); "
         f"{len(result['added'])} restored, {len(result['updated'])} reset, {len(result['removed'])} removed."

@@ -49,7 +49,7 @@ def _tier_id(app: App, prefix: str) -> str:
     try:
         return memory.resolve_id(prefix)
     except NotFoundError:
-        found = memory.tiers.resolve_test_id(prefix.strip())
+        found = memory.tiers.engine.resolve_test_id(prefix.strip())
         if found is None:
             raise
         return found
@@ -100,7 +100,7 @@ def maintain(app: App, test_only: bool, now: str | None, user_id: str | None, ag
     file next to the store).
     """
     app.arguments = {"now": "--now"}
-    result = _energy(app).maintain(now=time_text(now), test_only=test_only, **scope(user_id, agent_id, run_id))
+    result = _energy(app).tiers.maintain(now=time_text(now), test_only=test_only, **scope(user_id, agent_id, run_id))
 
     def human() -> None:
         click.echo(_run_text(result))
@@ -128,7 +128,7 @@ def boost(app: App, memory_id: str, amount: float | None, now: str | None, user_
           run_id: str | None) -> None:
     """Add energy to memory ID (a unique prefix will do; test memories too)."""
     app.arguments = {"memory_id": "ID", "now": "--now", "amount": "--amount"}
-    item = _energy(app).boost(_tier_id(app, memory_id), amount, time_text(now), **scope(user_id, agent_id, run_id))
+    item = _energy(app).tiers.boost(_tier_id(app, memory_id), amount, time_text(now), **scope(user_id, agent_id, run_id))
     app.emit(item, lambda: click.echo(
         f"Boosted {item['id']} by {item['amount']:g}: energy {item['energy_before']:.3f} -> {item['energy']:.3f} ({item['tier']})."
     ))
@@ -148,7 +148,7 @@ def status(app: App, test_only: bool, now: str | None, user_id: str | None, agen
     """How many memories each tier holds, and their energies (the store's, or with
     --user/--agent/--run only those memories')."""
     app.arguments = {"now": "--now"}
-    data = _energy(app).tiers_status(test_only=test_only, now=time_text(now), **scope(user_id, agent_id, run_id))
+    data = _energy(app).tiers.status(test_only=test_only, now=time_text(now), **scope(user_id, agent_id, run_id))
 
     def human() -> None:
         label = "test memories" if test_only else "memories"
@@ -176,7 +176,7 @@ def health(app: App, now: str | None, user_id: str | None, agent_id: str | None,
     """Check the energy tiers: configuration, counts, stale decays, links, last run, log
     (with --user/--agent/--run, of those memories only). Exit code 1 when a check fails."""
     app.arguments = {"now": "--now"}
-    report = _energy(app).tiers_health(now=time_text(now), **scope(user_id, agent_id, run_id))
+    report = _energy(app).tiers.health(now=time_text(now), **scope(user_id, agent_id, run_id))
 
     def human() -> None:
         app.table(
@@ -204,7 +204,7 @@ def config(app: App, settings: tuple[str, ...], reset: bool) -> None:
             raise click.BadParameter(f"{setting!r} is not KEY=VALUE", param_hint="--set")
         changes[key.strip()] = value.strip()
     memory = _energy(app)
-    info = memory.tiers_config(changes or None, reset=reset)
+    info = memory.tiers.config(changes or None, reset=reset)
 
     def human() -> None:
         source = f"persisted (event {info['seq']}, {when(info['changed_at'])})" if info["persisted"] else "spec 002's defaults (not persisted yet)"
@@ -235,10 +235,10 @@ def tests(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
     """The test memories (kept apart from the real ones), or --delete them."""
     memory = _energy(app)
     if delete:
-        done = memory.delete_test_memories(**scope(user_id, agent_id, run_id))
+        done = memory.tiers.delete_test_memories(**scope(user_id, agent_id, run_id))
         app.emit(done, lambda: click.echo(f"Deleted {done['deleted']} test memories."))
         return
-    data = memory.test_memories(**scope(user_id, agent_id, run_id), limit=limit)
+    data = memory.tiers.test_memories(**scope(user_id, agent_id, run_id), limit=limit)
     app.emit(data, lambda: _items_table(app, data["results"], empty="No test memories."))
 
 
@@ -262,7 +262,7 @@ def test_memory(app: App, text: tuple[str, ...], user_id: str | None, agent_id: 
     added = memory.add(read_text(text), **scope(user_id, agent_id, run_id), metadata=metadata or None, infer=False,
                        timestamp=time_text(timestamp), test=True)
     ids = [r["id"] for r in added["results"]]
-    items = [i for i in memory.test_memories(**scope(user_id, agent_id, run_id), limit=1000)["results"] if i["id"] in ids]
+    items = [i for i in memory.tiers.test_memories(**scope(user_id, agent_id, run_id), limit=1000)["results"] if i["id"] in ids]
     app.emit({"results": items}, lambda: _items_table(app, items))
 
 
@@ -288,7 +288,7 @@ def plot(app: App, out: str, samples: int, now: str | None) -> None:
     memory = _energy(app)
     at = timestamp(time_text(now), field="now")
     try:
-        result = plot_tiers(out, memory.tiers.config(), memory.tiers.samples(now=time.time() if at is None else at, per_tier=samples))
+        result = plot_tiers(out, memory.tiers.engine.config(), memory.tiers.engine.samples(now=time.time() if at is None else at, per_tier=samples))
     except OSError as exc:
         raise CommandError(f"cannot write {out}: {exc.strerror or exc}") from exc
     app.emit(result, lambda: click.echo(f"Wrote {result['path']} ({result['bytes']:,} bytes, {result['curves']} curves)."))

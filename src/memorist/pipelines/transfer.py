@@ -478,9 +478,13 @@ def import_lines(importer: Importer, lines: Iterable[str | dict[str, Any]], *, p
             importer.flush()
             raise ImportLineError(n + 1, f"the text from here on is not UTF-8 ({exc.reason})", importer.summary()) from exc
         n += 1
+        if progress is not None:  # told before the line is fed: a failing function changes nothing of it
+            try:
+                progress(n)
+            except Exception as exc:  # the caller's function failed: stop, as for a bad argument
+                raise ValidationError("progress", f"the progress function raised {type(exc).__name__}: {exc}; "
+                                      f"the import stopped before line {n} (batches written before it stay)") from exc
         importer.feed(n, raw)
-        if progress is not None:
-            progress(n)
     try:
         importer.flush()
     except ImportLineError:

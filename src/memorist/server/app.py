@@ -370,7 +370,7 @@ def _register_learning_routes(app: FastAPI) -> None:
     def start_trajectory(body: s.StartTrajectoryRequest, request: Request, caller: CallerDep) -> Any:
         """Start recording a task execution; its steps follow."""
         memory = request_service(request).memory(caller)
-        tid = memory.start_trajectory(body.task_description, body.task_type, body.parent_trajectory_id,
+        tid = memory.learning.start_trajectory(body.task_description, body.task_type, body.parent_trajectory_id,
                                       user_id=caller.user(body.user_id), agent_id=body.agent_id)
         return JSONResponse({"trajectory_id": tid})
 
@@ -388,7 +388,7 @@ def _register_learning_routes(app: FastAPI) -> None:
     ) -> Any:
         """Trajectories by agent, user, status, task type and time, newest first."""
         memory = request_service(request).memory(caller)
-        items = memory.query_trajectories(user_id=caller.user(user_id), agent_id=agent_id, status=status, task_type=task_type,
+        items = memory.learning.query_trajectories(user_id=caller.user(user_id), agent_id=agent_id, status=status, task_type=task_type,
                                           since=time_text(since), until=time_text(until), limit=limit)
         return JSONResponse({"results": items})
 
@@ -398,14 +398,14 @@ def _register_learning_routes(app: FastAPI) -> None:
         """A trajectory with its steps."""
         memory = request_service(request).memory(caller)
         user = _learning_user(caller, user_id, "trajectory", trajectory_id)
-        return JSONResponse(memory.get_trajectory(trajectory_id, user_id=user, agent_id=agent_id))
+        return JSONResponse(memory.learning.get_trajectory(trajectory_id, user_id=user, agent_id=agent_id))
 
     @app.post("/api/trajectories/{trajectory_id}/steps/", response_model=s.StepLogged, summary="Log a step", **traj)
     def log_step(body: s.StepRequest, request: Request, caller: CallerDep, trajectory_id: str = TrajectoryPath) -> Any:
         """Append a step (decision, action, observation) to a running trajectory."""
         memory = request_service(request).memory(caller)
         user = _learning_user(caller, body.user_id, "trajectory", trajectory_id)
-        memory.log_step(trajectory_id, body.step_type, body.description, body.metadata, user_id=user, agent_id=body.agent_id)
+        memory.learning.log_step(trajectory_id, body.step_type, body.description, body.metadata, user_id=user, agent_id=body.agent_id)
         return JSONResponse({"trajectory_id": trajectory_id, "logged": body.step_type})
 
     @app.post("/api/trajectories/{trajectory_id}/complete/", response_model=s.TrajectoryItem, summary="Complete a trajectory", **traj)
@@ -413,7 +413,7 @@ def _register_learning_routes(app: FastAPI) -> None:
         """Close a trajectory with its outcome and metrics."""
         memory = request_service(request).memory(caller)
         user = _learning_user(caller, body.user_id, "trajectory", trajectory_id)
-        return JSONResponse(memory.complete_trajectory(trajectory_id, body.status, body.success_score, body.error_message, body.metrics,
+        return JSONResponse(memory.learning.complete_trajectory(trajectory_id, body.status, body.success_score, body.error_message, body.metrics,
                                                        user_id=user, agent_id=body.agent_id))
 
     @app.post("/api/trajectories/{trajectory_id}/reflect/", response_model=s.ReflectionItem, summary="Reflect on a trajectory", **traj)
@@ -421,13 +421,13 @@ def _register_learning_routes(app: FastAPI) -> None:
         """What a completed trajectory shows: successful and failure patterns, neutral observations, recommendations."""
         memory = request_service(request).memory(caller)
         user = _learning_user(caller, body.user_id, "trajectory", trajectory_id)
-        return JSONResponse(memory.reflect(trajectory_id, user_id=user, agent_id=body.agent_id))
+        return JSONResponse(memory.learning.reflect(trajectory_id, user_id=user, agent_id=body.agent_id))
 
     @app.post("/api/reflections/batch/", response_model=s.ReflectionList, summary="Reflect on many trajectories", **traj)
     def batch_reflect(body: s.BatchReflectRequest, request: Request, caller: CallerDep) -> Any:
         """Patterns across completed trajectories, one reflection per task type."""
         memory = request_service(request).memory(caller)
-        results = memory.batch_reflect(body.agent_id, body.since, body.task_type, body.min_trajectories,
+        results = memory.learning.batch_reflect(body.agent_id, body.since, body.task_type, body.min_trajectories,
                                        user_id=caller.user(body.user_id), until=body.until)
         return JSONResponse({"results": results})
 
@@ -436,14 +436,14 @@ def _register_learning_routes(app: FastAPI) -> None:
                        scope: str = Query(None, pattern="^(agent|user|tenant|global)$")) -> Any:
         """The playbooks of a scope, without their strategies."""
         memory = request_service(request).memory(caller)
-        return JSONResponse({"results": memory.list_playbooks(user_id=caller.user(user_id), agent_id=agent_id, scope=scope)})
+        return JSONResponse({"results": memory.learning.list_playbooks(user_id=caller.user(user_id), agent_id=agent_id, scope=scope)})
 
     @app.get("/api/playbooks/{name}/", response_model=s.PlaybookItem, summary="A playbook", **book)
     def get_playbook(request: Request, caller: CallerDep, name: str = NamePath, user_id: str = _query_id("user"),
                      agent_id: str = _query_id("agent"), scope: str = Query(None, pattern="^(agent|user|tenant|global)$")) -> Any:
         """A playbook with its strategies by category, best first (one never written: empty, version 0)."""
         memory = request_service(request).memory(caller)
-        return JSONResponse(memory.get_playbook(name, agent_id, user_id=caller.user(user_id), scope=scope))
+        return JSONResponse(memory.learning.get_playbook(name, agent_id, user_id=caller.user(user_id), scope=scope))
 
     @app.put("/api/playbooks/{name}/", response_model=s.PlaybookItem, summary="Update a playbook", **book)
     def update_playbook(body: s.UpdatePlaybookRequest, request: Request, caller: CallerDep, name: str = NamePath) -> Any:
@@ -451,16 +451,16 @@ def _register_learning_routes(app: FastAPI) -> None:
         _writable(caller, body.scope)
         memory = request_service(request).memory(caller)
         user = caller.user(body.user_id)
-        playbook_id = memory.update_playbook(body.strategies, name, body.merge, user_id=user, agent_id=body.agent_id,
+        playbook_id = memory.learning.update_playbook(body.strategies, name, body.merge, user_id=user, agent_id=body.agent_id,
                                              scope=body.scope, major=body.major)
-        return JSONResponse({**memory.get_playbook(name, body.agent_id, user_id=user, scope=body.scope), "playbook_id": playbook_id})
+        return JSONResponse({**memory.learning.get_playbook(name, body.agent_id, user_id=user, scope=body.scope), "playbook_id": playbook_id})
 
     @app.post("/api/playbooks/{name}/curate/", response_model=s.CurationResponse, summary="Curate reflections into a playbook", **book)
     def curate_playbook(body: s.CuratePlaybookRequest, request: Request, caller: CallerDep, name: str = NamePath) -> Any:
         """The reflections' patterns become strategies: ``{"added", "updated", "removed"}``."""
         _writable(caller, body.scope)
         memory = request_service(request).memory(caller)
-        return JSONResponse(memory.curate_playbook(body.reflections, name, user_id=caller.user(body.user_id), agent_id=body.agent_id,
+        return JSONResponse(memory.learning.curate_playbook(body.reflections, name, user_id=caller.user(body.user_id), agent_id=body.agent_id,
                                                    scope=body.scope))
 
     @app.get("/api/playbooks/{name}/versions/", response_model=s.VersionList, summary="A playbook's versions", **book)
@@ -468,7 +468,7 @@ def _register_learning_routes(app: FastAPI) -> None:
                           agent_id: str = _query_id("agent"), scope: str = Query(None, pattern="^(agent|user|tenant|global)$")) -> Any:
         """The versions kept (latest 5, every major one, the last 90 days), oldest first."""
         memory = request_service(request).memory(caller)
-        return JSONResponse({"results": memory.list_playbook_versions(name, user_id=caller.user(user_id), agent_id=agent_id, scope=scope)})
+        return JSONResponse({"results": memory.learning.list_playbook_versions(name, user_id=caller.user(user_id), agent_id=agent_id, scope=scope)})
 
     @app.get("/api/playbooks/{name}/versions/{version}/", response_model=s.PlaybookItem, summary="One version of a playbook", **book)
     def playbook_version(request: Request, caller: CallerDep, name: str = NamePath, version: int = PathParam(ge=1, le=MAX_LIMIT),
@@ -476,14 +476,14 @@ def _register_learning_routes(app: FastAPI) -> None:
                          scope: str = Query(None, pattern="^(agent|user|tenant|global)$")) -> Any:
         """A kept version, with its strategies."""
         memory = request_service(request).memory(caller)
-        return JSONResponse(memory.get_playbook_version(name, version, user_id=caller.user(user_id), agent_id=agent_id, scope=scope))
+        return JSONResponse(memory.learning.get_playbook_version(name, version, user_id=caller.user(user_id), agent_id=agent_id, scope=scope))
 
     @app.post("/api/playbooks/{name}/rollback/", response_model=s.CurationResponse, summary="Roll a playbook back", **book)
     def rollback_playbook(body: s.RollbackRequest, request: Request, caller: CallerDep, name: str = NamePath) -> Any:
         """A new (major) version equal to ``version``."""
         _writable(caller, body.scope)
         memory = request_service(request).memory(caller)
-        return JSONResponse(memory.rollback_playbook(name, body.version, user_id=caller.user(body.user_id), agent_id=body.agent_id,
+        return JSONResponse(memory.learning.rollback_playbook(name, body.version, user_id=caller.user(body.user_id), agent_id=body.agent_id,
                                                      scope=body.scope))
 
 

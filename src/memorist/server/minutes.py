@@ -175,7 +175,7 @@ def register_minute_routes(app: FastAPI) -> None:
     def build_context(body: ContextRequest, request: Request, caller: CallerDep) -> Any:
         """Recent + referenced + the agent's memory + retrieved for the task, within the token budget."""
         memory = _memory(request, caller)
-        window = memory.build_context(body.agent_id, body.task, budget_tokens=body.budget_tokens,
+        window = memory.minutes.build_context(body.agent_id, body.task, budget_tokens=body.budget_tokens,
                                       project_id=_project(caller, body.project_id))
         return JSONResponse(window.to_dict())
 
@@ -183,13 +183,13 @@ def register_minute_routes(app: FastAPI) -> None:
     def evaluate(body: EvaluateRequest, request: Request, caller: CallerDep) -> Any:
         """Score, deduplicate, resolve contradictions, prune under 0.3 (index only; the log keeps all)."""
         memory = _memory(request, caller)
-        return JSONResponse(memory.evaluate(project_id=_project(caller, body.project_id), dry_run=body.dry_run))
+        return JSONResponse(memory.minutes.evaluate(project_id=_project(caller, body.project_id), dry_run=body.dry_run))
 
     @app.post("/api/pair/", summary="One PAIR evaluation round", **api)
     def pair_round(body: PairRequest, request: Request, caller: CallerDep) -> Any:
         """A fresh evaluator's score and gaps, and the memories retrieved for each gap."""
         memory = _memory(request, caller)
-        return JSONResponse(memory.pair_round(body.task, body.criteria, body.output, threshold=body.threshold,
+        return JSONResponse(memory.minutes.pair_round(body.task, body.criteria, body.output, threshold=body.threshold,
                                               project_id=_project(caller, body.project_id), agent_id=body.agent_id,
                                               memories_per_gap=body.memories_per_gap))
 

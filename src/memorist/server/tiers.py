@@ -148,7 +148,7 @@ def register_tier_routes(app: FastAPI) -> None:
         """Decay, expire and promote the memories of the scope (a tenant key naming no
         id: the whole tenant) at ``now``; the run's counts and changes."""
         memory = _memory(request, caller)
-        return JSONResponse(memory.maintain(body.now, body.test_only, user_id=caller.user(body.user_id), agent_id=body.agent_id,
+        return JSONResponse(memory.tiers.maintain(body.now, body.test_only, user_id=caller.user(body.user_id), agent_id=body.agent_id,
                                             run_id=body.run_id))
 
     @app.post("/api/tiers/end-conversation/", response_model=Scheduled, status_code=202, summary="A conversation ended", **api)
@@ -156,32 +156,32 @@ def register_tier_routes(app: FastAPI) -> None:
         """Maintain the conversation's space in the background; answers at once
         (``coalesced``: merged into a run already waiting)."""
         memory = _memory(request, caller)
-        answer = memory.end_conversation(user_id=caller.user(body.user_id), agent_id=body.agent_id, run_id=body.run_id, now=body.now)
+        answer = memory.tiers.end_conversation(user_id=caller.user(body.user_id), agent_id=body.agent_id, run_id=body.run_id, now=body.now)
         return JSONResponse(answer, status_code=202)
 
     @app.post("/api/tiers/boost/", response_model=TierItem, summary="Boost a memory's energy", **api)
     def boost(body: BoostRequest, request: Request, caller: CallerDep) -> Any:
         """Add energy to a memory (after decaying it to ``now``)."""
         memory = _memory(request, caller)
-        return JSONResponse(memory.boost(body.memory_id, body.amount, body.now, user_id=caller.owner(body.user_id, body.memory_id),
+        return JSONResponse(memory.tiers.boost(body.memory_id, body.amount, body.now, user_id=caller.owner(body.user_id, body.memory_id),
                                          agent_id=body.agent_id, run_id=body.run_id))
 
     @app.get("/api/tiers/", response_model=TierStatus, summary="Energy tiers: distribution", **api)
     def status(request: Request, caller: CallerDep, test_only: bool = Query(False, description="The test memories' distribution.")) -> Any:
         """How many memories each tier holds, and their energies (the tenant's; a
         user-bound key's: its user's only)."""
-        return JSONResponse(_memory(request, caller).tiers_status(test_only=test_only, user_id=caller.user(None)))
+        return JSONResponse(_memory(request, caller).tiers.status(test_only=test_only, user_id=caller.user(None)))
 
     @app.get("/api/tiers/health/", response_model=TierHealth, summary="Energy tiers: health checks", **api)
     def health(request: Request, caller: CallerDep) -> Any:
         """Configuration, counts, stale decays, due promotions, links, last run, log
         (a user-bound key: of its user's memories only)."""
-        return JSONResponse(_memory(request, caller).tiers_health(user_id=caller.user(None)))
+        return JSONResponse(_memory(request, caller).tiers.health(user_id=caller.user(None)))
 
     @app.get("/api/tiers/config/", response_model=TierConfig, summary="Energy tiers: configuration", **api)
     def get_config(request: Request, caller: CallerDep) -> Any:
         """The configuration in force (persisted in the store, else spec 002's defaults)."""
-        return JSONResponse(_memory(request, caller).tiers_config())
+        return JSONResponse(_memory(request, caller).tiers.config())
 
     @app.put("/api/tiers/config/", response_model=TierConfig, summary="Energy tiers: change the configuration",
              responses=errors, tags=["energy tiers"])
@@ -190,14 +190,14 @@ def register_tier_routes(app: FastAPI) -> None:
         if caller.user_id is not None:
             raise ApiError(403, "a key bound to a user cannot change the tenant's energy tiers configuration")
         memory = _memory(request, caller)
-        return JSONResponse(memory.tiers_config(body.changes, reset=body.reset))
+        return JSONResponse(memory.tiers.config(body.changes, reset=body.reset))
 
     @app.get("/api/tiers/tests/", response_model=TierItems, summary="Test memories", **api)
     def test_memories(request: Request, caller: CallerDep, user_id: str = _query_id("user"), agent_id: str = _query_id("agent"),
                       run_id: str = _query_id("run"), limit: int = Query(100, ge=1, le=MAX_LIMIT)) -> Any:
         """The test memories (kept apart from the real ones), newest first."""
         memory = _memory(request, caller)
-        return JSONResponse(memory.test_memories(user_id=caller.user(user_id), agent_id=agent_id, run_id=run_id, limit=limit))
+        return JSONResponse(memory.tiers.test_memories(user_id=caller.user(user_id), agent_id=agent_id, run_id=run_id, limit=limit))
 
 
 __all__ = ["register_tier_routes"]
