@@ -1,4 +1,5 @@
-"""Shared fixtures: a hermetic environment, no network, and a throwaway Memory."""
+"""Shared fixtures: a hermetic environment, no network, a throwaway Memory, a real
+PostgreSQL server, and ``backend``: the same test on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import ipaddress
 import itertools
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -93,6 +95,66 @@ def memory(db_path):
     yield m
     m.close()
 
+
+# Both storage backends -------------------------------------------------------------------
+# The capability suites (tests/ace, tests/learning, tests/tiers, tests/minutes) run each
+# test that opens a Memory on SQLite and on PostgreSQL, as the store contract runs on both
+# (tests/contract, tests/postgres/test_pg_contract.py): the engine promises the same
+# behaviour on each. A test asks for ``backend`` (or for a suite fixture built on it:
+# ``mem``, ``opened``, ``m`` ...) and is collected twice, ``[sqlite]`` and
+# ``[postgresql]``. A test about SQLite itself (a file path, the maintenance log beside the
+# file, the CLI or a subprocess on a file) is marked ``@pytest.mark.sqlite_only("why")``:
+# with ``backend`` it is collected for SQLite alone; without, the mark says why it never
+# runs on PostgreSQL.
+BACKENDS = ("sqlite", "postgresql")
+
+
+class Backend:
+    """The stores of one test on one backend.
+
+    ``name`` is ``"sqlite"`` or ``"postgresql"``; ``target`` is the path or URL of a
+    fresh, empty store: a file in the test's ``tmp_path``, or the test's own database
+    (``pg_url``). Open it as often as needed, as other processes would. ``fresh()`` is
+    the target of another empty store: another file, or another schema (the ``schema``
+    option) of the same database.
+    """
+
+    def __init__(self, name: str, target: str, folder: Path) -> None:
+        self.name = name
+        self.target = target
+        self._folder = folder
+        self._stores = itertools.count(2)
+
+    def fresh(self) -> str:
+        n = next(self._stores)
+        if self.name == "sqlite":
+            return str(self._folder / f"store-{n}.db")
+        return self.target + ("&" if "?" in self.target else "?") + f"schema=memorist_{n}"
+
+    def __repr__(self) -> str:
+        return f"Backend({self.name!r}, {self.target!r})"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sqlite_only(reason): runs on SQLite alone, though its suite runs on both backends (the reason says why)"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    only = metafunc.definition.get_closest_marker("sqlite_only")
+    if only is not None and not (only.args and isinstance(only.args[0], str) and only.args[0].strip()):
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: sqlite_only needs a reason")
+    if "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", ["sqlite"] if only else list(BACKENDS), indirect=True)
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """This test's stores on one backend (parametrised by ``pytest_generate_tests``)."""
+    if request.param == "postgresql":
+        return Backend("postgresql", request.getfixturevalue("pg_url"), tmp_path)
+    return Backend("sqlite", str(tmp_path / "store.db"), tmp_path)
 
 
 # PostgreSQL ------------------------------------------------------------------------------

@@ -11,6 +11,9 @@ from memorist import Embedder
 
 DIM = 16
 
+#: How spec 000's "[ACE Memory] Loaded N bullets from <store>" line names each backend's store.
+STORE_NAMES = {"sqlite": "SQLite", "postgresql": "Postgres"}
+
 
 class MappedEmbedder(Embedder):
     """Returns the vector chosen for a text; any other text gets its own direction.

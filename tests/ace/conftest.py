@@ -1,4 +1,5 @@
-"""Fixtures of the playbook tests: a test embedder whose similarities are chosen exactly."""
+"""Fixtures of the playbook tests: a test embedder whose similarities are chosen exactly,
+and a Memory on each storage backend (``backend``, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ def embedder() -> MappedEmbedder:
 
 
 @pytest.fixture
-def mem(tmp_path, embedder):
-    m = Memory(str(tmp_path / "ace.db"), embedder=embedder)
+def mem(backend, embedder):
+    m = Memory(backend.target, embedder=embedder)
     yield m
     m.close()
 

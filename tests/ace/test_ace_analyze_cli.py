@@ -11,6 +11,8 @@ from click.testing import CliRunner
 from memorist import Memory, Playbook
 from memorist.cli import cli
 
+pytestmark = pytest.mark.sqlite_only("memorist analyze through the CLI runner, on a file")
+
 LESSONS = [
     ("sam", "Use pizza slices to show the equal parts of a whole", "strategy", "fractions"),
     ("sam", "Sam adds the denominators when adding fractions", "experience", "fractions"),

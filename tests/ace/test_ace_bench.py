@@ -61,6 +61,7 @@ def test_locomo_turns_follow_session_and_dialog_order():
     assert bench._recall([], [], 5) == 1.0
 
 
+@pytest.mark.sqlite_only("the benchmark makes its own SQLite files in a folder")
 def test_evolve_json_shape_through_the_cli(tmp_path):
     data = tmp_path / "tiny.json"
     data.write_text(json.dumps(TINY_LOCOMO))
@@ -81,6 +82,7 @@ def test_evolve_json_shape_through_the_cli(tmp_path):
     assert missing.exit_code == 2 and "--data" in missing.output
 
 
+@pytest.mark.sqlite_only("the benchmark makes its own SQLite files in a folder")
 def test_tutoring_run_on_a_small_stream(tmp_path):
     stream = tutoring.generate(3, conversations=1, turns_per_conversation=4)
     emb = bench.CachingEmbedder(HashingEmbedder())
@@ -90,6 +92,7 @@ def test_tutoring_run_on_a_small_stream(tmp_path):
     assert figures["ltmbse"]["capacity_exceeded"] is False
 
 
+@pytest.mark.sqlite_only("the benchmark makes its own SQLite files in a folder")
 @pytest.mark.model
 def test_ltmbse_beats_the_baseline_on_the_tutoring_stream(tmp_path):
     from memorist.embed import resolve_embedder

@@ -1,4 +1,4 @@
-"""Two writers learning the same lesson at the same moment end with one bullet."""
+"""Two writers learning the same lesson at the same moment end with one bullet (on each backend)."""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ def _race(turns, lessons):
 
 
 @pytest.mark.parametrize("twin", [LESSON, "remind the learner that 1/2 becomes 3/6.", "Remind the learner: 1/2 becomes 3/6"])
-def test_two_memory_instances_on_one_file(tmp_path, twin):
-    path = str(tmp_path / "race.db")
+def test_two_memory_instances_on_one_store(backend, twin):
+    path = backend.target
     embedder = MappedEmbedder({LESSON: MappedEmbedder.axis(0), twin: MappedEmbedder.at(0.97) if twin != LESSON else MappedEmbedder.axis(0)})
     m1, m2 = Memory(path, embedder=embedder), Memory(path, embedder=embedder)
     try:
@@ -54,9 +54,9 @@ def test_two_memory_instances_on_one_file(tmp_path, twin):
         m2.close()
 
 
-def test_two_threads_sharing_one_memory(tmp_path):
+def test_two_threads_sharing_one_memory(backend):
     embedder = MappedEmbedder({LESSON: MappedEmbedder.axis(0)})
-    with Memory(str(tmp_path / "race.db"), embedder=embedder) as memory:
+    with Memory(backend.target, embedder=embedder) as memory:
         pb = Playbook(memory)
         _race([pb.turn("sam", "c1"), pb.turn("sam", "c2")], [LESSON, LESSON])
         (b,) = pb.bullets("sam")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ace_helpers import MappedEmbedder
+from ace_helpers import STORE_NAMES, MappedEmbedder
 
 from memorist import Playbook
 from memorist.policies.text import preview
@@ -13,7 +13,7 @@ at, axis = MappedEmbedder.at, MappedEmbedder.axis
 
 ID = r"[0-9a-f-]{36}"
 SPEC_LINES = {
-    "loaded": r"^\[ACE Memory\] Loaded \d+ bullets from SQLite for learner=sam$",
+    "loaded": r"^\[ACE Memory\] Loaded \d+ bullets from {store} for learner=sam$",
     "inject": r"^\[ACE Memory\]\[Inject\] Retrieved \d+ bullets for question: .+$",
     "inject_bullet": rf"^\[ACE Memory\]\[Inject\] id={ID} score=\d+\.\d{{3}} helpful=\d+ harmful=\d+ tags=\[.*\] content=.+$",
     "reinforce": rf"^\[Curator\]\[Heuristic Reinforce\] id={ID} score=0\.9\d\d content=.+$",
@@ -26,7 +26,7 @@ SPEC_LINES = {
 }
 
 
-def test_every_spec_log_line_is_emitted(embedder, mem, ace_logs):
+def test_every_spec_log_line_is_emitted(embedder, mem, ace_logs, backend):
     embedder.mapping.update({
         "Draw the fractions": axis(0), "Draw the fractions again": at(0.95),  # reinforce
         "Near twin": at(0.93, 0, 3),  # merged on write (curator threshold raised below)
@@ -50,6 +50,7 @@ def test_every_spec_log_line_is_emitted(embedder, mem, ace_logs):
 
     messages = ace_logs()
     for name, pattern in SPEC_LINES.items():
+        pattern = pattern.replace("{store}", STORE_NAMES[backend.name])
         assert any(re.match(pattern, m) for m in messages), f"no {name} line matching {pattern!r} in:\n" + "\n".join(messages)
     assert "[Curator] Using heuristic delta generation (LLM disabled)." in messages
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from ace_helpers import MappedEmbedder
+from ace_helpers import STORE_NAMES, MappedEmbedder
 
 from memorist import Bullet, Curator, Delta, Lesson, Memory, Playbook, PlaybookConfig, ValidationError
 from memorist.ace import format_context
@@ -301,8 +301,8 @@ def test_injected_bullets_are_tagged_by_the_outcome(embedder, playbook, outcome,
 
 
 # --- persistence and load cadence ------------------------------------------------------------------------------
-def test_a_new_conversation_of_the_same_learner_sees_what_was_learned(tmp_path, embedder):
-    path = str(tmp_path / "p.db")
+def test_a_new_conversation_of_the_same_learner_sees_what_was_learned(backend, embedder):
+    path = backend.target
     embedder.mapping.update({"Remind Sam that 1/2 = 3/6": axis(2), "How do I add 1/2 + 1/3?": at(0.7, 2, 5)})
     with Memory(path, embedder=embedder) as m1:
         first = Playbook(m1).turn("sam", "monday")
@@ -319,7 +319,7 @@ def test_a_new_conversation_of_the_same_learner_sees_what_was_learned(tmp_path, 
         assert [e["pattern"] for e in playbook["strategies"]["helpful"]] == ["Remind Sam that 1/2 = 3/6"]
 
 
-def test_state_is_loaded_once_per_turn(embedder, playbook, ace_logs):
+def test_state_is_loaded_once_per_turn(embedder, playbook, ace_logs, backend):
     embedder.mapping.update({"Draw it": axis(2), "q": axis(2)})
     learn(playbook, "Draw it")
     ace_logs.clear()
@@ -328,7 +328,7 @@ def test_state_is_loaded_once_per_turn(embedder, playbook, ace_logs):
     turn.retrieve("q")
     turn.learn(question="q", outcome="success", lessons=["Draw it"])
     loaded = [m for m in ace_logs() if m.startswith("[ACE Memory] Loaded")]
-    assert loaded == ["[ACE Memory] Loaded 1 bullets from SQLite for learner=sam"]
+    assert loaded == [f"[ACE Memory] Loaded 1 bullets from {STORE_NAMES[backend.name]} for learner=sam"]
 
 
 def test_the_baseline_reloads_on_every_access(embedder, mem, ace_logs):

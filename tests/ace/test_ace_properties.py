@@ -1,6 +1,6 @@
 """Invariants under arbitrary streams of lessons (hypothesis): a playbook never grows
 past ``max_bullets``, a turn never adds more than ``max_new``, every bullet keeps one
-memory class, and the category index matches the tags."""
+memory class, and the category index matches the tags. On each backend."""
 
 from __future__ import annotations
 
@@ -35,15 +35,16 @@ turn = st.tuples(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# ``backend`` is shared by the examples; each opens a store of its own (``backend.fresh()``).
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(
     max_bullets=st.integers(min_value=1, max_value=6),
     max_new=st.integers(min_value=0, max_value=3),
     preset=st.sampled_from(["ltmbse", "baseline"]),
     turns=st.lists(turn, min_size=1, max_size=8),
 )
-def test_no_stream_of_lessons_breaks_the_bounds(max_bullets, max_new, preset, turns):
-    with Memory(":memory:", embedder="hashing") as memory:
+def test_no_stream_of_lessons_breaks_the_bounds(backend, max_bullets, max_new, preset, turns):
+    with Memory(backend.fresh(), embedder="hashing") as memory:  # an empty store for each example
         pb = Playbook(memory, preset=preset, max_bullets=max_bullets, max_new=max_new)
         for i, (learner, topic, lessons, outcome) in enumerate(turns):
             t = pb.turn(learner, f"c{i}")

@@ -42,6 +42,7 @@ def memorist(db: str, payload: object, *args: str) -> subprocess.CompletedProces
     )
 
 
+@pytest.mark.sqlite_only("python -m memorist run-turn in a subprocess, on a file")
 def test_two_conversations_of_one_learner_through_the_cli(tmp_path):
     db = str(tmp_path / "runner.db")
     first = memorist(db, TURN_1)
@@ -74,6 +75,7 @@ def test_two_conversations_of_one_learner_through_the_cli(tmp_path):
     assert f"[ACE Runner] Memory delta summary new=0 updates={len(taught)} removals=0" in err2
 
 
+@pytest.mark.sqlite_only("python -m memorist run-turn in a subprocess, on a file")
 def test_bad_input_is_a_clear_error(tmp_path):
     db = str(tmp_path / "bad.db")
     broken = memorist(db, "{not json")
@@ -82,6 +84,7 @@ def test_bad_input_is_a_clear_error(tmp_path):
     assert blank.returncode == 1 and "error: learner_id: must be a non-empty string" in blank.stderr
 
 
+@pytest.mark.sqlite_only("python -m memorist run-turn in a subprocess, on a file")
 def test_spec_000s_own_input_needs_no_learner_id(tmp_path):
     """Spec 000's verification checklist pipes {"messages": [...]} alone into the runner."""
     db = str(tmp_path / "spec.db")
@@ -99,9 +102,9 @@ def test_sanitize_answer_drops_stray_numbers_only():
     assert sanitize_answer(None) == ""
 
 
-def test_a_configured_model_answers_with_the_injected_context(tmp_path):
+def test_a_configured_model_answers_with_the_injected_context(backend):
     embedder = MappedEmbedder({"Use pizza slices": MappedEmbedder.axis(2), "How do I add 1/2 + 1/3?": MappedEmbedder.axis(2)})
-    with Memory(str(tmp_path / "m.db"), embedder=embedder) as memory:
+    with Memory(backend.target, embedder=embedder) as memory:
         pb = Playbook(memory)
         pb.turn("sam", "c1").learn(question="q", lessons=["Use pizza slices"], topic="fractions")
         seen = {}
@@ -120,10 +123,10 @@ def test_a_configured_model_answers_with_the_injected_context(tmp_path):
         assert "For fractions: Picture two pizzas" in held  # the model's approach worked: a new strategy
 
 
-def test_a_failing_model_falls_back_to_the_deterministic_answer(tmp_path):
+def test_a_failing_model_falls_back_to_the_deterministic_answer(backend):
     from memorist import ProviderError
 
-    with Memory(str(tmp_path / "m.db"), embedder="hashing") as memory:
+    with Memory(backend.target, embedder="hashing") as memory:
         def broken(system, messages):
             raise ProviderError("the model is down")
 
@@ -131,8 +134,8 @@ def test_a_failing_model_falls_back_to_the_deterministic_answer(tmp_path):
         assert out["mode"] == "deterministic" and "No language model is configured" in out["answer"]
 
 
-def test_protocol_validation_names_the_field(tmp_path):
-    with Memory(str(tmp_path / "m.db"), embedder="hashing") as memory:
+def test_protocol_validation_names_the_field(backend):
+    with Memory(backend.target, embedder="hashing") as memory:
         pb = Playbook(memory)
         for payload, field in (
             ([], "input"), ({"learner_id": "a"}, "messages"), ({"messages": [{"role": "assistant", "content": "x"}], "learner_id": "a"}, "messages"),
@@ -148,12 +151,12 @@ def test_deterministic_answer_says_so():
     assert deterministic_answer("q", []).startswith("No language model is configured")
 
 
-def test_with_a_model_and_the_switch_on_the_llm_roles_are_used_and_fall_back(tmp_path, monkeypatch):
+def test_with_a_model_and_the_switch_on_the_llm_roles_are_used_and_fall_back(backend, monkeypatch):
     from memorist.llm.testing import ScriptedLLM
 
     monkeypatch.setenv("ACE_CURATOR_USE_LLM", "true")
     llm = ScriptedLLM(default="Picture two pizzas cut into sixths.")  # never valid JSON for the roles
-    with Memory(str(tmp_path / "m.db"), embedder="hashing", llm=llm) as memory:
+    with Memory(backend.target, embedder="hashing", llm=llm) as memory:
         pb = memory.playbooks
         assert (type(pb.reflector).__name__, type(pb.curator).__name__) == ("LLMReflector", "LLMCurator")
         out = pb.run_turn({"messages": [{"role": "user", "content": "I keep messing up 1/2 + 1/3"}],
@@ -163,6 +166,6 @@ def test_with_a_model_and_the_switch_on_the_llm_roles_are_used_and_fall_back(tmp
         # The roles' replies were unusable: the heuristics learned instead, nothing was lost.
         assert out["scratch"]["ace_delta"]["num_new_bullets"] >= 1
     monkeypatch.setenv("ACE_CURATOR_USE_LLM", "false")
-    with Memory(str(tmp_path / "m.db"), embedder="hashing", llm=ScriptedLLM(default="x")) as memory:
+    with Memory(backend.target, embedder="hashing", llm=ScriptedLLM(default="x")) as memory:
         assert type(memory.playbooks.curator).__name__ == "HeuristicCurator"
         assert Playbook(memory, preset="baseline").config.name == "baseline"

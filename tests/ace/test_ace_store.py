@@ -1,5 +1,5 @@
-"""Store contract additions the playbooks need, on a real SQLite file: bullets with
-their vectors, the space version, reads and clock inside a transaction, and the
+"""Store contract additions the playbooks need, on each backend (``backend``): bullets
+with their vectors, the space version, reads and clock inside a transaction, and the
 clock value each buffered retrieval stamps."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from memorist import HashingEmbedder, StoreError
 from memorist.model import MemoryRecord, Scope, Status
 from memorist.policies.text import content_hash
+from memorist.store import open_store
 from memorist.store.base import ScopeFilter
-from memorist.store.sqlite import SQLiteStore
 
 EMB = HashingEmbedder()
 SAM = Scope(user_id="sam")
@@ -26,8 +26,8 @@ def rec(mid: str, text: str, scope: Scope = SAM, *, section: str = "strategies_a
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = SQLiteStore(str(tmp_path / "s.db"))
+def store(backend):
+    s = open_store(backend.target)
     s.set_embedder_identity(EMB.name, EMB.dim)
     s.bind_embedder(EMB.name, EMB.dim)
     yield s
@@ -53,7 +53,7 @@ def test_list_bullets_returns_sectioned_active_memories_with_vectors(store):
     assert [r.id for r, _ in store.list_bullets(ScopeFilter("", "sam", ""))] == ["b2"]
 
 
-def test_space_version_changes_with_every_write_to_the_space(store, tmp_path):
+def test_space_version_changes_with_every_write_to_the_space(store, backend):
     assert store.space_version(SAM) == 0
     add(store, rec("b1", "Draw it"))
     v1 = store.space_version(SAM)
@@ -63,7 +63,7 @@ def test_space_version_changes_with_every_write_to_the_space(store, tmp_path):
     store.touch([store.get("b1")])
     store.flush()
     assert store.space_version(SAM) == v1  # retrieval bookkeeping is not a write
-    other = SQLiteStore(str(tmp_path / "s.db"))  # a second writer
+    other = open_store(backend.target)  # a second writer
     with other.transaction() as b:
         b.update(other.get("b1").copy(helpful=3), None, old_text="Draw it", op="reinforce")
     other.close()
@@ -107,7 +107,7 @@ def test_a_failed_transaction_keeps_neither_change_nor_clock(store):
     assert len(store.events()) == events
 
 
-def test_each_buffered_retrieval_stamps_its_own_clock_value(store, tmp_path):
+def test_each_buffered_retrieval_stamps_its_own_clock_value(store, backend):
     """Decay counts the accesses since a memory was last touched, so a memory touched
     by the first of three buffered retrievals must be stamped 1, not 3."""
     add(store, rec("a", "Draw it"), rec("b", "Use pizza"))
@@ -115,7 +115,7 @@ def test_each_buffered_retrieval_stamps_its_own_clock_value(store, tmp_path):
     store.touch([store.get("b")])  # clock 2
     store.touch([store.get("b")])  # clock 3
     store.close()
-    again = SQLiteStore(str(tmp_path / "s.db"))
+    again = open_store(backend.target)
     try:
         assert again.access_clock(SAM) == 3
         assert again.get("a").last_access["semantic"] == 1

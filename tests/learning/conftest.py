@@ -1,5 +1,5 @@
-"""Fixtures of the learning-loop tests (spec 001): Memories with a settable clock,
-on SQLite and, where it matters, on PostgreSQL; the fake OpenAI server."""
+"""Fixtures of the learning-loop tests (spec 001): Memories with a settable clock on
+each storage backend (``backend``, tests/conftest.py); the fake OpenAI server."""
 
 from __future__ import annotations
 
@@ -42,28 +42,18 @@ def embedder() -> Mapped:
 
 
 @pytest.fixture
-def mem(tmp_path, clock):
-    """A SQLite Memory (hashing embedder) whose learning loop runs on ``clock``."""
-    m = Memory(str(tmp_path / "learn.db"), embedder="hashing")
+def mem(backend, clock):
+    """A Memory (hashing embedder) whose learning loop runs on ``clock``."""
+    m = Memory(backend.target, embedder="hashing")
     m.learning.clock = clock
     yield m
     m.close()
 
 
 @pytest.fixture
-def mapped_mem(tmp_path, clock, embedder):
-    """A SQLite Memory whose embedder's similarities the test chooses."""
-    m = Memory(str(tmp_path / "mapped.db"), embedder=embedder)
-    m.learning.clock = clock
-    yield m
-    m.close()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def backend_mem(request, tmp_path, clock):
-    """The same Memory on each storage backend (the learning loop uses only the store contract)."""
-    target = request.getfixturevalue("pg_url") if request.param == "postgresql" else str(tmp_path / "b.db")
-    m = Memory(target, embedder="hashing")
+def mapped_mem(backend, clock, embedder):
+    """A Memory whose embedder's similarities the test chooses."""
+    m = Memory(backend.target, embedder=embedder)
     m.learning.clock = clock
     yield m
     m.close()

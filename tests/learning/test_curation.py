@@ -129,10 +129,10 @@ def test_curation_needs_the_callers_reflections(mem) -> None:
     assert mem.learning.curate_playbook([reflection], "p", agent_id="alice-bot")["added"]
 
 
-def test_scopes_of_playbooks(tmp_path) -> None:
+def test_scopes_of_playbooks(backend) -> None:
     from memorist import Memory
 
-    with Memory(str(tmp_path / "s.db"), embedder="hashing", tenant_id="acme") as m:
+    with Memory(backend.target, embedder="hashing", tenant_id="acme") as m:
         m.learning.update_playbook(["Agent tip"], "p", agent_id="bot")
         m.learning.update_playbook(["User tip"], "p", user_id="alex", scope="user")
         m.learning.update_playbook(["Tenant tip"], "p", scope="tenant")
@@ -144,8 +144,8 @@ def test_scopes_of_playbooks(tmp_path) -> None:
         assert m.learning.get_playbook("p", scope="tenant")["visibility"] == "shared"
         assert m.learning.get_playbook("p", agent_id="bot")["visibility"] == "private"
         assert m.learning.get_playbook("nothing", agent_id="bot")["version"] == 0  # never written: empty
-    with Memory(str(tmp_path / "s.db"), embedder="hashing") as default:
+    with Memory(backend.target, embedder="hashing") as default:
         default.learning.update_playbook(["Global tip"], "p", scope="global")
-    with Memory(str(tmp_path / "s.db"), embedder="hashing", tenant_id="acme") as m:
+    with Memory(backend.target, embedder="hashing", tenant_id="acme") as m:
         assert list(helpful(m, "p", scope="global")) == ["Global tip"]  # every tenant reads it
         assert list(helpful(m, "p", scope="tenant")) == ["Tenant tip"]

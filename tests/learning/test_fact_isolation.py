@@ -30,9 +30,9 @@ def _learning_objects(m: Memory, *, user: str | None = None, agent: str | None =
 
 
 @pytest.fixture
-def filled(backend_mem):
+def filled(mem):
     """An agent space with facts, a curated playbook, trajectories, a reflection and versions."""
-    m = backend_mem
+    m = mem
     m.add("The partner API lives at api.example.com", agent_id="bot", infer=False)
     m.add("Invoices are due on the first of the month", agent_id="bot", infer=False)
     tid = run_task(m, [("decision", STRATEGY), ("observation", "All pages fetched")], "success")
@@ -76,8 +76,8 @@ def test_delete_all_keeps_playbooks_and_trajectories(filled) -> None:
     assert len(m.learning.query_trajectories(agent_id="bot")) == 1
 
 
-def test_the_reconciler_is_never_shown_a_strategy(backend_mem) -> None:
-    m = backend_mem
+def test_the_reconciler_is_never_shown_a_strategy(mem) -> None:
+    m = mem
     m.learning.update_playbook([{"pattern": "Is vegetarian"}], "habits", user_id="alex", scope="user")
     seen: list[list[Existing]] = []
 
@@ -95,8 +95,8 @@ def test_the_reconciler_is_never_shown_a_strategy(backend_mem) -> None:
     assert [s["pattern"] for s in m.learning.get_playbook("habits", user_id="alex", scope="user")["strategies"]["helpful"]] == ["Is vegetarian"]
 
 
-def test_spec_000_bullets_are_not_facts_either(backend_mem) -> None:
-    m = backend_mem
+def test_spec_000_bullets_are_not_facts_either(mem) -> None:
+    m = mem
     Playbook(m).turn("sam", "c1").learn(question="q", lessons=["Draw the fractions first"], topic="fractions")
     m.add("Sam likes football", user_id="sam", infer=False)
     assert [r["memory"] for r in m.get_all(user_id="sam")["results"]] == ["Sam likes football"]
@@ -107,12 +107,12 @@ def test_spec_000_bullets_are_not_facts_either(backend_mem) -> None:
     assert [s["pattern"] for s in m.learning.get_playbook("ltmbse", user_id="sam")["strategies"]["helpful"]] == ["Draw the fractions first"]
 
 
-def test_search_still_finds_facts_crowded_out_by_learning_objects(tmp_path) -> None:
+def test_search_still_finds_facts_crowded_out_by_learning_objects(backend) -> None:
     """Many strategies nearer the query than the one fact: the fact still comes back."""
     from memorist import RetrievalConfig
     from memorist.config import MemoryConfig
 
-    config = MemoryConfig(path=str(tmp_path / "c.db"), embedder="hashing", retrieval=RetrievalConfig(candidates=5))
+    config = MemoryConfig(path=backend.target, embedder="hashing", retrieval=RetrievalConfig(candidates=5))
     with Memory(config=config) as m:
         m.learning.update_playbook([{"pattern": f"Back off on error {i} from the payments API"} for i in range(40)], "big", agent_id="bot")
         m.add("The payments API has a sandbox", agent_id="bot", infer=False)

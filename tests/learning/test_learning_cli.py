@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from memorist.cli import cli
+
+pytestmark = pytest.mark.sqlite_only("the learning commands through the CLI runner, on a file")
 
 
 def run(db: str, *args: str, code: int = 0, input: str | None = None):

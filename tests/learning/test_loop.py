@@ -174,8 +174,8 @@ def test_async_exceptions_are_failures(mem) -> None:
     assert mem.learning.query_trajectories()[0]["status"] == "failure"
 
 
-def test_the_playbook_learns_across_processes(tmp_path) -> None:
-    path = str(tmp_path / "p.db")
+def test_the_playbook_learns_across_processes(backend) -> None:
+    path = backend.target
     with Memory(path, embedder="hashing") as m:
         m.learning.execute_with_learning(lambda run: run.decision("Batch the writes"), "Import the CSV", playbook_name="etl")
     with Memory(path, embedder="hashing") as m:
@@ -185,9 +185,9 @@ def test_the_playbook_learns_across_processes(tmp_path) -> None:
         assert m.learning.get_playbook("etl")["avg_improvement"] == 0.0 and m.learning.get_playbook("etl")["usage_count"] == 2
 
 
-def test_the_whole_loop_on_every_backend(backend_mem, clock) -> None:
-    """Only the store contract is used: SQLite and PostgreSQL behave alike."""
-    m = backend_mem
+def test_the_whole_loop(mem, clock) -> None:
+    """Traces stored once, version retention, rollback and trajectory retention in one loop."""
+    m = mem
     m.learning_config = {"trajectory_sample_rate": 1.0, "versions": {"keep_latest": 2, "keep_all_major": False, "keep_days": None}}
 
     def task(run):

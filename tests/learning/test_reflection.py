@@ -76,8 +76,8 @@ def test_batch_reflect_finds_patterns_across_trajectories(mem) -> None:
 
 
 @pytest.fixture
-def llm_mem(tmp_path, fake_openai, clock):
-    m = Memory(str(tmp_path / "llm.db"), embedder="hashing", llm=OpenAIResponsesLLM(sleep=lambda _s: None))
+def llm_mem(backend, fake_openai, clock):
+    m = Memory(backend.target, embedder="hashing", llm=OpenAIResponsesLLM(sleep=lambda _s: None))
     m.learning.clock = clock
     yield m
     m.close()

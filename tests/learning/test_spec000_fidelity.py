@@ -42,13 +42,13 @@ def test_every_reinforced_bullet_is_one_access(mapped_mem, embedder) -> None:
     assert stamps == [before + 1, before + 2]
 
 
-def test_ace_curator_use_llm_with_only_a_gemini_key_calls_gemini(tmp_path, fake_openai, monkeypatch) -> None:
+def test_ace_curator_use_llm_with_only_a_gemini_key_calls_gemini(backend, fake_openai, monkeypatch) -> None:
     monkeypatch.setenv("ACE_CURATOR_USE_LLM", "true")
     monkeypatch.setenv("GEMINI_API_KEY", "g-test")
     monkeypatch.setenv("GEMINI_BASE_URL", fake_openai.base_url)
     fake_openai.script("chat", text({"successful_patterns": ["Draw the fractions"], "summary": "ok"}),
                        text({"reasoning": "new", "new_bullets": [{"lesson": 0, "content": "Draw the fractions first"}]}))
-    with Memory(str(tmp_path / "g.db"), embedder="hashing") as m:  # the Memory itself has no model
+    with Memory(backend.target, embedder="hashing") as m:  # the Memory itself has no model
         pb = Playbook(m)
         assert type(pb.reflector).__name__ == "LLMReflector" and type(pb.curator).__name__ == "LLMCurator"
         result = pb.turn("sam", "c1").learn(question="How do I add 1/2 + 1/3?", answer="Draw them.", feedback="That helped")
@@ -57,9 +57,9 @@ def test_ace_curator_use_llm_with_only_a_gemini_key_calls_gemini(tmp_path, fake_
     assert fake_openai.requests[0].body["model"] == "gemini-2.5-flash"
 
 
-def test_llm_disabled_is_said_only_when_it_is(tmp_path, fake_openai, monkeypatch, caplog) -> None:
+def test_llm_disabled_is_said_only_when_it_is(backend, fake_openai, monkeypatch, caplog) -> None:
     caplog.set_level(logging.INFO, logger="memorist")
-    with Memory(str(tmp_path / "d.db"), embedder="hashing") as m:
+    with Memory(backend.target, embedder="hashing") as m:
         Playbook(m).turn("sam", "c1").learn(question="q", lessons=["Draw it"], topic="t")
         assert "[Curator] Using heuristic delta generation (LLM disabled)." in caplog.messages
         caplog.clear()

@@ -56,7 +56,7 @@ def test_defaults_metrics_and_errors(mem) -> None:
         mem.learning.log_step(mem.learning.start_trajectory("x"), "", "y")
 
 
-def test_by_id_calls_answer_not_found_outside_the_callers_ids(mem) -> None:
+def test_by_id_calls_answer_not_found_outside_the_callers_ids(mem, backend) -> None:
     tid = mem.learning.start_trajectory("Alex's task", user_id="alex")
     for ids in ({"user_id": "bob"}, {"agent_id": "other"}):
         with pytest.raises(NotFoundError, match="trajectory not found"):
@@ -67,7 +67,7 @@ def test_by_id_calls_answer_not_found_outside_the_callers_ids(mem) -> None:
             mem.learning.complete_trajectory(tid, "success", **ids)
     with pytest.raises(NotFoundError):
         mem.learning.get_trajectory("no-such-id")
-    other = Memory(mem.store.path, embedder="hashing", tenant_id="acme")
+    other = Memory(backend.target, embedder="hashing", tenant_id="acme")
     try:
         with pytest.raises(NotFoundError):
             other.learning.get_trajectory(tid)
@@ -125,10 +125,10 @@ def test_sampling_keeps_every_failure_and_a_share_of_successes(mem) -> None:
     assert len(traces(mem)) == 2
 
 
-def test_the_sample_rate_is_a_rate(tmp_path, clock) -> None:
+def test_the_sample_rate_is_a_rate(backend) -> None:
     import random
 
-    m = Memory(str(tmp_path / "r.db"), embedder="hashing")
+    m = Memory(backend.target, embedder="hashing")
     try:
         m.learning_config = {"trajectory_sample_rate": 0.25}
         m.learning.trajectories.rng = random.Random(3)
@@ -163,14 +163,14 @@ def test_retention_runs_by_itself_every_few_completions(mem, clock) -> None:
     assert len(mem.learning.query_trajectories(agent_id="bot")) == 1
 
 
-def test_learning_settings_come_from_the_environment_when_built(tmp_path, monkeypatch) -> None:
+def test_learning_settings_come_from_the_environment_when_built(backend, monkeypatch) -> None:
     monkeypatch.setenv("TRAJECTORY_SAMPLE_RATE", "0.5")
     monkeypatch.setenv("TRAJECTORY_RETENTION_DAYS", "7")
     monkeypatch.setenv("PLAYBOOK_VERSION_KEEP_LATEST", "3")
-    with Memory(str(tmp_path / "e.db"), embedder="hashing") as m:
+    with Memory(backend.target, embedder="hashing") as m:
         config = m.learning_config
         assert config.trajectory_sample_rate == 0.5 and config.trajectory_retention_days == 7
         assert config.versions.keep_latest == 3 and config.versions.keep_days == 90
     monkeypatch.setenv("TRAJECTORY_SAMPLE_RATE", "lots")
-    with Memory(str(tmp_path / "f.db"), embedder="hashing") as m, pytest.raises(Exception, match="TRAJECTORY_SAMPLE_RATE"):
+    with Memory(backend.fresh(), embedder="hashing") as m, pytest.raises(Exception, match="TRAJECTORY_SAMPLE_RATE"):
         m.learning_config  # noqa: B018

@@ -1,4 +1,5 @@
-"""Fixtures of spec 003's tests: a throwaway Memory (hashing embedder, in memory)."""
+"""Fixtures of spec 003's tests: a Memory (hashing embedder) on each storage backend
+(``backend``, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from memorist import Memory
 
 
 @pytest.fixture
-def m() -> Iterator[Memory]:
-    memory = Memory(":memory:", embedder="hashing")
+def m(backend) -> Iterator[Memory]:
+    memory = Memory(backend.target, embedder="hashing")
     yield memory
     memory.close()

@@ -1,5 +1,6 @@
 """Spec 003's minutes through ``Memory.minutes``: the append-only log, its index,
-categories and insights, and the wall between minutes and facts."""
+categories and insights, the wall between minutes and facts, and the whole flow
+across two sessions; on each backend."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from memorist import Memory, NotFoundError, ValidationError
 from memorist.model import Kind
 from memorist.policies.minutes import Category, Minute, categorize, derive_insights, minute_text
+from memorist.roles.evaluator import ScriptedEvaluator
 
 T0 = 1_800_000_000.0
 DAY = 86_400.0
@@ -115,6 +117,7 @@ def test_insights_derived_and_given(m):
     ],
 )
 def test_bad_input_names_the_field(m, kwargs, field):
+    kwargs = dict(kwargs)  # the parameters are shared by both backends' runs: pop from a copy
     kind = kwargs.pop("event_type", "status")
     with pytest.raises(ValidationError) as info:
         m.minutes.record(kind, **kwargs)
@@ -149,8 +152,8 @@ def test_search_finds_indexed_minutes_and_counts_retrievals(m):
     assert m.store.get(tests["id"]).access_count == 1  # a retrieval: the evaluator's relevance
 
 
-def test_pruning_leaves_the_log_and_reindex_restores_the_index(tmp_path):
-    path = str(tmp_path / "m.db")
+def test_pruning_leaves_the_log_and_reindex_restores_the_index(backend):
+    path = backend.target
     with Memory(path, embedder="hashing") as m:
         old = record(m, "status", memory_note="weekly standup happened", now=T0 - 60 * DAY)
         kept = record(m, "task_completed", memory_note="standup notes were shared", data={"success_criteria_met": 100}, now=T0)
@@ -170,14 +173,14 @@ def test_pruning_leaves_the_log_and_reindex_restores_the_index(tmp_path):
         assert ops == ["minute", "add", "minute_prune", "minute_reindex"]
 
 
-def test_an_exported_project_imports_with_its_log_so_reindex_keeps_it(m, tmp_path):
+def test_an_exported_project_imports_with_its_log_so_reindex_keeps_it(m, backend):
     first = record(m, "task_assigned", agent_id="planner", memory_note="t1 to coder", now=T0)
     second = record(m, "task_completed", agent_id="coder", memory_note="t1 done", data={"success_criteria_met": 90},
                     context_references=[first["id"]], now=T0 + DAY)
     old = record(m, "status", agent_id="tester", memory_note="standup", now=T0 - 60 * DAY)
     m.minutes.evaluate(project_id="apollo", now=T0 + DAY)  # prunes the old one from the index: archived, still exported
     lines = list(m.export(all_scopes=True))
-    other = Memory(str(tmp_path / "copy.db"), embedder="hashing")
+    other = Memory(backend.fresh(), embedder="hashing")
     try:
         other.import_(lines)
         # The export is oldest first, so is the imported log.
@@ -189,3 +192,33 @@ def test_an_exported_project_imports_with_its_log_so_reindex_keeps_it(m, tmp_pat
         assert len(other.minutes.history(project_id="apollo")["minutes"]) == 3
     finally:
         other.close()
+
+
+def test_the_whole_flow_across_two_sessions(backend):
+    """Minutes → index → context → evaluation → reindex → PAIR, the store reopened midway."""
+    with Memory(backend.target, embedder="hashing") as m:
+        old = m.minutes.record("status", agent_id="tester", project_id="apollo", memory_note="ancient standup", now=T0 - 60 * DAY)
+        assigned = m.minutes.record("task_assigned", agent_id="planner", project_id="apollo", memory_note="CSV importer to coder",
+                                    data={"assignment_reasoning": "knows CSV"}, now=T0 - DAY)
+        done = m.minutes.record("task_completed", agent_id="coder", project_id="apollo", memory_note="Unit tests caught the quoting bug",
+                                data={"success_criteria_met": 90}, context_references=[assigned["id"]], now=T0)
+        m.minutes.record("status", project_id="other", now=T0)
+        assert [x["id"] for x in m.minutes.recent(2, project_id="apollo")] == [assigned["id"], done["id"]]
+        assert [x["id"] for x in m.minutes.by_ids(done["context_references"])] == [assigned["id"]]
+
+        report = m.minutes.evaluate(project_id="apollo", now=T0)
+        assert [x["id"] for x in report["removed"]] == [old["id"]] and report["in_log"] == 3
+        assert m.minutes.get(old["id"])["indexed"] is False
+        assert [x["id"] for x in m.minutes.history(project_id="apollo")["minutes"]] == [old["id"], assigned["id"], done["id"]]
+        assert old["id"] not in {x["id"] for x in m.minutes.search("ancient standup", 10, project_id="apollo")}
+        assert m.search("standup", user_id="apollo")["results"] == [] and m.get_all(user_id="apollo")["results"] == []
+
+    with Memory(backend.target, embedder="hashing") as m:  # a new session: all of it was stored
+        assert m.minutes.reindex(project_id="apollo")["restored"] == 1
+        assert old["id"] in {x["id"] for x in m.minutes.search("ancient standup", 10, project_id="apollo")}
+        window = m.minutes.build_context("coder", "quoting bug", budget_tokens=200, project_id="apollo", now=T0)
+        assert window.tokens <= 200 and done["id"] in [x["id"] for x in window.sections["recent"]]
+        result = m.minutes.pair("Write the CSV importer", "Has unit tests", "v1", lambda out, imps: out + " v2", project_id="apollo",
+                        evaluator=ScriptedEvaluator([40, 100]))
+        assert result.converged and len(m.store.events(ops=["pair_round"])) == 2
+        assert result.rounds[0].improvements[0]["memories"][0]["id"] == done["id"]

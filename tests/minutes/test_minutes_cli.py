@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from memorist.cli import cli
 
+pytestmark = pytest.mark.sqlite_only("spec 003's commands through the CLI runner, on a file")
+
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

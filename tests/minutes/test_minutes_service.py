@@ -1,5 +1,5 @@
 """Spec 003's routes of the memory service: minutes, context, evaluation and a PAIR
-round, under the same keys and tenants as the other routes."""
+round, under the same keys and tenants as the other routes; on each backend."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from service_helpers import keyed_service  # noqa: E402
 
 
 @pytest.fixture
-def service(tmp_path):
+def service(backend):
     keys = {"acme": ("acme", None), "acme-apollo": ("acme", "apollo"), "globex": ("globex", None)}
-    with keyed_service(str(tmp_path / "service.db"), keys) as served:
+    with keyed_service(backend.target, keys) as served:
         yield served
 
 

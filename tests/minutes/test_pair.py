@@ -14,8 +14,8 @@ CRITERIA = "Has unit tests\nHandles quoted fields"
 
 
 @pytest.fixture
-def m() -> Memory:
-    memory = Memory(":memory:", embedder="hashing")
+def m(backend) -> Memory:
+    memory = Memory(backend.target, embedder="hashing")
     memory.minutes.record("task_completed", agent_id="coder", project_id="apollo",
                           memory_note="Writing unit tests first caught the empty-input bug", data={"success_criteria_met": 95})
     memory.minutes.record("task_completed", agent_id="coder", project_id="apollo",
@@ -80,13 +80,13 @@ def test_every_round_is_in_the_log(m):
     assert final.payload == {"session": result.session_id, "converged": True, "rounds": 3, "score": 95.0, "threshold": 90.0, "max_rounds": 3}
 
 
-def test_the_llm_evaluator_through_the_model_seam(m):
+def test_the_llm_evaluator_through_the_model_seam(m, backend):
     llm = ScriptedLLM([
         {"success_criteria_met": 50, "identified_gaps": [{"description": "No unit tests", "severity": "high", "criterion": "Has unit tests"}],
          "summary": "Half done."},
         {"success_criteria_met": 100, "identified_gaps": [], "summary": "Done."},
     ])
-    with Memory(":memory:", embedder="hashing", llm=llm) as lm:
+    with Memory(backend.fresh(), embedder="hashing", llm=llm) as lm:
         result = lm.minutes.pair(TASK, CRITERIA, "v1", Reviser())
     assert result.converged and [r.evaluator for r in result.rounds] == [llm.name, llm.name]
     assert result.rounds[0].gaps == [Gap("No unit tests", "high", "Has unit tests")]
@@ -95,9 +95,9 @@ def test_the_llm_evaluator_through_the_model_seam(m):
     assert "<output>\nv1\n</output>" in first.messages[0].content and TASK in first.messages[0].content
 
 
-def test_malformed_model_output_falls_back_to_the_heuristic_and_keeps_the_round(m):
+def test_malformed_model_output_falls_back_to_the_heuristic_and_keeps_the_round(m, backend):
     llm = ScriptedLLM(["this is not JSON", "{still not", {"success_criteria_met": 250}, "[]"])
-    with Memory(":memory:", embedder="hashing", llm=llm) as lm:
+    with Memory(backend.fresh(), embedder="hashing", llm=llm) as lm:
         result = lm.minutes.pair(TASK, CRITERIA, "nothing yet", Reviser(), max_rounds=2)
         rounds = lm.store.events(ops=["pair_round"])
     assert [r.evaluator for r in result.rounds] == ["heuristic", "heuristic"]

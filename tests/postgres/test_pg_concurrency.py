@@ -3,7 +3,8 @@ had written one after the other: the per-space advisory lock, taken before a bat
 reads the space's version, holds across processes as SQLite's file lock does.
 
 Mirrors tests/integration/test_concurrent_writers.py, which runs the same races on
-one SQLite file.
+one SQLite file. Two Memories learning the same lesson at once: tests/ace/test_ace_concurrency.py,
+on both backends.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 
 import psycopg
 
-from memorist import Memory, Playbook
+from memorist import Memory
 from memorist.model import Decision, Existing, Fact
 from memorist.roles.base import Reconciler
 from memorist.roles.reconciler import HeuristicReconciler
@@ -109,28 +110,6 @@ def test_threads_on_one_memory_agree_on_every_slot(pg_url: str) -> None:
 
         run_threads(writer, 6)
         assert [len(lives_in(m, f"slot{slot}")) for slot in range(3)] == [1, 1, 1]
-
-
-def test_two_instances_learning_the_same_lesson_at_once_keep_one_bullet(pg_url: str) -> None:
-    """The learning pipeline's read-modify-write (list_bullets, advance_clock,
-    get_many inside the batch) on two pools of one database."""
-    lesson = "Remind the learner that 1/2 becomes 3/6"
-    m1, m2 = Memory(pg_url, embedder="hashing"), Memory(pg_url, embedder="hashing")
-    try:
-        turns = [Playbook(m1).turn("sam", "c1"), Playbook(m2).turn("sam", "c2")]
-        barrier = threading.Barrier(2)
-
-        def learn(i: int) -> None:
-            barrier.wait(60)
-            turns[i].learn(question="q", lessons=[lesson], topic="fractions")
-
-        run_threads(learn, 2)
-        for m in (m1, m2):
-            (bullet,) = Playbook(m).bullets("sam")
-            assert bullet.helpful == 2
-    finally:
-        m1.close()
-        m2.close()
 
 
 def _open_at_once(url: str, barrier) -> None:

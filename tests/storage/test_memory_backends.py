@@ -1,8 +1,8 @@
 """The public API through ``memorist.Memory`` on every storage backend.
 
 The Memory tests that depend on what the store keeps and how it isolates writers,
-run once per backend: ``memory_target`` is a SQLite file or the URL of a fresh
-PostgreSQL database (the ``pg_url`` fixture). Everything uses the hashing embedder.
+run once per backend (``backend``, tests/conftest.py): ``memory_target`` is a SQLite
+file or the URL of a fresh PostgreSQL database. Everything uses the hashing embedder.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ DAY = 86_400.0
 CITIES = ["Oslo", "Prague", "Lisbon", "Vienna", "Madrid", "Dublin"]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def memory_target(request: pytest.FixtureRequest, tmp_path) -> str:
-    if request.param == "postgresql":
-        return request.getfixturevalue("pg_url")
-    return str(tmp_path / "m.db")
+@pytest.fixture
+def memory_target(backend) -> str:
+    return backend.target
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""Fixtures of the energy tiers' tests (spec 002): a Memory under the energy policy
-on a SQLite file (so the maintenance log has a place). Helpers: tiers_helpers.py."""
+"""Fixtures of the energy tiers' tests (spec 002): Memories under the energy policy on
+each storage backend (``backend``, tests/conftest.py). Helpers: tiers_helpers.py."""
 
 from __future__ import annotations
 
@@ -17,14 +17,15 @@ def _no_policy_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def opened(tmp_path) -> Iterator[Callable[..., Memory]]:
-    """``opened(**options)``: a Memory on the test's SQLite file, energy policy by default."""
+def opened(backend) -> Iterator[Callable[..., Memory]]:
+    """``opened(**options)``: a Memory of the test's store (another with ``target=``),
+    energy policy by default. Each call is another connection, as another process's."""
     memories: list[Memory] = []
 
     def _open(**options) -> Memory:
         options.setdefault("embedder", "hashing")
         options.setdefault("policy", "energy")
-        m = Memory(options.pop("path", str(tmp_path / "tiers.db")), **options)
+        m = Memory(options.pop("target", backend.target), **options)
         memories.append(m)
         return m
 

@@ -105,7 +105,7 @@ def test_end_conversation_returns_at_once_and_coalesces(mem):
     assert mem.tiers.engine.background.info()["coalesced"] == 1
 
 
-def test_close_waits_for_background_maintenance(opened, tmp_path):
+def test_close_waits_for_background_maintenance(opened):
     mem = opened()
     remember(mem, "Renew the TLS certificate", metadata={"type": "reminder"})
     lock = store_run_lock(mem.store)

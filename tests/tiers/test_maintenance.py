@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 
 import pytest
 from tiers_helpers import HOUR, T0, at, item, remember
@@ -95,7 +96,7 @@ def test_expiry_hides_from_retrieval_and_keeps_the_history(mem):
         mem.tiers.boost(dying, now=at(5))
 
 
-def test_batch_sizes_are_honoured(opened):
+def test_batch_sizes_are_honoured(opened, backend):
     mem = opened()
     mem.tiers.config({"decay_batch": 7, "promotion_batch": 2})
     ids = [remember(mem, f"fact number {i}", hours=i * 0.01) for i in range(12)]
@@ -111,11 +112,11 @@ def test_batch_sizes_are_honoured(opened):
     totals = mem.tiers.status(now=at(1))
     assert totals["tiers"]["short_term"]["count"] == 4 and totals["archived"] == 4
     # Spec defaults: 10 promotions, 100 decays.
-    config = Memory(":memory:", embedder="hashing", policy="energy").tiers.config()
+    config = opened(target=backend.fresh()).tiers.config()
     assert (config["config"]["promotion_batch"], config["config"]["decay_batch"]) == (10, 100)
 
 
-def test_the_configuration_is_persisted_for_every_process(opened, tmp_path):
+def test_the_configuration_is_persisted_for_every_process(opened):
     first = opened()
     info = first.tiers.config()
     assert info["persisted"] is False and info["config"]["working_to_short_term"] == 2.0
@@ -176,11 +177,12 @@ def test_test_memories_are_isolated_from_normal_calls_and_runs(mem):
     assert mem.tiers.test_memories()["results"] == []
 
 
-def test_maintenance_log_lines_and_a_failing_log(opened, tmp_path):
+@pytest.mark.sqlite_only("the maintenance log is a file beside the SQLite file")
+def test_maintenance_log_lines_and_a_failing_log(opened, backend, tmp_path):
     mem = opened()
     remember(mem, "Renew the TLS certificate", metadata={"type": "reminder"})
     result = mem.tiers.maintain(now=at(1))
-    log = tmp_path / "tiers.maintenance.log"
+    log = Path(backend.target).with_suffix(".maintenance.log")
     assert result["log"] == str(log)
     mem.tiers.maintain(now=at(2), test_only=True)
     lines = [json.loads(line) for line in log.read_text().splitlines()]
@@ -192,7 +194,7 @@ def test_maintenance_log_lines_and_a_failing_log(opened, tmp_path):
     # A log that cannot be written never fails the run.
     blocked = tmp_path / "blocked"
     blocked.mkdir()
-    other = opened(path=str(tmp_path / "other.db"), config=MemoryConfig(maintenance_log=str(blocked)))  # a folder: not writable as a file
+    other = opened(target=str(tmp_path / "other.db"), config=MemoryConfig(maintenance_log=str(blocked)))  # a folder: not writable as a file
     remember(other, "Water the plants")
     done = other.tiers.maintain(now=at(1))
     assert done["decayed"] == 1 and done["log"] is None
@@ -202,10 +204,10 @@ def test_maintenance_log_lines_and_a_failing_log(opened, tmp_path):
         ro = tmp_path / "ro"
         ro.mkdir()
         os.chmod(ro, 0o500)
-        third = opened(path=str(tmp_path / "third.db"), config=MemoryConfig(maintenance_log=str(ro / "x.log")))
+        third = opened(target=str(tmp_path / "third.db"), config=MemoryConfig(maintenance_log=str(ro / "x.log")))
         remember(third, "x")
         assert third.tiers.maintain(now=at(1))["log"] is None
-    off = opened(path=str(tmp_path / "off.db"), config=MemoryConfig(maintenance_log="off"))
+    off = opened(target=str(tmp_path / "off.db"), config=MemoryConfig(maintenance_log="off"))
     remember(off, "y")
     assert off.tiers.maintain(now=at(1))["log"] is None
     assert not (tmp_path / "off.maintenance.log").exists()
@@ -237,7 +239,7 @@ def test_by_id_calls_follow_a_promotion(mem):
 
 
 def test_the_default_policy_is_unchanged(opened, tmp_path):
-    plain = opened(policy="default", path=str(tmp_path / "plain.db"))
+    plain = opened(policy="default")
     mid = remember(plain, "Likes green tea")
     got = item(plain, mid)
     assert "energy" not in got and "tier" not in got
@@ -245,7 +247,7 @@ def test_the_default_policy_is_unchanged(opened, tmp_path):
     for call in (lambda: plain.tiers.maintain(), lambda: plain.tiers.boost(mid), lambda: plain.tiers.end_conversation(user_id="alex")):
         with pytest.raises(ConfigurationError, match="energy policy"):
             call()
-    assert not (tmp_path / "plain.maintenance.log").exists()
+    assert list(tmp_path.glob("*.maintenance.log")) == []
 
 
 def test_bad_arguments_name_their_field(mem):
@@ -264,23 +266,23 @@ def test_bad_arguments_name_their_field(mem):
         Memory(":memory:", embedder="hashing", policy="entropy")
 
 
-def test_env_policy_and_datetime_now(monkeypatch, tmp_path):
+def test_env_policy_and_datetime_now(monkeypatch, backend):
     from datetime import UTC, datetime
 
     monkeypatch.setenv("MEMORIST_POLICY", "energy")
-    with Memory(str(tmp_path / "env.db"), embedder="hashing") as m:
+    with Memory(backend.target, embedder="hashing") as m:
         assert m.energy
         remember(m, "From the environment")
         assert m.tiers.maintain(now=datetime.fromtimestamp(T0 + HOUR, UTC))["decayed"] == 1
 
 
-def test_async_memory_has_the_tier_calls(tmp_path):
+def test_async_memory_has_the_tier_calls(backend):
     import asyncio
 
     from memorist import AsyncMemory
 
     async def run() -> dict:
-        async with AsyncMemory(str(tmp_path / "aio.db"), embedder="hashing", policy="energy") as m:
+        async with AsyncMemory(backend.target, embedder="hashing", policy="energy") as m:
             added = await m.add("Renew the TLS certificate", user_id="alex", infer=False, metadata={"type": "reminder"}, timestamp=at(0))
             await m.tiers.boost(added["results"][0]["id"], now=at(0))
             result = await m.tiers.maintain(at(0))
@@ -311,3 +313,34 @@ def test_default_batches_and_strict_thresholds_in_a_run(mem):
     run = mem.tiers.maintain(now=at(1))
     assert run["promoted"] == 10  # spec 002: ten promotions per run, the strongest first
     assert sorted(r["energy"] for r in run["results"] if r["action"] == "promote")[0] == 5.0
+
+
+def test_a_whole_run_and_the_store_reopened(backend):
+    with Memory(backend.target, embedder="hashing", policy="energy") as mem:
+        mem.tiers.config({"use_boost": 0})
+        promoted = remember(mem, "Renew the TLS certificate", metadata={"type": "reminder"})
+        dying = remember(mem, "Had pasta for lunch")
+        test = remember(mem, "A test memory", test=True, metadata={"energy": 0.05})
+        mem.tiers.boost(promoted, now=at(1))  # 2.5 e^-0.5 + 1 = 2.516
+        result = mem.tiers.maintain(now=at(5))
+        assert result["memories"] == 2
+        # 2.516 * e^-2 = 0.34: decayed, not promoted (the boost came an hour in).
+        assert (result["expired"], result["promoted"]) == (1, 0)
+        mem.tiers.boost(promoted, amount=2.0, now=at(5))
+        second = mem.tiers.maintain(now=at(5))
+        assert second["promoted_to_short_term"] == 1
+        live = mem.get_all(user_id="alex")["results"]
+        assert [(r["memory"], r["tier"]) for r in live] == [("Renew the TLS certificate", "short_term")]
+        assert mem.get(promoted, user_id="alex")["id"] == second["results"][0]["promoted_to"]
+        with pytest.raises(NotFoundError):
+            mem.get(dying, user_id="alex")
+        assert [h["event"] for h in mem.history(dying, user_id="alex")] == ["ADD", "EXPIRE"]
+        assert mem.tiers.test_memories()["results"][0]["id"] == test
+        assert mem.tiers.maintain(now=at(5), test_only=True)["expired"] == 1
+        assert mem.tiers.status(now=at(5))["archived"] == 1
+        assert mem.tiers.health(now=at(5))["healthy"]
+        mem.tiers.end_conversation(user_id="alex", now=at(6))
+        assert mem.tiers.wait(timeout=30)
+    with Memory(backend.target, embedder="hashing", policy="energy") as again:  # the configuration persisted
+        assert again.tiers.config()["config"]["use_boost"] == 0
+        assert again.tiers.status(now=at(6))["last_run"]["operation"] == "end_conversation"

@@ -12,6 +12,8 @@ from tiers_helpers import T0, at
 
 from memorist.cli import cli
 
+pytestmark = pytest.mark.sqlite_only("the tier commands through the CLI runner, on a file (and its maintenance log)")
+
 
 @pytest.fixture
 def memorist(tmp_path: Path):

@@ -1,5 +1,5 @@
 """The energy tier routes fuzzed from /openapi.json under the energy policy
-(schemathesis, in-process): no 5xx, every answer conforms to its schema."""
+(schemathesis, in-process), on each backend: no 5xx, every answer conforms to its schema."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ OPERATIONS = [
 
 
 @pytest.fixture
-def app(tmp_path):
-    with keyed_service(str(tmp_path / "fuzz.db"), {"fuzz": ("fuzz", None)}, policy="energy") as (client, headers):
+def app(backend):
+    with keyed_service(backend.target, {"fuzz": ("fuzz", None)}, policy="energy") as (client, headers):
         client.app.state.fuzz_headers = headers["fuzz"]
         for user in ("alex", "0"):
             r = client.post("/api/memories/", json={"messages": "I love hiking", "user_id": user, "infer": False}, headers=headers["fuzz"])

@@ -1,5 +1,6 @@
 """The energy tiers' routes (memorist.server.tiers) through FastAPI's TestClient: a
-service under the energy policy, keys binding tenants and users, the default policy."""
+service under the energy policy, keys binding tenants and users, the default policy;
+on each backend."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from service_helpers import UNLIMITED, bearer  # noqa: E402
 
 
 @pytest.fixture
-def store(tmp_path) -> str:
-    return str(tmp_path / "service.db")
+def store(backend) -> str:
+    return backend.target
 
 
 @pytest.fixture
