@@ -25,10 +25,10 @@ from .errors import ValidationError
 from .model import Scope
 from .pipelines.context_window import build_context
 from .pipelines.evaluation import evaluate
-from .pipelines.maintenance import EnergyTiers, tier_item
 from .pipelines.minutes import Minutes as MinutesLog
 from .pipelines.minutes import project_of
 from .pipelines.pair import PairLoop, combined_retriever, evaluator_of, rounds_of, threshold_of
+from .pipelines.tiers import EnergyTiers, tier_item
 from .policies.evaluation import EvaluationConfig
 from .roles.evaluator import HeuristicEvaluator
 from .store.base import ScopeFilter

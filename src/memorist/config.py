@@ -131,7 +131,7 @@ class RetrievalConfig:
     # event on the wrong speaker) more than it gained (bench/RESULTS.md).
     speaker_weight: float = 0.0
     # Search keys of verbatim conversation turns (add(..., infer=False) with a list
-    # of messages); see memorist.policies.keys.
+    # of messages); see memorist.policies.search_keys.
     speaker_keys: bool = True  # "<name>: <text>"
     context_keys: bool = True  # the turn it replies to
     fact_keys: bool = True  # the heuristic extractor's facts of the turn

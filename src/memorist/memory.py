@@ -43,8 +43,8 @@ from .pipelines.ingest import Ingestor
 from .pipelines.search import Searcher
 from .pipelines.settings import settle_policy
 from .policies.filters import compile_filters
-from .policies.keys import memory_key
 from .policies.ranking import RankingPolicy
+from .policies.search_keys import memory_key
 from .policies.text import content_hash
 from .policies.validity import is_valid, validity_cutoff
 from .roles.base import Extractor, Reconciler
@@ -231,7 +231,7 @@ class Memory:
 
     def _item(self, record: MemoryRecord, score: float | None = None) -> dict[str, Any]:
         if self.energy:
-            from .pipelines.maintenance import tier_item
+            from .pipelines.tiers import tier_item
 
             return tier_item(record, score)
         return record.to_item(score)
@@ -305,7 +305,7 @@ class Memory:
             raise ValidationError("test", f"must be True or False, got {validate.show(test)}")
         tenant = self.config.tenant_id
         if test or meta.get("is_test") is True:
-            from .pipelines.maintenance import test_tenant
+            from .pipelines.tiers import test_tenant
 
             meta = {**meta, "is_test": True}
             tenant = test_tenant(tenant)
@@ -497,7 +497,7 @@ class Memory:
         """Counts and identity of the store (this tenant's test memories not counted)."""
         stats = self.store.stats()
         stats["decay_days"] = self.config.decay_days
-        from .pipelines.maintenance import test_tenant
+        from .pipelines.tiers import test_tenant
 
         tests = [r for r in self.store.list(ScopeFilter(test_tenant(self.config.tenant_id))) if is_fact(r)]
         if tests:
@@ -644,7 +644,7 @@ class Memory:
         """The energy tiers' engine, built on first use."""
         engine = self._tiers
         if engine is None:
-            from .pipelines.maintenance import EnergyTiers
+            from .pipelines.tiers import EnergyTiers
 
             with self._cache_lock:
                 engine = self._tiers

@@ -8,7 +8,7 @@ import time
 
 from tiers_helpers import at, remember
 
-from memorist.pipelines.maintenance import RUN_OP, store_run_lock
+from memorist.pipelines.tiers import RUN_OP, store_run_lock
 from memorist.store.base import ScopeFilter
 
 

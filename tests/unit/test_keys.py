@@ -1,8 +1,8 @@
-"""Search keys of verbatim memories (memorist.policies.keys.memory_key)."""
+"""Search keys of verbatim memories (memorist.policies.search_keys.memory_key)."""
 
 from __future__ import annotations
 
-from memorist.policies.keys import CONTEXT_CHARS, memory_key
+from memorist.policies.search_keys import CONTEXT_CHARS, memory_key
 
 
 def test_plain_text_is_its_own_key() -> None:

@@ -31,7 +31,7 @@ from ..model import (
     is_fact,
     new_id,
 )
-from ..policies.keys import memory_key
+from ..policies.search_keys import memory_key
 from ..policies.text import content_hash
 from ..roles.base import Extractor, Reconciler
 from ..store.base import Batch, ScopeFilter, Store
@@ -212,7 +212,7 @@ class Ingestor:
         }
 
     def _keys(self, kept: Sequence[Message], *, conversation: bool, at: float) -> list[str]:
-        """Search keys of verbatim memories (see :mod:`memorist.policies.keys`).
+        """Search keys of verbatim memories (see :mod:`memorist.policies.search_keys`).
 
         Plain text keeps its text as key. Turns of a conversation get their
         speaker, the turn they reply to and their facts, as configured. Facts come
