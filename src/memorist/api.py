@@ -19,6 +19,7 @@ caller's key, the MCP server from its configuration: the scope rule lives here.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -203,16 +204,36 @@ class Surface:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """A declared call and the surfaces that serve it (None: not served there, on purpose)."""
+    """A declared call and the surfaces that serve it (None: not served there, on purpose).
+
+    A memory call is declared in :class:`MemoryAPI`; a capability's call is declared by
+    its method on the capability (``capability``: ``"learning"``, ``"tiers"`` or
+    ``"minutes"``, whose classes :data:`CAPABILITY_CLASSES` names)."""
 
     name: str
     rest: Surface | None
     mcp: Surface | None
     cli: Surface | None
+    capability: str | None = None
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.capability}.{self.name}" if self.capability else self.name
 
     @property
     def declared(self) -> Callable[..., Any]:
-        return getattr(MemoryAPI, self.name)
+        if self.capability is None:
+            return getattr(MemoryAPI, self.name)
+        module, _, cls = CAPABILITY_CLASSES[self.capability].partition(":")
+        return getattr(getattr(importlib.import_module(module), cls), self.name)
+
+
+#: Where each capability's calls are declared (imported when a declaration is read).
+CAPABILITY_CLASSES = {
+    "learning": "memorist.ace.learning:Learning",
+    "tiers": "memorist.capabilities:Tiers",
+    "minutes": "memorist.capabilities:Minutes",
+}
 
 
 # The MCP server acts in one scope (its configuration): no tool takes the ids.
@@ -284,6 +305,88 @@ CALLS: tuple[Call, ...] = (
     ),
 )
 
+_LIBRARY = "a function or model object of the caller's process"
+_SCOPE = {k: "the key's scope" for k in ("user_id", "agent_id", "run_id")}
+
+
+def _learning(name: str, rest: Surface | None, cli: Surface | None) -> Call:
+    return Call(name, rest=rest, mcp=None, cli=cli, capability="learning")
+
+
+def _tiers(name: str, rest: Surface | None, cli: Surface | None, mcp: Surface | None = None) -> Call:
+    return Call(name, rest=rest, mcp=mcp, cli=cli, capability="tiers")
+
+
+def _minutes(name: str, rest: Surface | None, cli: Surface | None) -> Call:
+    return Call(name, rest=rest, mcp=None, cli=cli, capability="minutes")
+
+
+# The capabilities' calls. MCP serves an agent's own memory, so only end_conversation
+# is a tool there; a call served nowhere but the library runs the caller's code.
+CAPABILITY_CALLS: tuple[Call, ...] = (
+    _learning("start_trajectory", Surface("POST /api/trajectories/"),
+              Surface("trajectory start", renamed={"task_description": "task", "parent_trajectory_id": "parent"})),
+    _learning("log_step", Surface("POST /api/trajectories/{trajectory_id}/steps/"), Surface("trajectory log")),
+    _learning("complete_trajectory", Surface("POST /api/trajectories/{trajectory_id}/complete/"),
+              Surface("trajectory complete", renamed={"success_score": "score"})),
+    _learning("get_trajectory", Surface("GET /api/trajectories/{trajectory_id}/"), Surface("trajectory show")),
+    _learning("query_trajectories",
+              Surface("GET /api/trajectories/", omitted={"parent_trajectory_id": "a workflow's steps are read by their ids"}),
+              Surface("trajectory list", omitted={"parent_trajectory_id": "a workflow's steps are read by their ids"})),
+    _learning("prune_trajectories", None, None),  # retention runs with every completed trajectory; this is a manual pass
+    _learning("reflect", Surface("POST /api/trajectories/{trajectory_id}/reflect/", omitted={"llm": _LIBRARY}),
+              Surface("reflect", omitted={"llm": _LIBRARY},
+                      extra={"batch": "reflect on many (batch_reflect)", "since": "with --batch", "task_type": "with --batch",
+                             "min_trajectories": "with --batch"})),
+    _learning("batch_reflect", Surface("POST /api/reflections/batch/", omitted={"llm": _LIBRARY}),
+              Surface("reflect", omitted={"llm": _LIBRARY, "until": "the command reflects on everything since --since"},
+                      extra={"batch": "selects this call", "trajectory_id": "without --batch: one trajectory"})),
+    _learning("get_playbook", Surface("GET /api/playbooks/{name}/"),
+              Surface("playbook get", extra={"version": "a kept version instead (get_playbook_version)"})),
+    _learning("list_playbooks", Surface("GET /api/playbooks/"), Surface("playbook list")),
+    _learning("create_playbook", None, None),  # over the service and the CLI a playbook is made by its first update
+    _learning("update_playbook", Surface("PUT /api/playbooks/{name}/"),
+              Surface("playbook update", renamed={"strategies": "file|patterns", "merge": "replace"},
+                      omitted={"major": "--replace makes a major version"},
+                      extra={"category": "of the --pattern strategies", "context": "of the --pattern strategies",
+                             "confidence": "of the --pattern strategies", "evidence_count": "of the --pattern strategies"})),
+    _learning("curate_playbook", Surface("POST /api/playbooks/{name}/curate/", renamed={"playbook_name": "name"}, omitted={"llm": _LIBRARY}),
+              Surface("playbook curate", renamed={"playbook_name": "name"}, omitted={"llm": _LIBRARY})),
+    _learning("list_playbook_versions", Surface("GET /api/playbooks/{name}/versions/"), Surface("playbook versions")),
+    _learning("get_playbook_version", Surface("GET /api/playbooks/{name}/versions/{version}/"), Surface("playbook get")),
+    _learning("rollback_playbook", Surface("POST /api/playbooks/{name}/rollback/"), Surface("playbook rollback")),
+    _learning("execute_with_learning", None, None),  # it runs the caller's task function
+    _tiers("maintain", Surface("POST /api/tiers/maintain/"), Surface("maintain")),
+    _tiers("boost", Surface("POST /api/tiers/boost/"), Surface("boost")),
+    _tiers("end_conversation", Surface("POST /api/tiers/end-conversation/"), None,  # the CLI runs `maintain` at once
+           mcp=Surface("end_conversation", omitted={**{k: "the server's scope" for k in SCOPE_IDS}, "now": "an agent ends it now"})),
+    _tiers("wait", None, None),  # the background worker of the caller's process
+    _tiers("status", Surface("GET /api/tiers/", omitted={**_SCOPE, "now": "figures as of the request"}), Surface("tiers status")),
+    _tiers("health", Surface("GET /api/tiers/health/", omitted={**_SCOPE, "now": "checks as of the request"}), Surface("tiers health")),
+    _tiers("config", Surface("PUT /api/tiers/config/"), Surface("tiers config", renamed={"changes": "settings"})),
+    _tiers("test_memories", Surface("GET /api/tiers/tests/"), Surface("tiers tests", extra={"delete": "deletes them (delete_test_memories)"})),
+    _tiers("delete_test_memories", None,  # test memories are the library's and the CLI's testing aid
+           Surface("tiers tests", extra={"delete": "selects this call", "limit": "without --delete: how many to list"})),
+    _minutes("record", Surface("POST /api/minutes/", renamed={"now": "timestamp"}),
+             Surface("minutes record", renamed={"context_references": "refs", "memory_note": "note", "now": "at"},
+                     omitted={"insights": "written through the library or the service", "run_id": "a command is no session"})),
+    _minutes("recent", Surface("GET /api/minutes/"), Surface("minutes recent")),
+    _minutes("by_ids", None, Surface("minutes show", omitted={"project_id": "ids name minutes of any project of the store"})),
+    _minutes("get", Surface("GET /api/minutes/{minute_id}/"), None),  # `minutes show` takes several ids (by_ids)
+    _minutes("history", Surface("GET /api/minutes/history/"), Surface("minutes history")),
+    _minutes("search", Surface("POST /api/minutes/search/", omitted={"touch": "a search over the service counts as a retrieval"}),
+             Surface("minutes search", omitted={"touch": "a search from the CLI counts as a retrieval"})),
+    _minutes("reindex", Surface("POST /api/minutes/reindex/"), Surface("minutes reindex", extra={"all_projects": "every project"})),
+    _minutes("build_context", Surface("POST /api/context/", omitted={"now": "built as of the request"}),
+             Surface("context", renamed={"budget_tokens": "budget"}, omitted={"now": "built as of the command"})),
+    _minutes("evaluate", Surface("POST /api/evaluate/", omitted={"now": "as of the request", "config": "the store's own settings"}),
+             Surface("evaluate", omitted={"now": "as of the command", "config": "the store's own settings"})),
+    _minutes("pair", None, None),  # its revise callback is the caller's function
+    _minutes("pair_round", Surface("POST /api/pair/", omitted={"evaluator": _LIBRARY}),
+             Surface("pair", renamed={"memories_per_gap": "per_gap"}, omitted={"evaluator": _LIBRARY},
+                     extra={"output_file": "the output read from a file"})),
+)
+
 CALLS_BY_NAME = {c.name: c for c in CALLS}
 
 
@@ -352,4 +455,4 @@ for _call in CALLS:
 del _call
 
 
-__all__ = ["CALLS", "CALLS_BY_NAME", "SCOPE_IDS", "Call", "MemoryAPI", "Scoped", "Surface", "implements", "parameters"]
+__all__ = ["CALLS", "CALLS_BY_NAME", "CAPABILITY_CALLS", "CAPABILITY_CLASSES", "SCOPE_IDS", "Call", "MemoryAPI", "Scoped", "Surface", "implements", "parameters"]

@@ -16,13 +16,20 @@ from typing import Any
 import pytest
 
 from memorist import AsyncClient, AsyncMemory, Client, Memory
-from memorist.api import CALLS, SCOPE_IDS, Call, MemoryAPI, Scoped, parameters
+from memorist.api import CALLS, CAPABILITY_CALLS, SCOPE_IDS, Call, MemoryAPI, Scoped, parameters
 
 IDS = [c.name for c in CALLS]
+EVERY = CALLS + CAPABILITY_CALLS
+REST = [c for c in EVERY if c.rest]
+MCP = [c for c in EVERY if c.mcp]
+CLI = [c for c in EVERY if c.cli]
+# The options every command takes, before or after its name.
+COMMON = {"db", "json", "embedder", "decay_days", "policy"}
 
 
 def _declared_names(call: Call) -> list[str]:
-    return [name for name, _, _ in parameters(call.declared)]
+    """The declaration's public parameters (a leading underscore: the library's own plumbing)."""
+    return [name for name, _, _ in parameters(call.declared) if not name.startswith("_")]
 
 
 def _expected(call: Call, surface: Any) -> set[str]:
@@ -38,13 +45,17 @@ def _expected(call: Call, surface: Any) -> set[str]:
 def test_every_declared_call_is_placed_on_the_surfaces() -> None:
     declared = {n for n, v in vars(MemoryAPI).items() if callable(v) and not n.startswith("_")}
     assert declared == {c.name for c in CALLS}
-    for call in CALLS:
+    from memorist.capabilities import LEARNING_CALLS, Minutes, Tiers
+
+    every = {("learning", n) for n in LEARNING_CALLS} | {("tiers", n) for n in Tiers.CALLS} | {("minutes", n) for n in Minutes.CALLS}
+    assert {(c.capability, c.name) for c in CAPABILITY_CALLS} == every, "every capability call is placed (None: on purpose)"
+    for call in EVERY:
         for surface in (call.rest, call.mcp, call.cli):
             if surface is None:
                 continue
             unknown = (set(surface.renamed) | set(surface.omitted)) - set(_declared_names(call))
-            assert not unknown, f"{call.name}: {surface.name} renames or omits parameters the call does not have: {unknown}"
-            assert all(reason.strip() for reason in surface.omitted.values()), f"{call.name}: say why {surface.name} omits it"
+            assert not unknown, f"{call.qualname}: {surface.name} renames or omits parameters the call does not have: {unknown}"
+            assert all(reason.strip() for reason in surface.omitted.values()), f"{call.qualname}: say why {surface.name} omits it"
 
 
 @pytest.mark.parametrize("call", CALLS, ids=IDS)
@@ -97,7 +108,7 @@ def _rest_parameters(spec: dict[str, Any], method: str, path: str) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("call", [c for c in CALLS if c.rest], ids=[c.name for c in CALLS if c.rest])
+@pytest.mark.parametrize("call", REST, ids=[c.qualname for c in REST])
 def test_the_rest_route_takes_the_declared_parameters(call: Call, openapi: dict[str, Any]) -> None:
     method, path = call.rest.name.split(" ", 1)
     assert path in openapi["paths"] and method.lower() in openapi["paths"][path], f"no route {call.rest.name}"
@@ -118,7 +129,7 @@ def test_the_rest_route_answers_the_declared_result_type(call: Call, openapi: di
 def mcp_tools() -> dict[str, set[str]]:
     from memorist.mcp_server import create_server
 
-    memory = Memory(":memory:", embedder="hashing")
+    memory = Memory(":memory:", embedder="hashing", policy="energy")  # with the energy tiers' tool too
     try:
         tools = asyncio.run(create_server(memory, user_id="u").list_tools())
     finally:
@@ -126,20 +137,25 @@ def mcp_tools() -> dict[str, set[str]]:
     return {t.name: set(t.input_schema["properties"]) for t in tools}
 
 
-@pytest.mark.parametrize("call", [c for c in CALLS if c.mcp], ids=[c.name for c in CALLS if c.mcp])
+def test_every_mcp_tool_is_a_declared_call(mcp_tools: dict[str, set[str]]) -> None:
+    assert set(mcp_tools) == {c.mcp.name for c in MCP}
+
+
+@pytest.mark.parametrize("call", MCP, ids=[c.qualname for c in MCP])
 def test_the_mcp_tool_takes_the_declared_parameters(call: Call, mcp_tools: dict[str, set[str]]) -> None:
     assert call.mcp.name in mcp_tools, f"no MCP tool {call.mcp.name}"
     assert mcp_tools[call.mcp.name] == _expected(call, call.mcp)
 
 
-@pytest.mark.parametrize("call", [c for c in CALLS if c.cli], ids=[c.name for c in CALLS if c.cli])
+@pytest.mark.parametrize("call", CLI, ids=[c.qualname for c in CLI])
 def test_the_cli_command_takes_the_declared_parameters(call: Call) -> None:
     from memorist.cli import cli
 
-    command = cli.commands.get(call.cli.name)
-    assert command is not None, f"no command `memorist {call.cli.name}`"
-    common = {p.name for p in cli.params} | {"json"}  # the options every command takes
-    assert {p.name for p in command.params} - common == _expected(call, call.cli)
+    command: Any = cli
+    for word in call.cli.name.split():
+        command = command.commands.get(word) if hasattr(command, "commands") else None
+        assert command is not None, f"no command `memorist {call.cli.name}`"
+    assert {p.name for p in command.params} - COMMON == _expected(call, call.cli)
 
 
 # A narrow core: the memory calls, the lifecycle, and one attribute per capability. ----------

@@ -122,13 +122,14 @@ def show(app: App, ids: tuple[str, ...]) -> None:
 @minutes.command("search")
 @click.argument("query", nargs=-1, required=True)
 @project_option
+@click.option("--agent", "agent_id", metavar="ID", help="Only this agent's minutes.")
 @click.option("--category", metavar="NAME", help="Only this category.")
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(min=1), help="How many.")
 @pass_app
-def search(app: App, query: tuple[str, ...], project_id: str | None, category: str | None, limit: int) -> None:
+def search(app: App, query: tuple[str, ...], project_id: str | None, agent_id: str | None, category: str | None, limit: int) -> None:
     """The indexed minutes most relevant to QUERY (pruned ones are not in the index)."""
     app.arguments = {"query": "QUERY"}
-    items = app.memory().minutes.search(read_text(query), limit, project_id=project_id, category=category)
+    items = app.memory().minutes.search(read_text(query), limit, project_id=project_id, agent_id=agent_id, category=category)
 
     def human() -> None:
         columns, rows = _rows(items)
