@@ -97,3 +97,22 @@ def test_a_postgres_store_of_release_0_1_0_opens_and_migrates(pg_url, schema) ->
         assert PREVIOUS_NAME not in schemas
         functions = [r[0] for r in conn.execute("SELECT proname FROM pg_proc WHERE proname LIKE %s", (f"{PREVIOUS_NAME}%",))]
         assert functions == []
+
+
+def test_the_default_store_of_release_0_1_0_is_opened_where_it_is(tmp_path, monkeypatch) -> None:
+    from memorist.config import default_db_path
+
+    monkeypatch.delenv("MEMORIST_DB", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert default_db_path() == tmp_path / "memorist" / "memorist.db"  # nothing anywhere: the new place
+    previous = tmp_path / PREVIOUS_NAME / f"{PREVIOUS_NAME}.db"
+    previous.parent.mkdir()
+    shutil.copy(FIXTURES / "legacy-0.1.0.db", previous)
+    assert default_db_path() == previous
+    with Memory() as memory:  # no path: the old default store, migrated in place
+        assert memory.stats()["schema_version"] == 3
+        assert {"Is a vegan", "Lives in Lisbon"} <= {m["memory"] for m in memory.get_all(user_id="alex")["results"]}
+    current = tmp_path / "memorist" / "memorist.db"
+    current.parent.mkdir()
+    Memory(str(current), embedder="hashing").close()
+    assert default_db_path() == current  # once there is a store in the new place, it is the one
