@@ -35,6 +35,14 @@ _MEMORIST_ENV = (
     "GEMINI_BASE_URL",
     "ACE_LLM_TEMPERATURE",
     "ACE_CURATOR_USE_LLM",
+    # The playbooks' and the learning loop's settings (memorist.config).
+    "ACE_CURATOR_MAX_NEW",
+    "TRAJECTORY_RETENTION_DAYS",
+    "TRAJECTORY_SAMPLE_RATE",
+    "TRAJECTORY_ALWAYS_STORE_FAILURES",
+    "PLAYBOOK_VERSION_KEEP_LATEST",
+    "PLAYBOOK_VERSION_KEEP_ALL_MAJOR",
+    "PLAYBOOK_VERSION_KEEP_DAYS",
 )
 
 
@@ -97,10 +105,10 @@ def memory(db_path):
 
 
 # Both storage backends -------------------------------------------------------------------
-# The capability suites (tests/ace, tests/learning, tests/tiers, tests/minutes) run each
-# test that opens a Memory on SQLite and on PostgreSQL, as the store contract runs on both
-# (tests/contract, tests/postgres/test_pg_contract.py): the engine promises the same
-# behaviour on each. A test asks for ``backend`` (or for a suite fixture built on it:
+# The capability suites (tests/capabilities: facts' Memory API on both backends,
+# playbooks, learning, tiers, minutes) run each test that opens a Memory on SQLite and on
+# PostgreSQL, as the store contract runs on both (tests/store/contract): the engine
+# promises the same behaviour on each. A test asks for ``backend`` (or for a suite fixture built on it:
 # ``mem``, ``opened``, ``m`` ...) and is collected twice, ``[sqlite]`` and
 # ``[postgresql]``. A test about SQLite itself (a file path, the maintenance log beside the
 # file, the CLI or a subprocess on a file) is marked ``@pytest.mark.sqlite_only("why")``:

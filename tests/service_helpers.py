@@ -1,6 +1,6 @@
-"""Helpers shared by the memory service's tests (tests/server, tests/learning,
-tests/minutes, tests/tiers, tests/postgres): importable from any test folder, as
-this file sits beside the root conftest.py."""
+"""Helpers shared by the memory service's tests (tests/surfaces/server, the learning,
+minutes and tiers suites of tests/capabilities, tests/store/postgres): importable from
+any test folder, as this file sits beside the root conftest.py."""
 
 from __future__ import annotations
 

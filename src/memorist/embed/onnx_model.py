@@ -4,8 +4,8 @@ The network is the one sentence-transformers runs, exported from the same local
 weights (:mod:`.onnx_export`); at run time ``tokenizers`` splits the text,
 ``onnxruntime`` runs the graph and numpy mean-pools, so a process that embeds never
 imports torch. For all-MiniLM-L6-v2 the vectors equal those of sentence-transformers
-to within 4e-7 (tests/embed/test_onnx_model.py), so they keep its identity and its
-stores.
+to within 4e-7 (tests/capabilities/embed/test_onnx_model.py), so they keep its identity
+and its stores.
 
 Supported: a local sentence-transformers directory whose modules are a transformer
 at the top level (``config.json``, ``tokenizer.json``), mean pooling and optionally

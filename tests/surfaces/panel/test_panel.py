@@ -35,7 +35,7 @@ except ImportError:  # the dev extra is missing: the browser fixture says so
     expect = sync_playwright = None
 
 CHROMIUM = "/usr/bin/chromium"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 HOUR = 3600.0
 
 # Seeded out of time order, so "newest first" is the timestamps' order, not the inserts'.

@@ -14,22 +14,6 @@ from learning_helpers import Clock, Mapped  # noqa: E402
 
 from memorist import Memory  # noqa: E402
 
-_ENV = (
-    "TRAJECTORY_RETENTION_DAYS",
-    "TRAJECTORY_SAMPLE_RATE",
-    "TRAJECTORY_ALWAYS_STORE_FAILURES",
-    "PLAYBOOK_VERSION_KEEP_LATEST",
-    "PLAYBOOK_VERSION_KEEP_ALL_MAJOR",
-    "PLAYBOOK_VERSION_KEEP_DAYS",
-    "ACE_CURATOR_MAX_NEW",
-)
-
-
-@pytest.fixture(autouse=True)
-def _learning_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
-
 
 @pytest.fixture
 def clock() -> Clock:

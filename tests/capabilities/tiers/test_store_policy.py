@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from memorist import ConfigurationError, Memory
 from memorist.cli import cli
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FIVE_DAYS_AGO = time.time() - 5 * 86_400
 
 

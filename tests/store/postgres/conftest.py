@@ -1,24 +1,14 @@
-"""PostgreSQL tests: a real server per test process (see ``pg_url`` in tests/conftest.py).
-
-The contract suite (tests/contract/store_contract.py) is imported by name, as the
-SQLite contract tests import it: make it importable when only this folder runs.
+"""What only the PostgreSQL store does: a real server per test process (see ``pg_url``
+in tests/conftest.py); the store contract itself runs on it in tests/store/contract.
 ``opened(**options)`` opens the test's database as a :class:`PostgresStore` bound to
 the hashing embedder (closed after the test).
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from memorist import HashingEmbedder
-
-_CONTRACT = str(Path(__file__).resolve().parent.parent / "contract")
-if _CONTRACT not in sys.path:
-    sys.path.insert(0, _CONTRACT)
-pytest.register_assert_rewrite("store_contract")
 
 
 @pytest.fixture

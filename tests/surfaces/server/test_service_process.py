@@ -49,7 +49,7 @@ curl http://localhost:8000/api/memories/alex/
 # Delete a memory
 curl -X DELETE "http://localhost:8000/api/memories/mem_1/?user_id=alex"
 """
-SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec" / "004_c5195bedc5842f87.txt"
+SPEC = Path(__file__).resolve().parents[4] / "shared" / "spec" / "004_c5195bedc5842f87.txt"
 CURL = shutil.which("curl")
 
 
