@@ -107,7 +107,7 @@ def test_the_environment_forces_a_runtime(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_both_runtimes_carry_the_models_identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The vectors are the same (tests/embed/test_onnx_model.py), so a store made with
+    """The vectors are the same (tests/capabilities/embed/test_onnx_model.py), so a store made with
     one runtime opens with the other."""
     monkeypatch.setattr(onnx, "available", lambda: True)
     a = SentenceTransformerEmbedder(runtime="onnx")

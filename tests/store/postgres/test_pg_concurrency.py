@@ -2,8 +2,8 @@
 had written one after the other: the per-space advisory lock, taken before a batch
 reads the space's version, holds across processes as SQLite's file lock does.
 
-Mirrors tests/integration/test_concurrent_writers.py, which runs the same races on
-one SQLite file. Two Memories learning the same lesson at once: tests/ace/test_ace_concurrency.py,
+Mirrors tests/store/sqlite/test_concurrent_writers.py, which runs the same races on
+one SQLite file. Two Memories learning the same lesson at once: tests/capabilities/playbooks/test_ace_concurrency.py,
 on both backends.
 """
 

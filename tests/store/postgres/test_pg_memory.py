@@ -1,7 +1,7 @@
 """``Memory("postgresql://…")`` end to end, the CLI on a database, export and import
 between the two backends, and ``memorist bench locomo --db``.
 
-tests/storage/test_memory_backends.py runs the Memory API on both backends; this
+tests/capabilities/facts/test_memory_backends.py runs the Memory API on both backends; this
 file walks one store through every public call the way a user would, and covers
 what only a URL changes."""
 

@@ -1,4 +1,4 @@
-"""What the PostgreSQL store does beyond the contract suite (tests/contract): its
+"""What the PostgreSQL store does beyond the contract suite (tests/store/contract): its
 per-space locks seen from two connections, its vector indexes, BM25 in SQL, the
 counters its triggers keep, NUL characters, and the log's protection."""
 

@@ -1,7 +1,7 @@
 """What only the SQLite store promises: its file, schema and migrations, its two
 text-search paths, its write lock and its in-process index.
 
-The store contract itself is checked on SQLite by ``tests/contract``; the tests
+The store contract itself is checked on SQLite by ``tests/store/contract``; the tests
 here may open the file with :mod:`sqlite3` and look inside.
 """
 
