@@ -22,7 +22,6 @@ from typing import Any
 from fastapi import FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import NotFoundError
 from ..validate import MAX_LIMIT, MAX_SEQ
@@ -33,7 +32,6 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     **ERRORS,
     404: {"model": s.ErrorResponse, "description": "Not found (or outside the key's tenant and user/project)."},
 }
-_CATEGORIES = "^(agent_capability|coordination_pattern|conflict_resolution|task_assignment|failure_pattern|project_knowledge)$"
 
 
 def _memory(request: Request, caller: Caller) -> Any:
@@ -49,79 +47,13 @@ def _project(caller: Any, project_id: str | None) -> str | None:
     return caller.user_id
 
 
-def _id(description: str) -> Any:
-    return Field(default=None, **s.id_schema(description))
-
-
-def _text(description: str) -> Any:
-    return Field(description=description, json_schema_extra={"minLength": 1, "pattern": s.TEXT_PATTERN})
-
-
-class _Request(BaseModel):
-    model_config = ConfigDict(strict=True)
-
-
-class InsightIn(_Request):
-    type: str = Field(description="outcome, assignment, resolution, capability, failure, pattern or observation.")
-    finding: str = _text("What was learned.")
-    confidence: float = Field(default=0.5, ge=0, le=1)
-    contexts: list[str] = Field(default_factory=list, description="When it applies.")
-
-
-class MinuteRequest(_Request):
-    event_type: str = Field(min_length=1, max_length=64, description="e.g. task_assigned, conflict_resolved, handoff.")
-    agent_id: str | None = _id("The agent involved.")
-    project_id: str | None = _id("The project (default: 'default'; a user-bound key: its user).")
-    run_id: str | None = _id("A session id.")
-    data: dict[str, Any] | None = Field(default=None, description="Event data: task_id, assignment_reasoning, conflict_type, resolution, success_criteria_met (0-100)...")
-    context_references: list[str] | None = Field(default=None, description="Ids of earlier minutes this one refers to.")
-    memory_note: str | None = Field(default=None, description="A human-readable summary.")
-    category: str | None = Field(default=None, pattern=_CATEGORIES, description="Default: from the event's words and data.")
-    insights: list[InsightIn] | None = Field(default=None, description="What it taught; an outcome insight is derived from success_criteria_met.")
-    timestamp: s.Date | None = Field(default=None, description="When it happened (default: now).")
-
-
-class MinuteSearchRequest(_Request):
-    query: str = _text("What to look for.")
-    project_id: str | None = _id("The project.")
-    agent_id: str | None = _id("Only this agent's minutes.")
-    category: str | None = Field(default=None, pattern=_CATEGORIES)
-    limit: int = Field(default=5, ge=1, le=MAX_LIMIT)
-
-
-class ProjectRequest(_Request):
-    project_id: str | None = _id("The project.")
-
-
-class ContextRequest(_Request):
-    agent_id: str = Field(**s.id_schema("The agent the context is for."))
-    task: str | None = Field(default=None, description="What the agent is about to do.", json_schema_extra={"pattern": s.TEXT_PATTERN})
-    budget_tokens: int = Field(default=4000, ge=1, le=1_000_000, description="Token budget (about 4 characters a token).")
-    project_id: str | None = _id("The project.")
-
-
-class EvaluateRequest(_Request):
-    project_id: str | None = _id("The project.")
-    dry_run: bool = Field(default=False, description="Report only; change nothing.")
-
-
-class PairRequest(_Request):
-    task: str = _text("The original task.")
-    criteria: str = _text("The success criteria.")
-    output: str = _text("The output to evaluate.")
-    threshold: float = Field(default=95, ge=0, le=100)
-    memories_per_gap: int = Field(default=5, ge=1, le=100)
-    project_id: str | None = _id("The project.")
-    agent_id: str | None = _id("The agent whose output it is.")
-
-
 def register_minute_routes(app: FastAPI) -> None:
     """Add spec 003's routes to the service ``app`` (made by :func:`memorist.server.create_app`)."""
     api: dict[str, Any] = {"responses": _ERRORS, "tags": ["minutes"]}
     MinutePath = PathParam(**s.id_schema("The minute id."))
 
     @app.post("/api/minutes/", summary="Record a minute", **api)
-    def record_minute(body: MinuteRequest, request: Request, caller: CallerDep) -> Any:
+    def record_minute(body: s.MinuteRequest, request: Request, caller: CallerDep) -> Any:
         """Append a coordination event to the log and index it for search."""
         memory = _memory(request, caller)
         minute = memory.minutes.record(
@@ -158,7 +90,7 @@ def register_minute_routes(app: FastAPI) -> None:
         return JSONResponse(minute)
 
     @app.post("/api/minutes/search/", summary="Search the minutes index", **api)
-    def search_minutes(body: MinuteSearchRequest, request: Request, caller: CallerDep) -> Any:
+    def search_minutes(body: s.MinuteSearchRequest, request: Request, caller: CallerDep) -> Any:
         """The indexed minutes most relevant to the query, best first."""
         memory = _memory(request, caller)
         results = memory.minutes.search(body.query, body.limit, project_id=_project(caller, body.project_id),
@@ -166,13 +98,13 @@ def register_minute_routes(app: FastAPI) -> None:
         return JSONResponse({"results": results})
 
     @app.post("/api/minutes/reindex/", summary="Rebuild the minutes index from the log", **api)
-    def reindex_minutes(body: ProjectRequest, request: Request, caller: CallerDep) -> Any:
+    def reindex_minutes(body: s.ProjectRequest, request: Request, caller: CallerDep) -> Any:
         """Every minute of the project back in the index (pruned ones too)."""
         memory = _memory(request, caller)
         return JSONResponse(memory.minutes.reindex(project_id=_project(caller, body.project_id)))
 
     @app.post("/api/context/", summary="Build an agent's context window", **api)
-    def build_context(body: ContextRequest, request: Request, caller: CallerDep) -> Any:
+    def build_context(body: s.ContextRequest, request: Request, caller: CallerDep) -> Any:
         """Recent + referenced + the agent's memory + retrieved for the task, within the token budget."""
         memory = _memory(request, caller)
         window = memory.minutes.build_context(body.agent_id, body.task, budget_tokens=body.budget_tokens,
@@ -180,13 +112,13 @@ def register_minute_routes(app: FastAPI) -> None:
         return JSONResponse(window.to_dict())
 
     @app.post("/api/evaluate/", summary="Evaluate and prune the minutes index", **api)
-    def evaluate(body: EvaluateRequest, request: Request, caller: CallerDep) -> Any:
+    def evaluate(body: s.EvaluateRequest, request: Request, caller: CallerDep) -> Any:
         """Score, deduplicate, resolve contradictions, prune under 0.3 (index only; the log keeps all)."""
         memory = _memory(request, caller)
         return JSONResponse(memory.minutes.evaluate(project_id=_project(caller, body.project_id), dry_run=body.dry_run))
 
     @app.post("/api/pair/", summary="One PAIR evaluation round", **api)
-    def pair_round(body: PairRequest, request: Request, caller: CallerDep) -> Any:
+    def pair_round(body: s.PairRequest, request: Request, caller: CallerDep) -> Any:
         """A fresh evaluator's score and gaps, and the memories retrieved for each gap."""
         memory = _memory(request, caller)
         return JSONResponse(memory.minutes.pair_round(body.task, body.criteria, body.output, threshold=body.threshold,
