@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from . import validate
+from .errors import NotFoundError, ValidationError
 from .model import AddResult, DeleteAllResult, DeleteResult, EventItem, MemoryItem, MemoryList, UpdateResult
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -390,6 +391,20 @@ CAPABILITY_CALLS: tuple[Call, ...] = (
 CALLS_BY_NAME = {c.name: c for c in CALLS}
 
 
+#: The calls of each capability that act in one scope (their ids are the scope's): a
+#: scoped handle's ``tiers``, ``learning`` and ``minutes`` offer these, with its ids. The
+#: others act beyond one scope (the tenant's configuration, a background wait).
+SCOPED_CALLS: dict[str, tuple[str, ...]] = {
+    "tiers": ("maintain", "boost", "end_conversation", "status", "health", "test_memories", "delete_test_memories"),
+    "learning": (
+        "start_trajectory", "log_step", "complete_trajectory", "get_trajectory", "query_trajectories", "prune_trajectories",
+        "reflect", "batch_reflect", "get_playbook", "list_playbooks", "create_playbook", "update_playbook", "curate_playbook",
+        "list_playbook_versions", "get_playbook_version", "rollback_playbook", "execute_with_learning",
+    ),
+    "minutes": ("record", "recent", "by_ids", "get", "history", "search", "reindex", "build_context", "evaluate", "pair", "pair_round"),
+}
+
+
 def _bound(name: str) -> Callable[..., Any]:
     """``Scoped.<name>``: the declared call with the handle's ids filled in."""
     declared = getattr(MemoryAPI, name)
@@ -426,28 +441,116 @@ class Scoped:
         self.ids: dict[str, str | None] = {"user_id": user, "agent_id": agent, "run_id": run}
 
     @property
-    def tiers(self) -> ScopedTiers:
-        """The energy tiers of this scope's memories only: ``status()``, ``health()``."""
-        return ScopedTiers(self)
+    def tiers(self) -> ScopedCapability:
+        """The energy tiers of this scope's memories only: ``maintain``, ``boost``,
+        ``end_conversation``, ``status``, ``health``, ``test_memories`` and
+        ``delete_test_memories`` (``memory.tiers``'s calls without the ids). The
+        configuration is the tenant's, not a scope's: it is not here."""
+        return ScopedCapability(self, "tiers", self.ids)
+
+    @property
+    def learning(self) -> ScopedCapability:
+        """The learning loop of this scope (``memory.learning``'s calls without the ids):
+        the trajectories, reflections and playbooks of the handle's user and agent.
+        Trajectories and playbooks belong to no run: a handle with a ``run_id`` has no
+        learning loop (:class:`~memorist.errors.ValidationError`)."""
+        if self.ids["run_id"] is not None:
+            raise ValidationError("run_id", "trajectories and playbooks belong to a user and an agent, not to a run: scope the handle by user_id or agent_id")
+        return ScopedCapability(self, "learning", {"user_id": self.ids["user_id"], "agent_id": self.ids["agent_id"]})
+
+    @property
+    def minutes(self) -> ScopedMinutes:
+        """The minutes of one project, the handle's user (a minute's project is its
+        ``user_id``): ``memory.scope(user_id="apollo").minutes.recent(10)``. The calls
+        are ``memory.minutes``'s without ``project_id``; ``get`` finds only the project's
+        minutes. A handle of an agent or a run names no project
+        (:class:`~memorist.errors.ValidationError`)."""
+        user, agent, run = self.ids["user_id"], self.ids["agent_id"], self.ids["run_id"]
+        if user is None or agent is not None or run is not None:
+            raise ValidationError("user_id", "minutes belong to a project: scope the handle by user_id (the project) alone")
+        return ScopedMinutes(self, "minutes", {"project_id": user})
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in self.ids.items() if v is not None)
         return f"Scoped({shown})"
 
 
-class ScopedTiers:
-    """``Scoped.tiers``: tier figures of the handle's scope only."""
+class ScopedCapability:
+    """A capability of a scoped handle's Memory (``Scoped.tiers``, ``.learning``,
+    ``.minutes``): each of the capability's calls that takes the scope's ids, with the
+    handle's filled in and refused as arguments. A call that takes none (the tenant's
+    configuration, a background wait) acts beyond one scope and is not here.
 
-    def __init__(self, handle: Scoped) -> None:
+    The calls are the capability's own, read when first used: the handle works over a
+    :class:`~memorist.Memory` and an :class:`~memorist.AsyncMemory` (whose calls are
+    awaited) alike.
+    """
+
+    def __init__(self, handle: Scoped, capability: str, ids: Mapping[str, str | None]) -> None:
         self._handle = handle
+        self._capability = capability
+        self._ids = dict(ids)
 
-    def status(self, *, test_only: bool = False, now: Any = None) -> dict[str, Any]:
-        """The distribution of the scope's memories over the tiers (``memory.tiers.status``)."""
-        return self._handle.memory.tiers.status(test_only=test_only, now=now, **self._handle.ids)
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name not in SCOPED_CALLS.get(self._capability, ()):
+            raise AttributeError(f"{self._capability}.{name} is not a call of one scope")
+        target = getattr(getattr(self._handle.memory, self._capability), name)
+        signature = inspect.signature(target)
+        missing = set(self._ids) - set(signature.parameters)
+        if missing:
+            raise AttributeError(f"{self._capability}.{name} takes no {', '.join(sorted(missing))}: it is not a call of one scope")
+        return _filled(target, signature, self._ids, f"{self._capability}.{name}", self._handle)
 
-    def health(self, *, now: Any = None) -> dict[str, Any]:
-        """The energy tiers' health checks over the scope's memories (``memory.tiers.health``)."""
-        return self._handle.memory.tiers.health(now=now, **self._handle.ids)
+    def __dir__(self) -> list[str]:
+        return sorted(SCOPED_CALLS.get(self._capability, ()))
+
+    def __repr__(self) -> str:
+        return f"{self._handle!r}.{self._capability}"
+
+
+class ScopedMinutes(ScopedCapability):
+    """``Scoped.minutes``: the minutes of the handle's project."""
+
+    def get(self, minute_id: str) -> Any:
+        """One minute by id, if it is the project's (another project's answers as a
+        missing one would): ``memory.minutes.get``."""
+        project = self._ids["project_id"]
+        found = self._handle.memory.minutes.get(minute_id)
+        if inspect.isawaitable(found):  # an AsyncMemory's
+
+            async def checked() -> Any:
+                return _of_project(await found, project, minute_id)
+
+            return checked()
+        return _of_project(found, project, minute_id)
+
+
+def _of_project(minute: dict[str, Any], project: str | None, minute_id: str) -> dict[str, Any]:
+    if minute["project_id"] != project:
+        raise NotFoundError("minute", minute_id)
+    return minute
+
+
+def _filled(target: Callable[..., Any], signature: inspect.Signature, ids: Mapping[str, Any], name: str, handle: Scoped) -> Callable[..., Any]:
+    """``target`` with ``ids`` filled in: its other parameters, bound by name (so the
+    arguments after a positional id still land where they belong)."""
+    free = signature.replace(parameters=[p for p in signature.parameters.values() if p.name not in ids])
+
+    @functools.wraps(target)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        for key in ids:
+            if key in kwargs:
+                raise TypeError(f"{name}() of a scoped handle takes no {key}: the handle's scope is {handle.ids}")
+        arguments: dict[str, Any] = {}
+        for key, value in free.bind(*args, **kwargs).arguments.items():
+            if free.parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
+                arguments.update(value)
+            else:
+                arguments[key] = value
+        return target(**arguments, **ids)
+
+    call.__signature__ = free  # type: ignore[attr-defined]
+    return call
 
 
 for _call in CALLS:
@@ -455,4 +558,7 @@ for _call in CALLS:
 del _call
 
 
-__all__ = ["CALLS", "CALLS_BY_NAME", "CAPABILITY_CALLS", "CAPABILITY_CLASSES", "SCOPE_IDS", "Call", "MemoryAPI", "Scoped", "Surface", "implements", "parameters"]
+__all__ = [
+    "CALLS", "CALLS_BY_NAME", "CAPABILITY_CALLS", "CAPABILITY_CLASSES", "SCOPED_CALLS", "SCOPE_IDS", "Call", "MemoryAPI", "Scoped",
+    "ScopedCapability", "ScopedMinutes", "Surface", "implements", "parameters",
+]

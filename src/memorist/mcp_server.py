@@ -4,11 +4,15 @@
 ``MCPServer``) over one :class:`~memorist.Memory` and one scope — a user, an agent
 and/or a run, fixed when the server starts. Its tools are the Memory calls a model
 needs: ``add_memory``, ``search_memories``, ``list_memories``, ``get_memory``,
-``update_memory``, ``delete_memory`` and ``memory_history``.
+``update_memory``, ``delete_memory`` and ``memory_history`` (and, under the energy
+policy, ``end_conversation``). Each is a function of this module whose first
+argument is the scoped handle (:class:`~memorist.api.Scoped`, built from the
+server's configuration); the server registers it with the handle bound.
 
-No tool takes a user, agent or run id: every call acts inside the configured scope,
-so whatever the model sends, a host cannot reach another user's memories (a memory
-outside the scope is "not found", exactly like a missing one). The engine validates
+No tool takes a user, agent or run id: every call acts through the handle, inside
+the configured scope, so whatever the model sends, a host cannot reach another
+user's memories (a memory outside the scope is "not found", exactly like a missing
+one). The engine validates
 every argument as it does for the library; an :class:`~memorist.errors.MemoristError`
 becomes a tool error result whose text names the field or the id, never a crash of
 the server.
@@ -23,12 +27,15 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import inspect
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from .api import Scoped
 from .errors import MemoristError, MissingDependencyError, ValidationError
 
 if TYPE_CHECKING:
@@ -63,20 +70,6 @@ class ChatMessage(BaseModel):
     name: str | None = Field(default=None, description="The speaker's name, when several people talk.")
 
 
-def _tool_errors(fn: _F) -> _F:
-    """Engine errors become tool errors (an ``is_error`` result the model reads)."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except MemoristError as exc:
-            raise ToolError(str(exc)) from exc
-
-    return wrapper  # type: ignore[return-value]
-
-
 def _version() -> str:
     try:
         return importlib.metadata.version("memorist")
@@ -100,6 +93,205 @@ def require_sdk() -> Any:
             f"memorist mcp needs the MCP SDK 2 or later, found mcp {found}: pip install -U 'mcp>=2'"
         ) from exc
     return MCPServer
+
+
+# the tools -----------------------------------------------------------------------------------
+# Each tool is a function of the scoped handle and the model's arguments. create_server
+# registers it with the handle bound (see _bound): the SDK reads the rest of its
+# signature, its annotations and its docstring for the tool's schema and description.
+
+
+@dataclass(frozen=True, slots=True)
+class _Hints:
+    """What a tool may do (the MCP tool annotations a host shows or acts on)."""
+
+    title: str
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = False
+    #: Served only by a server whose Memory runs the energy policy.
+    energy: bool = False
+
+
+#: The tools, in the order they are listed, each with its hints.
+TOOLS: list[tuple[Callable[..., Any], _Hints]] = []
+
+
+def _tool(title: str, *, read_only: bool, destructive: bool = False, idempotent: bool = False,
+          energy: bool = False) -> Callable[[_F], _F]:
+    def register(fn: _F) -> _F:
+        TOOLS.append((fn, _Hints(title, read_only, destructive, idempotent, energy)))
+        return fn
+
+    return register
+
+
+# Not marked destructive: reconciliation may update or delete a memory a new fact
+# contradicts, but every change stays in the memory's history.
+@_tool("Remember", read_only=False)
+def add_memory(
+    handle: Scoped,
+    messages: Annotated[
+        list[ChatMessage] | None,
+        Field(description="The conversation turn to remember, e.g. [{'role': 'user', 'content': '...'}]. Give messages or text."),
+    ] = None,
+    text: Annotated[str | None, Field(description="One thing to remember, as plain text. Give text or messages.")] = None,
+    metadata: Annotated[
+        dict[str, Any] | None,
+        Field(description="Optional JSON object stored with the new memories (e.g. {'source': 'chat'}); searchable with filters."),
+    ] = None,
+    infer: Annotated[
+        bool,
+        Field(description="True (default): extract short facts and reconcile them with existing memories. False: store each message verbatim."),
+    ] = True,
+) -> dict[str, Any]:
+    """Remember something about the person for future conversations.
+
+    Pass the conversation turn as `messages` or a single statement as `text`.
+    With infer=true, Memorist extracts short facts ("Is vegetarian") and reconciles
+    them with what it already knows: new facts are added, changed ones updated,
+    contradicted ones deleted, known ones left alone. Returns the memories it
+    changed: {"results": [{"id", "memory", "event": "ADD" | "UPDATE" | "DELETE"}],
+    "message"}.
+    """
+    if (messages is None) == (text is None):
+        raise ValidationError(
+            "messages",
+            "give either messages (a list of {role, content}) or text, not both"
+            if messages is not None
+            else "give messages (a list of {role, content}) or text",
+        )
+    turn: Any = text if messages is None else [m.model_dump(exclude_none=True) for m in messages]
+    return handle.add(turn, metadata=metadata, infer=infer)
+
+
+@_tool("Search memories", read_only=True, idempotent=True)
+def search_memories(
+    handle: Scoped,
+    query: Annotated[str, Field(description="What you want to know, in words: 'dietary restrictions', 'where does the user live'.")],
+    limit: Annotated[int, Field(description="How many memories to return, most relevant first (default 5).")] = 5,
+    filters: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description=(
+                "Optional filter on metadata and fields: {'source': 'chat'} (equality), "
+                "{'priority': {'gte': 2}}, {'source': {'in': ['chat', 'email']}}, "
+                "{'created_at': {'gte': '2024-01-01T00:00:00Z'}}, combined with AND / OR / NOT lists. "
+                "Operators: eq, ne, in, nin, gt, gte, lt, lte, contains, exists."
+            )
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    """Search the person's memories by meaning and keywords; the most relevant first.
+
+    Use it before answering anything that depends on who the person is or what
+    they told you before. Returns {"results": [{"id", "memory", "created_at",
+    "updated_at", "metadata", "score", "similarity", ...}]}; similarity is the
+    cosine of memory and query (1: same meaning, about 0: unrelated).
+    """
+    return handle.search(query, limit=limit, filters=filters)
+
+
+@_tool("List memories", read_only=True, idempotent=True)
+def list_memories(
+    handle: Scoped,
+    limit: Annotated[int, Field(description="At most this many memories (default 100).")] = 100,
+) -> dict[str, Any]:
+    """List the person's memories, newest first.
+
+    Returns {"results": [{"id", "memory", "created_at", "updated_at", "metadata", ...}]}.
+    Prefer search_memories when you look for something in particular.
+    """
+    return handle.get_all(limit=limit)
+
+
+@_tool("Get a memory", read_only=True, idempotent=True)
+def get_memory(
+    handle: Scoped,
+    memory_id: Annotated[str, Field(description="The memory's id, as returned by search_memories or list_memories.")],
+) -> dict[str, Any]:
+    """One memory by id: {"id", "memory", "created_at", "updated_at", "metadata", ...}."""
+    return handle.get(memory_id)
+
+
+@_tool("Update a memory", read_only=False, destructive=True, idempotent=True)
+def update_memory(
+    handle: Scoped,
+    memory_id: Annotated[str, Field(description="The id of the memory to change.")],
+    text: Annotated[str, Field(description="The memory's new text, a short self-contained fact.")],
+    metadata: Annotated[
+        dict[str, Any] | None,
+        Field(description="Optional JSON object whose keys are merged into the memory's metadata."),
+    ] = None,
+) -> dict[str, Any]:
+    """Replace a memory's text, e.g. to correct it. The old text stays in its history.
+
+    Returns {"id", "memory", "event": "UPDATE", "previous_memory"}.
+    """
+    return handle.update(memory_id, text, metadata)
+
+
+@_tool("Delete a memory", read_only=False, destructive=True, idempotent=True)
+def delete_memory(
+    handle: Scoped,
+    memory_id: Annotated[str, Field(description="The id of the memory to delete.")],
+) -> dict[str, Any]:
+    """Forget one memory (when it is wrong or the person asks you to forget it).
+
+    Its history stays readable with memory_history. Returns {"id", "memory",
+    "event": "DELETE", "message"}.
+    """
+    return handle.delete(memory_id)
+
+
+@_tool("History of a memory", read_only=True, idempotent=True)
+def memory_history(
+    handle: Scoped,
+    memory_id: Annotated[str, Field(description="The id of the memory (a deleted one too).")],
+) -> dict[str, Any]:
+    """Every change of one memory, oldest first: when it was added, updated
+    (old and new text) and deleted.
+
+    Returns {"results": [{"event": "ADD" | "UPDATE" | "DELETE", "old_memory",
+    "new_memory", "created_at", ...}]}.
+    """
+    return {"results": handle.history(memory_id)}
+
+
+# spec 002: the end of a conversation triggers consolidation
+@_tool("End the conversation", read_only=False, idempotent=True, energy=True)
+def end_conversation(handle: Scoped) -> dict[str, Any]:
+    """Call this when the conversation ends (the person says goodbye).
+
+    Memorist then consolidates this person's memories in the background: energy
+    decays, memories nobody came back to expire, and the ones that keep
+    mattering are promoted to longer-lived tiers. Returns at once with
+    {"scheduled", "coalesced", "running", "waiting", "scopes"}.
+    """
+    return handle.tiers.end_conversation()
+
+
+def _bound(fn: Callable[..., Any], handle: Scoped, lock: threading.Lock) -> Callable[..., Any]:
+    """``fn`` as the tool of one server: its handle bound, its calls serialized (sync
+    tools run on worker threads; the Memory is shared), engine errors turned into tool
+    errors (an ``is_error`` result the model reads). It keeps ``fn``'s name, docstring,
+    and signature and annotations without the handle, which the SDK reads."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    signature = inspect.signature(fn, eval_str=True)
+    bound = signature.replace(parameters=list(signature.parameters.values())[1:])
+
+    @functools.wraps(fn)
+    def tool(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            try:
+                return fn(handle, *args, **kwargs)
+            except MemoristError as exc:
+                raise ToolError(str(exc)) from exc
+
+    tool.__signature__ = bound  # type: ignore[attr-defined]
+    tool.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "handle"}
+    return tool
 
 
 def create_server(
@@ -132,159 +324,19 @@ def create_server(
         version=_version(),
         log_level="WARNING",
     )
-
-    def tool(*, title: str, read_only: bool, destructive: bool = False, idempotent: bool = False) -> Callable[[_F], _F]:
+    for fn, hints in TOOLS:
+        if hints.energy and not memory.energy:
+            continue
         annotations = ToolAnnotations(
-            title=title,
-            read_only_hint=read_only,
-            destructive_hint=destructive,
-            idempotent_hint=idempotent,
+            title=hints.title,
+            read_only_hint=hints.read_only,
+            destructive_hint=hints.destructive,
+            idempotent_hint=hints.idempotent,
             open_world_hint=False,
         )
-
-        def register(fn: _F) -> _F:
-            @functools.wraps(fn)
-            def serialized(*args: Any, **kwargs: Any) -> Any:
-                with lock:  # sync tools run on worker threads; the Memory is shared
-                    return fn(*args, **kwargs)
-
-            server.add_tool(_tool_errors(serialized), title=title, annotations=annotations)
-            return fn
-
-        return register
-
-    # Not marked destructive: reconciliation may update or delete a memory a new fact
-    # contradicts, but every change stays in the memory's history.
-    @tool(title="Remember", read_only=False)
-    def add_memory(
-        messages: Annotated[
-            list[ChatMessage] | None,
-            Field(description="The conversation turn to remember, e.g. [{'role': 'user', 'content': '...'}]. Give messages or text."),
-        ] = None,
-        text: Annotated[str | None, Field(description="One thing to remember, as plain text. Give text or messages.")] = None,
-        metadata: Annotated[
-            dict[str, Any] | None,
-            Field(description="Optional JSON object stored with the new memories (e.g. {'source': 'chat'}); searchable with filters."),
-        ] = None,
-        infer: Annotated[
-            bool,
-            Field(description="True (default): extract short facts and reconcile them with existing memories. False: store each message verbatim."),
-        ] = True,
-    ) -> dict[str, Any]:
-        """Remember something about the person for future conversations.
-
-        Pass the conversation turn as `messages` or a single statement as `text`.
-        With infer=true, Memorist extracts short facts ("Is vegetarian") and reconciles
-        them with what it already knows: new facts are added, changed ones updated,
-        contradicted ones deleted, known ones left alone. Returns the memories it
-        changed: {"results": [{"id", "memory", "event": "ADD" | "UPDATE" | "DELETE"}],
-        "message"}.
-        """
-        if (messages is None) == (text is None):
-            raise ValidationError(
-                "messages",
-                "give either messages (a list of {role, content}) or text, not both"
-                if messages is not None
-                else "give messages (a list of {role, content}) or text",
-            )
-        turn: Any = text if messages is None else [m.model_dump(exclude_none=True) for m in messages]
-        return handle.add(turn, metadata=metadata, infer=infer)
-
-    @tool(title="Search memories", read_only=True, idempotent=True)
-    def search_memories(
-        query: Annotated[str, Field(description="What you want to know, in words: 'dietary restrictions', 'where does the user live'.")],
-        limit: Annotated[int, Field(description="How many memories to return, most relevant first (default 5).")] = 5,
-        filters: Annotated[
-            dict[str, Any] | None,
-            Field(
-                description=(
-                    "Optional filter on metadata and fields: {'source': 'chat'} (equality), "
-                    "{'priority': {'gte': 2}}, {'source': {'in': ['chat', 'email']}}, "
-                    "{'created_at': {'gte': '2024-01-01T00:00:00Z'}}, combined with AND / OR / NOT lists. "
-                    "Operators: eq, ne, in, nin, gt, gte, lt, lte, contains, exists."
-                )
-            ),
-        ] = None,
-    ) -> dict[str, Any]:
-        """Search the person's memories by meaning and keywords; the most relevant first.
-
-        Use it before answering anything that depends on who the person is or what
-        they told you before. Returns {"results": [{"id", "memory", "created_at",
-        "updated_at", "metadata", "score", "similarity", ...}]}; similarity is the
-        cosine of memory and query (1: same meaning, about 0: unrelated).
-        """
-        return handle.search(query, limit=limit, filters=filters)
-
-    @tool(title="List memories", read_only=True, idempotent=True)
-    def list_memories(
-        limit: Annotated[int, Field(description="At most this many memories (default 100).")] = 100,
-    ) -> dict[str, Any]:
-        """List the person's memories, newest first.
-
-        Returns {"results": [{"id", "memory", "created_at", "updated_at", "metadata", ...}]}.
-        Prefer search_memories when you look for something in particular.
-        """
-        return handle.get_all(limit=limit)
-
-    @tool(title="Get a memory", read_only=True, idempotent=True)
-    def get_memory(
-        memory_id: Annotated[str, Field(description="The memory's id, as returned by search_memories or list_memories.")],
-    ) -> dict[str, Any]:
-        """One memory by id: {"id", "memory", "created_at", "updated_at", "metadata", ...}."""
-        return handle.get(memory_id)
-
-    @tool(title="Update a memory", read_only=False, destructive=True, idempotent=True)
-    def update_memory(
-        memory_id: Annotated[str, Field(description="The id of the memory to change.")],
-        text: Annotated[str, Field(description="The memory's new text, a short self-contained fact.")],
-        metadata: Annotated[
-            dict[str, Any] | None,
-            Field(description="Optional JSON object whose keys are merged into the memory's metadata."),
-        ] = None,
-    ) -> dict[str, Any]:
-        """Replace a memory's text, e.g. to correct it. The old text stays in its history.
-
-        Returns {"id", "memory", "event": "UPDATE", "previous_memory"}.
-        """
-        return handle.update(memory_id, text, metadata)
-
-    @tool(title="Delete a memory", read_only=False, destructive=True, idempotent=True)
-    def delete_memory(
-        memory_id: Annotated[str, Field(description="The id of the memory to delete.")],
-    ) -> dict[str, Any]:
-        """Forget one memory (when it is wrong or the person asks you to forget it).
-
-        Its history stays readable with memory_history. Returns {"id", "memory",
-        "event": "DELETE", "message"}.
-        """
-        return handle.delete(memory_id)
-
-    @tool(title="History of a memory", read_only=True, idempotent=True)
-    def memory_history(
-        memory_id: Annotated[str, Field(description="The id of the memory (a deleted one too).")],
-    ) -> dict[str, Any]:
-        """Every change of one memory, oldest first: when it was added, updated
-        (old and new text) and deleted.
-
-        Returns {"results": [{"event": "ADD" | "UPDATE" | "DELETE", "old_memory",
-        "new_memory", "created_at", ...}]}.
-        """
-        return {"results": handle.history(memory_id)}
-
-    if memory.energy:  # spec 002: the end of a conversation triggers consolidation
-
-        @tool(title="End the conversation", read_only=False, idempotent=True)
-        def end_conversation() -> dict[str, Any]:
-            """Call this when the conversation ends (the person says goodbye).
-
-            Memorist then consolidates this person's memories in the background: energy
-            decays, memories nobody came back to expire, and the ones that keep
-            mattering are promoted to longer-lived tiers. Returns at once with
-            {"scheduled", "coalesced", "running", "waiting", "scopes"}.
-            """
-            return memory.tiers.end_conversation(**handle.ids)
-
+        server.add_tool(_bound(fn, handle, lock), title=hints.title, annotations=annotations)
     return server
 
 
-__all__ = ["INSTRUCTIONS", "ChatMessage", "create_server", "require_sdk"]
+__all__ = ["INSTRUCTIONS", "TOOLS", "ChatMessage", "add_memory", "create_server", "delete_memory", "end_conversation", "get_memory",
+           "list_memories", "memory_history", "require_sdk", "search_memories", "update_memory"]

@@ -1,8 +1,8 @@
-"""What every route of the service shares: the caller, its dependency, the service
-(the tenants' Memories, the keys, the limits, and :meth:`Service.admit`, which the
-middleware of :mod:`.app` asks about each request) and the error responses routes
-document. Routes live in :mod:`.app` (spec 004's and the learning loop's),
-:mod:`.minutes` (spec 003) and :mod:`.tiers` (spec 002).
+"""What every route of the service shares: the caller, the service (the tenants'
+Memories, the keys, the limits, and :meth:`Service.admit`, which the middleware of
+:mod:`.app` asks about each request), :class:`Reach` (what a request acts on: the one
+place of the scope rule) and the error responses routes document. The routes are in
+:mod:`.routes`, one module per resource.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 
 from .. import validate
+from ..api import Scoped
 from ..errors import MemoristError, NotFoundError
+from ..memory import Memory
 from . import schemas as s
-from .errors import error_response, memorist_error_response, retry_after
+from .errors import ApiError, error_response, memorist_error_response, retry_after
 from .keys import KeyStore
 from .limits import RateLimiter, ServerLimits
 from .tenants import Tenants
@@ -33,21 +35,6 @@ class Caller:
     tenant_id: str = ""
     user_id: str | None = None
     key_id: str | None = None
-
-    def user(self, user_id: str | None) -> str | None:
-        """The user a request acts as: the one it names, or the key's bound user
-        (naming another is 404, as a user that does not exist would be)."""
-        if self.user_id is None:
-            return user_id
-        if user_id is not None and user_id != self.user_id:
-            raise NotFoundError("user", user_id)
-        return self.user_id
-
-    def owner(self, user_id: str | None, memory_id: str) -> str | None:
-        """The user of a by-id request; a memory named under another user is not found."""
-        if self.user_id is not None and user_id is not None and user_id != self.user_id:
-            raise NotFoundError("memory", validate.memory_id(memory_id))
-        return self.user_id if self.user_id is not None else user_id
 
 
 _bearer = HTTPBearer(auto_error=False, description="An Memorist API key: `Authorization: Bearer ek_...`.")
@@ -138,7 +125,7 @@ class Service:
         except MemoristError as exc:
             return memorist_error_response(exc)
 
-    def memory(self, caller: Caller) -> Any:
+    def memory(self, caller: Caller) -> Memory:
         return self.tenants.get(caller.tenant_id)
 
     def close(self) -> None:
@@ -149,6 +136,104 @@ class Service:
 def request_service(request: Request) -> Service:
     """The service the app runs (its tenants' Memories, keys and limits)."""
     return request.app.state.service
+
+
+# what a request acts on -------------------------------------------------------------------
+class Reach:
+    """What a request acts on: the caller's tenant Memory, narrowed to the scope the
+    request names under the one scope rule of the service.
+
+    The rule: a tenant key acts on any user of its tenant; a key bound to a user acts as
+    that user only. A request of a bound key naming no user acts as its user; naming
+    another answers 404, exactly as a user (or the memory, trajectory or project named
+    under it) that does not exist would.
+
+    Each method answers with what the route calls: a :class:`~memorist.api.Scoped`
+    handle when ids remain, so the call cannot leave that scope; the tenant's Memory
+    itself when none does, which only a tenant key reaches: a by-id call across the
+    tenant, a tier run over the whole tenant, or a call that refuses to act without a
+    scope (``add``, ``search``), exactly as Memory does.
+    """
+
+    def __init__(self, service: Service, caller: Caller) -> None:
+        self.service = service
+        self.caller = caller
+        self._memory: Memory | None = None
+
+    @property
+    def memory(self) -> Memory:
+        """The caller's tenant's Memory (opened on first use, after the request's checks)."""
+        if self._memory is None:
+            self._memory = self.service.memory(self.caller)
+        return self._memory
+
+    @property
+    def bound_user(self) -> str | None:
+        """The user the key is bound to (None: a tenant key, any user of the tenant)."""
+        return self.caller.user_id
+
+    def scope(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Scoped | Memory:
+        """For a call in the scope the ids name (a bound key naming another user: 404 user)."""
+        return self._handle(self._user(user_id, "user"), agent_id, run_id)
+
+    def by_id(self, what: str, ident: str, *, user_id: str | None = None, agent_id: str | None = None,
+              run_id: str | None = None) -> Scoped | Memory:
+        """For a call on one ``what`` (a memory, a trajectory) by its id ``ident``: a bound
+        key naming it under another user finds nothing (404 ``what``; a malformed memory
+        id is 422 first, as Memory's by-id calls check it before anything)."""
+        if what == "memory":
+            ident = validate.memory_id(ident)
+        return self._handle(self._user(user_id, what, ident), agent_id, run_id)
+
+    def project(self, project_id: str | None) -> Scoped | Memory:
+        """For a call on a project's minutes: a minute's project is Memorist's user (a
+        bound key naming another project: 404 project). ``.minutes`` of the answer is
+        that project's; a tenant key naming none acts on the default project."""
+        return self._handle(self._user(project_id, "project"), None, None)
+
+    def tenant(self, what: str, *, field: str | None = None) -> Memory:
+        """For a change of the tenant's own (its configuration, its shared playbooks):
+        a key bound to a user cannot make it (403)."""
+        if self.caller.user_id is not None:
+            raise ApiError(403, f"a key bound to a user cannot change {what}", field=field)
+        return self.memory
+
+    def _user(self, user_id: str | None, what: str, ident: str | None = None) -> str | None:
+        """The scope rule: the user a request acts as, the one it names or the key's
+        bound user; a bound key naming another finds no ``what`` (``ident``, default
+        the user named)."""
+        bound = self.caller.user_id
+        if bound is None:
+            return user_id
+        if user_id is not None and user_id != bound:
+            raise NotFoundError(what, user_id if ident is None else ident)
+        return bound
+
+    def _handle(self, user_id: str | None, agent_id: str | None, run_id: str | None) -> Scoped | Memory:
+        if user_id is None and agent_id is None and run_id is None:
+            return self.memory
+        return _RequestScope(self.memory, user_id, agent_id, run_id)
+
+
+class _RequestScope(Scoped):
+    """The scoped handle of one request. Its ids are checked by its calls, each in the
+    order the call checks its arguments, rather than when it is made (as
+    ``memory.scope(...)`` does): a request naming a malformed id and another bad
+    argument is answered exactly as the call itself would answer it, the field it names
+    included (``project_id`` for a minute's project, not ``user_id``)."""
+
+    def __init__(self, memory: Memory, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
+        # Not Scoped.__init__, which checks the ids now; at least one is given (Reach._handle).
+        self.memory = memory
+        self.ids = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+
+
+def current_reach(request: Request, caller: CallerDep) -> Reach:
+    """What the request acts on (see :class:`Reach`)."""
+    return Reach(request_service(request), caller)
+
+
+ReachDep = Annotated[Reach, Depends(current_reach)]
 
 
 #: The error responses every ``/api/`` route documents.

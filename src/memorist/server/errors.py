@@ -185,13 +185,23 @@ def describe_validation(errors: Iterable[Mapping[str, Any]]) -> tuple[str, str]:
 def _allowed_methods(request: Request) -> list[str]:
     """The methods of the path template the URL matched first (``/api/memories/search/``
     is POST only, though ``/api/memories/{id}/`` would match it too)."""
-    from starlette.routing import Match, Route
+    from starlette.routing import Match
 
-    routes = [r for r in request.app.router.routes if isinstance(r, Route) and r.methods]
+    routes = [r for r in _routes(request.app) if getattr(r, "methods", None) and hasattr(r, "path_format")]
     first = next((r for r in routes if r.matches(request.scope)[0] is not Match.NONE), None)
     if first is None:
         return []
     return sorted({m for r in routes if r.path_format == first.path_format for m in r.methods or ()})
+
+
+def _routes(app: Any) -> list[Any]:
+    """The app's routes, those of its included routers among them, in matching order."""
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:  # an older FastAPI copies an included router's routes into the app's
+        return list(app.router.routes)
+    # A recent one keeps each included router whole: its routes are read through it.
+    return list(iter_route_contexts(app.router.routes))
 
 
 # the handlers ----------------------------------------------------------------------------

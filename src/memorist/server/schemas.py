@@ -218,6 +218,103 @@ class RollbackRequest(_Request):
     scope: PlaybookScope | None = _ScopeField
 
 
+# minutes (spec 003) -----------------------------------------------------------------------
+_CATEGORIES = "^(agent_capability|coordination_pattern|conflict_resolution|task_assignment|failure_pattern|project_knowledge)$"
+
+
+def _maybe_id(description: str) -> Any:
+    return Field(default=None, **id_schema(description))
+
+
+class InsightIn(_Request):
+    type: str = Field(description="outcome, assignment, resolution, capability, failure, pattern or observation.")
+    finding: str = _text("What was learned.")
+    confidence: float = Field(default=0.5, ge=0, le=1)
+    contexts: list[str] = Field(default_factory=list, description="When it applies.")
+
+
+class MinuteRequest(_Request):
+    event_type: str = Field(min_length=1, max_length=64, description="e.g. task_assigned, conflict_resolved, handoff.")
+    agent_id: str | None = _maybe_id("The agent involved.")
+    project_id: str | None = _maybe_id("The project (default: 'default'; a user-bound key: its user).")
+    run_id: str | None = _maybe_id("A session id.")
+    data: dict[str, Any] | None = Field(default=None, description="Event data: task_id, assignment_reasoning, conflict_type, resolution, success_criteria_met (0-100)...")
+    context_references: list[str] | None = Field(default=None, description="Ids of earlier minutes this one refers to.")
+    memory_note: str | None = Field(default=None, description="A human-readable summary.")
+    category: str | None = Field(default=None, pattern=_CATEGORIES, description="Default: from the event's words and data.")
+    insights: list[InsightIn] | None = Field(default=None, description="What it taught; an outcome insight is derived from success_criteria_met.")
+    timestamp: Date | None = Field(default=None, description="When it happened (default: now).")
+
+
+class MinuteSearchRequest(_Request):
+    query: str = _text("What to look for.")
+    project_id: str | None = _maybe_id("The project.")
+    agent_id: str | None = _maybe_id("Only this agent's minutes.")
+    category: str | None = Field(default=None, pattern=_CATEGORIES)
+    limit: int = Field(default=5, ge=1, le=MAX_LIMIT)
+
+
+class ProjectRequest(_Request):
+    project_id: str | None = _maybe_id("The project.")
+
+
+class ContextRequest(_Request):
+    agent_id: str = Field(**id_schema("The agent the context is for."))
+    task: str | None = Field(default=None, description="What the agent is about to do.", json_schema_extra={"pattern": TEXT_PATTERN})
+    budget_tokens: int = Field(default=4000, ge=1, le=1_000_000, description="Token budget (about 4 characters a token).")
+    project_id: str | None = _maybe_id("The project.")
+
+
+class EvaluateRequest(_Request):
+    project_id: str | None = _maybe_id("The project.")
+    dry_run: bool = Field(default=False, description="Report only; change nothing.")
+
+
+class PairRequest(_Request):
+    task: str = _text("The original task.")
+    criteria: str = _text("The success criteria.")
+    output: str = _text("The output to evaluate.")
+    threshold: float = Field(default=95, ge=0, le=100)
+    memories_per_gap: int = Field(default=5, ge=1, le=100)
+    project_id: str | None = _maybe_id("The project.")
+    agent_id: str | None = _maybe_id("The agent whose output it is.")
+
+
+# energy tiers (spec 002) ------------------------------------------------------------------
+_NOW = Field(default=None, description="The time of the operation: ISO-8601 or epoch seconds (default: now).")
+
+
+class MaintainRequest(_Request):
+    user_id: str | None = _maybe_id("Only this user's memories (a user-bound key: its user).")
+    agent_id: str | None = _maybe_id("Only this agent's memories.")
+    run_id: str | None = _maybe_id("Only this run's memories.")
+    now: Date | None = _NOW
+    test_only: bool = Field(default=False, description="Run over the test memories only.")
+
+
+class EndConversationRequest(_Request):
+    user_id: str | None = _maybe_id("The user whose conversation ended (a user-bound key: its user).")
+    agent_id: str | None = _maybe_id("The agent.")
+    run_id: str | None = _maybe_id("The conversation (run) that ended.")
+    now: Date | None = _NOW
+
+
+class BoostRequest(_Request):
+    memory_id: str = Field(**id_schema("The memory to boost."))
+    amount: float | None = Field(default=None, gt=0, le=1e9, description="Energy to add (default: the configured boost, 1.0).")
+    user_id: str | None = _maybe_id("The memory's user (a user-bound key: its user).")
+    agent_id: str | None = _maybe_id("The memory's agent.")
+    run_id: str | None = _maybe_id("The memory's run.")
+    now: Date | None = _NOW
+
+
+class ConfigRequest(_Request):
+    changes: dict[str, Any] | None = Field(
+        default=None, description='Settings to change, e.g. {"decay_batch": 50, "start_energy.reminder": 3.0}.'
+    )
+    reset: bool = Field(default=False, description="Start from spec 002's defaults.")
+
+
 # responses ------------------------------------------------------------------------------
 # The memory calls' results are the library's own types (memorist.model): one shape,
 # described once, for Memory, the clients and these routes.
@@ -310,6 +407,47 @@ class VersionList(_Open):
     results: list[VersionItem]
 
 
+# energy tiers' answers
+class TierRun(_Open):
+    run: str
+    decayed: int
+    expired: int
+    promoted: int
+    results: list[dict[str, Any]]
+
+
+class Scheduled(_Open):
+    scheduled: bool
+    coalesced: bool
+
+
+class TierItem(_Open):
+    id: str
+    memory: str
+    energy: float
+    tier: str
+
+
+class TierItems(_Open):
+    results: list[TierItem]
+
+
+class TierStatus(_Open):
+    tiers: dict[str, Any]
+    total: int
+
+
+class TierHealth(_Open):
+    status: str
+    healthy: bool
+    checks: list[dict[str, Any]]
+
+
+class TierConfig(_Open):
+    config: dict[str, Any]
+    persisted: bool
+
+
 class ErrorDetail(BaseModel):
     type: str = Field(description="unauthorized, forbidden, not_found, method_not_allowed, payload_too_large, validation_error, rate_limited, unavailable or internal.")
     message: str
@@ -321,6 +459,24 @@ class ErrorResponse(BaseModel):
 
 
 __all__ = [
+    "BoostRequest",
+    "ConfigRequest",
+    "ContextRequest",
+    "EndConversationRequest",
+    "EvaluateRequest",
+    "InsightIn",
+    "MaintainRequest",
+    "MinuteRequest",
+    "MinuteSearchRequest",
+    "PairRequest",
+    "ProjectRequest",
+    "Scheduled",
+    "TierConfig",
+    "TierHealth",
+    "TierItem",
+    "TierItems",
+    "TierRun",
+    "TierStatus",
     "AddRequest",
     "BatchReflectRequest",
     "CompleteRequest",

@@ -1,0 +1,160 @@
+"""Spec 004's memory calls (``/api/memories/``) and the users of a tenant (``/api/users/``).
+
+Each route is one declared call (:data:`memorist.api.CALLS` names its route) on what
+the request acts on: ``reach.scope(...)`` for a call in a scope, ``reach.by_id(...)``
+for a call on one memory (see :class:`~memorist.server.deps.Reach`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+
+from ...validate import MAX_LIMIT, MAX_SEQ
+from .. import schemas as s
+from ..deps import ERRORS, ReachDep
+from ..errors import ApiError
+from ..tenants import users_of
+from .params import json_query, path_id, query_id
+
+router = APIRouter()
+_API: dict[str, Any] = {"responses": ERRORS, "tags": ["memories"]}
+
+UserPath = path_id("The user id.")
+MemoryPath = path_id("The memory id.")
+# GET /api/memories/{user_id}/ and PUT/DELETE /api/memories/{memory_id}/ are one
+# path to OpenAPI (templates differing only in a name must not both exist): there
+# the segment is {id}, described per operation.
+UserSegment = path_id("The user id.", alias="id")
+MemorySegment = path_id("The memory id.", alias="id")
+
+
+@router.post("/api/memories/", response_model=s.AddResponse, summary="Add memories", **_API)
+def add_memories(body: s.AddRequest, reach: ReachDep) -> Any:
+    """Extract memories from a conversation turn (``infer=false``: store each
+    message as it is) and reconcile them with what the scope holds."""
+    messages: Any = body.messages
+    if isinstance(messages, list):
+        most = reach.service.limits.max_messages
+        if len(messages) > most:
+            raise ApiError(413, f"{len(messages)} messages; the limit is {most} per request", field="messages")
+        messages = [m.model_dump(exclude_none=True) for m in messages]
+    handle = reach.scope(user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+    return JSONResponse(handle.add(messages, metadata=body.metadata, infer=body.infer, timestamp=body.timestamp, test=body.test))
+
+
+@router.post("/api/memories/search/", response_model=s.MemoryList, summary="Search memories", **_API)
+def search_memories(body: s.SearchRequest, reach: ReachDep) -> Any:
+    """The scope's memories most relevant to ``query``, best first."""
+    handle = reach.scope(user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+    return JSONResponse(handle.search(body.query, limit=body.limit, filters=body.filters, threshold=body.threshold,
+                                      reference_time=body.reference_time))
+
+
+@router.get("/api/memories/", response_model=s.MemoryList, summary="List memories of a scope", **_API)
+def list_memories(
+    reach: ReachDep,
+    user_id: str = query_id("user"),
+    agent_id: str = query_id("agent"),
+    run_id: str = query_id("run"),
+    limit: int = Query(100, ge=1, le=MAX_LIMIT),
+    filters: str = Query(None, max_length=65_536, description='Metadata and field filters as a JSON object, e.g. {"source": "chat"}.'),
+) -> Any:
+    """The memories of a scope (one id at least), newest first."""
+    handle = reach.scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
+    return JSONResponse(handle.get_all(limit=limit, filters=json_query("filters", filters)))
+
+
+@router.delete("/api/memories/", response_model=s.DeleteAllResponse, summary="Delete every memory of a scope", **_API)
+def delete_all_memories(
+    reach: ReachDep,
+    user_id: str = query_id("user"),
+    agent_id: str = query_id("agent"),
+    run_id: str = query_id("run"),
+) -> Any:
+    """Delete the memories of a scope (one id at least: never a wipe)."""
+    return JSONResponse(reach.scope(user_id=user_id, agent_id=agent_id, run_id=run_id).delete_all())
+
+
+@router.get("/api/users/", response_model=s.UserList, summary="Users of the tenant", tags=["users"], responses=ERRORS)
+def list_users(reach: ReachDep, limit: int = Query(1000, ge=1, le=MAX_LIMIT)) -> Any:
+    """The users of the key's tenant with their number of memories (a user-bound
+    key: only its user)."""
+    return JSONResponse({"results": users_of(reach.memory, only=reach.bound_user, limit=limit)})
+
+
+@router.get("/api/memories/{id}/", response_model=s.MemoryList, summary="List a user's memories", **_API)
+def list_user_memories(
+    reach: ReachDep,
+    user_id: str = UserSegment,
+    limit: int = Query(100, ge=1, le=MAX_LIMIT),
+    agent_id: str = query_id("agent"),
+    run_id: str = query_id("run"),
+) -> Any:
+    """The user's memories, newest first (spec 004's "Get All Memories")."""
+    return JSONResponse(reach.scope(user_id=user_id, agent_id=agent_id, run_id=run_id).get_all(limit=limit))
+
+
+# Declared before the memory route: a memory whose id is "events" is shadowed here.
+@router.get("/api/memories/{user_id}/events/", response_model=s.EventList, summary="A user's event log", **_API)
+def user_events(
+    reach: ReachDep,
+    user_id: str = UserPath,
+    since: int = Query(0, ge=0, le=MAX_SEQ, description="Only events after this seq."),
+    limit: int = Query(None, ge=1, le=MAX_LIMIT),
+    agent_id: str = query_id("agent"),
+    run_id: str = query_id("run"),
+) -> Any:
+    """The event log of the user (turns, adds, updates, deletes, retrievals), oldest first."""
+    handle = reach.scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
+    return JSONResponse({"results": handle.events(since=since, limit=limit)})
+
+
+@router.get("/api/memories/{user_id}/{memory_id}/", response_model=s.MemoryItem, summary="One memory", **_API)
+def get_memory(
+    reach: ReachDep, user_id: str = UserPath, memory_id: str = MemoryPath,
+    agent_id: str = query_id("agent"), run_id: str = query_id("run"),
+) -> Any:
+    """One memory of the user."""
+    return JSONResponse(reach.by_id("memory", memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id).get(memory_id))
+
+
+@router.get("/api/memories/{user_id}/{memory_id}/history/", response_model=s.EventList, summary="A memory's history", **_API)
+def memory_history(
+    reach: ReachDep, user_id: str = UserPath, memory_id: str = MemoryPath,
+    agent_id: str = query_id("agent"), run_id: str = query_id("run"),
+) -> Any:
+    """Every event of the memory, oldest first (a deleted memory's too)."""
+    handle = reach.by_id("memory", memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    return JSONResponse({"results": handle.history(memory_id)})
+
+
+@router.put("/api/memories/{id}/", response_model=s.UpdateResponse, summary="Update a memory", **_API)
+def update_memory(
+    body: s.UpdateRequest,
+    reach: ReachDep,
+    memory_id: str = MemorySegment,
+    user_id: str = query_id("user"),
+    agent_id: str = query_id("agent"),
+    run_id: str = query_id("run"),
+) -> Any:
+    """Replace a memory's text; ``metadata`` keys are merged in."""
+    handle = reach.by_id("memory", memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    return JSONResponse(handle.update(memory_id, body.text, metadata=body.metadata))
+
+
+@router.delete("/api/memories/{id}/", response_model=s.DeleteResponse, summary="Delete a memory", **_API)
+def delete_memory(
+    reach: ReachDep,
+    memory_id: str = MemorySegment,
+    user_id: str = query_id("user"),
+    agent_id: str = query_id("agent"),
+    run_id: str = query_id("run"),
+) -> Any:
+    """Delete one memory (its history stays readable)."""
+    return JSONResponse(reach.by_id("memory", memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id).delete(memory_id))
+
+
+__all__ = ["router"]
