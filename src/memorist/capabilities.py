@@ -63,7 +63,7 @@ class Tiers:
         memory promoted since is boosted in its new tier. Test memories are boosted
         too. Returns the memory's item with ``energy``, ``tier``, ``amount`` and
         ``energy_before`` (its decayed energy before the boost). The ids restrict it
-        to the caller's memories, as in :meth:`get`. Needs ``policy="energy"``."""
+        to the caller's memories, as in :meth:`memorist.Memory.get`. Needs ``policy="energy"``."""
         self._host._require_energy("boost")
         mid = validate.memory_id(memory_id)
         owner = self._host._optional_scope(user_id, agent_id, run_id)
@@ -135,7 +135,7 @@ class Tiers:
         return self._host._tiers.background.wait(timeout)
 
     def status(self, *, test_only: bool = False, now: Any = None, user_id: str | None = None,
-                     agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+               agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
         """The distribution of memories over the tiers (count and energy at ``now``
         per tier; archived and expired counts), the configuration, the last run: the
         tenant's, or with ids only those memories'."""
@@ -145,7 +145,7 @@ class Tiers:
         return {"policy": self._host.config.policy, **self.engine.status(now=self._now(now), test_only=test_only, owner=owner)}
 
     def health(self, *, now: Any = None, user_id: str | None = None, agent_id: str | None = None,
-                     run_id: str | None = None) -> dict[str, Any]:
+               run_id: str | None = None) -> dict[str, Any]:
         """Health checks of the energy tiers: ``{"status": ok|warn|fail, "healthy",
         "checks": [{"check", "status", "detail"}]}`` (configuration present and sane,
         counts, stale decays, due promotions and expiries, links, last run, log): the
