@@ -22,7 +22,7 @@ from typing import Any
 
 from . import validate
 from .errors import ValidationError
-from .model import Scope
+from .model import Scheduled, Scope, TierConfig, TierHealth, TierItem, TierItems, TierRun, TierStatus
 from .pipelines.context_window import build_context
 from .pipelines.evaluation import evaluate
 from .pipelines.minutes import Minutes as MinutesLog
@@ -57,7 +57,7 @@ class Tiers:
         return self._host._energy_engine()
 
     def boost(self, memory_id: str, amount: float | None = None, now: Any = None, *, user_id: str | None = None,
-              agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+              agent_id: str | None = None, run_id: str | None = None) -> TierItem:
         """Add energy to a memory (spec 002): ``amount``, default the configured boost
         (1.0). Its energy is first decayed to ``now`` (default: the current time); a
         memory promoted since is boosted in its new tier. Test memories are boosted
@@ -84,7 +84,7 @@ class Tiers:
         return time.time() if at is None else at
 
     def maintain(self, now: Any = None, test_only: bool = False, *, user_id: str | None = None, agent_id: str | None = None,
-                 run_id: str | None = None) -> dict[str, Any]:
+                 run_id: str | None = None) -> TierRun:
         """One maintenance run of the energy tiers (spec 002), at ``now`` (default: the
         current time; a datetime, ISO-8601 or epoch seconds): decay every memory of the
         scope (no id: the whole tenant), expire those below the expiry threshold,
@@ -106,7 +106,7 @@ class Tiers:
         return self.engine.run(scope, now=at)
 
     def end_conversation(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-                         now: Any = None) -> dict[str, Any]:
+                         now: Any = None) -> Scheduled:
         """The conversation ended: maintain its space in the background (spec 002's
         end-of-conversation consolidation). Returns at once with ``{"scheduled",
         "coalesced", "running", "waiting", "scopes"}``.
@@ -135,7 +135,7 @@ class Tiers:
         return self._host._tiers.background.wait(timeout)
 
     def status(self, *, test_only: bool = False, now: Any = None, user_id: str | None = None,
-               agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+               agent_id: str | None = None, run_id: str | None = None) -> TierStatus:
         """The distribution of memories over the tiers (count and energy at ``now``
         per tier; archived and expired counts), the configuration, the last run: the
         tenant's, or with ids only those memories'."""
@@ -145,7 +145,7 @@ class Tiers:
         return {"policy": self._host.config.policy, **self.engine.status(now=self._now(now), test_only=test_only, owner=owner)}
 
     def health(self, *, now: Any = None, user_id: str | None = None, agent_id: str | None = None,
-               run_id: str | None = None) -> dict[str, Any]:
+               run_id: str | None = None) -> TierHealth:
         """Health checks of the energy tiers: ``{"status": ok|warn|fail, "healthy",
         "checks": [{"check", "status", "detail"}]}`` (configuration present and sane,
         counts, stale decays, due promotions and expiries, links, last run, log): the
@@ -157,7 +157,7 @@ class Tiers:
         owner = self._host._optional_scope(user_id, agent_id, run_id)
         return None if (owner.user_id, owner.agent_id, owner.run_id) == (None, None, None) else owner
 
-    def config(self, changes: Mapping[str, Any] | None = None, *, reset: bool = False) -> dict[str, Any]:
+    def config(self, changes: Mapping[str, Any] | None = None, *, reset: bool = False) -> TierConfig:
         """The energy tiers' configuration, persisted in the store: ``{"config",
         "persisted", "seq", "changed_at"}``. ``changes`` (``{"decay_batch": 50,
         "start_energy.reminder": 3}``) are checked and persisted first; ``reset``
@@ -171,7 +171,7 @@ class Tiers:
         return self.engine.set_config(dict(changes or {}), reset=reset)
 
     def test_memories(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-                      limit: int = 100) -> dict[str, Any]:
+                      limit: int = 100) -> TierItems:
         """The test memories (``add(..., test=True)``), newest first, with their energy
         and tier; every scope of the tenant when no id is given."""
         limit = validate.limit(limit)

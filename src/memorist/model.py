@@ -351,6 +351,133 @@ class PolicyChange(TypedDict):
     previous: str | None
 
 
+# the capabilities' results -------------------------------------------------------------------
+# What memory.learning and memory.tiers return, and the service answers (the REST schemas are
+# these types). As above, readers ignore keys they do not know.
+
+
+class TrajectoryStarted(TypedDict):
+    trajectory_id: str
+
+
+class StepLogged(TypedDict):
+    trajectory_id: str
+    logged: str
+
+
+class TrajectoryItem(TypedDict):
+    """One recorded task execution (``memory.learning.get_trajectory``)."""
+
+    trajectory_id: str
+    status: str
+    task_description: str
+    steps: NotRequired[list[dict[str, Any]] | None]
+
+
+class TrajectoryList(TypedDict):
+    results: list[TrajectoryItem]
+
+
+class ReflectionItem(TypedDict):
+    """What a reflection on a trajectory found, by kind of insight."""
+
+    memory_id: str
+    insights: dict[str, list[str]]
+
+
+class ReflectionList(TypedDict):
+    results: list[ReflectionItem]
+
+
+class StrategyItem(TypedDict):
+    """One strategy (bullet) of a versioned playbook."""
+
+    id: str
+    category: str  # helpful, harmful or neutral
+    pattern: str
+    confidence: float
+    evidence_count: int
+
+
+class PlaybookItem(TypedDict):
+    """A versioned playbook, with its strategies by category."""
+
+    playbook_id: str | None
+    name: str
+    version: int
+    strategies: NotRequired[dict[str, list[StrategyItem]] | None]
+
+
+class PlaybookList(TypedDict):
+    results: list[PlaybookItem]
+
+
+class CurationResult(TypedDict):
+    """What a curation (or a rollback) changed in a playbook, and its new version."""
+
+    playbook_id: str
+    version: int
+    added: list[StrategyItem]
+    updated: list[StrategyItem]
+    removed: list[StrategyItem]
+
+
+class VersionItem(TypedDict):
+    version: int
+    version_label: NotRequired[str | None]
+    major: bool
+
+
+class VersionList(TypedDict):
+    results: list[VersionItem]
+
+
+class TierRun(TypedDict):
+    """One maintenance run of the energy tiers: its counts and changes."""
+
+    run: str
+    decayed: int
+    expired: int
+    promoted: int
+    results: list[dict[str, Any]]
+
+
+class Scheduled(TypedDict):
+    """A background run asked for at the end of a conversation."""
+
+    scheduled: bool
+    coalesced: bool
+
+
+class TierItem(TypedDict):
+    """A memory with its energy and tier."""
+
+    id: str
+    memory: str
+    energy: float
+    tier: str
+
+
+class TierItems(TypedDict):
+    results: list[TierItem]
+
+
+class TierStatus(TypedDict):
+    tiers: dict[str, Any]
+    total: int
+
+
+class TierHealth(TypedDict):
+    status: str  # ok, warn or fail
+    healthy: bool
+    checks: list[dict[str, Any]]
+
+
+class TierConfig(TypedDict):
+    config: dict[str, Any]
+    persisted: bool
+
+
 def is_fact(record: MemoryRecord) -> bool:
     """Whether the fact calls (``search``, ``get_all``, ``get``, ``update``,
     ``delete``, ``delete_all``, ``history``, the reconciler's candidates) may see

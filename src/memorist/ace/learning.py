@@ -41,7 +41,17 @@ from typing import Any
 
 from .. import validate
 from ..errors import ConfigurationError, NotFoundError, ValidationError
-from ..model import Kind, MemoryRecord, Scope, Status
+from ..model import (
+    CurationResult,
+    Kind,
+    MemoryRecord,
+    PlaybookItem,
+    ReflectionItem,
+    Scope,
+    Status,
+    TrajectoryItem,
+    VersionItem,
+)
 from ..pipelines.curation import Candidate, Curation
 from ..pipelines.playbooks import (
     RUN_PLAYBOOKS,
@@ -343,7 +353,7 @@ class Learning:
         user_id: str | None = None,
         agent_id: str | None = None,
         _extra: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> TrajectoryItem:
         record = self._trajectory(trajectory_id, user_id, agent_id)
         status = _status(status)
         score = _score(success_score)
@@ -364,7 +374,7 @@ class Learning:
             raise ValidationError("trajectory_id", str(exc)) from None
         return trajectory_view(done)
 
-    def get_trajectory(self, trajectory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
+    def get_trajectory(self, trajectory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> TrajectoryItem:
         record = self._trajectory(trajectory_id, user_id, agent_id)
         return trajectory_view(record, self.trajectories.steps(record))
 
@@ -379,7 +389,7 @@ class Learning:
         until: Any = None,
         parent_trajectory_id: str | None = None,
         limit: int = 100,
-    ) -> list[dict[str, Any]]:
+    ) -> list[TrajectoryItem]:
         user, agent = self._ids(user_id, agent_id)
         if user is None and agent is None:
             agent = self.config.default_agent_id
@@ -437,7 +447,7 @@ class Learning:
 
         return LLMReflector(model)
 
-    def reflect(self, trajectory_id: str, llm: Any = None, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
+    def reflect(self, trajectory_id: str, llm: Any = None, *, user_id: str | None = None, agent_id: str | None = None) -> ReflectionItem:
         record = self._trajectory(trajectory_id, user_id, agent_id)
         if record.metadata.get("status", RUNNING) == RUNNING:
             raise ValidationError("trajectory_id", f"trajectory {record.id!r} is still running; complete it first")
@@ -458,7 +468,7 @@ class Learning:
         user_id: str | None = None,
         until: Any = None,
         llm: Any = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ReflectionItem]:
         minimum = validate.limit(min_trajectories, name="min_trajectories")
         user, agent = self._ids(user_id, agent_id)
         if user is None and agent is None:
@@ -525,10 +535,10 @@ class Learning:
         strategies = [r for r, _ in self.playbooks.strategies(ref)]
         return playbook_view(ref, header, strategies, now=now, half_life_days=self.config.confidence_half_life_days)
 
-    def get_playbook(self, name: str = "default", agent_id: str | None = None, *, user_id: str | None = None, scope: str | None = None) -> dict[str, Any]:
+    def get_playbook(self, name: str = "default", agent_id: str | None = None, *, user_id: str | None = None, scope: str | None = None) -> PlaybookItem:
         return self._view(self.ref(name, user_id, agent_id, scope))
 
-    def list_playbooks(self, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> list[dict[str, Any]]:
+    def list_playbooks(self, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> list[PlaybookItem]:
         ref = self.ref("default", user_id, agent_id, scope)
         run = ScopeFilter(ref.scope.tenant_id, ref.scope.user_id, ref.scope.agent_id, RUN_PLAYBOOKS)
         out = []
@@ -621,7 +631,7 @@ class Learning:
         user_id: str | None = None,
         agent_id: str | None = None,
         scope: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> CurationResult:
         if isinstance(reflections, str) or not isinstance(reflections, list | tuple):
             raise ValidationError("reflections", "must be a list of reflection memory ids")
         ref = self.ref(playbook_name, user_id, agent_id, scope, writing=True)
@@ -647,11 +657,11 @@ class Learning:
         result["skipped"] = [r.id for r in records if r not in fresh]
         return result
 
-    def list_playbook_versions(self, name: str = "default", *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> list[dict[str, Any]]:
+    def list_playbook_versions(self, name: str = "default", *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> list[VersionItem]:
         ref = self.ref(name, user_id, agent_id, scope)
         return self.playbooks.version_index(self.playbooks.header(ref))
 
-    def get_playbook_version(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> dict[str, Any]:
+    def get_playbook_version(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> PlaybookItem:
         ref = self.ref(name, user_id, agent_id, scope)
         number = validate.limit(version, name="version")
         record = self.playbooks.version_record(self.playbooks.header(ref), number)
@@ -659,7 +669,7 @@ class Learning:
             raise NotFoundError("playbook version", f"{ref.name} v{number}")
         return version_view(record, ref, now=self.clock(), half_life_days=self.config.confidence_half_life_days)
 
-    def rollback_playbook(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> dict[str, Any]:
+    def rollback_playbook(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> CurationResult:
         ref = self.ref(name, user_id, agent_id, scope, writing=True)
         number = validate.limit(version, name="version")
         record = self.playbooks.version_record(self.playbooks.header(ref), number)

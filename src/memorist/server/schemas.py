@@ -341,111 +341,26 @@ class Health(_Open):
     version: str
 
 
-class TrajectoryItem(_Open):
-    trajectory_id: str
-    status: str
-    task_description: str
-    steps: list[dict[str, Any]] | None = None
-
-
-class TrajectoryStarted(_Open):
-    trajectory_id: str
-
-
-class StepLogged(_Open):
-    trajectory_id: str
-    logged: str
-
-
-class TrajectoryList(_Open):
-    results: list[TrajectoryItem]
-
-
-class ReflectionItem(_Open):
-    memory_id: str
-    insights: dict[str, list[str]]
-
-
-class ReflectionList(_Open):
-    results: list[ReflectionItem]
-
-
-class StrategyItem(_Open):
-    id: str
-    category: str
-    pattern: str
-    confidence: float
-    evidence_count: int
-
-
-class PlaybookItem(_Open):
-    playbook_id: str | None
-    name: str
-    version: int
-    strategies: dict[str, list[StrategyItem]] | None = None
-
-
-class PlaybookList(_Open):
-    results: list[PlaybookItem]
-
-
-class CurationResponse(_Open):
-    playbook_id: str
-    version: int
-    added: list[StrategyItem]
-    updated: list[StrategyItem]
-    removed: list[StrategyItem]
-
-
-class VersionItem(_Open):
-    version: int
-    version_label: str | None = None
-    major: bool
-
-
-class VersionList(_Open):
-    results: list[VersionItem]
-
-
-# energy tiers' answers
-class TierRun(_Open):
-    run: str
-    decayed: int
-    expired: int
-    promoted: int
-    results: list[dict[str, Any]]
-
-
-class Scheduled(_Open):
-    scheduled: bool
-    coalesced: bool
-
-
-class TierItem(_Open):
-    id: str
-    memory: str
-    energy: float
-    tier: str
-
-
-class TierItems(_Open):
-    results: list[TierItem]
-
-
-class TierStatus(_Open):
-    tiers: dict[str, Any]
-    total: int
-
-
-class TierHealth(_Open):
-    status: str
-    healthy: bool
-    checks: list[dict[str, Any]]
-
-
-class TierConfig(_Open):
-    config: dict[str, Any]
-    persisted: bool
+# The learning loop's and the energy tiers' answers are the library's types too.
+TrajectoryItem = model.TrajectoryItem
+TrajectoryStarted = model.TrajectoryStarted
+StepLogged = model.StepLogged
+TrajectoryList = model.TrajectoryList
+ReflectionItem = model.ReflectionItem
+ReflectionList = model.ReflectionList
+StrategyItem = model.StrategyItem
+PlaybookItem = model.PlaybookItem
+PlaybookList = model.PlaybookList
+VersionItem = model.VersionItem
+VersionList = model.VersionList
+TierRun = model.TierRun
+Scheduled = model.Scheduled
+TierItem = model.TierItem
+TierItems = model.TierItems
+TierStatus = model.TierStatus
+TierHealth = model.TierHealth
+TierConfig = model.TierConfig
+CurationResponse = model.CurationResult
 
 
 class ErrorDetail(BaseModel):
