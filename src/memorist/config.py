@@ -154,7 +154,7 @@ class MemoryConfig:
     busy_timeout: float | None = None  # None: MEMORIST_BUSY_TIMEOUT, else 30
     similar_k: int = 5  # stored memories shown to the reconciler per fact
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
-    # "provider:model" (e.g. "openai:gpt-5-mini"), an memorist.llm.LLM, or None
+    # "provider:model" (e.g. "openai:gpt-5-mini"), a memorist.llm.LLM, or None
     # (MEMORIST_LLM, else no LLM). See memorist.llm.resolve_llm.
     llm: Any = None
     # "default", or "energy": energy tiers (memorist.policies.energy). None:

@@ -13,7 +13,7 @@ No tool takes a user, agent or run id: every call acts through the handle, insid
 the configured scope, so whatever the model sends, a host cannot reach another
 user's memories (a memory outside the scope is "not found", exactly like a missing
 one). The engine validates
-every argument as it does for the library; an :class:`~memorist.errors.MemoristError`
+every argument as it does for the library; a :class:`~memorist.errors.MemoristError`
 becomes a tool error result whose text names the field or the id, never a crash of
 the server.
 

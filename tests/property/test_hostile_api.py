@@ -7,7 +7,7 @@ characters, a huge or empty string, deep or cyclic nesting, an extreme number, N
 an arbitrary object; the others are valid, so every check along the way is reached.
 Invariants:
 
-- each call returns or raises an :class:`~memorist.MemoristError` subclass;
+- each call returns or raises a :class:`~memorist.MemoristError` subclass;
 - after an error the store is unchanged: the whole event log and every memory are
   as before (an import that fails on a later line keeps the lines before it, by
   design, so only a failure on its first line must change nothing);

@@ -41,7 +41,7 @@ def resolve_llm(spec: str | LLM | None, **options: Any) -> LLM | None:
             return None
     if not isinstance(spec, str):
         raise ConfigurationError(
-            f"llm must be a string like 'openai:gpt-5-mini' or an memorist.llm.LLM instance, got {type(spec).__name__}"
+            f"llm must be a string like 'openai:gpt-5-mini' or a memorist.llm.LLM instance, got {type(spec).__name__}"
         )
     text = spec.strip()
     if not text or text.lower() in _OFF:

@@ -118,7 +118,7 @@ def evaluator_of(value: Any, default: Evaluator) -> Evaluator:
     if value is None:
         return default
     if not isinstance(value, Evaluator):
-        raise ValidationError("evaluator", f"must be an memorist.roles.evaluator.Evaluator, got {type(value).__name__}")
+        raise ValidationError("evaluator", f"must be a memorist.roles.evaluator.Evaluator, got {type(value).__name__}")
     return value
 
 

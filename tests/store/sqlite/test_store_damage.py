@@ -3,7 +3,7 @@
 Issue 10, item 6: after random single-page overwrites of a closed store, most stores
 opened and then raised raw ``sqlite3.DatabaseError`` from stats, get_all and search,
 and some damage was never noticed. Here every call on such a store returns or raises
-an :class:`~memorist.MemoristError` (a :class:`~memorist.CorruptStoreError` where SQLite
+a :class:`~memorist.MemoristError` (a :class:`~memorist.CorruptStoreError` where SQLite
 says the file is damaged), and ``memorist check`` reports every one of them.
 """
 
