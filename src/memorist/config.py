@@ -45,6 +45,7 @@ from typing import Any
 
 from .errors import ConfigurationError
 from .reserved import PREVIOUS_NAME
+from .validate import finite_number
 
 
 def default_db_path() -> Path:
@@ -73,8 +74,8 @@ def _env_decay_days() -> float | None:
                 value = float(raw)
             except ValueError as exc:
                 raise ConfigurationError(f"{name} must be a number of days, got {raw!r}") from exc
-            if value < 0:
-                raise ConfigurationError(f"{name} must be >= 0, got {raw!r}")
+            if not finite_number(value) or value < 0:
+                raise ConfigurationError(f"{name} must be a finite number of days >= 0, got {raw!r}")
             return value
     return None
 
@@ -189,15 +190,18 @@ class MemoryConfig:
     def resolved(self) -> MemoryConfig:
         """A copy with environment defaults filled in and values checked."""
         decay = self.decay_days if self.decay_days is not None else _env_decay_days()
-        if decay is not None and (isinstance(decay, bool) or not isinstance(decay, int | float) or decay < 0):
-            raise ConfigurationError(f"decay_days must be a number >= 0, got {decay!r}")
+        if decay is not None and (not finite_number(decay) or decay < 0):
+            raise ConfigurationError(f"decay_days must be a finite number >= 0, got {decay!r}")
         embedder = self.embedder if self.embedder is not None else (os.environ.get("MEMORIST_EMBEDDER") or None)
         tenant = self.tenant_id or os.environ.get("MEMORIST_TENANT", "")
         if not isinstance(tenant, str):
             raise ConfigurationError(f"tenant_id must be a string, got {type(tenant).__name__}")
         r = self.retrieval
-        if r.rrf_k < 0 or r.candidates < 1 or min(r.vector_weight, r.text_weight, r.time_weight, r.speaker_weight) < 0:
-            raise ConfigurationError(f"retrieval settings out of range: {r}")
+        for name in ("vector_weight", "text_weight", "time_weight", "speaker_weight", "rrf_k", "candidates"):
+            value = getattr(r, name)
+            if not finite_number(value) or value < (1 if name == "candidates" else 0):
+                bound = ">= 1" if name == "candidates" else ">= 0"
+                raise ConfigurationError(f"retrieval.{name} must be a finite number {bound}, got {value!r}")
         for name in ("max_message_chars", "similar_k", "max_metadata_depth", "max_metadata_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

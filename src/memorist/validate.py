@@ -142,6 +142,13 @@ def since(value: Any, *, name: str = "since") -> int:
     return value
 
 
+def finite_number(value: Any) -> bool:
+    """Whether ``value`` is a real number a setting can hold: an int or a float that is
+    neither NaN nor infinite (a NaN compares false with everything, so a range check
+    alone lets it through: a NaN decay window hides every memory)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
 def threshold(value: Any) -> float | None:
     """A minimum cosine similarity, in [-1, 1]; None stays None."""
     if value is None:

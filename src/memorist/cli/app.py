@@ -19,6 +19,7 @@ Every command module builds on what is here and nothing else of the CLI:
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -77,6 +78,17 @@ def cli_message(exc: MemoristError, arguments: dict[str, str] | None = None) -> 
         if base in names:
             message = f"{names[base]}: {message[len(exc.field) + 2:]}"
     return _SCOPE_IDS.sub(lambda m: _FLAG_NAMES[m.group(1)], message)
+
+
+class FiniteFloat(click.FloatRange):
+    """A number option: a float in range, never NaN or infinite (a NaN passes every
+    range check, and a NaN decay window would hide every memory)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 @dataclass
@@ -257,7 +269,7 @@ def late_global_options() -> list[click.Option]:
         click.Option(["--embedder"], metavar="SPEC", expose_value=False, callback=_late("embedder"), help=_EMBEDDER_HELP),
         click.Option(
             ["--decay-days"],
-            type=click.FloatRange(min=0),
+            type=FiniteFloat(min=0),
             metavar="N",
             expose_value=False,
             callback=_late("decay_days"),
@@ -319,7 +331,7 @@ class _DbOption(click.Option):
 @click.option("--embedder", metavar="SPEC", envvar="MEMORIST_EMBEDDER", show_envvar=True, help=_EMBEDDER_HELP)
 @click.option(
     "--decay-days",
-    type=click.FloatRange(min=0),
+    type=FiniteFloat(min=0),
     metavar="N",
     envvar="MEMORIST_DECAY_DAYS",
     show_envvar=True,
@@ -422,6 +434,7 @@ __all__ = [
     "progress",
     "read_text",
     "scope",
+    "FiniteFloat",
     "scope_options",
     "stdin_is_tty",
     "when",

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..validate import time_text
-from .app import App, cli, json_object, pass_app, read_text, when
+from .app import App, FiniteFloat, cli, json_object, pass_app, read_text, when
 
 
 def owner_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -89,7 +89,7 @@ def log(app: App, trajectory_id: str, step_type: str, description: tuple[str, ..
 @trajectory.command("complete")
 @click.argument("trajectory_id", metavar="ID")
 @click.option("--status", type=click.Choice(["success", "failure", "partial"]), required=True, help="How the task ended.")
-@click.option("--score", type=click.FloatRange(0.0, 1.0), help="Success score, 0 to 1 [default: 1, 0.5 or 0 by status].")
+@click.option("--score", type=FiniteFloat(0.0, 1.0), help="Success score, 0 to 1 [default: 1, 0.5 or 0 by status].")
 @click.option("--error", "error_message", metavar="TEXT", help="The error, when it failed.")
 @click.option("--metrics", metavar="JSON", callback=json_object, help='e.g. \'{"tokens": 1500, "cost_usd": 0.03, "duration_ms": 2340}\'.')
 @owner_options

@@ -11,6 +11,7 @@ from .app import (
     TIER_COLUMNS,
     App,
     CommandError,
+    FiniteFloat,
     cli,
     describe_scope,
     json_object,
@@ -80,7 +81,7 @@ def add(
 @click.option("--limit", default=5, show_default=True, metavar="N", help="How many memories.")
 @click.option(
     "--threshold",
-    type=click.FloatRange(-1.0, 1.0),
+    type=FiniteFloat(-1.0, 1.0),
     metavar="X",
     help="Only memories at least this similar to QUERY (cosine, -1 to 1).",
 )

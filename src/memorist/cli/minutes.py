@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..validate import time_text
-from .app import App, CommandError, cli, json_object, pass_app, read_text, when
+from .app import App, CommandError, FiniteFloat, cli, json_object, pass_app, read_text, when
 
 
 def project_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -200,7 +200,7 @@ def evaluate(app: App, project_id: str | None, dry_run: bool) -> None:
 @click.option("--criteria", required=True, metavar="TEXT", help="The success criteria (one per line or ';'-separated).")
 @click.option("--output", "output", metavar="TEXT", help="The output to evaluate.")
 @click.option("--output-file", "output_file", type=click.File("r", encoding="utf-8"), help="Read the output from a file ('-': stdin).")
-@click.option("--threshold", default=95.0, show_default=True, type=click.FloatRange(0, 100), help="Score that counts as met.")
+@click.option("--threshold", default=95.0, show_default=True, type=FiniteFloat(0, 100), help="Score that counts as met.")
 @click.option("--per-gap", "per_gap", default=5, show_default=True, type=click.IntRange(min=1), help="Memories retrieved per gap.")
 @project_option
 @click.option("--agent", "agent_id", metavar="ID", help="The agent whose output it is (recorded with the round).")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..errors import MemoristError
-from .app import App, cli, pass_app
+from .app import App, FiniteFloat, cli, pass_app
 
 if TYPE_CHECKING:
     from ..ace.playbook import Playbook
@@ -301,7 +301,7 @@ def _cleanup(app: App, playbook: Playbook, learner: str | None, threshold: float
 @analyze.command()
 @_learner_option
 @click.option("--dry-run", is_flag=True, help="Show what would be merged; write nothing.")
-@click.option("--threshold", default=0.9, show_default=True, type=click.FloatRange(0.0, 1.0), help="Cosine similarity that makes two bullets duplicates.")
+@click.option("--threshold", default=0.9, show_default=True, type=FiniteFloat(0.0, 1.0), help="Cosine similarity that makes two bullets duplicates.")
 @pass_analysis
 def cleanup(analysis: Analysis, learner_id: str | None, dry_run: bool, threshold: float) -> None:
     """Merge near-duplicate bullets into their survivor (higher helpful - harmful, then newest).
@@ -468,7 +468,7 @@ def playbook_list(app: App, user_id: str | None, agent_id: str | None, scope: st
 @click.option("--category", type=click.Choice(["helpful", "harmful", "neutral"]), default="helpful", show_default=True,
               help="Category of the --pattern strategies.")
 @click.option("--context", default="", help="When the --pattern strategies apply.")
-@click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="Confidence of the --pattern strategies.")
+@click.option("--confidence", type=FiniteFloat(0.0, 1.0), help="Confidence of the --pattern strategies.")
 @click.option("--evidence-count", type=click.IntRange(min=0), help="Evidence behind that confidence.")
 @click.option("--replace", is_flag=True, help="Replace the playbook's strategies instead of merging (a major version).")
 @pass_app

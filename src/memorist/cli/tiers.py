@@ -18,6 +18,7 @@ from .app import (
     TIER_COLUMNS,
     App,
     CommandError,
+    FiniteFloat,
     cli,
     pass_app,
     read_text,
@@ -120,7 +121,7 @@ def maintain(app: App, test_only: bool, now: str | None, user_id: str | None, ag
 
 @cli.command()
 @click.argument("memory_id", metavar="ID")
-@click.option("--amount", type=click.FloatRange(min=0, min_open=True), help="Energy to add [default: the configured boost, 1.0].")
+@click.option("--amount", type=FiniteFloat(min=0, min_open=True), help="Energy to add [default: the configured boost, 1.0].")
 @click.option("--now", metavar="TIME", help="When (ISO-8601 or epoch seconds) [default: now].")
 @scope_options
 @pass_app
@@ -245,7 +246,7 @@ def tests(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
 @tiers.command("test-memory")
 @click.argument("text", nargs=-1, required=True)
 @scope_options
-@click.option("--energy", type=click.FloatRange(min=0, min_open=True), help="Start energy [default: by --type, else 1.0].")
+@click.option("--energy", type=FiniteFloat(min=0, min_open=True), help="Start energy [default: by --type, else 1.0].")
 @click.option("--tier", type=click.Choice(["working", "short_term", "long_term"]), help="Start tier [default: working].")
 @click.option("--type", "kind", metavar="TYPE", help="insight, crystallization, learning, reminder (start energy by type).")
 @click.option("--timestamp", metavar="TIME", help="When it was made (ISO-8601 or epoch seconds) [default: now].")

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ValidationError
+from ..validate import finite_number
 
 WEEK = 7 * 24 * 3600.0
 _BLOCK = 512  # rows of the similarity matrix computed at a time
@@ -52,8 +53,8 @@ class EvaluationConfig:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ValidationError(f.name, f"must be a number >= 0, got {value!r}")
+            if not finite_number(value) or value < 0:
+                raise ValidationError(f.name, f"must be a finite number >= 0, got {value!r}")
         if self.recency_weeks <= 0:
             raise ValidationError("recency_weeks", "must be > 0")
 

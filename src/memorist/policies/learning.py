@@ -26,6 +26,7 @@ from typing import Any
 
 from .. import config
 from ..errors import ConfigurationError
+from ..validate import finite_number
 
 DAY = 86_400.0
 
@@ -202,9 +203,12 @@ class LearningConfig:
             if allow_none and raw.lower() in ("none", "never", "forever"):
                 return None
             try:
-                return float(raw)
+                number = float(raw)
             except ValueError as exc:
                 raise ConfigurationError(f"{name} must be a number, got {raw!r}") from exc
+            if not finite_number(number):
+                raise ConfigurationError(f"{name} must be a finite number, got {raw!r}")
+            return number
 
         def flag(name: str, value: bool | None, default: bool) -> bool:
             if value is not None:

@@ -22,6 +22,7 @@ from typing import Any
 from .. import config
 from ..errors import ConfigurationError
 from ..model import MemoryClass
+from ..validate import finite_number
 from .decay import decay_rates
 
 #: How much each class adds to a bullet's context score: procedural > episodic > semantic.
@@ -191,9 +192,9 @@ class PlaybookConfig:
             raise ConfigurationError("top_k and candidates must be >= 1")
         for name in ("dedup_threshold", "prune_threshold", "min_relevance"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigurationError(f"{name} must be a number, got {value!r}")
-        if self.reinforce_threshold is not None and not 0.0 <= self.reinforce_threshold <= 1.0:
+            if not finite_number(value):
+                raise ConfigurationError(f"{name} must be a finite number, got {value!r}")
+        if self.reinforce_threshold is not None and not (finite_number(self.reinforce_threshold) and 0.0 <= self.reinforce_threshold <= 1.0):
             raise ConfigurationError(f"reinforce_threshold must be in [0, 1], got {self.reinforce_threshold!r}")
         if not self.per_learner and not self.shared_user_id:
             raise ConfigurationError("a shared playbook needs a shared_user_id")
