@@ -80,6 +80,13 @@ def cli_message(exc: MemoristError, arguments: dict[str, str] | None = None) -> 
     return _SCOPE_IDS.sub(lambda m: _FLAG_NAMES[m.group(1)], message)
 
 
+def _has_log(path: str | os.PathLike[str]) -> bool:
+    """Whether a SQLite write-ahead log holds the store's pages yet (a new store's file
+    stays empty until its first checkpoint)."""
+    log = f"{os.fspath(path)}-wal"
+    return os.path.isfile(log) and os.path.getsize(log) > 0
+
+
 class FiniteFloat(click.FloatRange):
     """A number option: a float in range, never NaN or infinite (a NaN passes every
     range check, and a NaN decay window would hide every memory)."""
@@ -127,7 +134,9 @@ class App:
         click.get_current_context().call_on_close(self._memory.close)
         return self._memory
 
-    def require_store(self) -> None:
+    def require_store(self, *, empty_ok: bool = False) -> None:
+        """The store ``--db`` names must exist: no file, or (unless ``empty_ok``, for the
+        commands that examine files) an empty one, is an error naming the path."""
         from ..store import sqlite_path, store_kind
 
         try:
@@ -139,14 +148,19 @@ class App:
         path = sqlite_path(self.db)
         if path != IN_MEMORY and not os.path.isfile(path):
             raise CommandError(
-                f"no store at {self.label}: check --db (or MEMORIST_DB); `memorist add` creates one"
+                f"no store at {self.label}: check --db (or MEMORIST_DB); `memorist add` (or `memorist serve --create`) creates one"
+            )
+        if not empty_ok and path != IN_MEMORY and os.path.getsize(path) == 0 and not _has_log(path):
+            raise CommandError(
+                f"{self.label} is an empty file, not a store: check --db (or MEMORIST_DB); "
+                "`memorist add` (or `memorist serve --create`) makes a store there"
             )
 
     def sqlite_file(self, what: str) -> str:
         """The SQLite file of ``--db`` for a command that works on files only."""
         from ..store import sqlite_path, store_kind
 
-        self.require_store()
+        self.require_store(empty_ok=True)
         if store_kind(self.db) != "sqlite":
             raise CommandError(
                 f"{what} works on SQLite store files; for PostgreSQL use its own tools (amcheck, pg_dump)"

@@ -50,6 +50,7 @@ def _server_modules() -> Any:
 @click.option("--max-text-chars", type=click.IntRange(min=1), default=_MAX_TEXT_CHARS, show_default=True, help="Longest message, query or memory text (422 beyond).")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info", show_default=True)
 @click.option("--access-log/--no-access-log", default=True, show_default=True, help="Log every request.")
+@click.option("--create", is_flag=True, help="Make a new store if --db names none (else a missing store is an error).")
 @pass_app
 def serve(
     app: App,
@@ -62,6 +63,7 @@ def serve(
     max_text_chars: int,
     log_level: str,
     access_log: bool,
+    create: bool,
 ) -> None:
     """Serve the store over HTTP: spec 004's REST API, the memory panel at /,
     the API's documentation at /docs.
@@ -72,6 +74,8 @@ def serve(
     the store holds a key (`memorist keys create --tenant NAME`), every /api/
     request needs one, in 'Authorization: Bearer <key>' or 'X-API-Key: <key>'.
     """
+    if not create:
+        app.require_store()  # a mistyped --db is an error, not a new empty store
     server = _server_modules()
     import uvicorn
 

@@ -38,7 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import default_db_path
 from ..embed import Embedder
-from .deps import Caller, Service
+from .deps import Caller, Service, has_key_table, store_damage
 from .errors import INTERNAL_MESSAGE, error_response, install_error_handlers
 from .keys import KeyStore
 from .limits import ServerLimits
@@ -215,9 +215,15 @@ def create_app(
     """
     path = str(db) if db is not None else str(default_db_path())
     limits = limits if limits is not None else ServerLimits()
-    keys = KeyStore(path)
+    # The store is checked before anything is written into it; a damaged one is served
+    # for reads and takes no write (its keys are read where they are; a store with no
+    # keys table has no keys, and none is created in it).
+    damage = store_damage(path)
+    keys = KeyStore(path if damage is None or has_key_table(path) else ":memory:")
     try:
         tenants = Tenants(path, embedder=embedder, decay_days=decay_days, max_text_chars=limits.max_text_chars, policy=policy)
+        if damage is not None:
+            tenants.mark_damaged(damage)
         service = Service(path, tenants=tenants, keys=keys, limits=limits, require_keys=require_keys, local_only=local_only)
     except BaseException:
         keys.close()

@@ -8,6 +8,7 @@ place of the scope rule) and the error responses routes document. The routes are
 from __future__ import annotations
 
 import ipaddress
+import os
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -128,9 +129,45 @@ class Service:
     def memory(self, caller: Caller) -> Memory:
         return self.tenants.get(caller.tenant_id)
 
+    def health(self) -> tuple[int, dict[str, Any]]:
+        """``/healthz``'s status code and body: 503 once the store is known to be damaged."""
+        damage = self.tenants.damage
+        store = {"healthy": damage is None, **({"problem": damage} if damage is not None else {})}
+        return (200 if damage is None else 503), {"status": "ok" if damage is None else "damaged", "store": store}
+
     def close(self) -> None:
         self.tenants.close()
         self.keys.close()
+
+
+def store_damage(path: str) -> str | None:
+    """What is wrong with a SQLite store's pages (SQLite's quick_check and the store's
+    own invariants), or None: healthy, or not a SQLite file. Read-only."""
+    from ..store import sqlite_path, store_kind
+    from ..store.sqlite.check import check_store
+
+    if store_kind(path) != "sqlite" or str(sqlite_path(path)) == ":memory:" or not os.path.isfile(sqlite_path(path)):
+        return None
+    report = check_store(str(sqlite_path(path)), quick=True)
+    if report["healthy"]:
+        return None
+    shown = "; ".join(p["problem"] for p in report["problems"][:3])
+    return f"the store is damaged ({shown}): run `memorist check`, restore the last backup"
+
+
+def has_key_table(path: str) -> bool:
+    """Whether a SQLite store holds the API keys' table (read-only; True for other stores)."""
+    import sqlite3
+
+    from ..store import sqlite_path, store_kind
+
+    if store_kind(path) != "sqlite":
+        return True
+    try:
+        with sqlite3.connect(f"file:{sqlite_path(path)}?mode=ro", uri=True) as conn:
+            return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'api_keys'").fetchone() is not None
+    except sqlite3.Error:
+        return False
 
 
 def request_service(request: Request) -> Service:

@@ -35,6 +35,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import (
     ConfigurationError,
+    CorruptStoreError,
     MemoristError,
     NotFoundError,
     ProviderError,
@@ -210,6 +211,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def memorist_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, MemoristError)
+        if isinstance(exc, CorruptStoreError):  # from now on nothing is written into the damaged file
+            service = getattr(request.app.state, "service", None)
+            if service is not None:
+                service.tenants.mark_damaged(f"the store is damaged ({exc})")
         return memorist_error_response(exc)
 
     async def api_error(request: Request, exc: Exception) -> JSONResponse:

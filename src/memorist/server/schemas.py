@@ -337,8 +337,9 @@ class UserList(_Open):
 
 
 class Health(_Open):
-    status: Literal["ok"]
+    status: Literal["ok", "damaged"]
     version: str
+    store: dict[str, Any] = Field(default_factory=dict, description='{"healthy": bool, "problem": str (when damaged)}')
 
 
 # The learning loop's and the energy tiers' answers are the library's types too.

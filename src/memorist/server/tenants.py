@@ -39,6 +39,9 @@ class Tenants:
         self._memories: dict[str, Memory] = {}
         self._lock = threading.Lock()
         self._closed = False
+        #: Why the store is known to be damaged (None: it is not): every Memory,
+        #: open or opened later, then refuses writes.
+        self.damage: str | None = None
 
     def get(self, tenant_id: str) -> Memory:
         memory = self._memories.get(tenant_id)
@@ -58,8 +61,18 @@ class Tenants:
                 )
                 # The store is bound to one embedder: every tenant shares its instance.
                 self._embedder = memory.embedder
+                if self.damage is not None:
+                    _refuse_writes(memory, self.damage)
                 self._memories[tenant_id] = memory
             return memory
+
+    def mark_damaged(self, reason: str) -> None:
+        """The store is damaged: from now on no tenant's Memory writes into it."""
+        with self._lock:
+            if self.damage is None:
+                self.damage = reason
+            for memory in self._memories.values():
+                _refuse_writes(memory, self.damage)
 
     def open(self) -> list[str]:
         """The tenants whose Memory is open."""
@@ -71,6 +84,12 @@ class Tenants:
             memories, self._memories = list(self._memories.values()), {}
         for memory in memories:
             memory.close()
+
+
+def _refuse_writes(memory: Memory, reason: str) -> None:
+    refuse = getattr(memory.store, "refuse_writes", None)  # SQLite files; a database server checks its own pages
+    if refuse is not None:
+        refuse(reason)
 
 
 def users_of(memory: Memory, *, only: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:

@@ -75,7 +75,7 @@ def memorist(*args: str) -> list[str]:
 def start(db: str, *args: str) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
     proc = subprocess.Popen(
-        memorist("--db", db, "--embedder", "hashing", "serve", "--port", str(port), "--no-access-log", *args),
+        memorist("--db", db, "--embedder", "hashing", "serve", "--create", "--port", str(port), "--no-access-log", *args),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -193,7 +193,7 @@ def test_a_server_with_keys_requires_them(tmp_path: Path) -> None:
 def test_no_keys_and_a_public_host_is_refused_before_binding(tmp_path: Path) -> None:
     port = free_port()
     done = subprocess.run(
-        memorist("--db", str(tmp_path / "open.db"), "serve", "--host", "0.0.0.0", "--port", str(port)),
+        memorist("--db", str(tmp_path / "open.db"), "serve", "--create", "--host", "0.0.0.0", "--port", str(port)),
         capture_output=True,
         text=True,
         timeout=60,
@@ -210,11 +210,11 @@ def test_the_refusal_never_reaches_uvicorn(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
     db = str(tmp_path / "s.db")
     for host in ("0.0.0.0", "192.168.1.10", "example.com", "::"):
-        r = CliRunner().invoke(cli, ["--db", db, "--embedder", "hashing", "serve", "--host", host])
+        r = CliRunner().invoke(cli, ["--db", db, "--embedder", "hashing", "serve", "--create", "--host", host])
         assert r.exit_code == 1 and "refusing to serve" in r.stderr, r.output
     assert calls == []
     # loopback in development mode, or any host once a key exists, starts
-    r = CliRunner().invoke(cli, ["--db", db, "--embedder", "hashing", "serve", "--host", "::1", "--port", "7000"])
+    r = CliRunner().invoke(cli, ["--db", db, "--embedder", "hashing", "serve", "--create", "--host", "::1", "--port", "7000"])
     assert r.exit_code == 0 and "Development mode" in r.stdout and "http://[::1]:7000" in r.stdout
     with KeyStore(db) as keys:
         keys.create("acme")
@@ -223,3 +223,21 @@ def test_the_refusal_never_reaches_uvicorn(tmp_path: Path, monkeypatch: pytest.M
     assert [(c["host"], c["port"]) for c in calls] == [("::1", 7000), ("0.0.0.0", 6060)]
     r = CliRunner().invoke(cli, ["--db", db, "serve", "--rate-limit", "lots"])
     assert r.exit_code == 2 and "--rate-limit" in r.stderr
+
+
+def test_a_missing_or_empty_store_is_not_served_unless_told_to_create_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    calls: list[dict] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
+    typo = tmp_path / "memoris.db"
+    r = CliRunner().invoke(cli, ["--db", str(typo), "--embedder", "hashing", "serve"])
+    assert r.exit_code == 1 and "no store at" in r.stderr and "--create" in r.stderr, r.output
+    assert not typo.exists()
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    r = CliRunner().invoke(cli, ["--db", str(empty), "--embedder", "hashing", "serve"])
+    assert r.exit_code == 1 and "empty file, not a store" in r.stderr, r.output
+    assert empty.stat().st_size == 0 and calls == []
+    r = CliRunner().invoke(cli, ["--db", str(typo), "--embedder", "hashing", "serve", "--create"])
+    assert r.exit_code == 0 and len(calls) == 1, r.output

@@ -12,10 +12,14 @@ from .. import schemas as s
 router = APIRouter()
 
 
-@router.get("/healthz", response_model=s.Health, summary="Liveness", tags=["service"])
+@router.api_route("/healthz", methods=["GET", "HEAD"], response_model=s.Health, summary="Liveness and store health",
+                  tags=["service"], responses={503: {"model": s.Health, "description": "The store is damaged: reads go on, writes are refused."}})
 def healthz(request: Request) -> Any:
-    """``{"status": "ok", "version": ...}``; needs no key."""
-    return JSONResponse({"status": "ok", "version": request.app.version})
+    """``{"status": "ok", "version", "store": {"healthy": true}}``; 503 with ``"status":
+    "damaged"`` and the store's problem once it is known to be damaged (checked when the
+    service starts, and whenever a request meets damage). Needs no key; HEAD too."""
+    status, body = request.app.state.service.health()
+    return JSONResponse({**body, "version": request.app.version}, status_code=status)
 
 
 __all__ = ["router"]

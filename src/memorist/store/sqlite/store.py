@@ -278,6 +278,7 @@ class SQLiteStore(Store):
         self._checkpointer = Checkpointer(self.path) if self.path != ":memory:" else None
         self._log_sync: LogSync | None = None  # set once the file is known to be in WAL mode
         self._log_failed: StoreError | None = None  # a commit whose log could not be synced
+        self._refused: str | None = None  # why this store takes no write (refuse_writes)
         # What reads learnt of the spaces table (ids and generations), valid while
         # nothing is committed: this connection's commits clear it, and SQLite's
         # data_version tells when another connection committed.
@@ -373,6 +374,8 @@ class SQLiteStore(Store):
             self._require_open()
             if self._log_failed is not None:
                 raise StoreError(f"{self._log_failed} Close the store and open it again to write.")
+            if self._refused is not None:
+                raise StoreError(f"{self.path} takes no write: {self._refused}")
             self._begin()
             try:
                 yield self._conn
@@ -952,9 +955,24 @@ class SQLiteStore(Store):
             stored = self._conn.execute("SELECT access_clock FROM spaces WHERE id = ?", (space,)).fetchone()[0]
             return int(stored) + self._touches.pending(space)
 
+    def refuse_writes(self, reason: str) -> None:
+        """Take no more writes (each raises a :class:`StoreError` naming ``reason``),
+        for a store known to be damaged: reads go on, nothing is written into it, and
+        the retrieval bookkeeping of reads is dropped."""
+        with self._lock:
+            self._refused = reason
+
+    @property
+    def refused(self) -> str | None:
+        """Why this store takes no write, or None."""
+        return self._refused
+
     def flush(self) -> None:
         """Write buffered retrieval bookkeeping now."""
         with self._lock:
+            if self._refused is not None:
+                self._touches.taken(len(self._touches))  # a damaged store: reads write nothing
+                return
             if len(self._touches):
                 try:
                     with self._write() as conn:
