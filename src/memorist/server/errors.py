@@ -184,12 +184,16 @@ def describe_validation(errors: Iterable[Mapping[str, Any]]) -> tuple[str, str]:
 
 
 def _allowed_methods(request: Request) -> list[str]:
-    """The methods of the path template the URL matched first (``/api/memories/search/``
-    is POST only, though ``/api/memories/{id}/`` would match it too)."""
+    """The methods of the path template the URL names: a literal path before a template
+    with parameters (``/api/memories/search/`` and ``/api/minutes/search/`` are POST only,
+    though ``/api/memories/{id}/`` and ``/api/minutes/{minute_id}/`` match them too),
+    else the first template that matches."""
     from starlette.routing import Match
 
     routes = [r for r in _routes(request.app) if getattr(r, "methods", None) and hasattr(r, "path_format")]
-    first = next((r for r in routes if r.matches(request.scope)[0] is not Match.NONE), None)
+    matching = [r for r in routes if r.matches(request.scope)[0] is not Match.NONE]
+    literal = [r for r in matching if "{" not in r.path_format]
+    first = (literal or matching or [None])[0]
     if first is None:
         return []
     return sorted({m for r in routes if r.path_format == first.path_format for m in r.methods or ()})

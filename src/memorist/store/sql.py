@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..model import LEARNING_KINDS, MINUTE_KINDS
 from .base import ScopeFilter
 from .codec import COLUMNS, FROM_MEMORIES
 
@@ -61,14 +62,22 @@ def active_hash_sql(mark: str = "?") -> str:
     )
 
 
+#: The condition on ``m`` that keeps facts only (:func:`memorist.model.is_fact`): no
+#: playbook bullet, no learning object, no minute.
+FACTS_ONLY = "m.section = '' AND m.kind NOT IN ({})".format(
+    ", ".join(f"'{k.value}'" for k in sorted(LEARNING_KINDS | MINUTE_KINDS, key=lambda k: k.value))
+)
+
+
 def user_counts_sql(
     tenant_id: str, *, now: float, cutoff: float | None, only: str | None, limit: int, mark: str = "?"
 ) -> tuple[str, list[Any]]:
-    """Each user of a tenant with the number of its memories that are active, valid
-    at ``now`` and effective since ``cutoff`` (users with none count 0), by user id."""
+    """Each user of a tenant with the number of its memories (facts: not its playbook
+    bullets, learning objects or minutes) that are active, valid at ``now`` and
+    effective since ``cutoff`` (users with none count 0), by user id."""
     sql = (
         "SELECT s.user_id, count(m.id) FROM spaces s LEFT JOIN memories m ON m.space_id = s.id"
-        f" AND m.status = 'active' AND (m.valid_to IS NULL OR m.valid_to > {mark})"
+        f" AND m.status = 'active' AND {FACTS_ONLY} AND (m.valid_to IS NULL OR m.valid_to > {mark})"
         f" AND COALESCE(m.updated_at, m.created_at) >= {mark}"
         f" WHERE s.tenant_id = {mark} AND s.user_id <> ''"
     )

@@ -88,3 +88,15 @@ def test_a_tenant_key_cannot_smuggle_a_reference_across_projects(served, store) 
     assert r.status_code == 422, r.text
     context = served.post("/api/context/", json={"agent_id": "x", "project_id": "a"}, headers=tenant)
     assert "90k" not in context.text
+
+
+def test_the_users_route_counts_memories_not_minutes_or_learning_objects(served, store) -> None:
+    tenant = _key(store, "acme")
+    _add(served, tenant, "sam", "Sam likes tea")
+    for note in ("Sam picks SQLite", "Sam ships on Friday"):
+        r = served.post("/api/minutes/", json={"event_type": "decision", "project_id": "sam", "memory_note": note}, headers=tenant)
+        assert r.status_code == 200, r.text
+    r = served.post("/api/trajectories/", json={"task_description": "fetch the records", "user_id": "sam"}, headers=tenant)
+    assert r.status_code == 200, r.text
+    users = {u["user_id"]: u["memories"] for u in served.get("/api/users/", headers=tenant).json()["results"]}
+    assert users["sam"] == 1 == len(served.get("/api/memories/", params={"user_id": "sam"}, headers=tenant).json()["results"])

@@ -123,6 +123,19 @@ def test_404_and_405_shapes(client: TestClient) -> None:
     assert r.headers["allow"] == "DELETE, GET, POST"
 
 
+@pytest.mark.parametrize(("path", "allow"), [
+    ("/api/memories/search/", "POST"),
+    ("/api/minutes/search/", "POST"),  # not the GET of /api/minutes/{minute_id}/, which matches it too
+    ("/api/minutes/reindex/", "POST"),
+    ("/api/minutes/history/", "GET"),
+    ("/api/minutes/some-minute-id/", "GET"),
+])
+def test_405_names_the_methods_of_the_path_the_url_names(client: TestClient, path: str, allow: str) -> None:
+    r = client.options(path)
+    assert_error(r, 405, "method_not_allowed")
+    assert r.headers["allow"] == allow
+
+
 def test_413_for_a_large_body_declared_or_not(make_app) -> None:
     limits = ServerLimits(rate_per_minute=0, max_body_bytes=1000)
     with TestClient(make_app(limits=limits)) as c:
