@@ -20,6 +20,11 @@ from ...reserved import (
 )
 from ..codec import scope_key
 
+#: The append-only rule of the event log (created by V1, lifted and restored by V3's
+#: one rewrite and by a reset).
+APPEND_ONLY = """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"""
+
 V1 = """
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
@@ -93,9 +98,7 @@ CREATE TABLE events (
 CREATE INDEX events_memory ON events (memory_id, seq);
 CREATE INDEX events_space ON events (space_id, seq);
 -- The log is append-only: rewriting history is refused by the database itself.
-CREATE TRIGGER events_no_update BEFORE UPDATE ON events
-BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-"""
+""" + APPEND_ONLY + ";\n"
 
 # Version 2 adds the BM25 full-text index, kept in step with the memories table by
 # triggers (so it can never drift from the rows it indexes) and filled from the
@@ -155,10 +158,6 @@ def v3_rename(conn: sqlite3.Connection) -> None:
         )
         conn.execute(APPEND_ONLY)
 
-
-#: The append-only rule of the event log (created by V1; restored by V3).
-APPEND_ONLY = """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
-BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"""
 
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
 #: transaction.

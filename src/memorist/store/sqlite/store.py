@@ -45,7 +45,7 @@ from ..vector_index import Row, SpaceIndex
 from .checkpoint import BACKSTOP_PAGES, Checkpointer, LogSync
 from .errors import backoff, is_busy, is_corrupt
 from .index import NAMED_SINCE, IndexCache, index_entry, last_seq, log_reaches
-from .schema import MIGRATIONS, SCHEMA_VERSION
+from .schema import APPEND_ONLY, MIGRATIONS, SCHEMA_VERSION
 
 
 class _SQLiteBatch(Batch):
@@ -1042,10 +1042,7 @@ class SQLiteStore(Store):
                 # Event seqs are never reused (readers and indexes keep positions in
                 # the log), so the sequence is not reset with it.
                 conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
-                conn.execute(
-                    "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
-                    "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"
-                )
+                conn.execute(APPEND_ONLY)
             self._indexes.clear()
 
     def close(self) -> None:
