@@ -58,7 +58,7 @@ class Tiers:
 
     def boost(self, memory_id: str, amount: float | None = None, now: Any = None, *, user_id: str | None = None,
               agent_id: str | None = None, run_id: str | None = None) -> TierItem:
-        """Add energy to a memory (spec 002): ``amount``, default the configured boost
+        """Add energy to a memory: ``amount``, default the configured boost
         (1.0). Its energy is first decayed to ``now`` (default: the current time); a
         memory promoted since is boosted in its new tier. Test memories are boosted
         too. Returns the memory's item with ``energy``, ``tier``, ``amount`` and
@@ -85,7 +85,7 @@ class Tiers:
 
     def maintain(self, now: Any = None, test_only: bool = False, *, user_id: str | None = None, agent_id: str | None = None,
                  run_id: str | None = None) -> TierRun:
-        """One maintenance run of the energy tiers (spec 002), at ``now`` (default: the
+        """One maintenance run of the energy tiers, at ``now`` (default: the
         current time; a datetime, ISO-8601 or epoch seconds): decay every memory of the
         scope (no id: the whole tenant), expire those below the expiry threshold,
         promote those above their tier's threshold, within the configured batch sizes.
@@ -107,7 +107,7 @@ class Tiers:
 
     def end_conversation(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
                          now: Any = None) -> Scheduled:
-        """The conversation ended: maintain its space in the background (spec 002's
+        """The conversation ended: maintain its space in the background (the
         end-of-conversation consolidation). Returns at once with ``{"scheduled",
         "coalesced", "running", "waiting", "scopes"}``.
 
@@ -161,7 +161,7 @@ class Tiers:
         """The energy tiers' configuration, persisted in the store: ``{"config",
         "persisted", "seq", "changed_at"}``. ``changes`` (``{"decay_batch": 50,
         "start_energy.reminder": 3}``) are checked and persisted first; ``reset``
-        starts from spec 002's defaults."""
+        starts from the defaults."""
         if changes is not None and not isinstance(changes, Mapping):
             raise ValidationError("changes", f"must be a mapping of settings, got {type(changes).__name__}")
         if not isinstance(reset, bool):
@@ -204,7 +204,7 @@ class Minutes:
 
     def build_context(self, agent_id: str, task: str | None = None, *, budget_tokens: int = 4000, project_id: str | None = None,
                       now: Any = None) -> Any:
-        """Spec 003's bounded context window for ``agent_id``: the project's last 50
+        """The bounded context window for ``agent_id``: the project's last 50
         minutes, the minutes they reference, the agent's own memory and the 5 minutes
         most relevant to ``task``, each once, cut to ``budget_tokens`` (about four
         characters a token). Returns a :class:`memorist.pipelines.context_window.ContextWindow`
@@ -212,7 +212,7 @@ class Minutes:
         return build_context(self.engine, agent_id, task, budget_tokens=budget_tokens, project_id=project_id, now=now)
 
     def evaluate(self, *, project_id: str | None = None, dry_run: bool = False, now: Any = None, config: Any = None) -> dict[str, Any]:
-        """Spec 003's evaluation run over the project's minutes index: score each
+        """An evaluation run over the project's minutes index: score each
         (recency, relevance, accuracy, impact, composite), drop duplicates, supersede
         the lower-scored of contradicting ones, prune composites under 0.3 — from the
         index only, never the log — and log the run's stats. ``dry_run``: report only.
@@ -224,6 +224,10 @@ class Minutes:
         if config is not None and not isinstance(config, EvaluationConfig):
             raise ValidationError("config", f"must be an EvaluationConfig or a mapping, got {type(config).__name__}")
         return evaluate(self.engine, project_id=project_id, now=self.engine._now(now), dry_run=dry_run, config=config)
+
+    def _pair_texts(self, task: Any, criteria: Any, output: Any) -> list[str]:
+        return [validate.text(name, value, max_chars=self._host.config.max_message_chars)
+                for name, value in (("task", task), ("criteria", criteria), ("output", output))]
 
     def _pair_loop(self, project_id: Any, agent_id: Any, evaluator: Any, memories_per_gap: Any) -> Any:
         project = project_of(project_id)
@@ -243,7 +247,7 @@ class Minutes:
     def pair(self, task: str, criteria: str, output: str, revise: Callable[[str, list[dict[str, Any]]], str], threshold: float = 95,
              max_rounds: int = 5, *, project_id: str | None = None, agent_id: str | None = None, evaluator: Any = None,
              memories_per_gap: int = 5) -> Any:
-        """Spec 003's PAIR loop, bounded: a fresh evaluator (the Memory's LLM, else
+        """The PAIR loop (evaluate, find the gaps, retrieve, revise), bounded: a fresh evaluator (the Memory's LLM, else
         the heuristic; or ``evaluator``) scores ``output`` 0-100 against ``criteria``
         seeing nothing else, and names gaps; for each gap ``memories_per_gap`` memories
         of the project (minutes and facts) are retrieved; ``revise(output,
@@ -252,8 +256,7 @@ class Minutes:
         ``max_rounds`` evaluations. Every round is logged. Returns a
         :class:`memorist.pipelines.pair.PairResult` (``output``, ``score``,
         ``converged``, ``rounds``; ``to_dict()``)."""
-        texts = [validate.text(name, value, max_chars=self._host.config.max_message_chars)
-                 for name, value in (("task", task), ("criteria", criteria), ("output", output))]
+        texts = self._pair_texts(task, criteria, output)
         if not callable(revise):
             raise ValidationError("revise", f"must be a function (output, improvements) -> revised output, got {type(revise).__name__}")
         limit, bound = threshold_of(threshold), rounds_of(max_rounds)
@@ -265,8 +268,7 @@ class Minutes:
         """One PAIR evaluation round, without revising: ``{"score", "met", "gaps",
         "improvements", ...}`` (improvements only below ``threshold``). Logged like a
         round of :meth:`pair`."""
-        texts = [validate.text(name, value, max_chars=self._host.config.max_message_chars)
-                 for name, value in (("task", task), ("criteria", criteria), ("output", output))]
+        texts = self._pair_texts(task, criteria, output)
         limit = threshold_of(threshold)
         loop = self._pair_loop(project_id, agent_id, evaluator, memories_per_gap)
         r = loop.round(*texts, number=1, session=str(uuid.uuid4()), threshold=limit, improve=True)

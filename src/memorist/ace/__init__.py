@@ -1,7 +1,7 @@
 """Self-evolving playbooks: spec 000's LTMBSE-ACE per learner (and its ACE baseline),
 and spec 001's learning loop.
 
-:class:`Playbook` is spec 000's entry point (``Memory.playbooks`` is one with the default settings);
+:class:`Playbook` is the entry point (``Memory.playbooks`` is one with the default settings);
 :mod:`memorist.ace.runner` is the turn protocol of ``memorist run-turn``.
 :class:`Learning` is spec 001's loop (trajectories, reflection, curation, versioned
 playbooks, ``execute_with_learning``) behind the Memory's learning calls. The
