@@ -15,7 +15,8 @@ user_id="sam", agent_id="langgraph")``) is an item of the namespace ``("sam",)``
 its key its id and its value ``{"text": ...}``.
 
 - ``put`` stores the value; the memory's text is the value's text at the item's
-  ``index`` paths (LangGraph's path syntax), else every string in the value. A
+  ``index`` paths (LangGraph's path syntax), else its ``"text"`` (or ``"content"``,
+  ``"memory"``) string, else every string in the value. A
   ``put`` with ``value=None`` deletes the item. ``index=False`` keeps the item out of
   searches by ``query`` (it is still listed and read by key).
 - ``search(prefix, query=..., filter=...)``: with a query, Memorist's ranking, each
@@ -215,7 +216,8 @@ class MemoristStore(BaseStore):
         if fields:
             parts = [t for f in fields for t in (get_text_at_path(value, tokenize_path(f)) if f != "$" else [json.dumps(value)])]
         else:
-            parts = _texts(value)
+            main = next((value[k] for k in ("text", "content", "memory") if isinstance(value.get(k), str)), None)
+            parts = [main] if main else _texts(value)
         text = "\n".join(p for p in parts if isinstance(p, str) and p.strip())
         return text or json.dumps(value, ensure_ascii=False, sort_keys=True)
 
