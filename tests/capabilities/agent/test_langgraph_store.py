@@ -9,7 +9,15 @@ import asyncio
 
 import pytest
 from langgraph.graph import START, StateGraph
-from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchOp,
+)
 from langgraph.store.memory import InMemoryStore
 
 from memorist import Memory, ValidationError
