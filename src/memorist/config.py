@@ -337,3 +337,20 @@ def learning_environment() -> dict[str, str]:
 
 def _set(names: Iterable[str]) -> dict[str, str]:
     return {name: os.environ[name] for name in names if name in os.environ}
+
+
+#: Where ``memorist chat`` finds the memory service when ``MEMORY_MANAGEMENT_URL`` is unset.
+DEFAULT_MEMORY_MANAGEMENT_URL = "http://localhost:6060/api/memories"
+
+
+def chat_environment() -> dict[str, Any]:
+    """The chat service's settings (``memorist chat``), read when it is built:
+    ``MEMORY_MANAGEMENT_URL`` (the memory service; default
+    :data:`DEFAULT_MEMORY_MANAGEMENT_URL`), ``MEMORY_API_KEY`` (the chat's key for
+    it; none for a development memory service) and the decay window
+    (``MEMORIST_DECAY_DAYS`` / ``MEMORY_DECAY_DAYS``; 0 or unset: no decay)."""
+    return {
+        "memory_url": os.environ.get("MEMORY_MANAGEMENT_URL") or DEFAULT_MEMORY_MANAGEMENT_URL,
+        "memory_api_key": os.environ.get("MEMORY_API_KEY") or None,
+        "decay_days": _env_decay_days() or 0.0,
+    }

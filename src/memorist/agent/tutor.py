@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -111,6 +112,7 @@ class TurnState(TypedDict, total=False):
     tool_calls: list[dict[str, Any]]
     delta: dict[str, Any]
     facts_added: int
+    memory_error: str | None
 
 
 def _thought(state_thoughts: list[str], text: str) -> None:
@@ -172,8 +174,13 @@ class Tutor:
         """The graph as LangGraph draws it (Mermaid text)."""
         return self.graph.get_graph().draw_mermaid()
 
-    def run_turn(self, payload: Mapping[str, Any]) -> dict[str, Any]:
-        """One turn of the runner protocol (see the module docstring)."""
+    def run_turn(self, payload: Mapping[str, Any], *, store: Any = _UNSET, decay_days: float | None = None) -> dict[str, Any]:
+        """One turn of the runner protocol (see the module docstring).
+
+        ``store``: where this turn reads the learner's facts (default: :attr:`store`;
+        None: no facts). ``decay_days``: facts neither created nor updated in that
+        many days are left out (None or 0: no decay). A store that fails leaves the
+        turn without facts and says so in ``scratch.memory_error``."""
         messages, learner, conversation, feedback, outcome, topic = _check(payload)
         question = next(m["content"] for m in reversed(messages) if m["role"] == "user" and m["content"].strip())
         log.info("[ACE Runner] Turn learner=%s conversation=%s question=%s", learner, conversation or "-", preview(question))
@@ -182,7 +189,8 @@ class Tutor:
             "messages": messages, "question": question, "learner_id": learner, "conversation_id": conversation,
             "feedback": feedback, "outcome": outcome, "topic": topic, "thoughts": [], "tool_calls": [],
         }
-        out = self.graph.invoke(state, config={"configurable": {"turn": turn}})
+        facts_store = self.store if store is Tutor._UNSET else store
+        out = self.graph.invoke(state, config={"configurable": {"turn": turn, "store": facts_store, "decay_days": decay_days}})
         topic_name = snake_case(topic) if topic else infer_topic(question)
         delta = out["delta"]
         return {
@@ -209,6 +217,7 @@ class Tutor:
                 "params": out["params"],
                 "tool_calls": out["tool_calls"],
                 "facts_added": out.get("facts_added", 0),
+                "memory_error": out.get("memory_error"),
             },
         }
 
@@ -238,7 +247,8 @@ class Tutor:
         turn = config["configurable"]["turn"]
         question, mode, params = state["question"], state["reasoning_mode"], state["params"]
         bullets = turn.retrieve(question)
-        facts = self._facts(state["learner_id"], question)
+        conf = config["configurable"]
+        facts, memory_error = self._facts(conf.get("store", self.store), state["learner_id"], question, conf.get("decay_days"))
         context = format_context(bullets, title=f"ACE playbook (learner {state['learner_id']})")
         if facts:
             context = (context + "\n\n" if context else "") + "## Facts about the learner\n" + "\n".join(f"- {f['text']}" for f in facts)
@@ -251,17 +261,17 @@ class Tutor:
         if self.llm is not None:
             try:
                 solve = {"cot": self._cot, "tot": self._tot, "react": self._react}[mode]
-                draft = solve(state, system, reveal, thoughts, tools)
+                draft = solve(state, system, reveal, thoughts, tools, conf)
                 answer_mode = "llm"
             except MemoristError as exc:
                 log.warning("[ACE Runner] The model failed (%s); answering deterministically", preview(exc))
                 thoughts.clear()
                 tools.clear()
         if answer_mode == "deterministic":
-            draft = self._offline(state, bullets, facts, thoughts, tools)
+            draft = self._offline(state, bullets, facts, thoughts, tools, conf)
         return {
             "bullets": [b.to_dict() for b in bullets], "facts": facts, "context": context, "draft": draft,
-            "answer_mode": answer_mode, "thoughts": thoughts, "tool_calls": tools,
+            "answer_mode": answer_mode, "thoughts": thoughts, "tool_calls": tools, "memory_error": memory_error,
         }
 
     def _critic(self, state: TurnState) -> dict[str, Any]:
@@ -292,16 +302,23 @@ class Tutor:
         return {"delta": delta, "facts_added": added}
 
     # memory -------------------------------------------------------------------------------
-    def _facts(self, learner: str, query: str) -> list[dict[str, Any]]:
+    def _facts(self, store: Any, learner: str, query: str, decay_days: float | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """The learner's facts relevant to ``query`` from ``store``, and the store's
+        error if it failed (the turn goes on without facts)."""
+        if store is None:
+            return [], None
         try:
-            items = self.store.search((learner,), query=query, limit=FACTS_K)
+            items = store.search((learner,), query=query, limit=FACTS_K)
         except MemoristError as exc:
             log.warning("[ACE Memory][Facts] unavailable (%s)", preview(exc))
-            return []
+            return [], str(exc)
+        if decay_days:
+            cutoff = time.time() - decay_days * 86400.0
+            items = [i for i in items if max(i.created_at.timestamp(), i.updated_at.timestamp()) >= cutoff]
         facts = [{"key": i.key, "text": str(i.value.get("text", i.value)), "score": i.score} for i in items
                  if i.score is None or i.score > 0]
         log.info("[ACE Memory][Facts] Retrieved %d facts for question: %s", len(facts), preview(query))
-        return facts
+        return facts, None
 
     def _remember(self, state: TurnState) -> int:
         """The learner's facts of this turn's last message, added to the memory (the
@@ -315,9 +332,11 @@ class Tutor:
             return 0
         return sum(1 for r in result.get("results", []) if r.get("event") in ("ADD", "UPDATE"))
 
-    def _search_tool(self, learner: str, query: str, turn: Any = None) -> str:
-        facts = self._facts(learner, query)
-        bullets = self.playbook.pipeline.retrieve(turn.state, query, touch=False) if turn is not None else []
+    def _search_tool(self, conf: Mapping[str, Any], learner: str, query: str) -> str:
+        """The memory search tool: the learner's facts and playbook bullets for ``query``."""
+        facts, _ = self._facts(conf.get("store", self.store), learner, query, conf.get("decay_days"))
+        turn = conf["turn"]
+        bullets = self.playbook.pipeline.retrieve(turn.state, query, touch=False)
         found = [f["text"] for f in facts] + [b.content for b in bullets]
         return "; ".join(found) if found else "nothing stored matches"
 
@@ -326,7 +345,7 @@ class Tutor:
         return [ChatMessage(m["role"], m["content"]) for m in state["messages"]
                 if m["role"] in ("user", "assistant") and m["content"].strip()]
 
-    def _cot(self, state: TurnState, system: str, reveal: str, thoughts: list[str], tools: list[dict[str, Any]]) -> str:
+    def _cot(self, state: TurnState, system: str, reveal: str, thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any]) -> str:
         steps = state["params"]["steps"]
         reply = self.llm.generate(self._chat(state), system=system + "\n\n" + prompts.COT.format(steps=steps, reveal=reveal),
                                   role="tutor", prompt_version=prompts.COT_VERSION)
@@ -342,7 +361,7 @@ class Tutor:
                 _thought(thoughts, f"cot {line.strip()}")
         return "\n".join(answer_lines).strip() or reply
 
-    def _tot(self, state: TurnState, system: str, reveal: str, thoughts: list[str], tools: list[dict[str, Any]]) -> str:
+    def _tot(self, state: TurnState, system: str, reveal: str, thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any]) -> str:
         n = state["params"]["branches"]
         conversation = "\n".join(f"{m.role}: {m.content}" for m in self._chat(state))
         tree = self.llm.generate_json(prompts.Branches, prompts.TOT_BRANCHES.format(branches=n) + "\n\n" + conversation,
@@ -357,7 +376,7 @@ class Tutor:
         return self.llm.generate(self._chat(state), system=system + "\n\n" + prompts.TOT_ANSWER.format(approach=best.approach, reveal=reveal),
                                  role="tutor", prompt_version=prompts.TOT_VERSION)
 
-    def _react(self, state: TurnState, system: str, reveal: str, thoughts: list[str], tools: list[dict[str, Any]]) -> str:
+    def _react(self, state: TurnState, system: str, reveal: str, thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any]) -> str:
         observations: list[str] = []
         chat = self._chat(state)
         for step in range(1, state["params"]["max_steps"] + 1):
@@ -369,31 +388,32 @@ class Tutor:
             if action is None:
                 return reply
             tool, argument = action.group(1).lower(), action.group(2).strip()
-            result = self._tool(state, tool, argument, thoughts, tools, step)
+            result = self._tool(state, tool, argument, thoughts, tools, step, conf)
             observations.append(f"Action: {tool}[{argument}]\nObservation: {result}")
         # Out of steps: answer from what the tools found.
         return tools[-1]["result"] if tools else ""
 
-    def _tool(self, state: TurnState, tool: str, argument: str, thoughts: list[str], tools: list[dict[str, Any]], step: int) -> str:
+    def _tool(self, state: TurnState, tool: str, argument: str, thoughts: list[str], tools: list[dict[str, Any]], step: int,
+              conf: Mapping[str, Any]) -> str:
         if tool == "calculator":
             try:
                 result = calculate(argument).text
             except ValidationError as exc:
                 result = f"error: {exc}"
         else:
-            result = self._search_tool(state["learner_id"], argument or state["question"])
+            result = self._search_tool(conf, state["learner_id"], argument or state["question"])
         _thought(thoughts, f"react step {step} tool={tool} input={preview(argument)}")
         _thought(thoughts, f"react step {step} result={preview(result)}")
         tools.append({"tool": tool, "input": argument, "result": result})
         return result
 
     def _offline(self, state: TurnState, bullets: Sequence[Bullet], facts: Sequence[Mapping[str, Any]],
-                 thoughts: list[str], tools: list[dict[str, Any]]) -> str:
+                 thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any]) -> str:
         question, mode = state["question"], state["reasoning_mode"]
         if mode == "react":
             expression = find_expression(question)
             if expression:
-                result = self._tool(state, "calculator", expression, thoughts, tools, 1)
+                result = self._tool(state, "calculator", expression, thoughts, tools, 1, conf)
                 if not result.startswith("error:"):
                     answer = f"{calculate(expression).expression} = {result}"
                     if bullets:

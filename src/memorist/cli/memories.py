@@ -344,15 +344,21 @@ def reindex(app: App, new_embedder: str | None) -> None:
 @click.option("--keep", is_flag=True, help="Keep the temporary store (its path is printed) to look around.")
 @click.option("--pair", "pair", is_flag=True, help="Spec 003 instead: minutes → index → context → evaluation → PAIR.")
 @click.option("--tiers", "tiers", is_flag=True, help="Spec 002 instead: energy tiers, decay, promotion, expiry, test memories.")
+@click.option("--agent", "agent", is_flag=True, help="The tutor agent instead: two conversations through its graph (needs the agent extra).")
 @pass_app
-def demo(app: App, keep: bool, pair: bool = False, tiers: bool = False) -> None:
+def demo(app: App, keep: bool, pair: bool = False, tiers: bool = False, agent: bool = False) -> None:
     """Show what Memorist is for: a tutor that remembers a learner across conversations.
 
     The demo writes into a new temporary store, removed afterwards (--keep keeps it).
     It only writes into a store of yours when you name one with --db; MEMORIST_DB is
     never used, so your own store is untouched.
     """
-    if tiers:
+    if agent:
+        from ..agent import require_langgraph
+
+        require_langgraph()
+        from ..agent.demo import run_agent_demo as run
+    elif tiers:
         from ..demo_tiers import run_tiers_demo as run
     elif pair:
         from ..demo_pair import run_pair_demo as run
