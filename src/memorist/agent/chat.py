@@ -209,7 +209,7 @@ def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
     client = service.client() if body.memoryEnabled else None
     try:
         store = MemoristStore(client, agent_id=CHAT_AGENT) if client is not None else None
-        out = service.tutor.run_turn(payload, store=store, decay_days=service.settings.decay_days)
+        out = service.tutor.run_turn(payload, store=store, namespace=(user.user_id,), decay_days=service.settings.decay_days)
         answer = out["answer"]
         if client is not None:
             error = out["scratch"].get("memory_error")

@@ -53,7 +53,7 @@ class Conversations:
             )
             row = self._db.execute("SELECT owner FROM chat_conversations WHERE conversation_id = ?", (conversation_id,)).fetchone()
             if row[0] != owner:
-                raise NotFoundError(f"conversation {conversation_id!r} not found")
+                raise NotFoundError("conversation", conversation_id)
             self._db.execute("UPDATE chat_conversations SET updated_at = ?, turns = turns + 1 WHERE conversation_id = ?", (now, conversation_id))
         return conversation_id
 

@@ -174,11 +174,12 @@ class Tutor:
         """The graph as LangGraph draws it (Mermaid text)."""
         return self.graph.get_graph().draw_mermaid()
 
-    def run_turn(self, payload: Mapping[str, Any], *, store: Any = _UNSET, decay_days: float | None = None) -> dict[str, Any]:
+    def run_turn(self, payload: Mapping[str, Any], *, store: Any = _UNSET, namespace: tuple[str, ...] | None = None,
+                 decay_days: float | None = None) -> dict[str, Any]:
         """One turn of the runner protocol (see the module docstring).
 
         ``store``: where this turn reads the learner's facts (default: :attr:`store`;
-        None: no facts). ``decay_days``: facts neither created nor updated in that
+        None: no facts), in ``namespace`` (default: ``(learner_id,)``). ``decay_days``: facts neither created nor updated in that
         many days are left out (None or 0: no decay). A store that fails leaves the
         turn without facts and says so in ``scratch.memory_error``."""
         messages, learner, conversation, feedback, outcome, topic = _check(payload)
@@ -190,7 +191,8 @@ class Tutor:
             "feedback": feedback, "outcome": outcome, "topic": topic, "thoughts": [], "tool_calls": [],
         }
         facts_store = self.store if store is Tutor._UNSET else store
-        out = self.graph.invoke(state, config={"configurable": {"turn": turn, "store": facts_store, "decay_days": decay_days}})
+        out = self.graph.invoke(state, config={"configurable": {
+            "turn": turn, "store": facts_store, "namespace": namespace or (learner,), "decay_days": decay_days}})
         topic_name = snake_case(topic) if topic else infer_topic(question)
         delta = out["delta"]
         return {
@@ -248,7 +250,7 @@ class Tutor:
         question, mode, params = state["question"], state["reasoning_mode"], state["params"]
         bullets = turn.retrieve(question)
         conf = config["configurable"]
-        facts, memory_error = self._facts(conf.get("store", self.store), state["learner_id"], question, conf.get("decay_days"))
+        facts, memory_error = self._facts(conf.get("store", self.store), conf["namespace"], question, conf.get("decay_days"))
         context = format_context(bullets, title=f"ACE playbook (learner {state['learner_id']})")
         if facts:
             context = (context + "\n\n" if context else "") + "## Facts about the learner\n" + "\n".join(f"- {f['text']}" for f in facts)
@@ -302,13 +304,13 @@ class Tutor:
         return {"delta": delta, "facts_added": added}
 
     # memory -------------------------------------------------------------------------------
-    def _facts(self, store: Any, learner: str, query: str, decay_days: float | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    def _facts(self, store: Any, namespace: tuple[str, ...], query: str, decay_days: float | None = None) -> tuple[list[dict[str, Any]], str | None]:
         """The learner's facts relevant to ``query`` from ``store``, and the store's
         error if it failed (the turn goes on without facts)."""
         if store is None:
             return [], None
         try:
-            items = store.search((learner,), query=query, limit=FACTS_K)
+            items = store.search(namespace, query=query, limit=FACTS_K)
         except MemoristError as exc:
             log.warning("[ACE Memory][Facts] unavailable (%s)", preview(exc))
             return [], str(exc)
@@ -332,9 +334,9 @@ class Tutor:
             return 0
         return sum(1 for r in result.get("results", []) if r.get("event") in ("ADD", "UPDATE"))
 
-    def _search_tool(self, conf: Mapping[str, Any], learner: str, query: str) -> str:
+    def _search_tool(self, conf: Mapping[str, Any], query: str) -> str:
         """The memory search tool: the learner's facts and playbook bullets for ``query``."""
-        facts, _ = self._facts(conf.get("store", self.store), learner, query, conf.get("decay_days"))
+        facts, _ = self._facts(conf.get("store", self.store), conf["namespace"], query, conf.get("decay_days"))
         turn = conf["turn"]
         bullets = self.playbook.pipeline.retrieve(turn.state, query, touch=False)
         found = [f["text"] for f in facts] + [b.content for b in bullets]
@@ -401,7 +403,7 @@ class Tutor:
             except ValidationError as exc:
                 result = f"error: {exc}"
         else:
-            result = self._search_tool(conf, state["learner_id"], argument or state["question"])
+            result = self._search_tool(conf, argument or state["question"])
         _thought(thoughts, f"react step {step} tool={tool} input={preview(argument)}")
         _thought(thoughts, f"react step {step} result={preview(result)}")
         tools.append({"tool": tool, "input": argument, "result": result})
