@@ -8,9 +8,9 @@ import time
 
 import pytest
 from chat_helpers import free_port
-from conftest import chat_app
 from fastapi.testclient import TestClient
 
+from conftest import chat_app
 from memorist import Memory
 from memorist.agent.chat import UNAVAILABLE
 
