@@ -9,10 +9,11 @@ memory service and are reached only over REST, through :class:`memorist.Client` 
 - before answering, the tutor's graph searches them through a
   :class:`~memorist.integrations.langgraph.MemoristStore` over the client (facts
   older than ``MEMORY_DECAY_DAYS`` left out);
-- after answering, the turn is added to the memory service, which extracts and
-  reconciles its facts. With ``OPENAI_API_KEY`` set the chat extracts them itself
-  with gpt-5-mini on the Responses API (the heuristic when the model fails) and sends
-  the facts.
+- after answering, the learner's message is added to the memory service, which
+  extracts and reconciles its facts (its own extractor: the heuristic unless it is
+  configured with a model). With ``OPENAI_API_KEY`` set the chat extracts them itself,
+  with gpt-5-mini on the Responses API (the heuristic when the model
+  fails), and stores each fact the user does not already have.
 
 When the memory service cannot be reached the chat still answers, and says that
 long-term memory is unavailable.
@@ -92,7 +93,7 @@ class HistoryMessage(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    """``POST /api/ai/chat``'s body (spec 004's names)."""
+    """``POST /api/ai/chat``'s body."""
 
     model_config = ConfigDict(extra="ignore")
     message: Annotated[str, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)]
@@ -146,7 +147,7 @@ class ChatService:
 
 
 def _spec_extractor() -> Any:
-    """Spec 004's extraction model: gpt-5-mini on the Responses API when
+    """The chat's extraction model: gpt-5-mini on the Responses API when
     ``OPENAI_API_KEY`` is set (the heuristic when it fails); None otherwise (the
     memory service extracts)."""
     if not config.openai_api_key():
@@ -241,21 +242,25 @@ def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
 def _remember(service: ChatService, client: Client, user: ChatUser, conversation: str, message: str, answer: str) -> tuple[list[dict[str, Any]], str | None]:
     """Add the turn's facts to the memory service; (what it did, the error if it failed)."""
     meta = {"source": "chat", "session_id": conversation}
+    scope = {"user_id": user.user_id, "agent_id": CHAT_AGENT}
     try:
-        if service.extractor is not None:
-            from ..model import Message
+        if service.extractor is None:
+            result = client.add([{"role": "user", "content": message}], **scope, run_id=conversation, metadata=meta, infer=True)
+            return [r for r in result.get("results", []) if r.get("event") in ("ADD", "UPDATE")], None
+        from ..model import Message
 
-            facts = service.extractor.extract([Message("user", message), Message("assistant", answer)])
-            texts = [f.text for f in facts if getattr(f, "text", "").strip()]
-            if not texts:
-                return [], None
-            turn: Any = [{"role": "user", "content": t} for t in texts]
-        else:
-            turn = [{"role": "user", "content": message}]
-        result = client.add(turn, user_id=user.user_id, agent_id=CHAT_AGENT, run_id=conversation, metadata=meta, infer=True)
+        facts = service.extractor.extract([Message("user", message), Message("assistant", answer)])
+        added: list[dict[str, Any]] = []
+        for text in dict.fromkeys(f.text.strip() for f in facts if f.text.strip()):
+            # The model's facts are stored as written; one the user already has is not stored twice.
+            known = client.search(text, **scope, limit=3)["results"]
+            if any(k["memory"].strip().casefold() == text.casefold() for k in known):
+                continue
+            result = client.add(text, **scope, run_id=conversation, metadata={**meta, "extracted_by": "gpt-5-mini"}, infer=False)
+            added.extend(result.get("results", []))
+        return added, None
     except (MemoristError, OSError) as exc:
         return [], str(exc)
-    return [r for r in result.get("results", []) if r.get("event") in ("ADD", "UPDATE")], None
 
 
 def _decayed(rows: list[dict[str, Any]], days: float) -> list[dict[str, Any]]:
@@ -315,7 +320,7 @@ def create_chat_app(
     ``settings``: :class:`ChatSettings` (default: from the environment). ``llm``: the
     tutor's model (default: the store's configured one, else Gemini with
     ``GEMINI_API_KEY``, else none). ``extractor``: the fact extractor used before
-    sending a turn to the memory service (default: spec 004's, see the module
+    sending a turn to the memory service (default: gpt-5-mini with ``OPENAI_API_KEY``, see the module
     docstring). ``memory_transport``: an ``httpx`` transport for the memory client
     (tests).
     """

@@ -75,6 +75,9 @@ def run_turn(app: App, input_file: Any, preset: str, max_bullets: int | None, to
     else deterministically (arithmetic by the calculator; otherwise saying no model
     is configured); the playbook learns from the feedback. Needs the agent extra.
     """
+    from ..agent import require_langgraph
+
+    require_langgraph()  # before reading anything: the missing extra is the error to see
     raw = input_file.read()
     if not raw.strip():
         where = "stdin" if input_file.name in ("<stdin>", "-") else input_file.name
@@ -85,9 +88,6 @@ def run_turn(app: App, input_file: Any, preset: str, max_bullets: int | None, to
         raise click.BadParameter(
             f"the input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", param_hint="--input"
         ) from exc
-    from ..agent import require_langgraph
-
-    require_langgraph()
     from ..agent.tutor import Tutor
 
     with ace_logs_to_stderr():

@@ -191,3 +191,16 @@ def test_the_graph_draws_itself():
         drawing = Tutor(memory, llm=None).mermaid()
     for a, b in zip(["__start__", *NODES], [*NODES, "__end__"], strict=True):
         assert f"{a} --> {b};" in drawing
+
+
+def test_react_searches_the_learners_memory_with_its_tool(backend):
+    with Memory(backend.target, embedder="hashing") as memory:
+        llm = ScriptedLLM(["Action: memory_search[favourite pizza]", "Answer: Use your favourite pizza: cut it in sixths."])
+        tutor = Tutor(memory, llm=llm)
+        tutor.store.put(("sam", "profile"), "food", {"text": "Favourite pizza is margherita"})
+        out = tutor.run_turn({"messages": [{"role": "user", "content": "Help me compute 1/2 + 1/3 with pizza"}], "learner_id": "sam"})
+        assert out["scratch"]["reasoning_mode"] == "react"
+        call = out["scratch"]["tool_calls"][0]
+        assert call["tool"] == "memory_search" and "Favourite pizza is margherita" in call["result"]
+        assert "Observation: Favourite pizza is margherita" in llm.requests[1].system
+        assert out["answer"] == "Use your favourite pizza: cut it in sixths."

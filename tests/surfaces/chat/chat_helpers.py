@@ -62,3 +62,11 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def chat_app(db: str, memory: Any, *, url: str | None = None, decay_days: float = 0.0, **kwargs: Any):
+    from memorist.agent.chat import ChatSettings, create_chat_app
+
+    settings = ChatSettings(memory_url=url or memory.url, memory_api_key=memory.key if memory else None,
+                            decay_days=decay_days, memory_timeout=5.0)
+    return create_chat_app(db, settings=settings, embedder="hashing", llm=None, **kwargs)

@@ -4,7 +4,6 @@ store with two user keys and a tenant key, and the chat app."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from chat_helpers import Recorder, live
@@ -43,11 +42,3 @@ def chat_db(tmp_path) -> tuple[str, ChatKeys]:
     with KeyStore(db) as keys:
         made = ChatKeys(keys.create("school", user_id="alice")[0], keys.create("school", user_id="bob")[0], keys.create("school")[0])
     return db, made
-
-
-def chat_app(db: str, memory: MemoryService | None, *, url: str | None = None, decay_days: float = 0.0, **kwargs: Any):
-    from memorist.agent.chat import ChatSettings, create_chat_app
-
-    settings = ChatSettings(memory_url=url or memory.url, memory_api_key=memory.key if memory else None,
-                            decay_days=decay_days, memory_timeout=5.0)
-    return create_chat_app(db, settings=settings, embedder="hashing", llm=None, **kwargs)

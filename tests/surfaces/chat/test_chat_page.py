@@ -13,8 +13,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from chat_helpers import live
-from conftest import chat_app
+from chat_helpers import chat_app, live
 
 from memorist import Memory
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from chat_helpers import free_port
+from chat_helpers import chat_app, free_port
 from fastapi.testclient import TestClient
 
-from conftest import chat_app
 from memorist import Memory
 from memorist.agent.chat import UNAVAILABLE
 
