@@ -204,3 +204,12 @@ def test_react_searches_the_learners_memory_with_its_tool(backend):
         assert call["tool"] == "memory_search" and "Favourite pizza is margherita" in call["result"]
         assert "Observation: Favourite pizza is margherita" in llm.requests[1].system
         assert out["answer"] == "Use your favourite pizza: cut it in sixths."
+
+
+def test_the_docs_show_the_graph_as_langgraph_draws_it():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "agent.md").read_text(encoding="utf-8")
+    with Memory(":memory:", embedder="hashing") as memory:
+        drawing = Tutor(memory, llm=None).mermaid()
+    assert "```mermaid\n" + drawing.rstrip() + "\n```" in page
