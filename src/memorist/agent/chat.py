@@ -66,6 +66,8 @@ MAX_MESSAGE_CHARS = 10_000
 MAX_HISTORY = 50
 #: How many earlier messages of the conversation the tutor reads.
 HISTORY_WINDOW = 20
+#: The largest request body the chat reads (413 beyond).
+MAX_BODY_BYTES = 1_048_576
 UNAVAILABLE = "Long-term memory is unavailable right now, so this answer does not use it and this turn was not remembered."
 
 
@@ -304,6 +306,46 @@ def _delete_memory(request: Request, memory_id: str, user: Caller) -> dict[str, 
         raise ApiError(503, "long-term memory is unavailable right now: the memory service cannot be reached") from None
 
 
+class BodyLimit:
+    """ASGI middleware: a request body larger than ``limit`` bytes is answered 413
+    before it is read whole (a declared length, or as it streams in)."""
+
+    def __init__(self, app: Any, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        from ..server.errors import error_response
+
+        too_large = error_response(413, f"the request body is larger than {self.limit:,} bytes")
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await too_large(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await too_large(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
 def create_chat_app(
     db: str,
     *,
@@ -350,6 +392,7 @@ def create_chat_app(
         return FileResponse(STATIC_DIR / "chat.html", headers={"Cache-Control": "no-cache"})
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.add_middleware(BodyLimit)
     return app
 
 

@@ -148,3 +148,23 @@ def test_a_chat_store_without_keys_is_a_local_development_server(tmp_path, memor
         assert out["metadata"]["scratch"]["learner_id"] == "default"
     with TestClient(chat_app(str(tmp_path / "dev2.db"), memory_service, local_only=True), base_url="http://evil.example") as client:
         assert client.post("/api/ai/chat", json={"message": "hi"}).status_code == 403
+
+
+def test_a_body_too_large_is_refused_before_it_is_read(chat_db, memory_service):
+    db, keys = chat_db
+    with TestClient(chat_app(db, memory_service)) as client:
+        huge = b'{"message": "' + b"x" * 2_000_000 + b'"}'
+        response = client.post("/api/ai/chat", content=huge, headers={**bearer(keys.alice), "Content-Type": "application/json"})
+        assert response.status_code == 413 and "larger than" in response.json()["error"]["message"]
+
+
+def test_one_load_of_the_playbook_per_request(chat_db, memory_service, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="memorist")
+    db, keys = chat_db
+    with TestClient(chat_app(db, memory_service)) as client:
+        for message in ("Help me multiply 12 by 5.", "I get confused by fractions", "What is the best way to practice?"):
+            caplog.clear()
+            say(client, keys.alice, message, memoryEnabled=True)
+            assert sum(r.getMessage().startswith("[ACE Memory] Loaded") for r in caplog.records) == 1
