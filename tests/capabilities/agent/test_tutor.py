@@ -213,3 +213,23 @@ def test_the_docs_show_the_graph_as_langgraph_draws_it():
     with Memory(":memory:", embedder="hashing") as memory:
         drawing = Tutor(memory, llm=None).mermaid()
     assert "```mermaid\n" + drawing.rstrip() + "\n```" in page
+
+
+def test_gemini_from_its_own_variables_answers_the_react_mode(fake_server, monkeypatch, backend):
+    from fake_openai import text
+
+    fake_server.reset()
+    monkeypatch.setenv("GEMINI_API_KEY", "g-test")
+    monkeypatch.setenv("GEMINI_MODEL", "gemini-2.5-pro")
+    monkeypatch.setenv("GEMINI_BASE_URL", fake_server.base_url)
+    monkeypatch.setenv("ACE_LLM_TEMPERATURE", "0.4")
+    fake_server.script("chat", text("Action: calculator[12 * 5]"), text("Answer: 12 times 5 is 60."))
+    with Memory(backend.target, embedder="hashing") as memory:
+        tutor = Tutor(memory)
+        assert tutor.llm.name == "gemini:gemini-2.5-pro"
+        out = tutor.run_turn({"messages": [{"role": "user", "content": "Help me multiply 12 by 5."}], "learner_id": "sam"})
+    assert out["mode"] == "llm" and out["answer"] == "12 times 5 is 60."
+    calls = fake_server.calls("chat")
+    assert len(calls) == 2 and calls[0].body["model"] == "gemini-2.5-pro" and calls[0].body["temperature"] == 0.4
+    assert "Observation: 60" in json.dumps(calls[1].body)
+    fake_server.reset()
