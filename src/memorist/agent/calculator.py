@@ -143,8 +143,12 @@ def _eval(node: ast.AST, depth: int) -> Fraction:
 
 
 _NUMBER = r"\d+(?:\.\d+)?"
+_OP = r"(?:\*\*|[-+*/×÷^x]|times|multiplied by|divided by|plus|minus|over|by)"
+# Each space and parenthesis can be matched one way only, and runs of signs and
+# parentheses are bounded, so a failed match costs linear time (the message is also
+# cut at MAX_CHARS * 5 and its spaces collapsed).
 _EXPRESSION = re.compile(
-    rf"[-(]*\s*{_NUMBER}(?:\s*\)*\s*(?:\*\*|[-+*/×÷^x]|times|multiplied by|divided by|plus|minus|over|by)\s*[-(]*\s*{_NUMBER}\s*\)*)+",
+    rf"(?:[-(] ?){{0,8}}{_NUMBER}(?: ?(?:\) ?){{0,8}}{_OP} ?(?:[-(] ?){{0,8}}{_NUMBER})+(?: ?\)){{0,8}}",
     re.IGNORECASE,
 )
 _VERB = re.compile(r"\b(multiply|add|subtract|divide|sum of|product of)\b\s+(-?\d+(?:\.\d+)?(?:/\d+)?)\s+(?:by|and|to|from|with)\s+(-?\d+(?:\.\d+)?(?:/\d+)?)", re.IGNORECASE)
@@ -160,7 +164,7 @@ def find_expression(text: str) -> str | None:
     multiply 12 by 5"`` → ``"12 * 5"``, ``"I keep messing up 1/2 + 1/3."`` → ``"1/2 + 1/3"``."""
     if not isinstance(text, str):
         return None
-    text = text[: MAX_CHARS * 5]
+    text = re.sub(r"\s+", " ", text[: MAX_CHARS * 5])
     verb = _VERB.search(text)
     if verb:
         op = _VERB_OP[verb.group(1).lower()]

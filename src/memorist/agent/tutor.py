@@ -40,6 +40,7 @@ from typing import Any, TypedDict
 try:
     from langchain_core.runnables import RunnableConfig
     from langgraph.graph import END, START, StateGraph
+    from langgraph.store.base import SearchOp
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError("the tutor agent needs LangGraph: pip install 'memorist[agent]'") from exc
 
@@ -65,7 +66,6 @@ FACTS_AGENT = "tutor"
 FACTS_K = 5
 
 _EXPLAIN = re.compile(r"\b(how (do|can|should|would) (i|we|you)|why|explain|understand|confus|what does|what is a|mean)\w*", re.I)
-_COMPUTE = re.compile(r"\b(calculate|compute|multiply|times|plus|minus|divided|subtract|add|sum|product|what is|what's|solve|work out|help me)\b", re.I)
 _CHOICE = re.compile(r"\b(best way|ways to|approach(es)?|strateg(y|ies)|options?|compare|which (method|way)|plan|study|practice|prepare|improve|alternatives?)\b", re.I)
 _NO_REVEAL = re.compile(r"\b(hint|don'?t (tell|give) me|do not (tell|give) me|let me try|on my own|myself|without (telling|giving) (me )?the answer)\b", re.I)
 _ANSWER = re.compile(r"^\s*answer\s*:\s*", re.I)
@@ -79,8 +79,6 @@ def choose_mode(question: str) -> tuple[str, str]:
     ``cot`` otherwise (explanations, and whatever else)."""
     expression = find_expression(question)
     if expression and not _EXPLAIN.search(question):
-        return "react", f"arithmetic to work out: {expression}"
-    if expression and _COMPUTE.search(question) and not _EXPLAIN.search(question):
         return "react", f"arithmetic to work out: {expression}"
     if _CHOICE.search(question):
         return "tot", "a choice between approaches"
@@ -310,7 +308,9 @@ class Tutor:
         if store is None:
             return [], None
         try:
-            items = store.search(namespace, query=query, limit=FACTS_K)
+            # An op given to batch: a learner id may hold periods (an e-mail address),
+            # which LangGraph's search method would refuse as a label.
+            items = store.batch([SearchOp(namespace, query=query, limit=FACTS_K)])[0]
         except MemoristError as exc:
             log.warning("[ACE Memory][Facts] unavailable (%s)", preview(exc))
             return [], str(exc)

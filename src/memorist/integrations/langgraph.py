@@ -27,6 +27,10 @@ its key its id and its value ``{"text": ...}``.
 - ``list_namespaces`` with prefix / suffix conditions (``"*"`` matches any label),
   ``max_depth``, ``limit``, ``offset``.
 
+Labels are stored as a list, never joined, so ops given to ``batch`` directly may
+hold periods (a user id such as ``"sam.lee@example.com"``); LangGraph's own ``put`` /
+``get`` / ``search`` refuse them before any store sees them.
+
 ``memory`` is anything with Memorist's memory calls: a :class:`~memorist.Memory`, or a
 :class:`~memorist.Client` of a served Memorist. The store has no TTL
 (``supports_ttl`` is False); Memorist's own validity window (``decay_days``) still
@@ -89,9 +93,15 @@ def _check_namespace(namespace: Any, *, empty_ok: bool = False) -> tuple[str, ..
     for label in namespace:
         if not isinstance(label, str) or not label:
             raise InvalidNamespaceError(f"Namespace labels must be non-empty strings, got {label!r} in {namespace}")
-        if "." in label or "\x00" in label:
-            raise InvalidNamespaceError(f"Namespace label {label!r} in {namespace} contains a period or a NUL byte")
+        if "\x00" in label:
+            raise InvalidNamespaceError(f"Namespace label {label!r} in {namespace} contains a NUL byte")
     return namespace
+
+
+def _path(labels: Sequence[str]) -> str:
+    """A namespace (or a prefix of one) as one metadata value: a JSON list, so no label
+    can pass for two, whatever characters it holds."""
+    return json.dumps(list(labels), ensure_ascii=False)
 
 
 def _texts(value: Any) -> list[str]:
@@ -182,7 +192,7 @@ class MemoristStore(BaseStore):
         return {"user_id": user, "agent_id": self.agent_id} if user else {"agent_id": self.agent_id}
 
     def _prefix_filter(self, namespace: tuple[str, ...]) -> dict[str, Any] | None:
-        return {_prefix_key(len(namespace)): ".".join(namespace)} if len(namespace) >= 2 else None
+        return {_prefix_key(len(namespace)): _path(namespace)} if len(namespace) >= 2 else None
 
     def _find(self, namespace: tuple[str, ...], key: str) -> dict[str, Any] | None:
         if len(namespace) == 1 and not key.startswith(_KEY):
@@ -248,7 +258,7 @@ class MemoristStore(BaseStore):
         meta: dict[str, Any] = {_KEY: op.key, _VALUE: value, _NS: list(namespace[1:]), _DEPTH: len(namespace),
                                 _NOINDEX: op.index is False}
         for n in range(2, len(namespace) + 1):
-            meta[_prefix_key(n)] = ".".join(namespace[:n])
+            meta[_prefix_key(n)] = _path(namespace[:n])
         if row is None:
             self.memory.add(text, **scope, metadata=meta, infer=False)
         else:

@@ -185,3 +185,14 @@ def test_a_langgraph_graph_uses_it_as_its_store(stores):
     out = builder.compile(store=ours).invoke({"fact": "Likes origami"})
     assert out["found"] == ["Likes origami"]
     assert ours.get(("zoe", "facts"), "likes").value == {"text": "Likes origami"}
+
+
+def test_labels_are_never_joined(stores):
+    ours, _, _ = stores
+    ours.batch([PutOp(("sam.lee@example.com", "facts"), "k", {"text": "Dotted user"}),
+                PutOp(("u", "a.b"), "k", {"text": "Under a.b"}), PutOp(("u", "a", "b"), "k", {"text": "Under a, b"})])
+    assert ours.batch([GetOp(("sam.lee@example.com", "facts"), "k")])[0].value == {"text": "Dotted user"}
+    assert [i.namespace for i in ours.batch([SearchOp(("u", "a"), None, 10, 0, None)])[0]] == [("u", "a", "b")]
+    assert [i.namespace for i in ours.batch([SearchOp(("u", "a.b"), None, 10, 0, None)])[0]] == [("u", "a.b")]
+    with pytest.raises(InvalidNamespaceError):  # LangGraph's own methods keep LangGraph's rule
+        ours.put(("u", "a.b"), "k", {"text": "x"})

@@ -233,3 +233,13 @@ def test_gemini_from_its_own_variables_answers_the_react_mode(fake_server, monke
     assert len(calls) == 2 and calls[0].body["model"] == "gemini-2.5-pro" and calls[0].body["temperature"] == 0.4
     assert "Observation: 60" in json.dumps(calls[1].body)
     fake_server.reset()
+
+
+def test_a_learner_id_with_periods_gets_its_facts(backend):
+    with Memory(backend.target, embedder="hashing") as memory:
+        tutor = Tutor(memory, llm=None)
+        learner = "sam.lee@example.com"
+        memory.add("Loves pizza fractions", user_id=learner, agent_id="tutor", infer=False)
+        out = tutor.run_turn({"messages": [{"role": "user", "content": "Tell me about pizza fractions"}], "learner_id": learner})
+        assert [f["text"] for f in out["result"]["facts"]] == ["Loves pizza fractions"]
+        assert out["scratch"]["memory_error"] is None
