@@ -46,7 +46,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from ..ace.context import format_context
 from ..ace.playbook import Playbook
-from ..ace.runner import _check, deterministic_answer, sanitize_answer
+from ..ace.runner import check_turn, deterministic_answer, sanitize_answer
 from ..errors import ConfigurationError, MemoristError, ValidationError
 from ..integrations.langgraph import MemoristStore
 from ..llm.base import ChatMessage
@@ -180,7 +180,7 @@ class Tutor:
         None: no facts), in ``namespace`` (default: ``(learner_id,)``). ``decay_days``: facts neither created nor updated in that
         many days are left out (None or 0: no decay). A store that fails leaves the
         turn without facts and says so in ``scratch.memory_error``."""
-        messages, learner, conversation, feedback, outcome, topic = _check(payload)
+        messages, learner, conversation, feedback, outcome, topic = check_turn(payload)
         question = next(m["content"] for m in reversed(messages) if m["role"] == "user" and m["content"].strip())
         log.info("[ACE Runner] Turn learner=%s conversation=%s question=%s", learner, conversation or "-", preview(question))
         turn = self.playbook.turn(learner, conversation, topic=topic)

@@ -243,3 +243,21 @@ def test_a_learner_id_with_periods_gets_its_facts(backend):
         out = tutor.run_turn({"messages": [{"role": "user", "content": "Tell me about pizza fractions"}], "learner_id": learner})
         assert [f["text"] for f in out["result"]["facts"]] == ["Loves pizza fractions"]
         assert out["scratch"]["memory_error"] is None
+
+
+def test_bad_turns_name_the_field_and_store_nothing(backend):
+    from memorist import ValidationError
+
+    with Memory(backend.target, embedder="hashing") as memory:
+        tutor = Tutor(memory, llm=None)
+        events = memory.stats()["events"]
+        for payload, field in (
+            ([], "input"), ({"messages": []}, "messages"), ({"messages": [{"role": "user"}]}, "messages[0]"),
+            ({"messages": [{"role": "user", "content": "hi"}], "learner_id": 7}, "learner_id"),
+            ({"messages": [{"role": "user", "content": "hi"}], "outcome": 1}, "outcome"),
+        ):
+            with pytest.raises(ValidationError) as info:
+                tutor.run_turn(payload)
+            assert info.value.field == field
+        assert memory.stats()["events"] == events  # nothing was written
+        assert tutor.playbook.bullets() == []
