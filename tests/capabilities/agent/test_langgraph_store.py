@@ -196,3 +196,69 @@ def test_labels_are_never_joined(stores):
     assert [i.namespace for i in ours.batch([SearchOp(("u", "a.b"), None, 10, 0, None)])[0]] == [("u", "a.b")]
     with pytest.raises(InvalidNamespaceError):  # LangGraph's own methods keep LangGraph's rule
         ours.put(("u", "a.b"), "k", {"text": "x"})
+
+
+# The cases LangGraph's own repository tests its stores with (list_namespaces with
+# prefixes, suffixes, wildcards, depth and paging; re-embedding on update), asked of
+# both stores: MemoristStore must answer as InMemoryStore does.
+TREE = [
+    ("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f"),
+    ("users", "123"), ("users", "456", "settings"), ("admin", "users", "789"), ("guests", "456", "preferences"),
+    ("h", "i", "j", "k"), ("a", "g"),
+]
+
+
+@pytest.fixture
+def tree(backend):
+    with Memory(backend.target, embedder="hashing") as memory:
+        ours, theirs = MemoristStore(memory), InMemoryStore()
+        for store in (ours, theirs):
+            for i, ns in enumerate(TREE):
+                store.put(ns, f"id_{i}", {"data": f"value_{i:02d}"})
+            for i in range(12):
+                store.put(("namespace", f"sub_{i:02d}"), f"id_{i:02d}", {"data": f"value_{i:02d}"})
+        yield ours, theirs
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"prefix": ("a", "b")}, {"suffix": ("f",)}, {"prefix": ("a",), "suffix": ("f",)},
+    {"prefix": ("a", "b"), "max_depth": 3}, {"prefix": ("a", "b"), "limit": 2}, {"prefix": ("a", "b"), "offset": 2},
+    {"prefix": ("a", "*", "f")}, {"suffix": ("*", "f")}, {"prefix": ("nonexistent",)}, {"prefix": ("users", "123")},
+    {"prefix": ("users", "*")}, {"suffix": ("*", "preferences")}, {"prefix": ("*", "users"), "suffix": ("*", "settings")},
+    {"prefix": ("namespace",), "limit": 5, "offset": 0}, {"prefix": ("namespace",), "limit": 5, "offset": 5},
+    {"prefix": ("namespace",), "limit": 5, "offset": 10}, {"max_depth": 2}, {},
+])
+def test_list_namespaces_as_langgraph_lists_them(tree, kwargs):
+    ours, theirs = tree
+    assert ours.list_namespaces(**kwargs) == theirs.list_namespaces(**kwargs)
+
+
+def test_an_empty_store_lists_no_namespace(backend):
+    with Memory(backend.target, embedder="hashing") as memory:
+        assert MemoristStore(memory).list_namespaces() == []
+
+
+def test_an_update_is_searched_by_its_new_text(backend):
+    with Memory(backend.target, embedder="hashing") as memory:
+        store = MemoristStore(memory)
+        store.put(("test", "docs"), "doc1", {"text": "zany zebra Xerxes"})
+        store.put(("test", "docs"), "doc2", {"text": "something about dogs"})
+        first = store.search(("test",), query="Zany Xerxes")
+        assert first[0].key == "doc1"
+        store.put(("test", "docs"), "doc1", {"text": "new text about dogs"})
+        after = {i.key: i.score for i in store.search(("test",), query="Zany Xerxes")}
+        assert after.get("doc1", 0.0) < first[0].score
+        assert store.search(("test",), query="new text about dogs")[0].key == "doc1"
+        assert len(store.search(("test",), limit=10)) == 2  # updated in place, not added
+
+
+def test_langgraphs_own_rules_on_namespaces_hold(backend):
+    with Memory(backend.target, embedder="hashing") as memory:
+        store = MemoristStore(memory)
+        for bad in [(), ("the", "thing.about"), ("some", "fun", ""), ("langgraph", "foo")]:
+            with pytest.raises(InvalidNamespaceError):
+                store.put(bad, "foo", {"foo": "bar"})
+        store.put(("foo", "langgraph", "foo"), "bar", {"foo": "bar"})
+        assert store.get(("foo", "langgraph", "foo"), "bar").value == {"foo": "bar"}
+        store.delete(("foo", "langgraph", "foo"), "bar")
+        assert store.get(("foo", "langgraph", "foo"), "bar") is None
