@@ -261,3 +261,18 @@ def test_bad_turns_name_the_field_and_store_nothing(backend):
             assert info.value.field == field
         assert memory.stats()["events"] == events  # nothing was written
         assert tutor.playbook.bullets() == []
+
+
+def test_memorist_demo_agent_runs_two_conversations_offline(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORIST_", "ACE_", "GEMINI_", "OPENAI_"))}
+    done = subprocess.run([sys.executable, "-m", "memorist", "--embedder", "hashing", "demo", "--agent"],
+                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "[monday] sam: What is 1/2 + 1/3?" in done.stdout and "tutor: 1/2 + 1/3 = 5/6" in done.stdout
+    assert "injected from the playbook: Remind the learner that 1/2 becomes 3/6  (learned in conversation monday)" in done.stdout
+    assert "Friday's conversation used 2 bullet(s) learned on Monday." in done.stdout
+    as_json = subprocess.run([sys.executable, "-m", "memorist", "--embedder", "hashing", "--json", "demo", "--agent"],
+                             capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    result = json.loads(as_json.stdout)
+    assert result["learned"] <= 2 and result["friday"]["injected_learned_bullet"] and result["monday"]["reasoning_mode"] == "react"
+    assert list(tmp_path.iterdir()) == []  # the demo's store was temporary
