@@ -52,6 +52,7 @@ from ..memory import Memory
 from ..policies.text import preview
 from ..server.errors import ApiError, install_error_handlers
 from ..server.keys import KeyStore
+from ..server.limits import RateLimiter
 from .conversations import Conversations
 from .tutor import Tutor
 
@@ -80,6 +81,9 @@ class ChatSettings:
     memory_api_key: str | None = None
     decay_days: float = 0.0
     memory_timeout: float = 10.0
+    #: Chat requests per user and minute (0: no limit), and how many at once.
+    rate_per_minute: float = 120.0
+    burst: int = 20
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ChatSettings:
@@ -137,6 +141,7 @@ class ChatService:
         self.keys = KeyStore(db)
         self.conversations = Conversations(db)
         self.extractor = extractor if extractor is not None else _spec_extractor()
+        self.limiter = RateLimiter(settings.rate_per_minute, settings.burst)
 
     def client(self) -> Client:
         return Client(self.settings.memory_url, self.settings.memory_api_key, timeout=self.settings.memory_timeout,
@@ -172,7 +177,18 @@ def _is_loopback(host: str) -> bool:
 
 
 def caller(request: Request) -> ChatUser:
-    """The key's user (401 without a valid key, 403 for a key bound to no user)."""
+    """The key's user (401 without a valid key, 403 for a key bound to no user, 429
+    with ``Retry-After`` beyond the user's rate)."""
+    user = _identify(request)
+    wait = request.app.state.chat.limiter.acquire(user.owner)
+    if wait is not None:
+        from ..server.errors import retry_after
+
+        raise ApiError(429, f"too many requests for this user; retry in {wait:.1f} s", headers=retry_after(wait))
+    return user
+
+
+def _identify(request: Request) -> ChatUser:
     service: ChatService = request.app.state.chat
     presented = request.headers.get("authorization", "")
     key = presented[7:].strip() if presented.lower().startswith("bearer ") else request.headers.get("x-api-key", "").strip()

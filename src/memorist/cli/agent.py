@@ -28,9 +28,12 @@ def _chat_modules() -> Any:
               help="The memory service [default: MEMORY_MANAGEMENT_URL, else http://localhost:6060/api/memories].")
 @click.option("--memory-timeout", type=FiniteFloat(min=0.1), default=10.0, show_default=True,
               help="Seconds to wait for the memory service before answering without it.")
+@click.option("--rate-limit", default="120/min", show_default=True, metavar="N/min", help="Chat requests per user (N/s, N/min, N/h; 'off').")
+@click.option("--burst", type=click.IntRange(min=1), default=20, show_default=True, help="Requests a user may make at once.")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info", show_default=True)
 @pass_app
-def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout: float, log_level: str) -> None:
+def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout: float, rate_limit: str, burst: int,
+         log_level: str) -> None:
     """Serve the tutor as a chat: the page at /, POST /api/ai/chat.
 
     \b
@@ -46,6 +49,12 @@ def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout:
     import uvicorn
 
     from ..server.keys import KeyStore
+    from ..server.limits import parse_rate
+
+    try:
+        rate = parse_rate(rate_limit)
+    except Exception as exc:
+        raise click.BadParameter(str(exc), param_hint="--rate-limit") from exc
 
     if app.db == ":memory:" or "://" in str(app.db):
         raise CommandError("memorist chat keeps its store in a SQLite file; name one with --db")
@@ -57,7 +66,7 @@ def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout:
             f"refusing to serve the chat on {host}: its store {app.label} holds no API key, so anyone could chat as "
             "the one development user. Create a key first (`memorist keys create --tenant NAME --user ID`), or serve on 127.0.0.1."
         )
-    settings = chat_mod.ChatSettings.from_env(memory_url=memory_url, memory_timeout=memory_timeout)
+    settings = chat_mod.ChatSettings.from_env(memory_url=memory_url, memory_timeout=memory_timeout, rate_per_minute=rate, burst=burst)
     application = chat_mod.create_chat_app(app.db, settings=settings, embedder=app.embedder, require_keys=not local, local_only=local)
     url = _url(host, port)
     click.echo(f"Memorist chat: {url}/  (store {app.label}; memory service {settings.memory_url})")

@@ -64,9 +64,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def chat_app(db: str, memory: Any, *, url: str | None = None, decay_days: float = 0.0, **kwargs: Any):
+def chat_app(db: str, memory: Any, *, url: str | None = None, decay_days: float = 0.0, rate: float = 0.0, burst: int = 20,
+             **kwargs: Any):
     from memorist.agent.chat import ChatSettings, create_chat_app
 
     settings = ChatSettings(memory_url=url or memory.url, memory_api_key=memory.key if memory else None,
-                            decay_days=decay_days, memory_timeout=5.0)
+                            decay_days=decay_days, memory_timeout=5.0, rate_per_minute=rate, burst=burst)
     return create_chat_app(db, settings=settings, embedder="hashing", llm=None, **kwargs)

@@ -168,3 +168,13 @@ def test_one_load_of_the_playbook_per_request(chat_db, memory_service, caplog):
             caplog.clear()
             say(client, keys.alice, message, memoryEnabled=True)
             assert sum(r.getMessage().startswith("[ACE Memory] Loaded") for r in caplog.records) == 1
+
+
+def test_each_user_has_a_rate(chat_db, memory_service):
+    db, keys = chat_db
+    with TestClient(chat_app(db, memory_service, rate=1.0, burst=2)) as client:
+        for _ in range(2):
+            say(client, keys.alice, "Help me multiply 12 by 5.")
+        refused = client.post("/api/ai/chat", json={"message": "hi"}, headers=bearer(keys.alice))
+        assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+        say(client, keys.bob, "Help me multiply 12 by 5.")  # another user's bucket
