@@ -8,7 +8,9 @@ the model.
 What no argument may hold, whatever the call (each is a :class:`ValidationError`
 naming the argument, and nothing is stored):
 
-- text with a lone surrogate (``"\\ud800"``): it cannot be stored as UTF-8;
+- text with a lone surrogate (``"\\ud800"``): it cannot be stored as UTF-8; text
+  (memory text, messages, metadata keys and values at any depth) with a NUL
+  character;
 - text, a query or an id that is empty or only whitespace and control/format
   characters; ids may hold no control character at all;
 - metadata that is not JSON (objects, lists, strings, finite numbers, booleans,
@@ -60,7 +62,12 @@ def show(value: Any, limit: int = 60) -> str:
 
 
 def unicode(name: str, value: str) -> str:
-    """``value`` if it can be stored as UTF-8: no lone surrogate (``"\\ud800"``)."""
+    """``value`` if it can be stored as text: no lone surrogate (``"\\ud800"``), which
+    UTF-8 cannot hold, and no NUL (U+0000), which PostgreSQL's text cannot hold and
+    C strings end at, so it would be cut or altered on its way through another tool."""
+    nul = value.find("\x00")
+    if nul >= 0:
+        raise ValidationError(name, f"holds a NUL character (U+0000) at position {nul}; text must not hold NUL")
     if not value.isascii():
         try:
             value.encode("utf-8")
