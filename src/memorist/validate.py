@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import time
 import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -262,8 +264,25 @@ def time_text(value: str | None) -> float | str | None:
         return value
 
 
+_OFFSET = re.compile(r"^\s*([+-])\s*(\d{1,9}(?:\.\d{1,6})?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days|w|wk|wks)\s*$", re.I)
+_OFFSET_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0, "w": 604_800.0}
+
+
+def offset_seconds(value: str) -> float | None:
+    """The seconds of a relative time (``"+10h"``, ``"-2d"``, ``"+30m"``, ``"-90s"``,
+    ``"+1w"``: a sign, a number, a unit), or None when ``value`` is not one."""
+    found = _OFFSET.match(value)
+    if found is None:
+        return None
+    sign, amount, unit = found.groups()
+    seconds = float(amount) * _OFFSET_UNITS[unit[0].lower()]
+    return -seconds if sign == "-" else seconds
+
+
 def timestamp(value: Any, *, field: str = "timestamp") -> float | None:
-    """A datetime, an ISO-8601 string or epoch seconds, as epoch seconds; None stays None.
+    """A datetime, an ISO-8601 string, epoch seconds, or a time relative to now
+    (``"+10h"``, ``"-2d"``, ``"+30m"``, ``"-45s"``, ``"+1w"``), as epoch seconds; None
+    stays None.
 
     Dates before 1970 or after 9999 are rejected however they are given."""
     if value is None:
@@ -274,10 +293,14 @@ def timestamp(value: Any, *, field: str = "timestamp") -> float | None:
         except (ValueError, OverflowError, OSError) as exc:
             raise ValidationError(field, f"not a usable date: {show(value)}") from exc
     elif isinstance(value, str):
-        try:
-            seconds = to_epoch(datetime.fromisoformat(value.replace("Z", "+00:00")))
-        except (ValueError, OverflowError, OSError) as exc:
-            raise ValidationError(field, f"not an ISO-8601 date: {show(value)}") from exc
+        offset = offset_seconds(value)
+        if offset is not None:
+            seconds = time.time() + offset
+        else:
+            try:
+                seconds = to_epoch(datetime.fromisoformat(value.replace("Z", "+00:00")))
+            except (ValueError, OverflowError, OSError) as exc:
+                raise ValidationError(field, f"not an ISO-8601 date: {show(value)}") from exc
     elif isinstance(value, int | float) and not isinstance(value, bool):
         seconds = value
     else:

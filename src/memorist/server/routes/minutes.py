@@ -91,13 +91,13 @@ def reindex_minutes(body: s.ProjectRequest, reach: ReachDep) -> Any:
 def build_context(body: s.ContextRequest, reach: ReachDep) -> Any:
     """Recent + referenced + the agent's memory + retrieved for the task, within the token budget."""
     minutes = reach.project(body.project_id).minutes
-    return JSONResponse(minutes.build_context(body.agent_id, body.task, budget_tokens=body.budget_tokens).to_dict())
+    return JSONResponse(minutes.build_context(body.agent_id, body.task, budget_tokens=body.budget_tokens, now=body.now).to_dict())
 
 
 @router.post("/api/evaluate/", summary="Evaluate and prune the minutes index", **_API)
 def evaluate(body: s.EvaluateRequest, reach: ReachDep) -> Any:
     """Score, deduplicate, resolve contradictions, prune under 0.3 (index only; the log keeps all)."""
-    return JSONResponse(reach.project(body.project_id).minutes.evaluate(dry_run=body.dry_run))
+    return JSONResponse(reach.project(body.project_id).minutes.evaluate(dry_run=body.dry_run, now=body.now))
 
 
 @router.post("/api/pair/", summary="One PAIR evaluation round", **_API)
