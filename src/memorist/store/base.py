@@ -327,6 +327,18 @@ class Store(abc.ABC):
         with ``embed``, re-embed every active memory and record the new identity."""
 
     @abc.abstractmethod
+    def adopt(self, moves: Sequence[tuple[str, str]], *, user_id: str | None = None, actor: str = "",
+              payload: dict[str, Any] | None = None) -> dict[str, int]:
+        """Move every record (memories of every kind, with their vectors) of each
+        ``(source, target)`` tenant pair into the target tenant, in one transaction;
+        with ``user_id``, only that user's spaces. A space the target lacks changes
+        tenant whole (its events follow it); into one the target has (and out of the
+        tenant's own space, which holds its configuration), the records move and
+        their events stay. One ``adopt`` event in the first target's tenant space
+        records a move (none when nothing moved). Returns ``{"memories", "spaces", "merged"}``; a second call
+        finds nothing to move."""
+
+    @abc.abstractmethod
     def reset(self) -> None:
         """Remove every memory, vector and event."""
 
