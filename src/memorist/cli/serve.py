@@ -94,14 +94,8 @@ def serve(
         burst=burst,
     )
     local = is_loopback(host)
-    with server.KeyStore(app.db) as keys:
-        active = keys.list(include_revoked=False)
-    if not active and not local:
-        raise CommandError(
-            f"refusing to serve on {host}: the store {app.label} holds no API key, so this would be an open "
-            "development server reachable from other machines. Create a key first "
-            "(`memorist keys create --tenant NAME`), or serve on 127.0.0.1."
-        )
+    # The app checks the store before anything writes into it (the keys' table
+    # included: a damaged store gets none), so the keys are read through it.
     application = server.create_app(
         app.db,
         decay_days=app.decay_days,
@@ -112,6 +106,14 @@ def serve(
         policy=app.policy,
     )
     service = application.state.service
+    active = service.keys.list(include_revoked=False)
+    if not active and not local:
+        service.close()
+        raise CommandError(
+            f"refusing to serve on {host}: the store {app.label} holds no API key, so this would be an open "
+            "development server reachable from other machines. Create a key first "
+            "(`memorist keys create --tenant NAME`), or serve on 127.0.0.1."
+        )
     # Open one tenant's Memory now: the embedder (shared by all) loads before the
     # first request, and a store that cannot be served fails here, with its error.
     tenants = sorted({k.tenant_id for k in active}) if active else [""]
