@@ -329,18 +329,28 @@ class Minutes:
         """The ``n`` minute events of ``scope`` latest in time (at or before ``until``,
         when given), oldest first; equal times in log order.
 
-        The log is in the order minutes were recorded, not the order they happened,
-        so it is read whole (a page at a time, keeping ``n``)."""
+        The log is in the order minutes were recorded, not the order they happened:
+        it is read from its end, a page at a time, keeping the ``n`` latest in time,
+        until the pages reach minutes recorded too early to be among them. A minute
+        happens at most :data:`CLOCK_SKEW` after it is recorded (later is refused),
+        so once a minute was recorded more than that before the ``n``-th kept one
+        happened, no earlier-recorded minute can displace it."""
         kept: list[tuple[float, int, EventRecord]] = []
-        for event in self.iter_log(scope):
-            ts = _ts_of(event)
-            if until is not None and ts > until:
-                continue
-            entry = (ts, event.seq, event)
-            if len(kept) < n:
-                heapq.heappush(kept, entry)
-            elif entry[:2] > kept[0][:2]:
-                heapq.heapreplace(kept, entry)
+        before: int | None = None
+        while True:
+            page = self.store.events(scope, ops=(OP_MINUTE,), limit=_PAGE, newest_first=True, before=before)
+            for event in page:
+                ts = _ts_of(event)
+                if until is not None and ts > until:
+                    continue
+                entry = (ts, event.seq, event)
+                if len(kept) < n:
+                    heapq.heappush(kept, entry)
+                elif entry[:2] > kept[0][:2]:
+                    heapq.heapreplace(kept, entry)
+            if len(page) < _PAGE or (len(kept) == n and page[-1].ts + CLOCK_SKEW < kept[0][0]):
+                break
+            before = page[-1].seq
         return [e for _, _, e in sorted(kept, key=lambda t: t[:2])]
 
     def by_ids(self, ids: Sequence[str], *, project_id: str | None = None) -> list[dict[str, Any]]:

@@ -261,10 +261,12 @@ class Store(abc.ABC):
         limit: int | None = None,
         ops: Sequence[str] | None = None,
         newest_first: bool = False,
+        before: int | None = None,
     ) -> list[EventRecord]:
-        """Events of the scope (None: every scope) after seq ``since``, of the ops
-        ``ops`` (None: all), oldest first; ``newest_first`` reads from the end of
-        the log, so ``limit`` keeps the latest (spec 003's ``recent(n)``)."""
+        """Events of the scope (None: every scope) after seq ``since`` (and before seq
+        ``before``, when given), of the ops ``ops`` (None: all), oldest first;
+        ``newest_first`` reads from the end of the log, so ``limit`` keeps the latest
+        (and ``before`` pages back from there)."""
 
     def pending_turns(self, scope: ScopeFilter | None = None, *, limit: int | None = None) -> list[EventRecord]:
         """Turns still waiting to be processed, oldest first.

@@ -39,6 +39,36 @@ def test_recent_is_the_latest_in_time_not_the_last_appended(m):
     assert backfilled["id"] not in [x["id"] for x in window.sections["recent"][-5:]]
 
 
+def test_recent_reads_the_log_from_its_end_and_stops_when_no_earlier_minute_can_count(m, monkeypatch):
+    import memorist.pipelines.minutes as minutes_module
+
+    monkeypatch.setattr(minutes_module, "_PAGE", 4)
+    real_time = time.time
+    now = real_time()
+    for i in range(30):  # recorded a month ago, each when it happened
+        at = now - 30 * 86_400 + 60 * i
+        with monkeypatch.context() as then:
+            then.setattr(time, "time", lambda at=at: at)
+            note(m, f"old {i}", at)
+    late = note(m, "recorded now, happened ten days ago", now - 10 * 86_400)
+    latest = [note(m, f"new {i}", now - 120 + i) for i in range(3)]
+    pages = []
+    real = m.store.events
+
+    def counted(*args, **kwargs):
+        pages.append(kwargs.get("before"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(m.store, "events", counted)
+    assert [x["id"] for x in m.minutes.recent(3, project_id="apollo")] == [x["id"] for x in latest]
+    assert len(pages) == 2  # not the 9 pages of the log: the rest was recorded too early to count
+    pages.clear()
+    assert [x["id"] for x in m.minutes.recent(4, project_id="apollo")] == [late["id"], *(x["id"] for x in latest)]
+    pages.clear()
+    everything = m.minutes.recent(100, project_id="apollo")
+    assert everything[0]["memory_note"] == "old 0" and len(everything) == 34 and len(pages) == 9
+
+
 @pytest.mark.parametrize("value", [250, -5, 100.5, -0.01, True, "90", [90], {"pct": 90}])
 def test_an_outcome_outside_0_to_100_is_refused(m, value):
     with pytest.raises(ValidationError, match="a number from 0 to 100") as info:

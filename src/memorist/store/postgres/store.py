@@ -1027,8 +1027,10 @@ class PostgresStore(Store):
 
     @_translating("events")
     def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None,
-               newest_first: bool = False) -> list[EventRecord]:
+               newest_first: bool = False, before: int | None = None) -> list[EventRecord]:
         where, args = "e.seq > %s", [since]
+        if before is not None:
+            where, args = where + " AND e.seq < %s", [*args, before]
         where, args = event_scope_where(where, args, scope, M)
         if ops:
             where += " AND e.op = ANY(%s)"

@@ -861,8 +861,10 @@ class SQLiteStore(Store):
 
     @_store_errors
     def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None,
-               newest_first: bool = False) -> list[EventRecord]:
+               newest_first: bool = False, before: int | None = None) -> list[EventRecord]:
         where, args = "e.seq > ?", [since]
+        if before is not None:
+            where, args = where + " AND e.seq < ?", [*args, before]
         where, args = event_scope_where(where, args, scope)
         if ops:
             where += f" AND e.op IN ({','.join('?' * len(ops))})"
