@@ -108,7 +108,7 @@ def test_context_and_evaluate_take_now_and_the_future_or_a_bad_outcome_is_a_422(
     r = client.post("/api/context/", json={"agent_id": "coder", "project_id": "apollo", "now": "whenever"}, headers=acme)
     assert r.status_code == 422 and r.json()["error"]["field"] == "now"
     r = client.post("/api/minutes/", json={"event_type": "status", "project_id": "apollo", "timestamp": "+1d"}, headers=acme)
-    assert r.status_code == 422 and "in the future" in r.json()["error"]["message"]
+    assert r.status_code == 422 and "in the future" in r.json()["error"]["message"] and r.json()["error"]["field"] == "timestamp"
     r = client.post("/api/minutes/", json={"event_type": "done", "project_id": "apollo", "data": {"success_criteria_met": 250}},
                     headers=acme)
     assert r.status_code == 422 and r.json()["error"]["field"] == "data.success_criteria_met"
