@@ -123,6 +123,7 @@ def serve(
     if active:
         shown = ", ".join(repr(t) for t in tenants[:5]) + (", ..." if len(tenants) > 5 else "")
         click.echo(f"  API keys required: {len(active)} active key{'s' if len(active) != 1 else ''} (tenants {shown}).")
+        _warn_untenanted_served(service, tenants)
     else:
         click.echo(
             "  Development mode: the store holds no API key, so every request is allowed (loopback only).\n"
@@ -199,6 +200,24 @@ def _warn_untenanted(app: App, tenant_id: str) -> None:
             f"warning: {app.label} holds {count:,} memories and other records (bullets, trajectories, minutes...) "
             f"written before keys, in {where}; keys of tenant {tenant_id!r} do not see them. Move them into it with "
             f"`memorist keys adopt --tenant {tenant_id}` (add --user ID to move one user's only).",
+            err=True,
+        )
+
+
+def _warn_untenanted_served(service: Any, tenants: list[str]) -> None:
+    """At start-up with keys: records written before them (the development server's
+    tenant, "") are out of every key's reach; say how to adopt them."""
+    from ..errors import StoreError
+    from ..pipelines.adopt import untenanted
+
+    try:
+        count = untenanted(service.tenants.get(tenants[0]).store, "")
+    except StoreError:
+        return  # a damaged store says so at /healthz
+    if count:
+        click.echo(
+            f"  warning: {count:,} memories and other records were written before keys, in no tenant: no key sees "
+            f"them. `memorist keys adopt --tenant NAME` moves them into a tenant.",
             err=True,
         )
 

@@ -123,3 +123,15 @@ def test_keys_adopt_on_a_missing_store_creates_nothing(tmp_path):
     path = tmp_path / "typo.db"
     result = CliRunner().invoke(cli, ["--db", str(path), "keys", "adopt", "--tenant", "acme"])
     assert result.exit_code != 0 and not path.exists()
+
+
+def test_serve_with_keys_says_when_records_of_no_tenant_wait_for_adoption(backend, memorist, written, monkeypatch):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: None)
+    memorist("keys", "create", "--tenant", "acme")
+    started = memorist("serve", "--port", "7002")
+    assert "API keys required" in started.stdout
+    assert "written before keys, in no tenant" in started.stderr and "memorist keys adopt --tenant NAME" in started.stderr
+    memorist("keys", "adopt", "--tenant", "acme")
+    assert "before keys" not in memorist("serve", "--port", "7002").stderr
