@@ -362,8 +362,8 @@ CAPABILITY_CALLS: tuple[Call, ...] = (
     _tiers("end_conversation", Surface("POST /api/tiers/end-conversation/"), None,  # the CLI runs `maintain` at once
            mcp=Surface("end_conversation", omitted={**{k: "the server's scope" for k in SCOPE_IDS}, "now": "an agent ends it now"})),
     _tiers("wait", None, None),  # the background worker of the caller's process
-    _tiers("status", Surface("GET /api/tiers/", omitted={**_SCOPE, "now": "figures as of the request"}), Surface("tiers status")),
-    _tiers("health", Surface("GET /api/tiers/health/", omitted={**_SCOPE, "now": "checks as of the request"}), Surface("tiers health")),
+    _tiers("status", Surface("GET /api/tiers/", omitted=_SCOPE), Surface("tiers status")),
+    _tiers("health", Surface("GET /api/tiers/health/", omitted=_SCOPE), Surface("tiers health")),
     _tiers("config", Surface("PUT /api/tiers/config/"), Surface("tiers config", renamed={"changes": "settings"})),
     _tiers("test_memories", Surface("GET /api/tiers/tests/"), Surface("tiers tests", extra={"delete": "deletes them (delete_test_memories)"})),
     _tiers("delete_test_memories", None,  # test memories are the library's and the CLI's testing aid
@@ -378,10 +378,9 @@ CAPABILITY_CALLS: tuple[Call, ...] = (
     _minutes("search", Surface("POST /api/minutes/search/", omitted={"touch": "a search over the service counts as a retrieval"}),
              Surface("minutes search", omitted={"touch": "a search from the CLI counts as a retrieval"})),
     _minutes("reindex", Surface("POST /api/minutes/reindex/"), Surface("minutes reindex", extra={"all_projects": "every project"})),
-    _minutes("build_context", Surface("POST /api/context/", omitted={"now": "built as of the request"}),
-             Surface("context", renamed={"budget_tokens": "budget"}, omitted={"now": "built as of the command"})),
-    _minutes("evaluate", Surface("POST /api/evaluate/", omitted={"now": "as of the request", "config": "the store's own settings"}),
-             Surface("evaluate", omitted={"now": "as of the command", "config": "the store's own settings"})),
+    _minutes("build_context", Surface("POST /api/context/"), Surface("context", renamed={"budget_tokens": "budget"})),
+    _minutes("evaluate", Surface("POST /api/evaluate/", omitted={"config": "the store's own settings"}),
+             Surface("evaluate", omitted={"config": "the store's own settings"})),
     _minutes("pair", None, None),  # its revise callback is the caller's function
     _minutes("pair_round", Surface("POST /api/pair/", omitted={"evaluator": _LIBRARY}),
              Surface("pair", renamed={"memories_per_gap": "per_gap"}, omitted={"evaluator": _LIBRARY},

@@ -229,12 +229,19 @@ class Memory:
         """Whether this Memory runs the energy policy (spec 002's tiers)."""
         return self.config.policy == "energy"
 
-    def _item(self, record: MemoryRecord, score: float | None = None) -> dict[str, Any]:
+    def _item(self, record: MemoryRecord, score: float | None = None, *, tiers: Any = None) -> dict[str, Any]:
+        """The public item; under the energy policy with the energy as of now
+        (``tiers``: the configuration of :meth:`_tier_view`, read once per call)."""
         if self.energy:
             from .pipelines.tiers import tier_item
 
-            return tier_item(record, score)
+            config = tiers if tiers is not None else self._tier_view()
+            return tier_item(record, score, now=time.time(), config=config)
         return record.to_item(score)
+
+    def _tier_view(self) -> Any:
+        """The energy configuration items are shown with (None: not under the energy policy)."""
+        return self._energy_engine().shown_config() if self.energy else None
 
     def _scope_filter(self, user_id: Any, agent_id: Any, run_id: Any) -> ScopeFilter:
         u, a, r = validate.require_scope(user_id, agent_id, run_id)
@@ -340,8 +347,9 @@ class Memory:
             scope, query, qvec, limit=limit, predicate=predicate, reference=reference, now=time.time(), threshold=threshold
         )
         results = []
+        tiers = self._tier_view()
         for record, score in ranked:
-            item = self._item(record, score)
+            item = self._item(record, score, tiers=tiers)
             if record.id in similarity:
                 item["similarity"] = round(similarity[record.id], 6)
             results.append(item)
@@ -373,7 +381,8 @@ class Memory:
             records = self._list_facts(scope, limit=limit, cutoff=cutoff, now=now)
         else:
             records = [r for r in self.store.list(scope, cutoff=cutoff, now=now) if is_fact(r) and predicate(r)][:limit]
-        return {"results": [self._item(r) for r in records]}
+        tiers = self._tier_view()
+        return {"results": [self._item(r, tiers=tiers) for r in records]}
 
     def _list_facts(self, scope: ScopeFilter, *, limit: int, cutoff: float | None, now: float) -> list[MemoryRecord]:
         """The scope's newest ``limit`` facts: playbooks and trajectories share the

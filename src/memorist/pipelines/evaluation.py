@@ -50,9 +50,10 @@ def evaluate(
     config = config or EvaluationConfig()
     scope = minutes.scope(project_id)
     minutes.store.flush()  # buffered retrievals count in relevance
-    log = list(minutes.iter_log(scope))
+    # As of ``now``: a minute that happened later is neither scored nor counted.
+    log = [e for e in minutes.iter_log(scope) if minute_of(e).ts <= now]
     referenced_by: Counter[str] = Counter(ref for e in log for ref in dict.fromkeys(minute_of(e).context_references))
-    records = minutes.index_records(scope)
+    records = [r for r in minutes.index_records(scope) if r.created_at <= now]
     insights = {r.id: [Insight.from_dict(i) for i in (r.metadata.get("minute") or {}).get("insights") or ()] for r in records}
     max_retrieved = max((r.access_count for r in records), default=0)
     max_refs = max((referenced_by[r.id] for r in records), default=0)

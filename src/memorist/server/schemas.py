@@ -263,11 +263,13 @@ class ContextRequest(_Request):
     task: str | None = Field(default=None, description="What the agent is about to do.", json_schema_extra={"pattern": TEXT_PATTERN})
     budget_tokens: int = Field(default=4000, ge=1, le=1_000_000, description="Token budget (about 4 characters a token).")
     project_id: str | None = _maybe_id("The project.")
+    now: Date | None = Field(default=None, description="Build it as of this time: ISO-8601, epoch seconds or an offset such as -2d (default: now).")
 
 
 class EvaluateRequest(_Request):
     project_id: str | None = _maybe_id("The project.")
     dry_run: bool = Field(default=False, description="Report only; change nothing.")
+    now: Date | None = Field(default=None, description="Score as of this time: ISO-8601, epoch seconds or an offset such as +1d (default: now).")
 
 
 class PairRequest(_Request):

@@ -19,7 +19,7 @@ from memorist.policies.evaluation import (
     score,
 )
 
-T0 = 1_800_000_000.0
+T0 = 1_700_000_000.0  # in the past: a minute dated in the future is refused
 
 
 # the formulas ---------------------------------------------------------------------------------
