@@ -1,0 +1,239 @@
+"""Consolidation: similar memories of low importance folded into one, undoably.
+
+A run reads the facts of a scope (never the learning loop's objects or the minutes),
+keeps apart every memory at or above ``min_importance`` (and, with
+``preserve_high_importance``, at or above ``importance_threshold`` whatever
+``min_importance`` says), and takes the rest oldest first, in batches of
+``batch_size`` memories of one scope. In a batch, memories whose embeddings are
+``similarity`` alike form a group (:func:`memorist.policies.consolidation.groups`);
+each group becomes one ``consolidated`` memory:
+
+- its text is the heuristic merge (every clause of every source once), or with an
+  LLM the model's merge under the brevity-bias guard (:mod:`memorist.prompts.consolidation`);
+  an LLM that fails falls back to the heuristic merge;
+- a merge that drops a named entity, number or date one of its sources had is
+  rejected: the sources stay as they are and the report says which details were lost;
+- its importance is the highest of its sources', its counters their sums, its date
+  the oldest source's, its lineage ``consolidated_from`` the source ids;
+- the sources are archived (never deleted) with ``consolidated_into`` in their lineage.
+
+Each batch is one transaction whose last event, ``consolidation``, names the run
+(its ``memory_id`` is the run id) and holds every source as it was: the run is undone
+by :func:`memorist.pipelines.undo.rollback` with the run id or that event's seq.
+A source that changed between the batch's read and its write is left alone (reported).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..embed.base import Embedder
+from ..errors import ProviderError
+from ..model import Kind, MemoryRecord, Scope, Status, is_fact, new_id
+from ..policies.consolidation import MAX_MERGED_CHARS, groups, key_terms, merge_texts, missing_terms
+from ..policies.text import content_hash
+from ..prompts import consolidation as prompt
+from ..store.base import ScopeFilter, Store
+from .undo import UNDO, undo_payload
+
+logger = logging.getLogger("memorist.consolidation")
+
+OP_CONSOLIDATION = "consolidation"
+OP_CONSOLIDATE = "consolidate"
+#: Most batches one run works through; what is left is reported as ``remaining``.
+MAX_BATCHES = 50
+
+
+@dataclass(slots=True)
+class Settings:
+    min_importance: float
+    importance_threshold: float
+    preserve_high_importance: bool
+    kinds: frozenset[Kind] | None
+    dry_run: bool
+    batch_size: int
+    similarity: float
+    max_chars: int
+
+
+@dataclass(slots=True)
+class _Plan:
+    sources: list[MemoryRecord]
+    text: str = ""
+    missing: list[str] = field(default_factory=list)
+    reason: str = ""
+    fallback: bool = False
+
+
+def _merge(sources: Sequence[MemoryRecord], llm: Any) -> _Plan:
+    texts = [r.text for r in sources]
+    plan = _Plan(list(sources))
+    if llm is not None:
+        details = sorted(set().union(*(key_terms(t) for t in texts)))
+        try:
+            answer = llm.generate_json(
+                prompt.ConsolidatedMemory, prompt.render(texts, details), system=prompt.SYSTEM,
+                role="consolidator", prompt_version=prompt.VERSION,
+            )
+            plan.text = " ".join(answer.memory.split())
+        except ProviderError as exc:
+            logger.warning("memorist: the consolidation model failed (%s); merging heuristically", exc)
+            plan.fallback = True
+    if not plan.text:
+        plan.text = merge_texts(texts)
+    plan.missing = missing_terms(texts, plan.text)
+    if plan.missing:
+        plan.reason = f"the merge dropped {', '.join(repr(t) for t in plan.missing)}, which a source had: the sources are kept"
+    return plan
+
+
+def _consolidated(plan: _Plan, run_id: str, now: float) -> MemoryRecord:
+    sources = plan.sources
+    first = sources[0]
+    metadata: dict[str, Any] = {}
+    for source in sources:
+        for key, value in source.metadata.items():
+            metadata.setdefault(key, value)
+    tags = list(dict.fromkeys(t for s in sources for t in s.tags))
+    memory_class = Counter(s.memory_class for s in sources).most_common(1)[0][0]
+    return MemoryRecord(
+        id=new_id(),
+        scope=first.scope,
+        text=plan.text,
+        kind=Kind.CONSOLIDATED,
+        memory_class=memory_class,
+        topic=first.topic,
+        concept=first.concept,
+        tags=tags,
+        helpful=sum(s.helpful for s in sources),
+        harmful=sum(s.harmful for s in sources),
+        access_count=sum(s.access_count for s in sources),
+        importance=max(s.importance for s in sources),
+        energy=max(s.energy for s in sources),
+        tier=first.tier,
+        created_at=min(s.created_at for s in sources),
+        updated_at=now,
+        content_hash=content_hash(plan.text),
+        metadata=metadata,
+        lineage={"consolidated_from": [s.id for s in sources], "consolidation_run": run_id},
+    )
+
+
+def _unchanged(before: MemoryRecord, now: MemoryRecord | None) -> bool:
+    return (
+        now is not None and now.status is Status.ACTIVE and now.text == before.text
+        and now.updated_at == before.updated_at and now.importance == before.importance
+    )
+
+
+class Consolidator:
+    """One store's consolidation runs (see the module's docstring)."""
+
+    def __init__(self, store: Store, embedder: Embedder, *, prepare: Callable[[MemoryRecord], None] | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.prepare = prepare
+
+    def run(self, scope: ScopeFilter, settings: Settings, *, llm: Any = None, event_scope: Scope, actor: str = "consolidation") -> dict[str, Any]:
+        run_id = f"consolidation-{uuid.uuid4().hex}"
+        records = [r for r in self.store.list(scope) if is_fact(r)]
+        if settings.kinds is not None:
+            records = [r for r in records if r.kind in settings.kinds]
+        preserved: list[MemoryRecord] = []
+        candidates: list[MemoryRecord] = []
+        for record in records:
+            high = settings.preserve_high_importance and record.importance >= settings.importance_threshold
+            (preserved if high or record.importance >= settings.min_importance else candidates).append(record)
+        by_scope: dict[Scope, list[MemoryRecord]] = {}
+        for record in sorted(candidates, key=lambda r: (r.created_at, r.id)):
+            by_scope.setdefault(record.scope, []).append(record)
+        batches = [members[i:i + settings.batch_size] for members in by_scope.values() for i in range(0, len(members), settings.batch_size)]
+        report: dict[str, Any] = {
+            "run_id": None if settings.dry_run else run_id,
+            "dry_run": settings.dry_run,
+            "considered": len(records),
+            "candidates": len(candidates),
+            "merged_count": 0,
+            "consolidated_count": 0,
+            "preserved_count": len(preserved),
+            "space_saved_bytes": 0,
+            "batches": min(len(batches), MAX_BATCHES),
+            "remaining": sum(len(b) for b in batches[MAX_BATCHES:]),
+            "results": [],
+            "rejected": [],
+            "event_seqs": [],
+        }
+        for batch_records in batches[:MAX_BATCHES]:
+            self._batch(batch_records, settings, llm, run_id, event_scope, actor, report)
+        return report
+
+    def _batch(self, records: list[MemoryRecord], settings: Settings, llm: Any, run_id: str, event_scope: Scope,
+               actor: str, report: dict[str, Any]) -> None:
+        vectors = self.embedder.embed([r.text for r in records])
+        plans: list[_Plan] = []
+        for members in groups(np.asarray(vectors), settings.similarity):
+            plan = _merge([records[i] for i in members], llm)
+            if not plan.reason and len(plan.text) > min(MAX_MERGED_CHARS, settings.max_chars):
+                plan.reason = f"the merged memory would be {len(plan.text)} characters; the limit is {min(MAX_MERGED_CHARS, settings.max_chars)}"
+            if plan.reason:
+                report["rejected"].append({"consolidated_from": [s.id for s in plan.sources], "sources": [s.text for s in plan.sources],
+                                           "memory": plan.text, "reason": plan.reason, "missing": plan.missing})
+            else:
+                plans.append(plan)
+        if not plans:
+            return
+        if settings.dry_run:
+            for plan in plans:
+                self._count(report, plan, None)
+            return
+        merged_vectors = self.embedder.embed([p.text for p in plans])
+        now = time.time()
+        with self.store.transaction() as batch:
+            current = batch.get_many([s.id for p in plans for s in p.sources])
+            before: list[MemoryRecord] = []
+            created: list[str] = []
+            for plan, vector in zip(plans, merged_vectors, strict=True):
+                if not all(_unchanged(s, current.get(s.id)) for s in plan.sources):
+                    report["rejected"].append({"consolidated_from": [s.id for s in plan.sources], "sources": [s.text for s in plan.sources],
+                                               "memory": plan.text, "reason": "a source changed during the run: the sources are kept",
+                                               "missing": []})
+                    continue
+                record = _consolidated(plan, run_id, now)
+                if self.prepare is not None:
+                    self.prepare(record)
+                batch.add(record, vector, actor=actor, payload={"run_id": run_id, "consolidated_from": [s.id for s in plan.sources]})
+                for source in plan.sources:
+                    held = current[source.id]
+                    before.append(held)
+                    retired = held.copy(status=Status.ARCHIVED, lineage={**held.lineage, "consolidated_into": record.id})
+                    batch.update(retired, None, old_text=held.text, op=OP_CONSOLIDATE, actor=actor,
+                                 payload={"run_id": run_id, "consolidated_into": record.id})
+                created.append(record.id)
+                self._count(report, plan, record.id)
+            if created:
+                seq = batch.event(OP_CONSOLIDATION, event_scope, memory_id=run_id, actor=actor, payload={
+                    "run_id": run_id, "merged": len(before), "consolidated": created, UNDO: undo_payload(before, created),
+                })
+                report["event_seqs"].append(seq)
+
+    @staticmethod
+    def _count(report: dict[str, Any], plan: _Plan, memory_id: str | None) -> None:
+        saved = sum(len(s.text.encode()) for s in plan.sources) - len(plan.text.encode())
+        report["merged_count"] += len(plan.sources)
+        report["consolidated_count"] += 1
+        report["space_saved_bytes"] += saved
+        item = {"id": memory_id, "memory": plan.text, "consolidated_from": [s.id for s in plan.sources]}
+        if plan.fallback:
+            item["fallback"] = "the model failed: merged heuristically"
+        report["results"].append(item)
+
+
+__all__ = ["OP_CONSOLIDATE", "OP_CONSOLIDATION", "Consolidator", "Settings"]
