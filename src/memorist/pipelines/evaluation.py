@@ -23,6 +23,7 @@ from ..model import Scope, Status
 from ..policies.evaluation import Candidate, EvaluationConfig, Removal, plan, score
 from ..policies.minutes import Insight, is_negated, outcome_of
 from .minutes import OP_DUPLICATE, OP_LINK, OP_PRUNE, OP_SUPERSEDE, Minutes, minute_of
+from .undo import UNDO, undo_payload
 
 OP_EVALUATION = "minute_evaluation"
 _OPS = {"duplicate": OP_DUPLICATE, "superseded": OP_SUPERSEDE, "low_score": OP_PRUNE}
@@ -120,6 +121,7 @@ def _write(minutes: Minutes, removals: list[Removal], scores: dict[str, Any], re
         # Read again inside the transaction: retrievals or a run that committed since
         # are kept, not overwritten; an entry another run already removed is left.
         by_id = {i: r for i, r in batch.get_many([*removed, *gained]).items() if r.status is Status.ACTIVE}
+        changed = []
         for removal in removals:
             record = by_id.get(removal.id)
             if record is None:
@@ -127,6 +129,7 @@ def _write(minutes: Minutes, removals: list[Removal], scores: dict[str, Any], re
             extra: dict[str, Any] = {"pruned": {"reason": removal.reason, "at": now, "composite": removal.composite}}
             if removal.link is not None:
                 extra[_LINKS[removal.reason]] = removal.link
+            changed.append(record)
             minutes.remove_from_index(
                 batch, record, op=_OPS[removal.reason], lineage=with_links(record, extra), now=now,
                 payload={"reason": removal.reason, "link": removal.link, "scores": scores[removal.id].to_dict()},
@@ -135,8 +138,12 @@ def _write(minutes: Minutes, removals: list[Removal], scores: dict[str, Any], re
             record = by_id.get(winner)
             if winner in removed or record is None:
                 continue  # its links went with its own removal above (or it is gone)
+            changed.append(record)
             batch.update(record.copy(lineage=with_links(record, {})), None, old_text=record.text, op=OP_LINK, payload=links)
-        report["event_seq"] = batch.event(OP_EVALUATION, Scope(minutes.tenant, report["project_id"]), payload=stats)
+        # The run's last event holds every entry it archived or linked, as it was:
+        # memory.rollback(event_seq) puts back the duplicates it dropped.
+        undo = {UNDO: undo_payload(changed)} if changed else {}
+        report["event_seq"] = batch.event(OP_EVALUATION, Scope(minutes.tenant, report["project_id"]), payload={**stats, **undo})
 
 
 __all__ = ["OP_EVALUATION", "evaluate"]
