@@ -255,7 +255,7 @@ class Curation:
             if removed:
                 # A curation that merged or dropped strategies is undoable (memory.rollback):
                 # its last event holds every strategy it changed, as it was.
-                undo_seq = batch.event("curation", ref.space, actor="curator", payload={
+                undo_seq = batch.event("curation", ref.scope, actor="curator", payload={
                     "playbook": ref.name, "merged": [list(p) for p in merged], "removed": [r.id for r in removed],
                     UNDO: undo_payload([*removed, *(before[i] for i in updated_ids)], added),
                 })

@@ -26,6 +26,8 @@ from .minutes import OP_DUPLICATE, OP_LINK, OP_PRUNE, OP_SUPERSEDE, Minutes, min
 from .undo import UNDO, undo_payload
 
 OP_EVALUATION = "minute_evaluation"
+#: The event that lets an evaluation's removals be rolled back (memory.rollback).
+OP_EVALUATION_UNDO = "minute_evaluation_undo"
 _OPS = {"duplicate": OP_DUPLICATE, "superseded": OP_SUPERSEDE, "low_score": OP_PRUNE}
 _LINKS = {"duplicate": "duplicate_of", "superseded": "superseded_by"}
 
@@ -140,10 +142,13 @@ def _write(minutes: Minutes, removals: list[Removal], scores: dict[str, Any], re
                 continue  # its links went with its own removal above (or it is gone)
             changed.append(record)
             batch.update(record.copy(lineage=with_links(record, {})), None, old_text=record.text, op=OP_LINK, payload=links)
-        # The run's last event holds every entry it archived or linked, as it was:
-        # memory.rollback(event_seq) puts back the duplicates it dropped.
-        undo = {UNDO: undo_payload(changed)} if changed else {}
-        report["event_seq"] = batch.event(OP_EVALUATION, Scope(minutes.tenant, report["project_id"]), payload={**stats, **undo})
+        scope = Scope(minutes.tenant, report["project_id"])
+        report["event_seq"] = batch.event(OP_EVALUATION, scope, payload=stats)
+        if changed:
+            # The run's last event holds every entry it archived or linked, as it was:
+            # memory.rollback(report["rollback_id"]) puts back what it dropped.
+            report["rollback_id"] = batch.event(OP_EVALUATION_UNDO, scope, payload={"evaluation_event": report["event_seq"],
+                                                                                   UNDO: undo_payload(changed)})
 
 
-__all__ = ["OP_EVALUATION", "evaluate"]
+__all__ = ["OP_EVALUATION", "OP_EVALUATION_UNDO", "evaluate"]

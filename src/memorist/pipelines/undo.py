@@ -10,7 +10,8 @@ also found by its run id, which is the event's ``memory_id``.
 The reversible operations: a consolidation run (``consolidation``), a reconciler
 UPDATE or DELETE (the ``update``/``delete`` event of the memory), a curation that merged
 or dropped strategies (``curation``), a playbook's dedup merge (``merge``), and an
-evaluation of the minutes (``minute_evaluation``, which drops duplicates).
+evaluation of the minutes (``minute_evaluation_undo``: its duplicates, superseded and
+pruned entries back in the index).
 
 :func:`rollback` writes every snapshot back (the vector recomputed from the text),
 retires (deletes) what the operation made, and logs a ``rollback`` event naming the
@@ -137,11 +138,16 @@ def _later_change(store: Store, events: Sequence[EventRecord], label: Any) -> No
         undo = event.payload[UNDO]
         ids = [s["id"] for s in undo.get("before", [])] + [str(i) for i in undo.get("created", [])]
         for mid in ids:
-            for other in store.history(mid):
+            history = store.history(mid)
+            # A later operation that was rolled back, and its rollback, changed nothing.
+            undone = {int(s) for e in history if e.op == OP_ROLLBACK for s in e.payload.get("event_seqs", ())}
+            for other in history:
                 if other.seq <= event.seq or other.seq in seqs:
                     continue
-                if other.op == OP_ROLLBACK and other.payload.get("rolled_back") in (event.seq, run):
+                if other.op == OP_ROLLBACK and (event.seq in other.payload.get("event_seqs", ()) or (run and other.payload.get("rolled_back") == run)):
                     raise ConflictError(f"operation {label} was already rolled back (event {other.seq})")
+                if other.seq in undone or (other.op == OP_ROLLBACK and set(other.payload.get("event_seqs", ())) <= undone):
+                    continue
                 if later is None or other.seq < later.seq:
                     later = other
     if later is not None:
@@ -173,7 +179,7 @@ def rollback(store: Store, target: Any, scope: ScopeFilter, embed: Callable[[lis
     vectors = embed([r.search_text or r.text for r in active]) if active else None
     vector_of = {r.id: vectors[i] for i, r in enumerate(active)} if vectors is not None else {}
     first = min(events, key=lambda e: e.seq)
-    payload: dict[str, Any] = {"rolled_back": label, "operation": first.op}
+    payload: dict[str, Any] = {"rolled_back": label, "operation": first.op, "event_seqs": sorted(e.seq for e in events)}
     retired: list[str] = []
     with store.transaction() as batch:
         current = batch.get_many([*final, *created])
@@ -189,7 +195,7 @@ def rollback(store: Store, target: Any, scope: ScopeFilter, embed: Callable[[lis
             else:
                 batch.add(record, vector_of.get(record.id), actor=actor, payload=payload)
         seq = batch.event(OP_ROLLBACK, first.scope, memory_id=label if isinstance(label, str) else None, actor=actor,
-                          payload={**payload, "event_seqs": sorted(e.seq for e in events), "restored": list(final), "retired": retired})
+                          payload={**payload, "restored": list(final), "retired": retired})
     return {"rolled_back": label, "op": first.op, "event_seqs": sorted(e.seq for e in events), "restored": list(final),
             "retired": retired, "rollback_seq": seq}
 
