@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
 from memorist import validate
 from memorist.errors import ValidationError
-from memorist.policies.consolidation import derive_importance, groups, key_terms, merge_texts, missing_terms
+from memorist.policies.consolidation import derive_importance, key_terms, merge_texts, missing_terms
 from memorist.prompts.extraction import ExtractionResult
 
 
@@ -50,16 +49,6 @@ def test_the_heuristic_merge_keeps_every_clause_once_and_loses_no_term() -> None
     merged = merge_texts(texts)
     assert merged == "Lives in Berlin since 2019; Works at SAP as a tester"
     assert missing_terms(texts, merged) == []
-
-
-def test_groups_gather_around_a_seed_and_never_chain() -> None:
-    a = np.array([1.0, 0.0, 0.0])
-    b = np.array([0.85, math.sqrt(1 - 0.85**2), 0.0])  # 0.85 to a
-    c = np.array([0.5, 0.8660254, 0.0])  # 0.5 to a, about 0.88 to b
-    far = np.array([0.0, 0.0, 1.0])
-    assert groups(np.stack([a, b, c, far]), 0.8) == [[0, 1]]  # c joins neither: it is not 0.8 from the seed
-    assert groups(np.stack([a, a, a, a]), 0.8, max_group=3) == [[0, 1, 2]]
-    assert groups(np.stack([a]), 0.8) == []
 
 
 @pytest.mark.parametrize("bad", [1.01, -0.5, math.nan, math.inf, True, "1", None])

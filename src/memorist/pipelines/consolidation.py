@@ -4,9 +4,11 @@ A run reads the facts of a scope (never the learning loop's objects or the minut
 keeps apart every memory at or above ``min_importance`` (and, with
 ``preserve_high_importance``, at or above ``importance_threshold`` whatever
 ``min_importance`` says), and takes the rest oldest first, in batches of
-``batch_size`` memories of one scope. In a batch, memories whose embeddings are
-``similarity`` alike form a group (:func:`memorist.policies.consolidation.groups`);
-each group becomes one ``consolidated`` memory:
+``batch_size`` memories of one scope. Each memory of a batch not yet grouped seeds a
+group: the candidates of its scope that the store's vector index finds at least
+``similarity`` alike (cosine; every member is that close to the seed, not merely
+chained through others), wherever they are in the scope, at most ``MAX_GROUP``. Each
+group becomes one ``consolidated`` memory:
 
 - its text is the heuristic merge (every clause of every source once), or with an
   LLM the model's merge under the brevity-bias guard (:mod:`memorist.prompts.consolidation`);
@@ -38,7 +40,7 @@ import numpy as np
 from ..embed.base import Embedder
 from ..errors import ProviderError
 from ..model import Kind, MemoryRecord, Scope, Status, is_fact, new_id
-from ..policies.consolidation import MAX_MERGED_CHARS, groups, key_terms, merge_texts, missing_terms
+from ..policies.consolidation import MAX_GROUP, MAX_MERGED_CHARS, key_terms, merge_texts, missing_terms
 from ..policies.text import content_hash
 from ..prompts import consolidation as prompt
 from ..store.base import ScopeFilter, Store
@@ -155,7 +157,8 @@ class Consolidator:
         by_scope: dict[Scope, list[MemoryRecord]] = {}
         for record in sorted(candidates, key=lambda r: (r.created_at, r.id)):
             by_scope.setdefault(record.scope, []).append(record)
-        batches = [members[i:i + settings.batch_size] for members in by_scope.values() for i in range(0, len(members), settings.batch_size)]
+        batches = [(scope_, members[i:i + settings.batch_size]) for scope_, members in by_scope.items()
+                   for i in range(0, len(members), settings.batch_size)]
         report: dict[str, Any] = {
             "run_id": None if settings.dry_run else run_id,
             "dry_run": settings.dry_run,
@@ -166,30 +169,53 @@ class Consolidator:
             "preserved_count": len(preserved),
             "space_saved_bytes": 0,
             "batches": min(len(batches), MAX_BATCHES),
-            "remaining": sum(len(b) for b in batches[MAX_BATCHES:]),
+            "remaining": sum(len(b) for _, b in batches[MAX_BATCHES:]),
             "results": [],
             "rejected": [],
             "event_seqs": [],
         }
-        for batch_records in batches[:MAX_BATCHES]:
-            self._batch(batch_records, settings, llm, run_id, event_scope, actor, report)
+        taken: set[str] = set()
+        of_scope = {scope_: {r.id: r for r in members} for scope_, members in by_scope.items()}
+        for scope_, chunk in batches[:MAX_BATCHES]:
+            plans = self._plan(scope_, chunk, of_scope[scope_], taken, settings, llm, report)
+            if plans:
+                self._write(plans, settings, run_id, event_scope, actor, report)
         return report
 
-    def _batch(self, records: list[MemoryRecord], settings: Settings, llm: Any, run_id: str, event_scope: Scope,
-               actor: str, report: dict[str, Any]) -> None:
-        vectors = self.embedder.embed([r.text for r in records])
+    def _plan(self, scope: Scope, chunk: list[MemoryRecord], candidates: dict[str, MemoryRecord], taken: set[str],
+              settings: Settings, llm: Any, report: dict[str, Any]) -> list[_Plan]:
+        """The groups seeded by ``chunk`` (oldest first): each seed takes the candidates
+        of its scope not yet grouped that the store's vector index finds at least
+        ``similarity`` alike, wherever they are in the scope (not only in this chunk)."""
+        seeds = [r for r in chunk if r.id not in taken]
+        if not seeds:
+            return []
+        vectors = self.embedder.embed([r.text for r in seeds])
+        where = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id, scope.run_id)
+        now = time.time()
         plans: list[_Plan] = []
-        for members in groups(np.asarray(vectors), settings.similarity):
-            plan = _merge([records[i] for i in members], llm)
-            if not plan.reason and len(plan.text) > min(MAX_MERGED_CHARS, settings.max_chars):
-                plan.reason = f"the merged memory would be {len(plan.text)} characters; the limit is {min(MAX_MERGED_CHARS, settings.max_chars)}"
+        for record, vector in zip(seeds, np.asarray(vectors), strict=True):
+            if record.id in taken:
+                continue
+            hits = self.store.vector_search(where, vector, k=4 * MAX_GROUP, cutoff=None, now=now)
+            close = [mid for mid, sim in hits
+                     if sim >= settings.similarity - 1e-6 and mid != record.id and mid in candidates and mid not in taken]
+            if not close:
+                continue
+            members = [record, *(candidates[mid] for mid in close[: MAX_GROUP - 1])]
+            taken.update(m.id for m in members)
+            plan = _merge(members, llm)
+            limit = min(MAX_MERGED_CHARS, settings.max_chars)
+            if not plan.reason and len(plan.text) > limit:
+                plan.reason = f"the merged memory would be {len(plan.text)} characters; the limit is {limit}"
             if plan.reason:
                 report["rejected"].append({"consolidated_from": [s.id for s in plan.sources], "sources": [s.text for s in plan.sources],
                                            "memory": plan.text, "reason": plan.reason, "missing": plan.missing})
             else:
                 plans.append(plan)
-        if not plans:
-            return
+        return plans
+
+    def _write(self, plans: list[_Plan], settings: Settings, run_id: str, event_scope: Scope, actor: str, report: dict[str, Any]) -> None:
         if settings.dry_run:
             for plan in plans:
                 self._count(report, plan, None)

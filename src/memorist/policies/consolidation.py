@@ -22,8 +22,8 @@ words that do not start a sentence, acronyms, words with digits). :func:`missing
 says which of the sources' terms a merged text dropped; a merge that drops any is
 refused (the brevity-bias guard of the learning loop's consolidation).
 
-**Grouping.** :func:`groups` gathers memories whose embeddings are at least
-:data:`SIMILARITY` alike around a seed (each member is that similar to the seed, not
+**Grouping** (:mod:`memorist.pipelines.consolidation`): a seed takes the memories at
+least :data:`SIMILARITY` alike to it (cosine; each member that close to the seed, not
 merely chained through others), at most :data:`MAX_GROUP` per group.
 
 >>> derive_importance("Is allergic to peanuts")
@@ -40,10 +40,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-
-import numpy as np
-
-from .dedup import cosine_matrix
 
 #: The importance of a memory stored without one.
 DEFAULT_IMPORTANCE = 0.5
@@ -181,27 +177,6 @@ def merge_texts(texts: Sequence[str]) -> str:
     return "; ".join(ordered)
 
 
-def groups(vectors: np.ndarray, threshold: float = SIMILARITY, *, max_group: int = MAX_GROUP) -> list[list[int]]:
-    """Groups of two or more row indices: each seed (in order) takes the rows not yet
-    grouped whose cosine with it is at least ``threshold``, up to ``max_group``."""
-    n = len(vectors)
-    if n < 2:
-        return []
-    sims = cosine_matrix(vectors)
-    taken = np.zeros(n, dtype=bool)
-    found: list[list[int]] = []
-    for seed in range(n):
-        if taken[seed]:
-            continue
-        close = [j for j in np.nonzero(sims[seed] >= threshold - 1e-6)[0].tolist() if j != seed and not taken[j]]
-        if not close:
-            continue
-        members = [seed, *close[: max_group - 1]]
-        taken[members] = True
-        found.append(members)
-    return found
-
-
 __all__ = [
     "DEFAULT_IMPORTANCE",
     "IMPORTANCE_THRESHOLD",
@@ -210,7 +185,6 @@ __all__ = [
     "MIN_IMPORTANCE",
     "SIMILARITY",
     "derive_importance",
-    "groups",
     "key_terms",
     "merge_texts",
     "missing_terms",

@@ -4,11 +4,19 @@ run undone exactly by memory.rollback (exports compared)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+import numpy as np
 import pytest
 
-from memorist import Memory, MemoryConfig
-from memorist.errors import ConflictError, NotFoundError, ValidationError
-from memorist.policies.consolidation import key_terms
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))  # the mapped embedder
+
+from learning_helpers import Mapped  # noqa: E402
+
+from memorist import Memory, MemoryConfig  # noqa: E402
+from memorist.errors import ConflictError, NotFoundError, ValidationError  # noqa: E402
+from memorist.policies.consolidation import key_terms  # noqa: E402
 
 LOW = [
     "Drinks green tea every morning",
@@ -148,14 +156,22 @@ def test_a_rollback_after_a_later_change_is_refused_naming_the_later_event(mem) 
     assert "honey" in mem.get(merged_id, user_id="u")["memory"]  # nothing was rolled back
 
 
-def test_batches_of_consolidation_batch_size_and_the_remaining_count(backend) -> None:
+def test_a_group_is_found_across_batches_and_never_by_chaining(backend) -> None:
+    a, b, c = Mapped.axis(0), Mapped.at(0.85), np.array([0.5, 0.8660254] + [0.0] * (len(Mapped.axis(0)) - 2), np.float32)
+    embedder = Mapped({"Alpha fact": a, "Beta fact": b, "Gamma fact": c, "Alpha again": Mapped.at(0.95)})
     config = MemoryConfig(consolidation_batch_size=2)
-    with Memory(backend.target, embedder="hashing", config=config) as m:
-        for text in ["Plays tennis on Sundays", "Plays tennis on Sundays with Tom", "Plays tennis on Sundays with Tom at noon"]:
+    with Memory(backend.target, embedder=embedder, config=config) as m:
+        for text in ["Alpha fact", "Unrelated one", "Unrelated two", "Alpha again"]:  # the pair is two batches apart
             m.add(text, user_id="u", infer=False, importance=0.1)
         report = m.learning.consolidate(user_id="u")
-        assert report["batches"] == 2 and report["merged_count"] == 2 and report["remaining"] == 0
-        assert len(texts(m)) == 2
+        assert report["batches"] == 2 and report["merged_count"] == 2
+        assert report["results"][0]["memory"] == "Alpha fact; Alpha again"
+    with Memory(backend.fresh(), embedder=embedder) as m:
+        for text in ["Alpha fact", "Beta fact", "Gamma fact"]:  # a~b, b~c, but a is not c's
+            m.add(text, user_id="u", infer=False, importance=0.1)
+        report = m.learning.consolidate(user_id="u")
+        assert [r["memory"] for r in report["results"]] == ["Alpha fact; Beta fact"]
+        assert "Gamma fact" in texts(m)
 
 
 def test_memory_type_and_scope_choose_what_is_consolidated(mem) -> None:
