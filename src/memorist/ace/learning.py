@@ -696,7 +696,7 @@ class Learning:
         agent_id: str | None = None,
     ) -> ConsolidationReport:
         """Merge similar memories of low importance into one each, keeping every name,
-        number and date (spec 001's consolidation against context collapse).
+        number and date (so a memory does not fill up with near-copies of itself).
 
         Memories below ``min_importance`` are candidates; with
         ``preserve_high_importance`` (the default) none at or above
