@@ -29,8 +29,9 @@ threshold              THRESHOLD``                 more than N memories is
                                                    consolidated after adds
 run_consolidation_     ``RUN_CONSOLIDATION_ASYNC``   true: that run is in the
 async                                              background
-consolidation_         ``MEMORIST_CONSOLIDATION_     0.8 (cosine at which memories
-similarity             SIMILARITY``                are one group's)
+consolidation_         ``MEMORIST_CONSOLIDATION_     by embedder: 0.9 (a semantic
+similarity             SIMILARITY``                model), 0.8 (hashing); the
+                                                   cosine of one group's memories
 =====================  ==========================  =================================
 
 This module is the only one that reads the environment (a test scans the package
@@ -160,7 +161,7 @@ def _flag(value: Any, name: str, env: str, default: bool) -> bool:
     return value
 
 
-def _fraction(value: Any, name: str, env: str, default: float) -> float:
+def _fraction(value: Any, name: str, env: str, default: float | None) -> float | None:
     source = name
     if value is None:
         raw = os.environ.get(env)
@@ -291,7 +292,7 @@ class MemoryConfig:
             consolidation_batch_size=_whole(self.consolidation_batch_size, "consolidation_batch_size", "CONSOLIDATION_BATCH_SIZE", 1000, low=2),
             auto_consolidate_threshold=_whole(self.auto_consolidate_threshold, "auto_consolidate_threshold", "AUTO_CONSOLIDATE_THRESHOLD", 0, low=0),
             run_consolidation_async=_flag(self.run_consolidation_async, "run_consolidation_async", "RUN_CONSOLIDATION_ASYNC", True),
-            consolidation_similarity=_fraction(self.consolidation_similarity, "consolidation_similarity", "MEMORIST_CONSOLIDATION_SIMILARITY", 0.8),
+            consolidation_similarity=_fraction(self.consolidation_similarity, "consolidation_similarity", "MEMORIST_CONSOLIDATION_SIMILARITY", None),
         )
 
     def _maintenance_log(self) -> str | None:

@@ -72,7 +72,7 @@ from ..pipelines.trajectories import (
     reflection_view,
     trajectory_view,
 )
-from ..policies.consolidation import IMPORTANCE_THRESHOLD, MIN_IMPORTANCE
+from ..policies.consolidation import IMPORTANCE_THRESHOLD, MIN_IMPORTANCE, default_similarity
 from ..policies.learning import (
     HARMFUL,
     HELPFUL,
@@ -701,7 +701,8 @@ class Learning:
         Memories below ``min_importance`` are candidates; with
         ``preserve_high_importance`` (the default) none at or above
         ``importance_threshold`` is ever touched. Candidates whose embeddings are
-        alike (cosine at least ``MemoryConfig.consolidation_similarity``, 0.8) form a
+        alike (cosine at least ``MemoryConfig.consolidation_similarity``: 0.9 with a
+        semantic model, 0.8 with the hashing embedder) form a
         group, merged into one ``consolidated`` memory with ``consolidated_from``
         lineage; the sources are archived, not deleted. The merge is heuristic (every
         clause of every source once) unless ``llm`` (a ``"provider:model"`` string
@@ -764,7 +765,7 @@ class Learning:
             kinds=kinds,
             dry_run=_bool(dry_run, "dry_run"),
             batch_size=self.memory.config.consolidation_batch_size,
-            similarity=self.memory.config.consolidation_similarity,
+            similarity=self.memory.config.consolidation_similarity or default_similarity(self.memory.embedder.name),
             max_chars=self.memory.config.max_message_chars,
         )
         model = resolve_llm(llm) if llm is not None else self.memory.llm

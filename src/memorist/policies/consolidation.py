@@ -23,7 +23,7 @@ says which of the sources' terms a merged text dropped; a merge that drops any i
 refused (the brevity-bias guard of the learning loop's consolidation).
 
 **Grouping** (:mod:`memorist.pipelines.consolidation`): a seed takes the memories at
-least :data:`SIMILARITY` alike to it (cosine; each member that close to the seed, not
+least :func:`default_similarity` alike to it (cosine; each member that close to the seed, not
 merely chained through others), at most :data:`MAX_GROUP` per group.
 
 >>> derive_importance("Is allergic to peanuts")
@@ -46,8 +46,12 @@ DEFAULT_IMPORTANCE = 0.5
 #: Consolidation's defaults (the learning loop's ``consolidate``).
 MIN_IMPORTANCE = 0.5
 IMPORTANCE_THRESHOLD = 0.8
-#: Cosine similarity at which two memories are one group's.
-SIMILARITY = 0.8
+#: Cosine similarity at which two memories are one group's, by embedder: a semantic
+#: model (all-MiniLM-L6-v2) scores different facts written alike ("Met A from X in P on
+#: D" / "Met B from Y in Q on E") above 0.8, so it needs 0.9; the hashing embedder
+#: scores a fact and its variant with one more detail about 0.85 (bench/RESULTS.md).
+SIMILARITY = 0.9
+HASHING_SIMILARITY = 0.8
 #: Most memories merged into one.
 MAX_GROUP = 20
 #: Most characters of a merged text (a larger group is cut to fit).
@@ -82,6 +86,11 @@ _COMMON = frozenset(
     "i i'm i've i'd i'll the a an and or but is are was were has have had it its this that these those he she they we you "
     "my your our their his her on in at of to for with by from as not no yes ok okay mr mrs ms dr".split()
 )
+
+
+def default_similarity(embedder_name: str) -> float:
+    """The grouping threshold for an embedder (see :data:`SIMILARITY`)."""
+    return HASHING_SIMILARITY if embedder_name.startswith("hashing") else SIMILARITY
 
 
 def derive_importance(text: str, kind: str = "fact") -> float:
@@ -184,6 +193,8 @@ __all__ = [
     "MAX_MERGED_CHARS",
     "MIN_IMPORTANCE",
     "SIMILARITY",
+    "HASHING_SIMILARITY",
+    "default_similarity",
     "derive_importance",
     "key_terms",
     "merge_texts",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))  # the mapped embedder
@@ -157,7 +156,7 @@ def test_a_rollback_after_a_later_change_is_refused_naming_the_later_event(mem) 
 
 
 def test_a_group_is_found_across_batches_and_never_by_chaining(backend) -> None:
-    a, b, c = Mapped.axis(0), Mapped.at(0.85), np.array([0.5, 0.8660254] + [0.0] * (len(Mapped.axis(0)) - 2), np.float32)
+    a, b, c = Mapped.axis(0), Mapped.at(0.92), Mapped.at(0.693)  # b is 0.92 from a and from c; a and c 0.69
     embedder = Mapped({"Alpha fact": a, "Beta fact": b, "Gamma fact": c, "Alpha again": Mapped.at(0.95)})
     config = MemoryConfig(consolidation_batch_size=2)
     with Memory(backend.target, embedder=embedder, config=config) as m:
