@@ -4,10 +4,12 @@ A run reads the facts of a scope (never the learning loop's objects or the minut
 keeps apart every memory at or above ``min_importance`` (and, with
 ``preserve_high_importance``, at or above ``importance_threshold`` whatever
 ``min_importance`` says), and takes the rest oldest first, in batches of
-``batch_size`` memories of one scope. Each memory of a batch not yet grouped seeds a
-group: the candidates of its scope that the store's vector index finds at least
-``similarity`` alike (cosine; every member is that close to the seed, not merely
-chained through others), wherever they are in the scope, at most ``MAX_GROUP``. Each
+``batch_size`` memories of one scope (at most ``MAX_BATCHES`` batches a run; the rest
+is reported as ``remaining``). Each memory of a batch not yet grouped seeds a group:
+the candidates of its scope at least ``similarity`` alike to it (cosine of their
+embeddings; every member that close to the seed, not merely chained through others),
+wherever they are in the scope, at most ``MAX_GROUP``. The similarities are computed
+here, a batch against the scope, so the cost is the same on every backend. Each
 group becomes one ``consolidated`` memory:
 
 - its text is the heuristic merge (every clause of every source once), or with an
@@ -52,6 +54,8 @@ OP_CONSOLIDATION = "consolidation"
 OP_CONSOLIDATE = "consolidate"
 #: Most batches one run works through; what is left is reported as ``remaining``.
 MAX_BATCHES = 50
+#: Seeds compared with their scope at once.
+_BLOCK = 128
 
 
 @dataclass(slots=True)
@@ -155,10 +159,10 @@ class Consolidator:
             high = settings.preserve_high_importance and record.importance >= settings.importance_threshold
             (preserved if high or record.importance >= settings.min_importance else candidates).append(record)
         by_scope: dict[Scope, list[MemoryRecord]] = {}
-        for record in sorted(candidates, key=lambda r: (r.created_at, r.id)):
+        most = MAX_BATCHES * settings.batch_size  # a run's bound; the rest waits for the next run
+        for record in sorted(candidates, key=lambda r: (r.created_at, r.id))[:most]:
             by_scope.setdefault(record.scope, []).append(record)
-        batches = [(scope_, members[i:i + settings.batch_size]) for scope_, members in by_scope.items()
-                   for i in range(0, len(members), settings.batch_size)]
+        batches = [(scope_, i) for scope_, members in by_scope.items() for i in range(0, len(members), settings.batch_size)]
         report: dict[str, Any] = {
             "run_id": None if settings.dry_run else run_id,
             "dry_run": settings.dry_run,
@@ -168,43 +172,53 @@ class Consolidator:
             "consolidated_count": 0,
             "preserved_count": len(preserved),
             "space_saved_bytes": 0,
-            "batches": min(len(batches), MAX_BATCHES),
-            "remaining": sum(len(b) for _, b in batches[MAX_BATCHES:]),
+            "batches": len(batches),
+            "remaining": max(0, len(candidates) - most),
             "results": [],
             "rejected": [],
             "event_seqs": [],
         }
-        taken: set[str] = set()
-        of_scope = {scope_: {r.id: r for r in members} for scope_, members in by_scope.items()}
-        for scope_, chunk in batches[:MAX_BATCHES]:
-            plans = self._plan(scope_, chunk, of_scope[scope_], taken, settings, llm, report)
-            if plans:
-                self._write(plans, settings, run_id, event_scope, actor, report)
+        for members in by_scope.values():
+            unit = self._unit_vectors(members, settings.batch_size)
+            taken = np.zeros(len(members), dtype=bool)
+            for start in range(0, len(members), settings.batch_size):
+                plans = self._plan(members, unit, taken, start, settings, llm, report)
+                if plans:
+                    self._write(plans, settings, run_id, event_scope, actor, report)
         return report
 
-    def _plan(self, scope: Scope, chunk: list[MemoryRecord], candidates: dict[str, MemoryRecord], taken: set[str],
-              settings: Settings, llm: Any, report: dict[str, Any]) -> list[_Plan]:
-        """The groups seeded by ``chunk`` (oldest first): each seed takes the candidates
-        of its scope not yet grouped that the store's vector index finds at least
-        ``similarity`` alike, wherever they are in the scope (not only in this chunk)."""
-        seeds = [r for r in chunk if r.id not in taken]
-        if not seeds:
-            return []
-        vectors = self.embedder.embed([r.text for r in seeds])
-        where = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id, scope.run_id)
-        now = time.time()
+    def _unit_vectors(self, members: list[MemoryRecord], chunk: int) -> np.ndarray:
+        """The members' embeddings, unit length (embedded ``chunk`` at a time)."""
+        parts = [np.asarray(self.embedder.embed([r.text for r in members[i:i + chunk]]), np.float32)
+                 for i in range(0, len(members), chunk)]
+        vectors = np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return vectors / norms
+
+    def _plan(self, members: list[MemoryRecord], unit: np.ndarray, taken: np.ndarray, start: int, settings: Settings,
+              llm: Any, report: dict[str, Any]) -> list[_Plan]:
+        """The groups seeded by the batch ``members[start:start + batch_size]`` (oldest
+        first): each seed takes the members of its scope not yet grouped at least
+        ``similarity`` alike to it, wherever they are in the scope (not only in this
+        batch), the most alike first."""
+        stop = min(len(members), start + settings.batch_size)
         plans: list[_Plan] = []
-        for record, vector in zip(seeds, np.asarray(vectors), strict=True):
-            if record.id in taken:
+        sims = np.zeros((0, len(members)), np.float32)
+        for seed in range(start, stop):
+            row = (seed - start) % _BLOCK
+            if row == 0:  # _BLOCK seeds against the scope at a time: memory stays small
+                sims = unit[seed:min(stop, seed + _BLOCK)] @ unit.T
+            if taken[seed]:
                 continue
-            hits = self.store.vector_search(where, vector, k=4 * MAX_GROUP, cutoff=None, now=now)
-            close = [mid for mid, sim in hits
-                     if sim >= settings.similarity - 1e-6 and mid != record.id and mid in candidates and mid not in taken]
-            if not close:
+            close = np.nonzero((sims[row] >= settings.similarity - 1e-6) & ~taken)[0]
+            close = close[close != seed]
+            if not len(close):
                 continue
-            members = [record, *(candidates[mid] for mid in close[: MAX_GROUP - 1])]
-            taken.update(m.id for m in members)
-            plan = _merge(members, llm)
+            close = close[np.argsort(-sims[row][close], kind="stable")][: MAX_GROUP - 1]
+            chosen = [seed, *close.tolist()]
+            taken[chosen] = True
+            plan = _merge([members[i] for i in chosen], llm)
             limit = min(MAX_MERGED_CHARS, settings.max_chars)
             if not plan.reason and len(plan.text) > limit:
                 plan.reason = f"the merged memory would be {len(plan.text)} characters; the limit is {limit}"
