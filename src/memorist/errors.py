@@ -6,6 +6,7 @@ Every error Memorist raises on purpose derives from :class:`MemoristError`::
     ├── ValidationError        bad input; ``field`` names what was wrong
     │   └── ImportLineError         a line of an import; the lines before it are imported
     ├── NotFoundError          an id that does not exist (or is deleted)
+    ├── ConflictError          the store changed in a way the call cannot undo around
     ├── ConfigurationError     a setting that cannot work
     │   ├── EmbedderMismatchError   the store was built with another embedder
     │   └── MissingDependencyError  an optional extra is not installed
@@ -55,6 +56,11 @@ class NotFoundError(MemoristError, KeyError):
         return str(self.args[0])
 
 
+class ConflictError(MemoristError):
+    """The call conflicts with what the store holds now: an operation already rolled
+    back, or one whose memories changed again since (the message names the event)."""
+
+
 class ConfigurationError(MemoristError):
     """A setting or combination of settings that cannot work."""
 
@@ -102,6 +108,7 @@ class InvalidOutputError(ProviderError):
 
 __all__ = [
     "ConfigurationError",
+    "ConflictError",
     "CorruptStoreError",
     "EmbedderMismatchError",
     "MemoristError",

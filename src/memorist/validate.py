@@ -158,6 +158,16 @@ def finite_number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
 
 
+def importance(value: Any, field: str = "importance") -> float | None:
+    """A memory's importance, a number from 0 to 1; None stays None (the default applies)."""
+    if value is None:
+        return None
+    # Comparisons, not float(): NaN fails them, and an infinity is out of range.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValidationError(field, f"must be a number from 0 to 1, got {show(value)}")
+    return float(value)
+
+
 def threshold(value: Any) -> float | None:
     """A minimum cosine similarity, in [-1, 1]; None stays None."""
     if value is None:

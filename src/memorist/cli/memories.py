@@ -46,6 +46,8 @@ def _memory_id(app: App, memory_id: str, *, include_deleted: bool = False) -> st
 @click.option("--timestamp", metavar="ISO", help="When the conversation happened (ISO-8601) [default: now].")
 @click.option("--role", type=click.Choice(["user", "assistant"]), help="Store TEXT as a message of this role.")
 @click.option("--test", is_flag=True, help="A test memory: kept apart, never returned by the normal commands.")
+@click.option("--importance", type=FiniteFloat(0.0, 1.0), metavar="X",
+              help="How much it matters, 0 to 1 (0.8 or more: never merged by consolidation) [default: estimated].")
 @pass_app
 def add(
     app: App,
@@ -58,13 +60,15 @@ def add(
     timestamp: str | None,
     role: str | None,
     test: bool,
+    importance: float | None,
 ) -> None:
     """Remember TEXT (words joined by spaces; '-' reads stdin) as one message."""
     app.arguments = {"messages": "TEXT"}
     content = read_text(text)
     messages: Any = [{"role": role, "content": content}] if role else content
     result = app.memory(create=True).add(
-        messages, **scope(user_id, agent_id, run_id), metadata=metadata, infer=infer, timestamp=timestamp, test=test
+        messages, **scope(user_id, agent_id, run_id), metadata=metadata, infer=infer, timestamp=timestamp, test=test,
+        importance=importance,
     )
 
     def human() -> None:

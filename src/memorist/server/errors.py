@@ -8,6 +8,7 @@ status  type                    when
 401     ``unauthorized``        a missing, unknown or revoked API key
 403     ``forbidden``           a development server asked under another host name
 404     ``not_found``           an unknown id, or one outside the key's binding
+409     ``conflict``            a rollback of something already rolled back or changed since
 405     ``method_not_allowed``  a route that exists, with another method
 413     ``payload_too_large``   a body over ``max_body_bytes``; too many messages
 422     ``validation_error``    bad input; ``field`` names it (``messages[0].content``)
@@ -36,6 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import (
     ConfigurationError,
+    ConflictError,
     CorruptStoreError,
     MemoristError,
     NotFoundError,
@@ -54,6 +56,7 @@ ERROR_TYPES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    409: "conflict",
     413: "payload_too_large",
     422: "validation_error",
     429: "rate_limited",
@@ -96,6 +99,8 @@ def memorist_error_response(exc: MemoristError) -> JSONResponse:
         return error_response(422, text[len(prefix):] if text.startswith(prefix) else text, exc.field)
     if isinstance(exc, NotFoundError):
         return error_response(404, str(exc))
+    if isinstance(exc, ConflictError):
+        return error_response(409, str(exc))
     if isinstance(exc, StoreError):
         log.error("store failure: %s", exc)
         return error_response(503, "the memory store is unavailable (the server's log has the cause); try again later")

@@ -27,6 +27,8 @@ TOOLS = {
     "update_memory",
     "delete_memory",
     "memory_history",
+    "consolidate_memories",
+    "rollback",
 }
 
 
