@@ -7,12 +7,17 @@ from typing import Any
 
 import click
 
-from .app import App, CommandError, cli, pass_app, when
+from .app import App, CommandError, FiniteFloat, cli, pass_app, when
 
 # Defaults of memorist.server.limits, repeated here so `memorist --help` imports no FastAPI.
 _MAX_BODY_BYTES = 1_048_576
 _MAX_MESSAGES = 100
 _MAX_TEXT_CHARS = 100_000
+_MAX_CONCURRENCY = 64
+_TIMEOUT_KEEP_ALIVE = 5.0
+_TIMEOUT_HEAD = 10.0
+_TIMEOUT_BODY = 30.0
+_AUTH_FAILURES = 20.0
 
 
 def is_loopback(host: str) -> bool:
@@ -48,6 +53,21 @@ def _server_modules() -> Any:
 @click.option("--max-body-bytes", type=click.IntRange(min=1), default=_MAX_BODY_BYTES, show_default=True, help="Largest request body (413 beyond).")
 @click.option("--max-messages", type=click.IntRange(min=1), default=_MAX_MESSAGES, show_default=True, help="Most messages in one add (413 beyond).")
 @click.option("--max-text-chars", type=click.IntRange(min=1), default=_MAX_TEXT_CHARS, show_default=True, help="Longest message, query or memory text (422 beyond).")
+@click.option("--max-connections", type=click.IntRange(min=1), envvar="MEMORIST_MAX_CONNECTIONS", show_envvar=True,
+              help="Open connections at most; beyond, the one waiting longest is closed. [default: the descriptor limit less a reserve]")
+@click.option("--max-concurrency", type=click.IntRange(min=1), default=_MAX_CONCURRENCY, show_default=True,
+              envvar="MEMORIST_MAX_CONCURRENCY", show_envvar=True, help="/api/ requests at work at once (503 beyond).")
+@click.option("--timeout-keep-alive", type=FiniteFloat(min=0, min_open=True, max=86_400), default=_TIMEOUT_KEEP_ALIVE,
+              show_default=True, envvar="MEMORIST_TIMEOUT_KEEP_ALIVE", show_envvar=True, metavar="S",
+              help="Seconds an idle kept-alive connection stays open.")
+@click.option("--timeout-head", type=FiniteFloat(min=0, min_open=True, max=86_400), default=_TIMEOUT_HEAD, show_default=True,
+              envvar="MEMORIST_TIMEOUT_HEAD", show_envvar=True, metavar="S",
+              help="Seconds a request's line and headers may take to arrive (the connection is closed beyond).")
+@click.option("--timeout-body", type=FiniteFloat(min=0, min_open=True, max=86_400), default=_TIMEOUT_BODY, show_default=True,
+              envvar="MEMORIST_TIMEOUT_BODY", show_envvar=True, metavar="S", help="Seconds a request's body may take to arrive (408 beyond).")
+@click.option("--auth-failures", type=FiniteFloat(min=0, max=1e9), default=_AUTH_FAILURES, show_default=True,
+              envvar="MEMORIST_AUTH_FAILURES", show_envvar=True, metavar="N",
+              help="Requests with a wrong API key per minute from one address (429 beyond; 0: no limit).")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info", show_default=True)
 @click.option("--access-log/--no-access-log", default=True, show_default=True, help="Log every request.")
 @click.option("--create", is_flag=True, help="Make a new store if --db names none (else a missing store is an error).")
@@ -61,6 +81,12 @@ def serve(
     max_body_bytes: int,
     max_messages: int,
     max_text_chars: int,
+    max_connections: int | None,
+    max_concurrency: int,
+    timeout_keep_alive: float,
+    timeout_head: float,
+    timeout_body: float,
+    auth_failures: float,
     log_level: str,
     access_log: bool,
     create: bool,
@@ -86,13 +112,36 @@ def serve(
         rate = parse_rate(rate_limit)
     except Exception as exc:
         raise click.BadParameter(str(exc), param_hint="--rate-limit") from exc
+    from ..server.connections import (
+        ConnectionGuard,
+        accept_backlog,
+        default_max_connections,
+        descriptor_limit,
+        protocol_class,
+    )
+
+    descriptors = descriptor_limit()
+    if max_connections is None:
+        max_connections = default_max_connections(descriptors)
+    elif max_connections > descriptors - 64:
+        raise click.BadParameter(
+            f"{max_connections} connections need more descriptors than this process may open ({descriptors}; "
+            "raise it with `ulimit -n`)", param_hint="--max-connections"
+        )
     limits = server.ServerLimits(
         max_body_bytes=max_body_bytes,
         max_messages=max_messages,
         max_text_chars=max_text_chars,
         rate_per_minute=rate,
         burst=burst,
+        auth_failures_per_minute=auth_failures,
+        max_concurrency=max_concurrency,
+        timeout_keep_alive=timeout_keep_alive,
+        timeout_head=timeout_head,
+        timeout_body=timeout_body,
+        max_connections=max_connections,
     )
+    guard = ConnectionGuard(max_connections=max_connections, timeout_head=timeout_head, timeout_body=timeout_body)
     local = is_loopback(host)
     with server.KeyStore(app.db) as keys:
         active = keys.list(include_revoked=False)
@@ -129,8 +178,21 @@ def serve(
     click.echo(f"  Memory panel: {url}/   API docs: {url}/docs   Health: {url}/healthz")
     if rate:
         click.echo(f"  Limits: {rate:g} requests/min per key (bursts of {burst}), bodies up to {max_body_bytes:,} bytes, {max_messages} messages per add.")
+    click.echo(
+        f"  Connections: at most {max_connections:,} open, {max_concurrency} requests at work; heads within "
+        f"{timeout_head:g} s, bodies within {timeout_body:g} s, idle connections kept {timeout_keep_alive:g} s."
+    )
     try:
-        uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=access_log)
+        uvicorn.run(
+            application,
+            host=host,
+            port=port,
+            log_level=log_level,
+            access_log=access_log,
+            http=protocol_class(guard),
+            timeout_keep_alive=timeout_keep_alive,  # type: ignore[arg-type]
+            backlog=accept_backlog(descriptors, max_connections),
+        )
     finally:
         service.close()  # the app's lifespan closed it already, unless uvicorn never started
 
