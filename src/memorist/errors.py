@@ -9,6 +9,7 @@ Every error Memorist raises on purpose derives from :class:`MemoristError`::
     ├── ConfigurationError     a setting that cannot work
     │   ├── EmbedderMismatchError   the store was built with another embedder
     │   └── MissingDependencyError  an optional extra is not installed
+    ├── CancelledCallError     the call was given up: its caller left (memorist.work)
     ├── StoreError             the store cannot be read or written
     │   └── CorruptStoreError       the file is not a Memorist store, or is damaged
     └── ProviderError          an embedding or LLM provider failed
@@ -53,6 +54,12 @@ class NotFoundError(MemoristError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])
+
+
+class CancelledCallError(MemoristError):
+    """The call was given up before its end because its caller left (a service's client
+    closed the connection): see :mod:`memorist.work`. Nothing it would have written
+    was half-written; reads simply stop."""
 
 
 class ConfigurationError(MemoristError):
@@ -101,6 +108,7 @@ class InvalidOutputError(ProviderError):
 
 
 __all__ = [
+    "CancelledCallError",
     "ConfigurationError",
     "CorruptStoreError",
     "EmbedderMismatchError",

@@ -372,7 +372,12 @@ class Memory:
         if predicate is None:
             records = self._list_facts(scope, limit=limit, cutoff=cutoff, now=now)
         else:
-            records = [r for r in self.store.list(scope, cutoff=cutoff, now=now) if is_fact(r) and predicate(r)][:limit]
+            records = []
+            for record in self.store.list(scope, cutoff=cutoff, now=now):
+                if is_fact(record) and predicate(record):
+                    records.append(record)
+                    if len(records) >= limit:
+                        break
         return {"results": [self._item(r) for r in records]}
 
     def _list_facts(self, scope: ScopeFilter, *, limit: int, cutoff: float | None, now: float) -> list[MemoryRecord]:

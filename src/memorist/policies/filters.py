@@ -19,8 +19,16 @@ contains (substring of a string, or element of a list), exists.
 malformed filters raise :class:`~memorist.errors.ValidationError` naming the part
 that is wrong. Values are JSON data (strings, finite numbers, booleans, null, and
 lists of them; datetimes for the date fields): a NaN or an arbitrary object could
-never match a stored value, so it is an error rather than an empty result. Filters
-nest at most :data:`MAX_DEPTH` deep.
+never match a stored value, so it is an error rather than an empty result.
+
+What one filter may cost is bounded, because a filter is checked against every
+candidate memory: it nests at most :data:`MAX_DEPTH` deep, holds at most
+:data:`MAX_NODES` conditions (each comparison, ``AND``/``OR``/``NOT`` and value of
+an ``in`` list counts one), and one call checks at most :data:`MAX_CHECKS`
+conditions in all (its conditions times the memories it was checked against);
+past either bound the call fails with a :class:`~memorist.errors.ValidationError`
+naming ``filters``. The checks are also counted on the call's work meter
+(:mod:`memorist.work`), which a service uses to charge and to cancel.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..model import MemoryRecord
 from ..validate import json_value, show, timestamp, unicode
+from ..work import charge
 
 Predicate = Callable[[MemoryRecord], bool]
 
@@ -54,9 +63,65 @@ _RECORD_FIELDS = {
 _OPERATORS = {"eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "exists"}
 #: How deep filters may nest (a NOT, AND or OR, each a level; the filter itself is 1).
 MAX_DEPTH = 32
+#: The most conditions one filter may hold (comparisons, AND/OR/NOT, list values).
+MAX_NODES = 1_000
+#: The most condition checks one call may make (conditions x memories checked): about
+#: a second of CPU. A 1,000-condition filter can be checked against 5,000 memories, a
+#: 10-condition one against 500,000.
+MAX_CHECKS = 5_000_000
 
 
-def compile_filters(filters: Mapping[str, Any] | None, *, field: str = "filters") -> Predicate | None:
+class Filter:
+    """A compiled filter: a predicate over memories that counts its cost.
+
+    ``nodes`` is its number of conditions. Each call checks them against one record
+    (at most ``nodes`` checks, short-circuited) and counts ``nodes`` on the call's
+    budget of :data:`MAX_CHECKS`; past it, it raises.
+    """
+
+    __slots__ = ("_left", "_predicate", "field", "nodes")
+
+    def __init__(self, predicate: Predicate, nodes: int, field: str) -> None:
+        self._predicate = predicate
+        self.nodes = nodes
+        self.field = field
+        self._left = MAX_CHECKS
+
+    def __call__(self, record: MemoryRecord) -> bool:
+        self._left -= self.nodes
+        if self._left < 0:
+            checked = MAX_CHECKS // self.nodes
+            raise ValidationError(
+                self.field,
+                f"this filter of {self.nodes:,} conditions would be checked against more than {checked:,} memories, "
+                f"over the bound of {MAX_CHECKS:,} condition checks per call: narrow the scope or simplify the filter",
+            )
+        charge(self.nodes)
+        return self._predicate(record)
+
+
+class _Count:
+    """The conditions compiled so far, with the bound on them."""
+
+    __slots__ = ("field", "nodes")
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+        self.nodes = 0
+
+    def add(self, n: int) -> None:
+        self.nodes += n
+        if self.nodes > MAX_NODES:
+            # Checked while compiling: a filter of a million branches is refused after
+            # MAX_NODES of them, not after building them all.
+            raise ValidationError(
+                self.field,
+                f"the filter holds more than {MAX_NODES:,} conditions (each comparison, AND/OR/NOT "
+                "and value of an 'in' list counts one): split the query or use 'in' with fewer values",
+            )
+
+
+def compile_filters(filters: Mapping[str, Any] | None, *, field: str = "filters") -> Filter | None:
     """Validate ``filters`` and return a predicate over memories (None for no filter)."""
     if filters is None:
         return None
@@ -64,10 +129,12 @@ def compile_filters(filters: Mapping[str, Any] | None, *, field: str = "filters"
         raise ValidationError(field, f"must be a mapping, got {type(filters).__name__}")
     if not filters:
         return None
-    return _compile(filters, field, 1)
+    count = _Count(field)
+    predicate = _compile(filters, field, 1, count)
+    return Filter(predicate, count.nodes, field)
 
 
-def _compile(node: Any, path: str, depth: int) -> Predicate:
+def _compile(node: Any, path: str, depth: int, count: _Count) -> Predicate:
     if not isinstance(node, Mapping) or not node:
         raise ValidationError(path, "each filter must be a non-empty mapping")
     if depth > MAX_DEPTH:
@@ -82,16 +149,18 @@ def _compile(node: Any, path: str, depth: int) -> Predicate:
         unicode(path, key)
         here = f"{path}.{key}"
         upper = key.upper()
+        if upper in ("AND", "OR", "NOT"):
+            count.add(1)
         if upper in ("AND", "OR"):
             if not isinstance(value, list | tuple) or not value:
                 raise ValidationError(here, f"{upper} takes a non-empty list of filters")
-            subs = [_compile(v, f"{here}[{i}]", depth + 1) for i, v in enumerate(value)]
+            subs = [_compile(v, f"{here}[{i}]", depth + 1, count) for i, v in enumerate(value)]
             parts.append(_all(subs) if upper == "AND" else _any(subs))
         elif upper == "NOT":
-            sub = _compile(value, here, depth + 1)
+            sub = _compile(value, here, depth + 1, count)
             parts.append(lambda r, sub=sub: not sub(r))
         else:
-            parts.append(_field_predicate(key, value, here))
+            parts.append(_field_predicate(key, value, here, count))
     return _all(parts)
 
 
@@ -120,7 +189,7 @@ def _coerce(key: str, value: Any, path: str) -> Any:
     return json_value(path, value)
 
 
-def _field_predicate(key: str, spec: Any, path: str) -> Predicate:
+def _field_predicate(key: str, spec: Any, path: str, count: _Count) -> Predicate:
     get = _getter(key)
     if not isinstance(spec, Mapping):
         spec = {"eq": spec}
@@ -134,6 +203,7 @@ def _field_predicate(key: str, spec: Any, path: str) -> Predicate:
                 f"{path}.{op}" if named else path, f"unknown operator {show(op)}; use one of {', '.join(sorted(_OPERATORS))}"
             )
         where = f"{path}.{op}"
+        count.add(1 + (len(raw) if isinstance(raw, list | tuple | set | frozenset | Mapping) else 0))
         if op in ("in", "nin"):
             if not isinstance(raw, list | tuple | set | frozenset):
                 raise ValidationError(where, f"{op} takes a list, got {type(raw).__name__}")
