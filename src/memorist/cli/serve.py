@@ -6,7 +6,9 @@ import ipaddress
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
+from ..config import SERVE_ENVIRONMENT, serve_environment
 from .app import App, CommandError, FiniteFloat, cli, pass_app, when
 
 # Defaults of memorist.server.limits, repeated here so `memorist --help` imports no FastAPI.
@@ -31,6 +33,33 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _env(option: str) -> str:
+    return f" [env: {SERVE_ENVIRONMENT[option]}]"
+
+
+def _environment_defaults(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with the options of :data:`memorist.config.SERVE_ENVIRONMENT` that no
+    flag gave taken from the environment, checked as the flag is (an error names the
+    variable)."""
+    ctx = click.get_current_context()
+    out = dict(values)
+    for option, (var, raw) in serve_environment().items():
+        if ctx.get_parameter_source(option) is not ParameterSource.DEFAULT:
+            continue
+        param = next(p for p in ctx.command.params if p.name == option)
+        try:
+            out[option] = param.type.convert(raw.strip(), param, ctx)
+        except click.BadParameter as exc:
+            raise click.BadParameter(exc.message, param_hint=_hint(option, var)) from exc
+        out["from environment"] = {*out.get("from environment", ()), option}
+    return out
+
+
+def _hint(option: str, var: str | None = None) -> str:
+    flag = "--" + option.replace("_", "-")
+    return f"{var} (the default of {flag})" if var else flag
+
+
 def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host and not host.startswith("[") else f"http://{host}:{port}"
 
@@ -53,21 +82,21 @@ def _server_modules() -> Any:
 @click.option("--max-body-bytes", type=click.IntRange(min=1), default=_MAX_BODY_BYTES, show_default=True, help="Largest request body (413 beyond).")
 @click.option("--max-messages", type=click.IntRange(min=1), default=_MAX_MESSAGES, show_default=True, help="Most messages in one add (413 beyond).")
 @click.option("--max-text-chars", type=click.IntRange(min=1), default=_MAX_TEXT_CHARS, show_default=True, help="Longest message, query or memory text (422 beyond).")
-@click.option("--max-connections", type=click.IntRange(min=1), envvar="MEMORIST_MAX_CONNECTIONS", show_envvar=True,
-              help="Open connections at most; beyond, the one waiting longest is closed. [default: the descriptor limit less a reserve]")
+@click.option("--max-connections", type=click.IntRange(min=1),
+              help="Open connections at most; beyond, the one waiting longest is closed. [default: the descriptor limit less a reserve]" + _env("max_connections"))
 @click.option("--max-concurrency", type=click.IntRange(min=1), default=_MAX_CONCURRENCY, show_default=True,
-              envvar="MEMORIST_MAX_CONCURRENCY", show_envvar=True, help="/api/ requests at work at once (503 beyond).")
+              help="/api/ requests at work at once (503 beyond)." + _env("max_concurrency"))
 @click.option("--timeout-keep-alive", type=FiniteFloat(min=0, min_open=True, max=86_400), default=_TIMEOUT_KEEP_ALIVE,
-              show_default=True, envvar="MEMORIST_TIMEOUT_KEEP_ALIVE", show_envvar=True, metavar="S",
-              help="Seconds an idle kept-alive connection stays open.")
+              show_default=True, metavar="S",
+              help="Seconds an idle kept-alive connection stays open." + _env("timeout_keep_alive"))
 @click.option("--timeout-head", type=FiniteFloat(min=0, min_open=True, max=86_400), default=_TIMEOUT_HEAD, show_default=True,
-              envvar="MEMORIST_TIMEOUT_HEAD", show_envvar=True, metavar="S",
-              help="Seconds a request's line and headers may take to arrive (the connection is closed beyond).")
+              metavar="S",
+              help="Seconds a request's line and headers may take to arrive (the connection is closed beyond)." + _env("timeout_head"))
 @click.option("--timeout-body", type=FiniteFloat(min=0, min_open=True, max=86_400), default=_TIMEOUT_BODY, show_default=True,
-              envvar="MEMORIST_TIMEOUT_BODY", show_envvar=True, metavar="S", help="Seconds a request's body may take to arrive (408 beyond).")
+              metavar="S", help="Seconds a request's body may take to arrive (408 beyond)." + _env("timeout_body"))
 @click.option("--auth-failures", type=FiniteFloat(min=0, max=1e9), default=_AUTH_FAILURES, show_default=True,
-              envvar="MEMORIST_AUTH_FAILURES", show_envvar=True, metavar="N",
-              help="Requests with a wrong API key per minute from one address (429 beyond; 0: no limit).")
+              metavar="N",
+              help="Requests with a wrong API key per minute from one address (429 beyond; 0: no limit)." + _env("auth_failures"))
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info", show_default=True)
 @click.option("--access-log/--no-access-log", default=True, show_default=True, help="Log every request.")
 @click.option("--create", is_flag=True, help="Make a new store if --db names none (else a missing store is an error).")
@@ -100,6 +129,13 @@ def serve(
     the store holds a key (`memorist keys create --tenant NAME`), every /api/
     request needs one, in 'Authorization: Bearer <key>' or 'X-API-Key: <key>'.
     """
+    settings = _environment_defaults({
+        "max_connections": max_connections, "max_concurrency": max_concurrency, "timeout_keep_alive": timeout_keep_alive,
+        "timeout_head": timeout_head, "timeout_body": timeout_body, "auth_failures": auth_failures,
+    })
+    max_connections, max_concurrency = settings["max_connections"], settings["max_concurrency"]
+    timeout_keep_alive, timeout_head, timeout_body = settings["timeout_keep_alive"], settings["timeout_head"], settings["timeout_body"]
+    auth_failures = settings["auth_failures"]
     if not create:
         app.require_store()  # a mistyped --db is an error, not a new empty store
     server = _server_modules()
@@ -126,7 +162,8 @@ def serve(
     elif max_connections > descriptors - 64:
         raise click.BadParameter(
             f"{max_connections} connections need more descriptors than this process may open ({descriptors}; "
-            "raise it with `ulimit -n`)", param_hint="--max-connections"
+            "raise it with `ulimit -n`)",
+            param_hint=_hint("max_connections", SERVE_ENVIRONMENT["max_connections"] if "max_connections" in settings.get("from environment", ()) else None),
         )
     limits = server.ServerLimits(
         max_body_bytes=max_body_bytes,
