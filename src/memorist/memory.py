@@ -51,6 +51,7 @@ from .roles.base import Extractor, Reconciler
 from .store import open_store
 from .store.base import Batch, ScopeFilter, Store
 from .store.sqlite import SQLiteStore
+from .work import charge
 
 _QUERY_CACHE = 256
 #: How far by-id calls follow a promoted memory's ``promoted_to`` link.
@@ -378,6 +379,8 @@ class Memory:
                     records.append(record)
                     if len(records) >= limit:
                         break
+        # A page's cost to the work meter: its records and its text (a unit per 1,000 characters).
+        charge(len(records) + sum(len(r.text) for r in records) // 1000)
         return {"results": [self._item(r) for r in records]}
 
     def _list_facts(self, scope: ScopeFilter, *, limit: int, cutoff: float | None, now: float) -> list[MemoryRecord]:

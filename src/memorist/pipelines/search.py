@@ -74,6 +74,7 @@ class Searcher:
             missing = [r.id for r, _ in ranked if r.id not in similarity]
             if missing:  # found by keywords, time or speaker only
                 similarity.update(self.store.similarities(scope, qvec, missing))
+            charge(sum(len(r.text) for r, _ in ranked) // 1000)  # the answer's text
             self.store.touch([r for r, _ in ranked], query=query)
         return ranked, similarity
 

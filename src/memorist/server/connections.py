@@ -15,6 +15,10 @@ uvicorn) adds what is missing:
 - a **body deadline**: a request's body must have arrived ``timeout_body`` seconds
   after its head (the service answers 408 then; the connection is closed a few
   seconds later if the application did not read the body);
+- a **reading deadline**: an answer the client stops reading (the socket's buffer
+  full, so the application waits to write) must start moving again within
+  ``timeout_body`` seconds, else the connection is closed and the request's work
+  slot freed;
 - a **cap** of ``max_connections`` open connections, kept under the descriptor
   limit with room to spare: asyncio accepts up to ``backlog`` connections at a time
   before any of them is seen here, so the listening backlog is kept to a quarter
@@ -80,6 +84,7 @@ class ConnectionGuard:
     def __init__(self, *, max_connections: int, timeout_head: float, timeout_body: float) -> None:
         self.max_connections = max_connections
         self.timeout_head = timeout_head
+        self.timeout_body = timeout_body
         # The service answers 408 at timeout_body; past this the connection goes.
         self.body_deadline = timeout_body + 5.0
         self.open: dict[GuardedH11Protocol, None] = {}
@@ -115,7 +120,12 @@ class ConnectionGuard:
             waiting = conn.waiting_since()
             if waiting is None:
                 continue
-            limit = self.body_deadline if conn.receiving_body() else self.timeout_head
+            if conn.writing_paused():
+                limit = self.timeout_body
+            elif conn.receiving_body():
+                limit = self.body_deadline
+            else:
+                limit = self.timeout_head
             if now - waiting > limit:
                 self.expired += 1
                 self.open.pop(conn, None)
@@ -134,6 +144,7 @@ class GuardedH11Protocol(H11Protocol):
         self._idle_since: float | None = None  # waiting for a request's head since
         self._head_at = 0.0  # the current request's head arrived at
         self._seen: object = None
+        self._paused_at: float | None = None  # the client stopped reading our answer at
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -154,17 +165,30 @@ class GuardedH11Protocol(H11Protocol):
         self._idle_since = time.monotonic()
         super().on_response_complete()
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._paused_at = time.monotonic()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._paused_at = None
+
+    def writing_paused(self) -> bool:
+        return self._paused_at is not None
+
     def receiving_body(self) -> bool:
         cycle = self.cycle
         return cycle is not None and not cycle.response_complete and cycle.more_body
 
     def waiting_since(self) -> float | None:
-        """Since when the connection waits for its client (a head or a body), or None
-        while its request is being answered."""
+        """Since when the connection waits for its client (to send a head or a body, or
+        to read an answer), or None while its request is being worked on."""
         cycle = self.cycle
         if cycle is None or cycle.response_complete:
             return self._idle_since
-        return self._head_at if cycle.more_body else None
+        if cycle.more_body:
+            return self._head_at
+        return self._paused_at
 
     def close(self) -> None:
         if not self.transport.is_closing():

@@ -142,14 +142,38 @@ def test_heads_and_bodies_that_trickle_are_cut_off(tmp_path: Path) -> None:
         started = time.monotonic()
         for _ in range(3):  # a byte a half second keeps none of them alive
             time.sleep(0.5)
-            header.sendall(b"a")
-            body.sendall(b"a")
+            for s in (header, body):
+                with contextlib.suppress(OSError):  # closed already
+                    s.sendall(b"a")
         assert closed_by_server(idle)
         assert closed_by_server(header)
         answer = body.recv(4096)
         assert answer.startswith(b"HTTP/1.1 408"), answer
         assert b"did not arrive within 1 s" in answer
         assert time.monotonic() - started < 8
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+    finally:
+        stop(proc)
+
+
+def test_an_answer_the_client_does_not_read_is_cut_off(tmp_path: Path) -> None:
+    proc, port = serve(tmp_path / "reader.db", "--timeout-body", "1")
+    try:
+        size = int(httpx.get(f"http://127.0.0.1:{port}/docs-assets/swagger-ui-bundle.js", timeout=10).headers["content-length"])
+        reader = socket.socket()
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        reader.connect(("127.0.0.1", port))
+        # Twenty answers asked at once (pipelined), 30 MB: more than the sockets' buffers hold.
+        reader.sendall(b"GET /docs-assets/swagger-ui-bundle.js HTTP/1.1\r\nHost: localhost\r\n\r\n" * 20)
+        time.sleep(5)  # reads nothing: the buffers fill, the server waits to write, its deadline runs
+        reader.settimeout(10)
+        got = 0
+        try:
+            while chunk := reader.recv(65536):
+                got += len(chunk)
+        except ConnectionResetError:
+            pass
+        assert got < 20 * size  # the answers were cut, not waited on forever
         assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
     finally:
         stop(proc)
