@@ -177,3 +177,34 @@ def test_an_answer_the_client_does_not_read_is_cut_off(tmp_path: Path) -> None:
         assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
     finally:
         stop(proc)
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads the server's CPU time from /proc")
+def test_a_search_whose_client_gave_up_stops_working(tmp_path: Path) -> None:
+    from memorist import Memory
+
+    db = tmp_path / "cancel.db"
+    with Memory(str(db), embedder="hashing") as memory:
+        for i in range(5000):
+            memory.add(f"note {i} about item {i}", user_id="u", infer=False)
+    proc, port = serve(db)
+    costly = {"query": "item", "user_id": "u", "filters": {"OR": [{"cat": f"x{i}"} for i in range(999)]}}
+    url = f"http://127.0.0.1:{port}/api/memories/search/"
+    try:
+        before = _cpu_seconds(proc.pid)
+        assert httpx.post(url, json=costly, timeout=120).status_code == 200
+        whole = _cpu_seconds(proc.pid) - before
+        before = _cpu_seconds(proc.pid)
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(url, json=costly, timeout=httpx.Timeout(5, read=whole / 10))
+        time.sleep(whole * 2 + 1)  # long enough for the whole search, had it gone on
+        abandoned = _cpu_seconds(proc.pid) - before
+        assert abandoned < whole / 2, (abandoned, whole)
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+    finally:
+        stop(proc)
