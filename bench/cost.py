@@ -61,11 +61,18 @@ def main() -> None:
         with Memory(db, embedder="hashing") as m:
             for i in range(n):
                 m.add(f"note {i}: the user likes item {i} and topic {i % 37}", user_id="u", infer=False, metadata={"cat": f"c{i % 50}"})
+            for i in range(2000):
+                m.add(f"long note {i}", user_id="long", infer=False, metadata={"big": f"word{i} " * 5000})
             widest = MAX_NODES - 1  # the OR itself is a condition
             print(f"store: {n:,} memories of one user; bounds: {MAX_NODES:,} conditions, {MAX_CHECKS:,} checks per call")
             case("search, the issue's 40,000-branch OR", lambda: m.search("item topic", user_id="u", filters=no_match(40_000)))
             case(f"search, {widest}-branch OR matching nothing", lambda: m.search("item topic", user_id="u", filters=no_match(widest)))
             case(f"get_all, {widest}-branch OR matching nothing", lambda: m.get_all(user_id="u", filters=no_match(widest), limit=100))
+            contains = {"OR": [{"big": {"contains": f"zz{i}"}} for i in range(widest)]}
+            case(f"search, {widest} 'contains' over 2,000 memories of 40 KB metadata",
+                 lambda: m.search("note", user_id="long", filters=contains))
+            case(f"search, {widest} 'contains' over {n:,} short values",
+                 lambda: m.search("item", user_id="u", filters={"OR": [{"cat": {"contains": f"zz{i}"}} for i in range(widest)]}))
             case("search, 100,000-character query", lambda: m.search(("item topic note likes user " * 4000)[:100_000], user_id="u"))
             case("search, limit 1,000,000", lambda: m.search("item", user_id="u", limit=1_000_000))
             case("get_all, limit 1,000,000", lambda: m.get_all(user_id="u", limit=1_000_000))
