@@ -115,3 +115,49 @@ def test_the_docs_page_has_no_inline_script() -> None:
 
     assert "<script>" not in server_app._DOCS_PAGE
     assert (Path(server_app.STATIC_DIR) / "docs.js").is_file()
+
+
+def _scope(method: str, path: str) -> dict[str, Any]:
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
+            "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+            "headers": [(b"host", b"localhost")], "client": ("127.0.0.1", 5), "server": ("127.0.0.1", 80)}
+
+
+def test_requests_beyond_the_concurrency_limit_are_503_and_health_still_answers(make_app: Any) -> None:
+    app = make_app(limits=ServerLimits(rate_per_minute=0, max_concurrency=1))
+
+    async def scenario() -> list[int]:
+        release = asyncio.Event()
+        statuses: list[int] = []
+
+        def call(path: str, *, hold: bool = False) -> Any:
+            delivered = False
+
+            async def receive() -> dict[str, Any]:
+                nonlocal delivered
+                if not delivered:
+                    delivered = True
+                    return {"type": "http.request", "body": b"", "more_body": False}
+                await asyncio.sleep(3600)
+                return {"type": "http.disconnect"}
+
+            async def send(message: dict[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    statuses.append(message["status"])
+                    if hold:  # a client slow to take its answer keeps its request at work
+                        await release.wait()
+
+            return app(_scope("GET", path), receive, send)
+
+        first = asyncio.ensure_future(call("/api/users/", hold=True))
+        while not statuses:
+            await asyncio.sleep(0.01)
+        await call("/api/users/")
+        await call("/healthz")
+        release.set()
+        await first
+        await call("/api/users/")
+        return statuses
+
+    with TestClient(app):  # the lifespan
+        assert asyncio.run(scenario()) == [200, 503, 200, 200]
