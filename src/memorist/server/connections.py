@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import resource
 import time
 from typing import Any
 
@@ -54,6 +53,10 @@ RESERVED_DESCRIPTORS = 256
 def descriptor_limit(*, raise_soft: bool = True) -> int:
     """The process's open-file limit, after raising the soft limit to the hard one
     (as servers do: the hard limit is what the operator allowed)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover (Windows: no descriptor limit of this kind)
+        return 8192
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if raise_soft and hard != resource.RLIM_INFINITY and soft != hard:
         try:
