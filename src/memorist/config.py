@@ -41,8 +41,9 @@ this module, each when the object that needs it is built: the LLM providers'
 ``MEMORIST_LLM_API_KEY``, ``GEMINI_API_KEY``, ``GEMINI_MODEL``, ``GEMINI_BASE_URL``,
 ``ACE_LLM_TEMPERATURE``), the embedder's (``MEMORIST_EMBED_RUNTIME``,
 ``MEMORIST_CACHE_DIR``), the playbooks' (``ACE_CURATOR_MAX_NEW``,
-``ACE_CURATOR_USE_LLM``) and the learning loop's (``TRAJECTORY_*``,
-``PLAYBOOK_VERSION_*``).
+``ACE_CURATOR_USE_LLM``), the learning loop's (``TRAJECTORY_*``,
+``PLAYBOOK_VERSION_*``) and ``memorist serve``'s connection limits
+(:data:`SERVE_ENVIRONMENT`: ``MEMORIST_TIMEOUT_HEAD`` and the others).
 """
 
 from __future__ import annotations
@@ -403,6 +404,24 @@ def learning_environment() -> dict[str, str]:
             "PLAYBOOK_VERSION_KEEP_DAYS",
         )
     )
+
+
+#: ``memorist serve``'s options that the environment may set, and their variables. A
+#: variable is the default of its option (the flag wins); it is checked as the flag is.
+SERVE_ENVIRONMENT = {
+    "max_connections": "MEMORIST_MAX_CONNECTIONS",
+    "max_concurrency": "MEMORIST_MAX_CONCURRENCY",
+    "timeout_keep_alive": "MEMORIST_TIMEOUT_KEEP_ALIVE",
+    "timeout_head": "MEMORIST_TIMEOUT_HEAD",
+    "timeout_body": "MEMORIST_TIMEOUT_BODY",
+    "auth_failures": "MEMORIST_AUTH_FAILURES",
+}
+
+
+def serve_environment() -> dict[str, tuple[str, str]]:
+    """The options of :data:`SERVE_ENVIRONMENT` set in the environment (and not empty):
+    option -> (variable, text)."""
+    return {option: (var, os.environ[var]) for option, var in SERVE_ENVIRONMENT.items() if os.environ.get(var, "").strip()}
 
 
 def _set(names: Iterable[str]) -> dict[str, str]:

@@ -10,6 +10,7 @@ Every error Memorist raises on purpose derives from :class:`MemoristError`::
     ├── ConfigurationError     a setting that cannot work
     │   ├── EmbedderMismatchError   the store was built with another embedder
     │   └── MissingDependencyError  an optional extra is not installed
+    ├── CancelledCallError     the call was given up: its caller left (memorist.work)
     ├── StoreError             the store cannot be read or written
     │   └── CorruptStoreError       the file is not a Memorist store, or is damaged
     └── ProviderError          an embedding or LLM provider failed
@@ -59,6 +60,10 @@ class NotFoundError(MemoristError, KeyError):
 class ConflictError(MemoristError):
     """The call conflicts with what the store holds now: an operation already rolled
     back, or one whose memories changed again since (the message names the event)."""
+class CancelledCallError(MemoristError):
+    """The call was given up before its end because its caller left (a service's client
+    closed the connection): see :mod:`memorist.work`. Nothing it would have written
+    was half-written; reads simply stop."""
 
 
 class ConfigurationError(MemoristError):
@@ -107,6 +112,7 @@ class InvalidOutputError(ProviderError):
 
 
 __all__ = [
+    "CancelledCallError",
     "ConfigurationError",
     "ConflictError",
     "CorruptStoreError",

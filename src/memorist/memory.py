@@ -52,6 +52,7 @@ from .roles.base import Extractor, Reconciler
 from .store import open_store
 from .store.base import Batch, ScopeFilter, Store
 from .store.sqlite import SQLiteStore
+from .work import charge
 
 _QUERY_CACHE = 256
 #: Adds of a space between two looks at its size (automatic consolidation).
@@ -390,7 +391,14 @@ class Memory:
         if predicate is None:
             records = self._list_facts(scope, limit=limit, cutoff=cutoff, now=now)
         else:
-            records = [r for r in self.store.list(scope, cutoff=cutoff, now=now) if is_fact(r) and predicate(r)][:limit]
+            records = []
+            for record in self.store.list(scope, cutoff=cutoff, now=now):
+                if is_fact(record) and predicate(record):
+                    records.append(record)
+                    if len(records) >= limit:
+                        break
+        # A page's cost to the work meter: its records and its text (a unit per 1,000 characters).
+        charge(len(records) + sum(len(r.text) for r in records) // 1000)
         tiers = self._tier_view()
         return {"results": [self._item(r, tiers=tiers) for r in records]}
 

@@ -8,12 +8,15 @@ status  type                    when
 401     ``unauthorized``        a missing, unknown or revoked API key
 403     ``forbidden``           a development server asked under another host name
 404     ``not_found``           an unknown id, or one outside the key's binding
-409     ``conflict``            a rollback of something already rolled back or changed since
 405     ``method_not_allowed``  a route that exists, with another method
+408     ``request_timeout``     a body that did not arrive within ``timeout_body``
+409     ``conflict``            a rollback of something already rolled back or changed since
 413     ``payload_too_large``   a body over ``max_body_bytes``; too many messages
 422     ``validation_error``    bad input; ``field`` names it (``messages[0].content``)
-429     ``rate_limited``        the key's rate limit; ``Retry-After`` says when
-503     ``unavailable``         the store or a model provider failed
+429     ``rate_limited``        the key's rate limit, or wrong keys from one address
+499     ``client_closed``       the client left before its answer (never read: logged)
+503     ``unavailable``         the store or a model provider failed; at the
+                                concurrency limit (with ``Retry-After``)
 500     ``internal``            a bug: a generic message, the traceback in the log
 ======  ======================  ==================================================
 
@@ -36,6 +39,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import (
+    CancelledCallError,
     ConfigurationError,
     ConflictError,
     CorruptStoreError,
@@ -56,10 +60,12 @@ ERROR_TYPES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     409: "conflict",
     413: "payload_too_large",
     422: "validation_error",
     429: "rate_limited",
+    499: "client_closed",
     500: "internal",
     503: "unavailable",
 }
@@ -99,6 +105,9 @@ def memorist_error_response(exc: MemoristError) -> JSONResponse:
         return error_response(422, text[len(prefix):] if text.startswith(prefix) else text, exc.field)
     if isinstance(exc, NotFoundError):
         return error_response(404, str(exc))
+    if isinstance(exc, CancelledCallError):
+        log.info("%s", exc)
+        return error_response(499, str(exc))
     if isinstance(exc, ConflictError):
         return error_response(409, str(exc))
     if isinstance(exc, StoreError):
