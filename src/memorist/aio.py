@@ -38,6 +38,7 @@ from .embed import Embedder
 from .llm import LLM
 from .memory import Memory
 from .policies.ranking import RankingPolicy
+from .relations import Relations
 from .roles.base import Extractor, Reconciler
 from .store.base import Store
 
@@ -156,6 +157,11 @@ class AsyncMemory:
         """:attr:`memorist.Memory.minutes`, its calls awaited (PAIR's revise callback
         runs in the worker thread too)."""
         return AsyncMinutes(self)
+
+    @property
+    def relations(self) -> AsyncRelations:
+        """:attr:`memorist.Memory.relations`, its calls awaited."""
+        return AsyncRelations(self)
 
     # ids, export and import -------------------------------------------------------------
     async def resolve_id(self, prefix: str, *, include_deleted: bool = False) -> str:
@@ -294,10 +300,15 @@ class AsyncMinutes(_AsyncCapability):
     """``AsyncMemory.minutes``: coordination minutes, the context window, evaluation, PAIR."""
 
 
+class AsyncRelations(_AsyncCapability):
+    """``AsyncMemory.relations``: relation tuples (sharing)."""
+
+
 for _cls, _capability, _source, _names in (
     (AsyncLearning, "learning", Learning, LEARNING_CALLS),
     (AsyncTiers, "tiers", Tiers, Tiers.CALLS),
     (AsyncMinutes, "minutes", Minutes, Minutes.CALLS),
+    (AsyncRelations, "relations", Relations, Relations.CALLS),
 ):
     for _name in _names:
         if _name not in vars(_cls):
@@ -307,4 +318,4 @@ AsyncMemory.set_policy = _awaited("set_policy")
 del _cls, _capability, _source, _names, _name
 
 
-__all__ = ["AsyncLearning", "AsyncMemory", "AsyncMinutes", "AsyncTiers"]
+__all__ = ["AsyncLearning", "AsyncMemory", "AsyncMinutes", "AsyncRelations", "AsyncTiers"]

@@ -6,6 +6,7 @@ Every error Memorist raises on purpose derives from :class:`MemoristError`::
     ├── ValidationError        bad input; ``field`` names what was wrong
     │   └── ImportLineError         a line of an import; the lines before it are imported
     ├── NotFoundError          an id that does not exist (or is deleted)
+    ├── PermissionDeniedError  a write a subject may read but not make (a viewer's)
     ├── ConfigurationError     a setting that cannot work
     │   ├── EmbedderMismatchError   the store was built with another embedder
     │   └── MissingDependencyError  an optional extra is not installed
@@ -53,6 +54,12 @@ class NotFoundError(MemoristError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])
+
+
+class PermissionDeniedError(MemoristError, PermissionError):
+    """A subject may see what it tried to change, but holds no relation that lets it
+    write (a viewer of a playbook updating it). What a subject may not see at all
+    answers :class:`NotFoundError`, exactly as a missing one would."""
 
 
 class ConfigurationError(MemoristError):

@@ -47,6 +47,7 @@ PUBLIC = [
     "MissingDependencyError",
     "NotFoundError",
     "PairResult",
+    "PermissionDeniedError",
     "Playbook",
     "PlaybookConfig",
     "PlaybookTurn",

@@ -6,7 +6,8 @@
 status  type                    when
 ======  ======================  ==================================================
 401     ``unauthorized``        a missing, unknown or revoked API key
-403     ``forbidden``           a development server asked under another host name
+403     ``forbidden``           a development server asked under another host name; a
+                                write a key's subject may read but not make (a viewer's)
 404     ``not_found``           an unknown id, or one outside the key's binding
 405     ``method_not_allowed``  a route that exists, with another method
 413     ``payload_too_large``   a body over ``max_body_bytes``; too many messages
@@ -38,6 +39,7 @@ from ..errors import (
     CorruptStoreError,
     MemoristError,
     NotFoundError,
+    PermissionDeniedError,
     ProviderError,
     StoreError,
     TransientProviderError,
@@ -95,6 +97,8 @@ def memorist_error_response(exc: MemoristError) -> JSONResponse:
         return error_response(422, text[len(prefix):] if text.startswith(prefix) else text, exc.field)
     if isinstance(exc, NotFoundError):
         return error_response(404, str(exc))
+    if isinstance(exc, PermissionDeniedError):
+        return error_response(403, str(exc))
     if isinstance(exc, StoreError):
         log.error("store failure: %s", exc)
         return error_response(503, "the memory store is unavailable (the server's log has the cause); try again later")
