@@ -115,12 +115,10 @@ class Access:
             if record is None or record.kind is not Kind.PLAYBOOK or record.scope.tenant_id not in (self.tenant, ""):
                 raise NotFoundError("playbook", obj[1])
             name = record.metadata.get("name")
-            if record.scope.tenant_id == "":
-                label = "global"
-            elif not record.scope.user_id and not record.scope.agent_id:
-                label = "tenant"
-            else:
+            if record.scope.user_id or record.scope.agent_id:
                 label = "agent" if record.scope.agent_id else "user"
+            else:  # the default tenant's playbooks are the global ones
+                label = "tenant" if record.scope.tenant_id == self.tenant else "global"
             return Target(record.scope.user_id, record.scope.agent_id, str(name), label).key
         return obj
 

@@ -560,8 +560,8 @@ class Learning:
         agent_id: str | None = None,
     ) -> str:
         ref = self.ref(name, user_id, agent_id, scope, writing=True)
-        if visibility is not None and visibility not in ("private", "shared"):
-            raise ValidationError("visibility", f"must be 'private' or 'shared', got {validate.show(visibility)}")
+        if visibility is not None and visibility not in ("private", "shared", "tenant"):
+            raise ValidationError("visibility", f"must be 'private', 'shared' or 'tenant', got {validate.show(visibility)}")
         if description is not None:
             description = validate.text("description", description, max_chars=self.memory.config.max_message_chars)
         now = self.clock()
