@@ -370,6 +370,12 @@ class Insights(_Plain):
     recommendations: tuple[str, ...] = ()
     summary: str = ""
     evidence: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The patterns whose category was credited across trajectories (by their
+    #: association with outcomes, not this run alone): curation moves a strategy to it.
+    credited: tuple[str, ...] = ()
+    #: The patterns the runs have not credited yet though both outcomes were seen: a
+    #: strategy that only one run ever made ✓ or ✗ goes back to ○ until they do.
+    doubted: tuple[str, ...] = ()
 
     #: The four lists, in spec 001's order.
     LISTS: ClassVar[tuple[str, ...]] = ("successful_patterns", "failure_patterns", "neutral_observations", "recommendations")
