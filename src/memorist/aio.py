@@ -110,6 +110,12 @@ class AsyncMemory:
         memory.scope(user_id="alex").search("food")`` (see :meth:`memorist.Memory.scope`)."""
         return Scoped(self, user_id=user_id, agent_id=agent_id, run_id=run_id)
 
+    def as_subject(self, *, user_id: str | None = None, agent_id: str | None = None) -> AsyncSubject:
+        """A handle acting as a user and/or agent whose calls are awaited: ``await
+        memory.as_subject(agent_id="b").learning.get_playbook("default", agent_id="a")``
+        (see :meth:`memorist.Memory.as_subject`)."""
+        return AsyncSubject(self, self.memory.as_subject(user_id=user_id, agent_id=agent_id))
+
     # inspection and maintenance ------------------------------------------------------
     async def stats(self) -> dict[str, Any]:
         """:meth:`memorist.Memory.stats`, awaited."""
@@ -242,6 +248,30 @@ for _call in CALLS:
 del _call
 
 
+class AsyncSubject:
+    """``AsyncMemory.as_subject(...)``: a :class:`memorist.relations.Subject`'s calls
+    (and those of its ``learning``, ``relations``, ``tiers`` and ``minutes``), awaited
+    in the AsyncMemory's worker thread; the relation checks run there with them."""
+
+    def __init__(self, owner: AsyncMemory, target: Any) -> None:
+        self._owner = owner
+        self._target = target
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._target, name)
+        if not callable(found):
+            return AsyncSubject(self._owner, found) if not isinstance(found, str | int | float | dict | frozenset) else found
+
+        @functools.wraps(found)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await self._owner._run(found, *args, **kwargs)
+
+        return call
+
+    def __repr__(self) -> str:
+        return f"Async{self._target!r}"
+
+
 class _AsyncCapability:
     """One capability of an :class:`AsyncMemory`: the Memory's calls, awaited."""
 
@@ -318,4 +348,4 @@ AsyncMemory.set_policy = _awaited("set_policy")
 del _cls, _capability, _source, _names, _name
 
 
-__all__ = ["AsyncLearning", "AsyncMemory", "AsyncMinutes", "AsyncRelations", "AsyncTiers"]
+__all__ = ["AsyncLearning", "AsyncMemory", "AsyncMinutes", "AsyncRelations", "AsyncSubject", "AsyncTiers"]

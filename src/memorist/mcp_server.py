@@ -258,19 +258,6 @@ def memory_history(
     return {"results": handle.history(memory_id)}
 
 
-# spec 002: the end of a conversation triggers consolidation
-@_tool("End the conversation", read_only=False, idempotent=True, energy=True)
-def end_conversation(handle: Scoped) -> dict[str, Any]:
-    """Call this when the conversation ends (the person says goodbye).
-
-    Memorist then consolidates this person's memories in the background: energy
-    decays, memories nobody came back to expire, and the ones that keep
-    mattering are promoted to longer-lived tiers. Returns at once with
-    {"scheduled", "coalesced", "running", "waiting", "scopes"}.
-    """
-    return handle.tiers.end_conversation()
-
-
 # sharing: the server acts as its user and/or agent
 def _sharing(handle: Scoped) -> Any:
     """The relation calls of the server's subject (its user and/or agent)."""
@@ -312,6 +299,19 @@ def check_relation(handle: Scoped, subject: Annotated[str, _SUBJECT], relation: 
     """Whether you (or someone, on what you own) may read ('viewer') or write
     ('editor') something: {"allowed", "via"}."""
     return _sharing(handle).check(subject, relation, object)
+
+
+# spec 002: the end of a conversation triggers consolidation
+@_tool("End the conversation", read_only=False, idempotent=True, energy=True)
+def end_conversation(handle: Scoped) -> dict[str, Any]:
+    """Call this when the conversation ends (the person says goodbye).
+
+    Memorist then consolidates this person's memories in the background: energy
+    decays, memories nobody came back to expire, and the ones that keep
+    mattering are promoted to longer-lived tiers. Returns at once with
+    {"scheduled", "coalesced", "running", "waiting", "scopes"}.
+    """
+    return handle.tiers.end_conversation()
 
 
 def _bound(fn: Callable[..., Any], handle: Scoped, lock: threading.Lock) -> Callable[..., Any]:

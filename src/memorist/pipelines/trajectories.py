@@ -426,7 +426,7 @@ class Trajectories:
                 content_hash=str(uuid.uuid4()).replace("-", ""),
                 metadata=meta,
             )
-            batch.add(record, None, actor="reflector", payload={"outcomes": kind})
+            batch.add(record, self.embedder.embed_one(record.text), actor="reflector", payload={"outcomes": kind})
         else:
             batch.update(ledger.copy(metadata=meta, updated_at=now), None, old_text=ledger.text, actor="reflector",
                          payload={"outcome": trajectory_id})
