@@ -7,6 +7,7 @@ Every error Memorist raises on purpose derives from :class:`MemoristError`::
     │   └── ImportLineError         a line of an import; the lines before it are imported
     ├── NotFoundError          an id that does not exist (or is deleted)
     ├── PermissionDeniedError  a write a subject may read but not make (a viewer's)
+    ├── ConflictError          the store changed in a way the call cannot undo around
     ├── ConfigurationError     a setting that cannot work
     │   ├── EmbedderMismatchError   the store was built with another embedder
     │   └── MissingDependencyError  an optional extra is not installed
@@ -60,6 +61,9 @@ class PermissionDeniedError(MemoristError, PermissionError):
     """A subject may see what it tried to change, but holds no relation that lets it
     write (a viewer of a playbook updating it). What a subject may not see at all
     answers :class:`NotFoundError`, exactly as a missing one would."""
+class ConflictError(MemoristError):
+    """The call conflicts with what the store holds now: an operation already rolled
+    back, or one whose memories changed again since (the message names the event)."""
 
 
 class ConfigurationError(MemoristError):
@@ -109,6 +113,7 @@ class InvalidOutputError(ProviderError):
 
 __all__ = [
     "ConfigurationError",
+    "ConflictError",
     "CorruptStoreError",
     "EmbedderMismatchError",
     "MemoristError",

@@ -94,14 +94,8 @@ def serve(
         burst=burst,
     )
     local = is_loopback(host)
-    with server.KeyStore(app.db) as keys:
-        active = keys.list(include_revoked=False)
-    if not active and not local:
-        raise CommandError(
-            f"refusing to serve on {host}: the store {app.label} holds no API key, so this would be an open "
-            "development server reachable from other machines. Create a key first "
-            "(`memorist keys create --tenant NAME`), or serve on 127.0.0.1."
-        )
+    # The app checks the store before anything writes into it (the keys' table
+    # included: a damaged store gets none), so the keys are read through it.
     application = server.create_app(
         app.db,
         decay_days=app.decay_days,
@@ -112,6 +106,14 @@ def serve(
         policy=app.policy,
     )
     service = application.state.service
+    active = service.keys.list(include_revoked=False)
+    if not active and not local:
+        service.close()
+        raise CommandError(
+            f"refusing to serve on {host}: the store {app.label} holds no API key, so this would be an open "
+            "development server reachable from other machines. Create a key first "
+            "(`memorist keys create --tenant NAME`), or serve on 127.0.0.1."
+        )
     # Open one tenant's Memory now: the embedder (shared by all) loads before the
     # first request, and a store that cannot be served fails here, with its error.
     tenants = sorted({k.tenant_id for k in active}) if active else [""]
@@ -121,6 +123,7 @@ def serve(
     if active:
         shown = ", ".join(repr(t) for t in tenants[:5]) + (", ..." if len(tenants) > 5 else "")
         click.echo(f"  API keys required: {len(active)} active key{'s' if len(active) != 1 else ''} (tenants {shown}).")
+        _warn_untenanted_served(service, tenants)
     else:
         click.echo(
             "  Development mode: the store holds no API key, so every request is allowed (loopback only).\n"
@@ -172,12 +175,84 @@ def keys_create(app: App, tenant_id: str, user_id: str | None, label: str) -> No
     app.arguments = {"tenant_id": "--tenant", "label": "--label"}
     store = _key_store(app, create=True)
     key, record = store.create(tenant_id, user_id=user_id, label=label)
+    _warn_untenanted(app, record.tenant_id)
     if app.json:
         app.emit({"key": key, **record.to_item()}, lambda: None)
         return
     bound = f", user {record.user_id!r}" if record.user_id else " (any user)"
     click.echo(f"Created key {record.key_id} for tenant {record.tenant_id!r}{bound}. It is shown only now:", err=True)
     click.echo(key)
+
+
+def _warn_untenanted(app: App, tenant_id: str) -> None:
+    """Say so (on stderr) when the store holds records of no tenant: a key of
+    ``tenant_id`` cannot see them until they are adopted."""
+    from ..pipelines.adopt import untenanted
+
+    memory = app.memory()
+    source = memory.config.tenant_id
+    if source == tenant_id:
+        return
+    count = untenanted(memory.store, source)
+    if count:
+        where = f"tenant {source!r}" if source else "no tenant"
+        click.echo(
+            f"warning: {app.label} holds {count:,} memories and other records (bullets, trajectories, minutes...) "
+            f"written before keys, in {where}; keys of tenant {tenant_id!r} do not see them. Move them into it with "
+            f"`memorist keys adopt --tenant {tenant_id}` (add --user ID to move one user's only).",
+            err=True,
+        )
+
+
+def _warn_untenanted_served(service: Any, tenants: list[str]) -> None:
+    """At start-up with keys: records written before them (the development server's
+    tenant, "") are out of every key's reach; say how to adopt them."""
+    from ..errors import StoreError
+    from ..pipelines.adopt import untenanted
+
+    try:
+        count = untenanted(service.tenants.get(tenants[0]).store, "")
+    except StoreError:
+        return  # a damaged store says so at /healthz
+    if count:
+        click.echo(
+            f"  warning: {count:,} memories and other records were written before keys, in no tenant: no key sees "
+            f"them. `memorist keys adopt --tenant NAME` moves them into a tenant.",
+            err=True,
+        )
+
+
+@keys.command("adopt")
+@click.option("--tenant", "tenant_id", required=True, metavar="NAME", help="The tenant the records move into.")
+@click.option("--user", "user_id", metavar="ID", help="Only this user's records [default: every user's].")
+@pass_app
+def keys_adopt(app: App, tenant_id: str, user_id: str | None) -> None:
+    """Move the records written before keys (in no tenant) into tenant NAME.
+
+    \b
+    Memories, playbook bullets, trajectories, reflections, minutes and test
+    memories move with their vectors; a scope that moves whole keeps its history.
+    The move is one transaction, logged in the event log (an 'adopt' event), and
+    running it again moves nothing. Without keys, the server, the CLI and the library
+    write in no tenant (MEMORIST_TENANT names another).
+    """
+    from ..pipelines.adopt import adopt
+
+    app.arguments = {"tenant_id": "--tenant"}
+    app.require_store()
+    memory = app.memory()
+    result = adopt(memory.store, tenant_id, user_id=user_id, source=memory.config.tenant_id, actor="memorist keys adopt")
+
+    def human() -> None:
+        whose = f" of user {result['user_id']!r}" if result["user_id"] else ""
+        source = f"tenant {result['from_tenant']!r}" if result["from_tenant"] else "no tenant"
+        if not result["memories"]:
+            click.echo(f"Nothing to adopt: {app.label} holds no records{whose} in {source}.")
+            return
+        click.echo(f"Moved {result['memories']:,} records{whose} from {source} into tenant {result['tenant_id']!r} "
+                   f"({result['spaces']} scopes moved whole, {result['merged']} merged into scopes the tenant had).")
+
+    app.emit(result, human)
 
 
 @keys.command("list")
