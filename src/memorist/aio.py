@@ -38,6 +38,7 @@ from .embed import Embedder
 from .llm import LLM
 from .memory import Memory
 from .policies.ranking import RankingPolicy
+from .relations import Relations
 from .roles.base import Extractor, Reconciler
 from .store.base import Store
 
@@ -109,6 +110,12 @@ class AsyncMemory:
         memory.scope(user_id="alex").search("food")`` (see :meth:`memorist.Memory.scope`)."""
         return Scoped(self, user_id=user_id, agent_id=agent_id, run_id=run_id)
 
+    def as_subject(self, *, user_id: str | None = None, agent_id: str | None = None) -> AsyncSubject:
+        """A handle acting as a user and/or agent whose calls are awaited: ``await
+        memory.as_subject(agent_id="b").learning.get_playbook("default", agent_id="a")``
+        (see :meth:`memorist.Memory.as_subject`)."""
+        return AsyncSubject(self, self.memory.as_subject(user_id=user_id, agent_id=agent_id))
+
     # inspection and maintenance ------------------------------------------------------
     async def stats(self) -> dict[str, Any]:
         """:meth:`memorist.Memory.stats`, awaited."""
@@ -156,6 +163,11 @@ class AsyncMemory:
         """:attr:`memorist.Memory.minutes`, its calls awaited (PAIR's revise callback
         runs in the worker thread too)."""
         return AsyncMinutes(self)
+
+    @property
+    def relations(self) -> AsyncRelations:
+        """:attr:`memorist.Memory.relations`, its calls awaited."""
+        return AsyncRelations(self)
 
     # ids, export and import -------------------------------------------------------------
     async def resolve_id(self, prefix: str, *, include_deleted: bool = False) -> str:
@@ -236,6 +248,30 @@ for _call in CALLS:
 del _call
 
 
+class AsyncSubject:
+    """``AsyncMemory.as_subject(...)``: a :class:`memorist.relations.Subject`'s calls
+    (and those of its ``learning``, ``relations``, ``tiers`` and ``minutes``), awaited
+    in the AsyncMemory's worker thread; the relation checks run there with them."""
+
+    def __init__(self, owner: AsyncMemory, target: Any) -> None:
+        self._owner = owner
+        self._target = target
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._target, name)
+        if not callable(found):
+            return AsyncSubject(self._owner, found) if not isinstance(found, str | int | float | dict | frozenset) else found
+
+        @functools.wraps(found)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await self._owner._run(found, *args, **kwargs)
+
+        return call
+
+    def __repr__(self) -> str:
+        return f"Async{self._target!r}"
+
+
 class _AsyncCapability:
     """One capability of an :class:`AsyncMemory`: the Memory's calls, awaited."""
 
@@ -294,10 +330,15 @@ class AsyncMinutes(_AsyncCapability):
     """``AsyncMemory.minutes``: coordination minutes, the context window, evaluation, PAIR."""
 
 
+class AsyncRelations(_AsyncCapability):
+    """``AsyncMemory.relations``: relation tuples (sharing)."""
+
+
 for _cls, _capability, _source, _names in (
     (AsyncLearning, "learning", Learning, LEARNING_CALLS),
     (AsyncTiers, "tiers", Tiers, Tiers.CALLS),
     (AsyncMinutes, "minutes", Minutes, Minutes.CALLS),
+    (AsyncRelations, "relations", Relations, Relations.CALLS),
 ):
     for _name in _names:
         if _name not in vars(_cls):
@@ -307,4 +348,4 @@ AsyncMemory.set_policy = _awaited("set_policy")
 del _cls, _capability, _source, _names, _name
 
 
-__all__ = ["AsyncLearning", "AsyncMemory", "AsyncMinutes", "AsyncTiers"]
+__all__ = ["AsyncLearning", "AsyncMemory", "AsyncMinutes", "AsyncRelations", "AsyncSubject", "AsyncTiers"]

@@ -243,7 +243,7 @@ class Call:
 
     A memory call is declared in :class:`MemoryAPI`; a capability's call is declared by
     its method on the capability (``capability``: ``"learning"``, ``"tiers"`` or
-    ``"minutes"``, whose classes :data:`CAPABILITY_CLASSES` names)."""
+    ``"minutes"`` or ``"relations"``, whose classes :data:`CAPABILITY_CLASSES` names)."""
 
     name: str
     rest: Surface | None
@@ -268,6 +268,7 @@ CAPABILITY_CLASSES = {
     "learning": "memorist.ace.learning:Learning",
     "tiers": "memorist.capabilities:Tiers",
     "minutes": "memorist.capabilities:Minutes",
+    "relations": "memorist.relations:Relations",
 }
 
 
@@ -362,8 +363,13 @@ def _minutes(name: str, rest: Surface | None, cli: Surface | None) -> Call:
     return Call(name, rest=rest, mcp=None, cli=cli, capability="minutes")
 
 
+def _relations(name: str, rest: Surface, mcp: Surface, cli: Surface) -> Call:
+    return Call(name, rest=rest, mcp=mcp, cli=cli, capability="relations")
+
+
 # The capabilities' calls. MCP serves an agent's own memory, so only end_conversation
-# is a tool there; a call served nowhere but the library runs the caller's code.
+# and the sharing of what the agent owns are tools there; a call served nowhere but the
+# library runs the caller's code.
 CAPABILITY_CALLS: tuple[Call, ...] = (
     _learning("start_trajectory", Surface("POST /api/trajectories/"),
               Surface("trajectory start", renamed={"task_description": "task", "parent_trajectory_id": "parent"})),
@@ -431,6 +437,10 @@ CAPABILITY_CALLS: tuple[Call, ...] = (
     _minutes("pair_round", Surface("POST /api/pair/", omitted={"evaluator": _LIBRARY}),
              Surface("pair", renamed={"memories_per_gap": "per_gap"}, omitted={"evaluator": _LIBRARY},
                      extra={"output_file": "the output read from a file"})),
+    _relations("create", Surface("POST /api/relations/"), Surface("create_relation"), Surface("relations create")),
+    _relations("delete", Surface("DELETE /api/relations/"), Surface("delete_relation"), Surface("relations delete")),
+    _relations("list", Surface("GET /api/relations/"), Surface("list_relations"), Surface("relations list")),
+    _relations("check", Surface("GET /api/relations/check/"), Surface("check_relation"), Surface("relations check")),
 )
 
 CALLS_BY_NAME = {c.name: c for c in CALLS}

@@ -41,7 +41,7 @@ this module, each when the object that needs it is built: the LLM providers'
 ``MEMORIST_LLM_API_KEY``, ``GEMINI_API_KEY``, ``GEMINI_MODEL``, ``GEMINI_BASE_URL``,
 ``ACE_LLM_TEMPERATURE``), the embedder's (``MEMORIST_EMBED_RUNTIME``,
 ``MEMORIST_CACHE_DIR``), the playbooks' (``ACE_CURATOR_MAX_NEW``,
-``ACE_CURATOR_USE_LLM``), the learning loop's (``TRAJECTORY_*``,
+``ACE_CURATOR_USE_LLM``, ``ACE_MEMORY_FILE``), the learning loop's (``TRAJECTORY_*``,
 ``PLAYBOOK_VERSION_*``) and ``memorist serve``'s connection limits
 (:data:`SERVE_ENVIRONMENT`: ``MEMORIST_TIMEOUT_HEAD`` and the others).
 """
@@ -347,6 +347,12 @@ def gemini_api_key() -> str | None:
 def gemini_model() -> str | None:
     """``GEMINI_MODEL`` (spec 000; None: unset or empty)."""
     return os.environ.get("GEMINI_MODEL") or None
+
+
+def ace_memory_file() -> str | None:
+    """``ACE_MEMORY_FILE`` (spec 000): the store of the tutoring playbooks when the
+    command names none with ``--db`` (None: unset or empty)."""
+    return os.environ.get("ACE_MEMORY_FILE") or None
 
 
 def gemini_base_url() -> str | None:

@@ -6,6 +6,7 @@ Every error Memorist raises on purpose derives from :class:`MemoristError`::
     ├── ValidationError        bad input; ``field`` names what was wrong
     │   └── ImportLineError         a line of an import; the lines before it are imported
     ├── NotFoundError          an id that does not exist (or is deleted)
+    ├── PermissionDeniedError  a write a subject may read but not make (a viewer's)
     ├── ConflictError          the store changed in a way the call cannot undo around
     ├── ConfigurationError     a setting that cannot work
     │   ├── EmbedderMismatchError   the store was built with another embedder
@@ -57,6 +58,10 @@ class NotFoundError(MemoristError, KeyError):
         return str(self.args[0])
 
 
+class PermissionDeniedError(MemoristError, PermissionError):
+    """A subject may see what it tried to change, but holds no relation that lets it
+    write (a viewer of a playbook updating it). What a subject may not see at all
+    answers :class:`NotFoundError`, exactly as a missing one would."""
 class ConflictError(MemoristError):
     """The call conflicts with what the store holds now: an operation already rolled
     back, or one whose memories changed again since (the message names the event)."""

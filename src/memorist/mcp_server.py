@@ -262,6 +262,47 @@ def memory_history(
     return {"results": handle.history(memory_id)}
 
 
+# sharing: the server acts as its user and/or agent
+def _sharing(handle: Scoped) -> Any:
+    """The relation calls of the server's subject (its user and/or agent)."""
+    return handle.memory.as_subject(user_id=handle.ids["user_id"], agent_id=handle.ids["agent_id"]).relations
+
+
+_SUBJECT = Field(description="Who: 'agent:<id>', 'user:<id>' or 'group:<id>'.")
+_OBJECT = Field(description="What: 'playbook:<agent>/<name>' (e.g. 'playbook:agent_a/default'), "
+                            "'scope:user:<id>' or 'scope:agent:<id>' (memories), or 'group:<id>'.")
+_RELATION = Field(description="'viewer' (reads), 'editor' (reads and writes), 'owner' (also shares); 'member' of a group.")
+
+
+@_tool("Share", read_only=False, idempotent=True)
+def create_relation(handle: Scoped, subject: Annotated[str, _SUBJECT], relation: Annotated[str, _RELATION],
+                    object: Annotated[str, _OBJECT]) -> dict[str, Any]:  # noqa: A002
+    """Share something you own (your playbook, your memories, a group you own) with
+    another agent, user or group. Returns {"subject", "relation", "object", "changed"}."""
+    return _sharing(handle).create(subject, relation, object)
+
+
+@_tool("Stop sharing", read_only=False, destructive=True, idempotent=True)
+def delete_relation(handle: Scoped, subject: Annotated[str, _SUBJECT], relation: Annotated[str, _RELATION],
+                    object: Annotated[str, _OBJECT]) -> dict[str, Any]:  # noqa: A002
+    """Revoke a relation you created; the subject loses it at its next call."""
+    return _sharing(handle).delete(subject, relation, object)
+
+
+@_tool("List shares", read_only=True, idempotent=True)
+def list_relations(handle: Scoped, subject: Annotated[str | None, _SUBJECT] = None, relation: Annotated[str | None, _RELATION] = None,
+                   object: Annotated[str | None, _OBJECT] = None,  # noqa: A002
+                   limit: Annotated[int, Field(description="At most this many (default 100).")] = 100) -> dict[str, Any]:
+    """What is shared with you, or what you share of something you own."""
+    return _sharing(handle).list(subject=subject, relation=relation, object=object, limit=limit)
+
+
+@_tool("Check access", read_only=True, idempotent=True)
+def check_relation(handle: Scoped, subject: Annotated[str, _SUBJECT], relation: Annotated[str, _RELATION],
+                   object: Annotated[str, _OBJECT]) -> dict[str, Any]:  # noqa: A002
+    """Whether you (or someone, on what you own) may read ('viewer') or write
+    ('editor') something: {"allowed", "via"}."""
+    return _sharing(handle).check(subject, relation, object)
 @_tool("Consolidate memories", read_only=False)
 def consolidate_memories(
     handle: Scoped,
@@ -375,5 +416,6 @@ def create_server(
     return server
 
 
-__all__ = ["INSTRUCTIONS", "TOOLS", "ChatMessage", "add_memory", "create_server", "delete_memory", "end_conversation", "get_memory",
+__all__ = ["INSTRUCTIONS", "TOOLS", "ChatMessage", "add_memory", "check_relation", "create_relation", "create_server", "delete_memory",
+           "delete_relation", "end_conversation", "get_memory", "list_relations",
            "list_memories", "memory_history", "require_sdk", "search_memories", "update_memory"]

@@ -48,6 +48,7 @@ from .policies.ranking import RankingPolicy
 from .policies.search_keys import memory_key
 from .policies.text import content_hash
 from .policies.validity import is_valid, validity_cutoff
+from .relations import Relations, Subject
 from .roles.base import Extractor, Reconciler
 from .store import open_store
 from .store.base import Batch, ScopeFilter, Store
@@ -717,6 +718,22 @@ class Memory:
                 if engine is None:
                     engine = self._minutes = MinutesLog(self)
         return engine
+
+    # sharing through relation tuples ------------------------------------------------------
+    @property
+    def relations(self) -> Relations:
+        """Relation tuples (:class:`memorist.relations.Relations`): ``create``,
+        ``delete``, ``list``, ``check``. They widen what a subject's handle
+        (:meth:`as_subject`) reaches; this Memory itself manages every tuple of its tenant."""
+        return Relations(self)
+
+    def as_subject(self, *, user_id: str | None = None, agent_id: str | None = None) -> Subject:
+        """A handle acting as a user and/or an agent (:class:`memorist.relations.Subject`):
+        its calls are this Memory's, in the subject's own space when they name no ids;
+        another owner's memories and playbooks answer as missing unless a relation tuple
+        (or a playbook's visibility) lets the subject read them, and only editor or owner
+        lets it write. ``memory.as_subject(agent_id="agent_b").learning.get_playbook("default", agent_id="agent_a")``."""
+        return Subject(self, user_id=user_id, agent_id=agent_id)
 
     # energy tiers -------------------------------------------------------------------------
     @property

@@ -507,6 +507,63 @@ class TierConfig(TypedDict):
     persisted: bool
 
 
+class RelationItem(TypedDict):
+    """A relation tuple: ``subject`` (type, id) has ``relation`` on ``object`` (type, id)."""
+
+    subject: list[str]
+    relation: str
+    object: list[str]
+    created_at: str | None
+
+
+class RelationList(TypedDict):
+    results: list[RelationItem]
+
+
+class RelationChange(TypedDict):
+    """What ``relations.create`` or ``relations.delete`` did: the tuple, and whether it changed the store."""
+
+    subject: list[str]
+    relation: str
+    object: list[str]
+    changed: bool
+
+
+class RelationCheck(TypedDict):
+    """Whether ``subject`` may act as ``relation`` on ``object``, and why (``via``:
+    ``"owner"``, ``"grant"``, ``"group"``, ``"visibility"``; None when it may not)."""
+
+    subject: list[str]
+    relation: str
+    object: list[str]
+    allowed: bool
+    via: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RelationTuple:
+    """A stored relation tuple of one tenant."""
+
+    subject_type: str
+    subject_id: str
+    relation: str
+    object_type: str
+    object_id: str
+    created_at: float = 0.0
+
+    @property
+    def subject(self) -> tuple[str, str]:
+        return (self.subject_type, self.subject_id)
+
+    @property
+    def object(self) -> tuple[str, str]:
+        return (self.object_type, self.object_id)
+
+    def to_item(self) -> RelationItem:
+        return {"subject": list(self.subject), "relation": self.relation, "object": list(self.object),
+                "created_at": from_epoch(self.created_at).isoformat() if self.created_at else None}
+
+
 def is_fact(record: MemoryRecord) -> bool:
     """Whether the fact calls (``search``, ``get_all``, ``get``, ``update``,
     ``delete``, ``delete_all``, ``history``, the reconciler's candidates) may see
@@ -638,6 +695,7 @@ __all__ = [
     "MemoryClass",
     "MemoryRecord",
     "Message",
+    "RelationTuple",
     "Scope",
     "Status",
     "Tier",

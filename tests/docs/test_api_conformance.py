@@ -46,8 +46,10 @@ def test_every_declared_call_is_placed_on_the_surfaces() -> None:
     declared = {n for n, v in vars(MemoryAPI).items() if callable(v) and not n.startswith("_")}
     assert declared == {c.name for c in CALLS}
     from memorist.capabilities import LEARNING_CALLS, Minutes, Tiers
+    from memorist.relations import Relations
 
     every = {("learning", n) for n in LEARNING_CALLS} | {("tiers", n) for n in Tiers.CALLS} | {("minutes", n) for n in Minutes.CALLS}
+    every |= {("relations", n) for n in Relations.CALLS}
     assert {(c.capability, c.name) for c in CAPABILITY_CALLS} == every, "every capability call is placed (None: on purpose)"
     for call in EVERY:
         for surface in (call.rest, call.mcp, call.cli):
@@ -186,6 +188,8 @@ CORE = {
     "rollback",
     # the lifecycle: the log, counts, transfer, indexes, integrity, configuration
     "events", "stats", "export", "import_", "reindex", "check", "backup", "close", "from_config", "set_policy",
+    # a handle acting as a user or agent, checked against the relation tuples
+    "as_subject",
     # add's turns whose LLM extraction failed, and what the models cost
     "pending", "reprocess", "llm_usage",
     # the CLI's id prefixes
@@ -193,18 +197,19 @@ CORE = {
     # settings read or assigned
     "energy", "ranking", "learning_config",
 }
-CAPABILITIES = {"playbooks", "learning", "tiers", "minutes"}
+CAPABILITIES = {"playbooks", "learning", "tiers", "minutes", "relations"}
 
 
 def test_memory_s_own_names_are_the_core_and_one_attribute_per_capability() -> None:
     assert {n for n in dir(Memory) if not n.startswith("_")} == CORE | CAPABILITIES
 
 
-@pytest.mark.parametrize("capability", ["learning", "tiers", "minutes"])
+@pytest.mark.parametrize("capability", ["learning", "tiers", "minutes", "relations"])
 def test_async_memory_awaits_every_call_of_each_capability(capability: str, tmp_path) -> None:
     from memorist.capabilities import LEARNING_CALLS, Minutes, Tiers
+    from memorist.relations import Relations
 
-    names = {"learning": LEARNING_CALLS, "tiers": Tiers.CALLS, "minutes": Minutes.CALLS}[capability]
+    names = {"learning": LEARNING_CALLS, "tiers": Tiers.CALLS, "minutes": Minutes.CALLS, "relations": Relations.CALLS}[capability]
     with Memory(str(tmp_path / "c.db"), embedder="hashing") as memory:
         sync = getattr(memory, capability)
         public = {n for n in dir(sync) if not n.startswith("_") and callable(getattr(sync, n))} - {"engine"}

@@ -48,6 +48,7 @@ PUBLIC = [
     "MissingDependencyError",
     "NotFoundError",
     "PairResult",
+    "PermissionDeniedError",
     "Playbook",
     "PlaybookConfig",
     "PlaybookTurn",

@@ -457,10 +457,18 @@ class Learning:
             raise ValidationError("trajectory_id", f"trajectory {record.id!r} is still running; complete it first")
         reflector = self.reflector if llm is None else self._make_reflector(llm)
         view = self.trajectories.as_role_view(record, self.trajectories.steps(record))
-        insights = reflector.reflect_trajectory(view)
         owner = Scope(record.scope.tenant_id, record.scope.user_id, record.scope.agent_id)
+        if isinstance(reflector, HeuristicReflector):
+            insights = reflector.reflect_in_context(view, self._history(owner, record))
+        else:
+            insights = reflector.reflect_trajectory(view)
         saved = self.trajectories.save_reflection(owner, insights, trajectories=[record], batch_of=False, now=self.clock())
         return reflection_view(saved)
+
+    def _history(self, owner: Scope, record: MemoryRecord) -> list[tuple[bool, list[str]]]:
+        """The outcomes and decisions of the runs of ``record``'s task type reflected on
+        before it in its space (:meth:`Trajectories.outcomes`: kept beyond retention)."""
+        return self.trajectories.outcomes(owner, record.metadata.get("task_type"), exclude=record.id)
 
     def batch_reflect(
         self,
@@ -518,6 +526,8 @@ class Learning:
         every = tuple(statuses)
         context = str(meta.get("task_type") or "")
         out = []
+        credited = {p.casefold() for p in meta.get("credited") or () if isinstance(p, str)}
+        doubted = {p.casefold() for p in meta.get("doubted") or () if isinstance(p, str)}
         for name in Insights.LISTS:
             cat = _LIST_CATEGORY[name]
             for pattern in getattr(insights, name):
@@ -529,7 +539,9 @@ class Learning:
                     # evidence counts by the category of the strategy it lands on.
                     weight = 0.5 if name == "recommendations" else None
                     evidence.append((tid, status, times.get(tid, now), weight))
-                out.append(Candidate(cat, pattern, context, tuple(evidence)))
+                out.append(Candidate(cat, pattern, context, tuple(evidence),
+                                     settles=name != "recommendations" and pattern.casefold() in credited,
+                                     doubts=name != "recommendations" and pattern.casefold() in doubted))
         return out
 
     # playbooks ---------------------------------------------------------------------------------------
@@ -564,8 +576,8 @@ class Learning:
         agent_id: str | None = None,
     ) -> str:
         ref = self.ref(name, user_id, agent_id, scope, writing=True)
-        if visibility is not None and visibility not in ("private", "shared"):
-            raise ValidationError("visibility", f"must be 'private' or 'shared', got {validate.show(visibility)}")
+        if visibility is not None and visibility not in ("private", "shared", "tenant"):
+            raise ValidationError("visibility", f"must be 'private', 'shared' or 'tenant', got {validate.show(visibility)}")
         if description is not None:
             description = validate.text("description", description, max_chars=self.memory.config.max_message_chars)
         now = self.clock()

@@ -136,8 +136,23 @@ def _check(payload: Any) -> tuple[list[dict[str, str]], str, str, str | None, st
     return clean, learner, conversation, out[0], out[1], out[2]
 
 
-def _model_answerer(memory: Any) -> Answerer | None:
+def _runner_model(memory: Any) -> Any:
+    """The model that answers: the Memory's, else the one spec 000's set-up names
+    (``MEMORIST_LLM``, else ``GEMINI_API_KEY`` alone: Gemini); None when neither is."""
     llm = getattr(memory, "llm", None)
+    if llm is not None:
+        return llm
+    from ..errors import ConfigurationError
+    from ..roles.llm import learning_llm
+
+    try:
+        return learning_llm(None, enabled=True)
+    except ConfigurationError:
+        return None
+
+
+def _model_answerer(memory: Any) -> Answerer | None:
+    llm = _runner_model(memory)
     if llm is None:
         return None
 

@@ -11,8 +11,14 @@ Two streams, each run through both presets on a fresh store:
   then every QA question is asked of both speakers' playbooks (the baseline has
   one shared playbook for everyone). A bullet counts as its source dialog ids.
 
-Reported per preset: bullets stored at the end; near-duplicate pairs (cosine
-``>= 0.9`` within one playbook) as a percentage of bullets; the most new bullets
+Each stream also runs the baseline a second time with the same total capacity as
+the per-learner playbooks together (``max_bullets`` times the stream's learners):
+at the default capacity the baseline has one learner's room for everyone.
+
+Reported per preset: its capacity; bullets stored at the end; near-duplicate pairs
+(within one playbook) as a percentage of bullets at cosine ``>= 0.9`` (the
+per-learner preset's own reinforce threshold: it avoids them by construction) and
+at ``>= 0.8`` (below it, so the figure can fail); the most new bullets
 one turn added; whether any playbook ever held more than ``max_bullets`` after a
 turn; recall@5 and @10 of the right bullets. Evaluation queries do not touch (they
 measure the playbook, they do not use it).
@@ -35,7 +41,13 @@ from ..policies.dedup import near_duplicate_pairs
 from ..policies.playbook import PlaybookConfig
 
 PRESETS = ("baseline", "ltmbse")
+#: The baseline again with the total capacity of the per-learner playbooks
+#: (``max_bullets`` times the stream's learners), so neither preset wins on room alone.
+EQUAL_CAPACITY = "baseline@equal-capacity"
 NEAR_DUPLICATE = 0.9
+#: Below the per-learner preset's own reinforce and dedup threshold (0.9), so its
+#: near-duplicate figure is not zero by construction.
+NEAR_DUPLICATE_LOOSE = 0.8
 KS = (5, 10)
 LOCOMO_TOPIC = "personal"
 _DIA = re.compile(r"D(\d+):(\d+)")
@@ -111,7 +123,8 @@ class _Run:
         from ..memory import Memory
 
         self.memory = Memory(str(Path(folder) / f"{preset}.db"), embedder=embedder)
-        self.playbook = Playbook(self.memory, PlaybookConfig.preset(preset, max_bullets=max_bullets, use_llm=False, max_new=None))
+        base = "baseline" if preset == EQUAL_CAPACITY else preset
+        self.playbook = Playbook(self.memory, PlaybookConfig.preset(base, max_bullets=max_bullets, use_llm=False, max_new=None))
         self.max_new_in_turn = 0
         self.capacity_exceeded = False
         self.max_bullets = max_bullets
@@ -138,24 +151,30 @@ class _Run:
         hits.sort(key=lambda h: -h[0])
         return [set(r.metadata.get("sources", [])) for _, r in hits[:k]]
 
-    def totals(self) -> tuple[int, float]:
+    def totals(self) -> tuple[int, float, float]:
+        """Bullets, and near-duplicate pairs as a % of them at 0.9 and at 0.8."""
         rows = self.memory.store.list_bullets(self.playbook._spaces(None))
         by_space: dict[tuple[str, str, str], list[np.ndarray]] = {}
         for record, vector in rows:
             if vector is not None:
                 by_space.setdefault(record.scope.space, []).append(vector)
-        pairs = sum(near_duplicate_pairs(np.stack(vs), NEAR_DUPLICATE) for vs in by_space.values())
         n = len(rows)
-        return n, (100.0 * pairs / n if n else 0.0)
+        pct = []
+        for threshold in (NEAR_DUPLICATE, NEAR_DUPLICATE_LOOSE):
+            pairs = sum(near_duplicate_pairs(np.stack(vs), threshold) for vs in by_space.values())
+            pct.append(100.0 * pairs / n if n else 0.0)
+        return n, pct[0], pct[1]
 
     def close(self) -> None:
         self.memory.close()
 
     def report(self, recalls: dict[int, list[float]]) -> dict[str, Any]:
-        bullets, dup = self.totals()
+        bullets, dup, loose = self.totals()
         return {
             "bullets": bullets,
+            "capacity": self.max_bullets,
             "near_duplicate_pct": round(dup, 2),
+            "near_duplicate_pct_at_0_8": round(loose, 2),
             "max_new_in_turn": self.max_new_in_turn,
             "capacity_exceeded": self.capacity_exceeded,
             "recall_at_5": round(float(np.mean(recalls[5])) if recalls[5] else 0.0, 4),
@@ -273,17 +292,22 @@ def run(
     cached.prefill(texts)
     if progress:
         progress(f"embedded {len(set(texts))} texts with {embedder.name}")
+    learners = {
+        "tutoring": len({t["learner_id"] for t in tutoring["turns"]}) if "tutoring" in streams else 0,
+        "locomo": len({(conv["sample_id"], speaker) for conv in data or [] for speaker, _s, _f in _locomo_turns(conv)}),
+    }
     with tempfile.TemporaryDirectory(prefix="memorist-evolve-") as folder:
         for stream in streams:
             out["streams"][stream] = {}
-            for preset in PRESETS:
+            for preset in (*PRESETS, EQUAL_CAPACITY):
                 started = time.perf_counter()
                 sub = str(Path(folder) / f"{stream}-{preset}")
                 Path(sub).mkdir()
+                capacity = max_bullets * max(1, learners.get(stream, 1)) if preset == EQUAL_CAPACITY else max_bullets
                 if stream == "tutoring":
-                    figures = run_tutoring(preset, cached, sub, max_bullets=max_bullets)
+                    figures = run_tutoring(preset, cached, sub, max_bullets=capacity)
                 elif stream == "locomo":
-                    figures = run_locomo(preset, cached, sub, max_bullets=max_bullets, data=data or [])
+                    figures = run_locomo(preset, cached, sub, max_bullets=capacity, data=data or [])
                 else:
                     raise ValueError(f"unknown stream {stream!r}; use tutoring or locomo")
                 out["streams"][stream][preset] = figures
@@ -295,16 +319,17 @@ def run(
 def format_table(result: dict[str, Any]) -> str:
     """The Markdown table of a :func:`run` result (as recorded in bench/RESULTS.md)."""
     lines = [
-        "| stream | preset | bullets | near-duplicates (% of bullets) | most new in a turn | capacity exceeded | recall@5 | recall@10 |",
-        "|---|---|---:|---:|---:|---|---:|---:|",
+        "| stream | preset | capacity | bullets | near-duplicates ≥ 0.9 (% of bullets) | ≥ 0.8 | most new in a turn | capacity exceeded | recall@5 | recall@10 |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for stream, presets in result["streams"].items():
         for preset, f in presets.items():
             lines.append(
-                f"| {stream} | {preset} | {f['bullets']} | {f['near_duplicate_pct']:.2f} | {f['max_new_in_turn']} | "
+                f"| {stream} | {preset} | {f.get('capacity', '-')} | {f['bullets']} | {f['near_duplicate_pct']:.2f} | "
+                f"{f.get('near_duplicate_pct_at_0_8', 0.0):.2f} | {f['max_new_in_turn']} | "
                 f"{'yes' if f['capacity_exceeded'] else 'no'} | {f['recall_at_5']:.3f} | {f['recall_at_10']:.3f} |"
             )
     return "\n".join(lines)
 
 
-__all__ = ["CachingEmbedder", "default_data_path", "format_table", "run", "run_locomo", "run_tutoring"]
+__all__ = ["EQUAL_CAPACITY", "CachingEmbedder", "default_data_path", "format_table", "run", "run_locomo", "run_tutoring"]

@@ -23,7 +23,16 @@ Both runs see the same tasks and draw the same exploration (one seed):
 Reported: the success rate per block of episodes for both; for the learning run the
 playbook's size, its near-duplicate pairs (cosine >= 0.85 within a category), the
 versions made and kept (default retention; the simulated clock puts one task a day)
-and the trajectories kept (30 days).
+and the trajectories kept (30 days); and whether each strategy's learned category
+matches the simulator's truth, with the precision and recall of ✓ and ✗ — a figure
+that fails when a habit is marked ✓, an error message becomes a strategy, or a
+harmful step is missed.
+
+Two worlds: ``basic`` (the eight strategies above) and ``extended``: two more habits
+that make no difference, and a harmful step whose effect comes late ("Write every
+record in one transaction at the end": decided first, the run fails at its very end
+after every step went well), so only the runs' outcomes, not the step before an
+error, can blame it.
 """
 
 from __future__ import annotations
@@ -51,6 +60,20 @@ BIG_PAGE = "Request page_size=1000 to fetch everything in one call"
 LOG_BODIES = "Log every response body"
 TIMEOUT = "Set a 30 second timeout on every request"
 STRATEGIES = (BACKOFF, RETRY, PAGINATE, REFRESH, HAMMER, BIG_PAGE, LOG_BODIES, TIMEOUT)
+# The extended world: two more habits that make no difference, and a harmful step
+# whose effect comes late (decided at the start, the run fails at its very end after
+# every step went well), so no step directly before an error points at it.
+USER_AGENT = "Send a descriptive User-Agent header"
+SORT = "Sort the records by id before saving them"
+ONE_COMMIT = "Write every record in one transaction at the end"
+EXTENDED = (*STRATEGIES, USER_AGENT, SORT, ONE_COMMIT)
+#: What each strategy truly is in each world (the simulator's truth).
+TRUTH = {
+    "basic": {**{x: "helpful" for x in (BACKOFF, RETRY, PAGINATE, REFRESH)}, **{x: "harmful" for x in (HAMMER, BIG_PAGE)},
+              **{x: "neutral" for x in (LOG_BODIES, TIMEOUT)}},
+}
+TRUTH["extended"] = {**TRUTH["basic"], USER_AGENT: "neutral", SORT: "neutral", ONE_COMMIT: "harmful"}
+WORLDS = ("basic", "extended")
 #: What each condition of a task needs, and the error the service gives without it.
 NEEDS = {
     "paginated": (PAGINATE, "Error: only the first page came back; records are missing"),
@@ -96,14 +119,16 @@ def _phrase(rng: random.Random, strategy: str) -> str:
 class Agent:
     """The simulated agent: chooses strategies from its playbook and exploration, then runs the task."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, world: str = "basic") -> None:
         self.rng = random.Random(seed)
+        self.world = world
+        self.strategies = EXTENDED if world == "extended" else STRATEGIES
 
     def choose(self, playbook: dict[str, Any]) -> set[str]:
         helpful = {s["pattern"] for s in playbook["strategies"]["helpful"] if s["confidence"] >= APPLY}
         harmful = {s["pattern"] for s in playbook["strategies"]["harmful"] if s["confidence"] >= APPLY}
         chosen = set()
-        for strategy in STRATEGIES:
+        for strategy in self.strategies:
             draw = self.rng.random()  # drawn for every strategy: both runs stay in step
             if strategy in harmful:
                 continue
@@ -114,7 +139,7 @@ class Agent:
     def run(self, task: Task, run: Any) -> tuple[Any, str]:
         """Perform ``task`` with the strategies chosen from ``run.playbook``; log as it goes."""
         chosen = self.choose(run.playbook)
-        for habit in (TIMEOUT, LOG_BODIES):
+        for habit in (TIMEOUT, LOG_BODIES, USER_AGENT, SORT, ONE_COMMIT):
             if habit in chosen:
                 run.decision(_phrase(self.rng, habit))
         if BIG_PAGE in chosen:
@@ -138,6 +163,11 @@ class Agent:
             run.decision(_phrase(self.rng, needed))
             run.observation(f"{condition.replace('_', ' ')} handled", ok=True)
             fetched += 1
+        if ONE_COMMIT in chosen and task.conditions:
+            # The late effect: every page came back, then the one big write times out.
+            run.action(f"INSERT {fetched * 100} records")
+            run.observation("Error: the write timed out after 30 s; nothing was saved")
+            return None, "failure"
         return {"pages": fetched}, "success"
 
 
@@ -155,14 +185,35 @@ def _near_duplicates(memory: Any, playbook: dict[str, Any]) -> int:
     )
 
 
-def _one_run(path: str, embedder: Embedder, task_list: list[Task], *, learning: bool, seed: int, block: int) -> dict[str, Any]:
+def score_categories(playbook: dict[str, Any], truth: dict[str, str]) -> dict[str, Any]:
+    """The learned category of each strategy of the simulator against its truth (one
+    the playbook does not hold counts as ○ neutral: the agent neither applies nor
+    avoids it), and the precision and recall of ✓ and ✗ (a list with nothing
+    predicted has precision 1.0)."""
+    learned = {s["pattern"]: cat for cat in ("helpful", "harmful", "neutral") for s in playbook["strategies"][cat]}
+    rows = [{"strategy": name, "truth": truth[name], "learned": learned.get(name, "neutral"), "in_playbook": name in learned}
+            for name in truth]
+    out: dict[str, Any] = {"categories": rows, "category_accuracy": round(sum(r["truth"] == r["learned"] for r in rows) / len(rows), 3)}
+    for cat in ("helpful", "harmful"):
+        said = [r for r in rows if r["learned"] == cat]
+        real = [r for r in rows if r["truth"] == cat]
+        hits = sum(1 for r in said if r["truth"] == cat)
+        out[f"precision_{cat}"] = round(hits / len(said), 3) if said else 1.0
+        out[f"recall_{cat}"] = round(hits / len(real), 3) if real else 1.0
+    # What the playbook holds beyond the simulator's strategies (an error message taken for one).
+    out["foreign"] = sorted(p for p in learned if p not in truth)
+    return out
+
+
+def _one_run(path: str, embedder: Embedder, task_list: list[Task], *, learning: bool, seed: int, block: int,
+             world: str = "basic") -> dict[str, Any]:
     from ..memory import Memory
 
     start = 1_700_000_000.0
     with Memory(path, embedder=embedder) as memory:
         clock = {"now": start}
         memory.learning.clock = lambda: clock["now"]
-        agent = Agent(seed)
+        agent = Agent(seed, world)
         outcomes: list[int] = []
         for task in task_list:
             clock["now"] = start + task.number * DAY
@@ -190,6 +241,7 @@ def _one_run(path: str, embedder: Embedder, task_list: list[Task], *, learning: 
                 trajectories_kept=len(memory.learning.query_trajectories(agent_id=AGENT, limit=1_000_000)),
                 helpful=[(s["pattern"], s["confidence"], s["evidence_count"]) for s in playbook["strategies"]["helpful"]],
                 harmful=[(s["pattern"], s["confidence"], s["evidence_count"]) for s in playbook["strategies"]["harmful"]],
+                **score_categories(playbook, TRUTH[world]),
             )
         return out
 
@@ -201,19 +253,25 @@ def run(
     seed: int = 7,
     embedder: Embedder | None = None,
     progress: Callable[[str], None] | None = None,
+    world: str = "basic",
 ) -> dict[str, Any]:
-    """Both runs; returns ``{"episodes", "block", "seed", "learning": {...}, "without": {...}}``."""
+    """Both runs in ``world`` (``basic``: the eight strategies; ``extended``: two more
+    habits and a harmful step with a late effect); returns ``{"episodes", "block",
+    "seed", "world", "learning": {...}, "without": {...}}``."""
     from ..embed import resolve_embedder
 
+    if world not in WORLDS:
+        raise ValueError(f"world must be one of {', '.join(WORLDS)}, got {world!r}")
     embedder = embedder or resolve_embedder("hashing")
     task_list = tasks(episodes, seed)
-    out: dict[str, Any] = {"episodes": episodes, "block": block, "seed": seed, "embedder": embedder.name}
+    out: dict[str, Any] = {"episodes": episodes, "block": block, "seed": seed, "world": world, "embedder": embedder.name}
     with tempfile.TemporaryDirectory(prefix="memorist-learn-") as folder:
         for name, learning in (("learning", True), ("without", False)):
             started = time.perf_counter()
-            out[name] = _one_run(str(Path(folder) / f"{name}.db"), embedder, task_list, learning=learning, seed=seed, block=block)
+            out[name] = _one_run(str(Path(folder) / f"{name}.db"), embedder, task_list, learning=learning, seed=seed, block=block,
+                                 world=world)
             if progress:
-                progress(f"{name}: {time.perf_counter() - started:.1f} s")
+                progress(f"{world}/{name}: {time.perf_counter() - started:.1f} s")
     return out
 
 
@@ -233,7 +291,20 @@ def format_table(result: dict[str, Any]) -> str:
     for symbol, key in (("✓", "helpful"), ("✗", "harmful")):
         for pattern, conf, evidence in lr[key]:
             lines.append(f"  {symbol} {conf:.2f} ({evidence}) {pattern}")
+    lines.append("")
+    lines.append(f"learned category against the simulator's truth ({result.get('world', 'basic')} world):")
+    lines.append("| strategy | truth | learned | match |")
+    lines.append("|---|---|---|---|")
+    symbols = {"helpful": "✓", "harmful": "✗", "neutral": "○"}
+    for row in lr["categories"]:
+        learned = symbols[row["learned"]] + ("" if row["in_playbook"] else " (not held)")
+        lines.append(f"| {row['strategy']} | {symbols[row['truth']]} | {learned} | {'yes' if row['truth'] == row['learned'] else 'NO'} |")
+    lines.append(
+        f"category accuracy {lr['category_accuracy']:.2f}; ✓ precision {lr['precision_helpful']:.2f} recall {lr['recall_helpful']:.2f}; "
+        f"✗ precision {lr['precision_harmful']:.2f} recall {lr['recall_harmful']:.2f}"
+        + (f"; not a strategy of the simulator: {', '.join(lr['foreign'])}" if lr["foreign"] else "")
+    )
     return "\n".join(lines)
 
 
-__all__ = ["STRATEGIES", "Agent", "Task", "format_table", "run", "tasks"]
+__all__ = ["EXTENDED", "STRATEGIES", "TRUTH", "WORLDS", "Agent", "Task", "format_table", "run", "score_categories", "tasks"]

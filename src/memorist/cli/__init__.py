@@ -8,7 +8,7 @@ The engine decides everything.
 other module is one command group: :mod:`.memories` (the mem0-style calls),
 :mod:`.transfer` (import, export), :mod:`.reprocess`, :mod:`.playbook` (run-turn,
 analyze, playbook), :mod:`.learning` (trajectory, reflect), :mod:`.maintenance`
-(check, backup), :mod:`.consolidation` (consolidate, rollback), :mod:`.config` (the store's own configuration), :mod:`.tiers` (maintain, boost, tiers: the energy tiers), :mod:`.serve` (serve, keys), :mod:`.agent` (chat), :mod:`.mcp` and :mod:`.bench`. Importing them registers their commands; each keeps its
+(check, backup), :mod:`.consolidation` (consolidate, rollback), :mod:`.config` (the store's own configuration), :mod:`.tiers` (maintain, boost, tiers: the energy tiers), :mod:`.relations` (sharing), :mod:`.serve` (serve, keys), :mod:`.agent` (chat), :mod:`.mcp` and :mod:`.bench`. Importing them registers their commands; each keeps its
 heavy imports inside its commands, so ``memorist --help`` stays instant.
 """
 
@@ -25,6 +25,7 @@ from . import (  # noqa: F401  (they register their commands)
     memories,
     minutes,
     playbook,
+    relations,
     reprocess,
     serve,
     tiers,

@@ -88,7 +88,7 @@ def evolve(app: App, data: str | None, streams: str, max_bullets: int) -> None:
     Runs both presets on the seeded tutoring stream shipped with Memorist and on the
     LoCoMo development observations, with --embedder (default: all-MiniLM-L6-v2,
     offline; 'minilm' names it too). With --json: one object,
-    {"streams": {"tutoring": {"baseline": {...}, "ltmbse": {...}}, "locomo": {...}}}.
+    {"streams": {"tutoring": {"baseline": {...}, "ltmbse": {...}, "baseline@equal-capacity": {...}}, "locomo": {...}}}.
     """
     from ..benchmarks.evolve import format_table, run
     from ..embed import resolve_embedder
@@ -106,7 +106,8 @@ def evolve(app: App, data: str | None, streams: str, max_bullets: int) -> None:
         click.echo(json.dumps(result))
         return
     click.echo(f"memorist bench evolve: embedder {embedder.name}; max_bullets {max_bullets} "
-               "(per learner for LTMBSE, shared by all learners for the baseline)")
+               "(per learner for the per-learner preset, shared by all learners for the baseline; "
+               "the baseline also at the per-learner playbooks' total capacity)")
     click.echo(format_table(result))
 
 

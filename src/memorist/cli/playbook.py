@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from ..errors import MemoristError
 from .app import App, FiniteFloat, cli, pass_app
@@ -40,8 +41,14 @@ def ace_logs_to_stderr(level: int = logging.INFO) -> Iterator[None]:
 
 
 def _playbook(app: App, preset: str, *, create: bool = False, **overrides: Any) -> Playbook:
+    from .. import config
     from ..ace.playbook import Playbook
 
+    # Spec 000's ACE_MEMORY_FILE chooses the playbooks' store unless --db (or
+    # MEMORIST_DB) names one.
+    chosen = config.ace_memory_file()
+    if chosen and click.get_current_context().find_root().get_parameter_source("db") in (ParameterSource.DEFAULT, None):
+        app.db = chosen
     memory = app.memory(create=create)
     return Playbook(memory, preset=preset, **{k: v for k, v in overrides.items() if v is not None})
 

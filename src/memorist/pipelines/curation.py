@@ -14,8 +14,10 @@ context, and the trajectories it rests on — lands on the playbook like this:
 3. else it is a new strategy. Harmful patterns become anti-patterns; nothing is
    dropped for being harmful.
 
-A ○ neutral strategy whose listed trajectories mostly succeeded (≥ 60 %, three
-at least) becomes ✓ helpful. (The other way round is left to the confidence: a
+A candidate whose category was credited across trajectories (the reflector's
+association of a decision with outcomes) moves the strategy it lands on to that
+category. A ○ neutral strategy not so credited whose listed trajectories mostly
+succeeded (≥ 60 %, three at least) becomes ✓ helpful. (The other way round is left to the confidence: a
 helpful strategy that keeps failing loses it, but is not turned into an
 anti-pattern on outcomes alone — early on most runs fail, whatever a habit does.
 What a failure directly follows is named a failure pattern by the reflector.) Then (§6.3) strategies of one category at
@@ -34,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..model import MemoryRecord, Status
-from ..policies.learning import HELPFUL, NEUTRAL, LearningConfig, support
+from ..policies.learning import HARMFUL, HELPFUL, NEUTRAL, LearningConfig, support
 from ..policies.text import normalize
 from ..store.base import Batch
 from .playbooks import (
@@ -55,6 +57,10 @@ from .undo import UNDO, undo_payload
 #: When a neutral strategy becomes helpful: the share of its listed trajectories that
 #: succeeded, and the fewest trajectories.
 PROMOTE = (0.6, 3)
+#: The metadata keys of a strategy whose category was credited across trajectories,
+#: and of one the runs have doubted (both outcomes seen, no credit yet).
+SETTLED = "credited"
+DOUBTED = "doubted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +80,12 @@ class Candidate:
     evidence: tuple[tuple[str, str, float, float | None], ...] = ()
     declared: float | None = None
     declared_count: int = 0
+    #: The category was credited across trajectories: the strategy it lands on moves
+    #: to it, and is no longer promoted on its outcomes alone.
+    settles: bool = False
+    #: Both outcomes were seen and the runs do not credit it (or no longer do): a ✓
+    #: strategy it lands on goes back to neutral.
+    doubts: bool = False
 
 
 def _weighed(items: tuple[tuple[str, str, float, float | None], ...], cat: str) -> tuple[tuple[str, str, float, float], ...]:
@@ -145,7 +157,8 @@ class Curation:
         if share is None:
             return record
         bound, fewest = PROMOTE
-        if category(record) == NEUTRAL and len(ev.items) >= fewest and share >= bound:
+        judged = record.metadata.get(SETTLED) or record.metadata.get(DOUBTED)  # the runs' association decides it, not its share
+        if category(record) == NEUTRAL and not judged and len(ev.items) >= fewest and share >= bound:
             return recategorized(record, HELPFUL, now=now, half_life_days=self.playbooks.half_life_days)
         return record
 
@@ -201,6 +214,18 @@ class Curation:
                         ev = ev.merge(Evidence(declared=cand.declared, declared_count=cand.declared_count, last_at=now), keep)
                     ev = ev.add(_weighed(cand.evidence, category(current)), keep)
                     updated = with_evidence(current, ev, now=now, half_life_days=hl)
+                    if cand.settles:
+                        if category(updated) != cand.category:
+                            updated = recategorized(updated, cand.category, now=now, half_life_days=hl)
+                        updated = updated.copy(metadata={**updated.metadata, SETTLED: True})
+                    elif cand.doubts:
+                        # A ✓ the runs no longer credit (one success made it, or a credit
+                        # that more runs have not borne out) goes back to ○; a ✗ stays until
+                        # the runs credit it otherwise (trying a harmful step again costs more).
+                        if category(updated) == HELPFUL:
+                            updated = recategorized(updated, NEUTRAL, now=now, half_life_days=hl)
+                        meta = {k: v for k, v in updated.metadata.items() if k != SETTLED or category(updated) == HARMFUL}
+                        updated = updated.copy(metadata={**meta, DOUBTED: True})
                     if cand.context and not updated.metadata.get("context"):
                         updated = updated.copy(metadata={**updated.metadata, "context": cand.context})
                     records[target] = updated
@@ -209,6 +234,8 @@ class Curation:
                 ev = Evidence(declared=cand.declared, declared_count=cand.declared_count, last_at=now if cand.declared is not None else None)
                 ev = ev.add(_weighed(cand.evidence, cand.category), keep)
                 record = self.playbooks.new_strategy(ref, cand.pattern, cand.category, context=cand.context, evidence=ev, now=now)
+                if cand.settles or cand.doubts:
+                    record = record.copy(metadata={**record.metadata, (SETTLED if cand.settles else DOUBTED): True})
                 records[record.id] = record
                 vectors[record.id] = vector
                 new_ids.append(record.id)

@@ -535,8 +535,10 @@ class LearningPipeline:
         metadata: dict[str, Any] = {"playbook": cfg.name}
         if nb.sources:
             metadata[SOURCES_KEY] = list(nb.sources)
+        # The learner whose turn taught it: retrieval boosts a learner's own bullets
+        # (spec 000's learner match), in a shared playbook too.
+        metadata["learner_id"] = state.learner_id
         if not cfg.per_learner:
-            # The shared playbook does not separate learners; who taught it is kept for inspection.
             metadata["taught_by"] = state.learner_id
         record = MemoryRecord(
             id=new_id(),

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..embed.base import Embedder
 from ..model import DEFAULT_CLASS, Kind, MemoryRecord, Scope, Status, from_epoch
-from ..policies.learning import DAY, LearningConfig, canonical_steps, keep_trace, trace_digest
+from ..policies.learning import CREDIT_HISTORY, DAY, LearningConfig, canonical_steps, keep_trace, trace_digest
 from ..policies.text import preview
 from ..reserved import RUN_PREFIX
 from ..roles.learning import Insights, Step, Trajectory
@@ -42,6 +42,9 @@ from ..store.base import ScopeFilter, Store
 RUN_TRAJECTORIES = f"{RUN_PREFIX}trajectories"
 RUN_TRACES = f"{RUN_PREFIX}traces"
 RUN_REFLECTIONS = f"{RUN_PREFIX}reflections"
+#: Where each space keeps the outcomes of its runs per task type (what association
+#: credit reads: it outlives the trajectories and reflections retention expires).
+RUN_OUTCOMES = f"{RUN_PREFIX}outcomes"
 STEP_OP = "trajectory_step"
 RUNNING = "running"
 DEFAULT_SCORES = {"success": 1.0, "partial": 0.5, "failure": 0.0}
@@ -337,6 +340,10 @@ class Trajectories:
             "task_type": task_type if batch_of else trajectories[0].metadata.get("task_type"),
             "curated_into": [],
         }
+        if insights.credited:
+            meta["credited"] = list(insights.credited)
+        if insights.doubted:
+            meta["doubted"] = list(insights.doubted)
         if batch_of:
             meta["trajectory_ids"] = [t.id for t in trajectories]
             meta["evidence"] = {k: list(v) for k, v in insights.evidence.items()}
@@ -362,7 +369,67 @@ class Trajectories:
         vector = self.embedder.embed_one(text)
         with self.store.transaction() as batch:
             batch.add(record, vector, actor="reflector", payload={"trajectories": [t.id for t in trajectories][:100], "batch": batch_of})
+            if not batch_of:
+                decided = [p for name in ("successful_patterns", "failure_patterns", "neutral_observations") for p in lists[name]]
+                self._note_outcome(batch, owner, meta.get("task_type"), trajectories[0].id, meta["status"] == "success", decided, now)
         return record
+
+    # the outcomes of a space's runs, per task type ------------------------------------------------
+    def _ledger(self, owner: Scope, task_type: Any, *, batch: Any = None) -> MemoryRecord | None:
+        kind = str(task_type or "")
+        rows = self.store.list(ScopeFilter(owner.tenant_id, owner.user_id, owner.agent_id, RUN_OUTCOMES))
+        found = [r for r in rows if r.kind is Kind.REFLECTION and r.metadata.get("task_type", "") == kind]
+        if not found:
+            return None
+        if batch is not None:  # as this transaction sees it
+            return batch.get_many([found[0].id]).get(found[0].id)
+        return found[0]
+
+    def outcomes(self, owner: Scope, task_type: Any, *, exclude: str | None = None) -> list[tuple[bool, list[str]]]:
+        """``(succeeded, decisions)`` of the space's runs of ``task_type`` reflected on,
+        oldest first (at most :data:`CREDIT_HISTORY`; ``exclude``: a trajectory id)."""
+        ledger = self._ledger(owner, task_type)
+        if ledger is None:
+            return []
+        keys = list(ledger.metadata.get("keys") or [])
+        out = []
+        for tid, ok, idx in ledger.metadata.get("runs") or []:
+            if tid != exclude:
+                out.append((bool(ok), [keys[i] for i in idx if isinstance(i, int) and 0 <= i < len(keys)]))
+        return out
+
+    def _note_outcome(self, batch: Any, owner: Scope, task_type: Any, trajectory_id: str, ok: bool, decided: list[str], now: float) -> None:
+        ledger = self._ledger(owner, task_type, batch=batch)
+        meta = dict(ledger.metadata) if ledger is not None else {"task_type": str(task_type or "")}
+        keys = list(meta.get("keys") or [])
+        runs = [r for r in meta.get("runs") or [] if r[0] != trajectory_id]
+        where = {k: i for i, k in enumerate(keys)}
+        idx = []
+        for pattern in dict.fromkeys(decided):
+            if pattern not in where:
+                where[pattern] = len(keys)
+                keys.append(pattern)
+            idx.append(where[pattern])
+        runs = [*runs, [trajectory_id, ok, idx]][-CREDIT_HISTORY:]
+        used = sorted({i for r in runs for i in r[2]})  # the keys no kept run names go
+        renumber = {old: new for new, old in enumerate(used)}
+        meta.update(keys=[keys[i] for i in used], runs=[[t, o, [renumber[i] for i in ix]] for t, o, ix in runs])
+        if ledger is None:
+            kind = meta["task_type"]
+            record = MemoryRecord(
+                id=str(uuid.uuid4()),
+                scope=Scope(owner.tenant_id, owner.user_id, owner.agent_id, RUN_OUTCOMES),
+                text=f"Outcomes of the runs of task type {kind!r}" if kind else "Outcomes of the runs",
+                kind=Kind.REFLECTION,
+                memory_class=DEFAULT_CLASS[Kind.REFLECTION],
+                created_at=now,
+                content_hash=str(uuid.uuid4()).replace("-", ""),
+                metadata=meta,
+            )
+            batch.add(record, self.embedder.embed_one(record.text), actor="reflector", payload={"outcomes": kind})
+        else:
+            batch.update(ledger.copy(metadata=meta, updated_at=now), None, old_text=ledger.text, actor="reflector",
+                         payload={"outcome": trajectory_id})
 
     # retention -------------------------------------------------------------------------------
     def prune(self, scope: ScopeFilter, *, now: float) -> dict[str, int]:
@@ -393,6 +460,7 @@ class Trajectories:
 __all__ = [
     "DEFAULT_SCORES",
     "RUNNING",
+    "RUN_OUTCOMES",
     "RUN_REFLECTIONS",
     "RUN_TRACES",
     "RUN_TRAJECTORIES",

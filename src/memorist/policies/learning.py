@@ -93,6 +93,67 @@ class VersionRetention:
     keep_days: float | None = 90.0
 
 
+# credit by association ---------------------------------------------------------------------
+#: Association credit (:func:`credit`): the fewest successes and failures to compare;
+#: how far apart a decision's presence in successes and in failures must be (a share),
+#: and in standard errors; how many earlier reflections of a task type are read.
+CREDIT_MIN_RUNS = 2
+CREDIT_MARGIN = 0.15
+CREDIT_Z = 2.0
+CREDIT_HISTORY = 200
+
+
+def credit(
+    runs: Sequence[tuple[bool, Sequence[str]]],
+    *,
+    min_runs: int = CREDIT_MIN_RUNS,
+    margin: float = CREDIT_MARGIN,
+    z: float = CREDIT_Z,
+) -> dict[str, str]:
+    """Each decision's category from its association with outcomes across ``runs``
+    (``(succeeded, decisions)``, decisions compared casefolded): how often it is
+    present in the successes against how often in the failures.
+
+    Present in failures and absent from successes: ✗ harmful; present in successes
+    and absent from failures: ✓ helpful: the difference of the two shares (smoothed by
+    Laplace's rule of succession) is at least ``margin`` and ``z`` standard errors. Present about
+    equally in both (a habit, or a step every run takes): ○ neutral, when the
+    difference is within ``margin`` by ``z`` standard errors too. Anything in between
+    is left out (the runs do not say yet), as are decisions seen fewer than
+    ``min_runs`` times and every decision while there are fewer than ``min_runs``
+    successes or failures: a handful of runs decides nothing.
+
+    >>> runs = [(True, ["Back off", "Log"]), (True, ["Back off"]), (False, ["Hammer", "Log"]), (False, ["Hammer"])]
+    >>> sorted(credit(runs * 2).items())  # "Log" is in half of each: not decided yet
+    [('back off', 'helpful'), ('hammer', 'harmful')]
+    >>> credit(runs * 60)["log"]
+    'neutral'
+    >>> credit(runs[:3])
+    {}
+    """
+    wins = sum(1 for ok, _ in runs if ok)
+    losses = len(runs) - wins
+    if wins < min_runs or losses < min_runs:
+        return {}
+    present: dict[str, list[int]] = {}
+    for ok, decisions in runs:
+        for key in {d.casefold() for d in decisions if d}:
+            present.setdefault(key, [0, 0])[0 if ok else 1] += 1
+    out = {}
+    for key, (in_wins, in_losses) in present.items():
+        if in_wins + in_losses < min_runs:
+            continue
+        fs = (in_wins + 1) / (wins + 2)  # Laplace's rule of succession: no share is 0 or 1 on a few runs
+        ff = (in_losses + 1) / (losses + 2)
+        diff = fs - ff
+        spread = (fs * (1 - fs) / (wins + 2) + ff * (1 - ff) / (losses + 2)) ** 0.5
+        if abs(diff) >= margin and abs(diff) >= z * spread:
+            out[key] = HELPFUL if diff > 0 else HARMFUL
+        elif abs(diff) + z * spread < margin:
+            out[key] = NEUTRAL
+    return out
+
+
 def versions_to_keep(versions: Sequence[tuple[int, bool, float]], *, now: float, rule: VersionRetention) -> set[int]:
     """The version numbers to keep of ``versions`` — ``(number, major, created_at)``."""
     if not versions:
@@ -267,6 +328,10 @@ class LearningConfig:
 
 __all__ = [
     "CATEGORIES",
+    "CREDIT_HISTORY",
+    "CREDIT_MARGIN",
+    "CREDIT_MIN_RUNS",
+    "CREDIT_Z",
     "DAY",
     "HARMFUL",
     "HELPFUL",
@@ -278,6 +343,7 @@ __all__ = [
     "canonical_steps",
     "category_of",
     "confidence",
+    "credit",
     "improvement",
     "keep_trace",
     "recency_factor",

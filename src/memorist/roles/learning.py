@@ -241,6 +241,12 @@ class Similar(_Plain):
     _nested: ClassVar[Mapping[str, Any]] = {"bullet": Bullet}
 
 
+#: The similarity a lesson past the cap on new bullets needs to its nearest bullet to
+#: reinforce it (cosine; the hashing and MiniLM embedders put unrelated sentences
+#: well below it and paraphrases above).
+OVERFLOW_FLOOR = 0.5
+
+
 @dataclass(frozen=True, slots=True)
 class CurationInput(_Plain):
     """Everything a curator decides from.
@@ -262,6 +268,9 @@ class CurationInput(_Plain):
     lesson_similarity: tuple[tuple[float, ...], ...] = ()
     max_new: int | None = 2
     reinforce_threshold: float | None = 0.9
+    #: A lesson past the cap reinforces its nearest bullet only at this similarity or
+    #: more (an unrelated bullet must not gain from it); below, the lesson is dropped.
+    overflow_floor: float = OVERFLOW_FLOOR
 
     _nested: ClassVar[Mapping[str, Any]] = {
         "reflection": Reflection,
@@ -361,6 +370,12 @@ class Insights(_Plain):
     recommendations: tuple[str, ...] = ()
     summary: str = ""
     evidence: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The patterns whose category was credited across trajectories (by their
+    #: association with outcomes, not this run alone): curation moves a strategy to it.
+    credited: tuple[str, ...] = ()
+    #: The patterns the runs have not credited yet though both outcomes were seen: a
+    #: strategy that only one run ever made ✓ or ✗ goes back to ○ until they do.
+    doubted: tuple[str, ...] = ()
 
     #: The four lists, in spec 001's order.
     LISTS: ClassVar[tuple[str, ...]] = ("successful_patterns", "failure_patterns", "neutral_observations", "recommendations")
@@ -449,17 +464,24 @@ class Reflector(_LearningRole):
 
 
 def reinforce_overflow(
-    nearest: tuple[str, float] | None, content: str, *, by: str = "Heuristic", log: logging.Logger | None = None
+    nearest: tuple[str, float] | None, content: str, *, by: str = "Heuristic", log: logging.Logger | None = None,
+    floor: float = 0.0,
 ) -> str | None:
     """What becomes of a lesson past the cap on new bullets (:func:`room_for_new`).
 
     It still counts, as one more helpful for ``nearest`` — the ``(id, similarity)``
-    of the bullet most similar to it — whose id is returned; with no similar bullet
-    it is dropped (None). Logged ``[Curator][<by> ReinforceOverflow]`` either way.
+    of the bullet most similar to it — whose id is returned, when that similarity is
+    at least ``floor``; with no bullet that similar it is dropped (None): a lesson
+    must not reinforce a bullet it says nothing about. Logged ``[Curator][<by>
+    ReinforceOverflow]`` either way.
     """
     log = log or curator_log
     if nearest is None:
         log.info("[Curator][%s ReinforceOverflow] id=- score=0.000 dropped (no similar bullet) content=%s", by, content)
+        return None
+    if nearest[1] < floor:
+        log.info("[Curator][%s ReinforceOverflow] id=%s score=%.3f dropped (below the floor %.2f) content=%s",
+                 by, nearest[0], nearest[1], floor, content)
         return None
     log.info("[Curator][%s ReinforceOverflow] id=%s score=%.3f content=%s", by, nearest[0], nearest[1], content)
     return nearest[0]
@@ -477,6 +499,7 @@ def cap_new(delta: Delta, data: CurationInput, *, by: str = "Heuristic") -> Delt
     """Spec 000's cap on new bullets per turn, applied to any curator's proposal:
     the first ``data.max_new`` new bullets stay (each logged ``[Curator][<by> New
     i]``), each one past the cap reinforces the bullet most similar to its lesson
+    when it is at least ``data.overflow_floor`` similar, and is dropped otherwise
     (``[Curator][<by> ReinforceOverflow]``, :func:`reinforce_overflow`)."""
     keep: list[NewBullet] = []
     overflow: list[NewBullet] = []
@@ -490,7 +513,8 @@ def cap_new(delta: Delta, data: CurationInput, *, by: str = "Heuristic") -> Delt
     for bullet in overflow:
         index = _lesson_of(data, bullet)
         near = data.candidates[index] if index is not None and index < len(data.candidates) else ()
-        target = reinforce_overflow((near[0].bullet.id, near[0].score) if near else None, bullet.content, by=by)
+        target = reinforce_overflow((near[0].bullet.id, near[0].score) if near else None, bullet.content, by=by,
+                                    floor=data.overflow_floor)
         if target is not None:  # every lesson the bullet stood for counts
             updates.append(CounterUpdate(target, helpful=max(1, bullet.helpful)))
     touched = {u.id for u in updates}
@@ -587,6 +611,7 @@ __all__ = [
     "Trace",
     "Trajectory",
     "bullet_from",
+    "OVERFLOW_FLOOR",
     "cap_new",
     "messages_of",
     "reinforce_overflow",

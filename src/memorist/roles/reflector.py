@@ -6,14 +6,24 @@ remind me that ...", "I prefer ...") in the question and the feedback, what the
 feedback says helped or hurt, and the outcome. The bullets that were in the prompt
 are tagged helpful after a success and harmful after a failure.
 
-On a trajectory (spec 001) it reads the steps: the decisions of a successful run
-are its ✓ successful patterns (actions only carry decisions out); in a run that failed, a decision an error directly
-followed (actions between them aside) is a ✗ failure pattern — an error that
-followed no decision is one itself — and the run's other decisions are ○ neutral:
-taken, but not enough. An observation is an error when it says so (words such as
-"error", "failed", "429") unless its metadata marks it ``ok`` or ``handled``.
-Steps may carry a ``recommendation`` in their metadata. Across several trajectories it keeps
-the patterns at least two of them show, each with those trajectories as evidence.
+On a trajectory (spec 001) it credits the run's decisions (its ``decision`` steps;
+actions only carry them out, observations are what happened) by their association
+with outcomes across the trajectories of the same task type
+(:func:`~memorist.policies.learning.credit`): a decision present in failures and
+absent from successes is a ✗ failure pattern, one present in successes and absent
+from failures a ✓ successful pattern, one present about equally in both ○ neutral.
+Those categories are ``credited``: curation moves a strategy to them. Until the runs
+say (too few successes or failures, a decision seen once, a difference not yet clear)
+a decision is ○, uncredited — except the decision an error directly followed
+(actions between them aside) that no success ever took, which is ✗ until the runs
+say. Before any run of the other outcome was seen, one run decides alone
+(uncredited): a success's decisions are ✓; in a failure that culprit is ✗, the
+others ○. Error text is an
+observation, never a pattern: an observation is an error when it says so ("error",
+"failed", "429") unless its metadata marks it ``ok`` or ``handled``. Steps may carry a
+``recommendation`` in their metadata. Across a batch it keeps the patterns at least
+two of its trajectories show, credited the same way, each with those trajectories as
+evidence.
 
 >>> from memorist.roles.learning import Trace
 >>> r = HeuristicReflector().reflect(Trace(
@@ -27,6 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
+from ..policies.learning import NEUTRAL, credit
 from ..policies.taxonomy import infer_topic
 from .learning import (
     HARMFUL,
@@ -149,7 +160,23 @@ class HeuristicReflector(Reflector):
     ...     steps=(Step("decision", "Decided to retry immediately"), Step("observation", "Error: HTTP 429 Too Many Requests")),
     ... )).failure_patterns
     ('Retry immediately',)
+
+    With the runs before it (``(succeeded, decisions)``), a decision is credited by
+    its association with outcomes:
+
+    >>> history = [(True, ["Log every response", "Back off on 429"]), (True, ["Back off on 429"]),
+    ...            (False, ["Log every response", "Retry immediately"]), (False, ["Retry immediately"])] * 2
+    >>> insights = HeuristicReflector().reflect_in_context(Trajectory(
+    ...     task="Fetch users", status="success",
+    ...     steps=(Step("decision", "Log every response"), Step("decision", "Back off on 429"))), history)
+    >>> insights.successful_patterns, insights.neutral_observations
+    (('Back off on 429',), ('Log every response',))
     """
+
+    def reflect_in_context(self, trajectory: Trajectory, history: Sequence[tuple[bool, Sequence[str]]]) -> Insights:
+        """:meth:`reflect_trajectory` with the runs of the same task type before it
+        (``(succeeded, decisions)``, at most :data:`~memorist.policies.learning.CREDIT_HISTORY`)."""
+        return _reflect_on_trajectory(trajectory, history)
 
     label = "Reflector"
 
@@ -257,18 +284,29 @@ def _unique(items: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def trajectory_parts(t: Trajectory) -> tuple[list[str], list[str], list[str], list[str]]:
-    """``(successful, failure, neutral, recommendations)`` of one trajectory, by the rules above."""
-    steps = list(t.steps)
-    deciding = [i for i, s in enumerate(steps) if s.type in _PATTERN_STEPS]
-    recommendations = [
-        str(s.metadata["recommendation"]).strip() for s in steps
+def decisions(t: Trajectory) -> list[str]:
+    """The decisions of a trajectory, as patterns, in order (each once)."""
+    return list(_unique([_pattern(s) for s in t.steps if s.type in _PATTERN_STEPS]))
+
+
+def _recommendations(t: Trajectory) -> list[str]:
+    return [
+        str(s.metadata["recommendation"]).strip() for s in t.steps
         if isinstance(s.metadata, dict) and isinstance(s.metadata.get("recommendation"), str) and s.metadata["recommendation"].strip()
     ]
+
+
+def trajectory_parts(t: Trajectory) -> tuple[list[str], list[str], list[str], list[str]]:
+    """``(successful, failure, neutral, recommendations)`` of one trajectory judged
+    alone (the rule used until the runs of its task type say more): a success's
+    decisions are successful; in a failure, the decision an error directly followed is
+    a failure pattern and the others neutral. Errors themselves are no pattern."""
+    steps = list(t.steps)
+    deciding = [i for i, s in enumerate(steps) if s.type in _PATTERN_STEPS]
+    recommendations = _recommendations(t)
     if t.status == "success":
         return [_pattern(steps[i]) for i in deciding], [], [], recommendations
     culprits: list[int] = []
-    failures: list[str] = []
     chosen = set(deciding)
     for i, step in enumerate(steps):
         if not is_error_step(step):
@@ -280,34 +318,72 @@ def trajectory_parts(t: Trajectory) -> tuple[list[str], list[str], list[str], li
             j -= 1
         if j >= 0 and j in chosen:
             culprits.append(j)
-        else:
-            failures.append(" ".join(step.description.split()).rstrip(" ."))
-    if not culprits and not failures and t.error:
-        failures.append(" ".join(t.error.split()).rstrip(" ."))
     culprit_set = set(culprits)
-    failure = [_pattern(steps[j]) for j in dict.fromkeys(culprits)] + failures
+    failure = [_pattern(steps[j]) for j in dict.fromkeys(culprits)]
     neutral = [_pattern(steps[j]) for j in deciding if j not in culprit_set]
     return [], failure, neutral, recommendations
 
 
-def _reflect_on_trajectory(t: Trajectory) -> Insights:
+def _errors(t: Trajectory) -> list[str]:
+    found = [" ".join(s.description.split()).rstrip(" .") for s in t.steps if is_error_step(s)]
+    if not found and t.error and t.status != "success":
+        found.append(" ".join(t.error.split()).rstrip(" ."))
+    return list(_unique(found))
+
+
+def _reflect_on_trajectory(t: Trajectory, history: Sequence[tuple[bool, Sequence[str]]] = ()) -> Insights:
     good, bad, neutral, recs = trajectory_parts(t)
+    mine = decisions(t)
+    ok = t.status == "success"
+    credited: list[str] = []
+    doubted: list[str] = []
+    if history:
+        runs = [*history, (ok, mine)]
+        verdicts = credit(runs)
+        # The other outcome already seen: a run alone no longer decides (what it shares
+        # with runs of the other outcome is for the association to say).
+        contrast = any(success != ok for success, _ in history)
+        won = {x.casefold() for success, taken in history if success for x in taken}
+        alone = {d.casefold(): cat for cat, items in ((HELPFUL, good), (HARMFUL, bad), (NEUTRAL, neutral)) for d in items}
+        final = {}
+        for d in mine:
+            key = d.casefold()
+            if key in verdicts:
+                final[d] = verdicts[key]
+                credited.append(d)
+            elif contrast and not ok and alone.get(key) == HARMFUL and key not in won:
+                final[d] = HARMFUL  # the step an error followed, in no success yet: ✗ until the runs say
+            elif contrast:
+                final[d] = NEUTRAL
+                if ok:  # a success with failures seen: no longer enough to make it ✓
+                    doubted.append(d)
+            else:
+                final[d] = alone.get(key, NEUTRAL)
+        good = [d for d in mine if final[d] == HELPFUL]
+        bad = [d for d in mine if final[d] == HARMFUL]
+        neutral = [d for d in mine if final[d] == NEUTRAL]
+    errors = _errors(t)
+    seen = f"; errors seen: {'; '.join(errors[:3])}" if errors else ""
     return Insights(
         successful_patterns=_unique(good),
         failure_patterns=_unique(bad),
         neutral_observations=_unique([n for n in neutral if n.casefold() not in {b.casefold() for b in bad}]),
         recommendations=_unique(recs),
-        summary=f"{t.status or 'unknown'}: {len(t.steps)} step(s), {len(good)} successful, {len(bad)} failure pattern(s)",
+        summary=(f"{t.status or 'unknown'}: {len(t.steps)} step(s), {len(good)} successful, {len(bad)} failure pattern(s)"
+                 f"{f', {len(credited)} credited across runs' if credited else ''}{seen}"),
+        credited=_unique(credited),
+        doubted=_unique(doubted),
     )
 
 
 def _reflect_on_batch(trajectories: Sequence[Trajectory]) -> Insights:
     """Patterns that at least two trajectories show, with those trajectories as evidence.
 
-    A decision is a successful pattern when some run that took it succeeded and it
-    was the culprit of no more failures than it had successes (its evidence: every
-    run that took it, so its success rate shows); a failure pattern when it was a
-    culprit more often; neutral when it never led to a success.
+    Each decision is credited by its association with the batch's outcomes
+    (:func:`~memorist.policies.learning.credit`); where the batch is too small to
+    say, a decision some success took is successful unless it was the culprit of more
+    failures than it had successes, a failure pattern when it was a culprit more
+    often, and neutral when it never led to a success.
     """
     seen: dict[str, str] = {}
     runs: dict[str, dict[str, list[str]]] = {}
@@ -319,8 +395,10 @@ def _reflect_on_batch(trajectories: Sequence[Trajectory]) -> Insights:
         if tid not in bucket[role]:
             bucket[role].append(tid)
 
+    outcomes = []
     for t in trajectories:
         good, bad, neutral, recs = trajectory_parts(t)
+        outcomes.append((t.status == "success", decisions(t)))
         for p in good:
             note(p, "success", t.id)
         for p in bad:
@@ -329,8 +407,11 @@ def _reflect_on_batch(trajectories: Sequence[Trajectory]) -> Insights:
             note(p, "other", t.id)
         for p in recs:
             note(p, "recommendation", t.id)
+    verdicts = credit(outcomes)
     lists: dict[str, list[str]] = {"successful_patterns": [], "failure_patterns": [], "neutral_observations": [], "recommendations": []}
     evidence: dict[str, tuple[str, ...]] = {}
+    credited: list[str] = []
+    target = {HELPFUL: "successful_patterns", HARMFUL: "failure_patterns", NEUTRAL: "neutral_observations"}
     for key, b in runs.items():
         pattern = seen[key]
         every = tuple(dict.fromkeys(b["success"] + b["culprit"] + b["other"]))
@@ -339,7 +420,10 @@ def _reflect_on_batch(trajectories: Sequence[Trajectory]) -> Insights:
             evidence[pattern] = tuple(b["recommendation"])
         if len(every) < 2:
             continue
-        if b["success"] and len(b["culprit"]) <= len(b["success"]):
+        if key in verdicts:
+            lists[target[verdicts[key]]].append(pattern)
+            credited.append(pattern)
+        elif b["success"] and len(b["culprit"]) <= len(b["success"]):
             lists["successful_patterns"].append(pattern)
         elif b["culprit"]:
             lists["failure_patterns"].append(pattern)
@@ -351,7 +435,8 @@ def _reflect_on_batch(trajectories: Sequence[Trajectory]) -> Insights:
         **{k: tuple(v) for k, v in lists.items()},
         summary=f"{len(trajectories)} trajectories, {ok} successful; {sum(len(v) for v in lists.values())} shared pattern(s)",
         evidence=evidence,
+        credited=tuple(credited),
     )
 
 
-__all__ = ["HeuristicReflector", "is_error_step", "polarity", "trajectory_parts"]
+__all__ = ["HeuristicReflector", "decisions", "is_error_step", "polarity", "trajectory_parts"]

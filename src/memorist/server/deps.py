@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -20,6 +21,7 @@ from .. import validate
 from ..api import Scoped
 from ..errors import MemoristError, NotFoundError
 from ..memory import Memory
+from ..relations import Subject, Target
 from . import schemas as s
 from .errors import ApiError, error_response, memorist_error_response, retry_after
 from .keys import KeyStore
@@ -244,17 +246,46 @@ class Reach:
         return self.caller.user_id
 
     def scope(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Scoped | Memory:
-        """For a call in the scope the ids name (a bound key naming another user: 404 user)."""
-        return self._handle(self._user(user_id, "user"), agent_id, run_id)
+        """For a call in the scope the ids name (a bound key naming another user: 404
+        user, unless a relation lets its user read that scope)."""
+        return self._handle(self._user(user_id, "user", share=self._sees_space(agent_id)), agent_id, run_id)
 
     def by_id(self, what: str, ident: str, *, user_id: str | None = None, agent_id: str | None = None,
               run_id: str | None = None) -> Scoped | Memory:
         """For a call on one ``what`` (a memory, a trajectory) by its id ``ident``: a bound
         key naming it under another user finds nothing (404 ``what``; a malformed memory
-        id is 422 first, as Memory's by-id calls check it before anything)."""
+        id is 422 first, as Memory's by-id calls check it before anything), unless a
+        relation lets its user read that scope."""
         if what == "memory":
             ident = validate.memory_id(ident)
-        return self._handle(self._user(user_id, what, ident), agent_id, run_id)
+        return self._handle(self._user(user_id, what, ident, share=self._sees_space(agent_id)), agent_id, run_id)
+
+    def playbook(self, name: str, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> Scoped | Memory:
+        """For a call on the playbook ``name`` of the scope the ids name: a bound key
+        naming another user's reaches it when a relation or the playbook's visibility
+        lets its user read it (404 user otherwise)."""
+
+        def sees(other: str) -> bool:
+            subject = self.subject()
+            assert subject is not None
+            ref = self.memory.learning.ref(name, other, agent_id, scope)
+            book = Target(ref.scope.user_id, ref.scope.agent_id, ref.name, ref.label)
+            return subject.may(book, False)[0] or self._sees_space(agent_id)(other)
+
+        return self._handle(self._user(user_id, "user", share=sees), agent_id, None)
+
+    def subject(self) -> Subject | None:
+        """The subject a key bound to a user acts as (None: a tenant key, the tenant's administrator)."""
+        bound = self.caller.user_id
+        return None if bound is None else self.memory.as_subject(user_id=bound)
+
+    def _sees_space(self, agent_id: str | None) -> Callable[[str], bool]:
+        def sees(other: str) -> bool:
+            subject = self.subject()
+            assert subject is not None
+            return subject.may(Target(other, agent_id or ""), False)[0]
+
+        return sees
 
     def project(self, project_id: str | None) -> Scoped | Memory:
         """For a call on a project's minutes: a minute's project is Memorist's user (a
@@ -269,20 +300,28 @@ class Reach:
             raise ApiError(403, f"a key bound to a user cannot change {what}", field=field)
         return self.memory
 
-    def _user(self, user_id: str | None, what: str, ident: str | None = None) -> str | None:
+    def _user(self, user_id: str | None, what: str, ident: str | None = None, *,
+              share: Callable[[str], bool] | None = None) -> str | None:
         """The scope rule: the user a request acts as, the one it names or the key's
         bound user; a bound key naming another finds no ``what`` (``ident``, default
-        the user named)."""
+        the user named) unless ``share`` says a relation lets it see that user's."""
         bound = self.caller.user_id
         if bound is None:
             return user_id
         if user_id is not None and user_id != bound:
-            raise NotFoundError(what, user_id if ident is None else ident)
+            if share is None or not isinstance(user_id, str) or not share(user_id):
+                raise NotFoundError(what, user_id if ident is None else ident)
+            return user_id
         return bound
 
     def _handle(self, user_id: str | None, agent_id: str | None, run_id: str | None) -> Scoped | Memory:
         if user_id is None and agent_id is None and run_id is None:
             return self.memory
+        bound = self.caller.user_id
+        if bound is not None and user_id != bound:
+            # Another user's, shared with this key's user: every call is checked against
+            # the relations as that subject (a viewer cannot write).
+            return _SharedScope(self.memory.as_subject(user_id=bound), user_id, agent_id, run_id)
         return _RequestScope(self.memory, user_id, agent_id, run_id)
 
 
@@ -297,6 +336,22 @@ class _RequestScope(Scoped):
         # Not Scoped.__init__, which checks the ids now; at least one is given (Reach._handle).
         self.memory = memory
         self.ids = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+
+
+class _SharedScope(_RequestScope):
+    """The handle of a request on another user's scope that a relation shares with the
+    key's user: its calls act as that subject. Energy tiers and minutes are not shared."""
+
+    def __init__(self, subject: Subject, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
+        super().__init__(subject, user_id, agent_id, run_id)  # type: ignore[arg-type]
+
+    @property
+    def tiers(self) -> Any:
+        raise NotFoundError("user", str(self.ids["user_id"]))
+
+    @property
+    def minutes(self) -> Any:
+        raise NotFoundError("project", str(self.ids["user_id"]))
 
 
 def current_reach(request: Request, caller: CallerDep) -> Reach:

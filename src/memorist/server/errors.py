@@ -6,7 +6,8 @@
 status  type                    when
 ======  ======================  ==================================================
 401     ``unauthorized``        a missing, unknown or revoked API key
-403     ``forbidden``           a development server asked under another host name
+403     ``forbidden``           a development server asked under another host name; a
+                                write a key's subject may read but not make (a viewer's)
 404     ``not_found``           an unknown id, or one outside the key's binding
 405     ``method_not_allowed``  a route that exists, with another method
 408     ``request_timeout``     a body that did not arrive within ``timeout_body``
@@ -45,6 +46,7 @@ from ..errors import (
     CorruptStoreError,
     MemoristError,
     NotFoundError,
+    PermissionDeniedError,
     ProviderError,
     StoreError,
     TransientProviderError,
@@ -108,6 +110,8 @@ def memorist_error_response(exc: MemoristError) -> JSONResponse:
     if isinstance(exc, CancelledCallError):
         log.info("%s", exc)
         return error_response(499, str(exc))
+    if isinstance(exc, PermissionDeniedError):
+        return error_response(403, str(exc))
     if isinstance(exc, ConflictError):
         return error_response(409, str(exc))
     if isinstance(exc, StoreError):

@@ -198,6 +198,15 @@ class BatchReflectRequest(_Request):
     min_trajectories: int = Field(default=5, ge=1, le=MAX_LIMIT, description="The fewest trajectories a pattern search needs.")
 
 
+class RelationRequest(_Request):
+    """A relation tuple: ``subject`` has ``relation`` on ``object``."""
+
+    subject: str | list[str] = Field(description="('user'|'agent'|'group', id), as [type, id] or 'type:id'.")
+    relation: str = Field(max_length=16, description="owner, editor or viewer (member: of a group).")
+    object: str | list[str] = Field(description="('playbook'|'scope'|'group', id), as [type, id] or 'type:id': "
+                                    "'playbook:agent_a/default', 'scope:user:alex', 'group:team'.")
+
+
 class UpdatePlaybookRequest(_Request):
     strategies: list[dict[str, Any]] = Field(
         description='[{"category": "helpful|harmful|neutral", "pattern", "context"?, "confidence"?, "evidence_count"?, "examples"?}]'
@@ -362,6 +371,9 @@ PlaybookList = model.PlaybookList
 VersionItem = model.VersionItem
 VersionList = model.VersionList
 TierRun = model.TierRun
+RelationChange = model.RelationChange
+RelationList = model.RelationList
+RelationCheck = model.RelationCheck
 Scheduled = model.Scheduled
 TierItem = model.TierItem
 TierItems = model.TierItems
@@ -421,6 +433,10 @@ __all__ = [
     "TierItem",
     "TierItems",
     "TierRun",
+    "RelationChange",
+    "RelationCheck",
+    "RelationList",
+    "RelationRequest",
     "TierStatus",
     "AddRequest",
     "BatchReflectRequest",

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model import EventRecord, MemoryRecord, Scope, Status
+from ..model import EventRecord, MemoryRecord, RelationTuple, Scope, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +105,15 @@ class Batch(abc.ABC):
         payload: dict[str, Any] | None = None,
     ) -> int:
         """Append an event that goes with no memory row change (a turn, a run)."""
+
+    # relation tuples (sharing): each change appends its event to the log.
+    def put_relation(self, tenant_id: str, relation: RelationTuple) -> bool:
+        """Store ``relation`` in ``tenant_id``; False when it was already there."""
+        raise NotImplementedError
+
+    def remove_relation(self, tenant_id: str, relation: RelationTuple) -> bool:
+        """Remove ``relation`` (its ``created_at`` is ignored); False when it was not there."""
+        raise NotImplementedError
 
     # Reads and bookkeeping inside the transaction (the learning pipeline's
     # read-modify-write: what it reads here no other writer can change before commit).
@@ -248,6 +257,20 @@ class Store(abc.ABC):
         active memories valid at ``now`` and effective since ``cutoff``; with
         ``only``, just that user if it has a space. Users whose memories were all
         deleted are listed with 0."""
+
+    def relations(
+        self,
+        tenant_id: str,
+        *,
+        subjects: Sequence[tuple[str, str]] | None = None,
+        relations: Sequence[str] | None = None,
+        objects: Sequence[tuple[str, str]] | None = None,
+        limit: int = 1000,
+    ) -> list[RelationTuple]:
+        """The relation tuples of ``tenant_id`` with one of ``subjects``, ``relations``
+        and ``objects`` (None: any), at most ``limit``. Never cached: a revoked tuple is
+        gone for the next read."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     def history(self, memory_id: str) -> list[EventRecord]: ...

@@ -88,3 +88,66 @@ def user_counts_sql(
     sql += f" GROUP BY s.user_id ORDER BY s.user_id LIMIT {mark}"
     args.append(limit)
     return sql, args
+
+
+# relation tuples ------------------------------------------------------------------------
+#: The columns of a relation tuple, in :class:`memorist.model.RelationTuple`'s order.
+RELATION_COLUMNS = "subject_type, subject_id, relation, object_type, object_id, created_at"
+_TUPLE_KEY = "tenant_id = {m} AND subject_type = {m} AND subject_id = {m} AND relation = {m} AND object_type = {m} AND object_id = {m}"
+
+
+def relation_insert_sql(mark: str = "?") -> str:
+    """Insert a tuple unless it is there (the caller reads the row count)."""
+    marks = ", ".join([mark] * 7)
+    return f"INSERT INTO relations (tenant_id, {RELATION_COLUMNS}) VALUES ({marks}) ON CONFLICT DO NOTHING"
+
+
+def relation_delete_sql(mark: str = "?") -> str:
+    return "DELETE FROM relations WHERE " + _TUPLE_KEY.format(m=mark)
+
+
+def relations_sql(
+    tenant_id: str,
+    *,
+    subjects: Any = None,
+    relations: Any = None,
+    objects: Any = None,
+    limit: int,
+    mark: str = "?",
+) -> tuple[str, list[Any]]:
+    """The tuples of a tenant whose subject is one of ``subjects``, relation one of
+    ``relations`` and object one of ``objects`` (each a sequence; None: any), in a
+    stable order, at most ``limit``."""
+    where = [f"tenant_id = {mark}"]
+    args: list[Any] = [tenant_id]
+    for columns, values in ((("subject_type", "subject_id"), subjects), (("object_type", "object_id"), objects)):
+        if values is None:
+            continue
+        values = list(values)
+        if not values:
+            where.append("1 = 0")
+            continue
+        pairs = " OR ".join(f"({columns[0]} = {mark} AND {columns[1]} = {mark})" for _ in values)
+        where.append(f"({pairs})")
+        for kind, ident in values:
+            args += [kind, ident]
+    if relations is not None:
+        relations = list(relations)
+        where.append(f"relation IN ({', '.join([mark] * len(relations))})" if relations else "1 = 0")
+        args += relations
+    sql = (f"SELECT {RELATION_COLUMNS} FROM relations WHERE {' AND '.join(where)} "
+           f"ORDER BY object_type, object_id, relation, subject_type, subject_id LIMIT {mark}")
+    args.append(int(limit))
+    return sql, args
+
+
+def relation_row(relation: Any) -> tuple[Any, ...]:
+    """A :class:`memorist.model.RelationTuple`'s values in :data:`RELATION_COLUMNS` order."""
+    return (relation.subject_type, relation.subject_id, relation.relation, relation.object_type, relation.object_id,
+            float(relation.created_at))
+
+
+def relation_payload(relation: Any) -> dict[str, Any]:
+    """What the event log keeps of a tuple's change."""
+    return {"subject": [relation.subject_type, relation.subject_id], "relation": relation.relation,
+            "object": [relation.object_type, relation.object_id]}

@@ -8,6 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from memorist.benchmarks.learn import TRUTH
 from memorist.cli import cli
 
 pytestmark = pytest.mark.sqlite_only("the learning commands through the CLI runner, on a file")
@@ -81,3 +82,26 @@ def test_bench_learn_json(tmp_path) -> None:
     assert out["episodes"] == 60 and len(out["learning"]["success_by_block"]) == 3 == len(out["without"]["success_by_block"])
     assert set(out["learning"]) >= {"success_by_block", "playbook_size", "near_duplicates", "versions_kept"}
     assert out["learning"]["success_by_block"][-1] > out["without"]["success_by_block"][-1]
+    # Each world's learned categories against the simulator's truth.
+    assert out["world"] == "basic" and out["extended"]["world"] == "extended"
+    for world in (out, out["extended"]):
+        learned = world["learning"]
+        assert {r["strategy"] for r in learned["categories"]} == set(TRUTH[world["world"]])
+        assert all(0.0 <= learned[k] <= 1.0 for k in ("category_accuracy", "precision_helpful", "recall_helpful",
+                                                        "precision_harmful", "recall_harmful"))
+        assert learned["foreign"] == []  # no error message taken for a strategy
+
+
+def test_category_scores_fail_when_the_playbook_is_wrong() -> None:
+    from memorist.benchmarks.learn import BACKOFF, HAMMER, LOG_BODIES, TIMEOUT, score_categories
+
+    def book(helpful: list[str], harmful: list[str]) -> dict:
+        return {"strategies": {"helpful": [{"pattern": p} for p in helpful], "harmful": [{"pattern": p} for p in harmful], "neutral": []}}
+
+    truth = TRUTH["basic"]
+    right = score_categories(book([BACKOFF], [HAMMER]), truth)
+    assert right["precision_helpful"] == right["precision_harmful"] == 1.0 and right["recall_harmful"] == 0.5
+    wrong = score_categories(book([BACKOFF, LOG_BODIES, TIMEOUT], ["Error: HTTP 429 Too Many Requests"]), truth)
+    assert wrong["precision_helpful"] == round(1 / 3, 3) and wrong["recall_harmful"] == 0.0
+    assert wrong["foreign"] == ["Error: HTTP 429 Too Many Requests"]
+    assert wrong["category_accuracy"] < right["category_accuracy"]

@@ -43,12 +43,13 @@ def test_the_heuristic_names_the_decision_an_error_followed() -> None:
     assert insights.failure_patterns == ("Retry immediately",)
     assert insights.neutral_observations == ("Call the API without a token",)
     assert insights.successful_patterns == ()
-    # An error that followed no decision is a failure pattern itself.
+    # Error text is an observation, never a pattern: the summary says what was seen.
     alone = HeuristicReflector().reflect_trajectory(Trajectory(task="t", status="failure", steps=(
         Step("action", "GET /users"), Step("observation", "HTTP 503 Service Unavailable")), error="gave up"))
-    assert alone.failure_patterns == ("HTTP 503 Service Unavailable",)
+    assert alone.lists() == {"successful_patterns": [], "failure_patterns": [], "neutral_observations": [], "recommendations": []}
+    assert "errors seen: HTTP 503 Service Unavailable" in alone.summary
     bare = HeuristicReflector().reflect_trajectory(Trajectory(task="t", status="failure", error="Disk full"))
-    assert bare.failure_patterns == ("Disk full",)
+    assert bare.failure_patterns == () and "errors seen: Disk full" in bare.summary
 
 
 def test_a_running_trajectory_cannot_be_reflected_on(mem) -> None:

@@ -13,7 +13,7 @@ from memorist.benchmarks import evolve as bench
 from memorist.benchmarks import tutoring
 from memorist.cli import cli
 
-KEYS = {"bullets", "near_duplicate_pct", "max_new_in_turn", "capacity_exceeded", "recall_at_5", "recall_at_10"}
+KEYS = {"bullets", "capacity", "near_duplicate_pct", "near_duplicate_pct_at_0_8", "max_new_in_turn", "capacity_exceeded", "recall_at_5", "recall_at_10"}
 
 
 def test_the_shipped_stream_is_the_seeded_generator_output():
@@ -69,15 +69,19 @@ def test_evolve_json_shape_through_the_cli(tmp_path):
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert list(out) == ["streams"] and list(out["streams"]) == ["locomo"]
-    assert set(out["streams"]["locomo"]) == {"baseline", "ltmbse"}
+    assert set(out["streams"]["locomo"]) == {"baseline", "ltmbse", "baseline@equal-capacity"}
     for figures in out["streams"]["locomo"].values():
         assert set(figures) == KEYS
         assert isinstance(figures["capacity_exceeded"], bool) and 0 <= figures["near_duplicate_pct"] <= 100
         assert 0.0 <= figures["recall_at_5"] <= figures["recall_at_10"] <= 1.0
     lt = out["streams"]["locomo"]["ltmbse"]
     assert lt["bullets"] == 6 and lt["max_new_in_turn"] == 2
+    # The baseline again, with the room of every learner's playbook together (two speakers).
+    assert out["streams"]["locomo"]["baseline@equal-capacity"]["capacity"] == 2 * out["streams"]["locomo"]["baseline"]["capacity"] == 200
+    for figures in out["streams"]["locomo"].values():  # the looser threshold finds at least as many pairs
+        assert figures["near_duplicate_pct_at_0_8"] >= figures["near_duplicate_pct"]
     human = CliRunner().invoke(cli, ["bench", "evolve", "--embedder", "hashing", "--stream", "locomo", "--data", str(data)])
-    assert "| locomo | ltmbse | 6 |" in human.stdout
+    assert "| locomo | ltmbse | 100 | 6 |" in human.stdout
     missing = CliRunner().invoke(cli, ["bench", "evolve", "--stream", "locomo", "--embedder", "hashing", "--data", str(tmp_path / "no.json")])
     assert missing.exit_code == 2 and "--data" in missing.output
 

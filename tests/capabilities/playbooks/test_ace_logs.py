@@ -30,7 +30,8 @@ def test_every_spec_log_line_is_emitted(embedder, mem, ace_logs, backend):
     embedder.mapping.update({
         "Draw the fractions": axis(0), "Draw the fractions again": at(0.95),  # reinforce
         "Near twin": at(0.93, 0, 3),  # merged on write (curator threshold raised below)
-        "A": axis(5), "B": axis(6), "C": axis(7),
+        "A": axis(5), "B": axis(6),
+        "C": at(0.8, 0, 7),  # past the cap: reinforces "Draw the fractions" (similar enough; an unrelated one is dropped)
         "How do I add 1/2 + 1/3?": at(0.9, 0, 4),
     })
     pb = Playbook(mem, max_bullets=3, max_new=2)

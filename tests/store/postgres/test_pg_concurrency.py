@@ -135,7 +135,7 @@ def test_processes_opening_a_new_database_at_once_create_it_once(pg_url: str) ->
             "SELECT count(*) FROM pg_tables WHERE schemaname = 'memorist'"
         ).fetchone()[0]
         versions = conn.execute("SELECT value FROM memorist.meta WHERE key = 'schema_version'").fetchall()
-    assert tables == 6  # meta, spaces, memories, embeddings, events, api_keys
+    assert tables == 7  # meta, spaces, memories, embeddings, events, relations, api_keys
     assert versions == [(str(SCHEMA_VERSION),)]
 
 

@@ -19,7 +19,7 @@ def _public(cls: type) -> set[str]:
 def test_async_memory_has_every_call_of_memory_with_its_arguments():
     assert _public(Memory) - {"close"} <= _public(AsyncMemory)
     assert inspect.signature(AsyncMemory.__init__) == inspect.signature(Memory.__init__)
-    for name in _public(Memory) - {"close", "scope"}:  # scope() makes a handle; its calls are awaited
+    for name in _public(Memory) - {"close", "scope", "as_subject"}:  # scope() and as_subject() make handles; their calls are awaited
         method = getattr(AsyncMemory, name)
         assert inspect.iscoroutinefunction(method), name
         assert inspect.signature(method).parameters == inspect.signature(getattr(Memory, name)).parameters, name
@@ -31,6 +31,19 @@ def test_the_clients_take_memory_s_arguments(cls):
     for name in CLIENT_CALLS:
         assert inspect.signature(getattr(cls, name)).parameters == inspect.signature(getattr(Memory, name)).parameters, name
         assert inspect.iscoroutinefunction(getattr(cls, name)) == (cls is AsyncClient)
+
+
+def test_an_async_subject_s_calls_are_awaited_and_checked(tmp_path):
+    async def main():
+        async with AsyncMemory(str(tmp_path / "r.db"), embedder="hashing") as memory:
+            await memory.learning.update_playbook([{"pattern": "Chunk large PDFs"}], agent_id="agent_a")
+            agent_b = memory.as_subject(agent_id="agent_b")
+            denied = await agent_b.learning.get_playbook("default", agent_id="agent_a")
+            await memory.relations.create(("agent", "agent_b"), "viewer", ("playbook", "agent_a/default"))
+            granted = await agent_b.learning.get_playbook("default", agent_id="agent_a")
+            return denied["strategies"]["helpful"], [s["pattern"] for s in granted["strategies"]["helpful"]]
+
+    assert asyncio.run(main()) == ([], ["Chunk large PDFs"])
 
 
 def test_an_async_scoped_handle_awaits_its_calls(tmp_path):

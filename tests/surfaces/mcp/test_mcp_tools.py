@@ -27,6 +27,11 @@ TOOLS = {
     "update_memory",
     "delete_memory",
     "memory_history",
+    # sharing what the server's subject owns
+    "create_relation",
+    "delete_relation",
+    "list_relations",
+    "check_relation",
     "consolidate_memories",
     "rollback",
 }

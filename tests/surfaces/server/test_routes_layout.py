@@ -19,7 +19,7 @@ MODULES = [m.name for m in pkgutil.iter_modules(routes.__path__) if m.name != "p
 
 
 def test_each_resource_module_has_one_router_and_the_app_includes_them_all() -> None:
-    assert sorted(MODULES) == ["health", "memories", "minutes", "playbooks", "tiers", "trajectories"]
+    assert sorted(MODULES) == ["health", "memories", "minutes", "playbooks", "relations", "tiers", "trajectories"]
     assert {id(importlib.import_module(f"memorist.server.routes.{m}").router) for m in MODULES} == {id(r) for r in ROUTERS}
 
 

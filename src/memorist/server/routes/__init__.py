@@ -10,14 +10,15 @@ limits, body size and error shape are the app's (:mod:`memorist.server.app`).
 - :mod:`.trajectories`: the learning loop's trajectories and reflections (spec 001);
 - :mod:`.playbooks`: the learning loop's versioned playbooks (spec 001);
 - :mod:`.minutes`: minutes, the context window, evaluation and PAIR (spec 003);
-- :mod:`.tiers`: the energy tiers (spec 002).
+- :mod:`.tiers`: the energy tiers (spec 002);
+- :mod:`.relations`: sharing through relation tuples.
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from . import health, memories, minutes, playbooks, tiers, trajectories
+from . import health, memories, minutes, playbooks, relations, tiers, trajectories
 
 #: The routers in the order the app includes them (the order of /openapi.json).
 ROUTERS: tuple[APIRouter, ...] = (
@@ -27,6 +28,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     playbooks.router,
     minutes.router,
     tiers.router,
+    relations.router,
 )
 
 __all__ = ["ROUTERS"]

@@ -251,9 +251,27 @@ def v3_rename(conn: Any) -> None:
         conn.execute("ALTER TABLE events ENABLE TRIGGER events_no_update")
 
 
+def relations_table(conn: Any) -> None:
+    """The relation tuples (sharing between users, agents and groups; see
+    :mod:`memorist.policies.relations`), one row each, keyed by tenant. Kept in a
+    function of its own so a merge with another migration only renumbers it."""
+    conn.execute("""
+CREATE TABLE relations (
+    tenant_id    TEXT COLLATE "C" NOT NULL,
+    subject_type TEXT COLLATE "C" NOT NULL,
+    subject_id   TEXT COLLATE "C" NOT NULL,
+    relation     TEXT COLLATE "C" NOT NULL,
+    object_type  TEXT COLLATE "C" NOT NULL,
+    object_id    TEXT COLLATE "C" NOT NULL,
+    created_at   DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant_id, object_type, object_id, relation, subject_type, subject_id)
+)""")
+    conn.execute("CREATE INDEX relations_subject ON relations (tenant_id, subject_type, subject_id)")
+
+
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
 #: transaction with the store's search path.
-MIGRATIONS: list[Any] = [V1, V2, v3_rename]
+MIGRATIONS: list[Any] = [V1, V2, v3_rename, relations_table]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 DEFAULT_SCHEMA = "memorist"

@@ -78,11 +78,22 @@ from ...errors import (
     MissingDependencyError,
     StoreError,
 )
-from ...model import EventRecord, MemoryRecord, Scope, Status
+from ...model import EventRecord, MemoryRecord, RelationTuple, Scope, Status
 from .. import redact
 from ..base import Batch, ScopeFilter, Store
 from ..codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
-from ..sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
+from ..sql import (
+    active_hash_sql,
+    event_scope_where,
+    relation_delete_sql,
+    relation_insert_sql,
+    relation_payload,
+    relation_row,
+    relations_sql,
+    scope_where,
+    user_counts_sql,
+    validity_where,
+)
 from ..touches import FLUSH_EVERY, TouchBuffer
 from . import hnsw
 from . import schema as pg_schema
@@ -337,6 +348,18 @@ class _PostgresBatch(Batch):
     def event(self, op: str, scope: Scope, *, memory_id: str | None = None, old_text: str | None = None, new_text: str | None = None, actor: str = "", payload: dict[str, Any] | None = None) -> int:
         space = self._space(scope, bump=False)
         return self._append(op, space, scope, memory_id, old_text, new_text, actor, payload)
+
+    def put_relation(self, tenant_id: str, relation: RelationTuple) -> bool:
+        cur = self._conn.execute(relation_insert_sql("%s"), (tenant_id, *relation_row(relation)))
+        if cur.rowcount:
+            self.event("relation_create", Scope(tenant_id, "", ""), actor="relations", payload=relation_payload(relation))
+        return bool(cur.rowcount)
+
+    def remove_relation(self, tenant_id: str, relation: RelationTuple) -> bool:
+        cur = self._conn.execute(relation_delete_sql("%s"), (tenant_id, *relation_row(relation)[:5]))
+        if cur.rowcount:
+            self.event("relation_delete", Scope(tenant_id, "", ""), actor="relations", payload=relation_payload(relation))
+        return bool(cur.rowcount)
 
     # reads inside the transaction: locked first, on this connection --------------------
     def get_many(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
@@ -811,6 +834,13 @@ class PostgresStore(Store):
         with self._connection() as conn:
             return {user: int(n) for user, n in conn.execute(sql, args).fetchall()}
 
+    @_translating("read relations")
+    def relations(self, tenant_id: str, *, subjects: Sequence[tuple[str, str]] | None = None, relations: Sequence[str] | None = None,
+                  objects: Sequence[tuple[str, str]] | None = None, limit: int = 1000) -> list[RelationTuple]:
+        sql, args = relations_sql(tenant_id, subjects=subjects, relations=relations, objects=objects, limit=limit, mark="%s")
+        with self._connection() as conn:
+            return [RelationTuple(*row) for row in conn.execute(sql, args).fetchall()]
+
     @_translating("count")
     def count(self, scope: ScopeFilter) -> int:
         where, args = scope_where(scope, M)
@@ -1281,7 +1311,7 @@ class PostgresStore(Store):
         with self._pool_connection() as conn, conn.transaction():
             # Event seqs and space ids are never reused (readers keep positions in the
             # log and space versions), so the sequences go on.
-            conn.execute("TRUNCATE embeddings, memories, events, spaces")
+            conn.execute("TRUNCATE embeddings, memories, events, spaces, relations")
             conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
             hnsw.drop_vector_indexes(conn)
         self._text.forget()

@@ -159,7 +159,26 @@ def v3_rename(conn: sqlite3.Connection) -> None:
         conn.execute(APPEND_ONLY)
 
 
+def relations_table(conn: sqlite3.Connection) -> None:
+    """The relation tuples (sharing between users, agents and groups; see
+    :mod:`memorist.policies.relations`), one row each, keyed by tenant. Kept in a
+    function of its own so a merge with another migration only renumbers it."""
+    # Statement by statement: executescript would commit the migration's transaction.
+    conn.execute("""
+CREATE TABLE relations (
+    tenant_id    TEXT NOT NULL,
+    subject_type TEXT NOT NULL,
+    subject_id   TEXT NOT NULL,
+    relation     TEXT NOT NULL,
+    object_type  TEXT NOT NULL,
+    object_id    TEXT NOT NULL,
+    created_at   REAL NOT NULL,
+    PRIMARY KEY (tenant_id, object_type, object_id, relation, subject_type, subject_id)
+)""")
+    conn.execute("CREATE INDEX relations_subject ON relations (tenant_id, subject_type, subject_id)")
+
+
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
 #: transaction.
-MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [V1, V2, v3_rename]
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [V1, V2, v3_rename, relations_table]
 SCHEMA_VERSION = len(MIGRATIONS)

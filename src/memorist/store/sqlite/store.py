@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigurationError, CorruptStoreError, EmbedderMismatchError, MemoristError, StoreError
-from ...model import EventRecord, MemoryRecord, Scope, Status
+from ...model import EventRecord, MemoryRecord, RelationTuple, Scope, Status
 from ...policies.text import index_terms, query_terms, stable_token
 from ..base import Batch, ScopeFilter, Store
 from ..codec import (
@@ -40,7 +40,18 @@ from ..codec import (
     speaker_of,
     stored_row,
 )
-from ..sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
+from ..sql import (
+    active_hash_sql,
+    event_scope_where,
+    relation_delete_sql,
+    relation_insert_sql,
+    relation_payload,
+    relation_row,
+    relations_sql,
+    scope_where,
+    user_counts_sql,
+    validity_where,
+)
 from ..touches import FLUSH_EVERY, TouchBuffer
 from ..vector_index import Row, SpaceIndex
 from .checkpoint import BACKSTOP_PAGES, Checkpointer, LogSync
@@ -154,6 +165,18 @@ class _SQLiteBatch(Batch):
     def event(self, op: str, scope: Scope, *, memory_id: str | None = None, old_text: str | None = None, new_text: str | None = None, actor: str = "", payload: dict[str, Any] | None = None) -> int:
         space = self._store._space_id(self._conn, scope, create=True)
         return self._append(op, space, scope, memory_id, old_text, new_text, actor, payload)
+
+    def put_relation(self, tenant_id: str, relation: RelationTuple) -> bool:
+        cur = self._conn.execute(relation_insert_sql(), (tenant_id, *relation_row(relation)))
+        if cur.rowcount:
+            self.event("relation_create", Scope(tenant_id, "", ""), actor="relations", payload=relation_payload(relation))
+        return bool(cur.rowcount)
+
+    def remove_relation(self, tenant_id: str, relation: RelationTuple) -> bool:
+        cur = self._conn.execute(relation_delete_sql(), (tenant_id, *relation_row(relation)[:5]))
+        if cur.rowcount:
+            self.event("relation_delete", Scope(tenant_id, "", ""), actor="relations", payload=relation_payload(relation))
+        return bool(cur.rowcount)
 
     # The store's reads run on this same connection, so inside the transaction they
     # see its uncommitted writes, and the write lock keeps every other writer out.
@@ -690,6 +713,13 @@ class SQLiteStore(Store):
             return {user: int(n) for user, n in self._conn.execute(sql, args).fetchall()}
 
     @_store_errors
+    def relations(self, tenant_id: str, *, subjects: Sequence[tuple[str, str]] | None = None, relations: Sequence[str] | None = None,
+                  objects: Sequence[tuple[str, str]] | None = None, limit: int = 1000) -> list[RelationTuple]:
+        sql, args = relations_sql(tenant_id, subjects=subjects, relations=relations, objects=objects, limit=limit)
+        with self._lock:
+            return [RelationTuple(*row) for row in self._conn.execute(sql, args).fetchall()]
+
+    @_store_errors
     def count(self, scope: ScopeFilter) -> int:
         where, args = scope_where(scope)
         with self._lock:
@@ -1086,7 +1116,7 @@ class SQLiteStore(Store):
                     "INSERT OR REPLACE INTO meta (key, value) SELECT 'space_id_floor', max(COALESCE(max(id), 0), "
                     "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'space_id_floor'), 0)) FROM spaces"
                 )
-                for table in ("embeddings", "memories", "events", "spaces"):
+                for table in ("embeddings", "memories", "events", "spaces", "relations"):
                     conn.execute(f"DELETE FROM {table}")
                 conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
                 # Event seqs are never reused (readers and indexes keep positions in
