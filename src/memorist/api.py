@@ -27,7 +27,16 @@ from typing import Any, Protocol, TypeVar
 
 from . import validate
 from .errors import NotFoundError, ValidationError
-from .model import AddResult, DeleteAllResult, DeleteResult, EventItem, MemoryItem, MemoryList, UpdateResult
+from .model import (
+    AddResult,
+    DeleteAllResult,
+    DeleteResult,
+    EraseResult,
+    EventItem,
+    MemoryItem,
+    MemoryList,
+    UpdateResult,
+)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -147,6 +156,30 @@ class MemoryAPI(Protocol):
     def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteAllResult:
         """Delete every memory of a scope. At least one id is required: never a wipe.
         The scope's playbooks and trajectories stay (they are not memories of the fact calls)."""
+        ...
+
+    def erase(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, dry_run: bool = False) -> EraseResult:
+        """Forget a person (or an agent, or a run) of this tenant for good: everything
+        the scope owns, in every capability, and every byte of its text in the store.
+
+        Removed: its facts (deleted ones too), test memories, playbook strategies,
+        playbooks and their versions, trajectories, reflections, minutes, their
+        energy-tier state and vectors, and their full-text index entries. Its events
+        stay in the log as tombstones, each with its shape (sequence, time, kind of
+        event, whose, which memory id) but no text, metadata or payload; the erasure
+        is logged too (an ``erase`` event of the tenant naming the scope and the
+        counts, not the text). The store's files are then scrubbed: on SQLite the
+        full-text index is merged, the file rewritten (VACUUM) and its write-ahead
+        log checkpointed and truncated; on PostgreSQL the touched tables are vacuumed
+        (``store`` in the result says what was done).
+
+        At least one id is required, as in :meth:`delete_all`; ``user_id`` alone is
+        the user across all agents, ``agent_id`` alone the agent across all users,
+        ``run_id`` only that run's memories and events. Playbooks of the tenant or of
+        everyone are not a person's and stay. ``dry_run=True`` counts what would go
+        and changes nothing. Returns the counts per capability (``erased``), the
+        ``vectors`` removed and the ``events`` made tombstones.
+        """
         ...
 
     def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> list[EventItem]:
@@ -291,6 +324,12 @@ CALLS: tuple[Call, ...] = (
         rest=Surface("DELETE /api/memories/"),
         mcp=None,  # an agent forgets one memory at a time; wiping a scope is the application's call
         cli=Surface("delete-all", extra={"yes": "skip the confirmation"}),
+    ),
+    Call(
+        "erase",
+        rest=Surface("POST /api/erase/"),
+        mcp=Surface("erase_memories", omitted=_MCP_SCOPED),
+        cli=Surface("erase", extra={"yes": "skip the confirmation"}),
     ),
     Call(
         "history",

@@ -323,6 +323,40 @@ class DeleteAllResult(TypedDict):
     message: str
 
 
+#: What an erasure counts, one entry per capability (:func:`erased_capability`).
+ERASED_CAPABILITIES = (
+    "facts", "playbook_bullets", "playbooks", "playbook_versions", "trajectories", "reflections", "minutes", "test_memories",
+)
+
+
+def erased_capability(kind: str, bullet: bool, test: bool) -> str:
+    """The capability a stored memory of ``kind`` belongs to, as an erasure counts it:
+    ``bullet``, it has a playbook section; ``test``, it is a test memory."""
+    if test:
+        return "test_memories"
+    if bullet or kind in (Kind.STRATEGY, Kind.ANTI_PATTERN):
+        return "playbook_bullets"
+    return {
+        Kind.PLAYBOOK: "playbooks", Kind.PLAYBOOK_VERSION: "playbook_versions", Kind.TRAJECTORY: "trajectories",
+        Kind.TRACE: "trajectories", Kind.REFLECTION: "reflections", Kind.MINUTE: "minutes",
+    }.get(kind, "facts")  # type: ignore[call-overload]
+
+
+class EraseResult(TypedDict):
+    """What :meth:`~memorist.Memory.erase` removed (``dry_run``: would remove)."""
+
+    dry_run: bool
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    erased: dict[str, int]  # memories per capability (ERASED_CAPABILITIES)
+    vectors: int
+    events: int  # events of the owner, now tombstones (shape kept, text gone)
+    event: int | None  # the erasure's own event (seq); None in a dry run
+    store: dict[str, Any]  # what was done so that no byte of the text stays in the store
+    message: str
+
+
 class EventItem(TypedDict):
     """One event of the log (``history``, ``events``)."""
 
@@ -596,11 +630,14 @@ class Decision:
 
 __all__ = [
     "DEFAULT_CLASS",
+    "ERASED_CAPABILITIES",
+    "EraseResult",
     "LEARNING_KINDS",
     "MINUTE_KINDS",
     "Action",
     "Decision",
     "EventRecord",
+    "erased_capability",
     "Existing",
     "Fact",
     "Kind",

@@ -95,7 +95,7 @@ def test_a_new_store_is_a_wal_file_at_the_current_schema(tmp_path):
     path = tmp_path / "deep" / "folder" / "store.db"  # missing folders are made
     s = SQLiteStore(path)
     s.bind_embedder(EMB.name, EMB.dim)
-    assert s.schema_version() == SCHEMA_VERSION == 3
+    assert s.schema_version() == SCHEMA_VERSION == 4
     add(s, record("a", "Likes sushi"))
     with raw(path) as c:
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

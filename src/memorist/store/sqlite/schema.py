@@ -18,11 +18,18 @@ from ...reserved import (
     renamed_header_hash,
     renamed_run,
 )
+from ..base import TOMBSTONE
 from ..codec import scope_key
 
-#: The append-only rule of the event log (created by V1, lifted and restored by V3's
-#: one rewrite and by a reset).
+#: The append-only rule of the event log (created by V1, narrowed by V4, lifted and
+#: restored by V3's one rewrite and by a reset). One update gets through: an erasure's
+#: (:meth:`memorist.store.base.Store.erase`), which blanks an event's text and payload
+#: to the tombstone and changes nothing else of it, so what happened, when and to
+#: whom stays on record.
 APPEND_ONLY = """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+WHEN NOT (new.seq IS old.seq AND new.ts IS old.ts AND new.op IS old.op AND new.space_id IS old.space_id
+          AND new.memory_id IS old.memory_id AND new.run_id IS old.run_id AND new.actor IS old.actor
+          AND new.old_text IS NULL AND new.new_text IS NULL AND new.payload = '""" + TOMBSTONE + """')
 BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"""
 
 V1 = """
@@ -159,7 +166,10 @@ def v3_rename(conn: sqlite3.Connection) -> None:
         conn.execute(APPEND_ONLY)
 
 
+# Version 4: the event log's rule lets an erasure's tombstones through (APPEND_ONLY).
+V4 = "DROP TRIGGER IF EXISTS events_no_update;\n" + APPEND_ONLY + ";\n"
+
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
 #: transaction.
-MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [V1, V2, v3_rename]
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [V1, V2, v3_rename, V4]
 SCHEMA_VERSION = len(MIGRATIONS)
