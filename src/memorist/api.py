@@ -392,6 +392,8 @@ CAPABILITY_CALLS: tuple[Call, ...] = (
                              "confidence": "of the --pattern strategies", "evidence_count": "of the --pattern strategies"})),
     _learning("curate_playbook", Surface("POST /api/playbooks/{name}/curate/", renamed={"playbook_name": "name"}, omitted={"llm": _LIBRARY}),
               Surface("playbook curate", renamed={"playbook_name": "name"}, omitted={"llm": _LIBRARY})),
+    _learning("delete_playbook", Surface("DELETE /api/playbooks/{name}/"),
+              Surface("playbook delete", extra={"yes": "skip the confirmation"})),
     _learning("list_playbook_versions", Surface("GET /api/playbooks/{name}/versions/"), Surface("playbook versions")),
     _learning("get_playbook_version", Surface("GET /api/playbooks/{name}/versions/{version}/"), Surface("playbook get")),
     _learning("rollback_playbook", Surface("POST /api/playbooks/{name}/rollback/"), Surface("playbook rollback")),
@@ -438,7 +440,7 @@ SCOPED_CALLS: dict[str, tuple[str, ...]] = {
     "learning": (
         "start_trajectory", "log_step", "complete_trajectory", "get_trajectory", "query_trajectories", "prune_trajectories",
         "reflect", "batch_reflect", "get_playbook", "list_playbooks", "create_playbook", "update_playbook", "curate_playbook",
-        "list_playbook_versions", "get_playbook_version", "rollback_playbook", "execute_with_learning",
+        "delete_playbook", "list_playbook_versions", "get_playbook_version", "rollback_playbook", "execute_with_learning",
     ),
     "minutes": ("record", "recent", "by_ids", "get", "history", "search", "reindex", "build_context", "evaluate", "pair", "pair_round"),
 }

@@ -258,6 +258,20 @@ def memory_history(
     return {"results": handle.history(memory_id)}
 
 
+@_tool("Erase everything of this person", read_only=False, destructive=True, idempotent=True)
+def erase_memories(
+    handle: Scoped,
+    dry_run: Annotated[bool, Field(description="Only count what would be erased; change nothing.")] = False,
+) -> dict[str, Any]:
+    """Forget this person completely, for good (only when they ask you to forget
+    everything about them): every memory, playbook, trajectory, reflection and
+    minute of this scope, and the text of its history. Cannot be undone; call it
+    with dry_run=true first to see what would go. Returns the counts per kind
+    ({"erased": {...}, "vectors", "events", "message"}).
+    """
+    return handle.erase(dry_run=dry_run)
+
+
 # spec 002: the end of a conversation triggers consolidation
 @_tool("End the conversation", read_only=False, idempotent=True, energy=True)
 def end_conversation(handle: Scoped) -> dict[str, Any]:
@@ -338,5 +352,5 @@ def create_server(
     return server
 
 
-__all__ = ["INSTRUCTIONS", "TOOLS", "ChatMessage", "add_memory", "create_server", "delete_memory", "end_conversation", "get_memory",
+__all__ = ["INSTRUCTIONS", "TOOLS", "ChatMessage", "add_memory", "create_server", "delete_memory", "end_conversation", "erase_memories", "get_memory",
            "list_memories", "memory_history", "require_sdk", "search_memories", "update_memory"]

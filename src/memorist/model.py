@@ -456,6 +456,17 @@ class CurationResult(TypedDict):
     removed: list[StrategyItem]
 
 
+class DeletedPlaybook(TypedDict):
+    """What deleting a playbook removed: its header, strategies and versions."""
+
+    playbook_id: str | None
+    name: str
+    scope: str
+    strategies: int
+    versions: int
+    message: str
+
+
 class VersionItem(TypedDict):
     version: int
     version_label: NotRequired[str | None]
@@ -631,6 +642,7 @@ class Decision:
 __all__ = [
     "DEFAULT_CLASS",
     "ERASED_CAPABILITIES",
+    "DeletedPlaybook",
     "EraseResult",
     "LEARNING_KINDS",
     "MINUTE_KINDS",
