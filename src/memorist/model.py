@@ -550,6 +550,11 @@ class EventRecord:
     payload: dict[str, Any]
     actor: str = ""
 
+    @property
+    def erased(self) -> bool:
+        """Whether an erasure left this event a tombstone (its shape, no text or payload)."""
+        return self.old_text is None and self.new_text is None and self.payload == {"erased": True}
+
     def to_item(self) -> dict[str, Any]:
         return {
             "seq": self.seq,
