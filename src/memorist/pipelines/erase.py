@@ -42,6 +42,8 @@ def erase(store: Store, owner: ScopeFilter, *, dry_run: bool = False) -> EraseRe
     total = sum(per.values())
     noun = "memory" if total == 1 else "memories"
     verb = "Would erase" if dry_run else "Erased"
+    scrub = found.scrub or {}
+    pending = "" if dry_run or scrub.get("complete", True) else "; the store's files still hold the text until it is scrubbed (see store)"
     return {
         "dry_run": dry_run,
         **ids,  # type: ignore[typeddict-item]
@@ -49,8 +51,8 @@ def erase(store: Store, owner: ScopeFilter, *, dry_run: bool = False) -> EraseRe
         "vectors": found.vectors,
         "events": found.events,
         "event": found.seq,
-        "store": found.scrub or {},
-        "message": f"{verb} {total} {noun} and the text of {found.events} event{'' if found.events == 1 else 's'}",
+        "store": scrub,
+        "message": f"{verb} {total} {noun} and the text of {found.events} event{'' if found.events == 1 else 's'}{pending}",
     }
 
 

@@ -161,6 +161,7 @@ def test_erase_forgets_everything_of_the_user_and_nothing_of_the_other(filled, b
     assert counts["playbook_bullets"] == 2 and counts["playbooks"] == 1 and counts["playbook_versions"] >= 2
     assert counts["trajectories"] >= 1 and counts["reflections"] == 1 and counts["minutes"] == 2
     assert result["events"] == len(alex_events) + len(test_events) and result["vectors"] > 0
+    assert result["store"]["complete"] is True, result["store"]
 
     # Nothing of alex is readable any more.
     assert m.get_all(user_id="alex")["results"] == []
@@ -282,3 +283,24 @@ def test_an_erased_user_s_minute_is_not_found(filled) -> None:
     filled.erase(user_id="alex")
     with pytest.raises(NotFoundError):
         filled.minutes.get(minute["id"])
+
+
+@pytest.mark.sqlite_only("a reader of another connection holding SQLite's write-ahead log")
+def test_a_log_another_reader_holds_is_reported_not_truncated_and_scrubbed_later(backend) -> None:
+    m = Memory.from_config({"path": backend.target, "embedder": "hashing", "busy_timeout": 0.3})
+    m.add("I love Fumblorx tea", user_id="zed", infer=False)
+    m.add("Amy is here", user_id="amy", infer=False)
+    m.store.flush()
+    reader = sqlite3.connect(backend.target)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM memories").fetchone()[0] == 2  # a snapshot that pins the log
+    try:
+        result = m.erase(user_id="zed")
+    finally:
+        reader.execute("ROLLBACK")
+        reader.close()
+    assert result["store"]["complete"] is False and "not truncated" in result["store"]["log"]
+    assert "still hold the text" in result["message"]
+    assert m.get_all(user_id="zed")["results"] == [], "the erasure itself committed"
+    m.close()  # the last connection's checkpoint takes the log into the rewritten file
+    assert b"Fumblorx" not in _sqlite_bytes(backend.target)
