@@ -207,6 +207,8 @@ def test_erase_survives_reopening_and_a_second_erase_finds_nothing(filled, backe
         again = m.erase(user_id="alex")
         assert sum(again["erased"].values()) == 0 and again["vectors"] == 0
         assert again["events"] > 0  # the tombstones are still the user's events
+        assert again["store"]["complete"] is True
+        assert again["store"]["vacuum"] in (False, "not needed (no row changed)"), "nothing changed: no rewrite of the store"
         assert len(m.store.events(None, ops=("erase",))) == 2  # each erasure is logged
 
 

@@ -1269,18 +1269,19 @@ class PostgresStore(Store):
             with conn.transaction():
                 owned = self._owned(conn, owners, lock=True)
                 counts = self._erased(conn, owned)
+                changed = 0
                 for spaces, run in owned:
                     where, args = "space_id = ANY(%s)", [spaces]
                     if run is not None:
                         where += " AND run_id = %s"
                         args.append(run)
                     conn.execute(f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories WHERE {where})", args)
-                    conn.execute(f"DELETE FROM memories WHERE {where}", args)
-                    conn.execute(
+                    changed += conn.execute(f"DELETE FROM memories WHERE {where}", args).rowcount
+                    changed += conn.execute(
                         f"UPDATE events SET old_text = NULL, new_text = NULL, payload = %s WHERE {where} "
                         "AND NOT (old_text IS NULL AND new_text IS NULL AND payload IS NOT DISTINCT FROM %s)",
                         [TOMBSTONE, *args, TOMBSTONE],
-                    )
+                    ).rowcount
                     conn.execute("UPDATE spaces SET generation = generation + 1 WHERE id = ANY(%s)", (spaces,))
                 seq = None
                 if log is not None:
@@ -1293,7 +1294,9 @@ class PostgresStore(Store):
             for spaces, _ in owned:
                 for space in spaces:
                     self._text.forget(space)
-            scrub = self._scrub_tables(conn)
+            # An erasure that changed no row (an owner erased before, or none) has
+            # nothing to scrub: the tables are not rewritten again for it.
+            scrub = self._scrub_tables(conn) if changed else {"complete": True, "vacuum": "not needed (no row changed)"}
         return Erased(counts.memories, counts.vectors, counts.events, counts.spaces, seq, scrub)
 
     def _owned(self, conn: Any, owners: Sequence[ScopeFilter], *, lock: bool = False) -> list[tuple[list[int], str | None]]:

@@ -1065,14 +1065,15 @@ class SQLiteStore(Store):
                 with self._write() as conn:
                     owned = self._owned(conn, owners)
                     counts = self._erased(conn, owned)
+                    changed = 0
                     for where, args in owned:
                         conn.execute(f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories WHERE {where})", args)
-                        conn.execute(f"DELETE FROM memories WHERE {where}", args)
-                        conn.execute(
+                        changed += conn.execute(f"DELETE FROM memories WHERE {where}", args).rowcount
+                        changed += conn.execute(
                             f"UPDATE events SET old_text = NULL, new_text = NULL, payload = ? WHERE {where} "
                             "AND NOT (old_text IS NULL AND new_text IS NULL AND payload IS ?)",
                             (TOMBSTONE, *args, TOMBSTONE),
-                        )
+                        ).rowcount
                     spaces = sorted({space for _, args in owned for space in args if isinstance(space, int)})
                     for start in range(0, len(spaces), 500):  # other processes' indexes of them reload
                         chunk = spaces[start : start + 500]
@@ -1091,27 +1092,30 @@ class SQLiteStore(Store):
             finally:
                 self._indexes.clear()
                 self._conn.execute("PRAGMA secure_delete = OFF")
-            return Erased(counts.memories, counts.vectors, counts.events, counts.spaces, seq, self._scrub())
+            return Erased(counts.memories, counts.vectors, counts.events, counts.spaces, seq, self._scrub(vacuum=changed > 0))
 
-    def _scrub(self) -> dict[str, Any]:
+    def _scrub(self, *, vacuum: bool = True) -> dict[str, Any]:
         """After an erasure: rewrite the file from its live rows (no free page or
         free space inside a page keeps old bytes) and checkpoint the log into it,
         truncating the log to nothing. A reader of another connection may hold the
-        log for a while: the checkpoint is tried again until ``busy_timeout``."""
+        log for a while: the checkpoint is tried again until ``busy_timeout``.
+        Without ``vacuum`` (the erasure changed no row: an owner erased before, or
+        none), only the checkpoint: rewriting the file again would scrub nothing."""
         try:
-            self._conn.execute("VACUUM")
+            if vacuum:
+                self._conn.execute("VACUUM")
         except sqlite3.Error as exc:  # the erasure committed; only its scrub waits (said, not raised)
             return {"complete": False, "vacuum": f"not done ({exc}): run VACUUM on the store"}
         if self.path == ":memory:":
-            return {"complete": True, "vacuum": True, "log": "none (in memory)"}
+            return {"complete": True, "vacuum": vacuum, "log": "none (in memory)"}
         deadline = time.monotonic() + self.busy_timeout
         attempt = 0
         while True:
             busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             if not busy:
-                return {"complete": True, "vacuum": True, "log": "checkpointed and truncated"}
+                return {"complete": True, "vacuum": vacuum, "log": "checkpointed and truncated"}
             if time.monotonic() >= deadline:
-                return {"complete": False, "vacuum": True,
+                return {"complete": False, "vacuum": vacuum,
                         "log": "not truncated: another connection kept reading it; the erased text leaves it at the next checkpoint"}
             time.sleep(backoff(attempt, first=_LOCK_POLL_FIRST, cap=0.2))
             attempt += 1
