@@ -55,7 +55,7 @@ def test_a_sqlite_store_of_release_0_1_0_opens_and_migrates(tmp_path) -> None:
     path = tmp_path / "old.db"
     shutil.copy(FIXTURES / "legacy-0.1.0.db", path)
     with Memory(str(path)) as memory:
-        assert memory.stats()["schema_version"] == 3
+        assert memory.stats()["schema_version"] == 4
         _everything_is_there(memory)
         assert memory.check()["healthy"], memory.check()["problems"]
     raw = sqlite3.connect(path)
@@ -89,7 +89,7 @@ def test_a_postgres_store_of_release_0_1_0_opens_and_migrates(pg_url, schema) ->
         conn.execute(dump)
     url = pg_url + (f"&schema={schema}" if "?" in pg_url else f"?schema={schema}") if schema else pg_url
     with Memory(url) as memory:
-        assert memory.stats()["schema_version"] == 3
+        assert memory.stats()["schema_version"] == 4
         _everything_is_there(memory)
         _writes_find_what_was_there(memory)
     with psycopg.connect(pg_url, autocommit=True) as conn:
@@ -110,7 +110,7 @@ def test_the_default_store_of_release_0_1_0_is_opened_where_it_is(tmp_path, monk
     shutil.copy(FIXTURES / "legacy-0.1.0.db", previous)
     assert default_db_path() == previous
     with Memory() as memory:  # no path: the old default store, migrated in place
-        assert memory.stats()["schema_version"] == 3
+        assert memory.stats()["schema_version"] == 4
         assert {"Is a vegan", "Lives in Lisbon"} <= {m["memory"] for m in memory.get_all(user_id="alex")["results"]}
     current = tmp_path / "memorist" / "memorist.db"
     current.parent.mkdir()

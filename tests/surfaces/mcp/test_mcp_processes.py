@@ -79,6 +79,7 @@ def test_stdio_add_search_list_get_update_history_delete(tmp_path: Path) -> None
             "get_memory",
             "update_memory",
             "delete_memory",
+            "erase_memories",
             "memory_history",
         }
         added = await call(
