@@ -35,6 +35,13 @@ _MEMORIST_ENV = (
     "GEMINI_BASE_URL",
     "ACE_LLM_TEMPERATURE",
     "ACE_CURATOR_USE_LLM",
+    # The chat service's memory service (memorist chat).
+    "MEMORY_MANAGEMENT_URL",
+    "MEMORY_API_KEY",
+    # LangGraph's tracing (LangSmith): never on in a test.
+    "LANGSMITH_TRACING",
+    "LANGCHAIN_TRACING_V2",
+    "LANGSMITH_API_KEY",
     # The playbooks' and the learning loop's settings (memorist.config).
     "ACE_CURATOR_MAX_NEW",
     "TRAJECTORY_RETENTION_DAYS",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 # learning playbooks, the LLM roles or asyncio.
 from .errors import (
     ConfigurationError,
+    ConflictError,
     CorruptStoreError,
     EmbedderMismatchError,
     ImportLineError,
@@ -110,6 +111,7 @@ __all__ = [
     "Bullet",
     "Client",
     "ConfigurationError",
+    "ConflictError",
     "ContextWindow",
     "CorruptStoreError",
     "Curator",

@@ -35,6 +35,7 @@ from .model import (
     EventItem,
     MemoryItem,
     MemoryList,
+    RollbackResult,
     UpdateResult,
 )
 
@@ -58,6 +59,7 @@ class MemoryAPI(Protocol):
         infer: bool = True,
         timestamp: Any = None,
         test: bool = False,
+        importance: float | None = None,
     ) -> AddResult:
         """Remember a conversation turn (a string, one message, or a list of messages).
 
@@ -73,6 +75,11 @@ class MemoryAPI(Protocol):
         energy policy, ``metadata`` may say the start energy: ``"type"`` (insight,
         reminder, learning...), or ``"energy"`` and ``"tier"`` (see
         :mod:`memorist.policies.energy`).
+
+        ``importance`` (0 to 1) is how much the new memories matter: consolidation
+        never merges one at or above its threshold (0.8). Without it the extractor's
+        estimate applies (the heuristic one's rules are in
+        :mod:`memorist.policies.consolidation`), and 0.5 for a memory stored as is.
         """
         ...
 
@@ -198,6 +205,25 @@ class MemoryAPI(Protocol):
     ) -> list[EventItem]:
         """The event log of a scope (turns, adds, updates, deletes, retrievals), oldest
         first: the events after sequence number ``since``, at most ``limit``."""
+        ...
+
+    def rollback(
+        self, event_or_run_id: int | str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> RollbackResult:
+        """Undo a merge or a reconciliation: a consolidation run (its ``run_id``, or the
+        seq of its ``consolidation`` event), a reconciler UPDATE or DELETE (the seq of
+        its ``update``/``delete`` event), a curation that merged or dropped strategies,
+        a playbook's dedup merge, or an evaluation that dropped duplicate minutes.
+
+        The memories it changed come back exactly as they were (text, metadata,
+        counters, dates, ids) and what it made is deleted; the rollback is logged
+        (``rollback`` events). :class:`~memorist.errors.ConflictError` when the
+        operation was rolled back already, or when one of its memories changed again
+        since (the message names that later event: roll it back first);
+        :class:`~memorist.errors.NotFoundError` for an id that names no such operation
+        of the caller's scope. Returns ``{"rolled_back", "op", "event_seqs",
+        "restored", "retired", "rollback_seq"}``.
+        """
         ...
 
 
@@ -343,6 +369,12 @@ CALLS: tuple[Call, ...] = (
         mcp=None,  # the log is for audits, not for an agent's turn
         cli=Surface("events"),
     ),
+    Call(
+        "rollback",
+        rest=Surface("POST /api/memories/rollback/"),
+        mcp=Surface("rollback", omitted=_MCP_SCOPED),
+        cli=Surface("rollback"),
+    ),
 )
 
 _LIBRARY = "a function or model object of the caller's process"
@@ -398,13 +430,19 @@ CAPABILITY_CALLS: tuple[Call, ...] = (
     _learning("get_playbook_version", Surface("GET /api/playbooks/{name}/versions/{version}/"), Surface("playbook get")),
     _learning("rollback_playbook", Surface("POST /api/playbooks/{name}/rollback/"), Surface("playbook rollback")),
     _learning("execute_with_learning", None, None),  # it runs the caller's task function
+    Call("consolidate", capability="learning",
+         rest=Surface("POST /api/memories/consolidate/", omitted={"llm": "the service's own model (MEMORIST_LLM)"}),
+         mcp=Surface("consolidate_memories", omitted={"llm": "the server's own model", "user_id": "the server's scope",
+                                                      "agent_id": "the server's scope", "scope": "the server's scope"}),
+         cli=Surface("consolidate", renamed={"preserve_high_importance": "preserve"},
+                     omitted={"llm": "the store's configured model (MEMORIST_LLM)"})),
     _tiers("maintain", Surface("POST /api/tiers/maintain/"), Surface("maintain")),
     _tiers("boost", Surface("POST /api/tiers/boost/"), Surface("boost")),
     _tiers("end_conversation", Surface("POST /api/tiers/end-conversation/"), None,  # the CLI runs `maintain` at once
            mcp=Surface("end_conversation", omitted={**{k: "the server's scope" for k in SCOPE_IDS}, "now": "an agent ends it now"})),
     _tiers("wait", None, None),  # the background worker of the caller's process
-    _tiers("status", Surface("GET /api/tiers/", omitted={**_SCOPE, "now": "figures as of the request"}), Surface("tiers status")),
-    _tiers("health", Surface("GET /api/tiers/health/", omitted={**_SCOPE, "now": "checks as of the request"}), Surface("tiers health")),
+    _tiers("status", Surface("GET /api/tiers/", omitted=_SCOPE), Surface("tiers status")),
+    _tiers("health", Surface("GET /api/tiers/health/", omitted=_SCOPE), Surface("tiers health")),
     _tiers("config", Surface("PUT /api/tiers/config/"), Surface("tiers config", renamed={"changes": "settings"})),
     _tiers("test_memories", Surface("GET /api/tiers/tests/"), Surface("tiers tests", extra={"delete": "deletes them (delete_test_memories)"})),
     _tiers("delete_test_memories", None,  # test memories are the library's and the CLI's testing aid
@@ -419,10 +457,9 @@ CAPABILITY_CALLS: tuple[Call, ...] = (
     _minutes("search", Surface("POST /api/minutes/search/", omitted={"touch": "a search over the service counts as a retrieval"}),
              Surface("minutes search", omitted={"touch": "a search from the CLI counts as a retrieval"})),
     _minutes("reindex", Surface("POST /api/minutes/reindex/"), Surface("minutes reindex", extra={"all_projects": "every project"})),
-    _minutes("build_context", Surface("POST /api/context/", omitted={"now": "built as of the request"}),
-             Surface("context", renamed={"budget_tokens": "budget"}, omitted={"now": "built as of the command"})),
-    _minutes("evaluate", Surface("POST /api/evaluate/", omitted={"now": "as of the request", "config": "the store's own settings"}),
-             Surface("evaluate", omitted={"now": "as of the command", "config": "the store's own settings"})),
+    _minutes("build_context", Surface("POST /api/context/"), Surface("context", renamed={"budget_tokens": "budget"})),
+    _minutes("evaluate", Surface("POST /api/evaluate/", omitted={"config": "the store's own settings"}),
+             Surface("evaluate", omitted={"config": "the store's own settings"})),
     _minutes("pair", None, None),  # its revise callback is the caller's function
     _minutes("pair_round", Surface("POST /api/pair/", omitted={"evaluator": _LIBRARY}),
              Surface("pair", renamed={"memories_per_gap": "per_gap"}, omitted={"evaluator": _LIBRARY},
@@ -440,7 +477,7 @@ SCOPED_CALLS: dict[str, tuple[str, ...]] = {
     "learning": (
         "start_trajectory", "log_step", "complete_trajectory", "get_trajectory", "query_trajectories", "prune_trajectories",
         "reflect", "batch_reflect", "get_playbook", "list_playbooks", "create_playbook", "update_playbook", "curate_playbook",
-        "delete_playbook", "list_playbook_versions", "get_playbook_version", "rollback_playbook", "execute_with_learning",
+        "delete_playbook", "list_playbook_versions", "get_playbook_version", "rollback_playbook", "execute_with_learning", "consolidate",
     ),
     "minutes": ("record", "recent", "by_ids", "get", "history", "search", "reindex", "build_context", "evaluate", "pair", "pair_round"),
 }

@@ -29,6 +29,7 @@ from .pipelines.minutes import Minutes as MinutesLog
 from .pipelines.minutes import project_of
 from .pipelines.pair import PairLoop, combined_retriever, evaluator_of, rounds_of, threshold_of
 from .pipelines.tiers import EnergyTiers, tier_item
+from .policies.energy import MAX_ENERGY
 from .policies.evaluation import EvaluationConfig
 from .roles.evaluator import HeuristicEvaluator
 from .store.base import ScopeFilter
@@ -37,7 +38,7 @@ from .store.base import ScopeFilter
 LEARNING_CALLS = (
     "start_trajectory", "log_step", "complete_trajectory", "get_trajectory", "query_trajectories", "prune_trajectories",
     "reflect", "batch_reflect", "get_playbook", "list_playbooks", "create_playbook", "update_playbook", "curate_playbook",
-    "delete_playbook", "list_playbook_versions", "get_playbook_version", "rollback_playbook", "execute_with_learning",
+    "delete_playbook", "list_playbook_versions", "get_playbook_version", "rollback_playbook", "execute_with_learning", "consolidate",
 )
 
 
@@ -71,8 +72,8 @@ class Tiers:
         config = self.engine.config()
         if amount is None:
             amount = config.boost
-        if isinstance(amount, bool) or not isinstance(amount, int | float) or not 0 < amount <= 1e9:
-            raise ValidationError("amount", f"must be a number > 0, got {validate.show(amount)}")
+        if isinstance(amount, bool) or not isinstance(amount, int | float) or not 0 < amount <= MAX_ENERGY:
+            raise ValidationError("amount", f"must be a number > 0 and ≤ {MAX_ENERGY:,.0f}, got {validate.show(amount)}")
         record = self.engine.boost(mid, float(amount), at, owner)
         item = tier_item(record)
         item.update(amount=float(amount), energy_before=round(record.energy - float(amount), 6))
@@ -177,7 +178,8 @@ class Tiers:
         limit = validate.limit(limit)
         ids = self._host._optional_scope(user_id, agent_id, run_id)
         scope = self.engine.scope_for(test_only=True, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
-        return {"results": [tier_item(r) for r in self.engine.test_memories(scope, limit=limit)]}
+        config, now = self.engine.shown_config(), time.time()
+        return {"results": [tier_item(r, now=now, config=config) for r in self.engine.test_memories(scope, limit=limit)]}
 
     def delete_test_memories(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
         """Delete test memories (every scope of the tenant when no id is given); the
@@ -272,7 +274,7 @@ class Minutes:
         limit = threshold_of(threshold)
         loop = self._pair_loop(project_id, agent_id, evaluator, memories_per_gap)
         r = loop.round(*texts, number=1, session=str(uuid.uuid4()), threshold=limit, improve=True)
-        return {**r.to_dict(), "met": r.score >= limit, "threshold": limit}
+        return {**r.to_dict(), "threshold": limit}
 
 
 def _of_the_log(name: str) -> Callable[..., Any]:

@@ -16,6 +16,7 @@ Errors, from the service's ``{"error": {"type", "message", "field"}}``::
     validation_error (422), payload_too_large (413),
     bad_request (400)                               ValidationError (same .field)
     not_found (404)                                 NotFoundError
+    conflict (409)                                  ConflictError
     unauthorized (401), forbidden (403)             AuthenticationError (a ConfigurationError)
     rate_limited (429)                              RateLimitError (a TransientProviderError; .retry_after)
     unavailable (503), internal (500), other
@@ -44,6 +45,7 @@ from . import validate
 from .api import CALLS, CALLS_BY_NAME, Scoped
 from .errors import (
     ConfigurationError,
+    ConflictError,
     MemoristError,
     MissingDependencyError,
     NotFoundError,
@@ -192,9 +194,13 @@ class _Calls:
     """The requests of Memory's calls, built once for both clients."""
 
     @staticmethod
-    def add(messages: Any, user_id: Any, agent_id: Any, run_id: Any, metadata: Any, infer: Any, timestamp: Any, test: Any = False) -> _Call:
+    def add(messages: Any, user_id: Any, agent_id: Any, run_id: Any, metadata: Any, infer: Any, timestamp: Any, test: Any = False,
+            importance: Any = None) -> _Call:
         ids = _scope(user_id, agent_id, run_id)
         body: dict[str, Any] = {"messages": _messages(messages), **ids}
+        weight = validate.importance(importance)
+        if weight is not None:
+            body["importance"] = weight
         if not isinstance(test, bool):
             raise ValidationError("test", f"must be True or False, got {validate.show(test)}")
         if test:
@@ -288,6 +294,16 @@ class _Calls:
         if limit is not None:
             params["limit"] = validate.limit(limit)
         return _Call("GET", f"{_API}/{user}/events/", params, None, _result_list)
+
+    @staticmethod
+    def rollback(event_or_run_id: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
+        target = event_or_run_id
+        if isinstance(target, bool) or not isinstance(target, int | str) or (isinstance(target, str) and not target.strip()):
+            raise ValidationError("event_or_run_id", f"must be an event's seq number or a run id, got {validate.show(target)}")
+        if isinstance(target, str) and target.strip().isdigit():
+            target = int(target.strip())
+        body: dict[str, Any] = {"event_or_run_id": target.strip() if isinstance(target, str) else target, **_ids(user_id, agent_id, run_id)}
+        return _Call("POST", f"{_API}/rollback/", {}, _encode(body, free="event_or_run_id"), _object)
 
 
 # the connection --------------------------------------------------------------------------
@@ -384,6 +400,8 @@ class _Base:
                 return NotFoundError("memory", call.memory_id)
             what, _, ident = message.partition(" not found: ")
             return NotFoundError(what or "resource", ident.strip("'\"") if ident else call.path)
+        if kind == "conflict":
+            return ConflictError(message)
         if kind in ("unauthorized", "forbidden"):
             hint = "" if "Authorization" in self._headers or kind == "forbidden" else " (this client sends no API key: pass api_key=...)"
             return AuthenticationError(f"{where} refused the request: {message}{hint}")

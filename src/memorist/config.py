@@ -22,6 +22,16 @@ maintenance_log        ``MEMORIST_MAINTENANCE_LOG``  next to a SQLite file
                                                    (``<name>.maintenance.log``);
                                                    none for PostgreSQL and
                                                    ``:memory:``; "off": none
+consolidation_         ``CONSOLIDATION_BATCH_SIZE``  1000 (memories grouped and
+batch_size                                         merged per transaction)
+auto_consolidate_      ``AUTO_CONSOLIDATE_           0 (off); N: a scope holding
+threshold              THRESHOLD``                 more than N memories is
+                                                   consolidated after adds
+run_consolidation_     ``RUN_CONSOLIDATION_ASYNC``   true: that run is in the
+async                                              background
+consolidation_         ``MEMORIST_CONSOLIDATION_     by embedder: 0.9 (a semantic
+similarity             SIMILARITY``                model), 0.8 (hashing); the
+                                                   cosine of one group's memories
 =====================  ==========================  =================================
 
 This module is the only one that reads the environment (a test scans the package
@@ -31,8 +41,9 @@ this module, each when the object that needs it is built: the LLM providers'
 ``MEMORIST_LLM_API_KEY``, ``GEMINI_API_KEY``, ``GEMINI_MODEL``, ``GEMINI_BASE_URL``,
 ``ACE_LLM_TEMPERATURE``), the embedder's (``MEMORIST_EMBED_RUNTIME``,
 ``MEMORIST_CACHE_DIR``), the playbooks' (``ACE_CURATOR_MAX_NEW``,
-``ACE_CURATOR_USE_LLM``) and the learning loop's (``TRAJECTORY_*``,
-``PLAYBOOK_VERSION_*``).
+``ACE_CURATOR_USE_LLM``), the learning loop's (``TRAJECTORY_*``,
+``PLAYBOOK_VERSION_*``) and ``memorist serve``'s connection limits
+(:data:`SERVE_ENVIRONMENT`: ``MEMORIST_TIMEOUT_HEAD`` and the others).
 """
 
 from __future__ import annotations
@@ -116,6 +127,57 @@ def _policy(value: Any) -> str | None:
     return raw.strip().lower()
 
 
+_MAX_BATCH = 100_000
+
+
+def _whole(value: Any, name: str, env: str, default: int, *, low: int) -> int:
+    source = name
+    if value is None:
+        raw = os.environ.get(env)
+        if raw is None or not raw.strip():
+            return default
+        source = env
+        try:
+            value = int(raw.strip())
+        except ValueError as exc:
+            raise ConfigurationError(f"{env} must be a whole number, got {raw!r}") from exc
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= (_MAX_BATCH if "batch" in name else 2**62):
+        raise ConfigurationError(f"{source} must be a whole number >= {low}{' and <= 100000' if 'batch' in name else ''}, got {value!r}")
+    return value
+
+
+def _flag(value: Any, name: str, env: str, default: bool) -> bool:
+    if value is None:
+        raw = os.environ.get(env)
+        if raw is None or not raw.strip():
+            return default
+        word = raw.strip().lower()
+        if word in ("1", "true", "yes", "on"):
+            return True
+        if word in ("0", "false", "no", "off"):
+            return False
+        raise ConfigurationError(f"{env} must be true or false, got {raw!r}")
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def _fraction(value: Any, name: str, env: str, default: float | None) -> float | None:
+    source = name
+    if value is None:
+        raw = os.environ.get(env)
+        if raw is None or not raw.strip():
+            return default
+        source = env
+        try:
+            value = float(raw)
+        except ValueError as exc:
+            raise ConfigurationError(f"{env} must be a number from 0 to 1, got {raw!r}") from exc
+    if not finite_number(value) or not 0 < value <= 1:
+        raise ConfigurationError(f"{source} must be a finite number above 0 and at most 1, got {value!r}")
+    return float(value)
+
+
 @dataclass(slots=True)
 class RetrievalConfig:
     """How search finds and orders candidates."""
@@ -166,6 +228,11 @@ class MemoryConfig:
     # Where maintenance runs append their JSON lines: a path, "off", or None
     # (MEMORIST_MAINTENANCE_LOG, else next to a SQLite file; none for other stores).
     maintenance_log: str | None = None
+    # Consolidation (memory.learning.consolidate): None reads the environment (above).
+    consolidation_batch_size: int | None = None
+    auto_consolidate_threshold: int | None = None
+    run_consolidation_async: bool | None = None
+    consolidation_similarity: float | None = None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> MemoryConfig:
@@ -223,6 +290,10 @@ class MemoryConfig:
             llm=self.llm if self.llm is not None else llm_spec(),
             policy=_policy(self.policy),
             maintenance_log=self._maintenance_log(),
+            consolidation_batch_size=_whole(self.consolidation_batch_size, "consolidation_batch_size", "CONSOLIDATION_BATCH_SIZE", 1000, low=2),
+            auto_consolidate_threshold=_whole(self.auto_consolidate_threshold, "auto_consolidate_threshold", "AUTO_CONSOLIDATE_THRESHOLD", 0, low=0),
+            run_consolidation_async=_flag(self.run_consolidation_async, "run_consolidation_async", "RUN_CONSOLIDATION_ASYNC", True),
+            consolidation_similarity=_fraction(self.consolidation_similarity, "consolidation_similarity", "MEMORIST_CONSOLIDATION_SIMILARITY", None),
         )
 
     def _maintenance_log(self) -> str | None:
@@ -335,5 +406,40 @@ def learning_environment() -> dict[str, str]:
     )
 
 
+#: ``memorist serve``'s options that the environment may set, and their variables. A
+#: variable is the default of its option (the flag wins); it is checked as the flag is.
+SERVE_ENVIRONMENT = {
+    "max_connections": "MEMORIST_MAX_CONNECTIONS",
+    "max_concurrency": "MEMORIST_MAX_CONCURRENCY",
+    "timeout_keep_alive": "MEMORIST_TIMEOUT_KEEP_ALIVE",
+    "timeout_head": "MEMORIST_TIMEOUT_HEAD",
+    "timeout_body": "MEMORIST_TIMEOUT_BODY",
+    "auth_failures": "MEMORIST_AUTH_FAILURES",
+}
+
+
+def serve_environment() -> dict[str, tuple[str, str]]:
+    """The options of :data:`SERVE_ENVIRONMENT` set in the environment (and not empty):
+    option -> (variable, text)."""
+    return {option: (var, os.environ[var]) for option, var in SERVE_ENVIRONMENT.items() if os.environ.get(var, "").strip()}
+
+
 def _set(names: Iterable[str]) -> dict[str, str]:
     return {name: os.environ[name] for name in names if name in os.environ}
+
+
+#: Where ``memorist chat`` finds the memory service when ``MEMORY_MANAGEMENT_URL`` is unset.
+DEFAULT_MEMORY_MANAGEMENT_URL = "http://localhost:6060/api/memories"
+
+
+def chat_environment() -> dict[str, Any]:
+    """The chat service's settings (``memorist chat``), read when it is built:
+    ``MEMORY_MANAGEMENT_URL`` (the memory service; default
+    :data:`DEFAULT_MEMORY_MANAGEMENT_URL`), ``MEMORY_API_KEY`` (the chat's key for
+    it; none for a development memory service) and the decay window
+    (``MEMORIST_DECAY_DAYS`` / ``MEMORY_DECAY_DAYS``; 0 or unset: no decay)."""
+    return {
+        "memory_url": os.environ.get("MEMORY_MANAGEMENT_URL") or DEFAULT_MEMORY_MANAGEMENT_URL,
+        "memory_api_key": os.environ.get("MEMORY_API_KEY") or None,
+        "decay_days": _env_decay_days() or 0.0,
+    }

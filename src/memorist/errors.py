@@ -6,9 +6,11 @@ Every error Memorist raises on purpose derives from :class:`MemoristError`::
     ├── ValidationError        bad input; ``field`` names what was wrong
     │   └── ImportLineError         a line of an import; the lines before it are imported
     ├── NotFoundError          an id that does not exist (or is deleted)
+    ├── ConflictError          the store changed in a way the call cannot undo around
     ├── ConfigurationError     a setting that cannot work
     │   ├── EmbedderMismatchError   the store was built with another embedder
     │   └── MissingDependencyError  an optional extra is not installed
+    ├── CancelledCallError     the call was given up: its caller left (memorist.work)
     ├── StoreError             the store cannot be read or written
     │   └── CorruptStoreError       the file is not a Memorist store, or is damaged
     └── ProviderError          an embedding or LLM provider failed
@@ -53,6 +55,15 @@ class NotFoundError(MemoristError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])
+
+
+class ConflictError(MemoristError):
+    """The call conflicts with what the store holds now: an operation already rolled
+    back, or one whose memories changed again since (the message names the event)."""
+class CancelledCallError(MemoristError):
+    """The call was given up before its end because its caller left (a service's client
+    closed the connection): see :mod:`memorist.work`. Nothing it would have written
+    was half-written; reads simply stop."""
 
 
 class ConfigurationError(MemoristError):
@@ -101,7 +112,9 @@ class InvalidOutputError(ProviderError):
 
 
 __all__ = [
+    "CancelledCallError",
     "ConfigurationError",
+    "ConflictError",
     "CorruptStoreError",
     "EmbedderMismatchError",
     "MemoristError",

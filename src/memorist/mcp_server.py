@@ -144,6 +144,10 @@ def add_memory(
         bool,
         Field(description="True (default): extract short facts and reconcile them with existing memories. False: store each message verbatim."),
     ] = True,
+    importance: Annotated[
+        float | None,
+        Field(description="How much this matters, 0 to 1 (0.8 or more: never merged by consolidation). Default: estimated.", ge=0, le=1),
+    ] = None,
 ) -> dict[str, Any]:
     """Remember something about the person for future conversations.
 
@@ -162,7 +166,7 @@ def add_memory(
             else "give messages (a list of {role, content}) or text",
         )
     turn: Any = text if messages is None else [m.model_dump(exclude_none=True) for m in messages]
-    return handle.add(turn, metadata=metadata, infer=infer)
+    return handle.add(turn, metadata=metadata, infer=infer, importance=importance)
 
 
 @_tool("Search memories", read_only=True, idempotent=True)
@@ -270,6 +274,39 @@ def erase_memories(
     ({"erased": {...}, "vectors", "events", "message"}).
     """
     return handle.erase(dry_run=dry_run)
+
+
+@_tool("Consolidate memories", read_only=False)
+def consolidate_memories(
+    handle: Scoped,
+    memory_type: Annotated[str | None, Field(description="Only memories of this kind: 'fact', 'preference', 'experience'... (default: all).")] = None,
+    min_importance: Annotated[float, Field(description="Only memories below this importance are merged (default 0.5).", ge=0, le=1)] = 0.5,
+    preserve_high_importance: Annotated[bool, Field(description="Never touch a memory at or above importance_threshold (default true).")] = True,
+    importance_threshold: Annotated[float, Field(description="What counts as high importance (default 0.8).", ge=0, le=1)] = 0.8,
+    dry_run: Annotated[bool, Field(description="Only report what would be merged.")] = False,
+) -> dict[str, Any]:
+    """Merge near-duplicate memories of low importance into one each, keeping every
+    name, number and date they hold; important memories are never touched.
+
+    Returns {"merged_count", "consolidated_count", "preserved_count",
+    "space_saved_bytes", "results", "rejected", "run_id"}; `rollback` with the
+    run_id undoes it.
+    """
+    return handle.learning.consolidate(memory_type, None, min_importance, preserve_high_importance, importance_threshold, dry_run=dry_run)
+
+
+@_tool("Undo a merge", read_only=False)
+def rollback(
+    handle: Scoped,
+    event_or_run_id: Annotated[int | str, Field(description="A consolidation's run_id, or the seq of the event of the merge, update or delete to undo.")],
+) -> dict[str, Any]:
+    """Undo a consolidation, or an update or delete that reconciliation made: the
+    memories come back exactly as they were. Refused if it was undone already or
+    the memories changed again since.
+
+    Returns {"rolled_back", "op", "restored", "retired", "rollback_seq"}.
+    """
+    return dict(handle.rollback(event_or_run_id))
 
 
 # spec 002: the end of a conversation triggers consolidation

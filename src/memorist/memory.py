@@ -35,6 +35,7 @@ from .model import (
     MemoryItem,
     MemoryList,
     MemoryRecord,
+    RollbackResult,
     Scope,
     Status,
     UpdateResult,
@@ -52,8 +53,11 @@ from .roles.base import Extractor, Reconciler
 from .store import open_store
 from .store.base import Batch, ScopeFilter, Store
 from .store.sqlite import SQLiteStore
+from .work import charge
 
 _QUERY_CACHE = 256
+#: Adds of a space between two looks at its size (automatic consolidation).
+_CHECK_EVERY = 100
 #: How far by-id calls follow a promoted memory's ``promoted_to`` link.
 _MAX_HOPS = 16
 
@@ -174,6 +178,8 @@ class Memory:
         # guarded; the store guards itself, and add's decision is checked at commit.
         self._cache_lock = threading.Lock()
         self._tiers: Any = None
+        self._adds_since_check: dict[tuple[str, str, str], int] = {}
+        self._background_consolidation: Any = None
         if self.energy:
             try:
                 self._ingest.prepare = self._energy_engine().prepare  # new memories get their start energy and tier
@@ -230,12 +236,19 @@ class Memory:
         """Whether this Memory runs the energy policy (spec 002's tiers)."""
         return self.config.policy == "energy"
 
-    def _item(self, record: MemoryRecord, score: float | None = None) -> dict[str, Any]:
+    def _item(self, record: MemoryRecord, score: float | None = None, *, tiers: Any = None) -> dict[str, Any]:
+        """The public item; under the energy policy with the energy as of now
+        (``tiers``: the configuration of :meth:`_tier_view`, read once per call)."""
         if self.energy:
             from .pipelines.tiers import tier_item
 
-            return tier_item(record, score)
+            config = tiers if tiers is not None else self._tier_view()
+            return tier_item(record, score, now=time.time(), config=config)
         return record.to_item(score)
+
+    def _tier_view(self) -> Any:
+        """The energy configuration items are shown with (None: not under the energy policy)."""
+        return self._energy_engine().shown_config() if self.energy else None
 
     def _scope_filter(self, user_id: Any, agent_id: Any, run_id: Any) -> ScopeFilter:
         u, a, r = validate.require_scope(user_id, agent_id, run_id)
@@ -289,8 +302,10 @@ class Memory:
         infer: bool = True,
         timestamp: Any = None,
         test: bool = False,
+        importance: float | None = None,
     ) -> AddResult:
         u, a, r = validate.require_scope(user_id, agent_id, run_id)
+        weight = validate.importance(importance)
         msgs, plain = validate.messages(
             messages,
             max_chars=self.config.max_message_chars,
@@ -314,8 +329,11 @@ class Memory:
             self._energy_engine().check_start(meta)  # a bad start energy or tier fails here, before anything is written
         scope = Scope(tenant, u or "", a or "", r or "")
         if infer:
-            return self._ingest.add_inferred(msgs, scope, metadata=meta, at=at)
-        return self._ingest.add_verbatim(msgs, scope, metadata=meta, at=at, plain_text=plain)
+            result = self._ingest.add_inferred(msgs, scope, metadata=meta, at=at, importance=weight)
+        else:
+            result = self._ingest.add_verbatim(msgs, scope, metadata=meta, at=at, plain_text=plain, importance=weight)
+        self._consolidation_trigger(scope, result)
+        return result
 
     @implements(MemoryAPI.search)
     def search(
@@ -341,8 +359,9 @@ class Memory:
             scope, query, qvec, limit=limit, predicate=predicate, reference=reference, now=time.time(), threshold=threshold
         )
         results = []
+        tiers = self._tier_view()
         for record, score in ranked:
-            item = self._item(record, score)
+            item = self._item(record, score, tiers=tiers)
             if record.id in similarity:
                 item["similarity"] = round(similarity[record.id], 6)
             results.append(item)
@@ -373,8 +392,16 @@ class Memory:
         if predicate is None:
             records = self._list_facts(scope, limit=limit, cutoff=cutoff, now=now)
         else:
-            records = [r for r in self.store.list(scope, cutoff=cutoff, now=now) if is_fact(r) and predicate(r)][:limit]
-        return {"results": [self._item(r) for r in records]}
+            records = []
+            for record in self.store.list(scope, cutoff=cutoff, now=now):
+                if is_fact(record) and predicate(record):
+                    records.append(record)
+                    if len(records) >= limit:
+                        break
+        # A page's cost to the work meter: its records and its text (a unit per 1,000 characters).
+        charge(len(records) + sum(len(r.text) for r in records) // 1000)
+        tiers = self._tier_view()
+        return {"results": [self._item(r, tiers=tiers) for r in records]}
 
     def _list_facts(self, scope: ScopeFilter, *, limit: int, cutoff: float | None, now: float) -> list[MemoryRecord]:
         """The scope's newest ``limit`` facts: playbooks and trajectories share the
@@ -506,6 +533,65 @@ class Memory:
             limit = validate.limit(limit)
         since = validate.since(since)
         return [e.to_item() for e in self.store.events(scope, since=since, limit=limit)]
+
+    @implements(MemoryAPI.rollback)
+    def rollback(
+        self, event_or_run_id: int | str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> RollbackResult:
+        from .pipelines.undo import rollback
+
+        result = rollback(self.store, event_or_run_id, self._optional_scope(user_id, agent_id, run_id), self.embedder.embed)
+        return result  # type: ignore[return-value]
+
+    # consolidation -----------------------------------------------------------------------
+    def _consolidator(self) -> Any:
+        from .pipelines.consolidation import Consolidator
+
+        return Consolidator(self.store, self.embedder, prepare=self._ingest.prepare)
+
+    def _consolidation_trigger(self, scope: Scope, result: Mapping[str, Any]) -> None:
+        """After an add: when ``auto_consolidate_threshold`` is set and the space (user,
+        agent) now holds more active memories than that, consolidate it with the default
+        settings, in the background (``run_consolidation_async``) or at once. The count
+        is read every ``CHECK_EVERY`` adds of a space in this process, not on every add."""
+        threshold = self.config.auto_consolidate_threshold
+        added = sum(1 for r in result.get("results", ()) if r.get("event") == "ADD")
+        if not threshold or not added:
+            return
+        key = scope.space
+        with self._cache_lock:
+            counts = self._adds_since_check
+            counts[key] = counts.get(key, 0) + added
+            if counts[key] < min(_CHECK_EVERY, threshold):
+                return
+            counts[key] = 0
+        space = ScopeFilter(scope.tenant_id, scope.user_id or None, scope.agent_id or None)
+        if self.store.count(space) <= threshold:  # type: ignore[attr-defined]
+            return
+        if self.config.run_consolidation_async:
+            self._consolidation_runs().request(space, None, {"trigger": "auto", "threshold": threshold})
+        else:
+            self._auto_consolidate(space, None, {})
+
+    def _auto_consolidate(self, space: ScopeFilter, _now: float | None, _trigger: dict[str, Any]) -> dict[str, Any]:
+        return self.learning._consolidate(None, None, 0.5, True, 0.8, None, False, user_id=space.user_id, agent_id=space.agent_id,
+                                          actor="auto-consolidation")
+
+    def _consolidation_runs(self) -> Any:
+        runs = self._background_consolidation
+        if runs is None:
+            from .pipelines.tiers import BackgroundRuns
+
+            with self._cache_lock:
+                runs = self._background_consolidation
+                if runs is None:
+                    runs = self._background_consolidation = BackgroundRuns(self._auto_consolidate)
+        return runs
+
+    def _wait_consolidation(self, timeout: float | None = None) -> bool:
+        """``memory.learning.wait_consolidation``."""
+        runs = self._background_consolidation
+        return True if runs is None else runs.wait(timeout)
 
     def stats(self) -> dict[str, Any]:
         """Counts and identity of the store (this tenant's test memories not counted)."""
@@ -765,7 +851,7 @@ class Memory:
         A line is a memory written by :meth:`export` (restored with its id and dates;
         one the store already holds is updated only if the line is newer, so importing
         twice changes nothing) or a conversation turn, ``{"messages": [...] | "text":
-        "...", "user_id"?, "metadata"?, "timestamp"?, "infer"?}``, added like
+        "...", "user_id"?, "metadata"?, "timestamp"?, "infer"?, "importance"?}``, added like
         :meth:`add` does. Lines that name no scope get ``user_id``/``agent_id``/
         ``run_id``; ``infer`` is the default of turns without ``"infer"``.
 
@@ -864,6 +950,8 @@ class Memory:
         buffered bookkeeping and close the store."""
         if self._tiers is not None:
             self._tiers.close()
+        if self._background_consolidation is not None:
+            self._background_consolidation.close()
         self.store.close()
 
     def __enter__(self) -> Memory:

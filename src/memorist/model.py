@@ -380,6 +380,35 @@ class EventList(TypedDict):
     results: list[EventItem]
 
 
+class RollbackResult(TypedDict):
+    """What ``rollback`` undid: the operation, the memories it restored and retired."""
+
+    rolled_back: int | str  # the event seq or run id asked for
+    op: str  # the operation's event: consolidation, update, delete, curation, merge...
+    event_seqs: list[int]
+    restored: list[str]
+    retired: list[str]
+    rollback_seq: int
+
+
+class ConsolidationReport(TypedDict):
+    """What ``consolidate`` merged, kept and refused."""
+
+    run_id: str | None  # None for a dry run; else what ``rollback`` takes
+    dry_run: bool
+    considered: int
+    candidates: int
+    merged_count: int  # source memories merged
+    consolidated_count: int  # memories written
+    preserved_count: int  # memories kept for their importance
+    space_saved_bytes: int
+    batches: int
+    remaining: int  # candidates left for another run
+    results: list[dict[str, Any]]
+    rejected: list[dict[str, Any]]
+    event_seqs: list[int]
+
+
 class PolicyChange(TypedDict):
     policy: str
     previous: str | None
@@ -589,12 +618,14 @@ class Fact:
     ``text`` is concise and self-contained, in the language of the input, starting
     directly with the fact ("Is vegetarian", not "The user is vegetarian").
     ``kind`` is one of the memory kinds (``"fact"``, ``"preference"``, ...).
-    ``source_role`` is the role of the message the fact came from.
+    ``source_role`` is the role of the message the fact came from. ``importance``
+    is the extractor's estimate in [0, 1], None when it proposes none.
     """
 
     text: str
     kind: str = "fact"
     source_role: str = "user"
+    importance: float | None = None
 
 
 class Action(enum.StrEnum):

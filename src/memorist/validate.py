@@ -8,7 +8,9 @@ the model.
 What no argument may hold, whatever the call (each is a :class:`ValidationError`
 naming the argument, and nothing is stored):
 
-- text with a lone surrogate (``"\\ud800"``): it cannot be stored as UTF-8;
+- text with a lone surrogate (``"\\ud800"``): it cannot be stored as UTF-8; text
+  (memory text, messages, metadata keys and values at any depth) with a NUL
+  character;
 - text, a query or an id that is empty or only whitespace and control/format
   characters; ids may hold no control character at all;
 - metadata that is not JSON (objects, lists, strings, finite numbers, booleans,
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import time
 import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -60,7 +64,12 @@ def show(value: Any, limit: int = 60) -> str:
 
 
 def unicode(name: str, value: str) -> str:
-    """``value`` if it can be stored as UTF-8: no lone surrogate (``"\\ud800"``)."""
+    """``value`` if it can be stored as text: no lone surrogate (``"\\ud800"``), which
+    UTF-8 cannot hold, and no NUL (U+0000), which PostgreSQL's text cannot hold and
+    C strings end at, so it would be cut or altered on its way through another tool."""
+    nul = value.find("\x00")
+    if nul >= 0:
+        raise ValidationError(name, f"holds a NUL character (U+0000) at position {nul}; text must not hold NUL")
     if not value.isascii():
         try:
             value.encode("utf-8")
@@ -147,6 +156,16 @@ def finite_number(value: Any) -> bool:
     neither NaN nor infinite (a NaN compares false with everything, so a range check
     alone lets it through: a NaN decay window hides every memory)."""
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def importance(value: Any, field: str = "importance") -> float | None:
+    """A memory's importance, a number from 0 to 1; None stays None (the default applies)."""
+    if value is None:
+        return None
+    # Comparisons, not float(): NaN fails them, and an infinity is out of range.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValidationError(field, f"must be a number from 0 to 1, got {show(value)}")
+    return float(value)
 
 
 def threshold(value: Any) -> float | None:
@@ -255,8 +274,25 @@ def time_text(value: str | None) -> float | str | None:
         return value
 
 
+_OFFSET = re.compile(r"^\s*([+-])\s*(\d{1,9}(?:\.\d{1,6})?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days|w|wk|wks)\s*$", re.I)
+_OFFSET_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0, "w": 604_800.0}
+
+
+def offset_seconds(value: str) -> float | None:
+    """The seconds of a relative time (``"+10h"``, ``"-2d"``, ``"+30m"``, ``"-90s"``,
+    ``"+1w"``: a sign, a number, a unit), or None when ``value`` is not one."""
+    found = _OFFSET.match(value)
+    if found is None:
+        return None
+    sign, amount, unit = found.groups()
+    seconds = float(amount) * _OFFSET_UNITS[unit[0].lower()]
+    return -seconds if sign == "-" else seconds
+
+
 def timestamp(value: Any, *, field: str = "timestamp") -> float | None:
-    """A datetime, an ISO-8601 string or epoch seconds, as epoch seconds; None stays None.
+    """A datetime, an ISO-8601 string, epoch seconds, or a time relative to now
+    (``"+10h"``, ``"-2d"``, ``"+30m"``, ``"-45s"``, ``"+1w"``), as epoch seconds; None
+    stays None.
 
     Dates before 1970 or after 9999 are rejected however they are given."""
     if value is None:
@@ -267,10 +303,14 @@ def timestamp(value: Any, *, field: str = "timestamp") -> float | None:
         except (ValueError, OverflowError, OSError) as exc:
             raise ValidationError(field, f"not a usable date: {show(value)}") from exc
     elif isinstance(value, str):
-        try:
-            seconds = to_epoch(datetime.fromisoformat(value.replace("Z", "+00:00")))
-        except (ValueError, OverflowError, OSError) as exc:
-            raise ValidationError(field, f"not an ISO-8601 date: {show(value)}") from exc
+        offset = offset_seconds(value)
+        if offset is not None:
+            seconds = time.time() + offset
+        else:
+            try:
+                seconds = to_epoch(datetime.fromisoformat(value.replace("Z", "+00:00")))
+            except (ValueError, OverflowError, OSError) as exc:
+                raise ValidationError(field, f"not an ISO-8601 date: {show(value)}") from exc
     elif isinstance(value, int | float) and not isinstance(value, bool):
         seconds = value
     else:

@@ -182,6 +182,8 @@ def test_the_cli_command_takes_the_declared_parameters(call: Call) -> None:
 CORE = {
     # the memory calls (mem0's) and the scoped handle
     "add", "search", "get", "get_all", "update", "delete", "delete_all", "erase", "history", "reset", "scope",
+    # undoing a merge or a reconciliation
+    "rollback",
     # the lifecycle: the log, counts, transfer, indexes, integrity, configuration
     "events", "stats", "export", "import_", "reindex", "check", "backup", "close", "from_config", "set_policy",
     # add's turns whose LLM extraction failed, and what the models cost

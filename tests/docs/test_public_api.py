@@ -19,6 +19,7 @@ PUBLIC = [
     "Bullet",
     "Client",
     "ConfigurationError",
+    "ConflictError",
     "ContextWindow",
     "CorruptStoreError",
     "Curator",

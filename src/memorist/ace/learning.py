@@ -42,6 +42,9 @@ from typing import Any
 from .. import validate
 from ..errors import ConfigurationError, NotFoundError, ValidationError
 from ..model import (
+    LEARNING_KINDS,
+    MINUTE_KINDS,
+    ConsolidationReport,
     CurationResult,
     DeletedPlaybook,
     Kind,
@@ -70,6 +73,7 @@ from ..pipelines.trajectories import (
     reflection_view,
     trajectory_view,
 )
+from ..policies.consolidation import IMPORTANCE_THRESHOLD, MIN_IMPORTANCE, default_similarity
 from ..policies.learning import (
     HARMFUL,
     HELPFUL,
@@ -697,6 +701,99 @@ class Learning:
         if record is None:
             raise NotFoundError("playbook version", f"{ref.name} v{number}")
         return self.curation.rollback(ref, record, now=self.clock())
+
+    # consolidation ---------------------------------------------------------------------------------
+    def consolidate(
+        self,
+        memory_type: str | None = None,
+        scope: str | None = None,
+        min_importance: float = MIN_IMPORTANCE,
+        preserve_high_importance: bool = True,
+        importance_threshold: float = IMPORTANCE_THRESHOLD,
+        llm: Any = None,
+        dry_run: bool = False,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> ConsolidationReport:
+        """Merge similar memories of low importance into one each, keeping every name,
+        number and date (so a memory does not fill up with near-copies of itself).
+
+        Memories below ``min_importance`` are candidates; with
+        ``preserve_high_importance`` (the default) none at or above
+        ``importance_threshold`` is ever touched. Candidates whose embeddings are
+        alike (cosine at least ``MemoryConfig.consolidation_similarity``: 0.9 with a
+        semantic model, 0.8 with the hashing embedder) form a
+        group, merged into one ``consolidated`` memory with ``consolidated_from``
+        lineage; the sources are archived, not deleted. The merge is heuristic (every
+        clause of every source once) unless ``llm`` (a ``"provider:model"`` string
+        or an :class:`~memorist.llm.LLM`) or the Memory's LLM is given: then the
+        model merges under the brevity-bias guard. A merge that drops a named entity,
+        number or date of a source is rejected and its sources are kept.
+
+        ``memory_type``: only memories of that kind (``"fact"``, ``"preference"``,
+        ``"experience"``...). ``scope``: ``None`` for the memories of exactly the ids
+        given, ``"user"`` for every memory of ``user_id`` (any agent), ``"agent"`` for
+        every memory of ``agent_id``. ``dry_run``: report what would be merged, write
+        nothing. Works in batches of ``MemoryConfig.consolidation_batch_size``.
+
+        Returns the report: ``merged_count`` (sources merged), ``consolidated_count``,
+        ``preserved_count`` (kept for their importance), ``space_saved_bytes``,
+        ``results`` (each new memory and its sources), ``rejected`` (each refused group,
+        its ``reason`` and the ``missing`` details) and ``run_id``, which
+        :meth:`memorist.Memory.rollback` takes to undo the whole run.
+        """
+        return self._consolidate(memory_type, scope, min_importance, preserve_high_importance, importance_threshold, llm, dry_run,
+                                 user_id=user_id, agent_id=agent_id)
+
+    def wait_consolidation(self, timeout: float | None = None) -> bool:
+        """Wait until the automatic consolidation runs that adds started in the background
+        (``MemoryConfig.auto_consolidate_threshold``) have ended; False if ``timeout`` ran out."""
+        return bool(self.memory._wait_consolidation(timeout))
+
+    def _consolidate(self, memory_type: Any, scope: Any, min_importance: Any, preserve_high_importance: Any, importance_threshold: Any,
+                     llm: Any, dry_run: Any, *, user_id: Any, agent_id: Any, actor: str = "consolidation") -> ConsolidationReport:
+        from ..llm import resolve_llm
+        from ..pipelines.consolidation import Settings
+
+        user, agent = self._ids(user_id, agent_id)
+        if user is None and agent is None:
+            raise ValidationError("user_id", "consolidation acts on one user's or agent's memories: give user_id or agent_id")
+        if scope not in (None, "user", "agent"):
+            raise ValidationError("scope", f"must be 'user', 'agent' or None, got {validate.show(scope)}")
+        if scope == "user":
+            if user is None:
+                raise ValidationError("user_id", "scope 'user' needs the user's id")
+            agent = None
+        elif scope == "agent":
+            if agent is None:
+                raise ValidationError("agent_id", "scope 'agent' needs the agent's id")
+            user = None
+        kinds = None
+        if memory_type is not None:
+            allowed = [k.value for k in Kind if k not in LEARNING_KINDS and k not in MINUTE_KINDS]
+            if not isinstance(memory_type, str) or memory_type.strip().lower() not in allowed:
+                raise ValidationError("memory_type", f"must be one of {', '.join(allowed)}, got {validate.show(memory_type)}")
+            kinds = frozenset({Kind(memory_type.strip().lower())})
+        low = validate.importance(min_importance, "min_importance")
+        high = validate.importance(importance_threshold, "importance_threshold")
+        if low is None or high is None:
+            raise ValidationError("min_importance" if low is None else "importance_threshold", "must be a number from 0 to 1, got None")
+        settings = Settings(
+            min_importance=low,
+            importance_threshold=high,
+            preserve_high_importance=_bool(preserve_high_importance, "preserve_high_importance"),
+            kinds=kinds,
+            dry_run=_bool(dry_run, "dry_run"),
+            batch_size=self.memory.config.consolidation_batch_size,
+            similarity=self.memory.config.consolidation_similarity or default_similarity(self.memory.embedder.name),
+            max_chars=self.memory.config.max_message_chars,
+        )
+        model = resolve_llm(llm) if llm is not None else self.memory.llm
+        filter_ = ScopeFilter(self.tenant_id, user, agent)
+        return self.memory._consolidator().run(  # type: ignore[no-any-return]
+            filter_, settings, llm=model, event_scope=Scope(self.tenant_id, user or "", agent or ""), actor=actor
+        )
 
     # the loop ------------------------------------------------------------------------------------------
     @staticmethod

@@ -150,6 +150,14 @@ def _model_answerer(memory: Any) -> Answerer | None:
     return answer
 
 
+def check_turn(payload: Any) -> tuple[list[dict[str, str]], str, str, str | None, str | None, str | None]:
+    """The protocol's input checked: ``(messages, learner_id, conversation_id,
+    feedback, outcome, topic)``; a :class:`~memorist.errors.ValidationError` names the
+    wrong field. Every runner of the protocol (this one, the tutor's graph) reads its
+    input through it."""
+    return _check(payload)
+
+
 def run_turn(playbook: PlaybookLike, payload: Mapping[str, Any], *, answerer: Answerer | None = None) -> dict[str, Any]:
     """Run one turn of the protocol above and return the output object."""
     messages, learner, conversation, feedback, outcome, topic = _check(payload)
@@ -202,4 +210,4 @@ def run_turn(playbook: PlaybookLike, payload: Mapping[str, Any], *, answerer: An
     }
 
 
-__all__ = ["DEFAULT_LEARNER", "SYSTEM_PROMPT", "PlaybookLike", "TurnLike", "deterministic_answer", "run_turn", "sanitize_answer"]
+__all__ = ["DEFAULT_LEARNER", "SYSTEM_PROMPT", "PlaybookLike", "TurnLike", "check_turn", "deterministic_answer", "run_turn", "sanitize_answer"]

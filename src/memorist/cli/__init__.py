@@ -8,15 +8,17 @@ The engine decides everything.
 other module is one command group: :mod:`.memories` (the mem0-style calls),
 :mod:`.transfer` (import, export), :mod:`.reprocess`, :mod:`.playbook` (run-turn,
 analyze, playbook), :mod:`.learning` (trajectory, reflect), :mod:`.maintenance`
-(check, backup), :mod:`.config` (the store's own configuration), :mod:`.tiers` (maintain, boost, tiers: spec 002's energy tiers), :mod:`.serve` (serve, keys), :mod:`.mcp` and :mod:`.bench`. Importing them registers their commands; each keeps its
+(check, backup), :mod:`.consolidation` (consolidate, rollback), :mod:`.config` (the store's own configuration), :mod:`.tiers` (maintain, boost, tiers: the energy tiers), :mod:`.serve` (serve, keys), :mod:`.agent` (chat), :mod:`.mcp` and :mod:`.bench`. Importing them registers their commands; each keeps its
 heavy imports inside its commands, so ``memorist --help`` stays instant.
 """
 
 from __future__ import annotations
 
 from . import (  # noqa: F401  (they register their commands)
+    agent,
     bench,
     config,
+    consolidation,
     learning,
     maintenance,
     mcp,

@@ -75,8 +75,9 @@ def cli_message(exc: MemoristError, arguments: dict[str, str] | None = None) -> 
     if isinstance(exc, ValidationError) and message.startswith(f"{exc.field}: "):
         base = re.split(r"[\[.]", exc.field, maxsplit=1)[0]
         names = {**_FLAG_NAMES, **(arguments or {})}
-        if base in names:
-            message = f"{names[base]}: {message[len(exc.field) + 2:]}"
+        key = exc.field if exc.field in names else base  # a flag that feeds one key (metadata.energy: --energy)
+        if key in names:
+            message = f"{names[key]}: {message[len(exc.field) + 2:]}"
     return _SCOPE_IDS.sub(lambda m: _FLAG_NAMES[m.group(1)], message)
 
 

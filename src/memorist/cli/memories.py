@@ -46,6 +46,8 @@ def _memory_id(app: App, memory_id: str, *, include_deleted: bool = False) -> st
 @click.option("--timestamp", metavar="ISO", help="When the conversation happened (ISO-8601) [default: now].")
 @click.option("--role", type=click.Choice(["user", "assistant"]), help="Store TEXT as a message of this role.")
 @click.option("--test", is_flag=True, help="A test memory: kept apart, never returned by the normal commands.")
+@click.option("--importance", type=FiniteFloat(0.0, 1.0), metavar="X",
+              help="How much it matters, 0 to 1 (0.8 or more: never merged by consolidation) [default: estimated].")
 @pass_app
 def add(
     app: App,
@@ -58,13 +60,15 @@ def add(
     timestamp: str | None,
     role: str | None,
     test: bool,
+    importance: float | None,
 ) -> None:
     """Remember TEXT (words joined by spaces; '-' reads stdin) as one message."""
     app.arguments = {"messages": "TEXT"}
     content = read_text(text)
     messages: Any = [{"role": role, "content": content}] if role else content
     result = app.memory(create=True).add(
-        messages, **scope(user_id, agent_id, run_id), metadata=metadata, infer=infer, timestamp=timestamp, test=test
+        messages, **scope(user_id, agent_id, run_id), metadata=metadata, infer=infer, timestamp=timestamp, test=test,
+        importance=importance,
     )
 
     def human() -> None:
@@ -366,15 +370,21 @@ def reindex(app: App, new_embedder: str | None) -> None:
 @click.option("--keep", is_flag=True, help="Keep the temporary store (its path is printed) to look around.")
 @click.option("--pair", "pair", is_flag=True, help="Spec 003 instead: minutes → index → context → evaluation → PAIR.")
 @click.option("--tiers", "tiers", is_flag=True, help="Spec 002 instead: energy tiers, decay, promotion, expiry, test memories.")
+@click.option("--agent", "agent", is_flag=True, help="The tutor agent instead: two conversations through its graph (needs the agent extra).")
 @pass_app
-def demo(app: App, keep: bool, pair: bool = False, tiers: bool = False) -> None:
+def demo(app: App, keep: bool, pair: bool = False, tiers: bool = False, agent: bool = False) -> None:
     """Show what Memorist is for: a tutor that remembers a learner across conversations.
 
     The demo writes into a new temporary store, removed afterwards (--keep keeps it).
     It only writes into a store of yours when you name one with --db; MEMORIST_DB is
     never used, so your own store is untouched.
     """
-    if tiers:
+    if agent:
+        from ..agent import require_langgraph
+
+        require_langgraph()
+        from ..agent.demo import run_agent_demo as run
+    elif tiers:
         from ..demo_tiers import run_tiers_demo as run
     elif pair:
         from ..demo_pair import run_pair_demo as run

@@ -16,6 +16,8 @@ import click
 from ..validate import time_text
 from .app import App, CommandError, FiniteFloat, cli, json_object, pass_app, read_text, when
 
+_TIME = "ISO-8601, epoch seconds, or an offset from now: +10h, -2d, +30m"
+
 
 def project_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--project", "project_id", metavar="ID", help="Project id [default: 'default'].")(func)
@@ -61,7 +63,7 @@ def minutes() -> None:
 @click.option("--note", metavar="TEXT", help="A human-readable summary.")
 @click.option("--category", type=click.Choice(["agent_capability", "coordination_pattern", "conflict_resolution", "task_assignment",
                                                "failure_pattern", "project_knowledge"]), help="[default: from the event's words and data]")
-@click.option("--at", "at", metavar="ISO", help="When it happened (ISO-8601 or epoch seconds) [default: now].")
+@click.option("--at", "at", metavar="TIME", help=f"When it happened ({_TIME}) [default: now].")
 @pass_app
 def record(app: App, event_type: str, agent_id: str | None, project_id: str | None, data: dict[str, Any] | None, refs: tuple[str, ...],
            note: str | None, category: str | None, at: str | None) -> None:
@@ -157,11 +159,12 @@ def reindex(app: App, project_id: str | None, all_projects: bool) -> None:
 @click.option("--task", metavar="TEXT", help="What the agent is about to do (adds the 5 most relevant past minutes).")
 @click.option("--budget", "budget", default=4000, show_default=True, type=click.IntRange(min=1), help="Token budget (about 4 characters a token).")
 @project_option
+@click.option("--now", metavar="TIME", help=f"Build it as of this time ({_TIME}) [default: now].")
 @pass_app
-def context(app: App, agent_id: str, task: str | None, budget: int, project_id: str | None) -> None:
+def context(app: App, agent_id: str, task: str | None, budget: int, project_id: str | None, now: str | None) -> None:
     """The bounded context window for AGENT: recent + referenced + own memory + retrieved."""
-    app.arguments = {"agent_id": "AGENT", "budget_tokens": "--budget"}
-    window = app.memory().minutes.build_context(agent_id, task, budget_tokens=budget, project_id=project_id)
+    app.arguments = {"agent_id": "AGENT", "budget_tokens": "--budget", "now": "--now"}
+    window = app.memory().minutes.build_context(agent_id, task, budget_tokens=budget, project_id=project_id, now=time_text(now))
     data = window.to_dict()
 
     def human() -> None:
@@ -176,10 +179,12 @@ def context(app: App, agent_id: str, task: str | None, budget: int, project_id: 
 @cli.command("evaluate")
 @project_option
 @click.option("--dry-run", is_flag=True, help="Report what would be pruned; change nothing.")
+@click.option("--now", metavar="TIME", help=f"Score as of this time ({_TIME}) [default: now].")
 @pass_app
-def evaluate(app: App, project_id: str | None, dry_run: bool) -> None:
+def evaluate(app: App, project_id: str | None, dry_run: bool, now: str | None) -> None:
     """Score the project's minutes index; dedupe, resolve contradictions, prune (< 0.3) from the index, never the log."""
-    report = app.memory().minutes.evaluate(project_id=project_id, dry_run=dry_run)
+    app.arguments = {"now": "--now"}
+    report = app.memory().minutes.evaluate(project_id=project_id, dry_run=dry_run, now=time_text(now))
 
     def human() -> None:
         verb = "would prune" if dry_run else "pruned"

@@ -69,10 +69,15 @@ def run_turn(app: App, input_file: Any, preset: str, max_bullets: int | None, to
              "conversation_id"?: "c-1", "feedback"?: "...", "outcome"?: "success|failure", "topic"?: "..."}
     Output: {"answer", "mode", "result": {...}, "scratch": {"ace_delta": {...}, ...}}
 
-    The learner's playbook is loaded once, the relevant bullets are injected, the
-    turn is answered (by the configured model, else deterministically, saying so),
-    and the playbook learns from the feedback.
+    The tutor's graph runs once: router (cot, tot or react) → planner → solver
+    (the learner's playbook bullets and facts injected) → critic → learning. The
+    learner's playbook is loaded once; the turn is answered by the configured model,
+    else deterministically (arithmetic by the calculator; otherwise saying no model
+    is configured); the playbook learns from the feedback. Needs the agent extra.
     """
+    from ..agent import require_langgraph
+
+    require_langgraph()  # before reading anything: the missing extra is the error to see
     raw = input_file.read()
     if not raw.strip():
         where = "stdin" if input_file.name in ("<stdin>", "-") else input_file.name
@@ -83,9 +88,11 @@ def run_turn(app: App, input_file: Any, preset: str, max_bullets: int | None, to
         raise click.BadParameter(
             f"the input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", param_hint="--input"
         ) from exc
+    from ..agent.tutor import Tutor
+
     with ace_logs_to_stderr():
         playbook = _playbook(app, preset, create=True, max_bullets=max_bullets, top_k=top_k)
-        result = playbook.run_turn(payload)
+        result = Tutor(playbook.memory, playbook=playbook).run_turn(payload)
     click.echo(json.dumps(result, ensure_ascii=False, indent=2))
 
 

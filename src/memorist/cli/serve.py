@@ -6,13 +6,20 @@ import ipaddress
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
-from .app import App, CommandError, cli, pass_app, when
+from ..config import SERVE_ENVIRONMENT, serve_environment
+from .app import App, CommandError, FiniteFloat, cli, pass_app, when
 
 # Defaults of memorist.server.limits, repeated here so `memorist --help` imports no FastAPI.
 _MAX_BODY_BYTES = 1_048_576
 _MAX_MESSAGES = 100
 _MAX_TEXT_CHARS = 100_000
+_MAX_CONCURRENCY = 64
+_TIMEOUT_KEEP_ALIVE = 5.0
+_TIMEOUT_HEAD = 10.0
+_TIMEOUT_BODY = 30.0
+_AUTH_FAILURES = 20.0
 
 
 def is_loopback(host: str) -> bool:
@@ -24,6 +31,33 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+def _env(option: str) -> str:
+    return f" [env: {SERVE_ENVIRONMENT[option]}]"
+
+
+def _environment_defaults(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with the options of :data:`memorist.config.SERVE_ENVIRONMENT` that no
+    flag gave taken from the environment, checked as the flag is (an error names the
+    variable)."""
+    ctx = click.get_current_context()
+    out = dict(values)
+    for option, (var, raw) in serve_environment().items():
+        if ctx.get_parameter_source(option) is not ParameterSource.DEFAULT:
+            continue
+        param = next(p for p in ctx.command.params if p.name == option)
+        try:
+            out[option] = param.type.convert(raw.strip(), param, ctx)
+        except click.BadParameter as exc:
+            raise click.BadParameter(exc.message, param_hint=_hint(option, var)) from exc
+        out["from environment"] = {*out.get("from environment", ()), option}
+    return out
+
+
+def _hint(option: str, var: str | None = None) -> str:
+    flag = "--" + option.replace("_", "-")
+    return f"{var} (the default of {flag})" if var else flag
 
 
 def _url(host: str, port: int) -> str:
@@ -48,6 +82,21 @@ def _server_modules() -> Any:
 @click.option("--max-body-bytes", type=click.IntRange(min=1), default=_MAX_BODY_BYTES, show_default=True, help="Largest request body (413 beyond).")
 @click.option("--max-messages", type=click.IntRange(min=1), default=_MAX_MESSAGES, show_default=True, help="Most messages in one add (413 beyond).")
 @click.option("--max-text-chars", type=click.IntRange(min=1), default=_MAX_TEXT_CHARS, show_default=True, help="Longest message, query or memory text (422 beyond).")
+@click.option("--max-connections", type=click.IntRange(min=1),
+              help="Open connections at most; beyond, the one waiting longest is closed. [default: the descriptor limit less a reserve]" + _env("max_connections"))
+@click.option("--max-concurrency", type=click.IntRange(min=1), default=_MAX_CONCURRENCY, show_default=True,
+              help="/api/ requests at work at once (503 beyond)." + _env("max_concurrency"))
+@click.option("--timeout-keep-alive", type=FiniteFloat(min=0, min_open=True, max=86_400), default=_TIMEOUT_KEEP_ALIVE,
+              show_default=True, metavar="S",
+              help="Seconds an idle kept-alive connection stays open." + _env("timeout_keep_alive"))
+@click.option("--timeout-head", type=FiniteFloat(min=0, min_open=True, max=86_400), default=_TIMEOUT_HEAD, show_default=True,
+              metavar="S",
+              help="Seconds a request's line and headers may take to arrive (the connection is closed beyond)." + _env("timeout_head"))
+@click.option("--timeout-body", type=FiniteFloat(min=0, min_open=True, max=86_400), default=_TIMEOUT_BODY, show_default=True,
+              metavar="S", help="Seconds a request's body may take to arrive (408 beyond)." + _env("timeout_body"))
+@click.option("--auth-failures", type=FiniteFloat(min=0, max=1e9), default=_AUTH_FAILURES, show_default=True,
+              metavar="N",
+              help="Requests with a wrong API key per minute from one address (429 beyond; 0: no limit)." + _env("auth_failures"))
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info", show_default=True)
 @click.option("--access-log/--no-access-log", default=True, show_default=True, help="Log every request.")
 @click.option("--create", is_flag=True, help="Make a new store if --db names none (else a missing store is an error).")
@@ -61,6 +110,12 @@ def serve(
     max_body_bytes: int,
     max_messages: int,
     max_text_chars: int,
+    max_connections: int | None,
+    max_concurrency: int,
+    timeout_keep_alive: float,
+    timeout_head: float,
+    timeout_body: float,
+    auth_failures: float,
     log_level: str,
     access_log: bool,
     create: bool,
@@ -74,6 +129,13 @@ def serve(
     the store holds a key (`memorist keys create --tenant NAME`), every /api/
     request needs one, in 'Authorization: Bearer <key>' or 'X-API-Key: <key>'.
     """
+    settings = _environment_defaults({
+        "max_connections": max_connections, "max_concurrency": max_concurrency, "timeout_keep_alive": timeout_keep_alive,
+        "timeout_head": timeout_head, "timeout_body": timeout_body, "auth_failures": auth_failures,
+    })
+    max_connections, max_concurrency = settings["max_connections"], settings["max_concurrency"]
+    timeout_keep_alive, timeout_head, timeout_body = settings["timeout_keep_alive"], settings["timeout_head"], settings["timeout_body"]
+    auth_failures = settings["auth_failures"]
     if not create:
         app.require_store()  # a mistyped --db is an error, not a new empty store
     server = _server_modules()
@@ -86,22 +148,40 @@ def serve(
         rate = parse_rate(rate_limit)
     except Exception as exc:
         raise click.BadParameter(str(exc), param_hint="--rate-limit") from exc
+    from ..server.connections import (
+        ConnectionGuard,
+        accept_backlog,
+        default_max_connections,
+        descriptor_limit,
+        protocol_class,
+    )
+
+    descriptors = descriptor_limit()
+    if max_connections is None:
+        max_connections = default_max_connections(descriptors)
+    elif max_connections > descriptors - 64:
+        raise click.BadParameter(
+            f"{max_connections} connections need more descriptors than this process may open ({descriptors}; "
+            "raise it with `ulimit -n`)",
+            param_hint=_hint("max_connections", SERVE_ENVIRONMENT["max_connections"] if "max_connections" in settings.get("from environment", ()) else None),
+        )
     limits = server.ServerLimits(
         max_body_bytes=max_body_bytes,
         max_messages=max_messages,
         max_text_chars=max_text_chars,
         rate_per_minute=rate,
         burst=burst,
+        auth_failures_per_minute=auth_failures,
+        max_concurrency=max_concurrency,
+        timeout_keep_alive=timeout_keep_alive,
+        timeout_head=timeout_head,
+        timeout_body=timeout_body,
+        max_connections=max_connections,
     )
+    guard = ConnectionGuard(max_connections=max_connections, timeout_head=timeout_head, timeout_body=timeout_body)
     local = is_loopback(host)
-    with server.KeyStore(app.db) as keys:
-        active = keys.list(include_revoked=False)
-    if not active and not local:
-        raise CommandError(
-            f"refusing to serve on {host}: the store {app.label} holds no API key, so this would be an open "
-            "development server reachable from other machines. Create a key first "
-            "(`memorist keys create --tenant NAME`), or serve on 127.0.0.1."
-        )
+    # The app checks the store before anything writes into it (the keys' table
+    # included: a damaged store gets none), so the keys are read through it.
     application = server.create_app(
         app.db,
         decay_days=app.decay_days,
@@ -112,6 +192,14 @@ def serve(
         policy=app.policy,
     )
     service = application.state.service
+    active = service.keys.list(include_revoked=False)
+    if not active and not local:
+        service.close()
+        raise CommandError(
+            f"refusing to serve on {host}: the store {app.label} holds no API key, so this would be an open "
+            "development server reachable from other machines. Create a key first "
+            "(`memorist keys create --tenant NAME`), or serve on 127.0.0.1."
+        )
     # Open one tenant's Memory now: the embedder (shared by all) loads before the
     # first request, and a store that cannot be served fails here, with its error.
     tenants = sorted({k.tenant_id for k in active}) if active else [""]
@@ -121,6 +209,7 @@ def serve(
     if active:
         shown = ", ".join(repr(t) for t in tenants[:5]) + (", ..." if len(tenants) > 5 else "")
         click.echo(f"  API keys required: {len(active)} active key{'s' if len(active) != 1 else ''} (tenants {shown}).")
+        _warn_untenanted_served(service, tenants)
     else:
         click.echo(
             "  Development mode: the store holds no API key, so every request is allowed (loopback only).\n"
@@ -129,8 +218,21 @@ def serve(
     click.echo(f"  Memory panel: {url}/   API docs: {url}/docs   Health: {url}/healthz")
     if rate:
         click.echo(f"  Limits: {rate:g} requests/min per key (bursts of {burst}), bodies up to {max_body_bytes:,} bytes, {max_messages} messages per add.")
+    click.echo(
+        f"  Connections: at most {max_connections:,} open, {max_concurrency} requests at work; heads within "
+        f"{timeout_head:g} s, bodies within {timeout_body:g} s, idle connections kept {timeout_keep_alive:g} s."
+    )
     try:
-        uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=access_log)
+        uvicorn.run(
+            application,
+            host=host,
+            port=port,
+            log_level=log_level,
+            access_log=access_log,
+            http=protocol_class(guard),
+            timeout_keep_alive=timeout_keep_alive,  # type: ignore[arg-type]
+            backlog=accept_backlog(descriptors, max_connections),
+        )
     finally:
         service.close()  # the app's lifespan closed it already, unless uvicorn never started
 
@@ -172,12 +274,84 @@ def keys_create(app: App, tenant_id: str, user_id: str | None, label: str) -> No
     app.arguments = {"tenant_id": "--tenant", "label": "--label"}
     store = _key_store(app, create=True)
     key, record = store.create(tenant_id, user_id=user_id, label=label)
+    _warn_untenanted(app, record.tenant_id)
     if app.json:
         app.emit({"key": key, **record.to_item()}, lambda: None)
         return
     bound = f", user {record.user_id!r}" if record.user_id else " (any user)"
     click.echo(f"Created key {record.key_id} for tenant {record.tenant_id!r}{bound}. It is shown only now:", err=True)
     click.echo(key)
+
+
+def _warn_untenanted(app: App, tenant_id: str) -> None:
+    """Say so (on stderr) when the store holds records of no tenant: a key of
+    ``tenant_id`` cannot see them until they are adopted."""
+    from ..pipelines.adopt import untenanted
+
+    memory = app.memory()
+    source = memory.config.tenant_id
+    if source == tenant_id:
+        return
+    count = untenanted(memory.store, source)
+    if count:
+        where = f"tenant {source!r}" if source else "no tenant"
+        click.echo(
+            f"warning: {app.label} holds {count:,} memories and other records (bullets, trajectories, minutes...) "
+            f"written before keys, in {where}; keys of tenant {tenant_id!r} do not see them. Move them into it with "
+            f"`memorist keys adopt --tenant {tenant_id}` (add --user ID to move one user's only).",
+            err=True,
+        )
+
+
+def _warn_untenanted_served(service: Any, tenants: list[str]) -> None:
+    """At start-up with keys: records written before them (the development server's
+    tenant, "") are out of every key's reach; say how to adopt them."""
+    from ..errors import StoreError
+    from ..pipelines.adopt import untenanted
+
+    try:
+        count = untenanted(service.tenants.get(tenants[0]).store, "")
+    except StoreError:
+        return  # a damaged store says so at /healthz
+    if count:
+        click.echo(
+            f"  warning: {count:,} memories and other records were written before keys, in no tenant: no key sees "
+            f"them. `memorist keys adopt --tenant NAME` moves them into a tenant.",
+            err=True,
+        )
+
+
+@keys.command("adopt")
+@click.option("--tenant", "tenant_id", required=True, metavar="NAME", help="The tenant the records move into.")
+@click.option("--user", "user_id", metavar="ID", help="Only this user's records [default: every user's].")
+@pass_app
+def keys_adopt(app: App, tenant_id: str, user_id: str | None) -> None:
+    """Move the records written before keys (in no tenant) into tenant NAME.
+
+    \b
+    Memories, playbook bullets, trajectories, reflections, minutes and test
+    memories move with their vectors; a scope that moves whole keeps its history.
+    The move is one transaction, logged in the event log (an 'adopt' event), and
+    running it again moves nothing. Without keys, the server, the CLI and the library
+    write in no tenant (MEMORIST_TENANT names another).
+    """
+    from ..pipelines.adopt import adopt
+
+    app.arguments = {"tenant_id": "--tenant"}
+    app.require_store()
+    memory = app.memory()
+    result = adopt(memory.store, tenant_id, user_id=user_id, source=memory.config.tenant_id, actor="memorist keys adopt")
+
+    def human() -> None:
+        whose = f" of user {result['user_id']!r}" if result["user_id"] else ""
+        source = f"tenant {result['from_tenant']!r}" if result["from_tenant"] else "no tenant"
+        if not result["memories"]:
+            click.echo(f"Nothing to adopt: {app.label} holds no records{whose} in {source}.")
+            return
+        click.echo(f"Moved {result['memories']:,} records{whose} from {source} into tenant {result['tenant_id']!r} "
+                   f"({result['spaces']} scopes moved whole, {result['merged']} merged into scopes the tenant had).")
+
+    app.emit(result, human)
 
 
 @keys.command("list")

@@ -2,8 +2,8 @@
 ``memorist tiers status|health|config|list|tests|test-memory|plot``.
 
 They need a store under the energy policy (recorded in the store; a new store
-takes ``--policy energy``) and refuse any other. Times (``--now``) are ISO-8601 or epoch seconds, so runs
-can be replayed and tested without waiting hours.
+takes ``--policy energy``) and refuse any other. Times (``--now``) are ISO-8601, epoch seconds or an
+offset from now (``+10h``, ``-2d``, ``+30m``), so runs can be replayed and tested without waiting hours.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from .app import (
     when,
 )
 
-_NOW_HELP = "The time of the run (ISO-8601 or epoch seconds) [default: now]."
+_TIME = "ISO-8601, epoch seconds, or an offset from now: +10h, -2d, +30m, -45s, +1w"
+_NOW_HELP = f"The time of the run ({_TIME}) [default: now]."
 
 
 def _energy(app: App, *, create: bool = False) -> Any:
@@ -122,7 +123,7 @@ def maintain(app: App, test_only: bool, now: str | None, user_id: str | None, ag
 @cli.command()
 @click.argument("memory_id", metavar="ID")
 @click.option("--amount", type=FiniteFloat(min=0, min_open=True), help="Energy to add [default: the configured boost, 1.0].")
-@click.option("--now", metavar="TIME", help="When (ISO-8601 or epoch seconds) [default: now].")
+@click.option("--now", metavar="TIME", help=f"When ({_TIME}) [default: now].")
 @scope_options
 @pass_app
 def boost(app: App, memory_id: str, amount: float | None, now: str | None, user_id: str | None, agent_id: str | None,
@@ -142,7 +143,7 @@ def tiers() -> None:
 
 @tiers.command("status")
 @click.option("--test-only", is_flag=True, help="The test memories' distribution.")
-@click.option("--now", metavar="TIME", help="Energies as of this time [default: now].")
+@click.option("--now", metavar="TIME", help=f"Energies as of this time ({_TIME}) [default: now].")
 @scope_options
 @pass_app
 def status(app: App, test_only: bool, now: str | None, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
@@ -170,7 +171,7 @@ def status(app: App, test_only: bool, now: str | None, user_id: str | None, agen
 
 
 @tiers.command("health")
-@click.option("--now", metavar="TIME", help="Check as of this time [default: now].")
+@click.option("--now", metavar="TIME", help=f"Check as of this time ({_TIME}) [default: now].")
 @scope_options
 @pass_app
 def health(app: App, now: str | None, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
@@ -249,12 +250,13 @@ def tests(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
 @click.option("--energy", type=FiniteFloat(min=0, min_open=True), help="Start energy [default: by --type, else 1.0].")
 @click.option("--tier", type=click.Choice(["working", "short_term", "long_term"]), help="Start tier [default: working].")
 @click.option("--type", "kind", metavar="TYPE", help="insight, crystallization, learning, reminder (start energy by type).")
-@click.option("--timestamp", metavar="TIME", help="When it was made (ISO-8601 or epoch seconds) [default: now].")
+@click.option("--timestamp", metavar="TIME", help=f"When it was made ({_TIME}) [default: now].")
 @pass_app
 def test_memory(app: App, text: tuple[str, ...], user_id: str | None, agent_id: str | None, run_id: str | None,
                 energy: float | None, tier: str | None, kind: str | None, timestamp: str | None) -> None:
     """Create a test memory of TEXT (stored as is), apart from the real ones."""
-    app.arguments = {"messages": "TEXT", "timestamp": "--timestamp"}
+    app.arguments = {"messages": "TEXT", "timestamp": "--timestamp", "metadata.energy": "--energy", "metadata.tier": "--tier",
+                     "metadata.type": "--type"}
     metadata: dict[str, Any] = {}
     for key, value in (("energy", energy), ("tier", tier), ("type", kind)):
         if value is not None:
@@ -270,7 +272,7 @@ def test_memory(app: App, text: tuple[str, ...], user_id: str | None, agent_id: 
 @tiers.command("plot")
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="The PNG file to write.")
 @click.option("--samples", default=4, show_default=True, type=click.IntRange(1, 20), help="Sample memories per tier.")
-@click.option("--now", metavar="TIME", help="Energies as of this time [default: now].")
+@click.option("--now", metavar="TIME", help=f"Energies as of this time ({_TIME}) [default: now].")
 @pass_app
 def plot(app: App, out: str, samples: int, now: str | None) -> None:
     """Draw energy over time per tier, with the thresholds, as a PNG (needs the plot extra).

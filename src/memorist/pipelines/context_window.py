@@ -2,7 +2,8 @@
 
 :func:`build_context` gathers four sections:
 
-1. ``recent``: the project's last ``window`` (50) minutes, of every agent;
+1. ``recent``: the project's ``window`` (50) latest minutes in time, of every agent,
+   as of ``now`` (a minute dated later is not in a window built for an earlier time);
 2. ``referenced``: the minutes those reference that are not among them;
 3. ``agent``: the agent's own memory: its facts in the project (added with
    ``user_id=project, agent_id=agent``) and its indexed minutes, newest first, at
@@ -29,7 +30,7 @@ from ..errors import ValidationError
 from ..model import is_fact
 from ..policies.minutes import Minute, estimate_tokens, references_of, render_minute_line
 from ..policies.validity import is_valid, validity_cutoff
-from .minutes import Minutes, project_of
+from .minutes import Minutes, project_of, view_of
 
 SECTIONS = ("recent", "referenced", "agent", "retrieved")
 _TITLES = {
@@ -112,7 +113,8 @@ def build_context(
     window = validate.limit(window, name="window")
     at = minutes._now(now)
 
-    recent = minutes.recent(window, project_id=project)
+    # The latest minutes in time as of ``at``: none recorded for a later time.
+    recent = [view_of(e) for e in minutes.latest(minutes.scope(project), window, until=at)]
     seen = {m["id"] for m in recent}
     wanted = [r for r in references_of(Minute.from_payload(m) for m in recent) if r not in seen]
     # Only the project's own minutes: a reference never carries another project's text.
@@ -125,7 +127,7 @@ def build_context(
     own: list[tuple[float, dict[str, Any], str]] = []
     cutoff = validity_cutoff(at, conf.decay_days)
     for record in store.list(space, limit=4 * agent_limit + len(seen), cutoff=cutoff, now=at):
-        if record.id in seen:
+        if record.id in seen or record.created_at > at:
             continue
         if is_fact(record) and is_valid(record.created_at, record.updated_at, record.valid_to, now=at, decay_days=conf.decay_days):
             item = {**record.to_item(), "type": "fact"}
@@ -139,7 +141,7 @@ def build_context(
 
     # Counted as retrievals (the evaluator's relevance) only if they are shown: below.
     found = minutes.search(task, retrieve_limit, project_id=project, touch=False) if task else []
-    retrieved = [m for m in found if m["id"] not in seen]
+    retrieved = [m for m in found if m["id"] not in seen and not (isinstance(m.get("ts"), int | float) and m["ts"] > at)]
 
     candidates: dict[str, list[tuple[dict[str, Any], str]]] = {
         # Priority within the section: the newest recent minute first.

@@ -50,6 +50,7 @@ from .playbooks import (
     strategy_entry,
     with_evidence,
 )
+from .undo import UNDO, undo_payload
 
 #: When a neutral strategy becomes helpful: the share of its listed trajectories that
 #: succeeded, and the fewest trajectories.
@@ -250,7 +251,15 @@ class Curation:
                 )
             elif extra:
                 header = self.playbooks.update_header(batch, header, now, **extra)
-        return {
+            undo_seq = None
+            if removed:
+                # A curation that merged or dropped strategies is undoable (memory.rollback):
+                # its last event holds every strategy it changed, as it was.
+                undo_seq = batch.event("curation", ref.scope, actor="curator", payload={
+                    "playbook": ref.name, "merged": [list(p) for p in merged], "removed": [r.id for r in removed],
+                    UNDO: undo_payload([*removed, *(before[i] for i in updated_ids)], added),
+                })
+        result = {
             "playbook_id": header.id,
             "name": ref.name,
             "version": int(header.metadata.get("version") or 0),
@@ -260,6 +269,9 @@ class Curation:
             "removed": [strategy_entry(r, now=now, half_life_days=hl) for r in removed],
             "merged": [list(p) for p in merged],
         }
+        if undo_seq is not None:
+            result["rollback_id"] = undo_seq
+        return result
 
     def rollback(self, ref: PlaybookRef, version: MemoryRecord, *, now: float) -> dict[str, Any]:
         """A new (major) version whose strategies are those of ``version``."""

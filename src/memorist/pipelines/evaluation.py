@@ -23,8 +23,11 @@ from ..model import Scope, Status
 from ..policies.evaluation import Candidate, EvaluationConfig, Removal, plan, score
 from ..policies.minutes import Insight, is_negated, outcome_of
 from .minutes import OP_DUPLICATE, OP_LINK, OP_PRUNE, OP_SUPERSEDE, Minutes, minute_of
+from .undo import UNDO, undo_payload
 
 OP_EVALUATION = "minute_evaluation"
+#: The event that lets an evaluation's removals be rolled back (memory.rollback).
+OP_EVALUATION_UNDO = "minute_evaluation_undo"
 _OPS = {"duplicate": OP_DUPLICATE, "superseded": OP_SUPERSEDE, "low_score": OP_PRUNE}
 _LINKS = {"duplicate": "duplicate_of", "superseded": "superseded_by"}
 
@@ -50,9 +53,10 @@ def evaluate(
     config = config or EvaluationConfig()
     scope = minutes.scope(project_id)
     minutes.store.flush()  # buffered retrievals count in relevance
-    log = list(minutes.iter_log(scope))
+    # As of ``now``: a minute that happened later is neither scored nor counted.
+    log = [e for e in minutes.iter_log(scope) if minute_of(e).ts <= now]
     referenced_by: Counter[str] = Counter(ref for e in log for ref in dict.fromkeys(minute_of(e).context_references))
-    records = minutes.index_records(scope)
+    records = [r for r in minutes.index_records(scope) if r.created_at <= now]
     insights = {r.id: [Insight.from_dict(i) for i in (r.metadata.get("minute") or {}).get("insights") or ()] for r in records}
     max_retrieved = max((r.access_count for r in records), default=0)
     max_refs = max((referenced_by[r.id] for r in records), default=0)
@@ -120,6 +124,7 @@ def _write(minutes: Minutes, removals: list[Removal], scores: dict[str, Any], re
         # Read again inside the transaction: retrievals or a run that committed since
         # are kept, not overwritten; an entry another run already removed is left.
         by_id = {i: r for i, r in batch.get_many([*removed, *gained]).items() if r.status is Status.ACTIVE}
+        changed = []
         for removal in removals:
             record = by_id.get(removal.id)
             if record is None:
@@ -127,6 +132,7 @@ def _write(minutes: Minutes, removals: list[Removal], scores: dict[str, Any], re
             extra: dict[str, Any] = {"pruned": {"reason": removal.reason, "at": now, "composite": removal.composite}}
             if removal.link is not None:
                 extra[_LINKS[removal.reason]] = removal.link
+            changed.append(record)
             minutes.remove_from_index(
                 batch, record, op=_OPS[removal.reason], lineage=with_links(record, extra), now=now,
                 payload={"reason": removal.reason, "link": removal.link, "scores": scores[removal.id].to_dict()},
@@ -135,8 +141,15 @@ def _write(minutes: Minutes, removals: list[Removal], scores: dict[str, Any], re
             record = by_id.get(winner)
             if winner in removed or record is None:
                 continue  # its links went with its own removal above (or it is gone)
+            changed.append(record)
             batch.update(record.copy(lineage=with_links(record, {})), None, old_text=record.text, op=OP_LINK, payload=links)
-        report["event_seq"] = batch.event(OP_EVALUATION, Scope(minutes.tenant, report["project_id"]), payload=stats)
+        scope = Scope(minutes.tenant, report["project_id"])
+        report["event_seq"] = batch.event(OP_EVALUATION, scope, payload=stats)
+        if changed:
+            # The run's last event holds every entry it archived or linked, as it was:
+            # memory.rollback(report["rollback_id"]) puts back what it dropped.
+            report["rollback_id"] = batch.event(OP_EVALUATION_UNDO, scope, payload={"evaluation_event": report["event_seq"],
+                                                                                   UNDO: undo_payload(changed)})
 
 
-__all__ = ["OP_EVALUATION", "evaluate"]
+__all__ = ["OP_EVALUATION", "OP_EVALUATION_UNDO", "evaluate"]

@@ -31,11 +31,13 @@ from ..model import (
     is_fact,
     new_id,
 )
+from ..policies.consolidation import DEFAULT_IMPORTANCE
 from ..policies.search_keys import memory_key
 from ..policies.text import content_hash
 from ..roles.base import Extractor, Reconciler
 from ..store.base import Batch, ScopeFilter, Store
 from .llm_events import turn_flags, write_llm_calls
+from .undo import UNDO, undo_payload
 
 logger = logging.getLogger("memorist")
 
@@ -134,8 +136,10 @@ def make_record(
     at: float,
     metadata: dict[str, Any],
     lineage: dict[str, Any] | None = None,
+    importance: float | None = None,
 ) -> MemoryRecord:
     return MemoryRecord(
+        importance=DEFAULT_IMPORTANCE if importance is None else importance,
         id=new_id(),
         scope=scope,
         text=text,
@@ -244,7 +248,8 @@ class Ingestor:
             )
         return keys
 
-    def add_verbatim(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float, plain_text: bool) -> dict[str, Any]:
+    def add_verbatim(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float, plain_text: bool,
+                     importance: float | None = None) -> dict[str, Any]:
         kept = [m for m in messages if m.role != "system" and m.content.strip()]
         keys = self._keys(kept, conversation=not plain_text, at=at)
         vectors = self.embedder.embed(keys)
@@ -260,7 +265,7 @@ class Ingestor:
                         meta.setdefault("name", message.name)
                 # Later messages of one call are later in time, so order survives.
                 when = message.timestamp if message.timestamp is not None else at + i * 1e-6
-                record = make_record(message.content, scope, kind=kind, at=when, metadata=meta, lineage={"turn_event": turn})
+                record = make_record(message.content, scope, kind=kind, at=when, metadata=meta, lineage={"turn_event": turn}, importance=importance)
                 record.search_text = keys[i]
                 if self.prepare is not None:
                     self.prepare(record)
@@ -268,7 +273,8 @@ class Ingestor:
                 results.append({"id": record.id, "memory": record.text, "event": "ADD"})
         return {"results": results, "message": _summary({"ADD": len(results)})}
 
-    def add_inferred(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float) -> dict[str, Any]:
+    def add_inferred(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float,
+                     importance: float | None = None) -> dict[str, Any]:
         """Extract, reconcile against the scope as it is when the write commits, apply.
 
         Extraction and the reconciler's decision run outside any lock (they may be
@@ -291,13 +297,15 @@ class Ingestor:
             turn.decide()
             for attempt in range(1, DECIDE_TRIES + 1):
                 try:
-                    return self._write_inferred(messages, turn, metadata=metadata, at=at, rec=rec, last_try=attempt == DECIDE_TRIES)
+                    return self._write_inferred(messages, turn, metadata=metadata, at=at, rec=rec, last_try=attempt == DECIDE_TRIES,
+                                                importance=importance)
                 except _ScopeMoved:
                     logger.debug("memorist: scope %s changed while reconciling; deciding again (try %d)", scope.space, attempt + 1)
                     turn.decide()
         raise AssertionError("unreachable: the last try decides inside the transaction")
 
-    def _write_inferred(self, messages: Sequence[Message], turn: _Turn, *, metadata: dict[str, Any], at: float, rec: Any, last_try: bool) -> dict[str, Any]:
+    def _write_inferred(self, messages: Sequence[Message], turn: _Turn, *, metadata: dict[str, Any], at: float, rec: Any, last_try: bool,
+                        importance: float | None = None) -> dict[str, Any]:
         scope = turn.scope
         results: list[dict[str, Any]] = []
         counts: dict[str, int] = {}
@@ -312,7 +320,8 @@ class Ingestor:
             flags = turn_flags(rec)
             seq = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, True) | {"facts": [f.text for f in turn.facts]} | flags)
             for decision in turn.decisions:
-                outcome = self.apply(batch, decision, scope=scope, metadata=metadata, at=at, turn=seq, vector_of=turn.vector_of, allowed=allowed)
+                outcome = self.apply(batch, decision, scope=scope, metadata=metadata, at=at, turn=seq, vector_of=turn.vector_of, allowed=allowed,
+                                     importance=importance)
                 if outcome is not None:
                     results.append(outcome)
                     counts[outcome["event"]] = counts.get(outcome["event"], 0) + 1
@@ -364,6 +373,7 @@ class Ingestor:
         turn: int,
         vector_of: dict[str, np.ndarray],
         allowed: set[str],
+        importance: float | None = None,
     ) -> dict[str, Any] | None:
         """Write one reconciler decision into ``batch``; returns its result item
         (``{"id", "memory", "event", ...}``) or None when nothing changed.
@@ -374,7 +384,10 @@ class Ingestor:
         ones it may update or delete. An ADD of a text already stored is a NONE.
         Under a decay window (``decay_days``), a fact judged already stored renews
         the memory holding it: repeating a fact keeps it (or brings it back) in view.
-        Public for the same reason as :meth:`similar`.
+        ``importance`` (the caller's) wins over the extractor's estimate for the fact;
+        an UPDATE keeps the memory's importance unless the caller gave one. An UPDATE
+        or DELETE logs the memory as it was, so :func:`memorist.pipelines.undo.rollback`
+        can restore it. Public for the same reason as :meth:`similar`.
         """
         action = decision.action
         if action is not Action.ADD and decision.target_id not in allowed:
@@ -395,7 +408,9 @@ class Ingestor:
                 # Already stored, perhaps by a concurrent writer: a NONE.
                 return self._renew(batch, duplicate, at=at, payload=payload)
             kind = Kind(decision.fact.kind) if decision.fact and decision.fact.kind in Kind._value2member_map_ else Kind.FACT
-            record = make_record(decision.text, scope, kind=kind, at=at, metadata=dict(metadata), lineage={"turn_event": turn})
+            proposed = decision.fact.importance if decision.fact is not None else None
+            record = make_record(decision.text, scope, kind=kind, at=at, metadata=dict(metadata), lineage={"turn_event": turn},
+                                 importance=importance if importance is not None else proposed)
             vector = vector_of.get(decision.text)
             if vector is None:
                 vector = self.embedder.embed_one(decision.text)
@@ -420,10 +435,11 @@ class Ingestor:
                 updated_at=max(at, current.created_at),
                 metadata=merged_meta,
                 lineage={**current.lineage, "updated_by_turn": turn},
+                importance=current.importance if importance is None else importance,
             )
-            batch.update(updated, vector, old_text=current.text, payload=payload)
+            batch.update(updated, vector, old_text=current.text, payload={**payload, UNDO: undo_payload([current])})
             return {"id": current.id, "memory": decision.text, "event": "UPDATE", "previous_memory": current.text}
-        batch.delete(current, payload=payload)
+        batch.delete(current, payload={**payload, UNDO: undo_payload([current])})
         return {"id": current.id, "memory": current.text, "event": "DELETE"}
 
     def _renew(self, batch: Batch, memory_id: str, *, at: float, payload: dict[str, Any]) -> dict[str, Any] | None:

@@ -63,6 +63,7 @@ from ..roles.learning import (
 )
 from ..store.base import Batch, ScopeFilter, Store
 from .playbooks import PlaybookRef, PlaybookStore, is_strategy_of
+from .undo import UNDO, undo_payload
 
 memory_log = logging.getLogger("memorist.ace.memory")
 runner_log = logging.getLogger("memorist.ace.runner")
@@ -620,7 +621,8 @@ class LearningPipeline:
         merged = merge_into(keep, drop, normalise_tags=cfg.normalise_tags).copy(updated_at=now)
         batch.update(merged, None, old_text=keep.text, op="merge", actor="dedup", payload={"merged": drop.id})
         gone = drop.copy(status=Status.DELETED, updated_at=now, lineage={**drop.lineage, "merged_into": keep.id})
-        batch.update(gone, None, old_text=drop.text, op="merge", actor="dedup", payload={"kept": keep.id})
+        # The merge's last event holds both bullets as they were: memory.rollback(seq) undoes it.
+        batch.update(gone, None, old_text=drop.text, op="merge", actor="dedup", payload={"kept": keep.id, UNDO: undo_payload([keep, drop])})
         state.remove(drop.id)
         state.put(merged, state.vectors.get(keep.id))
         memory_log.info("[ACE Memory][Dedup Merge] kept=%s merged=%s", keep.id, drop.id)

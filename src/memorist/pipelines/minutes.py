@@ -32,6 +32,7 @@ space (tenant, project, agent): its minutes, and the facts added with
 
 from __future__ import annotations
 
+import heapq
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -71,6 +72,9 @@ _EVENT_TYPE_CHARS = 64
 _NOTE_CHARS = 4000
 _MAX_REFERENCES = 100
 _PAGE = 500
+#: How far ahead of this machine's clock a minute's time may be: clocks of the
+#: machines that record minutes drift apart by seconds, rarely by minutes.
+CLOCK_SKEW = 300.0
 
 
 class Host(Protocol):
@@ -112,6 +116,18 @@ def _ids(value: Any, field: str, *, limit: int = _MAX_REFERENCES) -> list[str]:
     if len(ids) > limit:
         raise ValidationError(field, f"has {len(ids)} ids; the limit is {limit}")
     return list(dict.fromkeys(ids))
+
+
+def _success(data: Mapping[str, Any]) -> None:
+    """``data["success_criteria_met"]``, when given, is a percentage: a number from 0
+    to 100 (250 or -5 would be reported as 100 % or 0 %)."""
+    if data.get("success_criteria_met") is None:
+        return
+    value = data["success_criteria_met"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+        raise ValidationError(
+            "data.success_criteria_met", f"must be a percentage, a number from 0 to 100, got {validate.show(value)}"
+        )
 
 
 def category_of(value: Any) -> Category | None:
@@ -175,6 +191,12 @@ def log_imported(batch: Any, record: MemoryRecord) -> bool:
     return True
 
 
+def _ts_of(event: EventRecord) -> float:
+    """When a minute happened (its payload's ``ts``; the event's own time if absent)."""
+    ts = event.payload.get("ts")
+    return float(ts) if isinstance(ts, int | float) and not isinstance(ts, bool) else event.ts
+
+
 def view_of(event: EventRecord) -> dict[str, Any]:
     """The public shape of a minute: its payload plus the log position ``seq``."""
     return {**event.payload, "seq": event.seq}
@@ -235,9 +257,15 @@ class Minutes:
         payload = validate.metadata(data, field="data", max_depth=conf.max_metadata_depth, max_bytes=conf.max_metadata_bytes)
         refs = _ids(context_references, "context_references")
         note = "" if memory_note is None else validate.text("memory_note", memory_note, max_chars=_NOTE_CHARS)
+        _success(payload)
         chosen = category_of(category)
         given = _insights(insights)
         at = self._now(now)
+        if now is not None and at > self.clock() + CLOCK_SKEW:
+            raise ValidationError(
+                "now", f"{validate.show(now)} is in the future; a minute records what happened (up to "
+                f"{CLOCK_SKEW / 60:g} minutes ahead of this machine's clock are taken, for clock skew)",
+            )
         known = self._events_of(refs)
         missing = [r for r in refs if r not in known or known[r].scope.user_id != project]
         if missing:
@@ -291,10 +319,41 @@ class Minutes:
         return found
 
     def recent(self, n: int = 50, *, project_id: str | None = None, agent_id: str | None = None) -> list[dict[str, Any]]:
-        """The last ``n`` minutes of the project (of one agent, when given), oldest first."""
+        """The ``n`` latest minutes of the project (of one agent, when given) by the
+        time each happened, oldest first: a minute recorded late with an earlier
+        time (back-filled) takes its place in time, not the end of the log."""
         n = validate.limit(n, name="n")
-        events = self.store.events(self.scope(project_id, agent_id), ops=(OP_MINUTE,), limit=n, newest_first=True)
-        return [view_of(e) for e in reversed(events) if not e.erased]
+        return [view_of(e) for e in self.latest(self.scope(project_id, agent_id), n)]
+
+    def latest(self, scope: ScopeFilter, n: int, *, until: float | None = None) -> list[EventRecord]:
+        """The ``n`` minute events of ``scope`` latest in time (at or before ``until``,
+        when given), oldest first; equal times in log order.
+
+        The log is in the order minutes were recorded, not the order they happened:
+        it is read from its end, a page at a time, keeping the ``n`` latest in time,
+        until the pages reach minutes recorded too early to be among them. A minute
+        happens at most :data:`CLOCK_SKEW` after it is recorded (later is refused),
+        so once a minute was recorded more than that before the ``n``-th kept one
+        happened, no earlier-recorded minute can displace it."""
+        kept: list[tuple[float, int, EventRecord]] = []
+        before: int | None = None
+        while True:
+            page = self.store.events(scope, ops=(OP_MINUTE,), limit=_PAGE, newest_first=True, before=before)
+            for event in page:
+                if event.erased:  # an erased minute is no minute
+                    continue
+                ts = _ts_of(event)
+                if until is not None and ts > until:
+                    continue
+                entry = (ts, event.seq, event)
+                if len(kept) < n:
+                    heapq.heappush(kept, entry)
+                elif entry[:2] > kept[0][:2]:
+                    heapq.heapreplace(kept, entry)
+            if len(page) < _PAGE or (len(kept) == n and page[-1].ts + CLOCK_SKEW < kept[0][0]):
+                break
+            before = page[-1].seq
+        return [e for _, _, e in sorted(kept, key=lambda t: t[:2])]
 
     def by_ids(self, ids: Sequence[str], *, project_id: str | None = None) -> list[dict[str, Any]]:
         """The minutes of these ids that exist (in this tenant, and this project when
@@ -460,6 +519,7 @@ class Minutes:
 
 
 __all__ = [
+    "CLOCK_SKEW",
     "DEFAULT_PROJECT",
     "OP_DUPLICATE",
     "OP_LINK",

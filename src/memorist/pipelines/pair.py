@@ -61,11 +61,14 @@ class PairRound:
     improvements: list[dict[str, Any]] = field(default_factory=list)
     fallback: str | None = None
     seq: int | None = None
+    #: Whether the score reached the threshold (compared unrounded: 94.99 is below 95).
+    met: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "round": self.round,
             "score": self.score,
+            "met": self.met,
             "gaps": [gap_view(g) for g in self.gaps],
             "evaluator": self.evaluator,
             "summary": self.summary,
@@ -203,22 +206,24 @@ class PairLoop:
         """Evaluate ``output``; with ``improve`` and a score below ``threshold``,
         retrieve memories for each gap. Recorded in the log."""
         evaluation, fallback = self._judge(task, criteria, output)
-        score = round(float(evaluation.score), 1)
+        # The evaluator's score as it is: rounded, 94.99 would meet a threshold of 95.
+        score = float(evaluation.score)
+        met = score >= threshold
         gaps = list(evaluation.gaps)
         improvements: list[dict[str, Any]] = []
-        if improve and score < threshold:
+        if improve and not met:
             if not gaps:  # a score short of the threshold with no gap named is still a gap
                 gaps = [Gap(f"the output meets {score:g}% of the criteria; {threshold:g}% is required", "medium", "")]
             for gap in gaps:
                 memories = self.retrieve(gap_query(gap), self.memories_per_gap)
                 improvements.append({"gap": gap_view(gap), "memories": memories, "suggestions": suggestions_for(gap, memories)})
-        r = PairRound(number, score, gaps, evaluation.evaluator, evaluation.summary, output, improvements, fallback)
+        r = PairRound(number, score, gaps, evaluation.evaluator, evaluation.summary, output, improvements, fallback, met=met)
         payload = {
             "session": session,
             "round": number,
             "score": score,
             "threshold": threshold,
-            "met": score >= threshold,
+            "met": met,
             "evaluator": evaluation.evaluator,
             "fallback": fallback,
             "summary": evaluation.summary,
@@ -238,14 +243,14 @@ class PairLoop:
             last = number == max_rounds
             r = self.round(task, criteria, output, number=number, session=session, threshold=threshold, improve=not last)
             rounds.append(r)
-            if r.score >= threshold or last:
+            if r.met or last:
                 break
             revised = revise(output, r.improvements)
             if not isinstance(revised, str):
                 raise ValidationError("revise", f"must return the revised output as a string, got {type(revised).__name__}")
             output = revised
         final = rounds[-1]
-        result = PairResult(session, final.output, final.score, final.score >= threshold, threshold, max_rounds, rounds)
+        result = PairResult(session, final.output, final.score, final.met, threshold, max_rounds, rounds)
         with self.store.transaction() as batch:
             batch.event(OP_PAIR_RESULT, self.scope, payload={
                 "session": session, "converged": result.converged, "rounds": len(rounds), "score": result.score,

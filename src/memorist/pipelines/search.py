@@ -32,6 +32,7 @@ from ..policies.text import named_speakers
 from ..policies.timeparse import query_window
 from ..policies.validity import validity_cutoff
 from ..store.base import ScopeFilter, Store
+from ..work import charge
 
 Ranked = list[tuple[MemoryRecord, float]]
 
@@ -73,6 +74,7 @@ class Searcher:
             missing = [r.id for r, _ in ranked if r.id not in similarity]
             if missing:  # found by keywords, time or speaker only
                 similarity.update(self.store.similarities(scope, qvec, missing))
+            charge(sum(len(r.text) for r, _ in ranked) // 1000)  # the answer's text
             self.store.touch([r for r, _ in ranked], query=query)
         return ranked, similarity
 
@@ -99,6 +101,7 @@ class Searcher:
         vector_k = None if predicate or whole else pool
         vector_hits = self.store.vector_search(scope, qvec, k=vector_k, cutoff=cutoff, now=now)
         text_hits = self.store.text_search(scope, query, k=pool * 4 if predicate else pool, cutoff=cutoff, now=now)
+        charge(len(vector_hits) + len(text_hits))  # the work meter: cost, and a caller that left
         rankings = {"vector": [m for m, _ in vector_hits], "text": [m for m, _ in text_hits]}
         window = query_window(query, reference if reference is not None else now) if conf.time_weight else None
         if window is not None:
@@ -127,6 +130,7 @@ class Searcher:
         skipped = 0
         for start in range(0, len(ordered), step):
             chunk = ordered[start : start + step]
+            charge(len(chunk))
             # Filters and ranking terms may read any field; showing results only
             # needs what the search index holds.
             records = self.store.get_many(chunk, scope=scope, exact_access=exact)

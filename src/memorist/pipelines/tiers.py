@@ -109,11 +109,21 @@ def _bookkept(record: MemoryRecord, now: float, **lineage: Any) -> dict[str, Any
     return {**record.lineage, "last_decay": max(now, last_decay(record)), "uses_counted": record.access_count, **lineage}
 
 
-def tier_item(record: MemoryRecord, score: float | None = None) -> dict[str, Any]:
+def tier_item(record: MemoryRecord, score: float | None = None, *, now: float | None = None,
+              config: EnergyConfig | None = None) -> dict[str, Any]:
     """The public item of a memory under the energy policy: Memory's item with its
-    ``energy`` and ``tier`` (and ``is_test`` for a test memory)."""
+    ``energy`` and ``tier`` (and ``is_test`` for a test memory). With ``now`` and
+    ``config``, ``energy`` is the memory's at ``now`` (decayed since its last decay,
+    with the use boosts earned since), as ``status`` reports it; else the stored one.
+    ``energy_at_last_decay`` and ``last_decay`` are what the last run or boost left."""
     item = record.to_item(score)
-    item["energy"] = round(float(record.energy), 6)
+    energy = record.energy
+    if now is not None and config is not None and record.tier in LIVE_TIERS and record.status is Status.ACTIVE:
+        energy = energy_now(record, now, config)[0]
+    item["energy"] = round(float(energy), 6)
+    # What the last decay (a run or a boost) left, and when: the energy above follows from them.
+    item["energy_at_last_decay"] = round(float(record.energy), 6)
+    item["last_decay"] = _iso(last_decay(record))
     item["tier"] = record.tier.value
     if is_test_scope(record.scope):
         tenant = real_tenant(record.scope.tenant_id)
@@ -180,15 +190,17 @@ def plan_run(records: Sequence[MemoryRecord], now: float, config: EnergyConfig) 
             due.append(r)
     candidates.sort(key=lambda r: (-current[r.id][0], r.created_at, r.id))
     promote = candidates[: min(config.promotion_batch, config.decay_batch)]
-    # Candidates left over wait for the next run; if they need a decay they join the due ones.
-    due.extend(r for r in candidates[len(promote):] if current[r.id][1] > 0 or current[r.id][2] > 0)
+    # Candidates left over wait for the next run's promotion (decayed meanwhile if they need it).
+    left_over = candidates[len(promote):]
+    due.extend(r for r in left_over if current[r.id][1] > 0 or current[r.id][2] > 0)
     due.sort(key=lambda r: (last_decay(r), r.created_at, r.id))
     room = config.decay_batch - len(promote)
     chosen = due[:room]
+    waiting = {r.id for r in left_over} | {r.id for r in due[room:]}
     return Plan(
         promote=[r.id for r in promote],
         decay=[r.id for r in promote] + [r.id for r in chosen],
-        pending=len(due) - len(chosen),
+        pending=len(waiting),
     )
 
 
@@ -381,6 +393,14 @@ class EnergyTiers:
         record.tier = tier
         record.lineage.setdefault("uses_counted", record.access_count)
 
+    def shown_config(self) -> EnergyConfig | None:
+        """The configuration items show energies with (None: a persisted one that
+        cannot work, then items show the stored energy rather than fail a read)."""
+        try:
+            return self.config()
+        except ConfigurationError:
+            return None
+
     def check_start(self, metadata: dict[str, Any]) -> None:
         start_energy(metadata, self.config())
 
@@ -437,9 +457,11 @@ class EnergyTiers:
             started = time.perf_counter()
             run_id = uuid.uuid4().hex[:12]
             self.store.flush()  # buffered retrievals count as uses in the plan too
+            # A run dated before a memory existed leaves it alone: no decay, expiry or
+            # promotion of what did not exist yet at ``now``.
             records = [
                 r for r in self.store.list(scope)
-                if is_fact(r) and (r.valid_to is None or r.valid_to > now)
+                if is_fact(r) and (r.valid_to is None or r.valid_to > now) and r.created_at <= now
             ]
             plan = plan_run(records, now, config)
             by_id = {r.id: r for r in records}

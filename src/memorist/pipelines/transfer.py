@@ -29,6 +29,7 @@ from .. import validate
 from ..embed.base import Embedder
 from ..errors import ImportLineError, MemoristError, StoreError, ValidationError
 from ..model import DEFAULT_CLASS, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier, from_epoch
+from ..policies.consolidation import DEFAULT_IMPORTANCE
 from ..policies.text import content_hash
 from ..store.base import ScopeFilter, Store
 from ..store.sqlite.errors import is_busy, retry_busy
@@ -114,6 +115,12 @@ def _number(obj: dict[str, Any], key: str, default: float, *, whole: bool = Fals
     return float(value)
 
 
+def _importance(obj: dict[str, Any]) -> float:
+    """An exported memory's importance: 0 to 1; a line without one gets the default."""
+    value = validate.importance(obj.get("importance"))
+    return DEFAULT_IMPORTANCE if value is None else value
+
+
 def _enum(obj: dict[str, Any], key: str, kind: type[Any], default: Any) -> Any:
     value = obj.get(key)
     if value is None:
@@ -183,7 +190,7 @@ def record_from_item(
         harmful=_number(obj, "harmful", 0, whole=True),
         strengths=strengths,
         access_count=_number(obj, "access_count", 0, whole=True),
-        importance=_number(obj, "importance", defaults.importance),
+        importance=_importance(obj),
         energy=_number(obj, "energy", defaults.energy),
         tier=_enum(obj, "tier", Tier, defaults.tier),
         created_at=created,
@@ -319,13 +326,16 @@ class Importer:
         timestamp = obj.get("timestamp")
         infer = obj.get("infer", True if self.infer is None else self.infer)
         kwargs = {**ids, "metadata": metadata, "infer": infer, "timestamp": timestamp}
+        if obj.get("importance") is not None:
+            kwargs["importance"] = obj["importance"]  # add() checks it
         batchable = infer is False and isinstance(messages, list) and all(isinstance(m, dict) for m in messages)
         if not batchable:
             self._flush_turns()
             self._call(messages, kwargs)
             return
         try:
-            key = (tuple(ids.values()), json.dumps(metadata, sort_keys=True, default=str), json.dumps(timestamp, default=str))
+            key = (tuple(ids.values()), json.dumps(metadata, sort_keys=True, default=str), json.dumps(timestamp, default=str),
+                   json.dumps(kwargs.get("importance"), default=str))
         except (TypeError, ValueError, RecursionError):
             # Metadata or a timestamp that is not JSON: add() names what is wrong.
             self._flush_turns()

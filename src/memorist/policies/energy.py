@@ -67,7 +67,10 @@ DEFAULT_START_ENERGY: Mapping[str, float] = {
     "reminder": 2.5,
     "learning": 2.0,
 }
-_MAX_ENERGY = 1e9
+#: The largest energy a setting, a start energy or a boost may hold.
+MAX_ENERGY = 1e9
+_MAX_ENERGY = MAX_ENERGY
+_CAP = f"{MAX_ENERGY:,.0f}"
 
 
 def _number(value: Any) -> bool:
@@ -141,9 +144,9 @@ class EnergyConfig:
         for name in ("working_to_short_term", "short_term_to_long_term", "expire_below", "default_energy", "boost"):
             value = getattr(self, name)
             if not _number(value) or not 0 < value <= _MAX_ENERGY:
-                raise ValidationError(f"tiers.{name}", f"must be a number > 0, got {value!r}")
+                raise ValidationError(f"tiers.{name}", f"must be a number > 0 and ≤ {_CAP}, got {value!r}")
         if not _number(self.use_boost) or not 0 <= self.use_boost <= _MAX_ENERGY:
-            raise ValidationError("tiers.use_boost", f"must be a number >= 0 (0: use does not boost), got {self.use_boost!r}")
+            raise ValidationError("tiers.use_boost", f"must be a number >= 0 and ≤ {_CAP} (0: use does not boost), got {self.use_boost!r}")
         if not self.expire_below < self.working_to_short_term < self.short_term_to_long_term:
             raise ValidationError(
                 "tiers.working_to_short_term",
@@ -156,7 +159,7 @@ class EnergyConfig:
             if not isinstance(kind, str) or not kind.strip() or kind != kind.strip().lower():
                 raise ValidationError("tiers.start_energy", f"kinds are lower-case names, got {kind!r}")
             if not _number(value) or not 0 < value <= _MAX_ENERGY:
-                raise ValidationError(f"tiers.start_energy.{kind}", f"must be a number > 0, got {value!r}")
+                raise ValidationError(f"tiers.start_energy.{kind}", f"must be a number > 0 and ≤ {_CAP}, got {value!r}")
         if isinstance(self.decay_batch, bool) or not isinstance(self.decay_batch, int) or not 1 <= self.decay_batch <= 1_000_000:
             raise ValidationError("tiers.decay_batch", f"must be a whole number from 1 to 1000000, got {self.decay_batch!r}")
         if isinstance(self.promotion_batch, bool) or not isinstance(self.promotion_batch, int) or not 0 <= self.promotion_batch <= 1_000_000:
@@ -289,7 +292,7 @@ def start_energy(metadata: Mapping[str, Any], config: EnergyConfig) -> tuple[flo
     explicit = metadata.get("energy")
     if explicit is not None:
         if not _number(explicit) or not 0 < explicit <= _MAX_ENERGY:
-            raise ValidationError("metadata.energy", f"a start energy must be a number > 0, got {explicit!r}")
+            raise ValidationError("metadata.energy", f"a start energy must be a number > 0 and ≤ {_CAP}, got {explicit!r}")
         return float(explicit), tier
     kind = metadata.get("type")
     if isinstance(kind, str):
@@ -303,6 +306,7 @@ __all__ = [
     "DEFAULT_START_ENERGY",
     "HOUR",
     "LIVE_TIERS",
+    "MAX_ENERGY",
     "EnergyConfig",
     "current_energy",
     "curve",

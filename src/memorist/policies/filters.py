@@ -19,8 +19,17 @@ contains (substring of a string, or element of a list), exists.
 malformed filters raise :class:`~memorist.errors.ValidationError` naming the part
 that is wrong. Values are JSON data (strings, finite numbers, booleans, null, and
 lists of them; datetimes for the date fields): a NaN or an arbitrary object could
-never match a stored value, so it is an error rather than an empty result. Filters
-nest at most :data:`MAX_DEPTH` deep.
+never match a stored value, so it is an error rather than an empty result.
+
+What one filter may cost is bounded, because a filter is checked against every
+candidate memory: it nests at most :data:`MAX_DEPTH` deep, holds at most
+:data:`MAX_NODES` conditions (each comparison, ``AND``/``OR``/``NOT`` and value of
+an ``in`` list counts one), and one call checks at most :data:`MAX_CHECKS`
+conditions in all (its conditions times the memories it was checked against, a
+condition reading a long text or list counting as several: one more per 256
+characters or list item); past either bound the call fails with a :class:`~memorist.errors.ValidationError`
+naming ``filters``. The checks are also counted on the call's work meter
+(:mod:`memorist.work`), which a service uses to charge and to cancel.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..model import MemoryRecord
 from ..validate import json_value, show, timestamp, unicode
+from ..work import charge
 
 Predicate = Callable[[MemoryRecord], bool]
 
@@ -54,9 +64,89 @@ _RECORD_FIELDS = {
 _OPERATORS = {"eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "exists"}
 #: How deep filters may nest (a NOT, AND or OR, each a level; the filter itself is 1).
 MAX_DEPTH = 32
+#: The most conditions one filter may hold (comparisons, AND/OR/NOT, list values).
+MAX_NODES = 1_000
+#: The most condition checks one call may make (conditions x memories checked): about
+#: a second of CPU. A 1,000-condition filter can be checked against 5,000 memories, a
+#: 10-condition one against 500,000.
+MAX_CHECKS = 5_000_000
 
 
-def compile_filters(filters: Mapping[str, Any] | None, *, field: str = "filters") -> Predicate | None:
+class Filter:
+    """A compiled filter: a predicate over memories that counts its cost.
+
+    ``nodes`` is its number of conditions. Each call checks them against one record
+    and counts on the call's budget of :data:`MAX_CHECKS` before it does: ``nodes``
+    checks, plus the size of the values they read (a condition reading a string of
+    256 characters, or a list of one item, counts one check more), since comparing
+    with a long text or list is as much work as that many checks. Past the budget it
+    raises, before the check that would go over it.
+    """
+
+    __slots__ = ("_left", "_predicate", "_reads", "field", "nodes")
+
+    def __init__(self, predicate: Predicate, state: _State) -> None:
+        self._predicate = predicate
+        self.nodes = state.nodes
+        self.field = state.field
+        # The fields whose values can be long, each with the conditions that read it.
+        self._reads = [(_getter(key), n) for key, n in state.reads.items() if _can_be_long(key)]
+        self._left = MAX_CHECKS
+
+    def __call__(self, record: MemoryRecord) -> bool:
+        spent = self.nodes
+        for read, conditions in self._reads:
+            value = read(record)
+            if isinstance(value, str):
+                spent += conditions * (len(value) >> 8)
+            elif isinstance(value, list | tuple):
+                spent += conditions * len(value)
+        if spent > self._left:
+            raise ValidationError(
+                self.field,
+                f"this filter of {self.nodes:,} conditions was checked against as many memories (and their values) "
+                f"as one call may: {MAX_CHECKS:,} condition checks, a long text or list counting as several; "
+                "narrow the scope or simplify the filter",
+            )
+        self._left -= spent
+        charge(spent)
+        return self._predicate(record)
+
+
+class _State:
+    """What compiling one filter counts: its conditions (with their bound) and the
+    fields they read; and, while checking, the casefolding of a text the ``contains``
+    conditions share (many conditions on one field fold its value once per memory)."""
+
+    __slots__ = ("_folded", "field", "nodes", "reads")
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+        self.nodes = 0
+        self.reads: dict[str, int] = {}
+        self._folded: tuple[str, str] = ("", "")
+
+    def add(self, n: int) -> None:
+        self.nodes += n
+        if self.nodes > MAX_NODES:
+            # Checked while compiling: a filter of a million branches is refused after
+            # MAX_NODES of them, not after building them all.
+            raise ValidationError(
+                self.field,
+                f"the filter holds more than {MAX_NODES:,} conditions (each comparison, AND/OR/NOT "
+                "and value of an 'in' list counts one): split the query or use 'in' with fewer values",
+            )
+
+    def fold(self, text: str) -> str:
+        last = self._folded  # one tuple, read and replaced whole
+        if last[0] is text:
+            return last[1]
+        folded = text.casefold()
+        self._folded = (text, folded)
+        return folded
+
+
+def compile_filters(filters: Mapping[str, Any] | None, *, field: str = "filters") -> Filter | None:
     """Validate ``filters`` and return a predicate over memories (None for no filter)."""
     if filters is None:
         return None
@@ -64,10 +154,12 @@ def compile_filters(filters: Mapping[str, Any] | None, *, field: str = "filters"
         raise ValidationError(field, f"must be a mapping, got {type(filters).__name__}")
     if not filters:
         return None
-    return _compile(filters, field, 1)
+    state = _State(field)
+    predicate = _compile(filters, field, 1, state)
+    return Filter(predicate, state)
 
 
-def _compile(node: Any, path: str, depth: int) -> Predicate:
+def _compile(node: Any, path: str, depth: int, count: _State) -> Predicate:
     if not isinstance(node, Mapping) or not node:
         raise ValidationError(path, "each filter must be a non-empty mapping")
     if depth > MAX_DEPTH:
@@ -82,16 +174,18 @@ def _compile(node: Any, path: str, depth: int) -> Predicate:
         unicode(path, key)
         here = f"{path}.{key}"
         upper = key.upper()
+        if upper in ("AND", "OR", "NOT"):
+            count.add(1)
         if upper in ("AND", "OR"):
             if not isinstance(value, list | tuple) or not value:
                 raise ValidationError(here, f"{upper} takes a non-empty list of filters")
-            subs = [_compile(v, f"{here}[{i}]", depth + 1) for i, v in enumerate(value)]
+            subs = [_compile(v, f"{here}[{i}]", depth + 1, count) for i, v in enumerate(value)]
             parts.append(_all(subs) if upper == "AND" else _any(subs))
         elif upper == "NOT":
-            sub = _compile(value, here, depth + 1)
+            sub = _compile(value, here, depth + 1, count)
             parts.append(lambda r, sub=sub: not sub(r))
         else:
-            parts.append(_field_predicate(key, value, here))
+            parts.append(_field_predicate(key, value, here, count))
     return _all(parts)
 
 
@@ -101,6 +195,15 @@ def _all(preds: list[Predicate]) -> Predicate:
 
 def _any(preds: list[Predicate]) -> Predicate:
     return lambda r: any(p(r) for p in preds)
+
+
+#: The record fields whose values can be long (texts a writer chose, the tags); the
+#: others are ids, kinds, numbers and dates, as short as their checks.
+_LONG_FIELDS = {"topic", "concept", "section", "tags"}
+
+
+def _can_be_long(key: str) -> bool:
+    return key in _LONG_FIELDS or key not in _RECORD_FIELDS
 
 
 def _getter(key: str) -> Callable[[MemoryRecord], Any]:
@@ -120,7 +223,7 @@ def _coerce(key: str, value: Any, path: str) -> Any:
     return json_value(path, value)
 
 
-def _field_predicate(key: str, spec: Any, path: str) -> Predicate:
+def _field_predicate(key: str, spec: Any, path: str, count: _State) -> Predicate:
     get = _getter(key)
     if not isinstance(spec, Mapping):
         spec = {"eq": spec}
@@ -134,6 +237,9 @@ def _field_predicate(key: str, spec: Any, path: str) -> Predicate:
                 f"{path}.{op}" if named else path, f"unknown operator {show(op)}; use one of {', '.join(sorted(_OPERATORS))}"
             )
         where = f"{path}.{op}"
+        weight = 1 + (len(raw) if isinstance(raw, list | tuple | set | frozenset | Mapping) else 0)
+        count.add(weight)
+        count.reads[key] = count.reads.get(key, 0) + weight
         if op in ("in", "nin"):
             if not isinstance(raw, list | tuple | set | frozenset):
                 raise ValidationError(where, f"{op} takes a list, got {type(raw).__name__}")
@@ -145,7 +251,9 @@ def _field_predicate(key: str, spec: Any, path: str) -> Predicate:
             checks.append(lambda r, g=get, want=raw: (g(r) not in (_MISSING, None)) == want)
         elif op == "contains":
             wanted = json_value(where, raw)
-            checks.append(lambda r, g=get, v=wanted: _contains(g(r), v))
+            # Folded once here, not per memory checked.
+            folded = wanted.casefold() if isinstance(wanted, str) else None
+            checks.append(lambda r, g=get, v=wanted, f=folded, c=count: _contains(g(r), v, f, c.fold))
         else:
             value = _coerce(key, raw, where)
             if op in ("gt", "gte", "lt", "lte") and not _comparable(value):
@@ -170,9 +278,9 @@ def _membership(get: Callable[[MemoryRecord], Any], options: list[Any], *, negat
     return check
 
 
-def _contains(actual: Any, value: Any) -> bool:
-    if isinstance(actual, str) and isinstance(value, str):
-        return value.casefold() in actual.casefold()
+def _contains(actual: Any, value: Any, folded: str | None, fold: Callable[[str], str]) -> bool:
+    if isinstance(actual, str) and folded is not None:
+        return len(folded) <= len(actual) * 3 and folded in fold(actual)  # casefold grows a string at most 3x
     if isinstance(actual, list | tuple):
         return value in actual
     return False

@@ -13,6 +13,7 @@ module              role                                                        
 ``reflection``      what worked, what failed, helpful/harmful bullets            001
 ``curation``        current bullets + lessons → a delta                          000
 ``evaluation``      a fresh context judges output against success criteria      003
+``consolidation``   similar memories → one that keeps every name, number, date  001
 ==================  ==========================================================  =====
 """
 

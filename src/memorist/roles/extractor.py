@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import date, datetime, timedelta
 
 from memorist.model import Fact, Message
+from memorist.policies.consolidation import derive_importance
 from memorist.roles.base import Extractor
 
 _MAX_CLAUSE_WORDS = 60
@@ -587,7 +588,8 @@ class HeuristicExtractor(Extractor):
 
     Pure and deterministic: standard library only, no network, no model. Facts
     are subjectless third person ("Is vegetarian"), deduplicated within a call,
-    with ``kind="preference"`` for likes, dislikes, favourites and wants.
+    with ``kind="preference"`` for likes, dislikes, favourites and wants, and an
+    importance by the rules of :func:`memorist.policies.consolidation.derive_importance`.
     """
 
     def extract(self, messages: Sequence[Message], *, timestamp: datetime | None = None) -> list[Fact]:
@@ -601,7 +603,7 @@ class HeuristicExtractor(Extractor):
                 key = " ".join(text.casefold().split())
                 if key not in seen:
                     seen.add(key)
-                    facts.append(Fact(text=text, kind=kind, source_role=message.role))
+                    facts.append(Fact(text=text, kind=kind, source_role=message.role, importance=derive_importance(text, kind)))
         return facts
 
     @staticmethod

@@ -108,7 +108,7 @@ class LLMExtractor(_ModelRole, Extractor):
             key = normalize(text)
             if key and key not in seen:
                 seen.add(key)
-                facts.append(Fact(text, kind=item.kind, source_role=item.source_role))
+                facts.append(Fact(text, kind=item.kind, source_role=item.source_role, importance=item.importance))
         return facts
 
 

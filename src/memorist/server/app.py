@@ -16,14 +16,24 @@ Before any route, :class:`ServiceMiddleware` does what every request needs:
    (both forms answer, without a redirect; the OpenAPI lists the slash form);
 2. the API key (``Authorization: Bearer`` or ``X-API-Key``) is checked, unless
    the store holds no active key (a development server), and the caller's token
-   bucket is charged (429 with ``Retry-After`` when empty);
-3. the body is read up to ``max_body_bytes`` (413 beyond);
-4. an exception nothing else handled becomes a generic 500, logged with its
+   bucket is charged (429 with ``Retry-After`` when empty; wrong keys have a bucket
+   per client address);
+3. the body is read up to ``max_body_bytes`` (413 beyond) within ``timeout_body``
+   seconds (408 beyond);
+4. an ``/api/`` request is worked on only while fewer than ``max_concurrency`` are
+   (503 with ``Retry-After`` beyond), under a work meter (:mod:`memorist.work`): the
+   call is given up when its client disconnects, and its caller's bucket is charged
+   for the work it did;
+5. every answer carries a content-security policy and frame options (the panel and
+   the API's documentation load only what the package ships);
+6. an exception nothing else handled becomes a generic 500, logged with its
    traceback, never sent.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -31,17 +41,18 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import default_db_path
 from ..embed import Embedder
+from ..work import Meter, metered
 from .deps import Caller, Service, has_key_table, store_damage
 from .errors import INTERNAL_MESSAGE, error_response, install_error_handlers
 from .keys import KeyStore
-from .limits import ServerLimits
+from .limits import WORK_PER_TOKEN, ServerLimits
 from .routes import ROUTERS
 from .tenants import Tenants
 
@@ -49,6 +60,33 @@ log = logging.getLogger("memorist.server")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+#: The content-security policy of every answer: only this origin's scripts, styles,
+#: images and connections; no plugin, no <base>, and no framing (with X-Frame-Options
+#: for older browsers). The panel keeps the API key in sessionStorage, so no script
+#: from elsewhere may ever run on this origin.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+#: The API's documentation pages: Swagger UI and ReDoc set inline styles and ReDoc
+#: searches in a blob: worker; their scripts still come from this origin only.
+DOCS_CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+_DOCS_PATHS = frozenset({"/docs", "/redoc"})
+
+
+def _security_headers(path: str) -> list[tuple[bytes, bytes]]:
+    policy = DOCS_CONTENT_SECURITY_POLICY if path in _DOCS_PATHS else CONTENT_SECURITY_POLICY
+    return [
+        (b"content-security-policy", policy.encode()),
+        (b"x-frame-options", b"DENY"),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"no-referrer"),
+    ]
 
 
 def _version() -> str:
@@ -67,17 +105,21 @@ class ServiceMiddleware:
     def __init__(self, app: ASGIApp, service: Service) -> None:
         self.app = app
         self.service = service
+        self.at_work = 0  # /api/ requests past their body, not yet answered (one event loop: no lock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         started = False
+        extra = _security_headers(scope["path"])
 
         async def send_tracked(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
+                headers = [h for h in message.get("headers", ()) if h[0].lower() not in {k for k, _ in extra}]
+                message = {**message, "headers": headers + extra}
             await send(message)
 
         try:
@@ -104,16 +146,83 @@ class ServiceMiddleware:
                 await admitted(scope, receive, send)
                 return
             scope["memorist.caller"] = admitted
-        if scope.get("method") in _BODY_METHODS:
-            replay = await self._read_body(scope, receive, send)
-            if replay is None:
+        if api or scope.get("method") in _BODY_METHODS:
+            body = await self._read_body(scope, receive, send)
+            if body is None:
                 return
-            receive = replay
+            if api:
+                await self._work(scope, body, receive, send, admitted)
+                return
+            receive = _replay(body, receive)
         await self.app(scope, receive, send)
 
-    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
-        """Read the whole body (at most ``max_body_bytes``) and hand it on; None when
-        an answer was already sent (413) or the client left."""
+    async def _work(self, scope: Scope, body: bytes, receive: Receive, send: Send, caller: Caller) -> None:
+        """Run an /api/ request whose body is read: within the concurrency limit, under
+        a work meter that is cancelled if the client leaves before its answer, and
+        charged to the caller's bucket by the work it did."""
+        limits = self.service.limits
+        if self.at_work >= limits.max_concurrency:
+            await error_response(
+                503, f"the service is at its limit of {limits.max_concurrency} requests at work at once; retry shortly",
+                headers={"Retry-After": "1"},
+            )(scope, receive, send)
+            return
+        meter = Meter()
+        gone = asyncio.Event()
+        answered = False
+
+        async def watch() -> None:
+            # The body was read whole: the next message is the client's disconnect
+            # (or the end of the answer, which uvicorn reports the same way).
+            while not gone.is_set():
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    if not answered:
+                        meter.cancel()
+                    gone.set()
+
+        async def replay() -> Message:
+            nonlocal body
+            if body is not None:
+                message: Message = {"type": "http.request", "body": body, "more_body": False}
+                body = None
+                return message
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send_answer(message: Message) -> None:
+            nonlocal answered
+            if message["type"] == "http.response.start":
+                answered = True
+            await send(message)
+
+        self.at_work += 1
+        try:
+            with metered(meter):
+                watcher = asyncio.ensure_future(watch())
+                try:
+                    await self.app(scope, replay, send_answer)
+                finally:
+                    watcher.cancel()
+        finally:
+            self.at_work -= 1
+            if meter.units and caller.bucket:
+                self.service.limiter.charge(caller.bucket, meter.units / WORK_PER_TOKEN)
+
+    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
+        """Read the whole body (at most ``max_body_bytes``, within ``timeout_body``
+        seconds); None when an answer was already sent (413, 408) or the client left."""
+        timeout = self.service.limits.timeout_body
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._receive_body(scope, receive, send)
+        except TimeoutError:
+            await error_response(
+                408, f"the request body did not arrive within {timeout:g} s", "body", headers={"Connection": "close"}
+            )(scope, receive, send)
+            return None
+
+    async def _receive_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
         limit = self.service.limits.max_body_bytes
         too_large = error_response(413, f"the request body is larger than {limit:,} bytes", "body")
         for name, value in scope.get("headers", ()):
@@ -139,17 +248,21 @@ class ServiceMiddleware:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body = b"".join(chunks)
-        delivered = False
+        return b"".join(chunks)
 
-        async def replay() -> Message:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
 
-        return replay
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with the body already read delivered first."""
+    delivered = False
+
+    async def replay() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 def _register_panel(app: FastAPI) -> None:
@@ -163,6 +276,57 @@ def _register_panel(app: FastAPI) -> None:
 
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
+
+
+def _docs_assets() -> Path | None:
+    """Swagger UI's and ReDoc's files, as the fastapi-offline package ships them."""
+    spec = importlib.util.find_spec("fastapi_offline")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "static"
+    return folder if (folder / "swagger-ui-bundle.js").is_file() else None
+
+
+_DOCS_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+{head}</head><body>{body}</body></html>
+"""
+
+
+def _register_docs(app: FastAPI) -> None:
+    """/docs (Swagger UI) and /redoc (ReDoc) from files in the installed packages: no
+    CDN (a page that works offline, and no third-party script on the panel's origin)."""
+    assets = _docs_assets()
+    title = app.title
+
+    def page(head: str, body: str) -> HTMLResponse:
+        return HTMLResponse(_DOCS_PAGE.format(title=title, head=head, body=body))
+
+    def missing() -> Any:
+        return error_response(404, "the API's documentation pages are not installed (pip install 'memorist[server]'); the schema is at /openapi.json")
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger_ui() -> Any:
+        if assets is None:
+            return missing()
+        return page(
+            '<link rel="stylesheet" href="/docs-assets/swagger-ui.css"><link rel="icon" href="/docs-assets/favicon.png">',
+            '<div id="swagger-ui"></div><script src="/docs-assets/swagger-ui-bundle.js"></script>'
+            '<script src="/static/docs.js"></script>',
+        )
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc() -> Any:
+        if assets is None:
+            return missing()
+        return page(
+            '<link rel="icon" href="/docs-assets/favicon.png">',
+            '<redoc spec-url="/openapi.json"></redoc><script src="/docs-assets/redoc.standalone.js"></script>',
+        )
+
+    if assets is not None:
+        app.mount("/docs-assets", StaticFiles(directory=assets), name="docs-assets")
 
 
 def _document_keys_per_mode(app: FastAPI, service: Service) -> None:
@@ -246,6 +410,8 @@ def create_app(
         ),
         lifespan=lifespan,
         redirect_slashes=False,
+        docs_url=None,  # served by _register_docs, from the package
+        redoc_url=None,
         # Responses keep optional fields optional in the schema: routes return what
         # Memory returns, which omits a field rather than sending null.
         separate_input_output_schemas=False,
@@ -256,6 +422,7 @@ def create_app(
     for router in ROUTERS:
         app.include_router(router)
     _register_panel(app)
+    _register_docs(app)
     app.add_middleware(ServiceMiddleware, service=service)
     return app
 

@@ -31,11 +31,13 @@ from .tenants import Tenants
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who is asking: the key's tenant (``""`` on a development server), the user
-    the key is bound to (None: any user of the tenant), and the key's id."""
+    the key is bound to (None: any user of the tenant), the key's id, and the rate
+    limiter's bucket the request is charged to."""
 
     tenant_id: str = ""
     user_id: str | None = None
     key_id: str | None = None
+    bucket: str = ""
 
 
 _bearer = HTTPBearer(auto_error=False, description="An Memorist API key: `Authorization: Bearer ek_...`.")
@@ -74,6 +76,23 @@ def _is_loopback_host(host_header: str) -> bool:
         return False
 
 
+def development_bucket(client: str, headers: dict[str, str]) -> str:
+    """The rate limiter's bucket of a development server's request: the client's
+    address and the program it says it is (``User-Agent``).
+
+    A development server has no keys, and on loopback every client has the same
+    address, so the address alone would put the panel, an agent and a runaway script
+    in one bucket, the script starving the others. The port would tell connections
+    apart, not clients: a client escapes its bucket by reconnecting. The program's
+    name tells the local tools apart (a browser's panel, the Python client, curl, an
+    agent framework); it can be forged, but a development server is open to every
+    local program anyway: the bucket is there for fairness between them, not as a
+    defence, which keys give.
+    """
+    agent = headers.get("user-agent", "")[:200]
+    return f"client:{client} agent:{agent}"
+
+
 class Service:
     """What the routes share: the tenants' Memories, the keys, the limits."""
 
@@ -83,6 +102,10 @@ class Service:
         self.keys = keys
         self.limits = limits
         self.limiter = RateLimiter(limits.rate_per_minute, limits.burst)
+        # Failed key guesses, per client address: a guesser is stopped there, while a
+        # key holder elsewhere is never refused for it (their address has its own bucket).
+        failures = limits.auth_failures_per_minute
+        self.guesses = RateLimiter(failures, max(1, round(failures)))
         # Once keys were seen (or the server was started for them) they stay
         # required: revoking the last key must not turn the server open.
         self.require_keys = require_keys
@@ -100,18 +123,29 @@ class Service:
                 presented = _presented_key(headers)
                 if presented is None:
                     return error_response(401, "an API key is required: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'")
+                # Refused before the key is looked at: a guesser past the limit learns
+                # nothing, not even that a guess was right.
+                guessing = self.guesses.wait(f"address:{client}")
+                if guessing is not None:
+                    return error_response(
+                        429,
+                        f"too many requests with a wrong API key from this address ({self.limits.auth_failures_per_minute:g} "
+                        f"per minute); retry in {max(1, round(guessing))} s",
+                        headers=retry_after(guessing),
+                    )
                 record = self.keys.authenticate(presented)
                 if record is None:
+                    self.guesses.acquire(f"address:{client}")
                     return error_response(401, "the API key is not valid (unknown, malformed or revoked)")
-                caller = Caller(record.tenant_id, record.user_id, record.key_id)
                 bucket = f"key:{record.key_id}"
+                caller = Caller(record.tenant_id, record.user_id, record.key_id, bucket)
             else:
                 if self.local_only and not _is_loopback_host(headers.get("host", "")):
                     return error_response(
                         403, "this development server (no API keys) answers only requests addressed to localhost"
                     )
-                caller = Caller()
-                bucket = f"client:{client}"
+                bucket = development_bucket(client, headers)
+                caller = Caller(bucket=bucket)
             wait = self.limiter.acquire(bucket)
             if wait is not None:
                 rate = self.limits.rate_per_minute

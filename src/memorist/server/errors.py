@@ -9,10 +9,14 @@ status  type                    when
 403     ``forbidden``           a development server asked under another host name
 404     ``not_found``           an unknown id, or one outside the key's binding
 405     ``method_not_allowed``  a route that exists, with another method
+408     ``request_timeout``     a body that did not arrive within ``timeout_body``
+409     ``conflict``            a rollback of something already rolled back or changed since
 413     ``payload_too_large``   a body over ``max_body_bytes``; too many messages
 422     ``validation_error``    bad input; ``field`` names it (``messages[0].content``)
-429     ``rate_limited``        the key's rate limit; ``Retry-After`` says when
-503     ``unavailable``         the store or a model provider failed
+429     ``rate_limited``        the key's rate limit, or wrong keys from one address
+499     ``client_closed``       the client left before its answer (never read: logged)
+503     ``unavailable``         the store or a model provider failed; at the
+                                concurrency limit (with ``Retry-After``)
 500     ``internal``            a bug: a generic message, the traceback in the log
 ======  ======================  ==================================================
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -34,7 +39,9 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import (
+    CancelledCallError,
     ConfigurationError,
+    ConflictError,
     CorruptStoreError,
     MemoristError,
     NotFoundError,
@@ -53,9 +60,12 @@ ERROR_TYPES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
+    409: "conflict",
     413: "payload_too_large",
     422: "validation_error",
     429: "rate_limited",
+    499: "client_closed",
     500: "internal",
     503: "unavailable",
 }
@@ -95,6 +105,11 @@ def memorist_error_response(exc: MemoristError) -> JSONResponse:
         return error_response(422, text[len(prefix):] if text.startswith(prefix) else text, exc.field)
     if isinstance(exc, NotFoundError):
         return error_response(404, str(exc))
+    if isinstance(exc, CancelledCallError):
+        log.info("%s", exc)
+        return error_response(499, str(exc))
+    if isinstance(exc, ConflictError):
+        return error_response(409, str(exc))
     if isinstance(exc, StoreError):
         log.error("store failure: %s", exc)
         return error_response(503, "the memory store is unavailable (the server's log has the cause); try again later")
@@ -209,6 +224,24 @@ def _routes(app: Any) -> list[Any]:
     return list(iter_route_contexts(app.router.routes))
 
 
+_DIGITS = re.compile(r"value has (\d+) digits")
+
+
+def unreadable_body(cause: BaseException | None) -> str:
+    """What was wrong with a body the JSON reader raised on (FastAPI keeps it as the
+    400's ``__cause__``): nesting deeper than the reader goes, a whole number of more
+    digits than Python converts, or bytes that are not UTF-8."""
+    if isinstance(cause, RecursionError):
+        return "is not valid JSON here: its arrays and objects nest too deep to be read (metadata takes at most 16 levels)"
+    if isinstance(cause, ValueError) and not isinstance(cause, UnicodeDecodeError) and "digits" in str(cause):
+        found = _DIGITS.search(str(cause))
+        digits = f" ({int(found.group(1)):,} digits)" if found else ""
+        return f"is not valid JSON here: it holds a number too large{digits}; whole numbers must fit in 64 bits"
+    if cause is None or isinstance(cause, UnicodeDecodeError):
+        return "is not valid JSON (it cannot be decoded as UTF-8 text)"
+    return "is not valid JSON (it cannot be read)"
+
+
 # the handlers ----------------------------------------------------------------------------
 def install_error_handlers(app: FastAPI) -> None:
     """Every error the routes raise becomes the JSON error shape."""
@@ -238,8 +271,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
-            # FastAPI's answer to a body it cannot decode (not UTF-8): a shape error too.
-            return error_response(422, "is not valid JSON (it cannot be decoded as UTF-8 text)", "body")
+            # FastAPI's answer to a body its JSON reader raised on: a shape error too.
+            return error_response(422, unreadable_body(exc.__cause__), "body")
         if exc.status_code == 404:
             message = f"no such route: {request.method} {request.url.path}"
         elif exc.status_code == 405:
@@ -269,4 +302,5 @@ __all__ = [
     "field_of",
     "install_error_handlers",
     "retry_after",
+    "unreadable_body",
 ]

@@ -2,7 +2,11 @@
 
 The limits are data, read when the app is built (``create_app(limits=...)``,
 ``memorist serve --max-body-bytes ...``); the rate limiter is a token bucket per
-caller (an API key, or the client address of a development server).
+caller (an API key, or the client of a development server). A request takes one
+token when it is admitted and, when it is done, one more per :data:`WORK_PER_TOKEN`
+units of work it did (:mod:`memorist.work`: memories read or scored, filter
+conditions checked), so a costly search drains its caller's bucket as a hundred
+cheap ones would. Failed key guesses have their own bucket per client address.
 """
 
 from __future__ import annotations
@@ -23,6 +27,15 @@ DEFAULT_MAX_MESSAGES = 100
 DEFAULT_MAX_TEXT_CHARS = 100_000
 DEFAULT_RATE_PER_MINUTE = 600.0
 DEFAULT_BURST = 60
+DEFAULT_MAX_CONCURRENCY = 64
+DEFAULT_TIMEOUT_KEEP_ALIVE = 5.0
+DEFAULT_TIMEOUT_HEAD = 10.0
+DEFAULT_TIMEOUT_BODY = 30.0
+DEFAULT_AUTH_FAILURES_PER_MINUTE = 20.0
+#: Units of work (memorist.work) one rate-limit token pays for, beyond the token
+#: every request takes: a plain search does a few hundred, a 1,000-condition filter
+#: checked against 5,000 memories five million (about a second of CPU: 500 tokens).
+WORK_PER_TOKEN = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +49,17 @@ class ServerLimits:
     Memory's ``max_message_chars``).
     ``rate_per_minute`` and ``burst``: each caller's token bucket; 0 turns rate
     limiting off.
+    ``auth_failures_per_minute``: requests with a wrong key one client address may
+    make (bursts of as many); beyond, 429 before the key is even looked at. 0: no
+    limit.
+    ``max_concurrency``: ``/api/`` requests at work at once (their bodies read);
+    beyond, 503 with ``Retry-After`` (``/healthz`` is never refused).
+    ``timeout_body``: seconds a request's body may take to arrive (408 beyond).
+    ``timeout_keep_alive``, ``timeout_head`` and ``max_connections`` bound the
+    connections (:mod:`.connections`, used by ``memorist serve``): seconds an idle
+    kept-alive connection stays open, seconds a request's head (its line and
+    headers) may take from the moment the connection waits for it, and the open
+    connections (None: from the process's descriptor limit).
     """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -43,15 +67,28 @@ class ServerLimits:
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
     rate_per_minute: float = DEFAULT_RATE_PER_MINUTE
     burst: int = DEFAULT_BURST
+    auth_failures_per_minute: float = DEFAULT_AUTH_FAILURES_PER_MINUTE
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    timeout_keep_alive: float = DEFAULT_TIMEOUT_KEEP_ALIVE
+    timeout_head: float = DEFAULT_TIMEOUT_HEAD
+    timeout_body: float = DEFAULT_TIMEOUT_BODY
+    max_connections: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_messages", "max_text_chars", "burst"):
+        for name in ("max_body_bytes", "max_messages", "max_text_chars", "burst", "max_concurrency", "max_connections"):
             value = getattr(self, name)
+            if value is None and name == "max_connections":
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT * 1024:
                 raise ConfigurationError(f"{name} must be a whole number >= 1, got {value!r}")
-        rate = self.rate_per_minute
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not math.isfinite(rate) or rate < 0:
-            raise ConfigurationError(f"rate_per_minute must be a number >= 0 (0: no limit), got {rate!r}")
+        for name in ("rate_per_minute", "auth_failures_per_minute"):
+            rate = getattr(self, name)
+            if isinstance(rate, bool) or not isinstance(rate, int | float) or not math.isfinite(rate) or rate < 0:
+                raise ConfigurationError(f"{name} must be a number >= 0 (0: no limit), got {rate!r}")
+        for name in ("timeout_keep_alive", "timeout_head", "timeout_body"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not 0 < value <= 86_400:
+                raise ConfigurationError(f"{name} must be a number of seconds > 0 (at most a day), got {value!r}")
 
 
 _UNITS = {"s": 60.0, "sec": 60.0, "second": 60.0, "m": 1.0, "min": 1.0, "minute": 1.0, "h": 1 / 60, "hour": 1 / 60}
@@ -105,10 +142,31 @@ class RateLimiter:
             self._buckets[caller] = (tokens, now)
             return (1.0 - tokens) / self.rate
 
+    def wait(self, caller: str) -> float | None:
+        """Like :meth:`acquire` without taking the token: None when one is there."""
+        if not self.enabled:
+            return None
+        now = self._clock()
+        with self._lock:
+            tokens, at = self._buckets.get(caller, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - at) * self.rate)
+        return None if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
+    def charge(self, caller: str, tokens: float) -> None:
+        """Take ``tokens`` more from ``caller``'s bucket for work already done: it may go
+        below zero, and the caller then waits until it has refilled past one."""
+        if not self.enabled or tokens <= 0:
+            return
+        now = self._clock()
+        with self._lock:
+            have, at = self._buckets.get(caller, (self.burst, now))
+            have = min(self.burst, have + (now - at) * self.rate)
+            self._buckets[caller] = (have - tokens, now)
+
     def _prune(self, now: float) -> None:
         full = [k for k, (tokens, at) in self._buckets.items() if tokens + (now - at) * self.rate >= self.burst]
         for key in full:
             del self._buckets[key]
 
 
-__all__ = ["RateLimiter", "ServerLimits", "parse_rate"]
+__all__ = ["WORK_PER_TOKEN", "RateLimiter", "ServerLimits", "parse_rate"]

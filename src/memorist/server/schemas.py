@@ -112,6 +112,11 @@ class AddRequest(_Request):
     infer: bool = Field(default=True, description="Extract facts (true) or store each message as it is (false).")
     timestamp: Date | None = Field(default=None, description="When the conversation happened: ISO-8601 or epoch seconds (default: now).")
     test: bool = Field(default=False, description="Test memories: kept apart, never returned by the normal calls (energy tiers' tests).")
+    importance: float | None = Field(
+        default=None, ge=0, le=1, allow_inf_nan=False,
+        description="How much the memories matter, 0 to 1 (default: the extractor's estimate; 0.5 with infer=false). "
+        "Consolidation never merges a memory at or above its threshold (0.8).",
+    )
 
     model_config = ConfigDict(
         strict=True,
@@ -272,11 +277,13 @@ class ContextRequest(_Request):
     task: str | None = Field(default=None, description="What the agent is about to do.", json_schema_extra={"pattern": TEXT_PATTERN})
     budget_tokens: int = Field(default=4000, ge=1, le=1_000_000, description="Token budget (about 4 characters a token).")
     project_id: str | None = _maybe_id("The project.")
+    now: Date | None = Field(default=None, description="Build it as of this time: ISO-8601, epoch seconds or an offset such as -2d (default: now).")
 
 
 class EvaluateRequest(_Request):
     project_id: str | None = _maybe_id("The project.")
     dry_run: bool = Field(default=False, description="Report only; change nothing.")
+    now: Date | None = Field(default=None, description="Score as of this time: ISO-8601, epoch seconds or an offset such as +1d (default: now).")
 
 
 class PairRequest(_Request):
@@ -373,6 +380,28 @@ TierStatus = model.TierStatus
 TierHealth = model.TierHealth
 TierConfig = model.TierConfig
 CurationResponse = model.CurationResult
+ConsolidationReport = model.ConsolidationReport
+RollbackResult = model.RollbackResult
+
+
+class ConsolidateRequest(_Request):
+    user_id: str | None = _id("user")
+    agent_id: str | None = _id("agent")
+    memory_type: str | None = Field(default=None, max_length=64, description="Only memories of this kind: fact, preference, experience...")
+    scope: Literal["user", "agent"] | None = Field(default=None, description="'user': every memory of the user (any agent); 'agent': of the agent; none: of exactly the ids.")
+    min_importance: float = Field(default=0.5, ge=0, le=1, allow_inf_nan=False, description="Only memories below this importance are merged.")
+    preserve_high_importance: bool = Field(default=True, description="Never touch a memory at or above importance_threshold.")
+    importance_threshold: float = Field(default=0.8, ge=0, le=1, allow_inf_nan=False, description="What counts as high importance.")
+    dry_run: bool = Field(default=False, description="Report what would be merged; write nothing.")
+
+
+class MemoryRollbackRequest(_Request):
+    event_or_run_id: Annotated[int, Field(ge=1, le=2**63 - 1)] | Annotated[str, Field(min_length=1, max_length=200)] = Field(
+        description="A consolidation's run_id, or the seq of the event of the operation to undo."
+    )
+    user_id: str | None = _id("user")
+    agent_id: str | None = _id("agent")
+    run_id: str | None = _id("run")
 
 
 class ErrorDetail(BaseModel):
@@ -409,6 +438,10 @@ __all__ = [
     "CompleteRequest",
     "CuratePlaybookRequest",
     "CurationResponse",
+    "ConsolidateRequest",
+    "ConsolidationReport",
+    "MemoryRollbackRequest",
+    "RollbackResult",
     "OwnerRequest",
     "PlaybookItem",
     "PlaybookList",

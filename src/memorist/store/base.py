@@ -285,10 +285,12 @@ class Store(abc.ABC):
         limit: int | None = None,
         ops: Sequence[str] | None = None,
         newest_first: bool = False,
+        before: int | None = None,
     ) -> list[EventRecord]:
-        """Events of the scope (None: every scope) after seq ``since``, of the ops
-        ``ops`` (None: all), oldest first; ``newest_first`` reads from the end of
-        the log, so ``limit`` keeps the latest (spec 003's ``recent(n)``)."""
+        """Events of the scope (None: every scope) after seq ``since`` (and before seq
+        ``before``, when given), of the ops ``ops`` (None: all), oldest first;
+        ``newest_first`` reads from the end of the log, so ``limit`` keeps the latest
+        (and ``before`` pages back from there)."""
 
     def pending_turns(self, scope: ScopeFilter | None = None, *, limit: int | None = None) -> list[EventRecord]:
         """Turns still waiting to be processed, oldest first.
@@ -349,6 +351,18 @@ class Store(abc.ABC):
     def reindex(self, embed: Callable[[list[str]], np.ndarray] | None = None, *, name: str | None = None, dim: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         """Rebuild the full-text index and the in-memory vector index from the store;
         with ``embed``, re-embed every active memory and record the new identity."""
+
+    @abc.abstractmethod
+    def adopt(self, moves: Sequence[tuple[str, str]], *, user_id: str | None = None, actor: str = "",
+              payload: dict[str, Any] | None = None) -> dict[str, int]:
+        """Move every record (memories of every kind, with their vectors) of each
+        ``(source, target)`` tenant pair into the target tenant, in one transaction;
+        with ``user_id``, only that user's spaces. A space the target lacks changes
+        tenant whole (its events follow it); into one the target has (and out of the
+        tenant's own space, which holds its configuration), the records move and
+        their events stay. One ``adopt`` event in the first target's tenant space
+        records a move (none when nothing moved). Returns ``{"memories", "spaces", "merged"}``; a second call
+        finds nothing to move."""
 
     @abc.abstractmethod
     def reset(self) -> None:

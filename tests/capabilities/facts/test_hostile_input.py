@@ -124,6 +124,17 @@ CASES = {
     "text of control characters": (lambda m: m.add("\x00\x01\x1b", user_id="alice", infer=False), "messages"),
     "content of control characters": (lambda m: m.add([{"role": "user", "content": "\x00\x07"}], user_id="alice", infer=False), "messages[0].content"),
     "user_id with NUL": (lambda m: m.add("I like tea.", user_id="al\x00ice", infer=False), "user_id"),
+    # NUL (U+0000) anywhere in stored text: PostgreSQL's text cannot hold it and C tools cut at it
+    "text with NUL": (lambda m: m.add("tea\x00 time", user_id="alice", infer=False), "messages"),
+    "content with NUL": (lambda m: m.add([{"role": "user", "content": "tea\x00 time"}], user_id="alice", infer=False), "messages[0].content"),
+    "message metadata with NUL": (lambda m: m.add([{"role": "user", "content": "tea", "metadata": {"a": "b\x00"}}], user_id="alice", infer=False), "messages[0].metadata"),
+    "metadata value with NUL": (lambda m: m.add("tea time", user_id="alice", metadata={"a": "b\x00c"}, infer=False), "metadata"),
+    "metadata key with NUL": (lambda m: m.add("tea time", user_id="alice", metadata={"a\x00": 1}, infer=False), "metadata"),
+    "nested metadata with NUL": (lambda m: m.add("tea time", user_id="alice", metadata={"a": [{"b": ["ok", "x\x00"]}]}, infer=False), "metadata"),
+    "nested metadata key with NUL": (lambda m: m.add("tea time", user_id="alice", metadata={"a": {"b\x00": 1}}, infer=False), "metadata"),
+    "update text with NUL": (lambda m: m.update(m.get_all(user_id="alice")["results"][0]["id"], "green\x00tea"), "text"),
+    "update metadata with NUL": (lambda m: m.update(m.get_all(user_id="alice")["results"][0]["id"], "green tea", metadata={"x": "\x00"}), "metadata"),
+    "import text with NUL": (lambda m: m.import_([{"text": "tea\x00", "user_id": "alice", "infer": False}]), "line 1"),
     "role not hashable": (lambda m: m.add([{"role": ["user"], "content": "hi there"}], user_id="alice"), "messages[0].role"),
     "name with control character": (lambda m: m.add([{"role": "user", "content": "hi there", "name": "Al\x1bex"}], user_id="alice", infer=False), "messages[0].name"),
     # import
@@ -150,6 +161,16 @@ def test_bad_input_is_a_validation_error_and_changes_nothing(m, case):
     str(info.value).encode("utf-8")
     assert state(m) == before
     still_works(m)
+
+
+def test_a_nul_is_refused_by_name_wherever_it_is(m):
+    """The error says what was wrong (a NUL) and where, at any depth of the metadata."""
+    with pytest.raises(ValidationError, match=r"NUL character \(U\+0000\) at position 3"):
+        m.add("tea\x00 time", user_id="alice", infer=False)
+    with pytest.raises(ValidationError, match=r"at \"metadata\['a'\]\[0\]\['b'\]\[1\]\": holds a NUL"):
+        m.add("tea time", user_id="alice", metadata={"a": [{"b": ["ok", "x\x00"]}]}, infer=False)
+    with pytest.raises(ValidationError, match=r"a key holds a NUL"):
+        m.add("tea time", user_id="alice", metadata={"a": {"b\x00": 1}}, infer=False)
 
 
 # item 3: one bad search must not disable the instance ------------------------------------
@@ -264,9 +285,9 @@ def test_bounds_that_stay_accepted(m):
     with pytest.raises(ValidationError, match="deeper than 32"):
         m.search("tea", user_id="alice", filters=not_chain(32))
     assert m.search("tea", user_id="alice", filters={"created_at": {"gte": datetime(2000, 1, 1)}})["results"]
-    # Text with control characters among visible ones is text; a message of spaces
-    # only is a message without text, as before.
-    assert m.add("tea\x00 time", user_id="bob", infer=False)["results"]
+    # Text with control characters (other than NUL) among visible ones is text; a
+    # message of spaces only is a message without text, as before.
+    assert m.add("tea\x1b time", user_id="bob", infer=False)["results"]
     assert m.add([{"role": "user", "content": "  "}, {"role": "user", "content": "I like tea."}], user_id="bob", infer=False)["results"]
     assert m.add([{"role": "user", "content": "hi there", "name": ""}], user_id="bob", infer=False)["results"]
 

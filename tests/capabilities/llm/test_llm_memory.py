@@ -58,7 +58,7 @@ def test_every_llm_call_is_in_the_event_log_with_tokens_and_cost(mem, fake_opena
     (call,) = [e for e in mem.events(user_id="alex") if e["event"] == "LLM_CALL"]
     p = call["payload"]
     assert p["turn_event"] == turn["seq"] and call["user_id"] == "alex"
-    assert (p["role"], p["provider"], p["model"], p["prompt"], p["ok"]) == ("extractor", "openai", "gpt-5-mini", "extraction/1", True)
+    assert (p["role"], p["provider"], p["model"], p["prompt"], p["ok"]) == ("extractor", "openai", "gpt-5-mini", "extraction/2", True)
     assert (p["input_tokens"], p["output_tokens"]) == (400, 30)
     assert p["cost_usd"] == pytest.approx((400 * 0.25 + 30 * 2.0) / 1e6)
     assert p["latency_ms"] >= 0 and p["response_id"].startswith("resp_")

@@ -8,7 +8,7 @@ import pytest
 from memorist import ValidationError
 from memorist.policies.minutes import estimate_tokens
 
-T0 = 1_800_000_000.0
+T0 = 1_700_000_000.0  # in the past: a minute dated in the future is refused
 
 
 @pytest.fixture
@@ -27,7 +27,8 @@ def project(m) -> dict:
                          context_references=[made["assignment"]["id"]] if i == 54 else None)
         for i in range(55)
     ]
-    made["fact"] = m.add("Prefers small pull requests", user_id="apollo", agent_id="coder", infer=False)["results"][0]["id"]
+    made["fact"] = m.add("Prefers small pull requests", user_id="apollo", agent_id="coder", infer=False,
+                         timestamp=T0 + 5)["results"][0]["id"]
     return made
 
 

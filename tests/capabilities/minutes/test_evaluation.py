@@ -19,7 +19,7 @@ from memorist.policies.evaluation import (
     score,
 )
 
-T0 = 1_800_000_000.0
+T0 = 1_700_000_000.0  # in the past: a minute dated in the future is refused
 
 
 # the formulas ---------------------------------------------------------------------------------
@@ -142,3 +142,14 @@ def test_evaluate_checks_its_arguments(m):
     rec(m, "a note", days=10)
     assert m.minutes.evaluate(project_id="apollo", now=T0, config={"prune_below": 0.5}, dry_run=True)["pruned"] == 1
     assert m.minutes.evaluate(project_id="empty", now=T0)["in_log"] == 0
+
+
+def test_an_evaluation_s_dropped_duplicate_comes_back_with_rollback(m):
+    first = rec(m, "the team agreed on weekly demos", days=2)
+    second = rec(m, "the team agreed on weekly demos", days=1)
+    before = {r.id: (r.status, r.lineage, r.valid_to) for r in m.store.list(m.minutes.engine.scope("apollo"))}
+    report = m.minutes.evaluate(project_id="apollo", now=T0)
+    assert report["deduplicated"] == 1 and m.minutes.get(first)["indexed"] is False
+    m.rollback(report["rollback_id"], user_id="apollo")
+    assert {r.id: (r.status, r.lineage, r.valid_to) for r in m.store.list(m.minutes.engine.scope("apollo"))} == before
+    assert m.minutes.get(first)["indexed"] is True and "merged_from" not in m.minutes.get(second).get("lineage", {})

@@ -11,7 +11,7 @@ from memorist.model import Kind
 from memorist.policies.minutes import Category, Minute, categorize, derive_insights, minute_text
 from memorist.roles.evaluator import ScriptedEvaluator
 
-T0 = 1_800_000_000.0
+T0 = 1_700_000_000.0  # in the past: a minute dated in the future is refused
 DAY = 86_400.0
 
 
@@ -27,7 +27,7 @@ def test_record_returns_the_minute_and_recent_reads_the_log_oldest_first(m):
     c = record(m, "handoff", agent_id="coder", now=T0 + 120)
     record(m, "status", project_id="other", now=T0 + 180)
     assert a["event_type"] == "task_assigned" and a["agent_id"] == "planner" and a["project_id"] == "apollo"
-    assert a["timestamp"].startswith("2027-01-15T08:00:00") and a["ts"] == T0 and a["memory_note"] == "t1 to coder"
+    assert a["timestamp"].startswith("2023-11-14T22:13:20") and a["ts"] == T0 and a["memory_note"] == "t1 to coder"
     assert b["context_references"] == [a["id"]]
     assert [x["id"] for x in m.minutes.recent(50, project_id="apollo")] == [a["id"], b["id"], c["id"]]
     assert [x["id"] for x in m.minutes.recent(2, project_id="apollo")] == [b["id"], c["id"]]  # the last n

@@ -47,8 +47,8 @@ def memorist(tmp_path: Path) -> Memorist:
 def test_minutes_record_recent_show_search(memorist):
     first = memorist.json("minutes", "record", "task_assigned", "--agent", "planner", "--project", "apollo",
                         "--note", "CSV importer goes to coder", "--data", '{"task_id": "t7", "assignment_reasoning": "knows CSV"}',
-                        "--at", "2027-01-15T08:00:00Z")
-    assert first["category"] == "task_assignment" and first["timestamp"].startswith("2027-01-15T08:00:00")
+                        "--at", "2025-01-15T08:00:00Z")
+    assert first["category"] == "task_assignment" and first["timestamp"].startswith("2025-01-15T08:00:00")
     out = memorist("minutes", "record", "task_completed", "--agent", "coder", "--project", "apollo", "--ref", first["id"][:8],
                  "--data", '{"success_criteria_met": 40}').stdout
     second_id = out.split()[0]
@@ -122,9 +122,9 @@ def test_demo_pair(memorist):
 
 def test_times_are_iso_8601_or_epoch_seconds(memorist):
     """--at, --since and --until take either, as their help says."""
-    iso = memorist.json("minutes", "record", "status", "--project", "p", "--at", "2027-01-15T08:00:00+00:00")
-    assert iso["ts"] == datetime(2027, 1, 15, 8, tzinfo=UTC).timestamp()
-    assert memorist.json("minutes", "record", "status", "--project", "p", "--at", "1800000000")["ts"] == 1_800_000_000.0
+    iso = memorist.json("minutes", "record", "status", "--project", "p", "--at", "2025-01-15T08:00:00+00:00")
+    assert iso["ts"] == datetime(2025, 1, 15, 8, tzinfo=UTC).timestamp()
+    assert memorist.json("minutes", "record", "status", "--project", "p", "--at", "1700000000")["ts"] == 1_700_000_000.0
     assert "--at" in memorist("minutes", "record", "status", "--project", "p", "--at", "next tuesday", code=1).stderr
     memorist("trajectory", "start", "Parse", "the", "PDF", "--user", "u")
     listed = lambda *when: memorist.json("trajectory", "list", "--user", "u", *when)["results"]  # noqa: E731

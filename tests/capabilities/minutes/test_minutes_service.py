@@ -90,3 +90,26 @@ def test_bad_input_is_422_naming_the_field(service):
     r = client.post("/api/pair/", json={"task": " ", "criteria": "c", "output": "o"}, headers=acme)
     assert r.status_code == 422 and r.json()["error"]["field"] == "task"
     assert client.get("/api/minutes/nope/", headers=acme).status_code == 404
+
+
+def test_context_and_evaluate_take_now_and_the_future_or_a_bad_outcome_is_a_422(service):
+    client, keys = service
+    acme = keys["acme"]
+    for note, when in (("two days ago", "-2d"), ("an hour ago", "-1h")):
+        r = client.post("/api/minutes/", json={"event_type": "status", "project_id": "apollo", "memory_note": note,
+                                               "timestamp": when}, headers=acme)
+        assert r.status_code == 200, r.text
+    r = client.post("/api/context/", json={"agent_id": "coder", "project_id": "apollo", "now": "-1d"}, headers=acme)
+    assert r.status_code == 200 and [x["memory_note"] for x in r.json()["sections"]["recent"]] == ["two days ago"]
+    r = client.post("/api/context/", json={"agent_id": "coder", "project_id": "apollo"}, headers=acme)
+    assert [x["memory_note"] for x in r.json()["sections"]["recent"]] == ["two days ago", "an hour ago"]
+    r = client.post("/api/evaluate/", json={"project_id": "apollo", "dry_run": True, "now": "-1d"}, headers=acme)
+    assert r.status_code == 200 and r.json()["in_log"] == 1
+    r = client.post("/api/context/", json={"agent_id": "coder", "project_id": "apollo", "now": "whenever"}, headers=acme)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "now"
+    r = client.post("/api/minutes/", json={"event_type": "status", "project_id": "apollo", "timestamp": "+1d"}, headers=acme)
+    assert r.status_code == 422 and "in the future" in r.json()["error"]["message"] and r.json()["error"]["field"] == "timestamp"
+    r = client.post("/api/minutes/", json={"event_type": "done", "project_id": "apollo", "data": {"success_criteria_met": 250}},
+                    headers=acme)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "data.success_criteria_met"
+    assert len(client.get("/api/minutes", params={"project_id": "apollo"}, headers=acme).json()["results"]) == 2

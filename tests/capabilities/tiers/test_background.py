@@ -94,7 +94,7 @@ def test_end_conversation_returns_at_once_and_coalesces(mem):
         assert second["running"] and not second["coalesced"]
         assert third["coalesced"]
         assert not mem.tiers.wait(timeout=0.2)  # still blocked
-        assert mem.get_all(user_id="alex")["results"][0]["energy"] == 1.0  # the caller was never blocked
+        assert mem.get_all(user_id="alex")["results"][0]["energy_at_last_decay"] == 1.0  # the caller was never blocked
     finally:
         lock.release()
     assert mem.tiers.wait(timeout=10)

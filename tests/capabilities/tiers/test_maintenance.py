@@ -23,7 +23,7 @@ def test_items_carry_energy_and_tier_with_start_energy_by_type(mem):
     ids = {k: remember(mem, f"memory of type {k}", metadata={"type": k} if k else None) for k in kinds}
     for kind, energy in kinds.items():
         got = item(mem, ids[kind])
-        assert (got["energy"], got["tier"]) == (energy, "working")
+        assert (got["energy_at_last_decay"], got["tier"]) == (energy, "working")
     assert all("energy" in r and "tier" in r for r in mem.get_all(user_id="alex")["results"])
     assert all("energy" in r for r in mem.search("memory of type", user_id="alex")["results"])
     with pytest.raises(ValidationError, match="metadata.energy"):
@@ -34,14 +34,14 @@ def test_a_run_decays_by_the_hours_since_the_last_decay(mem):
     mid = remember(mem, "The deploy script needs the VPN", metadata={"type": "learning"})
     result = mem.tiers.maintain(now=at(1))
     assert (result["decayed"], result["expired"], result["promoted"]) == (1, 0, 0)
-    assert item(mem, mid)["energy"] == pytest.approx(1.213, abs=0.001)
+    assert item(mem, mid)["energy_at_last_decay"] == pytest.approx(1.213, abs=0.001)
     # The next run decays from the last decay, not from creation.
     mem.tiers.maintain(now=at(3))
-    assert item(mem, mid)["energy"] == pytest.approx(2.0 * math.exp(-0.5 * 3), abs=1e-6)
+    assert item(mem, mid)["energy_at_last_decay"] == pytest.approx(2.0 * math.exp(-0.5 * 3), abs=1e-6)
     # A run at the same time changes nothing; one before the last decay neither.
     assert mem.tiers.maintain(now=at(3))["decayed"] == 0
     assert mem.tiers.maintain(now=at(2))["decayed"] == 0
-    assert item(mem, mid)["energy"] == pytest.approx(2.0 * math.exp(-1.5), abs=1e-6)
+    assert item(mem, mid)["energy_at_last_decay"] == pytest.approx(2.0 * math.exp(-1.5), abs=1e-6)
     events = [e["event"] for e in mem.history(mid)]
     assert events == ["ADD", "DECAY", "DECAY"]
 
@@ -125,7 +125,7 @@ def test_the_configuration_is_persisted_for_every_process(opened):
     second = opened()  # another Memory of the same file reads it from the store
     assert second.tiers.config()["config"]["start_energy"]["reminder"] == 3
     mid = remember(second, "Water the plants", metadata={"type": "reminder"})
-    assert item(second, mid)["energy"] == 3.0
+    assert item(second, mid)["energy_at_last_decay"] == 3.0
     with pytest.raises(ValidationError, match="tiers.expire_below"):
         second.tiers.config({"expire_below": 0})
     assert second.tiers.config(reset=True)["config"]["working_to_short_term"] == 2.0
@@ -165,12 +165,12 @@ def test_test_memories_are_isolated_from_normal_calls_and_runs(mem):
     # A normal run never touches them; a test-only run touches only them.
     normal = mem.tiers.maintain(now=at(10))
     assert normal["memories"] == 1 and normal["expired"] == 1
-    assert {r["energy"] for r in mem.tiers.test_memories()["results"]} == {1.0, 0.05}
+    assert {r["energy_at_last_decay"] for r in mem.tiers.test_memories()["results"]} == {1.0, 0.05}
     mem.tiers.boost(fake, now=at(10))  # spec phase 2: boosting a test memory
     tests = mem.tiers.maintain(now=at(10), test_only=True)
     assert tests["memories"] == 2 and tests["test_only"] is True
     assert tests["expired"] == 1  # the 0.05 one
-    assert [r["energy"] for r in mem.tiers.test_memories()["results"]] == [pytest.approx(math.exp(-5) + 1.0, abs=1e-6)]
+    assert [r["energy_at_last_decay"] for r in mem.tiers.test_memories()["results"]] == [pytest.approx(math.exp(-5) + 1.0, abs=1e-6)]
     assert mem.store.get(real).tier.value == "expired"  # untouched by the test run (expired by the normal one)
     assert mem.tiers.status(test_only=True, now=at(10))["expired"] == 1
     assert mem.tiers.delete_test_memories()["deleted"] == 2

@@ -59,7 +59,7 @@ def test_an_energy_store_is_opened_under_energy_without_being_told(target) -> No
     with Memory(target, embedder="hashing") as memory:
         assert memory.energy and memory.stats()["policy"] == "energy"
         (item,) = memory.get_all(user_id="alex")["results"]
-        assert item["energy"] == pytest.approx(2.5) and item["tier"] == "working"
+        assert item["energy_at_last_decay"] == pytest.approx(2.5) and item["tier"] == "working"
 
 
 def test_opening_under_another_policy_is_a_clear_error(target, monkeypatch) -> None:

@@ -4,6 +4,9 @@ on each backend."""
 
 from __future__ import annotations
 
+import math
+import time
+
 import pytest
 
 pytest.importorskip("fastapi")
@@ -53,7 +56,7 @@ def test_maintain_boost_status_health_config(served):
     with served() as client:
         mid = _add(client, "Renew the TLS certificate", metadata={"type": "reminder"}, timestamp=at(0))
         listed = client.get("/api/memories/", params={"user_id": "alex"}).json()["results"]
-        assert (listed[0]["energy"], listed[0]["tier"]) == (2.5, "working")
+        assert (listed[0]["energy_at_last_decay"], listed[0]["tier"]) == (2.5, "working")
         boosted = client.post("/api/tiers/boost/", json={"memory_id": mid, "user_id": "alex", "now": at(0)})
         assert boosted.status_code == 200 and boosted.json()["energy"] == 3.5
         run = client.post("/api/tiers/maintain/", json={"now": at(0)})
@@ -119,3 +122,23 @@ def test_the_default_policy_answers_400(served):
         assert client.get("/api/tiers/").status_code == 400
         mid = _add(client, "Plain memory")
         assert "energy" not in client.get(f"/api/memories/alex/{mid}/").json()
+
+
+def test_status_and_health_take_now_and_items_show_the_energy_now(served):
+    with served() as client:
+        mid = _add(client, "Renew the TLS certificate", metadata={"energy": 4.0}, timestamp="-2h")
+        got = client.get(f"/api/memories/alex/{mid}/").json()
+        assert got["energy_at_last_decay"] == 4.0 and got["energy"] == pytest.approx(4.0 * math.exp(-1.0), abs=1e-3)
+        now = client.get("/api/tiers/").json()["tiers"]["working"]
+        assert now["energy_max"] == pytest.approx(got["energy"], abs=1e-3)
+        later = client.get("/api/tiers/", params={"now": "+10h"}).json()
+        assert later["tiers"]["working"]["energy_max"] == pytest.approx(4.0 * math.exp(-0.5 * 12), abs=1e-3)
+        assert later["now"][:13] == time.strftime("%Y-%m-%dT%H", time.gmtime(time.time() + 36_000))
+        assert client.get("/api/tiers/", params={"now": at(0)}).json()["now"].startswith("2026-01-01T00:00")
+        health = client.get("/api/tiers/health/", params={"now": "+10h"}).json()
+        due = next(c for c in health["checks"] if c["check"] == "due")
+        assert due["expiries"] == 1  # 4.0 * e^-6 is below 0.1 ten hours from now
+        r = client.get("/api/tiers/", params={"now": "soon"})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "now"
+        r = client.post("/api/tiers/boost/", json={"memory_id": mid, "user_id": "alex", "amount": 2e9})
+        assert r.status_code == 422 and "1000000000" in r.json()["error"]["message"].replace(",", "")

@@ -101,7 +101,7 @@ def test_the_cli_on_a_database(pg_url: str) -> None:
 def test_export_and_import_between_sqlite_and_postgresql(pg_url: str, tmp_path: Path) -> None:
     source = Memory(str(tmp_path / "source.db"), embedder="hashing")
     source.add("I'm a vegetarian and allergic to nuts.", user_id="alex", timestamp="2024-03-01T10:00:00Z")
-    source.add([{"role": "user", "content": "tea\x00 time", "name": "Sam"}], user_id="sam", run_id="r1", infer=False)
+    source.add([{"role": "user", "content": "tea\x1b time \U0010fffe", "name": "Sam"}], user_id="sam", run_id="r1", infer=False)
     gone = source.add("My cat is called Tom.", user_id="sam", infer=False)["results"][0]["id"]
     source.delete(gone)
     lines = [json.dumps(item) for item in source.export(all_scopes=True)]

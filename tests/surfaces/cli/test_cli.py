@@ -538,6 +538,17 @@ def test_engine_validation_errors_are_translated(memorist: Memorist) -> None:
     assert "--decay-days" in memorist("--decay-days", "-1", "stats", code=2).stderr
 
 
+def test_a_nul_in_text_or_metadata_is_refused(memorist: Memorist) -> None:
+    """A NUL reaches the command through stdin or a JSON escape (argv cannot hold one)."""
+    assert "NUL character" in memorist("add", "--user", "a", "--no-infer", "-", input="tea\x00 time\n", code=1).stderr
+    result = memorist("add", "--user", "a", "--no-infer", "--metadata", '{"a": {"b": ["\\u0000"]}}', "tea", code=1)
+    assert "metadata" in result.stderr and "NUL character" in result.stderr
+    assert "NUL character" in memorist("add", "--user", "a", "--no-infer", "--metadata", '{"\\u0000": 1}', "tea", code=1).stderr
+    item = memorist.add("tea time", user="a")
+    assert "NUL character" in memorist("update", item["id"], "-", input="co\x00ffee", code=1).stderr
+    assert [m["memory"] for m in memorist.memories(user="a")] == ["tea time"]
+
+
 # demo ---------------------------------------------------------------------------------------------
 def _fraction(items: list[dict]) -> list[dict]:
     return [m for m in items if "3/6" in m["memory"] or "fraction" in m["memory"].lower()]

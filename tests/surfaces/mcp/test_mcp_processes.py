@@ -81,6 +81,8 @@ def test_stdio_add_search_list_get_update_history_delete(tmp_path: Path) -> None
             "delete_memory",
             "erase_memories",
             "memory_history",
+            "consolidate_memories",
+            "rollback",
         }
         added = await call(
             session,

@@ -28,6 +28,8 @@ TOOLS = {
     "delete_memory",
     "erase_memories",
     "memory_history",
+    "consolidate_memories",
+    "rollback",
 }
 
 
@@ -118,11 +120,15 @@ def test_engine_errors_are_tool_errors_naming_the_field_or_id(memory: Memory) ->
         for _ in range(20):
             deep = {"a": deep}
         assert "metadata: " in await error(client, "add_memory", text="x", metadata=deep)
+        assert "messages: holds a NUL character" in await error(client, "add_memory", text="tea\x00 time", infer=False)
+        assert "NUL" in await error(client, "add_memory", text="tea time", metadata={"a": ["\x00"]}, infer=False)
+        assert "NUL" in await error(client, "add_memory", text="tea time", metadata={"a\x00": 1}, infer=False)
         # The SDK checks the input schema first: a wrong type names the argument too.
         assert "messages.0.role" in await error(client, "add_memory", messages=[{"role": "bot", "content": "x"}])
         assert "memory_id" in await error(client, "get_memory")
         mid = (await call(client, "add_memory", text="Likes tea", infer=False))["results"][0]["id"]
         assert "text: must not be empty" in await error(client, "update_memory", memory_id=mid, text="")
+        assert "text: holds a NUL character" in await error(client, "update_memory", memory_id=mid, text="tea\x00")
         # The server is still serving after all of that.
         assert (await call(client, "get_memory", memory_id=mid))["memory"] == "Likes tea"
 

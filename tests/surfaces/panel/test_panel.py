@@ -323,3 +323,25 @@ def test_key_is_asked_for_and_a_user_bound_key_sees_only_its_user(page, tmp_path
         page.get_by_role("button", name="Forget key").click()
         assert page.evaluate("sessionStorage.getItem('memorist.apiKey')") is None
         expect(alert).to_contain_text("HTTP 401")
+
+
+def test_the_panel_and_the_api_docs_work_under_the_content_security_policy(page, service: Service) -> None:
+    """Nothing the pages need is refused by the policy, and nothing is loaded from
+    another origin: the panel, Swagger UI at /docs and ReDoc at /redoc."""
+    refused: list[str] = []
+    elsewhere: list[str] = []
+    page.on("console", lambda msg: refused.append(msg.text) if "Content Security Policy" in msg.text else None)
+    # What was fetched (a load the policy refused is attempted, never answered).
+    page.on("response", lambda res: None if res.url.startswith((service.url, "data:", "blob:")) else elsewhere.append(res.url))
+    _open(page, service)
+    expect(page.locator("li.memory .text")).to_have_text(NEWEST_FIRST)
+    page.goto(f"{service.url}/docs")
+    expect(page.locator(".opblock-summary-path").first).to_be_visible()
+    expect(page.get_by_text("/api/memories/search/").first).to_be_visible()
+    page.goto(f"{service.url}/redoc")
+    expect(page.get_by_text("Memorist memory service").first).to_be_visible()
+    # ReDoc's credit line points its logo at ReDoc's CDN: the policy refuses it, and that
+    # refusal is the policy at work; every script, style and request the pages need passes.
+    needed = [m for m in refused if not ("Loading the image" in m and "cdn.redoc.ly" in m)]
+    assert not needed, needed
+    assert not elsewhere, elsewhere

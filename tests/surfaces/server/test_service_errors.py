@@ -25,6 +25,10 @@ MSG = {"role": "user", "content": "I like tea"}
         ("post", "/api/memories/", {"messages": [{"role": "user"}], "user_id": "a"}, "messages[0].content"),
         ("post", "/api/memories/", {"messages": [MSG, {"role": "robot", "content": "x"}], "user_id": "a"}, "messages[1].role"),
         ("post", "/api/memories/", {"messages": [{"role": "user", "content": "\x00\x01"}], "user_id": "a"}, "messages[0].content"),
+        ("post", "/api/memories/", {"messages": "tea\x00 time", "user_id": "a"}, "messages"),
+        ("post", "/api/memories/", {"messages": [{"role": "user", "content": "tea\x00 time"}], "user_id": "a"}, "messages[0].content"),
+        ("post", "/api/memories/", {"messages": "hi there", "user_id": "a", "metadata": {"k": ["x", {"y": "\x00"}]}}, "metadata"),
+        ("post", "/api/memories/", {"messages": "hi there", "user_id": "a", "metadata": {"k": {"\x00": 1}}}, "metadata"),
         ("post", "/api/memories/", {"messages": [], "user_id": "a"}, "messages"),
         ("post", "/api/memories/", {"messages": "   ", "user_id": "a"}, "messages"),
         ("post", "/api/memories/", {"messages": "hi there"}, "user_id"),
@@ -78,6 +82,39 @@ def test_422_for_bodies_that_are_not_json_objects(client: TestClient) -> None:
     assert "Content-Type: application/json" in assert_error(r, 422, "validation_error", "body")["message"]
     r = client.post("/api/memories/")
     assert_error(r, 422, "validation_error", "body")
+
+
+def test_a_nul_in_text_or_metadata_is_a_422_that_says_so(client: TestClient) -> None:
+    for body in (
+        {"messages": "tea\x00 time", "user_id": "a", "infer": False},
+        {"messages": "tea time", "user_id": "a", "infer": False, "metadata": {"a": {"b": "c\x00"}}},
+    ):
+        r = client.post("/api/memories/", json=body)
+        assert "NUL character (U+0000)" in r.json()["error"]["message"], r.text
+    r = client.post("/api/memories/", json={"messages": "tea time", "user_id": "a", "infer": False})
+    memory_id = r.json()["results"][0]["id"]
+    r = client.put(f"/api/memories/{memory_id}/?user_id=a", json={"text": "coffee\x00"})
+    assert "NUL" in assert_error(r, 422, "validation_error", "text")["message"]
+    assert client.get(f"/api/memories/a/{memory_id}/").json()["memory"] == "tea time"
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b'{"messages": [' + b"[" * 3000 + b"]" * 3000 + b'], "user_id": "a"}', "nest too deep"),
+        (b'{"messages": "hi", "user_id": "a", "metadata": {"k": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}", "nest too deep"),
+        (b'{"messages": "hi", "user_id": "a", "metadata": {"n": ' + b"9" * 5000 + b"}}", "number too large (5,000 digits)"),
+        (b'{"messages": "hi", "user_id": "a", "timestamp": -' + b"1" * 4301 + b"}", "number too large"),
+        (b'{"messages": "caf\xe9", "user_id": "a"}', "UTF-8"),
+    ],
+)
+def test_an_unreadable_body_is_a_422_that_says_what_was_wrong(client: TestClient, body: bytes, says: str) -> None:
+    r = client.post("/api/memories/", content=body, headers={"content-type": "application/json"})
+    message = assert_error(r, 422, "validation_error", "body")["message"]
+    assert says in message, message
+    if says != "UTF-8":
+        assert "UTF-8" not in message
+    assert client.get("/api/memories/?user_id=a").json()["results"] == []
 
 
 def test_text_limits_are_configurable(make_app) -> None:

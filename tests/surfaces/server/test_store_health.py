@@ -98,3 +98,25 @@ def test_a_copy_restored_from_backup_is_healthy_again(built: Path, tmp_path: Pat
         assert client.get("/healthz").status_code == 200
         assert client.post("/api/memories/", json={"messages": "Back again", "user_id": "u1", "infer": False}).status_code == 200
     app.state.service.close()
+
+
+def test_memorist_serve_writes_nothing_into_a_damaged_store(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command too: it read its keys through a KeyStore that created their table in
+    the damaged file before the app checked it (bench/damage.py found the file changed)."""
+    import uvicorn
+    from click.testing import CliRunner
+
+    from memorist.cli import cli
+
+    served: list[int] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(kw["port"]))
+    _damage_table(built, "memories")
+    before = _digest(built)
+    r = CliRunner().invoke(cli, ["--db", str(built), "--embedder", "hashing", "serve", "--port", "7001"])
+    assert r.exit_code == 0 and served == [7001], r.output
+    assert _digest(built) == before
+    assert not Path(f"{built}-wal").exists() or Path(f"{built}-wal").stat().st_size == 0
+    # Refusing a non-loopback host on a store without keys creates no table either.
+    r = CliRunner().invoke(cli, ["--db", str(built), "--embedder", "hashing", "serve", "--host", "0.0.0.0"])
+    assert r.exit_code == 1 and "refusing to serve" in r.stderr
+    assert _digest(built) == before

@@ -42,7 +42,31 @@ def add_memories(body: s.AddRequest, reach: ReachDep) -> Any:
             raise ApiError(413, f"{len(messages)} messages; the limit is {most} per request", field="messages")
         messages = [m.model_dump(exclude_none=True) for m in messages]
     handle = reach.scope(user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
-    return JSONResponse(handle.add(messages, metadata=body.metadata, infer=body.infer, timestamp=body.timestamp, test=body.test))
+    return JSONResponse(handle.add(messages, metadata=body.metadata, infer=body.infer, timestamp=body.timestamp, test=body.test,
+                                   importance=body.importance))
+
+
+@router.post("/api/memories/consolidate/", response_model=s.ConsolidationReport, summary="Consolidate similar memories", **_API)
+def consolidate_memories(body: s.ConsolidateRequest, reach: ReachDep) -> Any:
+    """Merge similar memories of low importance into one each, keeping every name,
+    number and date; never those at or above ``importance_threshold``. The report's
+    ``run_id`` undoes the run (``POST /api/memories/rollback/``)."""
+    learning = reach.scope(user_id=body.user_id, agent_id=body.agent_id).learning
+    return JSONResponse(learning.consolidate(
+        body.memory_type, body.scope, body.min_importance, body.preserve_high_importance, body.importance_threshold,
+        dry_run=body.dry_run,
+    ))
+
+
+@router.post("/api/memories/rollback/", response_model=s.RollbackResult, summary="Undo a merge or a reconciliation",
+             responses={**ERRORS, 409: {"model": s.ErrorResponse, "description": "Already rolled back, or changed again since."}},
+             tags=["memories"])
+def rollback(body: s.MemoryRollbackRequest, reach: ReachDep) -> Any:
+    """Restore what a consolidation run, a reconciler UPDATE/DELETE, a curation merge,
+    a playbook dedup merge or an evaluation's duplicate drop changed, exactly; delete
+    what it made. 409 when it was rolled back already or changed again since."""
+    handle = reach.scope(user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+    return JSONResponse(handle.rollback(body.event_or_run_id))
 
 
 @router.post("/api/memories/search/", response_model=s.MemoryList, summary="Search memories", **_API)

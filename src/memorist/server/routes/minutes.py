@@ -22,6 +22,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
+from ...errors import ValidationError
 from ...validate import MAX_LIMIT, MAX_SEQ
 from .. import schemas as s
 from ..deps import ERRORS, ReachDep
@@ -48,16 +49,22 @@ def record_minute(body: s.MinuteRequest, reach: ReachDep) -> Any:
     """Append a coordination event to the log and index it for search."""
     minutes = reach.project(body.project_id).minutes
     insights = [i.model_dump() for i in body.insights] if body.insights is not None else None
-    return JSONResponse(minutes.record(
-        body.event_type, agent_id=body.agent_id, data=body.data, context_references=body.context_references,
-        memory_note=body.memory_note, category=body.category, insights=insights, run_id=body.run_id, now=body.timestamp,
-    ))
+    try:
+        minute = minutes.record(
+            body.event_type, agent_id=body.agent_id, data=body.data, context_references=body.context_references,
+            memory_note=body.memory_note, category=body.category, insights=insights, run_id=body.run_id, now=body.timestamp,
+        )
+    except ValidationError as exc:
+        if exc.field != "now":
+            raise
+        raise ValidationError("timestamp", str(exc)[len("now: "):]) from None  # the body names it timestamp
+    return JSONResponse(minute)
 
 
 @router.get("/api/minutes/", summary="The latest minutes", **_API)
 def recent_minutes(reach: ReachDep, project_id: str = _project_query(), agent_id: str = _agent_query(),
                    n: int = Query(50, ge=1, le=MAX_LIMIT)) -> Any:
-    """The last ``n`` minutes of the project, oldest first."""
+    """The ``n`` latest minutes of the project in time, oldest first."""
     return JSONResponse({"results": reach.project(project_id).minutes.recent(n, agent_id=agent_id)})
 
 
@@ -91,13 +98,13 @@ def reindex_minutes(body: s.ProjectRequest, reach: ReachDep) -> Any:
 def build_context(body: s.ContextRequest, reach: ReachDep) -> Any:
     """Recent + referenced + the agent's memory + retrieved for the task, within the token budget."""
     minutes = reach.project(body.project_id).minutes
-    return JSONResponse(minutes.build_context(body.agent_id, body.task, budget_tokens=body.budget_tokens).to_dict())
+    return JSONResponse(minutes.build_context(body.agent_id, body.task, budget_tokens=body.budget_tokens, now=body.now).to_dict())
 
 
 @router.post("/api/evaluate/", summary="Evaluate and prune the minutes index", **_API)
 def evaluate(body: s.EvaluateRequest, reach: ReachDep) -> Any:
     """Score, deduplicate, resolve contradictions, prune under 0.3 (index only; the log keeps all)."""
-    return JSONResponse(reach.project(body.project_id).minutes.evaluate(dry_run=body.dry_run))
+    return JSONResponse(reach.project(body.project_id).minutes.evaluate(dry_run=body.dry_run, now=body.now))
 
 
 @router.post("/api/pair/", summary="One PAIR evaluation round", **_API)

@@ -22,7 +22,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
-from ...validate import MAX_LIMIT
+from ...validate import MAX_LIMIT, time_text
 from .. import schemas as s
 from ..deps import ERRORS, Reach, ReachDep
 from ..errors import ApiError
@@ -38,6 +38,9 @@ _NOT_ENERGY = (
     "energy tiers are off: this store is under the default policy; switch it with "
     "`memorist config set policy energy` (a new store: `memorist serve --policy energy`)"
 )
+
+
+_NOW_QUERY = Query(None, max_length=64, description="As of this time: ISO-8601, epoch seconds or an offset such as +10h or -2d (default: now).")
 
 
 def _energy(reach: Reach) -> Reach:
@@ -71,17 +74,18 @@ def boost(body: s.BoostRequest, reach: ReachDep) -> Any:
 
 
 @router.get("/api/tiers/", response_model=s.TierStatus, summary="Energy tiers: distribution", **_API)
-def status(reach: ReachDep, test_only: bool = Query(False, description="The test memories' distribution.")) -> Any:
+def status(reach: ReachDep, test_only: bool = Query(False, description="The test memories' distribution."),
+           now: str | None = _NOW_QUERY) -> Any:
     """How many memories each tier holds, and their energies (the tenant's; a
     user-bound key's: its user's only)."""
-    return JSONResponse(_energy(reach).scope().tiers.status(test_only=test_only))
+    return JSONResponse(_energy(reach).scope().tiers.status(test_only=test_only, now=time_text(now)))
 
 
 @router.get("/api/tiers/health/", response_model=s.TierHealth, summary="Energy tiers: health checks", **_API)
-def health(reach: ReachDep) -> Any:
+def health(reach: ReachDep, now: str | None = _NOW_QUERY) -> Any:
     """Configuration, counts, stale decays, due promotions, links, last run, log
     (a user-bound key: of its user's memories only)."""
-    return JSONResponse(_energy(reach).scope().tiers.health())
+    return JSONResponse(_energy(reach).scope().tiers.health(now=time_text(now)))
 
 
 @router.get("/api/tiers/config/", response_model=s.TierConfig, summary="Energy tiers: configuration", **_API)

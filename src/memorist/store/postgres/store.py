@@ -1027,8 +1027,10 @@ class PostgresStore(Store):
 
     @_translating("events")
     def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None,
-               newest_first: bool = False) -> list[EventRecord]:
+               newest_first: bool = False, before: int | None = None) -> list[EventRecord]:
         where, args = "e.seq > %s", [since]
+        if before is not None:
+            where, args = where + " AND e.seq < %s", [*args, before]
         where, args = event_scope_where(where, args, scope, M)
         if ops:
             where += " AND e.op = ANY(%s)"
@@ -1230,6 +1232,46 @@ class PostgresStore(Store):
             indexed = conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0]
         self.build_indexes()  # the large spaces' HNSW indexes, missing or damaged ones too
         return {"indexed": int(indexed), "re_embedded": re_embedded}
+
+    @_translating("adopting records", decode=False)
+    def adopt(self, moves: Sequence[tuple[str, str]], *, user_id: str | None = None, actor: str = "",
+              payload: dict[str, Any] | None = None) -> dict[str, int]:
+        counts = {"memories": 0, "spaces": 0, "merged": 0}
+        with self.transaction() as batch:
+            assert isinstance(batch, _PostgresBatch)
+            conn = batch._conn
+            for source, target in moves:
+                sql = "SELECT id, user_id, agent_id FROM spaces WHERE tenant_id = %s"
+                args: list[Any] = [source]
+                if user_id is not None:
+                    sql += " AND user_id = %s"
+                    args.append(user_id)
+                for space, user, agent in conn.execute(sql + " ORDER BY id", args).fetchall():
+                    # Writers of either space wait (the advisory locks every write takes).
+                    batch._lock_all([(source, user, agent), (target, user, agent)])
+                    n = conn.execute("SELECT count(*) FROM memories WHERE space_id = %s", (space,)).fetchone()[0]
+                    if not n:
+                        continue  # nothing it owns: its events stay where they are
+                    row = conn.execute(
+                        "SELECT id FROM spaces WHERE tenant_id = %s AND user_id = %s AND agent_id = %s", (target, user, agent)
+                    ).fetchone()
+                    if row is None and (user or agent):
+                        # The space itself changes tenant: its memories, vectors and events follow.
+                        conn.execute("UPDATE spaces SET tenant_id = %s, generation = generation + 1 WHERE id = %s", (target, space))
+                        counts["spaces"] += 1
+                    else:
+                        # The target exists (or this is the tenant's own space, which holds
+                        # the tenant's configuration): the memories move into it.
+                        into = int(row[0]) if row is not None else batch._space(Scope(target, user, agent))
+                        conn.execute("UPDATE memories SET space_id = %s WHERE space_id = %s", (into, space))
+                        conn.execute("UPDATE embeddings SET space_id = %s WHERE space_id = %s", (into, space))
+                        conn.execute("UPDATE spaces SET generation = generation + 1 WHERE id IN (%s, %s)", (space, into))
+                        counts["merged"] += 1
+                    counts["memories"] += int(n)
+            if counts["memories"]:  # a run that moved nothing leaves no trace
+                batch.event("adopt", Scope(moves[0][1]), actor=actor, payload={**(payload or {}), **counts})
+        self._text.forget()
+        return counts
 
     @_translating("reset", decode=False)
     def reset(self) -> None:

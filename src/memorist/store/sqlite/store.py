@@ -36,6 +36,7 @@ from ..codec import (
     dumps,
     record_values,
     row_to_record,
+    scope_key,
     speaker_of,
     stored_row,
 )
@@ -860,8 +861,10 @@ class SQLiteStore(Store):
 
     @_store_errors
     def events(self, scope: ScopeFilter | None = None, *, since: int = 0, limit: int | None = None, ops: Sequence[str] | None = None,
-               newest_first: bool = False) -> list[EventRecord]:
+               newest_first: bool = False, before: int | None = None) -> list[EventRecord]:
         where, args = "e.seq > ?", [since]
+        if before is not None:
+            where, args = where + " AND e.seq < ?", [*args, before]
         where, args = event_scope_where(where, args, scope)
         if ops:
             where += f" AND e.op IN ({','.join('?' * len(ops))})"
@@ -1024,6 +1027,53 @@ class SQLiteStore(Store):
                     conn.execute("INSERT INTO events (ts, op, payload) VALUES (?, 'reindex', ?)", (time.time(), dumps({"embedder": name, "re_embedded": re_embedded})))
             indexed = self._conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0]
             return {"indexed": int(indexed), "re_embedded": re_embedded}
+
+    @_store_write_errors
+    def adopt(self, moves: Sequence[tuple[str, str]], *, user_id: str | None = None, actor: str = "",
+              payload: dict[str, Any] | None = None) -> dict[str, int]:
+        with self._lock:
+            self.flush()
+            with self._write() as conn:
+                counts = {"memories": 0, "spaces": 0, "merged": 0}
+                for source, target in moves:
+                    sql = "SELECT id, user_id, agent_id FROM spaces WHERE tenant_id = ?"
+                    args: list[Any] = [source]
+                    if user_id is not None:
+                        sql += " AND user_id = ?"
+                        args.append(user_id)
+                    for space, user, agent in conn.execute(sql + " ORDER BY id", args).fetchall():
+                        n = conn.execute("SELECT count(*) FROM memories WHERE space_id = ?", (space,)).fetchone()[0]
+                        if not n:
+                            continue  # nothing it owns: its events stay where they are
+                        owner = Scope(target, user, agent)
+                        into = self._space_id(conn, owner, create=False)
+                        if into is None and (user or agent):
+                            # The space itself changes tenant: its memories, vectors and events follow.
+                            conn.execute("UPDATE spaces SET tenant_id = ?, generation = generation + 1 WHERE id = ?", (target, space))
+                            into = space
+                            counts["spaces"] += 1
+                        else:
+                            # The target exists (or this is the tenant's own space, which
+                            # holds the tenant's configuration): the memories move into it.
+                            into = into if into is not None else self._space_id(conn, owner, create=True)
+                            conn.execute("UPDATE memories SET space_id = ? WHERE space_id = ?", (into, space))
+                            conn.execute("UPDATE embeddings SET space_id = ? WHERE space_id = ?", (into, space))
+                            conn.execute("UPDATE spaces SET generation = generation + 1 WHERE id IN (?, ?)", (space, into))
+                            counts["merged"] += 1
+                        rows = conn.execute("SELECT rowid, run_id FROM memories WHERE space_id = ?", (into,)).fetchall()
+                        conn.executemany(
+                            "UPDATE memories SET scope_key = ? WHERE rowid = ?",
+                            [(scope_key(Scope(target, user, agent, run)), rowid) for rowid, run in rows],
+                        )
+                        counts["memories"] += int(n)
+                if counts["memories"]:  # a run that moved nothing leaves no trace
+                    target_space = self._space_id(conn, Scope(moves[0][1]), create=True)
+                    conn.execute(
+                        "INSERT INTO events (ts, op, space_id, actor, payload) VALUES (?, 'adopt', ?, ?, ?)",
+                        (time.time(), target_space, actor, dumps({**(payload or {}), **counts})),
+                    )
+            self._indexes.clear()
+            return counts
 
     @_store_write_errors
     def reset(self) -> None:

@@ -1,0 +1,415 @@
+"""``memorist chat``: the tutor as a chat service, with its page.
+
+A separate process from the memory service (``memorist serve``). It keeps its own
+small store: the learners' playbooks (what the tutor learned about teaching each
+user), the conversations' owners, and its API keys. The learner's *facts* live in the
+memory service and are reached only over REST, through :class:`memorist.Client` at
+``MEMORY_MANAGEMENT_URL``, and only for a message sent with ``memoryEnabled: true``:
+
+- before answering, the tutor's graph searches them through a
+  :class:`~memorist.integrations.langgraph.MemoristStore` over the client (facts
+  older than ``MEMORY_DECAY_DAYS`` left out);
+- after answering, the learner's message is added to the memory service, which
+  extracts and reconciles its facts (its own extractor: the heuristic unless it is
+  configured with a model). With ``OPENAI_API_KEY`` set the chat extracts them itself,
+  with gpt-5-mini on the Responses API (the heuristic when the model
+  fails), and stores each fact the user does not already have.
+
+When the memory service cannot be reached the chat still answers, and says that
+long-term memory is unavailable.
+
+Keys: the chat checks its own keys (``memorist --db CHAT_DB keys create --tenant T
+--user U``), because a message without memory must not reach the memory service at
+all; each key names its user, who owns the conversations it starts. With no key in
+the chat's store it is a development server: loopback only, one user, ``default``.
+
+Routes: ``POST /api/ai/chat``; ``GET /api/ai/memories`` and ``DELETE
+/api/ai/memories/{id}`` (the page's memory drawer, the caller's memories in the
+memory service); ``GET /healthz``; the page at ``/``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
+
+from .. import config
+from ..client import Client
+from ..errors import MemoristError, NotFoundError, StoreError, ValidationError
+from ..integrations.langgraph import MemoristStore
+from ..memory import Memory
+from ..policies.text import preview
+from ..server.errors import ApiError, install_error_handlers
+from ..server.keys import KeyStore
+from ..server.limits import RateLimiter
+from .conversations import Conversations
+from .tutor import Tutor
+
+log = logging.getLogger("memorist.chat")
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+#: The agent id of the chat's memories in the memory service.
+CHAT_AGENT = "chat"
+#: The user of a development chat server (no keys).
+DEV_USER = "default"
+MAX_MESSAGE_CHARS = 10_000
+MAX_HISTORY = 50
+#: How many earlier messages of the conversation the tutor reads.
+HISTORY_WINDOW = 20
+#: The largest request body the chat reads (413 beyond).
+MAX_BODY_BYTES = 1_048_576
+UNAVAILABLE = "Long-term memory is unavailable right now, so this answer does not use it and this turn was not remembered."
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """Where the memory service is and how the chat uses it (default: the
+    environment, :func:`memorist.config.chat_environment`)."""
+
+    memory_url: str = config.DEFAULT_MEMORY_MANAGEMENT_URL
+    memory_api_key: str | None = None
+    decay_days: float = 0.0
+    memory_timeout: float = 10.0
+    #: Chat requests per user and minute (0: no limit), and how many at once.
+    rate_per_minute: float = 120.0
+    burst: int = 20
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> ChatSettings:
+        values = config.chat_environment()
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+class HistoryMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    role: Literal["user", "assistant", "system"]
+    content: Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)]
+
+
+class ChatRequest(BaseModel):
+    """``POST /api/ai/chat``'s body."""
+
+    model_config = ConfigDict(extra="ignore")
+    message: Annotated[str, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)]
+    conversationHistory: Annotated[list[HistoryMessage], Field(max_length=MAX_HISTORY)] = []
+    conversationId: Annotated[str | None, Field(max_length=128)] = None
+    memoryEnabled: bool = False
+    feedback: Annotated[str | None, Field(max_length=MAX_MESSAGE_CHARS)] = None
+    outcome: Literal["success", "failure"] | None = None
+
+
+@dataclass(frozen=True)
+class ChatUser:
+    """Who is calling: the key's tenant and user."""
+
+    tenant_id: str
+    user_id: str
+
+    @property
+    def owner(self) -> str:
+        return f"{self.tenant_id}\x1f{self.user_id}"
+
+    @property
+    def learner_id(self) -> str:
+        return f"{self.tenant_id}/{self.user_id}" if self.tenant_id else self.user_id
+
+
+class ChatService:
+    """What the chat's routes share: the tutor, the keys, the conversations, the
+    settings, and how to reach the memory service."""
+
+    def __init__(self, db: str, *, settings: ChatSettings, embedder: Any = None, llm: Any = Tutor._UNSET,
+                 extractor: Any = None, local_only: bool = False, require_keys: bool = False, memory_transport: Any = None) -> None:
+        self.settings = settings
+        self.local_only = local_only
+        self.require_keys = require_keys
+        self.memory_transport = memory_transport
+        self.memory = Memory(db, embedder=embedder) if embedder is not None else Memory(db)
+        self.tutor = Tutor(self.memory, llm=llm, remember_facts=False) if llm is not Tutor._UNSET else Tutor(self.memory, remember_facts=False)
+        self.keys = KeyStore(db)
+        self.conversations = Conversations(db)
+        self.extractor = extractor if extractor is not None else _spec_extractor()
+        self.limiter = RateLimiter(settings.rate_per_minute, settings.burst)
+
+    def client(self) -> Client:
+        return Client(self.settings.memory_url, self.settings.memory_api_key, timeout=self.settings.memory_timeout,
+                      transport=self.memory_transport)
+
+    def close(self) -> None:
+        self.keys.close()
+        self.conversations.close()
+        self.memory.close()
+
+
+def _spec_extractor() -> Any:
+    """The chat's extraction model: gpt-5-mini on the Responses API when
+    ``OPENAI_API_KEY`` is set (the heuristic when it fails); None otherwise (the
+    memory service extracts)."""
+    if not config.openai_api_key():
+        return None
+    from ..llm import resolve_llm
+    from ..roles.llm import LLMExtractor
+
+    return LLMExtractor(resolve_llm("openai:gpt-5-mini"))
+
+
+# the caller ------------------------------------------------------------------------------
+def _is_loopback(host: str) -> bool:
+    name = host.rsplit(":", 1)[0].strip("[]") if host.count(":") <= 1 or host.startswith("[") else host
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def caller(request: Request) -> ChatUser:
+    """The key's user (401 without a valid key, 403 for a key bound to no user, 429
+    with ``Retry-After`` beyond the user's rate)."""
+    user = _identify(request)
+    wait = request.app.state.chat.limiter.acquire(user.owner)
+    if wait is not None:
+        from ..server.errors import retry_after
+
+        raise ApiError(429, f"too many requests for this user; retry in {wait:.1f} s", headers=retry_after(wait))
+    return user
+
+
+def _identify(request: Request) -> ChatUser:
+    service: ChatService = request.app.state.chat
+    presented = request.headers.get("authorization", "")
+    key = presented[7:].strip() if presented.lower().startswith("bearer ") else request.headers.get("x-api-key", "").strip()
+    if not key and not service.require_keys and not service.keys.has_active_keys():
+        if service.local_only and not _is_loopback(request.headers.get("host", "")):
+            raise ApiError(403, "this development chat server (no API key) answers requests to a loopback host only")
+        return ChatUser("", DEV_USER)
+    if not key:
+        raise ApiError(401, "an API key is required: send 'Authorization: Bearer <key>'", headers={"WWW-Authenticate": "Bearer"})
+    record = service.keys.authenticate(key)
+    if record is None:
+        raise ApiError(401, "the API key is unknown or revoked", headers={"WWW-Authenticate": "Bearer"})
+    if not record.user_id:
+        raise ApiError(403, "this key is bound to no user; the chat needs a key made with --user")
+    return ChatUser(record.tenant_id, record.user_id)
+
+
+Caller = Annotated[ChatUser, Depends(caller)]
+
+
+# the routes ------------------------------------------------------------------------------
+def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
+    service: ChatService = request.app.state.chat
+    if not body.message.strip():
+        raise ValidationError("message", "must have some text")
+    try:
+        conversation = service.conversations.claim(user.owner, body.conversationId)
+    except NotFoundError:
+        raise ApiError(404, f"conversation {body.conversationId!r} not found", field="conversationId") from None
+    history = [{"role": m.role, "content": m.content} for m in body.conversationHistory if m.role != "system" and m.content.strip()]
+    payload = {
+        "messages": [*history[-HISTORY_WINDOW:], {"role": "user", "content": body.message}],
+        "learner_id": user.learner_id, "conversation_id": conversation,
+        "feedback": body.feedback, "outcome": body.outcome,
+    }
+    memory_status: dict[str, Any] = {"enabled": body.memoryEnabled, "status": "off"}
+    client = service.client() if body.memoryEnabled else None
+    try:
+        store = MemoristStore(client, agent_id=CHAT_AGENT) if client is not None else None
+        out = service.tutor.run_turn(payload, store=store, namespace=(user.user_id,), decay_days=service.settings.decay_days)
+        answer = out["answer"]
+        if client is not None:
+            error = out["scratch"].get("memory_error")
+            if error is None:
+                added, error = _remember(service, client, user, conversation, body.message, answer)
+                memory_status.update(status="used", used=out["result"]["facts"], added=added)
+            if error is not None:
+                log.warning("[Chat] memory unavailable for user=%s: %s", user.user_id, preview(error))
+                memory_status.update(status="unavailable", message=UNAVAILABLE, used=[], added=[])
+                answer = f"{answer}\n\n({UNAVAILABLE})"
+    finally:
+        if client is not None:
+            client.close()
+    log.info("[Chat] user=%s conversation=%s memory=%s mode=%s", user.user_id, conversation, memory_status["status"],
+             out["scratch"]["reasoning_mode"])
+    return {
+        "response": answer,
+        "conversationId": conversation,
+        "metadata": {
+            "mode": out["mode"],
+            "reasoningMode": out["scratch"]["reasoning_mode"],
+            "memoryEnabled": body.memoryEnabled,
+            "memory": memory_status,
+            "scratch": out["scratch"],
+        },
+    }
+
+
+def _remember(service: ChatService, client: Client, user: ChatUser, conversation: str, message: str, answer: str) -> tuple[list[dict[str, Any]], str | None]:
+    """Add the turn's facts to the memory service; (what it did, the error if it failed)."""
+    meta = {"source": "chat", "session_id": conversation}
+    scope = {"user_id": user.user_id, "agent_id": CHAT_AGENT}
+    try:
+        if service.extractor is None:
+            result = client.add([{"role": "user", "content": message}], **scope, run_id=conversation, metadata=meta, infer=True)
+            return [r for r in result.get("results", []) if r.get("event") in ("ADD", "UPDATE")], None
+        from ..model import Message
+
+        facts = service.extractor.extract([Message("user", message), Message("assistant", answer)])
+        added: list[dict[str, Any]] = []
+        for text in dict.fromkeys(f.text.strip() for f in facts if f.text.strip()):
+            # The model's facts are stored as written; one the user already has is not stored twice.
+            known = client.search(text, **scope, limit=3)["results"]
+            if any(k["memory"].strip().casefold() == text.casefold() for k in known):
+                continue
+            result = client.add(text, **scope, run_id=conversation, metadata={**meta, "extracted_by": "gpt-5-mini"}, infer=False)
+            added.extend(result.get("results", []))
+        return added, None
+    except (MemoristError, OSError) as exc:
+        return [], str(exc)
+
+
+def _decayed(rows: list[dict[str, Any]], days: float) -> list[dict[str, Any]]:
+    if not days:
+        return rows
+    cutoff = time.time() - days * 86400.0
+    from datetime import datetime
+
+    def when(row: dict[str, Any]) -> float:
+        stamps = [datetime.fromisoformat(row[k]).timestamp() for k in ("created_at", "updated_at") if row.get(k)]
+        return max(stamps) if stamps else 0.0
+
+    return [r for r in rows if when(r) >= cutoff]
+
+
+def _memories(request: Request, user: Caller, query: Annotated[str | None, Query(max_length=1000)] = None,
+              limit: Annotated[int, Query(ge=1, le=500)] = 100) -> dict[str, Any]:
+    service: ChatService = request.app.state.chat
+    try:
+        with service.client() as client:
+            if query and query.strip():
+                rows = client.search(query, user_id=user.user_id, agent_id=CHAT_AGENT, limit=limit)["results"]
+            else:
+                rows = client.get_all(user_id=user.user_id, agent_id=CHAT_AGENT, limit=limit)["results"]
+    except StoreError as exc:
+        log.warning("[Chat] memory unavailable: %s", preview(exc))
+        raise ApiError(503, "long-term memory is unavailable right now: the memory service cannot be reached") from None
+    rows = _decayed(rows, service.settings.decay_days)
+    if not query:
+        rows.sort(key=lambda r: r.get("created_at") or "", reverse=True)
+    keep = ("id", "memory", "created_at", "updated_at", "metadata", "run_id")
+    return {"results": [{k: r.get(k) for k in keep} for r in rows]}
+
+
+def _delete_memory(request: Request, memory_id: str, user: Caller) -> dict[str, Any]:
+    service: ChatService = request.app.state.chat
+    try:
+        with service.client() as client:
+            return client.delete(memory_id, user_id=user.user_id, agent_id=CHAT_AGENT)
+    except StoreError:
+        raise ApiError(503, "long-term memory is unavailable right now: the memory service cannot be reached") from None
+
+
+class BodyLimit:
+    """ASGI middleware: a request body larger than ``limit`` bytes is answered 413
+    before it is read whole (a declared length, or as it streams in)."""
+
+    def __init__(self, app: Any, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        from ..server.errors import error_response
+
+        too_large = error_response(413, f"the request body is larger than {self.limit:,} bytes")
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await too_large(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await too_large(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def create_chat_app(
+    db: str,
+    *,
+    settings: ChatSettings | None = None,
+    embedder: Any = None,
+    llm: Any = Tutor._UNSET,
+    extractor: Any = None,
+    local_only: bool = False,
+    require_keys: bool = False,
+    memory_transport: Any = None,
+) -> FastAPI:
+    """The chat service over the chat's own store ``db`` (a SQLite file).
+
+    ``settings``: :class:`ChatSettings` (default: from the environment). ``llm``: the
+    tutor's model (default: the store's configured one, else Gemini with
+    ``GEMINI_API_KEY``, else none). ``extractor``: the fact extractor used before
+    sending a turn to the memory service (default: gpt-5-mini with ``OPENAI_API_KEY``, see the module
+    docstring). ``memory_transport``: an ``httpx`` transport for the memory client
+    (tests).
+    """
+    service = ChatService(db, settings=settings or ChatSettings.from_env(), embedder=embedder, llm=llm, extractor=extractor,
+                          local_only=local_only, require_keys=require_keys, memory_transport=memory_transport)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            service.close()
+
+    app = FastAPI(title="Memorist chat", lifespan=lifespan, docs_url="/docs", redoc_url=None)
+    app.state.chat = service
+    install_error_handlers(app)
+    app.add_api_route("/api/ai/chat", _chat, methods=["POST"], summary="One chat turn with the tutor")
+    app.add_api_route("/api/ai/memories", _memories, methods=["GET"], summary="The caller's memories (newest first) or a search")
+    app.add_api_route("/api/ai/memories/{memory_id}", _delete_memory, methods=["DELETE"], summary="Delete one of the caller's memories")
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC_DIR / "chat.html", headers={"Cache-Control": "no-cache"})
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.add_middleware(BodyLimit)
+    return app
+
+
+__all__ = ["CHAT_AGENT", "ChatRequest", "ChatService", "ChatSettings", "UNAVAILABLE", "create_chat_app"]

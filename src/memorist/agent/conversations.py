@@ -1,0 +1,65 @@
+"""Who owns which conversation of the chat service: one small table beside the
+chat's own store (as the API keys are), so ownership survives a restart.
+
+A conversation belongs to the key's user that started it; asking for it with
+another user's key answers exactly as an unknown conversation would.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+import uuid
+
+from ..errors import ConfigurationError, NotFoundError, ValidationError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chat_conversations (
+    conversation_id TEXT PRIMARY KEY,
+    owner           TEXT NOT NULL,
+    created_at      REAL NOT NULL,
+    updated_at      REAL NOT NULL,
+    turns           INTEGER NOT NULL DEFAULT 0
+)
+"""
+MAX_ID_CHARS = 128
+
+
+class Conversations:
+    """The conversations table of the SQLite file ``path`` (``":memory:"`` for a throwaway)."""
+
+    def __init__(self, path: str, *, busy_timeout: float = 30.0) -> None:
+        if "://" in path:
+            raise ConfigurationError(f"memorist chat keeps its conversations in a SQLite file, not at {path.split('://')[0]}:// URLs")
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, timeout=busy_timeout, check_same_thread=False, isolation_level=None)
+        self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        self._db.execute(_SCHEMA)
+
+    def claim(self, owner: str, conversation_id: str | None) -> str:
+        """The conversation ``conversation_id`` of ``owner``: started now if unknown
+        (a new id when None); :class:`~memorist.errors.NotFoundError` if another owner's."""
+        if conversation_id is None:
+            conversation_id = uuid.uuid4().hex
+        elif (not isinstance(conversation_id, str) or not conversation_id.strip() or len(conversation_id) > MAX_ID_CHARS
+              or any(ord(c) < 32 for c in conversation_id)):
+            raise ValidationError("conversationId", f"must be a non-empty string of at most {MAX_ID_CHARS} printable characters")
+        now = time.time()
+        with self._lock:
+            self._db.execute(
+                "INSERT OR IGNORE INTO chat_conversations (conversation_id, owner, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                (conversation_id, owner, now, now),
+            )
+            row = self._db.execute("SELECT owner FROM chat_conversations WHERE conversation_id = ?", (conversation_id,)).fetchone()
+            if row[0] != owner:
+                raise NotFoundError("conversation", conversation_id)
+            self._db.execute("UPDATE chat_conversations SET updated_at = ?, turns = turns + 1 WHERE conversation_id = ?", (now, conversation_id))
+        return conversation_id
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+__all__ = ["MAX_ID_CHARS", "Conversations"]

@@ -1,0 +1,467 @@
+"""The tutor: a LangGraph graph that answers a learner and learns from the outcome.
+
+::
+
+    router ──► planner ──► solver ──► critic ──► learning ──► END
+    (cot | tot | react)    (playbook bullets and facts injected, one mode)
+
+- ``router`` loads the learner's playbook (once per turn: one ``[ACE Memory]
+  Loaded ...`` line) and chooses the reasoning mode from the question: ``react``
+  for arithmetic to work out, ``tot`` for a choice between approaches, ``cot``
+  otherwise.
+- ``planner`` sets the solver's parameters: scratchpad steps, branches, tool steps,
+  and whether the answer may reveal the final result (not when the learner asks for
+  a hint or to try alone).
+- ``solver`` injects the learner's playbook bullets and relevant facts (read through
+  :class:`~memorist.integrations.langgraph.MemoristStore`) and reasons in the chosen
+  mode. Its steps go to the log as ``[ACE Thought]`` lines, never to the learner.
+  With no model configured, ``react`` still answers arithmetic with its calculator
+  and the other modes say so, showing the memories they would use.
+- ``critic`` cleans the answer: no scratchpad or tool lines, no stray lone numbers,
+  and no premature reveal when the planner said so.
+- ``learning`` runs the Reflector and the Curator on the turn and applies the delta to
+  the learner's playbook (at most ``ACE_CURATOR_MAX_NEW``, default 2, new bullets a
+  turn; helpful/harmful from the feedback), and remembers the learner's facts.
+
+:meth:`Tutor.run_turn` speaks the runner protocol of ``memorist run-turn``
+(:mod:`memorist.ace.runner`): ``{answer, mode, result, scratch}`` with
+``scratch.ace_delta``; ``mode`` says who answered (``llm`` or ``deterministic``) and
+``scratch.reasoning_mode`` how (``cot``, ``tot``, ``react``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+try:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.store.base import SearchOp
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError("the tutor agent needs LangGraph: pip install 'memorist[agent]'") from exc
+
+from ..ace.context import format_context
+from ..ace.playbook import Playbook
+from ..ace.runner import check_turn, deterministic_answer, sanitize_answer
+from ..errors import ConfigurationError, MemoristError, ValidationError
+from ..integrations.langgraph import MemoristStore
+from ..llm.base import ChatMessage
+from ..policies.taxonomy import infer_topic, snake_case
+from ..policies.text import preview
+from ..roles.learning import Bullet, messages_of
+from . import prompts
+from .calculator import calculate, find_expression
+
+log = logging.getLogger("memorist.ace.graph")
+thought_log = logging.getLogger("memorist.ace.thought")
+
+MODES = ("cot", "tot", "react")
+#: The agent id of the learner's facts in the memory (the tutor's namespace scope).
+FACTS_AGENT = "tutor"
+#: Facts injected per turn.
+FACTS_K = 5
+
+_EXPLAIN = re.compile(r"\b(how (do|can|should|would) (i|we|you)|why|explain|understand|confus|what does|what is a|mean)\w*", re.I)
+_CHOICE = re.compile(r"\b(best way|ways to|approach(es)?|strateg(y|ies)|options?|compare|which (method|way)|plan|study|practice|prepare|improve|alternatives?)\b", re.I)
+_NO_REVEAL = re.compile(r"\b(hint|don'?t (tell|give) me|do not (tell|give) me|let me try|on my own|myself|without (telling|giving) (me )?the answer)\b", re.I)
+_ANSWER = re.compile(r"^\s*answer\s*:\s*", re.I)
+_STEP = re.compile(r"^\s*(step\s*\d+|thought|action|observation)\s*[:.)-]", re.I)
+_ACTION = re.compile(r"^\s*action\s*:\s*(calculator|memory_search)\s*\[(.*)\]\s*$", re.I | re.M)
+
+
+def choose_mode(question: str) -> tuple[str, str]:
+    """The reasoning mode for ``question`` and why: ``react`` when it asks for
+    arithmetic to be worked out, ``tot`` when it asks to choose between approaches,
+    ``cot`` otherwise (explanations, and whatever else)."""
+    expression = find_expression(question)
+    if expression and not _EXPLAIN.search(question):
+        return "react", f"arithmetic to work out: {expression}"
+    if _CHOICE.search(question):
+        return "tot", "a choice between approaches"
+    if _EXPLAIN.search(question):
+        return "cot", "an explanation, step by step"
+    return "cot", "a direct question"
+
+
+class TurnState(TypedDict, total=False):
+    """What flows through the graph in one turn."""
+
+    messages: list[dict[str, str]]
+    question: str
+    learner_id: str
+    conversation_id: str
+    feedback: str | None
+    outcome: str | None
+    topic: str | None
+    reasoning_mode: str
+    route_reason: str
+    params: dict[str, Any]
+    bullets: list[dict[str, Any]]
+    facts: list[dict[str, Any]]
+    context: str
+    draft: str
+    answer: str
+    answer_mode: str
+    thoughts: list[str]
+    tool_calls: list[dict[str, Any]]
+    delta: dict[str, Any]
+    facts_added: int
+    memory_error: str | None
+
+
+def _thought(state_thoughts: list[str], text: str) -> None:
+    thought_log.info("[ACE Thought] %s", text)
+    state_thoughts.append(text)
+
+
+class Tutor:
+    """The tutoring agent over a :class:`~memorist.Memory`.
+
+    ``playbook``: the learner playbooks (default: ``Playbook(memory)``); ``llm``: the
+    model (default: the Memory's, else Gemini when ``GEMINI_API_KEY`` is set; None:
+    none); ``store``: the LangGraph store of the learner's facts (default: a
+    :class:`~memorist.integrations.langgraph.MemoristStore` of ``memory``);
+    ``remember_facts``: whether a turn adds the learner's facts to the memory.
+
+    >>> from memorist import Memory
+    >>> tutor = Tutor(Memory(":memory:", embedder="hashing"), llm=None)
+    >>> out = tutor.run_turn({"messages": [{"role": "user", "content": "Help me multiply 12 by 5."}]})
+    >>> out["answer"], out["scratch"]["reasoning_mode"]
+    ('12 * 5 = 60', 'react')
+    """
+
+    _UNSET: Any = object()
+
+    def __init__(
+        self,
+        memory: Any,
+        *,
+        playbook: Playbook | None = None,
+        llm: Any = _UNSET,
+        store: Any = None,
+        remember_facts: bool = True,
+    ) -> None:
+        self.memory = memory
+        self.playbook = playbook if playbook is not None else Playbook(memory)
+        self.llm = _default_llm(memory) if llm is Tutor._UNSET else llm
+        self.store = store if store is not None else MemoristStore(memory, agent_id=FACTS_AGENT)
+        self.remember_facts = remember_facts
+        self.graph = self._build()
+
+    # the graph ----------------------------------------------------------------------------
+    def _build(self) -> Any:
+        graph = StateGraph(TurnState)
+        graph.add_node("router", self._router)
+        graph.add_node("planner", self._planner)
+        graph.add_node("solver", self._solver)
+        graph.add_node("critic", self._critic)
+        graph.add_node("learning", self._learning)
+        graph.add_edge(START, "router")
+        graph.add_edge("router", "planner")
+        graph.add_edge("planner", "solver")
+        graph.add_edge("solver", "critic")
+        graph.add_edge("critic", "learning")
+        graph.add_edge("learning", END)
+        return graph.compile(store=self.store, name="tutor")
+
+    def mermaid(self) -> str:
+        """The graph as LangGraph draws it (Mermaid text)."""
+        return self.graph.get_graph().draw_mermaid()
+
+    def run_turn(self, payload: Mapping[str, Any], *, store: Any = _UNSET, namespace: tuple[str, ...] | None = None,
+                 decay_days: float | None = None) -> dict[str, Any]:
+        """One turn of the runner protocol (see the module docstring).
+
+        ``store``: where this turn reads the learner's facts (default: :attr:`store`;
+        None: no facts), in ``namespace`` (default: ``(learner_id,)``). ``decay_days``: facts neither created nor updated in that
+        many days are left out (None or 0: no decay). A store that fails leaves the
+        turn without facts and says so in ``scratch.memory_error``."""
+        messages, learner, conversation, feedback, outcome, topic = check_turn(payload)
+        question = next(m["content"] for m in reversed(messages) if m["role"] == "user" and m["content"].strip())
+        log.info("[ACE Runner] Turn learner=%s conversation=%s question=%s", learner, conversation or "-", preview(question))
+        turn = self.playbook.turn(learner, conversation, topic=topic)
+        state: TurnState = {
+            "messages": messages, "question": question, "learner_id": learner, "conversation_id": conversation,
+            "feedback": feedback, "outcome": outcome, "topic": topic, "thoughts": [], "tool_calls": [],
+        }
+        facts_store = self.store if store is Tutor._UNSET else store
+        out = self.graph.invoke(state, config={"configurable": {
+            "turn": turn, "store": facts_store, "namespace": namespace or (learner,), "decay_days": decay_days}})
+        topic_name = snake_case(topic) if topic else infer_topic(question)
+        delta = out["delta"]
+        return {
+            "answer": out["answer"],
+            "mode": out["answer_mode"],
+            "result": {
+                "answer": out["answer"],
+                "context": out["context"],
+                "bullets": out["bullets"],
+                "facts": out["facts"],
+                "topic": topic_name,
+                "reasoning_mode": out["reasoning_mode"],
+            },
+            "scratch": {
+                "learner_id": learner,
+                "conversation_id": conversation,
+                "topic": topic_name,
+                "ace_memory_loaded": True,
+                "ace_delta": delta,
+                "injected_ids": [b["id"] for b in out["bullets"]],
+                "lessons": delta.get("lessons", []),
+                "reasoning_mode": out["reasoning_mode"],
+                "route_reason": out["route_reason"],
+                "params": out["params"],
+                "tool_calls": out["tool_calls"],
+                "facts_added": out.get("facts_added", 0),
+                "memory_error": out.get("memory_error"),
+            },
+        }
+
+    # nodes --------------------------------------------------------------------------------
+    def _router(self, state: TurnState, config: RunnableConfig) -> dict[str, Any]:
+        turn = config["configurable"]["turn"]
+        turn.state  # noqa: B018 - loads the learner's playbook: once per turn
+        mode, reason = choose_mode(state["question"])
+        log.info("[ACE Graph] router mode=%s reason=%s", mode, reason)
+        return {"reasoning_mode": mode, "route_reason": reason}
+
+    def _planner(self, state: TurnState) -> dict[str, Any]:
+        mode = state["reasoning_mode"]
+        params: dict[str, Any] = {"reveal_answer": not _NO_REVEAL.search(state["question"])}
+        if mode == "cot":
+            params["steps"] = 4
+        elif mode == "tot":
+            params["branches"] = 3
+        else:
+            params["max_steps"] = 4
+            params["tools"] = ["calculator", "memory_search"]
+        params["model"] = getattr(self.llm, "name", None) if self.llm is not None else None
+        log.info("[ACE Graph] planner mode=%s params=%s", mode, {k: v for k, v in params.items() if k != "model"})
+        return {"params": params}
+
+    def _solver(self, state: TurnState, config: RunnableConfig) -> dict[str, Any]:
+        turn = config["configurable"]["turn"]
+        question, mode, params = state["question"], state["reasoning_mode"], state["params"]
+        bullets = turn.retrieve(question)
+        conf = config["configurable"]
+        facts, memory_error = self._facts(conf.get("store", self.store), conf["namespace"], question, conf.get("decay_days"))
+        context = format_context(bullets, title=f"ACE playbook (learner {state['learner_id']})")
+        if facts:
+            context = (context + "\n\n" if context else "") + "## Facts about the learner\n" + "\n".join(f"- {f['text']}" for f in facts)
+        log.info("[ACE Graph] solver mode=%s bullets=%d facts=%d", mode, len(bullets), len(facts))
+        thoughts: list[str] = list(state.get("thoughts", []))
+        tools: list[dict[str, Any]] = list(state.get("tool_calls", []))
+        system = prompts.TUTOR + ("\n\n" + context if context else "")
+        reveal = prompts.REVEAL if params["reveal_answer"] else prompts.NO_REVEAL
+        draft, answer_mode = "", "deterministic"
+        if self.llm is not None:
+            try:
+                solve = {"cot": self._cot, "tot": self._tot, "react": self._react}[mode]
+                draft = solve(state, system, reveal, thoughts, tools, conf)
+                answer_mode = "llm"
+            except MemoristError as exc:
+                log.warning("[ACE Runner] The model failed (%s); answering deterministically", preview(exc))
+                thoughts.clear()
+                tools.clear()
+        if answer_mode == "deterministic":
+            draft = self._offline(state, bullets, facts, thoughts, tools, conf)
+        return {
+            "bullets": [b.to_dict() for b in bullets], "facts": facts, "context": context, "draft": draft,
+            "answer_mode": answer_mode, "thoughts": thoughts, "tool_calls": tools, "memory_error": memory_error,
+        }
+
+    def _critic(self, state: TurnState) -> dict[str, Any]:
+        lines = [line for line in str(state.get("draft", "")).replace("\r\n", "\n").split("\n") if not _STEP.match(line)]
+        text = "\n".join(_ANSWER.sub("", line) for line in lines)
+        text = re.sub(r"\[ACE [^\]]*\][^\n]*", "", text)
+        answer = sanitize_answer(text)
+        masked = False
+        if not state["params"]["reveal_answer"]:
+            answer, masked = mask_reveal(answer, state.get("tool_calls", []))
+        if not answer:
+            answer = sanitize_answer(deterministic_answer(state["question"], []))
+        log.info("[ACE Graph] critic masked=%s", masked)
+        log.info("[ACE Runner] Answer mode=%s %s", state["answer_mode"], preview(answer))
+        return {"answer": answer}
+
+    def _learning(self, state: TurnState, config: RunnableConfig) -> dict[str, Any]:
+        turn = config["configurable"]["turn"]
+        delta = turn.learn(
+            question=state["question"], answer=state["answer"], feedback=state.get("feedback"),
+            outcome=state.get("outcome"), messages=messages_of(state["messages"]), answer_mode=state["answer_mode"],
+        )
+        added = 0
+        if self.remember_facts:
+            added = self._remember(state)
+        log.info("[ACE Graph] learning new=%d updates=%d removals=%d facts_added=%d",
+                 delta.get("num_new_bullets", 0), delta.get("num_updates", 0), delta.get("num_removals", 0), added)
+        return {"delta": delta, "facts_added": added}
+
+    # memory -------------------------------------------------------------------------------
+    def _facts(self, store: Any, namespace: tuple[str, ...], query: str, decay_days: float | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """The learner's facts relevant to ``query`` from ``store``, and the store's
+        error if it failed (the turn goes on without facts)."""
+        if store is None:
+            return [], None
+        try:
+            # An op given to batch: a learner id may hold periods (an e-mail address),
+            # which LangGraph's search method would refuse as a label.
+            items = store.batch([SearchOp(namespace, query=query, limit=FACTS_K)])[0]
+        except MemoristError as exc:
+            log.warning("[ACE Memory][Facts] unavailable (%s)", preview(exc))
+            return [], str(exc)
+        if decay_days:
+            cutoff = time.time() - decay_days * 86400.0
+            items = [i for i in items if max(i.created_at.timestamp(), i.updated_at.timestamp()) >= cutoff]
+        facts = [{"key": i.key, "text": str(i.value.get("text", i.value)), "score": i.score} for i in items
+                 if i.score is None or i.score > 0]
+        log.info("[ACE Memory][Facts] Retrieved %d facts for question: %s", len(facts), preview(query))
+        return facts, None
+
+    def _remember(self, state: TurnState) -> int:
+        """The learner's facts of this turn's last message, added to the memory (the
+        Memory's extractor and reconciler decide what is a fact and what is new)."""
+        last = {"role": "user", "content": state["question"]}
+        try:
+            result = self.memory.add([last], user_id=state["learner_id"], agent_id=self.store.agent_id,
+                                     run_id=state["conversation_id"] or None, infer=True)
+        except MemoristError as exc:
+            log.warning("[ACE Memory][Facts] not remembered (%s)", preview(exc))
+            return 0
+        return sum(1 for r in result.get("results", []) if r.get("event") in ("ADD", "UPDATE"))
+
+    def _search_tool(self, conf: Mapping[str, Any], query: str) -> str:
+        """The memory search tool: the learner's facts and playbook bullets for ``query``."""
+        facts, _ = self._facts(conf.get("store", self.store), conf["namespace"], query, conf.get("decay_days"))
+        turn = conf["turn"]
+        bullets = self.playbook.pipeline.retrieve(turn.state, query, touch=False)
+        found = [f["text"] for f in facts] + [b.content for b in bullets]
+        return "; ".join(found) if found else "nothing stored matches"
+
+    # modes --------------------------------------------------------------------------------
+    def _chat(self, state: TurnState) -> list[ChatMessage]:
+        return [ChatMessage(m["role"], m["content"]) for m in state["messages"]
+                if m["role"] in ("user", "assistant") and m["content"].strip()]
+
+    def _cot(self, state: TurnState, system: str, reveal: str, thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any]) -> str:
+        steps = state["params"]["steps"]
+        reply = self.llm.generate(self._chat(state), system=system + "\n\n" + prompts.COT.format(steps=steps, reveal=reveal),
+                                  role="tutor", prompt_version=prompts.COT_VERSION)
+        answer_lines: list[str] = []
+        in_answer = False
+        for line in reply.splitlines():
+            if _ANSWER.match(line):
+                in_answer = True
+                answer_lines.append(_ANSWER.sub("", line))
+            elif in_answer:
+                answer_lines.append(line)
+            elif line.strip():
+                _thought(thoughts, f"cot {line.strip()}")
+        return "\n".join(answer_lines).strip() or reply
+
+    def _tot(self, state: TurnState, system: str, reveal: str, thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any]) -> str:
+        n = state["params"]["branches"]
+        conversation = "\n".join(f"{m.role}: {m.content}" for m in self._chat(state))
+        tree = self.llm.generate_json(prompts.Branches, prompts.TOT_BRANCHES.format(branches=n) + "\n\n" + conversation,
+                                      system=system, role="tutor", prompt_version=prompts.TOT_VERSION)
+        branches = sorted(tree.branches[: max(n, 1)], key=lambda b: -b.score)
+        if not branches:
+            raise ValidationError("branches", "the model proposed no approach")
+        for i, b in enumerate(tree.branches[:n], 1):
+            _thought(thoughts, f"tot branch {i} score={b.score:g} approach={preview(b.approach)}")
+        best = branches[0]
+        _thought(thoughts, f"tot chose score={best.score:g} approach={preview(best.approach)}")
+        return self.llm.generate(self._chat(state), system=system + "\n\n" + prompts.TOT_ANSWER.format(approach=best.approach, reveal=reveal),
+                                 role="tutor", prompt_version=prompts.TOT_VERSION)
+
+    def _react(self, state: TurnState, system: str, reveal: str, thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any]) -> str:
+        observations: list[str] = []
+        chat = self._chat(state)
+        for step in range(1, state["params"]["max_steps"] + 1):
+            instructions = prompts.REACT.format(reveal=reveal)
+            if observations:
+                instructions += "\n\n" + "\n".join(observations)
+            reply = self.llm.generate(chat, system=system + "\n\n" + instructions, role="tutor", prompt_version=prompts.REACT_VERSION)
+            action = _ACTION.search(reply)
+            if action is None:
+                return reply
+            tool, argument = action.group(1).lower(), action.group(2).strip()
+            result = self._tool(state, tool, argument, thoughts, tools, step, conf)
+            observations.append(f"Action: {tool}[{argument}]\nObservation: {result}")
+        # Out of steps: answer from what the tools found.
+        return tools[-1]["result"] if tools else ""
+
+    def _tool(self, state: TurnState, tool: str, argument: str, thoughts: list[str], tools: list[dict[str, Any]], step: int,
+              conf: Mapping[str, Any]) -> str:
+        if tool == "calculator":
+            try:
+                result = calculate(argument).text
+            except ValidationError as exc:
+                result = f"error: {exc}"
+        else:
+            result = self._search_tool(conf, argument or state["question"])
+        _thought(thoughts, f"react step {step} tool={tool} input={preview(argument)}")
+        _thought(thoughts, f"react step {step} result={preview(result)}")
+        tools.append({"tool": tool, "input": argument, "result": result})
+        return result
+
+    def _offline(self, state: TurnState, bullets: Sequence[Bullet], facts: Sequence[Mapping[str, Any]],
+                 thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any]) -> str:
+        question, mode = state["question"], state["reasoning_mode"]
+        if mode == "react":
+            expression = find_expression(question)
+            if expression:
+                result = self._tool(state, "calculator", expression, thoughts, tools, 1, conf)
+                if not result.startswith("error:"):
+                    answer = f"{calculate(expression).expression} = {result}"
+                    if bullets:
+                        answer += "\n\nWhat helped you before:\n" + "\n".join(f"- {b.content}" for b in bullets)
+                    return answer
+        _thought(thoughts, f"{mode} no model is configured; {len(bullets)} playbook bullets and {len(facts)} facts would be used")
+        for b in bullets:
+            _thought(thoughts, f"{mode} would use bullet id={b.id} content={preview(b.content)}")
+        answer = deterministic_answer(question, bullets)
+        if facts:
+            answer += "\n\nWhat I know about you that fits:\n" + "\n".join(f"- {f['text']}" for f in facts)
+        return answer
+
+
+def mask_reveal(answer: str, tool_calls: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
+    """``answer`` with the final result hidden: every result a tool computed, and a
+    trailing ``= <number>``, become ``= ?``. Returns the text and whether it changed."""
+    masked = answer
+    for call in tool_calls:
+        result = str(call.get("result", "")).split(" (=")[0].strip()
+        if call.get("tool") == "calculator" and result and not result.startswith("error"):
+            masked = re.sub(rf"(?<![\w/.]){re.escape(result)}(?![\w/]|\.\d)", "?", masked)
+    masked = re.sub(r"=\s*-?\d+(?:[./]\d+)?(?=\s*$|\s*[.!])", "= ?", masked, flags=re.M)
+    if masked != answer:
+        masked = masked.rstrip() + "\n\nTry the last step yourself, then tell me what you get."
+    return masked, masked != answer
+
+
+def _default_llm(memory: Any) -> Any:
+    llm = getattr(memory, "llm", None)
+    if llm is not None:
+        return llm
+    from .. import config
+    from ..llm import resolve_llm
+
+    if config.gemini_api_key():
+        try:
+            return resolve_llm("gemini")
+        except ConfigurationError as exc:
+            log.warning("[ACE Runner] Gemini is not usable (%s); answering without a model", exc)
+    return None
+
+
+def build_tutor_graph(memory: Any, **options: Any) -> Any:
+    """The compiled LangGraph graph of a :class:`Tutor` of ``memory``."""
+    return Tutor(memory, **options).graph
+
+
+__all__ = ["FACTS_AGENT", "MODES", "Tutor", "TurnState", "build_tutor_graph", "choose_mode", "mask_reveal"]

@@ -1,0 +1,77 @@
+"""``memorist chat``: the tutor's chat service and page (the agent extra)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .app import App, CommandError, FiniteFloat, cli, pass_app
+from .serve import _url, is_loopback
+
+
+def _chat_modules() -> Any:
+    try:
+        import langgraph.graph  # noqa: F401
+        import uvicorn  # noqa: F401
+
+        from ..agent import chat
+    except ImportError as exc:
+        raise CommandError(f"memorist chat needs the agent extra: pip install 'memorist[agent]' ({exc})") from exc
+    return chat
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on. Other than loopback needs API keys.")
+@click.option("--port", type=click.IntRange(0, 65535), default=6070, show_default=True, help="Port to listen on.")
+@click.option("--memory-url", metavar="URL",
+              help="The memory service [default: MEMORY_MANAGEMENT_URL, else http://localhost:6060/api/memories].")
+@click.option("--memory-timeout", type=FiniteFloat(min=0.1), default=10.0, show_default=True,
+              help="Seconds to wait for the memory service before answering without it.")
+@click.option("--rate-limit", default="120/min", show_default=True, metavar="N/min", help="Chat requests per user (N/s, N/min, N/h; 'off').")
+@click.option("--burst", type=click.IntRange(min=1), default=20, show_default=True, help="Requests a user may make at once.")
+@click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info", show_default=True)
+@pass_app
+def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout: float, rate_limit: str, burst: int,
+         log_level: str) -> None:
+    """Serve the tutor as a chat: the page at /, POST /api/ai/chat.
+
+    \b
+    --db is the chat's own store: what the tutor learns about teaching each
+    user, who owns which conversation, and the chat's API keys
+    (`memorist --db CHAT_DB keys create --tenant T --user U`; each key is one
+    user). With no key it is a development server, loopback only.
+    The learner's facts live in the memory service (`memorist serve`), reached
+    over REST only for messages sent with "Long Term Memory" on; MEMORY_API_KEY
+    is the chat's key for it, MEMORY_DECAY_DAYS how long its memories count.
+    """
+    chat_mod = _chat_modules()
+    import uvicorn
+
+    from ..server.keys import KeyStore
+    from ..server.limits import parse_rate
+
+    try:
+        rate = parse_rate(rate_limit)
+    except Exception as exc:
+        raise click.BadParameter(str(exc), param_hint="--rate-limit") from exc
+
+    if app.db == ":memory:" or "://" in str(app.db):
+        raise CommandError("memorist chat keeps its store in a SQLite file; name one with --db")
+    local = is_loopback(host)
+    with KeyStore(app.db) as keys:
+        active = keys.list(include_revoked=False)
+    if not active and not local:
+        raise CommandError(
+            f"refusing to serve the chat on {host}: its store {app.label} holds no API key, so anyone could chat as "
+            "the one development user. Create a key first (`memorist keys create --tenant NAME --user ID`), or serve on 127.0.0.1."
+        )
+    settings = chat_mod.ChatSettings.from_env(memory_url=memory_url, memory_timeout=memory_timeout, rate_per_minute=rate, burst=burst)
+    application = chat_mod.create_chat_app(app.db, settings=settings, embedder=app.embedder, require_keys=not local, local_only=local)
+    url = _url(host, port)
+    click.echo(f"Memorist chat: {url}/  (store {app.label}; memory service {settings.memory_url})")
+    click.echo("  API keys required." if active else "  Development mode: no API key, one user ('default'), loopback only.")
+    try:
+        uvicorn.run(application, host=host, port=port, log_level=log_level)
+    finally:
+        application.state.chat.close()

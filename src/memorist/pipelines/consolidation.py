@@ -1,0 +1,279 @@
+"""Consolidation: similar memories of low importance folded into one, undoably.
+
+A run reads the facts of a scope (never the learning loop's objects or the minutes),
+keeps apart every memory at or above ``min_importance`` (and, with
+``preserve_high_importance``, at or above ``importance_threshold`` whatever
+``min_importance`` says), and takes the rest oldest first, in batches of
+``batch_size`` memories of one scope (at most ``MAX_BATCHES`` batches a run; the rest
+is reported as ``remaining``). Each memory of a batch not yet grouped seeds a group:
+the candidates of its scope at least ``similarity`` alike to it (cosine of their
+embeddings; every member that close to the seed, not merely chained through others),
+wherever they are in the scope, at most ``MAX_GROUP``. The similarities are computed
+here, a batch against the scope, so the cost is the same on every backend. Each
+group becomes one ``consolidated`` memory:
+
+- its text is the heuristic merge (every clause of every source once), or with an
+  LLM the model's merge under the brevity-bias guard (:mod:`memorist.prompts.consolidation`);
+  an LLM that fails falls back to the heuristic merge;
+- a merge that drops a named entity, number or date one of its sources had is
+  rejected: the sources stay as they are and the report says which details were lost;
+- its importance is the highest of its sources', its counters their sums, its date
+  the oldest source's, its lineage ``consolidated_from`` the source ids;
+- the sources are archived (never deleted) with ``consolidated_into`` in their lineage.
+
+Each batch is one transaction whose last event, ``consolidation``, names the run
+(its ``memory_id`` is the run id) and holds every source as it was: the run is undone
+by :func:`memorist.pipelines.undo.rollback` with the run id or that event's seq.
+A source that changed between the batch's read and its write is left alone (reported).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..embed.base import Embedder
+from ..errors import ProviderError
+from ..model import Kind, MemoryRecord, Scope, Status, is_fact, new_id
+from ..policies.consolidation import MAX_GROUP, MAX_MERGED_CHARS, key_terms, merge_texts, missing_terms
+from ..policies.text import content_hash
+from ..prompts import consolidation as prompt
+from ..store.base import ScopeFilter, Store
+from .undo import UNDO, undo_payload
+
+logger = logging.getLogger("memorist.consolidation")
+
+OP_CONSOLIDATION = "consolidation"
+OP_CONSOLIDATE = "consolidate"
+#: Most batches one run works through; what is left is reported as ``remaining``.
+MAX_BATCHES = 50
+#: Seeds compared with their scope at once.
+_BLOCK = 128
+
+
+@dataclass(slots=True)
+class Settings:
+    min_importance: float
+    importance_threshold: float
+    preserve_high_importance: bool
+    kinds: frozenset[Kind] | None
+    dry_run: bool
+    batch_size: int
+    similarity: float
+    max_chars: int
+
+
+@dataclass(slots=True)
+class _Plan:
+    sources: list[MemoryRecord]
+    text: str = ""
+    missing: list[str] = field(default_factory=list)
+    reason: str = ""
+    fallback: bool = False
+
+
+def _merge(sources: Sequence[MemoryRecord], llm: Any) -> _Plan:
+    texts = [r.text for r in sources]
+    plan = _Plan(list(sources))
+    if llm is not None:
+        details = sorted(set().union(*(key_terms(t) for t in texts)))
+        try:
+            answer = llm.generate_json(
+                prompt.ConsolidatedMemory, prompt.render(texts, details), system=prompt.SYSTEM,
+                role="consolidator", prompt_version=prompt.VERSION,
+            )
+            plan.text = " ".join(answer.memory.split())
+        except ProviderError as exc:
+            logger.warning("memorist: the consolidation model failed (%s); merging heuristically", exc)
+            plan.fallback = True
+    if not plan.text:
+        plan.text = merge_texts(texts)
+    plan.missing = missing_terms(texts, plan.text)
+    if plan.missing:
+        plan.reason = f"the merge dropped {', '.join(repr(t) for t in plan.missing)}, which a source had: the sources are kept"
+    return plan
+
+
+def _consolidated(plan: _Plan, run_id: str, now: float) -> MemoryRecord:
+    sources = plan.sources
+    first = sources[0]
+    metadata: dict[str, Any] = {}
+    for source in sources:
+        for key, value in source.metadata.items():
+            metadata.setdefault(key, value)
+    tags = list(dict.fromkeys(t for s in sources for t in s.tags))
+    memory_class = Counter(s.memory_class for s in sources).most_common(1)[0][0]
+    return MemoryRecord(
+        id=new_id(),
+        scope=first.scope,
+        text=plan.text,
+        kind=Kind.CONSOLIDATED,
+        memory_class=memory_class,
+        topic=first.topic,
+        concept=first.concept,
+        tags=tags,
+        helpful=sum(s.helpful for s in sources),
+        harmful=sum(s.harmful for s in sources),
+        access_count=sum(s.access_count for s in sources),
+        importance=max(s.importance for s in sources),
+        energy=max(s.energy for s in sources),
+        tier=first.tier,
+        created_at=min(s.created_at for s in sources),
+        updated_at=now,
+        content_hash=content_hash(plan.text),
+        metadata=metadata,
+        lineage={"consolidated_from": [s.id for s in sources], "consolidation_run": run_id},
+    )
+
+
+def _unchanged(before: MemoryRecord, now: MemoryRecord | None) -> bool:
+    return (
+        now is not None and now.status is Status.ACTIVE and now.text == before.text
+        and now.updated_at == before.updated_at and now.importance == before.importance
+    )
+
+
+class Consolidator:
+    """One store's consolidation runs (see the module's docstring)."""
+
+    def __init__(self, store: Store, embedder: Embedder, *, prepare: Callable[[MemoryRecord], None] | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.prepare = prepare
+
+    def run(self, scope: ScopeFilter, settings: Settings, *, llm: Any = None, event_scope: Scope, actor: str = "consolidation") -> dict[str, Any]:
+        run_id = f"consolidation-{uuid.uuid4().hex}"
+        records = [r for r in self.store.list(scope) if is_fact(r)]
+        if settings.kinds is not None:
+            records = [r for r in records if r.kind in settings.kinds]
+        preserved: list[MemoryRecord] = []
+        candidates: list[MemoryRecord] = []
+        for record in records:
+            high = settings.preserve_high_importance and record.importance >= settings.importance_threshold
+            (preserved if high or record.importance >= settings.min_importance else candidates).append(record)
+        by_scope: dict[Scope, list[MemoryRecord]] = {}
+        most = MAX_BATCHES * settings.batch_size  # a run's bound; the rest waits for the next run
+        for record in sorted(candidates, key=lambda r: (r.created_at, r.id))[:most]:
+            by_scope.setdefault(record.scope, []).append(record)
+        batches = [(scope_, i) for scope_, members in by_scope.items() for i in range(0, len(members), settings.batch_size)]
+        report: dict[str, Any] = {
+            "run_id": None if settings.dry_run else run_id,
+            "dry_run": settings.dry_run,
+            "considered": len(records),
+            "candidates": len(candidates),
+            "merged_count": 0,
+            "consolidated_count": 0,
+            "preserved_count": len(preserved),
+            "space_saved_bytes": 0,
+            "batches": len(batches),
+            "remaining": max(0, len(candidates) - most),
+            "results": [],
+            "rejected": [],
+            "event_seqs": [],
+        }
+        for members in by_scope.values():
+            unit = self._unit_vectors(members, settings.batch_size)
+            taken = np.zeros(len(members), dtype=bool)
+            for start in range(0, len(members), settings.batch_size):
+                plans = self._plan(members, unit, taken, start, settings, llm, report)
+                if plans:
+                    self._write(plans, settings, run_id, event_scope, actor, report)
+        return report
+
+    def _unit_vectors(self, members: list[MemoryRecord], chunk: int) -> np.ndarray:
+        """The members' embeddings, unit length (embedded ``chunk`` at a time)."""
+        parts = [np.asarray(self.embedder.embed([r.text for r in members[i:i + chunk]]), np.float32)
+                 for i in range(0, len(members), chunk)]
+        vectors = np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return vectors / norms
+
+    def _plan(self, members: list[MemoryRecord], unit: np.ndarray, taken: np.ndarray, start: int, settings: Settings,
+              llm: Any, report: dict[str, Any]) -> list[_Plan]:
+        """The groups seeded by the batch ``members[start:start + batch_size]`` (oldest
+        first): each seed takes the members of its scope not yet grouped at least
+        ``similarity`` alike to it, wherever they are in the scope (not only in this
+        batch), the most alike first."""
+        stop = min(len(members), start + settings.batch_size)
+        plans: list[_Plan] = []
+        sims = np.zeros((0, len(members)), np.float32)
+        for seed in range(start, stop):
+            row = (seed - start) % _BLOCK
+            if row == 0:  # _BLOCK seeds against the scope at a time: memory stays small
+                sims = unit[seed:min(stop, seed + _BLOCK)] @ unit.T
+            if taken[seed]:
+                continue
+            close = np.nonzero((sims[row] >= settings.similarity - 1e-6) & ~taken)[0]
+            close = close[close != seed]
+            if not len(close):
+                continue
+            close = close[np.argsort(-sims[row][close], kind="stable")][: MAX_GROUP - 1]
+            chosen = [seed, *close.tolist()]
+            taken[chosen] = True
+            plan = _merge([members[i] for i in chosen], llm)
+            limit = min(MAX_MERGED_CHARS, settings.max_chars)
+            if not plan.reason and len(plan.text) > limit:
+                plan.reason = f"the merged memory would be {len(plan.text)} characters; the limit is {limit}"
+            if plan.reason:
+                report["rejected"].append({"consolidated_from": [s.id for s in plan.sources], "sources": [s.text for s in plan.sources],
+                                           "memory": plan.text, "reason": plan.reason, "missing": plan.missing})
+            else:
+                plans.append(plan)
+        return plans
+
+    def _write(self, plans: list[_Plan], settings: Settings, run_id: str, event_scope: Scope, actor: str, report: dict[str, Any]) -> None:
+        if settings.dry_run:
+            for plan in plans:
+                self._count(report, plan, None)
+            return
+        merged_vectors = self.embedder.embed([p.text for p in plans])
+        now = time.time()
+        with self.store.transaction() as batch:
+            current = batch.get_many([s.id for p in plans for s in p.sources])
+            before: list[MemoryRecord] = []
+            created: list[str] = []
+            for plan, vector in zip(plans, merged_vectors, strict=True):
+                if not all(_unchanged(s, current.get(s.id)) for s in plan.sources):
+                    report["rejected"].append({"consolidated_from": [s.id for s in plan.sources], "sources": [s.text for s in plan.sources],
+                                               "memory": plan.text, "reason": "a source changed during the run: the sources are kept",
+                                               "missing": []})
+                    continue
+                record = _consolidated(plan, run_id, now)
+                if self.prepare is not None:
+                    self.prepare(record)
+                batch.add(record, vector, actor=actor, payload={"run_id": run_id, "consolidated_from": [s.id for s in plan.sources]})
+                for source in plan.sources:
+                    held = current[source.id]
+                    before.append(held)
+                    retired = held.copy(status=Status.ARCHIVED, lineage={**held.lineage, "consolidated_into": record.id})
+                    batch.update(retired, None, old_text=held.text, op=OP_CONSOLIDATE, actor=actor,
+                                 payload={"run_id": run_id, "consolidated_into": record.id})
+                created.append(record.id)
+                self._count(report, plan, record.id)
+            if created:
+                seq = batch.event(OP_CONSOLIDATION, event_scope, memory_id=run_id, actor=actor, payload={
+                    "run_id": run_id, "merged": len(before), "consolidated": created, UNDO: undo_payload(before, created),
+                })
+                report["event_seqs"].append(seq)
+
+    @staticmethod
+    def _count(report: dict[str, Any], plan: _Plan, memory_id: str | None) -> None:
+        saved = sum(len(s.text.encode()) for s in plan.sources) - len(plan.text.encode())
+        report["merged_count"] += len(plan.sources)
+        report["consolidated_count"] += 1
+        report["space_saved_bytes"] += saved
+        item = {"id": memory_id, "memory": plan.text, "consolidated_from": [s.id for s in plan.sources]}
+        if plan.fallback:
+            item["fallback"] = "the model failed: merged heuristically"
+        report["results"].append(item)
+
+
+__all__ = ["OP_CONSOLIDATE", "OP_CONSOLIDATION", "Consolidator", "Settings"]

@@ -1,0 +1,29 @@
+"""Fixtures of the tutor's tests: the fake OpenAI server (tests/capabilities/llm)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # fake_openai
+
+from fake_openai import FakeOpenAIServer  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def fake_server():
+    server = FakeOpenAIServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_openai(fake_server, monkeypatch):
+    """The fake server, emptied, with the SDK's own variables pointing at it."""
+    fake_server.reset()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fake")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
+    yield fake_server
+    fake_server.reset()

@@ -1,0 +1,119 @@
+"""The energy tiers' edges a user meets (issue 25, item 8): promotions left over by the
+batch limit count as pending; items show the energy now; a run dated before a memory
+existed leaves it alone; a boost above the cap names the cap; times may be offsets
+from now (``+10h``, ``-2d``); the service's tier figures take ``now``. On each backend."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import pytest
+from click.testing import CliRunner
+from tiers_helpers import HOUR, at, remember
+
+from memorist import ValidationError
+from memorist.cli import cli
+
+
+def test_promotions_left_over_by_the_batch_limit_are_pending(mem):
+    mem.tiers.config({"promotion_batch": 1})
+    ids = [remember(mem, f"insight number {i}", metadata={"energy": 3.0 + i}) for i in range(3)]
+    # At the time they were made: no decay due, three promotions due, one allowed per run.
+    first = mem.tiers.maintain(now=at(0))
+    assert (first["promoted"], first["pending"]) == (1, 2)
+    assert first["results"][0]["id"] == ids[2]  # the highest energy first
+    second = mem.tiers.maintain(now=at(0))
+    assert (second["promoted"], second["pending"]) == (1, 1)
+    # Later: the one left over is decayed meanwhile, still above 2.0, still pending.
+    mem.tiers.config({"promotion_batch": 0})
+    third = mem.tiers.maintain(now=at(0.1))
+    assert third["promoted"] == 0 and third["pending"] >= 1
+    assert mem.tiers.health(now=at(0.1))["checks"][4]["promotions"] == third["pending"]
+    mem.tiers.config({"promotion_batch": 1})
+    last = mem.tiers.maintain(now=at(0.1))
+    assert (last["promoted"], last["pending"]) == (1, 0)
+
+
+def test_get_and_list_show_the_energy_now_as_status_does(mem):
+    two_hours_ago = time.time() - 2 * HOUR
+    mid = mem.add("The staging password rotates monthly", user_id="alex", infer=False, metadata={"energy": 2.0},
+                  timestamp=two_hours_ago)["results"][0]["id"]
+    expected = 2.0 * math.exp(-0.5 * 2)  # two hours in the working tier
+    got = mem.get(mid, user_id="alex")
+    assert got["energy"] == pytest.approx(expected, abs=1e-3)
+    assert got["energy_at_last_decay"] == 2.0
+    assert got["last_decay"].startswith(time.strftime("%Y-%m-%d", time.gmtime(two_hours_ago)))
+    (listed,) = mem.get_all(user_id="alex")["results"]
+    assert listed["energy"] == pytest.approx(expected, abs=1e-3)
+    status = mem.tiers.status(user_id="alex")
+    assert status["tiers"]["working"]["energy_max"] == pytest.approx(listed["energy"], abs=1e-3)
+    # A run now stores what was shown; the item then shows the same energy.
+    mem.tiers.maintain()
+    after = mem.get(mid, user_id="alex")
+    assert after["energy_at_last_decay"] == pytest.approx(expected, abs=1e-3)
+    assert after["energy"] == pytest.approx(expected, abs=1e-3)
+
+
+def test_a_run_dated_before_a_memory_existed_leaves_it_alone(mem):
+    strong = remember(mem, "Ship on Fridays is forbidden", hours=10, metadata={"energy": 50.0})
+    weak = remember(mem, "Lunch was at noon", hours=10, metadata={"energy": 0.2})
+    early = mem.tiers.maintain(now=at(5))  # five hours before either existed
+    assert (early["memories"], early["decayed"], early["expired"], early["promoted"], early["pending"]) == (0, 0, 0, 0, 0)
+    for mid in (strong, weak):
+        assert [e["event"] for e in mem.history(mid)] == ["ADD"]
+        assert mem.get(mid, user_id="alex")["energy_at_last_decay"] in (50.0, 0.2)
+    # At their time they are promoted and kept (0.2 is above the 0.1 expiry).
+    on_time = mem.tiers.maintain(now=at(10))
+    assert (on_time["memories"], on_time["promoted"], on_time["expired"]) == (2, 1, 0)
+
+
+def test_a_boost_above_the_cap_names_the_cap(mem):
+    mid = remember(mem, "Renew the TLS certificate")
+    with pytest.raises(ValidationError, match="amount: must be a number > 0 and ≤ 1,000,000,000, got 2000000000.0"):
+        mem.tiers.boost(mid, 2e9, now=at(0), user_id="alex")
+    with pytest.raises(ValidationError, match="≤ 1,000,000,000"):
+        mem.add("huge", user_id="alex", infer=False, metadata={"energy": 1e10})
+    with pytest.raises(ValidationError, match="tiers.boost: must be a number > 0 and ≤ 1,000,000,000"):
+        mem.tiers.config({"boost": 5e9})
+    assert mem.tiers.boost(mid, 1e9, now=at(0), user_id="alex")["energy"] == pytest.approx(1e9 + 1.0)
+
+
+@pytest.mark.parametrize(("offset", "seconds"), [("+10h", 36_000), ("-2d", -172_800), ("+30m", 1_800), ("-45s", -45),
+                                                 ("+1w", 604_800), ("+1.5h", 5_400)])
+def test_now_takes_offsets_from_the_current_time(mem, offset, seconds):
+    before = time.time()
+    run = mem.tiers.maintain(now=offset)
+    ran_at = time.mktime(time.strptime(run["now"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    assert before + seconds - 2 <= ran_at <= time.time() + seconds + 2
+    assert mem.tiers.status(now=offset)["now"][:16] == run["now"][:16]
+
+
+def test_an_offset_that_is_not_one_is_refused(mem):
+    for bad in ("+10", "10h", "+h", "+10 light-years", "+99999999999d"):
+        with pytest.raises(ValidationError) as info:
+            mem.tiers.maintain(now=bad)
+        assert info.value.field == "now"
+
+
+def test_the_cli_takes_offsets_and_names_the_energy_flag(backend, tmp_path):
+    runner = CliRunner()
+
+    def memorist(*args: str, code: int = 0):
+        result = runner.invoke(cli, ["--db", backend.target, "--embedder", "hashing", "--policy", "energy", *args])
+        assert result.exit_code == code, (result.stdout, result.stderr)
+        return result
+
+    memorist("add", "--user", "alex", "--no-infer", "--metadata", '{"energy": 3.0}', "Renew the TLS certificate")
+    run = json.loads(memorist("--json", "maintain", "--now", "+10h").stdout)
+    assert run["decayed"] == 1 and run["expired"] == 1  # 3.0 * e^-5 < 0.1
+    earlier = json.loads(memorist("--json", "maintain", "--now", "-2d").stdout)
+    assert earlier["memories"] == 0  # the memory did not exist two days ago
+    assert "--now" in memorist("maintain", "--now", "+ten hours", code=1).stderr
+    nan = memorist("tiers", "test-memory", "--user", "alex", "--energy", "nan", "Near expiry", code=2).stderr
+    assert "--energy" in nan and "--metadata" not in nan
+    huge = memorist("tiers", "test-memory", "--user", "alex", "--energy", "1e12", "Near expiry", code=1).stderr
+    assert "--energy: a start energy must be a number > 0 and ≤ 1,000,000,000" in huge and "--metadata" not in huge
+    status = json.loads(memorist("--json", "tiers", "status", "--now", "+1d").stdout)
+    assert status["now"][:10] == time.strftime("%Y-%m-%d", time.gmtime(time.time() + 86_400))

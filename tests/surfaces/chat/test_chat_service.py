@@ -1,0 +1,180 @@
+"""memorist chat's service: POST /api/ai/chat under the chat's keys and conversation
+owners; the memory service reached over HTTP only when memoryEnabled; its decay; a
+memory service that is down."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from chat_helpers import chat_app, free_port
+from fastapi.testclient import TestClient
+
+from memorist import Memory
+from memorist.agent.chat import UNAVAILABLE
+
+pytestmark = pytest.mark.sqlite_only("the chat keeps its store in a SQLite file")
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def say(client: TestClient, key: str, message: str, **body) -> dict:
+    response = client.post("/api/ai/chat", json={"message": message, **body}, headers=bearer(key))
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_keys_and_conversation_ownership(chat_db, memory_service):
+    db, keys = chat_db
+    with TestClient(chat_app(db, memory_service)) as client:
+        assert client.post("/api/ai/chat", json={"message": "hi"}).status_code == 401
+        assert client.post("/api/ai/chat", json={"message": "hi"}, headers=bearer("ek_nope1234_" + "x" * 43)).status_code == 401
+        tenant = client.post("/api/ai/chat", json={"message": "hi"}, headers=bearer(keys.tenant))
+        assert tenant.status_code == 403 and "bound to no user" in tenant.json()["error"]["message"]
+
+        first = say(client, keys.alice, "Help me multiply 12 by 5.")
+        conversation = first["conversationId"]
+        assert first["response"] == "12 * 5 = 60"
+        assert first["metadata"]["reasoningMode"] == "react" and "ace_delta" in first["metadata"]["scratch"]
+        again = say(client, keys.alice, "And 1/2 + 1/3?", conversationId=conversation)
+        assert again["conversationId"] == conversation and again["response"] == "1/2 + 1/3 = 5/6"
+        # Bob cannot read or write Alice's conversation: it does not exist for him.
+        stolen = client.post("/api/ai/chat", json={"message": "hi", "conversationId": conversation}, headers=bearer(keys.bob))
+        assert stolen.status_code == 404 and stolen.json()["error"]["field"] == "conversationId"
+        assert "alice" not in stolen.text
+        # A conversation id the client chose is started for its first user.
+        assert say(client, keys.bob, "hello", conversationId="bobs-own")["conversationId"] == "bobs-own"
+        assert client.post("/api/ai/chat", json={"message": "x", "conversationId": "bobs-own"}, headers=bearer(keys.alice)).status_code == 404
+
+
+def test_memory_is_reached_over_http_only_when_enabled(chat_db, memory_service):
+    db, keys = chat_db
+    recorded = memory_service.recorder.requests
+    with TestClient(chat_app(db, memory_service)) as client:
+        off = say(client, keys.alice, "I am vegetarian and I love hiking", memoryEnabled=False)
+        assert recorded == [] and off["metadata"]["memory"]["status"] == "off"
+
+        on = say(client, keys.alice, "I am vegetarian and I love hiking", memoryEnabled=True)
+        assert on["metadata"]["memory"]["status"] == "used" and on["metadata"]["memory"]["added"]
+        paths = [(method, path) for method, path, _ in recorded]
+        assert ("POST", "/api/memories/search/") in paths and ("POST", "/api/memories/") in paths
+        assert {auth for _, _, auth in recorded} == {f"Bearer {memory_service.key}"}  # the chat's key for the memory service
+
+        # A new conversation: the facts come back from the memory service into the tutor's context.
+        later = say(client, keys.alice, "Which vegetarian food is good for hiking?", memoryEnabled=True)
+        assert later["conversationId"] != on["conversationId"]
+        facts = " ".join(f["text"] for f in later["metadata"]["memory"]["used"])
+        assert "egetarian" in facts and "egetarian" in later["response"]
+        # Bob's memories are his own.
+        bob = say(client, keys.bob, "Which vegetarian food is good for hiking?", memoryEnabled=True)
+        assert bob["metadata"]["memory"]["used"] == []
+
+        before = len(recorded)
+        say(client, keys.alice, "What food do I like?")  # off again: no request at all
+        assert len(recorded) == before
+
+    with Memory(memory_service.db, embedder="hashing", tenant_id="school") as memory:
+        stored = memory.get_all(user_id="alice")["results"]
+        assert stored and all(m["agent_id"] == "chat" for m in stored)
+        assert memory.get_all(user_id="bob")["results"] == [] or all("egetarian" not in m["memory"] for m in memory.get_all(user_id="bob")["results"])
+
+
+def test_a_memory_service_that_is_down_does_not_stop_the_chat(chat_db):
+    db, keys = chat_db
+    with TestClient(chat_app(db, None, url=f"http://127.0.0.1:{free_port()}/api/memories")) as client:
+        out = say(client, keys.alice, "Help me multiply 12 by 5.", memoryEnabled=True)
+        assert out["response"].startswith("12 * 5 = 60") and UNAVAILABLE in out["response"]
+        assert out["metadata"]["memory"]["status"] == "unavailable"
+        drawer = client.get("/api/ai/memories", headers=bearer(keys.alice))
+        assert drawer.status_code == 503 and "unavailable" in drawer.json()["error"]["message"]
+        assert say(client, keys.alice, "Help me multiply 12 by 5.")["response"] == "12 * 5 = 60"  # off: unaffected
+
+
+def test_memories_older_than_the_decay_window_are_not_used(chat_db, memory_service):
+    db, keys = chat_db
+    now = time.time()
+    with Memory(memory_service.db, embedder="hashing", tenant_id="school") as memory:
+        memory.add("Is learning long division", user_id="alice", agent_id="chat", infer=False, timestamp=now - 10 * 86400)
+        memory.add("Is learning fractions", user_id="alice", agent_id="chat", infer=False, timestamp=now - 86400)
+    with TestClient(chat_app(db, memory_service, decay_days=6)) as client:
+        out = say(client, keys.alice, "What am I learning?", memoryEnabled=True)
+        used = [f["text"] for f in out["metadata"]["memory"]["used"]]
+        assert "Is learning fractions" in used and "Is learning long division" not in used
+        listed = [m["memory"] for m in client.get("/api/ai/memories", headers=bearer(keys.alice)).json()["results"]]
+        assert "Is learning fractions" in listed and "Is learning long division" not in listed
+
+
+def test_the_drawer_routes_list_newest_first_search_and_delete(chat_db, memory_service):
+    db, keys = chat_db
+    now = time.time()
+    with Memory(memory_service.db, embedder="hashing", tenant_id="school") as memory:
+        for i, text in enumerate(["Likes chess", "Has a dog", "Plays violin"]):
+            memory.add(text, user_id="alice", agent_id="chat", infer=False, timestamp=now - (3 - i) * 3600)
+        memory.add("Bob's secret", user_id="bob", agent_id="chat", infer=False)
+    with TestClient(chat_app(db, memory_service)) as client:
+        rows = client.get("/api/ai/memories", headers=bearer(keys.alice)).json()["results"]
+        assert [r["memory"] for r in rows] == ["Plays violin", "Has a dog", "Likes chess"]
+        found = client.get("/api/ai/memories", params={"query": "dog"}, headers=bearer(keys.alice)).json()["results"]
+        assert found[0]["memory"] == "Has a dog"
+        assert client.delete(f"/api/ai/memories/{found[0]['id']}", headers=bearer(keys.alice)).status_code == 200
+        assert [r["memory"] for r in client.get("/api/ai/memories", headers=bearer(keys.alice)).json()["results"]] == ["Plays violin", "Likes chess"]
+        bobs = client.get("/api/ai/memories", headers=bearer(keys.bob)).json()["results"]
+        assert client.delete(f"/api/ai/memories/{bobs[0]['id']}", headers=bearer(keys.alice)).status_code == 404
+
+
+def test_bad_requests_name_the_field(chat_db, memory_service):
+    db, keys = chat_db
+    with TestClient(chat_app(db, memory_service)) as client:
+        for body, field in (
+            ({}, "message"),
+            ({"message": ""}, "message"),
+            ({"message": "x" * 10_001}, "message"),
+            ({"message": "hi", "memoryEnabled": "maybe"}, "memoryEnabled"),
+            ({"message": "hi", "conversationHistory": [{"role": "user", "content": "x"}] * 51}, "conversationHistory"),
+            ({"message": "hi", "conversationHistory": [{"role": "robot", "content": "x"}]}, "conversationHistory[0].role"),
+            ({"message": "hi", "conversationId": "\n"}, "conversationId"),
+        ):
+            response = client.post("/api/ai/chat", json=body, headers=bearer(keys.alice))
+            assert response.status_code == 422, (body, response.text)
+            assert response.json()["error"]["field"] == field, (body, response.json())
+        assert memory_service.recorder.requests == []
+
+
+def test_a_chat_store_without_keys_is_a_local_development_server(tmp_path, memory_service):
+    with TestClient(chat_app(str(tmp_path / "dev.db"), memory_service, local_only=True), base_url="http://127.0.0.1") as client:
+        out = client.post("/api/ai/chat", json={"message": "Help me multiply 12 by 5."}).json()
+        assert out["metadata"]["scratch"]["learner_id"] == "default"
+    with TestClient(chat_app(str(tmp_path / "dev2.db"), memory_service, local_only=True), base_url="http://evil.example") as client:
+        assert client.post("/api/ai/chat", json={"message": "hi"}).status_code == 403
+
+
+def test_a_body_too_large_is_refused_before_it_is_read(chat_db, memory_service):
+    db, keys = chat_db
+    with TestClient(chat_app(db, memory_service)) as client:
+        huge = b'{"message": "' + b"x" * 2_000_000 + b'"}'
+        response = client.post("/api/ai/chat", content=huge, headers={**bearer(keys.alice), "Content-Type": "application/json"})
+        assert response.status_code == 413 and "larger than" in response.json()["error"]["message"]
+
+
+def test_one_load_of_the_playbook_per_request(chat_db, memory_service, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="memorist")
+    db, keys = chat_db
+    with TestClient(chat_app(db, memory_service)) as client:
+        for message in ("Help me multiply 12 by 5.", "I get confused by fractions", "What is the best way to practice?"):
+            caplog.clear()
+            say(client, keys.alice, message, memoryEnabled=True)
+            assert sum(r.getMessage().startswith("[ACE Memory] Loaded") for r in caplog.records) == 1
+
+
+def test_each_user_has_a_rate(chat_db, memory_service):
+    db, keys = chat_db
+    with TestClient(chat_app(db, memory_service, rate=1.0, burst=2)) as client:
+        for _ in range(2):
+            say(client, keys.alice, "Help me multiply 12 by 5.")
+        refused = client.post("/api/ai/chat", json={"message": "hi"}, headers=bearer(keys.alice))
+        assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+        say(client, keys.bob, "Help me multiply 12 by 5.")  # another user's bucket

@@ -1,0 +1,98 @@
+"""What one filter may cost: its conditions are counted while it compiles, its
+checks while it runs, and both are bounded with an error naming ``filters``."""
+
+from __future__ import annotations
+
+import pytest
+
+from memorist.errors import CancelledCallError, ValidationError
+from memorist.policies import filters
+from memorist.policies.filters import MAX_NODES, compile_filters
+from memorist.work import Meter, charge, metered
+
+#: A smaller budget than the real one (filters.MAX_CHECKS), so the tests stay fast.
+MAX_CHECKS = 100_000
+
+
+@pytest.fixture(autouse=True)
+def small_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(filters, "MAX_CHECKS", MAX_CHECKS)
+
+
+def test_a_filter_of_max_nodes_conditions_compiles_and_one_more_is_refused() -> None:
+    ok = compile_filters({"OR": [{"cat": f"x{i}"} for i in range(MAX_NODES - 1)]})
+    assert ok is not None and ok.nodes == MAX_NODES
+    with pytest.raises(ValidationError) as err:
+        compile_filters({"OR": [{"cat": f"x{i}"} for i in range(40_000)]})
+    assert err.value.field == "filters" and f"{MAX_NODES:,} conditions" in str(err.value)
+
+
+def test_list_values_count_as_conditions() -> None:
+    with pytest.raises(ValidationError, match="more than 1,000 conditions"):
+        compile_filters({"cat": {"in": [f"x{i}" for i in range(MAX_NODES + 1)]}})
+    with pytest.raises(ValidationError, match="more than 1,000 conditions"):
+        compile_filters({"AND": [{"NOT": {"cat": {"nin": list(range(100))}}} for _ in range(10)]})
+
+
+def test_the_checks_of_one_call_are_bounded() -> None:
+    flt = compile_filters({"OR": [{"cat": f"x{i}"} for i in range(999)]})
+    assert flt is not None
+
+    class Record:
+        metadata = {"cat": "y"}
+
+    record = Record()
+    for _ in range(MAX_CHECKS // flt.nodes):
+        assert flt(record) is False  # type: ignore[arg-type]
+    with pytest.raises(ValidationError) as err:
+        flt(record)  # type: ignore[arg-type]
+    assert err.value.field == "filters" and f"{MAX_CHECKS:,} condition checks" in str(err.value)
+
+
+def test_the_work_meter_counts_and_cancels() -> None:
+    charge(5)  # no meter: nothing happens
+    with metered() as meter:
+        charge(3)
+        charge(4)
+        assert meter.units == 7
+        meter.cancel()
+        with pytest.raises(CancelledCallError):
+            charge(1)
+    outside = Meter()
+    assert not outside.cancelled
+
+
+class _Record:
+    def __init__(self, **metadata: object) -> None:
+        self.metadata = metadata
+
+
+def _calls_until_refused(flt: object, record: object) -> int:
+    calls = 0
+    with pytest.raises(ValidationError, match="a long text or list counting as several"):
+        for _ in range(MAX_CHECKS + 1):
+            flt(record)  # type: ignore[operator]
+            calls += 1
+    return calls
+
+
+def test_long_values_count_as_several_checks() -> None:
+    """Comparing with a long text or list is as much work as many short checks: a
+    filter over memories whose values are long runs out of budget sooner."""
+    within = {"OR": [{"big": {"contains": f"zz{i}"}} for i in range(99)]}  # 100 conditions
+    short, long_text = _Record(big="x" * 255), _Record(big="x" * 256_000)
+    assert _calls_until_refused(compile_filters(within), short) == MAX_CHECKS // 100
+    # 100 + 99 x 1,000 (a condition per 256 characters) per memory
+    assert _calls_until_refused(compile_filters(within), long_text) == MAX_CHECKS // (100 + 99 * 1000)
+    # an 'in' of 500 options over a list of 1,000 items: each option meets each item
+    by_tag = compile_filters({"big": {"in": list(range(500))}})
+    assert _calls_until_refused(by_tag, _Record(big=list(range(1000)))) == MAX_CHECKS // (501 + 501 * 1000)
+    assert _calls_until_refused(compile_filters({"big": {"in": list(range(500))}}), _Record(big=7)) == MAX_CHECKS // 501
+
+
+def test_the_budget_is_checked_before_the_check_that_would_exceed_it() -> None:
+    flt = compile_filters({"big": {"contains": "needle"}})
+    assert flt is not None
+    huge = _Record(big="x" * (256 * (MAX_CHECKS + 1)))  # one check would cost more than the whole budget
+    with pytest.raises(ValidationError):
+        flt(huge)  # type: ignore[arg-type]
