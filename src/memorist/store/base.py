@@ -68,6 +68,21 @@ class ScopeFilter:
 TOMBSTONE = '{"erased":true}'
 
 
+def holds_text_of(payload: dict[str, Any], owners: Sequence[ScopeFilter]) -> bool:
+    """Whether an event's payload keeps a copy of a memory of one of ``owners``: the
+    ``"undo"`` snapshots a reversible operation logs (a consolidation or an
+    evaluation may be logged in a wider scope than the memories it changed). An
+    erasure makes such an event a tombstone too, wherever it is logged."""
+    undo = payload.get("undo")
+    if not isinstance(undo, dict):
+        return False
+    for snap in undo.get("before") or ():
+        ids = snap.get("scope") if isinstance(snap, dict) else None
+        if isinstance(ids, list) and len(ids) == 4 and any(owner.matches(Scope(*map(str, ids))) for owner in owners):
+            return True
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Erased:
     """What :meth:`Store.erase` removed (or, in a dry run, would remove).

@@ -306,3 +306,28 @@ def test_a_log_another_reader_holds_is_reported_not_truncated_and_scrubbed_later
     assert m.get_all(user_id="zed")["results"] == [], "the erasure itself committed"
     m.close()  # the last connection's checkpoint takes the log into the rewritten file
     assert b"Fumblorx" not in _sqlite_bytes(backend.target)
+
+
+def test_copies_of_the_user_s_memories_logged_in_a_wider_scope_go_too(backend) -> None:
+    """A consolidation over an agent logs, in the agent's space, the memories it merged
+    as they were (to undo it): the erased user's copies go; another user's stay."""
+    with Memory(backend.target, embedder="hashing") as m:
+        for text in ("Alex drinks Zorblatt tea every morning", "Alex drinks Zorblatt tea each morning"):
+            m.add(text, user_id="alex", agent_id="tutor", infer=False)
+        for text in ("Sam reads Quentrix books every night", "Sam reads Quentrix books each night"):
+            m.add(text, user_id="sam", agent_id="tutor", infer=False)
+        report = m.learning.consolidate(agent_id="tutor", min_importance=1.0)
+        assert report["merged_count"] == 4
+        runs = m.store.events(None, ops=("consolidation",))
+        assert {tuple(s["scope"][1:3]) for e in runs for s in e.payload["undo"]["before"]} == {("alex", "tutor"), ("sam", "tutor")}
+        assert all(e.scope.user_id == "" for e in runs), "logged in the agent's space, beyond alex's"
+
+        preview = m.erase(user_id="alex", dry_run=True)
+        result = m.erase(user_id="alex")
+        assert result["events"] == preview["events"]
+        after = {e.seq: e for e in m.store.events(None, ops=("consolidation",))}
+        held = {e.seq for e in runs if any(s["scope"][1] == "alex" for s in e.payload["undo"]["before"])}
+        assert held and all(after[seq].erased for seq in held)
+        assert not any(after[e.seq].erased for e in runs if e.seq not in held), "sam's copies stay"
+        blobs = _scan(m, backend)
+        assert not _found(blobs, "Zorblatt") and all(_found({k: v}, "Quentrix") for k, v in blobs.items())

@@ -80,7 +80,7 @@ from ...errors import (
 )
 from ...model import EventRecord, MemoryRecord, Scope, Status
 from .. import redact
-from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store
+from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of
 from ..codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
 from ..sql import active_hash_sql, event_scope_where, scope_where, user_counts_sql, validity_where
 from ..touches import FLUSH_EVERY, TouchBuffer
@@ -1307,7 +1307,8 @@ class PostgresStore(Store):
         with self._pool_connection() as conn:
             if dry_run:
                 with conn.transaction():
-                    return self._erased(conn, self._owned(conn, owners))
+                    counts = self._erased(conn, self._owned(conn, owners))
+                    return Erased(counts.memories, counts.vectors, counts.events + len(self._wider(conn, owners)), counts.spaces)
             with conn.transaction():
                 owned = self._owned(conn, owners, lock=True)
                 counts = self._erased(conn, owned)
@@ -1325,6 +1326,16 @@ class PostgresStore(Store):
                         [TOMBSTONE, *args, TOMBSTONE],
                     ).rowcount
                     conn.execute("UPDATE spaces SET generation = generation + 1 WHERE id = ANY(%s)", (spaces,))
+                # Copies of the owner's memories logged beyond its spaces (the undo
+                # snapshots of an operation run over a wider scope) go too.
+                wider = self._wider(conn, owners)
+                if wider:
+                    changed += conn.execute(
+                        "UPDATE events SET old_text = NULL, new_text = NULL, payload = %s WHERE seq = ANY(%s) "
+                        "AND NOT (old_text IS NULL AND new_text IS NULL AND payload = %s)",
+                        (TOMBSTONE, wider, TOMBSTONE),
+                    ).rowcount
+                    counts = Erased(counts.memories, counts.vectors, counts.events + len(wider), counts.spaces)
                 seq = None
                 if log is not None:
                     batch = _PostgresBatch(self, conn)
@@ -1340,6 +1351,20 @@ class PostgresStore(Store):
             # nothing to scrub: the tables are not rewritten again for it.
             scrub = self._scrub_tables(conn) if changed else {"complete": True, "vacuum": "not needed (no row changed)"}
         return Erased(counts.memories, counts.vectors, counts.events, counts.spaces, seq, scrub)
+
+    @staticmethod
+    def _wider(conn: Any, owners: Sequence[ScopeFilter]) -> list[int]:
+        """Events outside the owners' spaces that keep a copy of their memories
+        (:func:`~memorist.store.base.holds_text_of`)."""
+        rows = conn.execute(
+            "SELECT e.seq, e.payload, s.tenant_id, s.user_id, s.agent_id, e.run_id FROM events e JOIN spaces s ON s.id = e.space_id "
+            "WHERE s.tenant_id = ANY(%s) AND e.payload LIKE %s",
+            ([o.tenant_id for o in owners], '%"undo"%'),
+        ).fetchall()
+        return [
+            int(seq) for seq, payload, *where in rows
+            if not any(o.matches(Scope(*where)) for o in owners) and holds_text_of(json.loads(payload), owners)
+        ]
 
     def _owned(self, conn: Any, owners: Sequence[ScopeFilter], *, lock: bool = False) -> list[tuple[list[int], str | None]]:
         """For each owner with a space: its spaces' ids and its run (None: every run).

@@ -28,7 +28,7 @@ import numpy as np
 from ...errors import ConfigurationError, CorruptStoreError, EmbedderMismatchError, MemoristError, StoreError
 from ...model import EventRecord, MemoryRecord, Scope, Status
 from ...policies.text import index_terms, query_terms, stable_token
-from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store
+from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of
 from ..codec import (
     AT,
     COLUMNS,
@@ -1106,7 +1106,8 @@ class SQLiteStore(Store):
     ) -> Erased:
         with self._lock:
             if dry_run:
-                return self._erased(self._conn, self._owned(self._conn, owners))
+                counts = self._erased(self._conn, self._owned(self._conn, owners))
+                return Erased(counts.memories, counts.vectors, counts.events + len(self._wider(self._conn, owners)), counts.spaces)
             self.flush()  # buffered retrievals of the owner's spaces are logged now, then blanked
             # Deleted cells and freed pages are overwritten with zeros as they go;
             # VACUUM below rewrites the rest (pages freed before, without it).
@@ -1124,6 +1125,14 @@ class SQLiteStore(Store):
                             "AND NOT (old_text IS NULL AND new_text IS NULL AND payload IS ?)",
                             (TOMBSTONE, *args, TOMBSTONE),
                         ).rowcount
+                    # Copies of the owner's memories logged beyond its spaces (the undo
+                    # snapshots of an operation run over a wider scope) go too.
+                    wider = self._wider(conn, owners)
+                    for seq in wider:
+                        changed += conn.execute(
+                            "UPDATE events SET old_text = NULL, new_text = NULL, payload = ? WHERE seq = ?", (TOMBSTONE, seq)
+                        ).rowcount
+                    counts = Erased(counts.memories, counts.vectors, counts.events + len(wider), counts.spaces)
                     spaces = sorted({space for _, args in owned for space in args if isinstance(space, int)})
                     for start in range(0, len(spaces), 500):  # other processes' indexes of them reload
                         chunk = spaces[start : start + 500]
@@ -1169,6 +1178,20 @@ class SQLiteStore(Store):
                         "log": "not truncated: another connection kept reading it; the erased text leaves it at the next checkpoint"}
             time.sleep(backoff(attempt, first=_LOCK_POLL_FIRST, cap=0.2))
             attempt += 1
+
+    @staticmethod
+    def _wider(conn: sqlite3.Connection, owners: Sequence[ScopeFilter]) -> list[int]:
+        """Events outside the owners' spaces that keep a copy of their memories
+        (:func:`~memorist.store.base.holds_text_of`)."""
+        rows = conn.execute(
+            "SELECT e.seq, e.payload, s.tenant_id, s.user_id, s.agent_id, e.run_id FROM events e JOIN spaces s ON s.id = e.space_id "
+            f"WHERE s.tenant_id IN ({','.join('?' * len(owners))}) AND e.payload LIKE '%\"undo\"%'",
+            [o.tenant_id for o in owners],
+        )
+        return [
+            seq for seq, payload, *where in rows
+            if not any(o.matches(Scope(*where)) for o in owners) and holds_text_of(json.loads(payload), owners)
+        ]
 
     @staticmethod
     def _owned(conn: sqlite3.Connection, owners: Sequence[ScopeFilter]) -> list[tuple[str, list[Any]]]:
