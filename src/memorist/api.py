@@ -31,6 +31,7 @@ from .model import (
     AddResult,
     DeleteAllResult,
     DeleteResult,
+    EraseResult,
     EventItem,
     MemoryItem,
     MemoryList,
@@ -162,6 +163,30 @@ class MemoryAPI(Protocol):
     def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteAllResult:
         """Delete every memory of a scope. At least one id is required: never a wipe.
         The scope's playbooks and trajectories stay (they are not memories of the fact calls)."""
+        ...
+
+    def erase(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, dry_run: bool = False) -> EraseResult:
+        """Forget a person (or an agent, or a run) of this tenant for good: everything
+        the scope owns, in every capability, and every byte of its text in the store.
+
+        Removed: its facts (deleted ones too), test memories, playbook strategies,
+        playbooks and their versions, trajectories, reflections, minutes, their
+        energy-tier state and vectors, and their full-text index entries. Its events
+        stay in the log as tombstones, each with its shape (sequence, time, kind of
+        event, whose, which memory id) but no text, metadata or payload; the erasure
+        is logged too (an ``erase`` event of the tenant naming the scope and the
+        counts, not the text). The store's files are then scrubbed: on SQLite the
+        full-text index is merged, the file rewritten (VACUUM) and its write-ahead
+        log checkpointed and truncated; on PostgreSQL the touched tables are vacuumed
+        (``store`` in the result says what was done).
+
+        At least one id is required, as in :meth:`delete_all`; ``user_id`` alone is
+        the user across all agents, ``agent_id`` alone the agent across all users,
+        ``run_id`` only that run's memories and events. Playbooks of the tenant or of
+        everyone are not a person's and stay. ``dry_run=True`` counts what would go
+        and changes nothing. Returns the counts per capability (``erased``), the
+        ``vectors`` removed and the ``events`` made tombstones.
+        """
         ...
 
     def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> list[EventItem]:
@@ -328,6 +353,12 @@ CALLS: tuple[Call, ...] = (
         cli=Surface("delete-all", extra={"yes": "skip the confirmation"}),
     ),
     Call(
+        "erase",
+        rest=Surface("POST /api/erase/"),
+        mcp=Surface("erase_memories", omitted=_MCP_SCOPED),
+        cli=Surface("erase", extra={"yes": "skip the confirmation"}),
+    ),
+    Call(
         "history",
         rest=Surface("GET /api/memories/{user_id}/{memory_id}/history/"),
         mcp=Surface("memory_history", omitted=_MCP_SCOPED),
@@ -399,6 +430,8 @@ CAPABILITY_CALLS: tuple[Call, ...] = (
                              "confidence": "of the --pattern strategies", "evidence_count": "of the --pattern strategies"})),
     _learning("curate_playbook", Surface("POST /api/playbooks/{name}/curate/", renamed={"playbook_name": "name"}, omitted={"llm": _LIBRARY}),
               Surface("playbook curate", renamed={"playbook_name": "name"}, omitted={"llm": _LIBRARY})),
+    _learning("delete_playbook", Surface("DELETE /api/playbooks/{name}/"),
+              Surface("playbook delete", extra={"yes": "skip the confirmation"})),
     _learning("list_playbook_versions", Surface("GET /api/playbooks/{name}/versions/"), Surface("playbook versions")),
     _learning("get_playbook_version", Surface("GET /api/playbooks/{name}/versions/{version}/"), Surface("playbook get")),
     _learning("rollback_playbook", Surface("POST /api/playbooks/{name}/rollback/"), Surface("playbook rollback")),
@@ -454,7 +487,7 @@ SCOPED_CALLS: dict[str, tuple[str, ...]] = {
     "learning": (
         "start_trajectory", "log_step", "complete_trajectory", "get_trajectory", "query_trajectories", "prune_trajectories",
         "reflect", "batch_reflect", "get_playbook", "list_playbooks", "create_playbook", "update_playbook", "curate_playbook",
-        "list_playbook_versions", "get_playbook_version", "rollback_playbook", "execute_with_learning", "consolidate",
+        "delete_playbook", "list_playbook_versions", "get_playbook_version", "rollback_playbook", "execute_with_learning", "consolidate",
     ),
     "minutes": ("record", "recent", "by_ids", "get", "history", "search", "reindex", "build_context", "evaluate", "pair", "pair_round"),
 }

@@ -38,7 +38,7 @@ from .store.base import ScopeFilter
 LEARNING_CALLS = (
     "start_trajectory", "log_step", "complete_trajectory", "get_trajectory", "query_trajectories", "prune_trajectories",
     "reflect", "batch_reflect", "get_playbook", "list_playbooks", "create_playbook", "update_playbook", "curate_playbook",
-    "list_playbook_versions", "get_playbook_version", "rollback_playbook", "execute_with_learning", "consolidate",
+    "delete_playbook", "list_playbook_versions", "get_playbook_version", "rollback_playbook", "execute_with_learning", "consolidate",
 )
 
 

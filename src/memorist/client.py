@@ -273,6 +273,13 @@ class _Calls:
         return _Call("DELETE", f"{_API}/", _scope(user_id, agent_id, run_id), None, _object)
 
     @staticmethod
+    def erase(user_id: Any, agent_id: Any, run_id: Any, dry_run: Any) -> _Call:
+        if not isinstance(dry_run, bool):
+            raise ValidationError("dry_run", f"must be True or False, got {validate.show(dry_run)}")
+        body = {**_scope(user_id, agent_id, run_id), "dry_run": dry_run}
+        return _Call("POST", "/api/erase/", {}, _encode(body, free="dry_run"), _object)
+
+    @staticmethod
     def history(memory_id: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
         mid = _segment("memory_id", validate.memory_id(memory_id))
         ids = _ids(user_id, agent_id, run_id)

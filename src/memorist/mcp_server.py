@@ -262,6 +262,20 @@ def memory_history(
     return {"results": handle.history(memory_id)}
 
 
+@_tool("Erase everything of this person", read_only=False, destructive=True, idempotent=True)
+def erase_memories(
+    handle: Scoped,
+    dry_run: Annotated[bool, Field(description="Only count what would be erased; change nothing.")] = False,
+) -> dict[str, Any]:
+    """Forget this person completely, for good (only when they ask you to forget
+    everything about them): every memory, playbook, trajectory, reflection and
+    minute of this scope, and the text of its history. Cannot be undone; call it
+    with dry_run=true first to see what would go. Returns the counts per kind
+    ({"erased": {...}, "vectors", "events", "message"}).
+    """
+    return handle.erase(dry_run=dry_run)
+
+
 # sharing: the server acts as its user and/or agent
 def _sharing(handle: Scoped) -> Any:
     """The relation calls of the server's subject (its user and/or agent)."""
@@ -303,6 +317,8 @@ def check_relation(handle: Scoped, subject: Annotated[str, _SUBJECT], relation: 
     """Whether you (or someone, on what you own) may read ('viewer') or write
     ('editor') something: {"allowed", "via"}."""
     return _sharing(handle).check(subject, relation, object)
+
+
 @_tool("Consolidate memories", read_only=False)
 def consolidate_memories(
     handle: Scoped,
@@ -417,5 +433,5 @@ def create_server(
 
 
 __all__ = ["INSTRUCTIONS", "TOOLS", "ChatMessage", "add_memory", "check_relation", "create_relation", "create_server", "delete_memory",
-           "delete_relation", "end_conversation", "get_memory", "list_relations",
+           "delete_relation", "end_conversation", "erase_memories", "get_memory", "list_relations",
            "list_memories", "memory_history", "require_sdk", "search_memories", "update_memory"]

@@ -30,6 +30,7 @@ from .model import (
     AddResult,
     DeleteAllResult,
     DeleteResult,
+    EraseResult,
     EventItem,
     MemoryItem,
     MemoryList,
@@ -478,6 +479,19 @@ class Memory:
                 batch.delete(record, payload={"delete_all": {k: v for k, v in (("user_id", scope.user_id), ("agent_id", scope.agent_id), ("run_id", scope.run_id)) if v}})
         noun = "memory" if len(records) == 1 else "memories"
         return {"deleted": len(records), "message": f"Deleted {len(records)} {noun}"}
+
+    @implements(MemoryAPI.erase)
+    def erase(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, dry_run: bool = False) -> EraseResult:
+        from .pipelines.erase import erase
+
+        scope = self._scope_filter(user_id, agent_id, run_id)
+        if not isinstance(dry_run, bool):
+            raise ValidationError("dry_run", f"must be True or False, got {validate.show(dry_run)}")
+        result = erase(self.store, scope, dry_run=dry_run)
+        if not dry_run:
+            with self._cache_lock:
+                self._query_vectors.clear()  # queries are text too
+        return result
 
     @implements(MemoryAPI.history)
     def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> list[EventItem]:

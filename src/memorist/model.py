@@ -323,6 +323,40 @@ class DeleteAllResult(TypedDict):
     message: str
 
 
+#: What an erasure counts, one entry per capability (:func:`erased_capability`).
+ERASED_CAPABILITIES = (
+    "facts", "playbook_bullets", "playbooks", "playbook_versions", "trajectories", "reflections", "minutes", "test_memories",
+)
+
+
+def erased_capability(kind: str, bullet: bool, test: bool) -> str:
+    """The capability a stored memory of ``kind`` belongs to, as an erasure counts it:
+    ``bullet``, it has a playbook section; ``test``, it is a test memory."""
+    if test:
+        return "test_memories"
+    if bullet or kind in (Kind.STRATEGY, Kind.ANTI_PATTERN):
+        return "playbook_bullets"
+    return {
+        Kind.PLAYBOOK: "playbooks", Kind.PLAYBOOK_VERSION: "playbook_versions", Kind.TRAJECTORY: "trajectories",
+        Kind.TRACE: "trajectories", Kind.REFLECTION: "reflections", Kind.MINUTE: "minutes",
+    }.get(kind, "facts")  # type: ignore[call-overload]
+
+
+class EraseResult(TypedDict):
+    """What :meth:`~memorist.Memory.erase` removed (``dry_run``: would remove)."""
+
+    dry_run: bool
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    erased: dict[str, int]  # memories per capability (ERASED_CAPABILITIES)
+    vectors: int
+    events: int  # events of the owner, now tombstones (shape kept, text gone)
+    event: int | None  # the erasure's own event (seq); None in a dry run
+    store: dict[str, Any]  # what was done so that no byte of the text stays in the store
+    message: str
+
+
 class EventItem(TypedDict):
     """One event of the log (``history``, ``events``)."""
 
@@ -449,6 +483,17 @@ class CurationResult(TypedDict):
     added: list[StrategyItem]
     updated: list[StrategyItem]
     removed: list[StrategyItem]
+
+
+class DeletedPlaybook(TypedDict):
+    """What deleting a playbook removed: its header, strategies and versions."""
+
+    playbook_id: str | None
+    name: str
+    scope: str
+    strategies: int
+    versions: int
+    message: str
 
 
 class VersionItem(TypedDict):
@@ -591,6 +636,11 @@ class EventRecord:
     payload: dict[str, Any]
     actor: str = ""
 
+    @property
+    def erased(self) -> bool:
+        """Whether an erasure left this event a tombstone (its shape, no text or payload)."""
+        return self.old_text is None and self.new_text is None and self.payload == {"erased": True}
+
     def to_item(self) -> dict[str, Any]:
         return {
             "seq": self.seq,
@@ -684,11 +734,15 @@ class Decision:
 
 __all__ = [
     "DEFAULT_CLASS",
+    "ERASED_CAPABILITIES",
+    "DeletedPlaybook",
+    "EraseResult",
     "LEARNING_KINDS",
     "MINUTE_KINDS",
     "Action",
     "Decision",
     "EventRecord",
+    "erased_capability",
     "Existing",
     "Fact",
     "Kind",

@@ -183,7 +183,7 @@ def test_the_cli_command_takes_the_declared_parameters(call: Call) -> None:
 # A narrow core: the memory calls, the lifecycle, and one attribute per capability. ----------
 CORE = {
     # the memory calls (mem0's) and the scoped handle
-    "add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset", "scope",
+    "add", "search", "get", "get_all", "update", "delete", "delete_all", "erase", "history", "reset", "scope",
     # undoing a merge or a reconciliation
     "rollback",
     # the lifecycle: the log, counts, transfer, indexes, integrity, configuration

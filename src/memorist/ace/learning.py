@@ -46,6 +46,7 @@ from ..model import (
     MINUTE_KINDS,
     ConsolidationReport,
     CurationResult,
+    DeletedPlaybook,
     Kind,
     MemoryRecord,
     PlaybookItem,
@@ -672,6 +673,26 @@ class Learning:
         result["reflections"] = [r.id for r in fresh]
         result["skipped"] = [r.id for r in records if r not in fresh]
         return result
+
+    def delete_playbook(self, name: str, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> DeletedPlaybook:
+        """Delete the playbook ``name`` of the scope the ids and ``scope`` name (as
+        :meth:`get_playbook` finds it): its strategies, every version kept and the
+        playbook itself, in one transaction. Their history stays in the log (as for
+        a deleted memory; :meth:`memorist.Memory.erase` forgets the text too).
+        :class:`~memorist.errors.NotFoundError` if the scope has no such playbook."""
+        ref = self.ref(name, user_id, agent_id, scope, writing=True)
+        header, strategies, versions = self.playbooks.delete(ref)
+        if header is None and not strategies and not versions:
+            raise NotFoundError("playbook", ref.name)
+        return {
+            "playbook_id": header.id if header is not None else None,
+            "name": ref.name,
+            "scope": ref.label,
+            "strategies": strategies,
+            "versions": versions,
+            "message": f"Deleted playbook {ref.name!r} with {strategies} strateg{'y' if strategies == 1 else 'ies'} "
+                       f"and {versions} version{'' if versions == 1 else 's'}",
+        }
 
     def list_playbook_versions(self, name: str = "default", *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> list[VersionItem]:
         ref = self.ref(name, user_id, agent_id, scope)

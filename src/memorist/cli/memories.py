@@ -1,5 +1,5 @@
 """The mem0-style calls as commands: ``add``, ``search``, ``list``, ``get``, ``update``,
-``delete``, ``delete-all``, ``history``, ``stats``, ``reset``, ``reindex`` and ``demo``."""
+``delete``, ``delete-all``, ``erase``, ``history``, ``stats``, ``reset``, ``reindex`` and ``demo``."""
 
 from __future__ import annotations
 
@@ -234,6 +234,28 @@ def delete_all(app: App, user_id: str | None, agent_id: str | None, run_id: str 
         click.confirm(f"Delete every memory of {describe_scope(ids)} in {app.label}?", abort=True, err=True)
     result = memory.delete_all(**ids)
     app.emit(result, lambda: click.echo(result["message"]))
+
+
+@cli.command()
+@scope_options
+@click.option("--dry-run", is_flag=True, help="Only count what would be erased; change nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_app
+def erase(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, dry_run: bool, yes: bool) -> None:
+    """Forget a user, agent or run for good: every memory of it in every capability
+    (facts, test memories, playbooks, trajectories, reflections, minutes), the text of
+    its events (their shape stays), and every byte of it in the store."""
+    ids = scope(user_id, agent_id, run_id)
+    memory = app.memory()
+    if not yes and not dry_run and any(ids.values()):
+        click.confirm(f"Erase everything of {describe_scope(ids)} in {app.label}? This cannot be undone", abort=True, err=True)
+    result = memory.erase(**ids, dry_run=dry_run)
+
+    def show() -> None:
+        click.echo(result["message"])
+        app.pairs({name: n for name, n in result["erased"].items() if n} | {"vectors": result["vectors"], "events": result["events"]})
+
+    app.emit(result, show)
 
 
 @cli.command()

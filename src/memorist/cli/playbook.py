@@ -430,7 +430,7 @@ def _show_diff(data: dict[str, Any]) -> None:
 
 @cli.group("playbook")
 def playbook_group() -> None:
-    """Named, versioned playbooks (spec 001): get, list, update, curate, versions, rollback.
+    """Named, versioned playbooks (spec 001): get, list, update, curate, versions, rollback, delete.
 
     A playbook belongs to an agent (--agent), a user (--user), the tenant
     (--scope tenant) or everyone (--scope global). Its strategies are ✓ helpful, ✗
@@ -560,3 +560,17 @@ def playbook_rollback(app: App, name: str, version: int, user_id: str | None, ag
         f"Playbook {name} rolled back to version {version}: now version {result['version']} ({result['version_label']}); "
         f"{len(result['added'])} restored, {len(result['updated'])} reset, {len(result['removed'])} removed."
     ))
+
+
+@playbook_group.command("delete")
+@click.argument("name")
+@_playbook_options
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@pass_app
+def playbook_delete(app: App, name: str, user_id: str | None, agent_id: str | None, scope: str | None, yes: bool) -> None:
+    """Delete playbook NAME with its strategies and versions (an unknown one: not found)."""
+    memory = app.memory()
+    if not yes:
+        click.confirm(f"Delete playbook {name} with its strategies and versions in {app.label}?", abort=True, err=True)
+    result = memory.learning.delete_playbook(name, **_owner(user_id, agent_id, scope))
+    app.emit(result, lambda: click.echo(result["message"]))

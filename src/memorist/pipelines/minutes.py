@@ -313,7 +313,7 @@ class Minutes:
         found: dict[str, EventRecord] = {}
         for mid in ids:
             for event in self.store.history(mid):
-                if event.op == OP_MINUTE and event.scope.tenant_id == self.tenant:
+                if event.op == OP_MINUTE and event.scope.tenant_id == self.tenant and not event.erased:
                     found[mid] = event
                     break
         return found
@@ -340,6 +340,8 @@ class Minutes:
         while True:
             page = self.store.events(scope, ops=(OP_MINUTE,), limit=_PAGE, newest_first=True, before=before)
             for event in page:
+                if event.erased:  # an erased minute is no minute
+                    continue
                 ts = _ts_of(event)
                 if until is not None and ts > until:
                     continue
@@ -382,14 +384,14 @@ class Minutes:
         limit = validate.limit(limit)
         events = self.store.events(self.scope(project_id, agent_id), since=since, ops=(OP_MINUTE,), limit=limit + 1)
         page = events[:limit]
-        return {"minutes": [view_of(e) for e in page], "next": page[-1].seq if len(events) > limit else None}
+        return {"minutes": [view_of(e) for e in page if not e.erased], "next": page[-1].seq if len(events) > limit else None}
 
     def iter_log(self, scope: ScopeFilter) -> Iterator[EventRecord]:
         """Every minute event of ``scope``, oldest first, read in pages."""
         since = 0
         while True:
             events = self.store.events(scope, since=since, ops=(OP_MINUTE,), limit=_PAGE)
-            yield from events
+            yield from (e for e in events if not e.erased)  # an erased minute is no minute
             if len(events) < _PAGE:
                 return
             since = events[-1].seq

@@ -570,6 +570,28 @@ class PlaybookStore:
             version=number, label=label, versions=index, **dict(header_changes or {}),
         )
 
+    def delete(self, ref: PlaybookRef, *, default: str = "ltmbse") -> tuple[MemoryRecord | None, int, int]:
+        """Delete the playbook: its header, its strategies and every version of it
+        (those the header lists and any other of its name), in one transaction.
+        Returns ``(header, strategies, versions)`` as deleted; nothing to delete:
+        ``(None, 0, 0)``."""
+        run = ScopeFilter(ref.scope.tenant_id, ref.scope.user_id, ref.scope.agent_id, RUN_VERSIONS)
+        stray = [r.id for r in self.store.list(run) if r.kind is Kind.PLAYBOOK_VERSION and r.metadata.get("playbook") == ref.name]
+        with self.store.transaction() as batch:
+            header = self.header_in(batch, ref)
+            strategies = [r for r, _ in self.strategies_in(batch, ref, default=default)]
+            listed = [str(v[3]) for v in (header.metadata.get("versions") or ()) if len(v) > 3] if header is not None else []
+            found = batch.get_many(list(dict.fromkeys([*listed, *stray])))
+            versions = [
+                r for r in found.values()
+                if r.status is Status.ACTIVE and r.kind is Kind.PLAYBOOK_VERSION and r.scope.space == ref.scope.space
+                and r.metadata.get("playbook") == ref.name
+            ]
+            payload = {"playbook": ref.name, "scope": ref.label}
+            for record in [*strategies, *versions, *([header] if header is not None else [])]:
+                batch.delete(record, op="delete_playbook", actor="playbook", payload=payload)
+        return header, len(strategies), len(versions)
+
     @staticmethod
     def version_index(header: MemoryRecord | None) -> list[dict[str, Any]]:
         """The versions kept, oldest first: ``{"version", "version_label", "major", "created_at", "version_id"}``."""

@@ -147,6 +147,15 @@ class SearchRequest(_Request):
     model_config = ConfigDict(strict=True, json_schema_extra={"examples": [{"query": "outdoor activities", "user_id": "alex", "limit": 3}]})
 
 
+class EraseRequest(_Request):
+    user_id: str | None = _id("user")
+    agent_id: str | None = _id("agent")
+    run_id: str | None = _id("run")
+    dry_run: bool = Field(default=False, description="Only count what would be erased; change nothing.")
+
+    model_config = ConfigDict(strict=True, json_schema_extra={"examples": [{"user_id": "alex", "dry_run": True}]})
+
+
 class UpdateRequest(_Request):
     text: str = _text("The memory's new text.")
     metadata: dict[str, Any] | None = Field(default=None, description="Keys merged into the memory's metadata.")
@@ -341,6 +350,8 @@ EventList = model.EventList
 UpdateResponse = UpdateResult
 DeleteResponse = DeleteResult
 DeleteAllResponse = DeleteAllResult
+EraseResponse = model.EraseResult
+DeletedPlaybook = model.DeletedPlaybook
 
 
 class UserItem(_Open):

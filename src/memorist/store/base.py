@@ -62,6 +62,45 @@ class ScopeFilter:
         )
 
 
+#: The payload an erased event keeps (see :meth:`Store.erase`): its shape (seq, time,
+#: op, space, memory id, run, actor) stays, its text and payload do not. The event
+#: log's append-only rule lets an update through only when it writes exactly this.
+TOMBSTONE = '{"erased":true}'
+
+
+def holds_text_of(payload: dict[str, Any], owners: Sequence[ScopeFilter]) -> bool:
+    """Whether an event's payload keeps a copy of a memory of one of ``owners``: the
+    ``"undo"`` snapshots a reversible operation logs (a consolidation or an
+    evaluation may be logged in a wider scope than the memories it changed). An
+    erasure makes such an event a tombstone too, wherever it is logged."""
+    undo = payload.get("undo")
+    if not isinstance(undo, dict):
+        return False
+    for snap in undo.get("before") or ():
+        ids = snap.get("scope") if isinstance(snap, dict) else None
+        if isinstance(ids, list) and len(ids) == 4 and any(owner.matches(Scope(*map(str, ids))) for owner in owners):
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Erased:
+    """What :meth:`Store.erase` removed (or, in a dry run, would remove).
+
+    ``memories``: ``(tenant_id, kind, is_bullet)`` -> rows (every status: a deleted
+    memory's text goes too); ``vectors``: embeddings; ``events``: events blanked to
+    tombstones; ``spaces``: the spaces the owner had; ``seq``: the erasure's own
+    event (None in a dry run); ``scrub``: what was done so that no byte of the text
+    stays in the files (backend-specific, for the report)."""
+
+    memories: dict[tuple[str, str, bool], int]
+    vectors: int
+    events: int
+    spaces: int
+    seq: int | None = None
+    scrub: dict[str, Any] | None = None
+
+
 class Batch(abc.ABC):
     """The writes of one transaction. Each method also appends its event."""
 
@@ -366,6 +405,25 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def reset(self) -> None:
         """Remove every memory, vector and event."""
+
+    @abc.abstractmethod
+    def erase(
+        self,
+        owners: Sequence[ScopeFilter],
+        *,
+        dry_run: bool = False,
+        log: Scope | None = None,
+        describe: Callable[[Erased], dict[str, Any]] | None = None,
+    ) -> Erased:
+        """Forget an owner: every memory (whatever its status) and vector of the spaces
+        each of ``owners`` matches (of its run only, when it names one) is removed, and
+        every event of those spaces (of that run) keeps its shape but loses its text
+        and payload (:data:`TOMBSTONE`), in one transaction that also appends the
+        erasure's own ``erase`` event in the space of ``log`` (payload:
+        ``describe(counts)``). Then the backend makes sure the removed bytes leave its
+        files (SQLite: the full-text index merged, the file rewritten, the log
+        checkpointed and truncated; PostgreSQL: the touched tables vacuumed).
+        ``dry_run``: count only, write nothing."""
 
     @abc.abstractmethod
     def close(self) -> None: ...

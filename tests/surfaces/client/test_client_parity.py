@@ -52,6 +52,9 @@ def script(memory: Any) -> dict[str, Any]:
     out["events_since"] = memory.events(user_id="alex", since=2, limit=2)
     out["delete_all"] = memory.delete_all(user_id="alex")
     out["empty"] = memory.get_all(user_id="alex")
+    out["erase_preview"] = memory.erase(agent_id="helper", dry_run=True)
+    out["erase"] = memory.erase(agent_id="helper")
+    out["erased_agent"] = memory.get_all(agent_id="helper")
     return out
 
 
@@ -91,6 +94,8 @@ def test_the_same_script_gives_the_same_answers_embedded_and_served(fresh, tmp_p
     assert [e["event"] for e in remote["history_deleted"]] == ["ADD", "UPDATE", "DELETE"]
     assert remote["delete_all"] == {"deleted": 3, "message": "Deleted 3 memories"}
     assert remote["empty"] == {"results": []}
+    assert remote["erase"]["erased"]["facts"] == 1 and remote["erase"]["store"]["complete"] is True
+    assert remote["erased_agent"] == {"results": []}
 
 
 def test_the_async_client_and_async_memory_give_the_same_answers(fresh, tmp_path):
@@ -158,6 +163,8 @@ def _errors() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("search", ("q",), {"user_id": "u", "filters": ["source"]}),
         ("get_all", (), {"user_id": "u", "limit": -1}),
         ("delete_all", (), {}),
+        ("erase", (), {}),
+        ("erase", (), {"user_id": "u", "dry_run": "yes"}),
         ("update", ("", "text"), {"user_id": "u"}),
         ("events", (), {"user_id": "u", "since": -1}),
         # judged by the service (lengths, filters, ownership) and decoded

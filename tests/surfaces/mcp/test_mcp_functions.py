@@ -43,3 +43,15 @@ def test_end_conversation_is_served_under_the_energy_policy_only(tmp_path) -> No
         answer = mcp_server.end_conversation(memory.scope(run_id="r1"))
         assert answer["scheduled"] is True and answer["scopes"]["run_id"] == "r1"
         memory.tiers.wait(10)
+
+
+def test_erase_memories_forgets_the_handle_s_scope_only(memory: Memory) -> None:
+    alex, sam = memory.scope(user_id="alex"), memory.scope(user_id="sam")
+    mcp_server.add_memory(alex, text="I'm a vegetarian.")
+    mcp_server.add_memory(sam, text="I'm a vegan.")
+    preview = mcp_server.erase_memories(alex, dry_run=True)
+    assert preview["dry_run"] is True and preview["erased"]["facts"] == 1 and preview["user_id"] == "alex"
+    assert mcp_server.list_memories(alex)["results"]
+    assert mcp_server.erase_memories(alex)["erased"]["facts"] == 1
+    assert mcp_server.list_memories(alex)["results"] == []
+    assert [m["memory"] for m in mcp_server.list_memories(sam)["results"]] == ["Is vegan"]

@@ -26,6 +26,7 @@ TOOLS = {
     "get_memory",
     "update_memory",
     "delete_memory",
+    "erase_memories",
     "memory_history",
     # sharing what the server's subject owns
     "create_relation",
@@ -71,6 +72,7 @@ def test_the_tools_describe_themselves(memory: Memory) -> None:
         assert tools["search_memories"].input_schema["required"] == ["query"]
         assert tools["get_memory"].annotations.read_only_hint is True
         assert tools["delete_memory"].annotations.destructive_hint is True
+        assert tools["erase_memories"].annotations.destructive_hint is True
         assert tools["add_memory"].annotations.read_only_hint is False
         roles = tools["add_memory"].input_schema["$defs"]["ChatMessage"]["properties"]["role"]["enum"]
         assert roles == ["user", "assistant", "system"]

@@ -102,6 +102,15 @@ def delete_all_memories(
     return JSONResponse(reach.scope(user_id=user_id, agent_id=agent_id, run_id=run_id).delete_all())
 
 
+@router.post("/api/erase/", response_model=s.EraseResponse, summary="Erase everything of a user, agent or run", **_API)
+def erase(body: s.EraseRequest, reach: ReachDep) -> Any:
+    """Forget a scope for good: its memories in every capability are removed, its
+    events keep their shape but lose their text, and the store is scrubbed of it.
+    A key bound to a user erases that user only (another answers 404); a tenant key,
+    any user of its tenant. ``dry_run``: count only."""
+    return JSONResponse(reach.scope(user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id).erase(dry_run=body.dry_run))
+
+
 @router.get("/api/users/", response_model=s.UserList, summary="Users of the tenant", tags=["users"], responses=ERRORS)
 def list_users(reach: ReachDep, limit: int = Query(1000, ge=1, le=MAX_LIMIT)) -> Any:
     """The users of the key's tenant with their number of memories (a user-bound

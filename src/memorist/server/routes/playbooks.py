@@ -93,6 +93,14 @@ def playbook_version(reach: ReachDep, name: str = NamePath, version: int = PathP
     return JSONResponse(learning.get_playbook_version(name, version, scope=scope))
 
 
+@router.delete("/api/playbooks/{name}/", response_model=s.DeletedPlaybook, summary="Delete a playbook", **_API)
+def delete_playbook(reach: ReachDep, name: str = NamePath, user_id: str = query_id("user"),
+                    agent_id: str = query_id("agent"), scope: str = _scope_query()) -> Any:
+    """Delete the playbook with its strategies and versions (an unknown one: 404)."""
+    _writable(reach, scope)
+    return JSONResponse(reach.scope(user_id=user_id, agent_id=agent_id).learning.delete_playbook(name, scope=scope))
+
+
 @router.post("/api/playbooks/{name}/rollback/", response_model=s.CurationResponse, summary="Roll a playbook back", **_API)
 def rollback_playbook(body: s.RollbackRequest, reach: ReachDep, name: str = NamePath) -> Any:
     """A new (major) version equal to ``version``."""

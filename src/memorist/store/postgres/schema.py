@@ -34,6 +34,7 @@ from ...reserved import (
     renamed_header_hash,
     renamed_run,
 )
+from ..base import TOMBSTONE
 
 V1 = """
 CREATE TABLE meta (
@@ -269,9 +270,25 @@ CREATE TABLE relations (
     conn.execute("CREATE INDEX relations_subject ON relations (tenant_id, subject_type, subject_id)")
 
 
+# Version 5: the event log's rule lets one update through, an erasure's
+# (memorist.store.base.Store.erase): it blanks an event's text and payload to the
+# tombstone and changes nothing else of it, so what happened, when and to whom stays.
+V5 = """
+CREATE OR REPLACE FUNCTION memorist_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.seq IS NOT DISTINCT FROM OLD.seq AND NEW.ts IS NOT DISTINCT FROM OLD.ts AND NEW.op IS NOT DISTINCT FROM OLD.op
+       AND NEW.space_id IS NOT DISTINCT FROM OLD.space_id AND NEW.memory_id IS NOT DISTINCT FROM OLD.memory_id
+       AND NEW.run_id IS NOT DISTINCT FROM OLD.run_id AND NEW.actor IS NOT DISTINCT FROM OLD.actor
+       AND NEW.old_text IS NULL AND NEW.new_text IS NULL AND NEW.payload = '""" + TOMBSTONE + """' THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'events are append-only';
+END $$;
+"""
+
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
 #: transaction with the store's search path.
-MIGRATIONS: list[Any] = [V1, V2, v3_rename, relations_table]
+MIGRATIONS: list[Any] = [V1, V2, v3_rename, relations_table, V5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 DEFAULT_SCHEMA = "memorist"

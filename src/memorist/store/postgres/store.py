@@ -80,7 +80,7 @@ from ...errors import (
 )
 from ...model import EventRecord, MemoryRecord, RelationTuple, Scope, Status
 from .. import redact
-from ..base import Batch, ScopeFilter, Store
+from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of
 from ..codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
 from ..sql import (
     active_hash_sql,
@@ -1315,6 +1315,151 @@ class PostgresStore(Store):
             conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
             hnsw.drop_vector_indexes(conn)
         self._text.forget()
+
+    @_translating("erase", decode=False)
+    def erase(
+        self,
+        owners: Sequence[ScopeFilter],
+        *,
+        dry_run: bool = False,
+        log: Scope | None = None,
+        describe: Callable[[Erased], dict[str, Any]] | None = None,
+    ) -> Erased:
+        if not dry_run:
+            with self._touch_lock:
+                # Buffered retrievals are logged now, then blanked with the rest; those
+                # that cannot be written now (their spaces busy) are dropped: a later
+                # flush would log the owner's queries again.
+                if len(self._touches):
+                    with self._pool_connection() as conn:
+                        self._touches.taken(self._flush_touches(conn))
+                    self._touches.clear()
+        with self._pool_connection() as conn:
+            if dry_run:
+                with conn.transaction():
+                    counts = self._erased(conn, self._owned(conn, owners))
+                    return Erased(counts.memories, counts.vectors, counts.events + len(self._wider(conn, owners)), counts.spaces)
+            with conn.transaction():
+                owned = self._owned(conn, owners, lock=True)
+                counts = self._erased(conn, owned)
+                changed = 0
+                for spaces, run in owned:
+                    where, args = "space_id = ANY(%s)", [spaces]
+                    if run is not None:
+                        where += " AND run_id = %s"
+                        args.append(run)
+                    conn.execute(f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories WHERE {where})", args)
+                    changed += conn.execute(f"DELETE FROM memories WHERE {where}", args).rowcount
+                    changed += conn.execute(
+                        f"UPDATE events SET old_text = NULL, new_text = NULL, payload = %s WHERE {where} "
+                        "AND NOT (old_text IS NULL AND new_text IS NULL AND payload IS NOT DISTINCT FROM %s)",
+                        [TOMBSTONE, *args, TOMBSTONE],
+                    ).rowcount
+                    conn.execute("UPDATE spaces SET generation = generation + 1 WHERE id = ANY(%s)", (spaces,))
+                # Copies of the owner's memories logged beyond its spaces (the undo
+                # snapshots of an operation run over a wider scope) go too.
+                wider = self._wider(conn, owners)
+                if wider:
+                    changed += conn.execute(
+                        "UPDATE events SET old_text = NULL, new_text = NULL, payload = %s WHERE seq = ANY(%s) "
+                        "AND NOT (old_text IS NULL AND new_text IS NULL AND payload = %s)",
+                        (TOMBSTONE, wider, TOMBSTONE),
+                    ).rowcount
+                    counts = Erased(counts.memories, counts.vectors, counts.events + len(wider), counts.spaces)
+                seq = None
+                if log is not None:
+                    batch = _PostgresBatch(self, conn)
+                    space = batch._space(log, bump=False)
+                    seq = int(conn.execute(
+                        "INSERT INTO events (ts, op, space_id, run_id, actor, payload) VALUES (%s, 'erase', %s, %s, 'erase', %s) RETURNING seq",
+                        (time.time(), space, log.run_id, dumps(describe(counts) if describe else {})),
+                    ).fetchone()[0])
+            for spaces, _ in owned:
+                for space in spaces:
+                    self._text.forget(space)
+            # An erasure that changed no row (an owner erased before, or none) has
+            # nothing to scrub: the tables are not rewritten again for it.
+            scrub = self._scrub_tables(conn) if changed else {"complete": True, "vacuum": "not needed (no row changed)"}
+        return Erased(counts.memories, counts.vectors, counts.events, counts.spaces, seq, scrub)
+
+    @staticmethod
+    def _wider(conn: Any, owners: Sequence[ScopeFilter]) -> list[int]:
+        """Events outside the owners' spaces that keep a copy of their memories
+        (:func:`~memorist.store.base.holds_text_of`)."""
+        rows = conn.execute(
+            "SELECT e.seq, e.payload, s.tenant_id, s.user_id, s.agent_id, e.run_id FROM events e JOIN spaces s ON s.id = e.space_id "
+            "WHERE s.tenant_id = ANY(%s) AND e.payload LIKE %s",
+            ([o.tenant_id for o in owners], '%"undo"%'),
+        ).fetchall()
+        return [
+            int(seq) for seq, payload, *where in rows
+            if not any(o.matches(Scope(*where)) for o in owners) and holds_text_of(json.loads(payload), owners)
+        ]
+
+    def _owned(self, conn: Any, owners: Sequence[ScopeFilter], *, lock: bool = False) -> list[tuple[list[int], str | None]]:
+        """For each owner with a space: its spaces' ids and its run (None: every run).
+        With ``lock``, the spaces are locked as a writer's are (in one order)."""
+        out = []
+        for owner in owners:
+            where, args = "tenant_id = %s", [owner.tenant_id]
+            for column, value in (("user_id", owner.user_id), ("agent_id", owner.agent_id)):
+                if value is not None:
+                    where += f" AND {column} = %s"
+                    args.append(value)
+            rows = conn.execute(f"SELECT id, tenant_id, user_id, agent_id FROM spaces WHERE {where} ORDER BY id", args).fetchall()
+            if not rows:
+                continue
+            if lock:
+                for key in sorted(self._space_key((r[1], r[2], r[3])) for r in rows):
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+            out.append(([int(r[0]) for r in rows], owner.run_id))
+        return out
+
+    @staticmethod
+    def _erased(conn: Any, owned: list[tuple[list[int], str | None]]) -> Erased:
+        memories: dict[tuple[str, str, bool], int] = {}
+        vectors = events = 0
+        spaces: set[int] = set()
+        for ids, run in owned:
+            spaces.update(ids)
+            where, args = "m.space_id = ANY(%s)", [ids]
+            if run is not None:
+                where += " AND m.run_id = %s"
+                args.append(run)
+            rows = conn.execute(
+                "SELECT s.tenant_id, m.kind, m.section <> '', count(*), count(e.memory_rowid) FROM memories m "
+                "JOIN spaces s ON s.id = m.space_id LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+                f"WHERE {where} GROUP BY 1, 2, 3",
+                args,
+            ).fetchall()
+            for tenant, kind, bullet, n, vectored in rows:
+                key = (tenant, kind, bool(bullet))
+                memories[key] = memories.get(key, 0) + int(n)
+                vectors += int(vectored)
+            events += conn.execute(f"SELECT count(*) FROM events e WHERE {where.replace('m.', 'e.')}", args).fetchone()[0]
+        return Erased(memories, vectors, int(events), len(spaces))
+
+    def _scrub_tables(self, conn: Any) -> dict[str, Any]:
+        """After an erasure: rewrite the touched tables (VACUUM FULL), so that no dead
+        row version keeps the erased text in their files or their indexes, then ask
+        for a checkpoint. What PostgreSQL cannot promise is in the documentation
+        (docs/erasure.md): its write-ahead log keeps the old rows until it is
+        recycled, and a backup or replica keeps what it copied."""
+        tables = ("memories", "embeddings", "events")
+        try:
+            conn.execute(f"VACUUM (FULL, ANALYZE) {', '.join(tables)}")
+        except psycopg.Error as exc:
+            # The erasure committed; only its scrub waits. Said in the result, not
+            # raised: the caller must not take the erasure for undone.
+            reason = self._scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+            return {"complete": False, "vacuum": f"not done ({reason}): run VACUUM FULL memories, embeddings, events",
+                    "tables": list(tables)}
+        try:
+            conn.execute("CHECKPOINT")
+            checkpoint = "done"
+        except psycopg.errors.InsufficientPrivilege:
+            checkpoint = "not allowed for this database user (the server's next checkpoint writes the files)"
+        return {"complete": True, "vacuum": "full", "tables": list(tables), "checkpoint": checkpoint}
 
     def close(self) -> None:
         pool = self._pool

@@ -41,6 +41,7 @@ import numpy as np
 from ...errors import CorruptStoreError, StoreError, ValidationError
 from ...model import ADDRESSED_KINDS, Kind, MemoryClass, Scope, Status, Tier
 from ...policies.text import content_hash
+from ..base import TOMBSTONE
 from ..codec import scope_key
 from .errors import is_busy, is_corrupt
 from .schema import SCHEMA_VERSION
@@ -456,7 +457,10 @@ def _events(conn: sqlite3.Connection, report: _Report) -> None:
         r[0]
         for r in conn.execute(
             "SELECT DISTINCT e.memory_id FROM events e WHERE e.memory_id IS NOT NULL "
-            "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = e.memory_id)"
+            "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = e.memory_id) "
+            # An erased memory's events stay, as tombstones (Store.erase).
+            "AND NOT (e.old_text IS NULL AND e.new_text IS NULL AND e.payload = ?)",
+            (TOMBSTONE,),
         )
     ]
     if ghosts:

@@ -18,11 +18,18 @@ from ...reserved import (
     renamed_header_hash,
     renamed_run,
 )
+from ..base import TOMBSTONE
 from ..codec import scope_key
 
-#: The append-only rule of the event log (created by V1, lifted and restored by V3's
-#: one rewrite and by a reset).
+#: The append-only rule of the event log (created by V1, narrowed by V5, lifted and
+#: restored by V3's one rewrite and by a reset). One update gets through: an erasure's
+#: (:meth:`memorist.store.base.Store.erase`), which blanks an event's text and payload
+#: to the tombstone and changes nothing else of it, so what happened, when and to
+#: whom stays on record.
 APPEND_ONLY = """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+WHEN NOT (new.seq IS old.seq AND new.ts IS old.ts AND new.op IS old.op AND new.space_id IS old.space_id
+          AND new.memory_id IS old.memory_id AND new.run_id IS old.run_id AND new.actor IS old.actor
+          AND new.old_text IS NULL AND new.new_text IS NULL AND new.payload = '""" + TOMBSTONE + """')
 BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"""
 
 V1 = """
@@ -178,7 +185,10 @@ CREATE TABLE relations (
     conn.execute("CREATE INDEX relations_subject ON relations (tenant_id, subject_type, subject_id)")
 
 
+# Version 5: the event log's rule lets an erasure's tombstones through (APPEND_ONLY).
+V5 = "DROP TRIGGER IF EXISTS events_no_update;\n" + APPEND_ONLY + ";\n"
+
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
 #: transaction.
-MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [V1, V2, v3_rename, relations_table]
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [V1, V2, v3_rename, relations_table, V5]
 SCHEMA_VERSION = len(MIGRATIONS)

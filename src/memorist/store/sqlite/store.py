@@ -28,7 +28,7 @@ import numpy as np
 from ...errors import ConfigurationError, CorruptStoreError, EmbedderMismatchError, MemoristError, StoreError
 from ...model import EventRecord, MemoryRecord, RelationTuple, Scope, Status
 from ...policies.text import index_terms, query_terms, stable_token
-from ..base import Batch, ScopeFilter, Store
+from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of
 from ..codec import (
     AT,
     COLUMNS,
@@ -1124,6 +1124,144 @@ class SQLiteStore(Store):
                 conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
                 conn.execute(APPEND_ONLY)
             self._indexes.clear()
+
+    @_store_write_errors
+    def erase(
+        self,
+        owners: Sequence[ScopeFilter],
+        *,
+        dry_run: bool = False,
+        log: Scope | None = None,
+        describe: Callable[[Erased], dict[str, Any]] | None = None,
+    ) -> Erased:
+        with self._lock:
+            if dry_run:
+                counts = self._erased(self._conn, self._owned(self._conn, owners))
+                return Erased(counts.memories, counts.vectors, counts.events + len(self._wider(self._conn, owners)), counts.spaces)
+            self.flush()  # buffered retrievals of the owner's spaces are logged now, then blanked
+            # Deleted cells and freed pages are overwritten with zeros as they go;
+            # VACUUM below rewrites the rest (pages freed before, without it).
+            self._conn.execute("PRAGMA secure_delete = ON")
+            try:
+                with self._write() as conn:
+                    owned = self._owned(conn, owners)
+                    counts = self._erased(conn, owned)
+                    changed = 0
+                    for where, args in owned:
+                        conn.execute(f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories WHERE {where})", args)
+                        changed += conn.execute(f"DELETE FROM memories WHERE {where}", args).rowcount
+                        changed += conn.execute(
+                            f"UPDATE events SET old_text = NULL, new_text = NULL, payload = ? WHERE {where} "
+                            "AND NOT (old_text IS NULL AND new_text IS NULL AND payload IS ?)",
+                            (TOMBSTONE, *args, TOMBSTONE),
+                        ).rowcount
+                    # Copies of the owner's memories logged beyond its spaces (the undo
+                    # snapshots of an operation run over a wider scope) go too.
+                    wider = self._wider(conn, owners)
+                    for seq in wider:
+                        changed += conn.execute(
+                            "UPDATE events SET old_text = NULL, new_text = NULL, payload = ? WHERE seq = ?", (TOMBSTONE, seq)
+                        ).rowcount
+                    counts = Erased(counts.memories, counts.vectors, counts.events + len(wider), counts.spaces)
+                    spaces = sorted({space for _, args in owned for space in args if isinstance(space, int)})
+                    for start in range(0, len(spaces), 500):  # other processes' indexes of them reload
+                        chunk = spaces[start : start + 500]
+                        conn.execute(f"UPDATE spaces SET generation = generation + 1 WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                    # The full-text index keeps removed terms in older segments until
+                    # they are merged: merge them all now.
+                    conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+                    seq = None
+                    if log is not None:
+                        space = self._space_id(conn, log, create=True)
+                        cur = conn.execute(
+                            "INSERT INTO events (ts, op, space_id, run_id, actor, payload) VALUES (?, 'erase', ?, ?, 'erase', ?)",
+                            (time.time(), space, log.run_id, dumps(describe(counts) if describe else {})),
+                        )
+                        seq = int(cur.lastrowid or 0)
+            finally:
+                self._indexes.clear()
+                self._conn.execute("PRAGMA secure_delete = OFF")
+            return Erased(counts.memories, counts.vectors, counts.events, counts.spaces, seq, self._scrub(vacuum=changed > 0))
+
+    def _scrub(self, *, vacuum: bool = True) -> dict[str, Any]:
+        """After an erasure: rewrite the file from its live rows (no free page or
+        free space inside a page keeps old bytes) and checkpoint the log into it,
+        truncating the log to nothing. A reader of another connection may hold the
+        log for a while: the checkpoint is tried again until ``busy_timeout``.
+        Without ``vacuum`` (the erasure changed no row: an owner erased before, or
+        none), only the checkpoint: rewriting the file again would scrub nothing."""
+        try:
+            if vacuum:
+                self._conn.execute("VACUUM")
+        except sqlite3.Error as exc:  # the erasure committed; only its scrub waits (said, not raised)
+            return {"complete": False, "vacuum": f"not done ({exc}): run VACUUM on the store"}
+        if self.path == ":memory:":
+            return {"complete": True, "vacuum": vacuum, "log": "none (in memory)"}
+        deadline = time.monotonic() + self.busy_timeout
+        attempt = 0
+        while True:
+            busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return {"complete": True, "vacuum": vacuum, "log": "checkpointed and truncated"}
+            if time.monotonic() >= deadline:
+                return {"complete": False, "vacuum": vacuum,
+                        "log": "not truncated: another connection kept reading it; the erased text leaves it at the next checkpoint"}
+            time.sleep(backoff(attempt, first=_LOCK_POLL_FIRST, cap=0.2))
+            attempt += 1
+
+    @staticmethod
+    def _wider(conn: sqlite3.Connection, owners: Sequence[ScopeFilter]) -> list[int]:
+        """Events outside the owners' spaces that keep a copy of their memories
+        (:func:`~memorist.store.base.holds_text_of`)."""
+        rows = conn.execute(
+            "SELECT e.seq, e.payload, s.tenant_id, s.user_id, s.agent_id, e.run_id FROM events e JOIN spaces s ON s.id = e.space_id "
+            f"WHERE s.tenant_id IN ({','.join('?' * len(owners))}) AND e.payload LIKE '%\"undo\"%'",
+            [o.tenant_id for o in owners],
+        )
+        return [
+            seq for seq, payload, *where in rows
+            if not any(o.matches(Scope(*where)) for o in owners) and holds_text_of(json.loads(payload), owners)
+        ]
+
+    @staticmethod
+    def _owned(conn: sqlite3.Connection, owners: Sequence[ScopeFilter]) -> list[tuple[str, list[Any]]]:
+        """For each owner with a space, the condition (on a table with ``space_id`` and
+        ``run_id``: memories, events) that keeps its rows, with its arguments."""
+        out = []
+        for owner in owners:
+            sql, args = "SELECT id FROM spaces WHERE tenant_id = ?", [owner.tenant_id]
+            for column, value in (("user_id", owner.user_id), ("agent_id", owner.agent_id)):
+                if value is not None:
+                    sql += f" AND {column} = ?"
+                    args.append(value)
+            spaces = [int(r[0]) for r in conn.execute(sql, args)]
+            for start in range(0, len(spaces), 500):
+                chunk: list[Any] = spaces[start : start + 500]
+                where = f"space_id IN ({','.join('?' * len(chunk))})"
+                if owner.run_id is not None:
+                    where += " AND run_id = ?"
+                    chunk = [*chunk, owner.run_id]
+                out.append((where, chunk))
+        return out
+
+    @staticmethod
+    def _erased(conn: sqlite3.Connection, owned: list[tuple[str, list[Any]]]) -> Erased:
+        memories: dict[tuple[str, str, bool], int] = {}
+        vectors = events = 0
+        spaces: set[int] = set()
+        for where, args in owned:
+            spaces.update(a for a in args if isinstance(a, int))
+            rows = conn.execute(
+                "SELECT (SELECT tenant_id FROM spaces WHERE id = space_id), kind, section != '', count(*) "
+                f"FROM memories WHERE {where} GROUP BY space_id, kind, section != ''",
+                args,
+            )
+            for tenant, kind, bullet, n in rows:
+                key = (tenant, kind, bool(bullet))
+                memories[key] = memories.get(key, 0) + int(n)
+            vectors += conn.execute(f"SELECT count(*) FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories WHERE {where})", args).fetchone()[0]
+            events += conn.execute(f"SELECT count(*) FROM events WHERE {where}", args).fetchone()[0]
+        return Erased(memories, int(vectors), int(events), len(spaces))
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,333 @@
+"""Forgetting a person: Memory.erase on both backends.
+
+A store is filled for two users in every capability (facts, an updated and a deleted
+one, metadata, a test memory, a search, a playbook with versions, a trajectory with
+steps and its reflection, minutes of the user's project, energy-tier state), one is
+erased, and then: nothing of it is readable through any call, the other is exactly as
+before (its export and its log compared), the erased events keep their shape, and no
+byte of several distinctive strings (in texts, metadata, bullets, steps, minutes,
+queries) is left in the store: the SQLite file and its -wal after the checkpoint, the
+PostgreSQL tables' contents and their relation files. A positive control before the
+erasure finds every one of them, so the scan is not blind.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sqlite3
+
+import pytest
+
+from memorist import Memory
+from memorist.errors import NotFoundError, StoreError, ValidationError
+from memorist.pipelines import tiers
+from memorist.store.base import ScopeFilter
+
+# One distinctive word per place the erased text lives (stems the full-text indexes
+# keep unchanged, so their lower-case form is what an index would hold).
+SECRETS = {
+    "fact": "Zorvathk",
+    "metadata": "Quillmesk",
+    "updated_away": "Brontifax",
+    "deleted_fact": "Plovnik",
+    "bullet": "Skarnvelt",
+    "task": "Drumqizz",
+    "step": "Yelvorth",
+    "minute_data": "Twinkrasp",
+    "minute_note": "Glemmorq",
+    "query": "Frobnaxt",
+    "test_memory": "Hazzelqent",
+    "agent_fact": "Krimpwolt",
+}
+KEPT = "Bobblestrux"  # the other user's: must still be there (the scan is not blind)
+
+
+def _fill(m: Memory, user: str, words: dict[str, str]) -> None:
+    m.add(f"My favourite word is {words['fact']}", user_id=user, infer=False, metadata={"code": words["metadata"]})
+    changed = m.add(f"I once lived in {words['updated_away']}", user_id=user, infer=False)["results"][0]["id"]
+    m.update(changed, "I once lived somewhere else", user_id=user)
+    gone = m.add(f"My old password was {words['deleted_fact']}", user_id=user, infer=False)["results"][0]["id"]
+    m.delete(gone, user_id=user)
+    m.add(f"Testing {words['test_memory']}", user_id=user, infer=False, test=True)
+    m.add(f"The tutor knows {words['agent_fact']}", user_id=user, agent_id="tutor", infer=False)
+    m.search(f"what about {words['query']}", user_id=user)
+    m.learning.update_playbook([{"pattern": f"Explain with {words['bullet']} diagrams"}], "study", user_id=user)
+    m.learning.update_playbook([{"pattern": "Ask before answering"}], "study", user_id=user)
+    tid = m.learning.start_trajectory(f"Solve the {words['task']} exercise", user_id=user)
+    m.learning.log_step(tid, "action", f"Tried the {words['step']} approach", user_id=user)
+    m.learning.complete_trajectory(tid, "success", 0.9, user_id=user)
+    m.learning.reflect(tid, user_id=user)
+    first = m.minutes.record("task_assigned", agent_id="planner", project_id=user, data={"task_id": "t1", "detail": words["minute_data"]})
+    m.minutes.record("task_completed", agent_id="coder", project_id=user, data={"task_id": "t1", "success_criteria_met": 90},
+                     context_references=[first["id"]], memory_note=f"Done with {words['minute_note']}")
+    m.tiers.maintain(user_id=user)
+    m.store.flush()
+
+
+def _export(m: Memory, user: str) -> list[dict]:
+    return sorted((json.dumps(x, sort_keys=True) for x in m.export(user_id=user, events=True)), key=str)  # type: ignore[return-value]
+
+
+def _sqlite_bytes(path: str) -> bytes:
+    data = b""
+    for name in (path, path + "-wal"):
+        if os.path.exists(name):
+            with open(name, "rb") as handle:
+                data += handle.read()
+    return data
+
+
+def _pg_bytes(m: Memory) -> tuple[bytes, bytes]:
+    """The tables' contents as text, and the bytes of their relation files (heap,
+    indexes, TOAST) read from the server's data directory after a checkpoint."""
+    store = m.store
+    tables = b""
+    files = b""
+    with store.connection() as conn:
+        for table in ("memories", "embeddings", "events", "spaces", "meta"):
+            for (row,) in conn.execute(f"SELECT t::text FROM {table} t"):
+                tables += row.encode("utf-8") + b"\n"
+        conn.execute("CHECKPOINT")
+        directory = conn.execute("SHOW data_directory").fetchone()[0]
+        relations = conn.execute(
+            "SELECT pg_relation_filepath(c.oid) FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace "
+            "UNION SELECT pg_relation_filepath(t.oid) FROM pg_class c JOIN pg_class t ON t.oid = c.reltoastrelid "
+            "WHERE c.relnamespace = current_schema()::regnamespace "
+            "UNION SELECT pg_relation_filepath(i.indexrelid) FROM pg_class c JOIN pg_index i ON i.indrelid = c.reltoastrelid "
+            "WHERE c.relnamespace = current_schema()::regnamespace"
+        ).fetchall()
+    for (relation,) in relations:
+        if relation is None:
+            continue
+        for name in glob.glob(os.path.join(directory, relation) + "*"):
+            with open(name, "rb") as handle:
+                files += handle.read()
+    return tables, files
+
+
+def _scan(m: Memory, backend) -> dict[str, bytes]:
+    if backend.name == "sqlite":
+        m.store.flush()
+        with m.store._lock:
+            m.store._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        return {"file and -wal": _sqlite_bytes(m.store.path)}
+    tables, files = _pg_bytes(m)
+    return {"tables": tables, "relation files": files}
+
+
+def _found(blobs: dict[str, bytes], word: str) -> list[str]:
+    return [where for where, data in blobs.items() for form in (word, word.lower()) if form.encode("utf-8") in data]
+
+
+@pytest.fixture
+def filled(backend):
+    m = Memory(backend.target, embedder="hashing", policy="energy")
+    _fill(m, "alex", SECRETS)
+    _fill(m, "bob", {k: f"{KEPT}{i}" if k == "fact" else f"Bobword{k.replace('_', '')}" for i, k in enumerate(SECRETS)})
+    yield m
+    m.close()
+
+
+def test_the_store_writes_text_as_utf8_so_a_byte_scan_is_meaningful(filled, backend) -> None:
+    if backend.name == "sqlite":
+        with filled.store._lock:
+            assert filled.store._conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
+    else:
+        with filled.store.connection() as conn:
+            assert conn.execute("SHOW server_encoding").fetchone()[0] == "UTF8"
+    blobs = _scan(filled, backend)
+    missing = [word for word in SECRETS.values() if not all(_found({k: v}, word) for k, v in blobs.items())]
+    assert not missing, f"the positive control must find every string in every scanned place before the erasure: {missing}"
+
+
+def test_erase_forgets_everything_of_the_user_and_nothing_of_the_other(filled, backend) -> None:
+    m = filled
+    before = _export(m, "bob")
+    alex_events = [(e["seq"], e["event"], e["memory_id"], e["user_id"], e["agent_id"]) for e in m.events(user_id="alex")]
+    assert alex_events
+    test_events = m.store.events(ScopeFilter(tiers.test_tenant(""), "alex"))  # the test memory's turn and add
+    assert len(test_events) == 2
+
+    preview = m.erase(user_id="alex", dry_run=True)
+    assert preview["dry_run"] and preview["event"] is None
+    assert m.get_all(user_id="alex")["results"], "a dry run changes nothing"
+    result = m.erase(user_id="alex")
+    assert result["erased"] == preview["erased"]
+    counts = result["erased"]
+    assert counts["facts"] == 4  # the one kept, the updated one, the deleted one and the tutor's
+    assert counts["test_memories"] == 1
+    assert counts["playbook_bullets"] == 2 and counts["playbooks"] == 1 and counts["playbook_versions"] >= 2
+    assert counts["trajectories"] >= 1 and counts["reflections"] == 1 and counts["minutes"] == 2
+    assert result["events"] == len(alex_events) + len(test_events) and result["vectors"] > 0
+    assert result["store"]["complete"] is True, result["store"]
+
+    # Nothing of alex is readable any more.
+    assert m.get_all(user_id="alex")["results"] == []
+    assert m.get_all(user_id="alex", agent_id="tutor")["results"] == []
+    assert m.search(SECRETS["fact"], user_id="alex")["results"] == []
+    assert m.tiers.test_memories(user_id="alex")["results"] == []
+    playbook = m.learning.get_playbook("study", user_id="alex")
+    assert (playbook["playbook_id"], playbook["version"], playbook["size"]) == (None, 0, 0)
+    assert m.learning.list_playbooks(user_id="alex") == []
+    assert m.learning.query_trajectories(user_id="alex") == []
+    assert m.minutes.recent(50, project_id="alex") == []
+    assert m.minutes.history(project_id="alex")["minutes"] == []
+    assert m.minutes.search("task", project_id="alex") == []
+    exported = [json.loads(x) for x in _export(m, "alex")]
+    assert all(x.get("type") == "event" for x in exported), "the export holds no memory of alex"
+
+    # The log keeps each event's shape, without its text or payload.
+    after = m.events(user_id="alex")
+    assert [(e["seq"], e["event"], e["memory_id"], e["user_id"], e["agent_id"]) for e in after] == alex_events
+    assert all(e["old_memory"] is None and e["new_memory"] is None and e["payload"] == {"erased": True} for e in after)
+    erasures = m.store.events(None, ops=("erase",))
+    assert len(erasures) == 1 and erasures[0].seq == result["event"]
+    assert erasures[0].payload["erased"] == {"user_id": "alex"} and erasures[0].payload["counts"] == counts
+
+    # The other user is exactly as before, and the store is sound.
+    assert _export(m, "bob") == before
+    if backend.name == "sqlite":
+        report = m.check()
+        assert report["healthy"], report["problems"]
+
+    # Not a byte of alex's text is left in the store; bob's is.
+    blobs = _scan(m, backend)
+    leaks = {word: _found(blobs, word) for word in SECRETS.values() if _found(blobs, word)}
+    assert not leaks, f"erased text still in the store: {leaks}"
+    assert all(_found({k: v}, KEPT) for k, v in blobs.items())
+
+
+def test_erase_survives_reopening_and_a_second_erase_finds_nothing(filled, backend) -> None:
+    filled.erase(user_id="alex")
+    filled.close()
+    with Memory(backend.target, embedder="hashing", policy="energy") as m:
+        assert m.get_all(user_id="alex")["results"] == []
+        again = m.erase(user_id="alex")
+        assert sum(again["erased"].values()) == 0 and again["vectors"] == 0
+        assert again["events"] > 0  # the tombstones are still the user's events
+        assert again["store"]["complete"] is True
+        assert again["store"]["vacuum"] in (False, "not needed (no row changed)"), "nothing changed: no rewrite of the store"
+        assert len(m.store.events(None, ops=("erase",))) == 2  # each erasure is logged
+
+
+def test_erasing_an_agent_or_a_run_takes_only_theirs(backend) -> None:
+    with Memory(backend.target, embedder="hashing") as m:
+        m.add("Alex alone knows Vexmorlk", user_id="alex", infer=False)
+        m.add("The tutor told alex Quorlibt", user_id="alex", agent_id="tutor", infer=False)
+        m.add("The tutor told sam Quorlibt too", user_id="sam", agent_id="tutor", infer=False)
+        m.add("Run one said Dralvenk", user_id="sam", run_id="r1", infer=False)
+        m.add("Run two said Plimzorg", user_id="sam", run_id="r2", infer=False)
+        assert m.erase(agent_id="tutor")["erased"]["facts"] == 2
+        assert [r["memory"] for r in m.get_all(user_id="alex")["results"]] == ["Alex alone knows Vexmorlk"]
+        assert m.erase(user_id="sam", run_id="r1")["erased"]["facts"] == 1
+        assert [r["memory"] for r in m.get_all(user_id="sam")["results"]] == ["Run two said Plimzorg"]
+
+
+def test_erase_takes_a_scope_and_a_boolean_dry_run(backend) -> None:
+    with Memory(backend.target, embedder="hashing") as m:
+        m.add("Kept", user_id="alex", infer=False)
+        with pytest.raises(ValidationError, match="user_id"):
+            m.erase()
+        with pytest.raises(ValidationError, match="dry_run"):
+            m.erase(user_id="alex", dry_run="yes")  # type: ignore[arg-type]
+        assert len(m.get_all(user_id="alex")["results"]) == 1, "a refused erasure loses nothing"
+
+
+def test_the_log_refuses_any_other_rewrite(backend) -> None:
+    """The append-only rule lets an erasure's tombstone through, and nothing else."""
+    with Memory(backend.target, embedder="hashing") as m:
+        m.add("Some text", user_id="alex", infer=False)
+        store = m.store
+        if backend.name == "sqlite":
+            def run(sql: str) -> None:
+                with store._lock:
+                    store._conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        store._conn.execute(sql)
+                    finally:
+                        store._conn.execute("ROLLBACK")
+            refused: type[Exception] = sqlite3.DatabaseError
+        else:
+            import psycopg
+
+            def run(sql: str) -> None:
+                with store.connection() as conn, conn.transaction():
+                    conn.execute(sql)
+                    raise psycopg.Rollback  # leaves the transaction, rolled back, without an error
+            refused = psycopg.Error
+        for sql in (
+            "UPDATE events SET new_text = 'forged'",
+            "UPDATE events SET payload = '{}'",
+            "UPDATE events SET op = 'add', old_text = NULL, new_text = NULL, payload = '{\"erased\":true}'",
+            "UPDATE events SET actor = 'x', old_text = NULL, new_text = NULL, payload = '{\"erased\":true}'",
+            "UPDATE events SET ts = 0, old_text = NULL, new_text = NULL, payload = '{\"erased\":true}'",
+        ):
+            with pytest.raises(refused, match="append-only"):
+                run(sql)
+        run("UPDATE events SET old_text = NULL, new_text = NULL, payload = '{\"erased\":true}'")  # the tombstone: let through
+        assert m.events(user_id="alex")[-1]["new_memory"] == "Some text"  # (and rolled back here)
+
+
+@pytest.mark.sqlite_only("refuse_writes is the SQLite store's, for a damaged file")
+def test_a_store_that_takes_no_write_erases_nothing(backend) -> None:
+    with Memory(backend.target, embedder="hashing") as m:
+        m.add("Still here", user_id="alex", infer=False)
+        m.store.refuse_writes("damaged")
+        with pytest.raises(StoreError, match="takes no write"):
+            m.erase(user_id="alex")
+        assert m.get_all(user_id="alex")["results"]
+
+
+def test_an_erased_user_s_minute_is_not_found(filled) -> None:
+    minute = filled.minutes.recent(1, project_id="alex")[0]
+    filled.erase(user_id="alex")
+    with pytest.raises(NotFoundError):
+        filled.minutes.get(minute["id"])
+
+
+@pytest.mark.sqlite_only("a reader of another connection holding SQLite's write-ahead log")
+def test_a_log_another_reader_holds_is_reported_not_truncated_and_scrubbed_later(backend) -> None:
+    m = Memory.from_config({"path": backend.target, "embedder": "hashing", "busy_timeout": 0.3})
+    m.add("I love Fumblorx tea", user_id="zed", infer=False)
+    m.add("Amy is here", user_id="amy", infer=False)
+    m.store.flush()
+    reader = sqlite3.connect(backend.target)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM memories").fetchone()[0] == 2  # a snapshot that pins the log
+    try:
+        result = m.erase(user_id="zed")
+    finally:
+        reader.execute("ROLLBACK")
+        reader.close()
+    assert result["store"]["complete"] is False and "not truncated" in result["store"]["log"]
+    assert "still hold the text" in result["message"]
+    assert m.get_all(user_id="zed")["results"] == [], "the erasure itself committed"
+    m.close()  # the last connection's checkpoint takes the log into the rewritten file
+    assert b"Fumblorx" not in _sqlite_bytes(backend.target)
+
+
+def test_copies_of_the_user_s_memories_logged_in_a_wider_scope_go_too(backend) -> None:
+    """A consolidation over an agent logs, in the agent's space, the memories it merged
+    as they were (to undo it): the erased user's copies go; another user's stay."""
+    with Memory(backend.target, embedder="hashing") as m:
+        for text in ("Alex drinks Zorblatt tea every morning", "Alex drinks Zorblatt tea each morning"):
+            m.add(text, user_id="alex", agent_id="tutor", infer=False)
+        for text in ("Sam reads Quentrix books every night", "Sam reads Quentrix books each night"):
+            m.add(text, user_id="sam", agent_id="tutor", infer=False)
+        report = m.learning.consolidate(agent_id="tutor", min_importance=1.0)
+        assert report["merged_count"] == 4
+        runs = m.store.events(None, ops=("consolidation",))
+        assert {tuple(s["scope"][1:3]) for e in runs for s in e.payload["undo"]["before"]} == {("alex", "tutor"), ("sam", "tutor")}
+        assert all(e.scope.user_id == "" for e in runs), "logged in the agent's space, beyond alex's"
+
+        preview = m.erase(user_id="alex", dry_run=True)
+        result = m.erase(user_id="alex")
+        assert result["events"] == preview["events"]
+        after = {e.seq: e for e in m.store.events(None, ops=("consolidation",))}
+        held = {e.seq for e in runs if any(s["scope"][1] == "alex" for s in e.payload["undo"]["before"])}
+        assert held and all(after[seq].erased for seq in held)
+        assert not any(after[e.seq].erased for e in runs if e.seq not in held), "sam's copies stay"
+        blobs = _scan(m, backend)
+        assert not _found(blobs, "Zorblatt") and all(_found({k: v}, "Quentrix") for k, v in blobs.items())
