@@ -171,7 +171,8 @@ class MemoryAPI(Protocol):
 
         Removed: its facts (deleted ones too), test memories, playbook strategies,
         playbooks and their versions, trajectories, reflections, minutes, their
-        energy-tier state and vectors, and their full-text index entries. Its events
+        energy-tier state and vectors, their full-text index entries, and the relation
+        tuples that share its memories and playbooks or grant it access. Its events
         stay in the log as tombstones, each with its shape (sequence, time, kind of
         event, whose, which memory id) but no text, metadata or payload; the erasure
         is logged too (an ``erase`` event of the tenant naming the scope and the

@@ -349,7 +349,7 @@ class EraseResult(TypedDict):
     user_id: str | None
     agent_id: str | None
     run_id: str | None
-    erased: dict[str, int]  # memories per capability (ERASED_CAPABILITIES)
+    erased: dict[str, int]  # memories per capability (ERASED_CAPABILITIES), and "relations": tuples removed
     vectors: int
     events: int  # events of the owner, now tombstones (shape kept, text gone)
     event: int | None  # the erasure's own event (seq); None in a dry run

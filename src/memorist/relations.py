@@ -267,11 +267,14 @@ class Relations:
 
 
 # the subject's handle ----------------------------------------------------------------------
-_WRITES = frozenset({"add", "update", "delete", "delete_all"})
+_WRITES = frozenset({"add", "update", "delete", "delete_all", "rollback"})
+#: Calls no relation grants: only the owner of a space (or the application, the tenant) makes them.
+_OWNERS_ONLY = frozenset({"erase"})
 #: The learning calls on a playbook (the others act on the trajectories of a space).
 _PLAYBOOK_CALLS = {
     "get_playbook": False, "list_playbook_versions": False, "get_playbook_version": False,
     "create_playbook": True, "update_playbook": True, "curate_playbook": True, "rollback_playbook": True,
+    "delete_playbook": True,
 }
 _SPACE_CALLS = {
     "start_trajectory": True, "log_step": True, "complete_trajectory": True, "get_trajectory": False,
@@ -280,7 +283,7 @@ _SPACE_CALLS = {
 }
 _PLAYBOOK_NAME = {"get_playbook": "name", "list_playbook_versions": "name", "get_playbook_version": "name",
                   "create_playbook": "name", "update_playbook": "name", "curate_playbook": "playbook_name",
-                  "rollback_playbook": "name", "execute_with_learning": "playbook_name"}
+                  "rollback_playbook": "name", "execute_with_learning": "playbook_name", "delete_playbook": "name"}
 
 
 def _denied_write(target: Target, visible: bool) -> Exception:
@@ -384,6 +387,10 @@ def _memory_call(name: str) -> Callable[..., Any]:
         visible, writable = self.may(target, write)
         if write and not writable:
             raise _denied_write(target, visible)
+        if name in _OWNERS_ONLY and not rules.owns(self.subjects, target.user, target.agent):
+            if not visible:
+                raise _denied_write(target, False)
+            raise PermissionDeniedError(f"{name}: only the owner of {target.key[1]!r} (or the tenant) may; a relation does not grant it")
         if not visible:
             if name in ("search", "get_all"):
                 validate.limit(arguments.get("limit", 5))
@@ -456,6 +463,8 @@ def _learning_call(subject: Subject, name: str, target: Callable[..., Any], sign
         visible, writable = subject.may(book, write)
         if write and not writable:
             raise _denied_write(book, visible)
+        if name == "delete_playbook" and subject.access.decide(subject.subjects, OWNER, book) is None:
+            raise PermissionDeniedError(f"playbook {book.key[1]!r}: only an owner deletes it (an editor changes its strategies)")
         if not visible:
             if name == "get_playbook":
                 from .pipelines.playbooks import PlaybookRef, playbook_view

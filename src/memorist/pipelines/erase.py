@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..model import ERASED_CAPABILITIES, EraseResult, Scope, erased_capability
+from ..model import ERASED_CAPABILITIES, EraseResult, RelationTuple, Scope, erased_capability
+from ..policies import relations as rules
 from ..store.base import Erased, ScopeFilter, Store
 from .tiers import TEST_MARK, test_tenant
 
@@ -27,22 +28,57 @@ def counts(erased: Erased) -> dict[str, int]:
     return out
 
 
+#: How many relation tuples one read of an erasure takes (it reads again until none is
+#: left); a dry run counts up to DRY_RUN_RELATIONS of them.
+RELATIONS_PAGE = 1000
+DRY_RUN_RELATIONS = 100_000
+
+
+def owned_relations(store: Store, owner: ScopeFilter, *, limit: int = RELATIONS_PAGE) -> list[RelationTuple]:
+    """The relation tuples that speak of ``owner`` (at most ``limit``): those whose
+    subject it is (a lone user or agent: its grants and group memberships) and those on
+    its memory scopes and playbooks (what it shared). A run has no tuples of its own."""
+    if owner.run_id is not None:
+        return []
+    user, agent = owner.user_id or "", owner.agent_id or ""
+    subjects = rules.owner_subjects(user, agent)
+    found = store.relations(owner.tenant_id, subjects=subjects, limit=limit) if subjects else []
+    on = store.relations(owner.tenant_id, object_like=rules.owner_object_patterns(user, agent), limit=limit)
+    found += [r for r in on if rules.names_owned(r.object_type, r.object_id, user, agent) and r not in found]
+    return found[:limit]
+
+
+def _remove_relations(store: Store, owner: ScopeFilter, *, dry_run: bool) -> int:
+    """Remove (``dry_run``: count, up to :data:`DRY_RUN_RELATIONS`) the tuples that speak of ``owner``."""
+    if dry_run:
+        return len(owned_relations(store, owner, limit=DRY_RUN_RELATIONS))
+    removed = 0
+    while batch_of := owned_relations(store, owner):
+        with store.transaction() as batch:
+            for relation in batch_of:
+                removed += bool(batch.remove_relation(owner.tenant_id, relation))
+    return removed
+
+
 def erase(store: Store, owner: ScopeFilter, *, dry_run: bool = False) -> EraseResult:
     """Erase what ``owner`` owns (see :meth:`memorist.Memory.erase`)."""
     owners = [owner, dataclasses.replace(owner, tenant_id=test_tenant(owner.tenant_id))]
     ids = {"user_id": owner.user_id, "agent_id": owner.agent_id, "run_id": owner.run_id}
+    # The tuples go first, so that the store's scrub below also clears their pages.
+    relations = _remove_relations(store, owner, dry_run=dry_run)
 
     def describe(found: Erased) -> dict[str, Any]:
         # Who was erased and how much, never what: the ids and the counts.
-        return {"erased": {k: v for k, v in ids.items() if v is not None}, "counts": counts(found),
+        return {"erased": {k: v for k, v in ids.items() if v is not None}, "counts": {**counts(found), "relations": relations},
                 "vectors": found.vectors, "events": found.events}
 
     found = store.erase(owners, dry_run=dry_run, log=Scope(owner.tenant_id), describe=describe)
-    per = counts(found)
-    total = sum(per.values())
+    per = {**counts(found), "relations": relations}
+    total = sum(n for name, n in per.items() if name != "relations")
     noun = "memory" if total == 1 else "memories"
     verb = "Would erase" if dry_run else "Erased"
     scrub = found.scrub or {}
+    shared = f", {relations} relation tuple{'' if relations == 1 else 's'}" if relations else ""
     pending = "" if dry_run or scrub.get("complete", True) else "; the store's files still hold the text until it is scrubbed (see store)"
     return {
         "dry_run": dry_run,
@@ -52,8 +88,8 @@ def erase(store: Store, owner: ScopeFilter, *, dry_run: bool = False) -> EraseRe
         "events": found.events,
         "event": found.seq,
         "store": scrub,
-        "message": f"{verb} {total} {noun} and the text of {found.events} event{'' if found.events == 1 else 's'}{pending}",
+        "message": f"{verb} {total} {noun}{shared} and the text of {found.events} event{'' if found.events == 1 else 's'}{pending}",
     }
 
 
-__all__ = ["counts", "erase"]
+__all__ = ["DRY_RUN_RELATIONS", "RELATIONS_PAGE", "counts", "erase", "owned_relations"]

@@ -202,8 +202,55 @@ def owns(subjects: frozenset[tuple[str, str]] | set[tuple[str, str]], user: str,
     return all({"user": user, "agent": agent}.get(kind) == ident for kind, ident in mine.items())
 
 
+# erasure: the tuples that speak of an owner ----------------------------------------------
+def _like(text: str) -> str:
+    """``text`` as a literal inside a LIKE pattern (backslash escapes)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def owner_subjects(user: str, agent: str) -> list[tuple[str, str]]:
+    """The subjects an erasure of ``user`` and/or ``agent`` removes: a lone user or a
+    lone agent is itself a subject; a user-and-agent space is neither of them alone."""
+    if user and agent:
+        return []
+    return owners_of(user, agent)
+
+
+def owner_object_patterns(user: str, agent: str) -> list[tuple[str, str]]:
+    """``(object_type, LIKE pattern)`` pairs that find every scope and playbook tuple of
+    what ``user`` and/or ``agent`` own (a superset: :func:`names_owned` decides)."""
+    if user and agent:
+        base = _like(space_key(user, agent))
+        return [("scope", base), ("scope", base + "/%"), ("playbook", base + "/%")]
+    if user:
+        base = _like(space_key(user, ""))
+        return [("scope", base), ("scope", base + "/%"), ("playbook", base + "/%")]
+    tail = _like(f"agent:{agent}")
+    return [("scope", tail), ("scope", "user:%/" + tail), ("playbook", _like(agent) + "/%"),
+            ("playbook", "agent:" + _like(agent) + "/%"), ("playbook", "user:%/" + tail + "/%")]
+
+
+def names_owned(object_type: str, object_id: str, user: str, agent: str) -> bool:
+    """Whether the scope or playbook ``object_id`` is of what ``user`` and/or ``agent``
+    own, exactly (an erasure of them removes the tuples on it)."""
+    if object_type == "scope":
+        space = parse_space(object_id)
+        if space is None:
+            return False
+        owner_user, owner_agent = space
+    elif object_type == "playbook":
+        path = parse_playbook(object_id)
+        if path is None or path.label in ("tenant", "global"):
+            return False
+        owner_user, owner_agent = path.user, path.agent
+    else:
+        return False
+    return (not user or owner_user == user) and (not agent or owner_agent == agent)
+
+
 __all__ = [
     "ACCESS", "EDITOR", "MAX_GROUPS", "MAX_GROUP_DEPTH", "MEMBER", "OBJECT_TYPES", "OWNER", "RELATIONS", "SUBJECT_TYPES", "VIEWER",
-    "PlaybookPath", "check_tuple", "covering_scopes", "is_write", "object_of", "owners_of", "owns", "parse_playbook",
+    "PlaybookPath", "check_tuple", "covering_scopes", "is_write", "names_owned", "object_of", "owner_object_patterns",
+    "owner_subjects", "owners_of", "owns", "parse_playbook",
     "parse_space", "playbook_key", "relation_of", "satisfying", "space_key", "subject_of",
 ]

@@ -304,11 +304,13 @@ class Store(abc.ABC):
         subjects: Sequence[tuple[str, str]] | None = None,
         relations: Sequence[str] | None = None,
         objects: Sequence[tuple[str, str]] | None = None,
+        object_like: Sequence[tuple[str, str]] | None = None,
         limit: int = 1000,
     ) -> list[RelationTuple]:
         """The relation tuples of ``tenant_id`` with one of ``subjects``, ``relations``
-        and ``objects`` (None: any), at most ``limit``. Never cached: a revoked tuple is
-        gone for the next read."""
+        and ``objects`` (None: any), and an object matching one of ``object_like``'s
+        ``(object_type, LIKE pattern)`` (backslash escapes; SQLite ignores ASCII case
+        there), at most ``limit``. Never cached: a revoked tuple is gone for the next read."""
         raise NotImplementedError
 
     @abc.abstractmethod

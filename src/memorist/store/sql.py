@@ -112,12 +112,15 @@ def relations_sql(
     subjects: Any = None,
     relations: Any = None,
     objects: Any = None,
+    object_like: Any = None,
     limit: int,
     mark: str = "?",
 ) -> tuple[str, list[Any]]:
     """The tuples of a tenant whose subject is one of ``subjects``, relation one of
     ``relations`` and object one of ``objects`` (each a sequence; None: any), in a
-    stable order, at most ``limit``."""
+    stable order, at most ``limit``. ``object_like``: ``(object_type, pattern)`` pairs,
+    ``pattern`` a LIKE pattern escaped with a backslash (one must match; SQLite's LIKE
+    ignores ASCII case, so a caller that needs an exact match checks the rows)."""
     where = [f"tenant_id = {mark}"]
     args: list[Any] = [tenant_id]
     for columns, values in ((("subject_type", "subject_id"), subjects), (("object_type", "object_id"), objects)):
@@ -131,6 +134,12 @@ def relations_sql(
         where.append(f"({pairs})")
         for kind, ident in values:
             args += [kind, ident]
+    if object_like is not None:
+        likes = list(object_like)
+        pairs = " OR ".join(f"(object_type = {mark} AND object_id LIKE {mark} ESCAPE '\\')" for _ in likes)
+        where.append(f"({pairs})" if likes else "1 = 0")
+        for kind, pattern in likes:
+            args += [kind, pattern]
     if relations is not None:
         relations = list(relations)
         where.append(f"relation IN ({', '.join([mark] * len(relations))})" if relations else "1 = 0")

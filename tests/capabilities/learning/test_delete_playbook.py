@@ -79,3 +79,22 @@ def test_playbook_delete_on_the_command_line(backend) -> None:
     assert (out["strategies"], out["versions"]) == (1, 1)
     missing = run("playbook", "delete", "study", "--user", "alex", "--yes", code=1)
     assert "playbook not found: 'study'" in missing.output
+
+
+def test_only_an_owner_of_a_shared_playbook_deletes_it(tmp_path) -> None:
+    from memorist import Memory
+    from memorist.errors import NotFoundError, PermissionDeniedError
+
+    with Memory(str(tmp_path / "m.db"), embedder="hashing") as m:
+        m.learning.update_playbook([{"pattern": "Retry with backoff"}], agent_id="agent_a")
+        b = m.as_subject(agent_id="agent_b")
+        with pytest.raises(NotFoundError):
+            b.learning.delete_playbook("default", agent_id="agent_a")
+        for relation in ("viewer", "editor"):
+            m.relations.create(("agent", "agent_b"), relation, ("playbook", "agent_a/default"))
+            with pytest.raises(PermissionDeniedError):
+                b.learning.delete_playbook("default", agent_id="agent_a")
+        assert m.learning.get_playbook("default", agent_id="agent_a")["strategies"]["helpful"]
+        m.relations.create(("agent", "agent_b"), "owner", ("playbook", "agent_a/default"))
+        b.learning.delete_playbook("default", agent_id="agent_a")
+        assert m.learning.get_playbook("default", agent_id="agent_a")["version"] == 0

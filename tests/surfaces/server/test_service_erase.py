@@ -88,3 +88,17 @@ def test_deleting_a_playbook_over_the_service(served, store) -> None:
     assert r.json()["strategies"] == 1 and r.json()["versions"] >= 1 and r.json()["name"] == "study"
     assert served.get("/api/playbooks/", params={"user_id": "alex"}, headers=acme).json()["results"] == []
     assert_error(served.delete("/api/playbooks/study/", params={"user_id": "alex"}, headers=alex), 404, "not_found")
+
+
+@pytest.mark.parametrize("relation", ["viewer", "editor", "owner"])
+def test_a_relation_never_lets_another_user_erase(served, store, relation) -> None:
+    acme, sam = _key(store, "acme"), _key(store, "acme", "sam")
+    _add(served, acme, "alex", "Alex likes tea")
+    r = served.post("/api/relations/", json={"subject": "user:sam", "relation": relation, "object": "scope:user:alex"}, headers=acme)
+    assert r.status_code == 200, r.text
+    assert _count(served, sam, "alex") == 1, "the grant lets sam read alex's memories"
+
+    refused = served.post("/api/erase/", json={"user_id": "alex"}, headers=sam)
+    assert_error(refused, 403, "forbidden")
+    assert "only the owner" in refused.json()["error"]["message"]
+    assert _count(served, acme, "alex") == 1, "a refused erasure erases nothing"

@@ -97,8 +97,9 @@ def playbook_version(reach: ReachDep, name: str = NamePath, version: int = PathP
 def delete_playbook(reach: ReachDep, name: str = NamePath, user_id: str = query_id("user"),
                     agent_id: str = query_id("agent"), scope: str = _scope_query()) -> Any:
     """Delete the playbook with its strategies and versions (an unknown one: 404)."""
-    _writable(reach, scope)
-    return JSONResponse(reach.scope(user_id=user_id, agent_id=agent_id).learning.delete_playbook(name, scope=scope))
+    _writable(reach, name, scope)
+    learning = reach.playbook(name, user_id=user_id, agent_id=agent_id, scope=scope).learning
+    return JSONResponse(learning.delete_playbook(name, scope=scope))
 
 
 @router.post("/api/playbooks/{name}/rollback/", response_model=s.CurationResponse, summary="Roll a playbook back", **_API)

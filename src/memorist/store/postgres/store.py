@@ -836,8 +836,10 @@ class PostgresStore(Store):
 
     @_translating("read relations")
     def relations(self, tenant_id: str, *, subjects: Sequence[tuple[str, str]] | None = None, relations: Sequence[str] | None = None,
-                  objects: Sequence[tuple[str, str]] | None = None, limit: int = 1000) -> list[RelationTuple]:
-        sql, args = relations_sql(tenant_id, subjects=subjects, relations=relations, objects=objects, limit=limit, mark="%s")
+                  objects: Sequence[tuple[str, str]] | None = None, object_like: Sequence[tuple[str, str]] | None = None,
+                  limit: int = 1000) -> list[RelationTuple]:
+        sql, args = relations_sql(tenant_id, subjects=subjects, relations=relations, objects=objects, object_like=object_like,
+                                  limit=limit, mark="%s")
         with self._connection() as conn:
             return [RelationTuple(*row) for row in conn.execute(sql, args).fetchall()]
 

@@ -714,8 +714,10 @@ class SQLiteStore(Store):
 
     @_store_errors
     def relations(self, tenant_id: str, *, subjects: Sequence[tuple[str, str]] | None = None, relations: Sequence[str] | None = None,
-                  objects: Sequence[tuple[str, str]] | None = None, limit: int = 1000) -> list[RelationTuple]:
-        sql, args = relations_sql(tenant_id, subjects=subjects, relations=relations, objects=objects, limit=limit)
+                  objects: Sequence[tuple[str, str]] | None = None, object_like: Sequence[tuple[str, str]] | None = None,
+                  limit: int = 1000) -> list[RelationTuple]:
+        sql, args = relations_sql(tenant_id, subjects=subjects, relations=relations, objects=objects, object_like=object_like,
+                                  limit=limit)
         with self._lock:
             return [RelationTuple(*row) for row in self._conn.execute(sql, args).fetchall()]
 
