@@ -183,6 +183,71 @@ def ingest(memory: Any, conv: Conversation, unit: str) -> None:
         raise ValueError(f"unknown unit {unit!r}; use one of {', '.join(UNITS)}")
 
 
+#: What ``--budget`` compares: the context a budget buys, built in several ways.
+#: ``packed`` is :func:`memorist.format_context` with ``max_tokens`` (the default
+#: packing); the others switch one of its levers off or change it; ``top_k`` is the
+#: plain search results in rank order, each line as without a budget, until one does
+#: not fit.
+BUDGET_WAYS = ("packed", "top_k", "no_dedupe", "by_value", "long_headers")
+#: Results a budgeted context is packed from (a conversation of LoCoMo has ~600 turns).
+BUDGET_POOL = 200
+
+
+def conversation_replay(conv: Conversation) -> str:
+    """The whole conversation as a context: every session under its date, each turn
+    ``Speaker: text`` (what replaying it to a model costs)."""
+    lines = []
+    for _, date, turns in conv.sessions:
+        lines.append(f"[{date:%Y-%m-%d}]")
+        lines.extend(f"{t['speaker']}: {' '.join(turn_text(t).split())}" for t in turns)
+    return "\n".join(lines)
+
+
+def _top_k_context(hits: Sequence[dict[str, Any]], budget: int, count: Callable[[str], int]) -> str:
+    """Plain top-k: ``format_context`` lines in rank order while they fit."""
+    from ..pipelines.context import TITLE
+
+    lines = [f"## {TITLE}"]
+    used = count(lines[0])
+    for h in hits:
+        when = str(h.get("updated_at") or h.get("created_at") or "")[:10]
+        line = f"- {' '.join(str(h['memory']).split())}" + (f" ({when})" if when else "")
+        cost = count(line)
+        if used + cost > budget:
+            break
+        lines.append(line)
+        used += cost
+    return "\n".join(lines)
+
+
+def budget_contexts(hits: Sequence[dict[str, Any]], budget: int, count: Callable[[str], int]) -> dict[str, str]:
+    """The context each of :data:`BUDGET_WAYS` builds from ``hits`` within ``budget`` tokens."""
+    from ..pipelines.context import pack_context
+
+    def long_headers(h: dict[str, Any]) -> dict[str, Any]:
+        # Every line with its own date and speaker, as without a budget: no shared header.
+        when = str(h.get("updated_at") or h.get("created_at") or "")[:10]
+        name = ((h.get("metadata") or {}).get("name") or "")
+        return {**h, "memory": f"{h['memory']} ({name}, {when})", "metadata": {}, "created_at": None, "updated_at": None}
+
+    return {
+        "packed": pack_context(hits, max_tokens=budget, count_tokens=count).text,
+        "top_k": _top_k_context(hits, budget, count),
+        "no_dedupe": pack_context(hits, max_tokens=budget, count_tokens=count, dedupe=False).text,
+        "by_value": pack_context(hits, max_tokens=budget, count_tokens=count, order="value").text,
+        "long_headers": pack_context([long_headers(h) for h in hits], max_tokens=budget, count_tokens=count).text,
+    }
+
+
+def evidence_inside(evidence: Sequence[str], bad: int, texts: dict[str, str], context: str) -> tuple[bool, float]:
+    """Whether every evidence turn is whole inside ``context``, and the share that is."""
+    total = len(evidence) + bad
+    if total == 0:
+        return True, 1.0
+    found = sum(1 for e in evidence if e in texts and texts[e] in context)
+    return found == total, found / total
+
+
 def _retrieved_key(item: dict[str, Any], unit: str) -> str:
     meta = item.get("metadata") or {}
     if unit == "summary":
@@ -199,17 +264,37 @@ def run(
     memory_factory: Callable[[str], Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
     db: str | None = None,
+    budgets: Sequence[int] = (),
+    token_counter: Callable[[str], int] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the JSON-ready result (see ``memorist bench locomo``).
 
     ``db``: the store to run in (a path or a ``postgresql://`` URL), in a tenant of
     its own whose memories are deleted afterwards; by default a temporary SQLite file.
+
+    ``budgets`` (dialog unit): for each, the context each of :data:`BUDGET_WAYS`
+    builds within that many tokens from the best :data:`BUDGET_POOL` results, and
+    the share of questions whose evidence turns are all whole inside it (each turn's
+    text found in the context), with ``token_counter`` (default: the embedding
+    model's tokenizer, required). The whole conversation replayed is the reference.
     """
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}; use one of {', '.join(UNITS)}")
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] <= 0:
         raise ValueError("k values must be positive whole numbers")
+    budgets = sorted({int(b) for b in budgets})
+    if budgets and budgets[0] <= 0:
+        raise ValueError("budgets must be positive whole numbers")
+    if budgets and unit != "dialog":
+        raise ValueError("a budget is measured on dialog turns (--unit dialog)")
+    count = token_counter
+    if budgets and count is None:
+        from ..embed.tokens import token_counter as real_counter
+
+        count = real_counter(required=True)
+    if count is not None:
+        count = _cached(count)
     conversations = load(path)
     from ..memory import Memory
 
@@ -217,6 +302,11 @@ def run(
     context_tokens: dict[int, list[int]] = {k: [] for k in ks}
     full_tokens: list[int] = []
     latencies: list[float] = []
+    inside: dict[int, dict[str, dict[str, list[float]]]] = {b: {way: {} for way in BUDGET_WAYS} for b in budgets}
+    inside_share: dict[int, dict[str, list[float]]] = {b: {way: [] for way in BUDGET_WAYS} for b in budgets}
+    used: dict[int, dict[str, list[int]]] = {b: {way: [] for way in BUDGET_WAYS} for b in budgets}
+    replay_tokens: list[int] = []
+    replay_inside: list[float] = []
     total_q = sum(len(c.questions) for c in conversations)
     done = 0
     with tempfile.TemporaryDirectory(prefix="memorist-locomo-") as tmp:
@@ -230,12 +320,28 @@ def run(
             for conv in conversations:
                 ingest(memory, conv, unit)
                 conv_tokens = count_tokens(conv.full_text())
+                if budgets:
+                    assert count is not None
+                    replay = conversation_replay(conv)
+                    texts = {t["dia_id"]: " ".join(turn_text(t).split()) for _, _, turns in conv.sessions for t in turns}
                 for qa in conv.questions:
                     evidence, bad = parse_evidence(qa.get("evidence", []))
                     category = CATEGORIES.get(int(qa.get("category", 0)), "other")
                     start = time.perf_counter()
-                    hits = memory.search(str(qa["question"]), user_id=conv.sample_id, limit=ks[-1])["results"]
+                    limit = max(ks[-1], BUDGET_POOL if budgets else 0)
+                    hits = memory.search(str(qa["question"]), user_id=conv.sample_id, limit=limit)["results"]
                     latencies.append(time.perf_counter() - start)
+                    if budgets:
+                        assert count is not None
+                        replay_tokens.append(count(replay))
+                        replay_inside.append(float(evidence_inside(evidence, bad, texts, replay)[0]))
+                        for b in budgets:
+                            for way, context in budget_contexts(hits, b, count).items():
+                                whole, share = evidence_inside(evidence, bad, texts, context)
+                                inside[b][way].setdefault(category, []).append(float(whole))
+                                inside[b][way].setdefault("overall", []).append(float(whole))
+                                inside_share[b][way].append(share)
+                                used[b][way].append(count(context))
                     keys = [_retrieved_key(h, unit) for h in hits]
                     for k in ks:
                         r = question_recall(evidence, keys[:k], bad=bad, unit=unit)
@@ -262,7 +368,24 @@ def run(
         for name in CATEGORIES.values():
             recall[str(k)].setdefault(name, 0.0)
     latencies.sort()
+    extra: dict[str, Any] = {}
+    if budgets:
+        mean = lambda v: sum(v) / len(v) if v else 0.0  # noqa: E731
+        extra["budget"] = {
+            str(b): {
+                way: {
+                    "all_evidence": {name: mean(v) for name, v in sorted(inside[b][way].items())},
+                    "evidence_share": mean(inside_share[b][way]),
+                    "tokens": mean(used[b][way]),
+                }
+                for way in BUDGET_WAYS
+            }
+            for b in budgets
+        }
+        extra["replay"] = {"tokens": mean(replay_tokens), "all_evidence": mean(replay_inside)}
+        extra["tokenizer"] = getattr(token_counter, "name", None) or getattr(count, "name", "given")
     return {
+        **extra,
         "unit": unit,
         "questions": done,
         "conversations": len(conversations),
@@ -272,6 +395,45 @@ def run(
         "full_tokens": (sum(full_tokens) / len(full_tokens)) if full_tokens else 0.0,
         "search_ms_p50": latencies[len(latencies) // 2] * 1000 if latencies else 0.0,
     }
+
+
+def _cached(count: Callable[[str], int]) -> Callable[[str], int]:
+    """``count`` remembering its answers (the same lines are counted for every budget)."""
+    memo: dict[str, int] = {}
+
+    def cached(text: str) -> int:
+        n = memo.get(text)
+        if n is None:
+            n = memo[text] = count(text)
+            if len(memo) > 200_000:
+                memo.clear()
+        return n
+
+    cached.name = getattr(count, "name", "given")  # type: ignore[attr-defined]
+    return cached
+
+
+def format_budget_table(result: dict[str, Any]) -> str:
+    """A Markdown table: share of questions with all evidence inside each budget."""
+    names = ["single_hop", "multi_hop", "temporal", "open_domain", "adversarial", "overall"]
+    replay = result["replay"]
+    lines = [
+        f"Recall per token (tokens counted by {result.get('tokenizer')}): share of questions whose evidence "
+        "turns are all whole inside the context",
+        "",
+        "| budget | context | " + " | ".join(names) + " | evidence share | tokens used |",
+        "|---" * (len(names) + 4) + "|",
+    ]
+    for b, ways in result["budget"].items():
+        for way, row in ways.items():
+            cells = " | ".join(f"{100 * row['all_evidence'].get(n, 0.0):.1f}" for n in names)
+            lines.append(f"| {b} | {way} | {cells} | {100 * row['evidence_share']:.1f} | {row['tokens']:.0f} |")
+    lines.append("")
+    lines.append(
+        f"whole conversation replayed: {replay['tokens']:.0f} tokens on average, "
+        f"{100 * replay['all_evidence']:.1f} % of questions with all evidence inside"
+    )
+    return "\n".join(lines)
 
 
 def format_table(result: dict[str, Any]) -> str:

@@ -27,13 +27,13 @@ def _default_data() -> str | None:
     return None
 
 
-def _ks(value: str) -> list[int]:
+def _ks(value: str, what: str = "k values", hint: str = "--k") -> list[int]:
     try:
         ks = [int(k) for k in value.split(",") if k.strip()]
     except ValueError as exc:
-        raise click.BadParameter(f"expected comma-separated whole numbers, got {value!r}") from exc
+        raise click.BadParameter(f"expected comma-separated whole numbers, got {value!r}", param_hint=hint) from exc
     if not ks or min(ks) <= 0:
-        raise click.BadParameter("k values must be positive whole numbers")
+        raise click.BadParameter(f"{what} must be positive whole numbers", param_hint=hint)
     return ks
 
 
@@ -43,17 +43,29 @@ def _ks(value: str) -> list[int]:
 @click.option("--unit", type=click.Choice(["dialog", "observation", "summary"]), default="dialog",
               show_default=True, help="What one memory is.")
 @click.option("--k", "k", default="5,10,25,50", show_default=True, help="Cut-offs, comma-separated.")
+@click.option("--budget", "budget", default=None, metavar="N[,N...]",
+              help="Also measure recall per token: the context built within N tokens (e.g. 500,1000,2000,4000).")
 @pass_app
-def locomo(app: App, data: str | None, unit: str, k: str) -> None:
+def locomo(app: App, data: str | None, unit: str, k: str, budget: str | None) -> None:
     """Recall@k on LoCoMo: each conversation in its own user space, each question searched there.
 
     \b
     In a temporary SQLite file, unless --db names a store (a file or a
     postgresql:// URL): then in a tenant of its own, deleted afterwards.
+
+    \b
+    --budget N: for each question, the context format_context builds within N
+    tokens (counted by the embedding model's tokenizer) from the best 200 results,
+    and the share of questions whose evidence turns are all whole inside it; beside
+    plain top-k in rank order, the packing with one lever off, and the whole
+    conversation replayed (dialog unit only).
     """
-    from ..benchmarks.locomo import format_table, run
+    from ..benchmarks.locomo import format_budget_table, format_table, run
 
     ks = _ks(k)
+    budgets = _ks(budget, "budgets", "--budget") if budget else []
+    if budgets and unit != "dialog":
+        raise click.BadParameter("a budget is measured on dialog turns (--unit dialog)", param_hint="--budget")
     data = data or _default_data()
     if data is None:
         raise click.BadParameter("no data file found; pass --data PATH", param_hint="--data")
@@ -66,13 +78,17 @@ def locomo(app: App, data: str | None, unit: str, k: str) -> None:
             state["shown"] = done
 
         try:
-            result = run(data, unit=unit, ks=ks, embedder=app.embedder, progress=progress, db=app.db if app.db_typed else None)
+            result = run(data, unit=unit, ks=ks, embedder=app.embedder, progress=progress,
+                         db=app.db if app.db_typed else None, budgets=budgets)
         except (ValueError, KeyError) as exc:
             raise MemoristError(f"cannot run LoCoMo on {data}: {exc}") from exc
     if app.json:
         click.echo(json.dumps(result))
     else:
         click.echo(format_table(result))
+        if budgets:
+            click.echo("")
+            click.echo(format_budget_table(result))
 
 
 @bench.command("evolve")

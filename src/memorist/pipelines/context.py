@@ -1,21 +1,180 @@
-"""Context: the prompt block an agent injects before its next turn."""
+"""Context: the prompt block an agent injects before its next turn.
+
+:func:`format_context` renders search results, best first. With ``max_tokens`` it
+packs them into that many tokens instead (:func:`pack_context`): whole memories
+only, never a fragment of one; near-duplicates once; and short headers, the date
+once for all the memories of a day and the speaker's name beside each one, in the
+order they happened.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import ValidationError
 
-def format_context(results: Sequence[Mapping[str, Any]], *, title: str = "Relevant memories about the user") -> str:
-    """A compact block of retrieved memories, best first, ready for a system prompt.
+TITLE = "Relevant memories about the user"
+ORDERS = ("rank", "value")
+#: Two memories of one speaker sharing this share of their words say the same thing.
+NEAR_DUPLICATE = 0.85
+_WORDS = re.compile(r"\w+")
 
-    Each line carries the date the memory is from, so the model can judge recency.
-    Returns an empty string when there is nothing to inject.
+
+def format_context(
+    results: Sequence[Mapping[str, Any]],
+    *,
+    title: str = TITLE,
+    max_tokens: int | None = None,
+    count_tokens: Callable[[str], int] | None = None,
+) -> str:
+    """A compact block of retrieved memories, ready for a system prompt.
+
+    Without ``max_tokens``: best first, each line with the date the memory is from,
+    so the model can judge recency. With it: the block :func:`pack_context` builds
+    within that many tokens (counted by ``count_tokens``, by default the embedding
+    model's tokenizer when installed). Returns an empty string when there is nothing
+    to inject.
     """
+    if max_tokens is not None:
+        return pack_context(results, max_tokens=max_tokens, count_tokens=count_tokens, title=title).text
     if not results:
         return ""
     lines = [f"## {title}"]
     for item in results:
-        when = str(item.get("updated_at") or item.get("created_at") or "")[:10]
+        when = _date(item)
         lines.append(f"- {item['memory']}" + (f" ({when})" if when else ""))
     return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class PackedContext:
+    """A context built within a budget: its ``text`` and ``tokens``, the results it
+    holds (``kept``, in the order shown), and those left out as near-duplicates
+    (``duplicates``) or for want of room (``cut``)."""
+
+    text: str
+    tokens: int
+    kept: list[Mapping[str, Any]] = field(default_factory=list)
+    duplicates: list[Mapping[str, Any]] = field(default_factory=list)
+    cut: list[Mapping[str, Any]] = field(default_factory=list)
+
+
+def _date(item: Mapping[str, Any]) -> str:
+    return str(item.get("updated_at") or item.get("created_at") or "")[:10]
+
+
+def _speaker(item: Mapping[str, Any]) -> str:
+    meta = item.get("metadata") or {}
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return name.strip() if isinstance(name, str) else ""
+
+
+def _line(item: Mapping[str, Any]) -> str:
+    speaker = _speaker(item)
+    text = " ".join(str(item["memory"]).split())  # one line, whatever it held
+    return f"- {speaker}: {text}" if speaker else f"- {text}"
+
+
+def _words(item: Mapping[str, Any]) -> frozenset[str]:
+    return frozenset(w.casefold() for w in _WORDS.findall(str(item["memory"])))
+
+
+def _duplicate(words: frozenset[str], speaker: str, kept: list[tuple[frozenset[str], str]]) -> bool:
+    for other, who in kept:
+        if who != speaker:
+            continue
+        union = len(words | other)
+        if union == 0 or len(words & other) / union >= NEAR_DUPLICATE:
+            return True
+    return False
+
+
+def pack_context(
+    results: Sequence[Mapping[str, Any]],
+    *,
+    max_tokens: int,
+    count_tokens: Callable[[str], int] | None = None,
+    title: str = TITLE,
+    order: str = "rank",
+    dedupe: bool = True,
+) -> PackedContext:
+    """Pack search results into a context of at most ``max_tokens`` tokens.
+
+    Results are taken best first (``order="rank"``), or by value per token
+    (``"value"``: the score divided by the square root of the line's tokens, so a
+    short memory may pass a long one of nearly the same score). Each is kept whole
+    if it still fits, else left out while smaller ones may still fit; with
+    ``dedupe``, one that repeats a kept memory of the same speaker (most of the same
+    words) is left out. The kept ones are shown by date, oldest first, under one
+    ``[YYYY-MM-DD]`` header per day, each as ``- Speaker: text``.
+    """
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValidationError("max_tokens", f"must be a positive whole number, got {max_tokens!r}")
+    if order not in ORDERS:
+        raise ValidationError("order", f"must be one of {', '.join(ORDERS)}, got {order!r}")
+    if count_tokens is None:
+        from ..embed.tokens import token_counter
+
+        count_tokens = token_counter()
+    head = f"## {title}"
+    used = count_tokens(head)
+    packed = PackedContext("", 0)
+    if not results or used > max_tokens:
+        packed.cut = list(results)
+        return packed
+    lines = [(i, item, _line(item)) for i, item in enumerate(results)]
+    costs = {i: count_tokens(line) for i, _, line in lines}
+    if order == "value":
+        scores = [float(item.get("score") or 0.0) for _, item, _ in lines]
+        lines.sort(key=lambda t: (-scores[t[0]] / max(costs[t[0]], 1) ** 0.5, t[0]))
+    seen: list[tuple[frozenset[str], str]] = []
+    days: set[str] = set()
+    chosen: list[tuple[int, Mapping[str, Any], str]] = []
+    for i, item, line in lines:
+        words, speaker = _words(item), _speaker(item)
+        if dedupe and _duplicate(words, speaker, seen):
+            packed.duplicates.append(item)
+            continue
+        day = _date(item)
+        cost = costs[i] + (count_tokens(f"[{day}]") if day and day not in days else 0)
+        if used + cost > max_tokens:
+            packed.cut.append(item)
+            continue
+        used += cost
+        days.add(day)
+        seen.append((words, speaker))
+        chosen.append((i, item, line))
+    while True:
+        text = _render(head, chosen)
+        tokens = count_tokens(text)
+        # Lines are counted apart; a tokenizer that merges across line breaks may
+        # count their join differently: then the least valuable go until it fits.
+        if tokens <= max_tokens or not chosen:
+            break
+        packed.cut.append(chosen.pop()[1])
+    packed.text, packed.tokens = (text, tokens) if chosen else ("", 0)
+    packed.kept = [item for _, item, _ in _in_time_order(chosen)]
+    return packed
+
+
+def _in_time_order(chosen: list[tuple[int, Mapping[str, Any], str]]) -> list[tuple[int, Mapping[str, Any], str]]:
+    # Undated memories last; within a day by time, then by rank.
+    return sorted(chosen, key=lambda t: (not _date(t[1]), _date(t[1]), str(t[1].get("created_at") or ""), t[0]))
+
+
+def _render(head: str, chosen: list[tuple[int, Mapping[str, Any], str]]) -> str:
+    out = [head]
+    day = None
+    for _, item, line in _in_time_order(chosen):
+        when = _date(item)
+        if when and when != day:
+            out.append(f"[{when}]")
+        day = when
+        out.append(line)
+    return "\n".join(out)
+
+
+__all__ = ["ORDERS", "PackedContext", "format_context", "pack_context"]
