@@ -251,6 +251,7 @@ class MemoryRecord:
             "metadata": self.metadata.copy(),
             "kind": self.kind.value,
             "memory_class": self.memory_class.value,
+            "importance": self.importance,
         }
         if self.scope.tenant_id:
             item["tenant_id"] = self.scope.tenant_id
@@ -278,6 +279,7 @@ class MemoryItem(TypedDict):
     metadata: dict[str, Any]
     kind: str
     memory_class: str
+    importance: float  # 0 to 1 (consolidation never merges one at or above its threshold)
     tenant_id: NotRequired[str]
     score: NotRequired[float]  # search only: the fused rank score (it orders, it does not measure)
     similarity: NotRequired[float]  # search only: cosine of memory and query

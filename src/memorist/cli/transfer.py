@@ -72,6 +72,9 @@ def import_(
         return
     lines = list(file)
     memory = app.memory(create=True)
+    # The model loads now, not inside the first batch: the bar's first estimate is
+    # the import's rate, not the model's loading time spread over the file.
+    memory.embedder.embed(["warm up"])
     try:
         with click.progressbar(length=len(lines), label="importing", file=sys.stderr) as bar:
             summary = memory.import_(

@@ -37,6 +37,11 @@ from .minutes import log_imported
 
 #: Most lines written (memories) or messages added (verbatim turns) in one call.
 IMPORT_BATCH = 500
+#: The first batch of verbatim turns; each next one is twice as large, up to
+#: IMPORT_BATCH. Progress is counted as lines are read, and a batch is read before it
+#: is written: small first batches keep the first rate a progress bar sees (its
+#: time estimate) close to the import's.
+FIRST_TURN_BATCH = 16
 #: Attempts at one batch while the store stays locked by other writers. Each
 #: attempt already waits the store's busy timeout for the lock; a batch is one
 #: transaction, so a failed attempt wrote nothing and the batch is retried whole.
@@ -217,6 +222,9 @@ class _Pending:
     key: tuple[Any, ...]
     kwargs: dict[str, Any]
     lines: list[tuple[int, list[Any]]] = field(default_factory=list)
+    # Each line as it was read, with its own add() arguments: replayed alone if the
+    # batch fails, so that the error names the line and its own fields.
+    originals: list[tuple[int, list[Any], dict[str, Any]]] = field(default_factory=list)
 
     @property
     def size(self) -> int:
@@ -246,6 +254,7 @@ class Importer:
     )
     calls: int = 0
     _turns: _Pending | None = None
+    _turn_batches: int = 0  # batches of turns written
     _records: list[tuple[int, MemoryRecord]] = field(default_factory=list)
 
     # the lines ---------------------------------------------------------------------------
@@ -333,19 +342,33 @@ class Importer:
             self._flush_turns()
             self._call(messages, kwargs)
             return
-        try:
-            key = (tuple(ids.values()), json.dumps(metadata, sort_keys=True, default=str), json.dumps(timestamp, default=str),
-                   json.dumps(kwargs.get("importance"), default=str))
-        except (TypeError, ValueError, RecursionError):
-            # Metadata or a timestamp that is not JSON: add() names what is wrong.
-            self._flush_turns()
-            self._call(messages, kwargs)
-            return
-        if self._turns is not None and (self._turns.key != key or self._turns.size + len(messages) > IMPORT_BATCH):
+        original = (line_no, messages, kwargs)
+        folded = _folded(messages, metadata, timestamp)
+        if folded is not None:
+            # The line's metadata and time ride on its messages: lines of one scope
+            # go in one call whatever their times (each line of a conversation log
+            # usually has its own). Its importance acts on the whole call: lines share
+            # a call only with lines of the same.
+            importance = kwargs.get("importance")
+            messages, key = folded, (tuple(ids.values()), json.dumps(importance, default=str))
+            kwargs = {**ids, "metadata": None, "infer": False, "timestamp": None,
+                      **({"importance": importance} if importance is not None else {})}
+        else:
+            try:
+                key = (tuple(ids.values()), json.dumps(metadata, sort_keys=True, default=str), json.dumps(timestamp, default=str),
+                       json.dumps(kwargs.get("importance"), default=str))
+            except (TypeError, ValueError, RecursionError):
+                # Metadata or a timestamp that is not JSON: add() names what is wrong.
+                self._flush_turns()
+                self._call(messages, kwargs)
+                return
+        room = min(IMPORT_BATCH, FIRST_TURN_BATCH << min(self._turn_batches, 16))
+        if self._turns is not None and (self._turns.key != key or self._turns.size + len(messages) > room):
             self._flush_turns()
         if self._turns is None:
             self._turns = _Pending(key, kwargs)
         self._turns.lines.append((line_no, messages))
+        self._turns.originals.append(original)
 
     # the writes ----------------------------------------------------------------------------
     def flush(self) -> None:
@@ -366,8 +389,9 @@ class Importer:
         if batch is None:
             return
         if len(batch.lines) == 1:
-            self._replay([batch.lines[0]], batch.kwargs)
+            self._replay(batch.originals)
             return
+        self._turn_batches += 1
         try:
             self._call([m for _, ms in batch.lines for m in ms], batch.kwargs)
         except MemoristError as exc:
@@ -375,10 +399,10 @@ class Importer:
                 raise  # no line is bad: the store stayed locked
             # The batch wrote nothing; replay it line by line so the lines before
             # the bad one are kept and the error names the bad line.
-            self._replay(batch.lines, batch.kwargs)
+            self._replay(batch.originals)
 
-    def _replay(self, lines: list[tuple[int, list[Any]]], kwargs: dict[str, Any]) -> None:
-        for line_no, messages in lines:
+    def _replay(self, lines: list[tuple[int, list[Any], dict[str, Any]]]) -> None:
+        for line_no, messages, kwargs in lines:
             try:
                 self._call(messages, kwargs)
             except MemoristError as exc:
@@ -456,6 +480,41 @@ class Importer:
 
 class _Bad(MemoristError):
     """A line that is not an import line at all (its message is the reason)."""
+
+
+#: Metadata keys that act on the whole ``add`` call (the test tenant, the start
+#: energy or tier): a line with any of them keeps its metadata at call level.
+_CALL_METADATA = frozenset({"is_test", "tier", "energy", "type"})
+#: Apart in time, within one line, of messages that have no time of their own (as add).
+_STEP = 1e-6
+
+
+def _folded(messages: list[Any], metadata: Any, timestamp: Any) -> list[dict[str, Any]] | None:
+    """A line's messages carrying its metadata and timestamp, so that it can share
+    an ``add`` call with lines of other metadata and times; None when it cannot (a
+    bad value, which add() then names, or metadata that acts on the whole call).
+
+    Equivalent to adding the line alone: add merges call metadata under each
+    message's own, and gives a message without a time the call's, plus its index.
+    """
+    if metadata is not None and (not isinstance(metadata, dict) or _CALL_METADATA & metadata.keys()):
+        return None
+    try:
+        at = validate.timestamp(timestamp)
+    except ValidationError:
+        return None
+    out = []
+    for i, message in enumerate(messages):
+        own = message.get("metadata")
+        if own is not None and not isinstance(own, dict):
+            return None
+        folded = dict(message)
+        if metadata:
+            folded["metadata"] = {**metadata, **(own or {})}
+        if at is not None and message.get("timestamp") is None:
+            folded["timestamp"] = at + i * _STEP
+        out.append(folded)
+    return out
 
 
 def _version(record: MemoryRecord) -> float:

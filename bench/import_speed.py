@@ -1,0 +1,145 @@
+"""`memorist import` of conversation lines against `add`'s batched rate, and the
+progress bar's first time estimate against the truth.
+
+Run:  python bench/import_speed.py [--lines 5000] [--embedder hashing] [--batch 500]
+
+- ``add``: the lines' messages added with ``Memory.add(list, infer=False)`` in calls
+  of ``--batch`` messages into a fresh store (the batched rate);
+- ``import_``: ``Memory.import_`` of the file (one conversation turn a line, each
+  with its own timestamp and metadata, ``"infer": false``) into a fresh store;
+- ``cli``: ``memorist import`` of the file in a new process whose stderr is a
+  terminal (a pty), so that click draws its bar: the first time estimate the bar
+  shows, and the time the import actually took from then on.
+
+The lines are sentences sampled from LoCoMo's dialog vocabulary, two speakers
+alternating, a minute apart. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pty
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from core import corpus_model, sentence  # noqa: E402
+
+import memorist  # noqa: E402
+from memorist import Memory  # noqa: E402
+
+_ETA = re.compile(rb"(\d\d):(\d\d):(\d\d)\s*$")
+
+
+def lines_of(texts: list[str]) -> list[dict]:
+    start = 1_683_561_360  # 8 May 2023
+    return [
+        {
+            "messages": [{"role": "user", "content": t, "name": ("Caroline", "Melanie")[i % 2]}],
+            "user_id": "importer",
+            "timestamp": start + 60 * i,
+            "metadata": {"dia_id": f"D{i // 20 + 1}:{i % 20 + 1}"},
+            "infer": False,
+        }
+        for i, t in enumerate(texts)
+    ]
+
+
+def add_rate(texts: list[str], embedder: str, batch: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="memorist-import-") as tmp:
+        memory = Memory(str(Path(tmp) / "a.db"), embedder=embedder)
+        memory.embedder.embed(["warm up"])
+        began = time.perf_counter()
+        for s in range(0, len(texts), batch):
+            memory.add([{"role": "user", "content": t, "name": ("Caroline", "Melanie")[(s + i) % 2]}
+                        for i, t in enumerate(texts[s : s + batch])], user_id="importer", infer=False)
+        secs = time.perf_counter() - began
+        memory.close()
+    return len(texts) / secs
+
+
+def import_rate(path: Path, embedder: str) -> tuple[float, int]:
+    with tempfile.TemporaryDirectory(prefix="memorist-import-") as tmp:
+        memory = Memory(str(Path(tmp) / "i.db"), embedder=embedder)
+        memory.embedder.embed(["warm up"])
+        began = time.perf_counter()
+        summary = memory.import_(str(path))
+        secs = time.perf_counter() - began
+        memory.close()
+    return summary["lines"] / secs, summary["added"]
+
+
+def cli_estimate(path: Path, embedder: str) -> tuple[float | None, float, float]:
+    """(first estimate shown, seconds the import took from then on, whole run seconds)."""
+    with tempfile.TemporaryDirectory(prefix="memorist-import-") as tmp:
+        master, slave = pty.openpty()
+        env = {**os.environ, "COLUMNS": "120"}
+        began = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memorist", "--db", str(Path(tmp) / "c.db"), "--embedder", embedder, "import", str(path)],
+            stdout=subprocess.DEVNULL, stderr=slave, env=env,
+        )
+        os.close(slave)
+        first: tuple[float, float] | None = None
+        buffer = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buffer += chunk
+            for part in re.split(rb"[\r\n]", buffer)[:-1]:
+                match = _ETA.search(part)
+                if first is None and match and b"%" in part:
+                    h, m, s = (int(g) for g in match.groups())
+                    first = (time.perf_counter(), float(3600 * h + 60 * m + s))
+            buffer = re.split(rb"[\r\n]", buffer)[-1]
+        proc.wait()
+        end = time.perf_counter()
+        os.close(master)
+    if first is None:
+        return None, 0.0, end - began
+    return first[1], end - first[0], end - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lines", type=int, default=5000)
+    parser.add_argument("--embedder", default="hashing")
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=29)
+    parser.add_argument("--no-cli", action="store_true")
+    args = parser.parse_args()
+    words, weights, _ = corpus_model()
+    rng = random.Random(args.seed)
+    texts = [sentence(rng, words, weights) for _ in range(args.lines)]
+    print(f"# bench/import_speed.py: memorist from {Path(memorist.__file__).resolve().parents[1]}, "
+          f"{args.lines} lines, embedder {args.embedder}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="memorist-import-") as tmp:
+        path = Path(tmp) / "turns.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines_of(texts)), encoding="utf-8")
+        added = add_rate(texts, args.embedder, args.batch)
+        imported, count = import_rate(path, args.embedder)
+        print("| lines | add batched lines/s | import lines/s | import / add | memories added |")
+        print("|---:|---:|---:|---:|---:|")
+        print(f"| {args.lines:,} | {added:,.0f} | {imported:,.0f} | {imported / added:.0%} | {count:,} |", flush=True)
+        if not args.no_cli:
+            eta, rest, whole = cli_estimate(path, args.embedder)
+            print()
+            print("| `memorist import` run s | first estimate s | time it took from then s | estimate / truth |")
+            print("|---:|---:|---:|---:|")
+            ratio = f"{eta / rest:.2f}" if eta is not None and rest > 0 else "no estimate shown"
+            print(f"| {whole:.1f} | {eta if eta is not None else '-'} | {rest:.1f} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
