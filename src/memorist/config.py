@@ -193,6 +193,9 @@ class RetrievalConfig:
     # LoCoMo it lifted multi-hop recall but cost adversarial questions (which pin an
     # event on the wrong speaker) more than it gained (bench/RESULTS.md).
     speaker_weight: float = 0.0
+    # Share of the fused score that comes from each ranking's scores normalised to
+    # [0, 1] (memorist.policies.fusion.normalized_score_fusion), the rest from ranks.
+    score_weight: float = 0.0
     # Search keys of verbatim conversation turns (add(..., infer=False) with a list
     # of messages); see memorist.policies.search_keys.
     speaker_keys: bool = True  # "<name>: <text>"
@@ -269,6 +272,8 @@ class MemoryConfig:
             if not finite_number(value) or value < (1 if name == "candidates" else 0):
                 bound = ">= 1" if name == "candidates" else ">= 0"
                 raise ConfigurationError(f"retrieval.{name} must be a finite number {bound}, got {value!r}")
+        if not finite_number(r.score_weight) or not 0 <= r.score_weight <= 1:
+            raise ConfigurationError(f"retrieval.score_weight must be a number from 0 to 1, got {r.score_weight!r}")
         for name in ("max_message_chars", "similar_k", "max_metadata_depth", "max_metadata_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -79,3 +79,29 @@ def test_default_k_is_sixty():
 def test_negative_k_is_refused():
     with pytest.raises(ValueError):
         reciprocal_rank_fusion({"v": ["a"]}, k=-1)
+
+
+def test_normalized_score_fusion_puts_scales_on_one_footing():
+    from memorist.policies.fusion import normalized_score_fusion
+
+    # Cosines in [0.2, 0.6] and BM25 scores in [1, 21]: each becomes [0, 1] first.
+    fused = normalized_score_fusion({"vector": [("a", 0.6), ("b", 0.4), ("c", 0.2)], "text": [("b", 21.0), ("c", 1.0)]})
+    assert fused["b"] == pytest.approx((0.5 + 1.0) / 2)
+    assert fused["a"] == pytest.approx(1.0 / 2)
+    assert fused["c"] == pytest.approx(0.0)
+    # A clear winner keeps its lead where ranks would tie a and b.
+    clear = normalized_score_fusion({"v": [("a", 0.9), ("b", 0.31), ("c", 0.3)], "t": [("b", 5.0), ("a", 4.9), ("c", 1.0)]})
+    assert clear["a"] > clear["b"]
+    rrf = reciprocal_rank_fusion({"v": ["a", "b", "c"], "t": ["b", "a", "c"]})
+    assert rrf["a"] == pytest.approx(rrf["b"])
+
+
+def test_normalized_score_fusion_weights_and_edge_cases():
+    from memorist.policies.fusion import normalized_score_fusion
+
+    assert normalized_score_fusion({}) == {}
+    assert normalized_score_fusion({"v": [("a", 1.0)]}, {"v": 0.0}) == {}
+    same = normalized_score_fusion({"v": [("a", 0.5), ("b", 0.5)]})
+    assert same == {"a": 1.0, "b": 1.0}  # equal scores: all best
+    weighted = normalized_score_fusion({"v": [("a", 1.0), ("b", 0.0)], "t": [("b", 1.0), ("a", 0.0)]}, {"v": 3.0, "t": 1.0})
+    assert weighted["a"] == pytest.approx(0.75) and weighted["b"] == pytest.approx(0.25)

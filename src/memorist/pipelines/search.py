@@ -26,7 +26,7 @@ import numpy as np
 
 from ..config import MemoryConfig
 from ..model import MemoryRecord, is_fact
-from ..policies.fusion import reciprocal_rank_fusion
+from ..policies.fusion import normalized_score_fusion, reciprocal_rank_fusion
 from ..policies.ranking import RankContext, RankingPolicy
 from ..policies.text import named_speakers
 from ..policies.timeparse import query_window
@@ -102,20 +102,22 @@ class Searcher:
         vector_hits = self.store.vector_search(scope, qvec, k=vector_k, cutoff=cutoff, now=now)
         text_hits = self.store.text_search(scope, query, k=pool * 4 if predicate else pool, cutoff=cutoff, now=now)
         charge(len(vector_hits) + len(text_hits))  # the work meter: cost, and a caller that left
-        rankings = {"vector": [m for m, _ in vector_hits], "text": [m for m, _ in text_hits]}
+        scored = {"vector": vector_hits, "text": text_hits}
         window = query_window(query, reference if reference is not None else now) if conf.time_weight else None
         if window is not None:
-            hits = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, window=window)
-            rankings["time"] = [m for m, _ in hits]
+            scored["time"] = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, window=window)
         if conf.speaker_weight:
             for speaker in named_speakers(query, self.store.speakers(scope)):
                 # With a time window too, "what did Caroline say last week" asks
                 # for Caroline's turns of that week: both conditions at once.
-                hits = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, speaker=speaker, window=window)
-                rankings["speaker:" + speaker] = [m for m, _ in hits]
+                scored["speaker:" + speaker] = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, speaker=speaker, window=window)
         weights = {"vector": conf.vector_weight, "text": conf.text_weight, "time": conf.time_weight}
-        weights.update({name: conf.speaker_weight for name in rankings if name.startswith("speaker:")})
-        fused = reciprocal_rank_fusion(rankings, weights, k=conf.rrf_k)
+        weights.update({name: conf.speaker_weight for name in scored if name.startswith("speaker:")})
+        fused = reciprocal_rank_fusion({name: [m for m, _ in hits] for name, hits in scored.items()}, weights, k=conf.rrf_k)
+        if conf.score_weight:
+            # Scores, normalised, beside the ranks: a list's clear winner keeps its lead.
+            by_score = normalized_score_fusion(scored, weights)
+            fused = {m: (1 - conf.score_weight) * f + conf.score_weight * by_score.get(m, 0.0) for m, f in fused.items()}
         ordered = sorted(fused, key=fused.__getitem__, reverse=True)
         similarity = dict(vector_hits)
         if threshold is not None:

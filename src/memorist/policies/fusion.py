@@ -36,3 +36,35 @@ def reciprocal_rank_fusion(
     if best == 0:
         return {}
     return {item: score / best for item, score in total.items()}
+
+
+def normalized_score_fusion(
+    scored: Mapping[str, Sequence[tuple[Hashable, float]]],
+    weights: Mapping[str, float] | None = None,
+) -> dict[Hashable, float]:
+    """Fuse scored lists by their scores, each first normalised to [0, 1].
+
+    Each list's scores are min-max normalised over the list (its best 1, its worst
+    0; a list of equal scores gives 1), so cosines and BM25 scores, on different
+    scales, can be added: ``sum(weight * normalised)``, divided by the total weight
+    (an item first in every list scores 1.0). An item a list lacks gets 0 from it.
+    Unlike rank fusion, a clear winner of one list keeps its lead over items that
+    are only a little better in another.
+    """
+    weights = weights or {}
+    total: dict[Hashable, float] = {}
+    best = 0.0
+    for name, items in scored.items():
+        w = float(weights.get(name, 1.0))
+        if w <= 0 or not items:
+            continue
+        best += w
+        values = [float(s) for _, s in items]
+        hi, lo = max(values), min(values)
+        span = hi - lo
+        for (item, _), v in zip(items, values, strict=True):
+            norm = (v - lo) / span if span > 0 else 1.0
+            total[item] = total.get(item, 0.0) + w * norm
+    if best == 0:
+        return {}
+    return {item: score / best for item, score in total.items()}
