@@ -77,8 +77,11 @@ def import_(
     memory.embedder.embed(["warm up"])
     try:
         with click.progressbar(length=len(lines), label="importing", file=sys.stderr) as bar:
+            # Only a bar that is drawn (a terminal) needs progress, and the small
+            # first batches that keep its estimate right.
             summary = memory.import_(
-                lines, **scope(user_id, agent_id, run_id), infer=infer, progress=lambda n: bar.update(n - bar.pos)
+                lines, **scope(user_id, agent_id, run_id), infer=infer,
+                progress=(lambda n: bar.update(n - bar.pos)) if sys.stderr.isatty() else None,
             )
     except ImportLineError as exc:
         done = exc.summary

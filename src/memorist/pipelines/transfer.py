@@ -37,10 +37,11 @@ from .minutes import log_imported
 
 #: Most lines written (memories) or messages added (verbatim turns) in one call.
 IMPORT_BATCH = 500
-#: The first batch of verbatim turns; each next one is twice as large, up to
-#: IMPORT_BATCH. Progress is counted as lines are read, and a batch is read before it
-#: is written: small first batches keep the first rate a progress bar sees (its
-#: time estimate) close to the import's.
+#: With a progress function, the first batch of verbatim turns; each next one is
+#: twice as large, up to IMPORT_BATCH. Progress is counted as lines are read, and a
+#: batch is read before it is written: small first batches keep the first rate a
+#: progress bar sees (its time estimate) close to the import's. Without one, every
+#: batch is whole from the start.
 FIRST_TURN_BATCH = 16
 #: Attempts at one batch while the store stays locked by other writers. Each
 #: attempt already waits the store's busy timeout for the lock; a batch is one
@@ -255,6 +256,7 @@ class Importer:
     calls: int = 0
     _turns: _Pending | None = None
     _turn_batches: int = 0  # batches of turns written
+    ramp: bool = False  # small first batches (see FIRST_TURN_BATCH): set when progress is reported
     _records: list[tuple[int, MemoryRecord]] = field(default_factory=list)
 
     # the lines ---------------------------------------------------------------------------
@@ -362,7 +364,7 @@ class Importer:
                 self._flush_turns()
                 self._call(messages, kwargs)
                 return
-        room = min(IMPORT_BATCH, FIRST_TURN_BATCH << min(self._turn_batches, 16))
+        room = min(IMPORT_BATCH, FIRST_TURN_BATCH << min(self._turn_batches, 16)) if self.ramp else IMPORT_BATCH
         if self._turns is not None and (self._turns.key != key or self._turns.size + len(messages) > room):
             self._flush_turns()
         if self._turns is None:
@@ -534,6 +536,7 @@ def _derived_id(obj: dict[str, Any]) -> str:
 def import_lines(importer: Importer, lines: Iterable[str | dict[str, Any]], *, progress: Callable[[int], None] | None = None) -> dict[str, int]:
     """Feed every line to ``importer`` and flush; returns the summary."""
     n = 0
+    importer.ramp = progress is not None
     iterator = iter(lines)
     while True:
         try:

@@ -38,8 +38,8 @@ def test_lines_with_their_own_times_and_metadata_are_batched(tmp_path: Path) -> 
     with Memory(str(tmp_path / "m.db"), embedder="hashing") as m:
         summary = m.import_(lines)
         assert summary["added"] == 600
-        # Batches of 16, 32, ... up to IMPORT_BATCH messages: a handful of calls, not 600.
-        assert summary["calls"] <= 8
+        # Batches of IMPORT_BATCH messages: two calls, not 600.
+        assert summary["calls"] == 2
         batched = memories(m, "alex")
     with Memory(str(tmp_path / "one.db"), embedder="hashing") as one:
         for line in lines:  # the same lines, one add each
@@ -97,10 +97,16 @@ def test_the_first_batches_are_small(monkeypatch) -> None:
         sizes.append(len(messages))
         return {"results": [{"event": "ADD"} for _ in messages]}
 
-    importer = transfer.Importer(None, None, "", add, {"user_id": None, "agent_id": None, "run_id": None})  # type: ignore[arg-type]
-    transfer.import_lines(importer, [json.dumps(t) for t in turns(2000)])
+    def importer() -> transfer.Importer:
+        return transfer.Importer(None, None, "", add, {"user_id": None, "agent_id": None, "run_id": None})  # type: ignore[arg-type]
+
+    lines = [json.dumps(t) for t in turns(2000)]
+    transfer.import_lines(importer(), lines, progress=lambda n: None)  # a progress bar: small first batches
     assert sizes[:4] == [16, 32, 64, 128]
     assert max(sizes) == transfer.IMPORT_BATCH and sum(sizes) == 2000
+    sizes.clear()
+    transfer.import_lines(importer(), lines)  # nobody watching: whole batches from the start
+    assert sizes == [transfer.IMPORT_BATCH] * 4
 
 
 def test_each_line_keeps_its_own_importance_when_lines_are_batched(tmp_path: Path) -> None:
