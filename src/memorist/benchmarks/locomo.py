@@ -328,15 +328,16 @@ def run(
                     evidence, bad = parse_evidence(qa.get("evidence", []))
                     category = CATEGORIES.get(int(qa.get("category", 0)), "other")
                     start = time.perf_counter()
-                    limit = max(ks[-1], BUDGET_POOL if budgets else 0)
-                    hits = memory.search(str(qa["question"]), user_id=conv.sample_id, limit=limit)["results"]
+                    hits = memory.search(str(qa["question"]), user_id=conv.sample_id, limit=ks[-1])["results"]
                     latencies.append(time.perf_counter() - start)
                     if budgets:
                         assert count is not None
+                        # A search of its own: recall@k stays that of a search for max(k).
+                        pool = memory.search(str(qa["question"]), user_id=conv.sample_id, limit=BUDGET_POOL)["results"]
                         replay_tokens.append(count(replay))
                         replay_inside.append(float(evidence_inside(evidence, bad, texts, replay)[0]))
                         for b in budgets:
-                            for way, context in budget_contexts(hits, b, count).items():
+                            for way, context in budget_contexts(pool, b, count).items():
                                 whole, share = evidence_inside(evidence, bad, texts, context)
                                 inside[b][way].setdefault(category, []).append(float(whole))
                                 inside[b][way].setdefault("overall", []).append(float(whole))
