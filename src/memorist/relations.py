@@ -12,8 +12,8 @@ else does:
   the thing answers exactly as a missing one would (an empty search, an empty
   playbook, :class:`~memorist.errors.NotFoundError` for an id); a subject that may
   read but not write gets :class:`~memorist.errors.PermissionDeniedError` on a write.
-- The service acts as the user a key is bound to; the MCP server as its configured
-  ids. A :class:`~memorist.Memory` itself (and ``memory.scope(...)``) is the
+- The service acts as the user and/or agent a key is bound to; the MCP server as its
+  configured ids. A :class:`~memorist.Memory` itself (and ``memory.scope(...)``) is the
   application that owns the store: it names any scope, and manages every tuple.
 
 Who may what, for a subject (its user and/or agent, and every group it is a member

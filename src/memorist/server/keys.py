@@ -6,14 +6,17 @@ characters, 256 random bits) is shown once, by :meth:`KeyStore.create`, and neve
 stored. The table ``api_keys`` holds the SHA-256 of the whole key: a key this
 random needs no slow password hash, and a copy of the database (a backup, say)
 gives nobody a usable key. A presented key is looked up by its id and its hash
-compared in constant time.
+compared in constant time. A key may be bound to a user and/or an agent: the
+service acts as that subject (:class:`memorist.server.deps.Reach`).
 
 The table lives beside Memorist's own tables. In a SQLite file it is created if
 missing, on the :class:`KeyStore`'s own connection; ``memorist check`` ignores tables
 it does not know, and a backup copies it with the rest. In PostgreSQL it is part of
 Memorist's schema (:mod:`memorist.store.postgres.schema`), so every ``memorist serve`` process
 on the database shares the keys; the :class:`KeyStore` reads it through its own
-small connection pool.
+small connection pool. A table made before keys could bind an agent gains its
+``agent_id`` column when a :class:`KeyStore` first opens it (either backend): the keys
+it holds keep working, bound to no agent.
 """
 
 from __future__ import annotations
