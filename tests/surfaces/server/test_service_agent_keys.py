@@ -67,6 +67,8 @@ def test_an_agent_key_owns_its_agent_and_reaches_another_only_through_a_relation
     r = served.put("/api/playbooks/default/", json={"strategies": [{"pattern": "Check the logs first"}]}, headers=a)
     assert r.status_code == 200, r.text
     trajectory = served.post("/api/trajectories/", json={"task_description": "deploy"}, headers=a).json()["trajectory_id"]
+    assert served.get(f"/api/trajectories/{trajectory}/", headers=a).json()["trajectory_id"] == trajectory
+    assert [t["trajectory_id"] for t in served.get("/api/trajectories/", headers=a).json()["results"]] == [trajectory]
 
     # Agent B, no relation: agent A's things answer exactly as a missing agent's do.
     _same_as_missing(served.get("/api/memories/", params={"agent_id": "agent_a"}, headers=b),
@@ -84,6 +86,7 @@ def test_an_agent_key_owns_its_agent_and_reaches_another_only_through_a_relation
     assert_error(served.delete(f"/api/memories/{own}/", headers=b), 404, "not_found")
     assert_error(served.delete("/api/memories/", params={"agent_id": "agent_a"}, headers=b), 404, "not_found")
     assert_error(served.post("/api/erase/", json={"agent_id": "agent_a"}, headers=b), 404, "not_found")
+    assert_error(served.post("/api/memories/consolidate/", json={"agent_id": "agent_a", "dry_run": True}, headers=b), 404, "not_found")
     assert_error(served.post("/api/relations/", json={"subject": "agent:agent_b", "relation": "owner", "object": "scope:agent:agent_a"},
                              headers=b), 403, "forbidden")  # it cannot grant itself A's space
 
@@ -106,6 +109,11 @@ def test_an_agent_key_owns_its_agent_and_reaches_another_only_through_a_relation
         "Agent A's note: the deploy runs at noon", "Alex prefers short answers"]
     listed = served.get("/api/relations/", headers=b).json()["results"]
     assert [(t["subject"], t["relation"], t["object"]) for t in listed] == [(["agent", "agent_b"], "viewer", ["scope", "agent:agent_a"])]
+
+    consolidate = {"agent_id": "agent_a", "min_importance": 1.0, "importance_threshold": 1.0}
+    assert_error(served.post("/api/memories/consolidate/", json=consolidate, headers=b), 403, "forbidden")
+    preview = served.post("/api/memories/consolidate/", json={**consolidate, "dry_run": True}, headers=b)
+    assert preview.status_code == 200, preview.text
 
     # An editor writes; an erasure still needs the owner.
     r = served.post("/api/relations/", json={**grant, "relation": "editor"}, headers=acme)  # the tenant key administers
