@@ -16,9 +16,10 @@ memory, with ``{"import": true}`` in its payload.
 
 An export of the whole tenant (``all_scopes``) also carries its relation tuples, one
 ``{"type": "relation", "subject": [type, id], "relation": ..., "object": [type, id],
-"created_at": ...}`` line each, after the memories: an import writes each tuple the
-store does not hold yet (with its date), so the imported store makes the same access
-decisions, and importing twice adds nothing. A playbook is named by its path there
+"created_at": ..., "tenant_id": ...}`` line each, after the memories: an import writes
+each tuple the store does not hold yet (with its date), so the imported store makes the
+same access decisions, and importing twice adds nothing. As for a memory, a tuple of
+another tenant is refused. A playbook is named by its path there
 (``agent_a/default``), as exports write it.
 
 A bad line stops the import with an :class:`~memorist.errors.ImportLineError` naming
@@ -110,18 +111,18 @@ def export_lines(store: Store, scope: ScopeFilter, *, events: bool = False, rela
         # Every tuple of the tenant: they are few next to its memories, and this export
         # reads every memory of the tenant too.
         for row in store.relations(scope.tenant_id, limit=_MAX_COUNT):
-            yield relation_item(row)
+            yield relation_item(row, scope.tenant_id)
     if events:
         for event in store.events(scope):
             yield {"type": "event", **event.to_item()}
 
 
-def relation_item(row: RelationTuple) -> dict[str, Any]:
-    """One relation tuple as an export line."""
-    return {"type": "relation", **row.to_item()}
+def relation_item(row: RelationTuple, tenant_id: str) -> dict[str, Any]:
+    """One relation tuple of ``tenant_id`` as an export line."""
+    return {"type": "relation", **row.to_item(), "tenant_id": tenant_id}
 
 
-_RELATION_KEYS = frozenset({"type", "subject", "relation", "object", "created_at"})
+_RELATION_KEYS = frozenset({"type", "subject", "relation", "object", "created_at", "tenant_id"})
 
 
 def relation_from_item(obj: dict[str, Any]) -> RelationTuple:
@@ -129,7 +130,7 @@ def relation_from_item(obj: dict[str, Any]) -> RelationTuple:
     (a playbook must be named by its path, as exports write it)."""
     extra = sorted(set(obj) - _RELATION_KEYS)
     if extra:
-        raise ValidationError(extra[0], "is not a field of a relation line (subject, relation, object, created_at)")
+        raise ValidationError(extra[0], "is not a field of a relation line (subject, relation, object, created_at, tenant_id)")
     who = rules.subject_of(obj.get("subject"))
     rel = rules.relation_of(obj.get("relation"))
     what = rules.object_of(obj.get("object"))
@@ -336,6 +337,9 @@ class Importer:
             self.counts["events"] += 1
             return
         if kind == "relation":
+            tenant = obj.get("tenant_id") or ""
+            if tenant != self.tenant_id:
+                raise _Bad(f"the relation belongs to tenant {validate.show(tenant)}, not this Memory's tenant {self.tenant_id!r}")
             self._relations.append(relation_from_item(obj))
             if len(self._relations) >= IMPORT_BATCH:
                 self._flush_relations()

@@ -48,7 +48,8 @@ def test_export_and_import_carry_the_tenant_s_relation_tuples(backend) -> None:
     lines = [json.dumps(item) for item in source.export(all_scopes=True)]
     relation_lines = [json.loads(line) for line in lines if json.loads(line)["type"] == "relation"]
     assert len(relation_lines) == len(_GRANTS)
-    assert all(set(item) == {"type", "subject", "relation", "object", "created_at"} for item in relation_lines)
+    assert all(set(item) == {"type", "subject", "relation", "object", "created_at", "tenant_id"} for item in relation_lines)
+    assert {item["tenant_id"] for item in relation_lines} == {"acme"}
     # A scope's export is its memories only: tuples are the tenant's.
     assert not [i for i in source.export(user_id="alice") if i["type"] == "relation"]
 
@@ -82,6 +83,12 @@ def test_tuples_stay_in_their_tenant(backend) -> None:
     with Memory(target, embedder="hashing", tenant_id="globex") as globex:
         assert globex.relations.list()["results"] == []
         assert globex.relations.check(("agent", "agent_b"), "viewer", ("playbook", "agent_a/default"))["allowed"] is False
+        # acme's tuples are not imported into globex, even alone.
+        tuples_only = [line for line in lines if json.loads(line)["type"] == "relation"]
+        with pytest.raises(ImportLineError) as err:
+            globex.import_(tuples_only)
+        assert err.value.line == 1 and "tenant 'acme'" in str(err.value)
+        assert globex.relations.list()["results"] == []
 
 
 @pytest.mark.parametrize(
@@ -97,7 +104,8 @@ def test_tuples_stay_in_their_tenant(backend) -> None:
     ],
 )
 def test_a_malformed_tuple_line_is_named_and_the_lines_before_it_stay(backend, line, said) -> None:
-    good = {"type": "relation", "subject": ["agent", "agent_b"], "relation": "viewer", "object": ["scope", "agent:agent_a"]}
+    good = {"type": "relation", "subject": ["agent", "agent_b"], "relation": "viewer", "object": ["scope", "agent:agent_a"], "tenant_id": "acme"}
+    line = {**line, "tenant_id": "acme"}
     with Memory(backend.target, embedder="hashing", tenant_id="acme") as memory:
         with pytest.raises(ImportLineError) as err:
             memory.import_([json.dumps(good), json.dumps(line)])
@@ -123,6 +131,9 @@ def test_the_cli_round_trip(backend, tmp_path) -> None:
     r = run(cli, ["--db", target, "relations", "check", "agent:agent_b", "viewer", "playbook:agent_a/default"])
     assert "allowed (via grant)" in r.output, r.output
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"type": "relation", "subject": "user:bob", "relation": "viewer", "object": "scope:nowhere"}\n')
+    bad.write_text('{"type": "relation", "subject": "user:dave", "relation": "viewer", "object": "scope:user:alice"}\n'
+                   '{"type": "relation", "subject": "user:bob", "relation": "viewer", "object": "scope:nowhere"}\n')
     r = run(cli, ["--db", target, "--embedder", "hashing", "import", str(bad)])
-    assert r.exit_code == 1 and "line 1" in r.output, r.output
+    assert r.exit_code == 1 and "line 2" in r.output and "object" in r.output, r.output
+    r = run(cli, ["--db", target, "relations", "check", "user:dave", "viewer", "scope:user:alice"])
+    assert "allowed (via grant)" in r.output, "the line before the bad one stays"
