@@ -55,7 +55,7 @@ def import_(
        "user_id"?, "agent_id"?, "run_id"?, "metadata"?, "timestamp"?, "infer"?}
     added as `memorist add` would, or a relation tuple of `export --all`:
       {"type": "relation", "subject": ["agent", "b"], "relation": "viewer",
-       "object": ["playbook", "agent_a/default"], "created_at"?: ...}
+       "object": ["playbook", "agent_a/default"], "created_at"?, "tenant_id"?}
     written unless the store holds it. Event lines of `export --events` are skipped.
 
     A line without user_id, agent_id and run_id gets --user/--agent/--run.
