@@ -403,6 +403,8 @@ class _SharedScope(_RequestScope):
 
     @property
     def tiers(self) -> Any:
+        if self.ids["user_id"] is None:  # an agent's space, shared with an agent-bound key
+            raise NotFoundError("agent", str(self.ids["agent_id"]))
         raise NotFoundError("user", str(self.ids["user_id"]))
 
     @property

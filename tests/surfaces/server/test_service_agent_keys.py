@@ -278,3 +278,31 @@ def test_the_keys_commands_bind_and_list_agents(tmp_path) -> None:
     assert "agent_a" in r.output and "tutor" in r.output
     r = run(cli, ["--db", db, "keys", "create", "--tenant", "acme", "--agent", "x" * 5000])
     assert r.exit_code != 0 and "--agent" in r.output, r.output
+
+
+def test_an_agent_key_maintains_and_reads_its_own_tiers_only(store) -> None:
+    app = create_app(store, embedder="hashing", limits=UNLIMITED, policy="energy")
+    try:
+        with TestClient(app) as served:
+            acme, a, b = _key(store, "acme"), _key(store, "acme", agent="agent_a"), _key(store, "acme", agent="agent_b")
+            for n in range(3):
+                _add(served, a, f"Agent A's note {n}", user_id=f"user{n}")
+            theirs = _add(served, b, "Agent B's note")
+            assert served.post("/api/tiers/maintain/", json={}, headers=acme).status_code == 200
+            assert served.get("/api/tiers/", headers=acme).json()["total"] == 4
+            assert served.get("/api/tiers/", headers=a).json()["total"] == 3
+            assert served.get("/api/tiers/", headers=b).json()["total"] == 1
+            assert served.post("/api/tiers/maintain/", json={}, headers=a).status_code == 200
+            assert_error(served.post("/api/tiers/boost/", json={"memory_id": theirs, "amount": 0.5}, headers=a), 404, "not_found")
+            assert_error(served.post("/api/tiers/boost/", json={"memory_id": theirs, "amount": 0.5, "agent_id": "agent_b"}, headers=a),
+                         404, "not_found")
+            assert served.post("/api/tiers/boost/", json={"memory_id": theirs, "amount": 0.5}, headers=b).status_code == 200
+            assert_error(served.put("/api/tiers/config/", json={"changes": {}}, headers=a), 403, "forbidden")
+            # A relation shares memories, not the energy tiers of another agent.
+            grant = {"subject": "agent:agent_a", "relation": "editor", "object": "scope:agent:agent_b"}
+            assert served.post("/api/relations/", json=grant, headers=b).status_code == 200
+            denied = served.post("/api/tiers/maintain/", json={"agent_id": "agent_b"}, headers=a)
+            assert_error(denied, 404, "not_found")
+            assert "agent_b" in denied.json()["error"]["message"]
+    finally:
+        app.state.service.close()
