@@ -834,7 +834,8 @@ class Memory:
         events: bool = False,
     ) -> Iterator[dict[str, Any]]:
         """The scope's memories as export objects, oldest first (``all_scopes=True``:
-        every memory of the store, of this tenant). With ``events``, the scope's event
+        every memory of the store, of this tenant, then its relation tuples as
+        ``{"type": "relation", ...}`` objects). With ``events``, the scope's event
         log follows as ``{"type": "event", ...}`` objects.
 
         Each memory object is a whole memory (id, text, scope, dates, metadata, kind,
@@ -851,7 +852,7 @@ class Memory:
             scope = ScopeFilter(self.config.tenant_id)
         else:
             scope = self._scope_filter(user_id, agent_id, run_id)
-        return export_lines(self.store, scope, events=events)
+        return export_lines(self.store, scope, events=events, relations=all_scopes)
 
     def import_(
         self,
@@ -872,9 +873,12 @@ class Memory:
         :meth:`add` does. Lines that name no scope get ``user_id``/``agent_id``/
         ``run_id``; ``infer`` is the default of turns without ``"infer"``.
 
+        A relation line of a whole-tenant export restores its tuple (one already held
+        changes nothing).
+
         Returns counts: ``lines``, ``added``, ``updated``, ``unchanged``, ``skipped``
         (deleted here since), ``deleted`` (by reconciliation), ``events`` (event lines,
-        which are not replayed) and ``calls``. A bad line raises
+        which are not replayed), ``relations`` (tuples written) and ``calls``. A bad line raises
         :class:`~memorist.ImportLineError` naming it; the lines before
         it stay imported. ``progress(lines_read)`` is called as each line is read (a function that raises stops the import with a ValidationError).
         """

@@ -12,8 +12,8 @@ else does:
   the thing answers exactly as a missing one would (an empty search, an empty
   playbook, :class:`~memorist.errors.NotFoundError` for an id); a subject that may
   read but not write gets :class:`~memorist.errors.PermissionDeniedError` on a write.
-- The service acts as the user a key is bound to; the MCP server as its configured
-  ids. A :class:`~memorist.Memory` itself (and ``memory.scope(...)``) is the
+- The service acts as the user and/or agent a key is bound to; the MCP server as its
+  configured ids. A :class:`~memorist.Memory` itself (and ``memory.scope(...)``) is the
   application that owns the store: it names any scope, and manages every tuple.
 
 Who may what, for a subject (its user and/or agent, and every group it is a member
@@ -279,7 +279,7 @@ _PLAYBOOK_CALLS = {
 _SPACE_CALLS = {
     "start_trajectory": True, "log_step": True, "complete_trajectory": True, "get_trajectory": False,
     "query_trajectories": False, "prune_trajectories": True, "reflect": True, "batch_reflect": True,
-    "execute_with_learning": True, "curate_playbook": True, "list_playbooks": False,
+    "execute_with_learning": True, "curate_playbook": True, "list_playbooks": False, "consolidate": True,
 }
 _PLAYBOOK_NAME = {"get_playbook": "name", "list_playbook_versions": "name", "get_playbook_version": "name",
                   "create_playbook": "name", "update_playbook": "name", "curate_playbook": "playbook_name",
@@ -443,7 +443,8 @@ def _learning_call(subject: Subject, name: str, target: Callable[..., Any], sign
     learning = subject.memory.learning
     space = _space(arguments)
     if name in _SPACE_CALLS and "user_id" in signature.parameters:
-        write = _SPACE_CALLS[name]
+        # A consolidation's dry run only reads: a viewer may preview it.
+        write = _SPACE_CALLS[name] and not (name == "consolidate" and arguments.get("dry_run") is True)
         visible, writable = subject.may(space, write)
         if name == "list_playbooks":
             if not visible:
@@ -455,6 +456,8 @@ def _learning_call(subject: Subject, name: str, target: Callable[..., Any], sign
         elif not visible:
             if name == "query_trajectories":
                 return []
+            if name == "consolidate":
+                raise _denied_write(space, False)
             raise NotFoundError("trajectory", str(arguments.get("trajectory_id")))
     if name in _PLAYBOOK_NAME:
         default = signature.parameters[_PLAYBOOK_NAME[name]].default

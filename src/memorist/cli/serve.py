@@ -243,8 +243,9 @@ def keys() -> None:
     """API keys of the memory service (stored as hashes in the store).
 
     \b
-    A key binds a tenant, and optionally one user: requests made with it see
-    only that tenant's memories (that user's). `memorist serve` requires a key on
+    A key binds a tenant, and optionally one user and/or one agent: requests
+    made with it see only that tenant's memories, and act as that user or agent
+    (its own memories, and another's only as a relation shares them). `memorist serve` requires a key on
     every /api/ request once the store holds one.
     """
 
@@ -263,22 +264,25 @@ def _key_store(app: App, *, create: bool = False) -> Any:
 @keys.command("create")
 @click.option("--tenant", "tenant_id", required=True, metavar="NAME", help="The tenant the key acts in.")
 @click.option("--user", "user_id", metavar="ID", help="Bind the key to this user: it sees no other.")
+@click.option("--agent", "agent_id", metavar="ID", help="Bind the key to this agent (alone or with --user): it acts as that agent.")
 @click.option("--label", default="", help="A note to recognise the key by in `memorist keys list`.")
 @pass_app
-def keys_create(app: App, tenant_id: str, user_id: str | None, label: str) -> None:
+def keys_create(app: App, tenant_id: str, user_id: str | None, agent_id: str | None, label: str) -> None:
     """Create a key and print it, once: only its hash is stored.
 
     The key alone goes to stdout (KEY=$(memorist keys create --tenant acme)); the
     note about it to stderr.
     """
-    app.arguments = {"tenant_id": "--tenant", "label": "--label"}
+    app.arguments = {"tenant_id": "--tenant", "user_id": "--user", "agent_id": "--agent", "label": "--label"}
     store = _key_store(app, create=True)
-    key, record = store.create(tenant_id, user_id=user_id, label=label)
+    key, record = store.create(tenant_id, user_id=user_id, agent_id=agent_id, label=label)
     _warn_untenanted(app, record.tenant_id)
     if app.json:
         app.emit({"key": key, **record.to_item()}, lambda: None)
         return
-    bound = f", user {record.user_id!r}" if record.user_id else " (any user)"
+    bound = f", user {record.user_id!r}" if record.user_id else ""
+    bound += f", agent {record.agent_id!r}" if record.agent_id else ""
+    bound = bound or " (any user)"
     click.echo(f"Created key {record.key_id} for tenant {record.tenant_id!r}{bound}. It is shown only now:", err=True)
     click.echo(key)
 
@@ -368,9 +372,9 @@ def keys_list(app: App, active_only: bool) -> None:
             click.echo("No API keys: `memorist serve` runs as a development server (loopback only).")
             return
         app.table(
-            [("key id", {"no_wrap": True}), ("tenant", {}), ("user", {}), ("label", {}), ("status", {}), ("created", {"no_wrap": True}), ("last used", {"no_wrap": True})],
+            [("key id", {"no_wrap": True}), ("tenant", {}), ("user", {}), ("agent", {}), ("label", {}), ("status", {}), ("created", {"no_wrap": True}), ("last used", {"no_wrap": True})],
             [
-                [i["key_id"], i["tenant_id"], i["user_id"] or "(any)", i["label"] or None, "active" if i["active"] else "revoked", when(i["created_at"]), when(i["last_used_at"])]
+                [i["key_id"], i["tenant_id"], i["user_id"] or "(any)", i["agent_id"] or "(any)", i["label"] or None, "active" if i["active"] else "revoked", when(i["created_at"]), when(i["last_used_at"])]
                 for i in items
             ],
         )

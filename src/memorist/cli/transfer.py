@@ -53,7 +53,10 @@ def import_(
     conversation turn:
       {"messages": [{"role": "user", "content": "..."}] | "text": "...",
        "user_id"?, "agent_id"?, "run_id"?, "metadata"?, "timestamp"?, "infer"?}
-    added as `memorist add` would. Event lines of `export --events` are skipped.
+    added as `memorist add` would, or a relation tuple of `export --all`:
+      {"type": "relation", "subject": ["agent", "b"], "relation": "viewer",
+       "object": ["playbook", "agent_a/default"], "created_at"?, "tenant_id"?}
+    written unless the store holds it. Event lines of `export --events` are skipped.
 
     A line without user_id, agent_id and run_id gets --user/--agent/--run.
     Consecutive verbatim turns of one scope are added in batches. A bad line
@@ -94,6 +97,8 @@ def import_(
     parts = [f"added {summary['added']} memories"]
     labels = (("updated", "updated"), ("deleted", "deleted"), ("unchanged", "already there"), ("skipped", "deleted here since, skipped"))
     parts += [f"{summary[key]} {label}" for key, label in labels if summary[key]]
+    if summary.get("relations"):
+        parts.append(f"{summary['relations']} relation tuples")
     note = f"; {summary['events']} event lines not replayed" if summary["events"] else ""
     app.emit(summary, lambda: click.echo(f"Read {summary['lines']} lines; " + ", ".join(parts) + note + "."))
 
@@ -158,7 +163,8 @@ def export(
 ) -> None:
     """Write memories as JSON lines, oldest first; `memorist import` restores them.
 
-    The scope's memories (--user/--agent/--run), or the whole store with --all.
+    The scope's memories (--user/--agent/--run), or the whole store with --all
+    (then also its relation tuples, who shares what, one line each).
     Each line is a whole memory: id, text, scope, dates, metadata, kind, class,
     counters. With --events the event log follows, one event per line.
     With --json and no --output, stdout gets one JSON document, {"results": [...]}.

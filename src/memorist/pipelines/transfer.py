@@ -14,6 +14,14 @@ with events. Event lines are not replayed: the event log records what happened t
 *this* store, and the import itself writes an ``add`` (or ``update``) event per
 memory, with ``{"import": true}`` in its payload.
 
+An export of the whole tenant (``all_scopes``) also carries its relation tuples, one
+``{"type": "relation", "subject": [type, id], "relation": ..., "object": [type, id],
+"created_at": ..., "tenant_id": ...}`` line each, after the memories: an import writes
+each tuple the store does not hold yet (with its date), so the imported store makes the
+same access decisions, and importing twice adds nothing. As for a memory, a tuple of
+another tenant is refused. A playbook is named by its path there
+(``agent_a/default``), as exports write it.
+
 A bad line stops the import with an :class:`~memorist.errors.ImportLineError` naming
 it; the lines before it stay imported.
 """
@@ -21,14 +29,26 @@ it; the lines before it stay imported.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import validate
 from ..embed.base import Embedder
 from ..errors import ImportLineError, MemoristError, StoreError, ValidationError
-from ..model import DEFAULT_CLASS, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier, from_epoch
+from ..model import (
+    DEFAULT_CLASS,
+    Kind,
+    MemoryClass,
+    MemoryRecord,
+    RelationTuple,
+    Scope,
+    Status,
+    Tier,
+    from_epoch,
+)
+from ..policies import relations as rules
 from ..policies.consolidation import DEFAULT_IMPORTANCE
 from ..policies.text import content_hash
 from ..store.base import ScopeFilter, Store
@@ -84,17 +104,48 @@ def export_item(record: MemoryRecord) -> dict[str, Any]:
     return item
 
 
-def export_lines(store: Store, scope: ScopeFilter, *, events: bool = False) -> Iterator[dict[str, Any]]:
-    """The scope's memories (active and archived), oldest first, then its events if asked."""
+def export_lines(store: Store, scope: ScopeFilter, *, events: bool = False, relations: bool = False) -> Iterator[dict[str, Any]]:
+    """The scope's memories (active and archived), oldest first, then the tenant's
+    relation tuples if asked (an export of the whole tenant), then its events if asked."""
     records = [r for status in _EXPORT_STATUSES for r in store.list(scope, status=status)]
     # Oldest first; list() is newest first with rowid as the tie-break, so reversing
     # before a stable sort keeps insertion order among equal times, and a re-import
     # exports identically.
     for record in sorted(reversed(records), key=lambda r: r.created_at):
         yield export_item(record)
+    if relations:
+        # Every tuple of the tenant: they are few next to its memories, and this export
+        # reads every memory of the tenant too.
+        for row in store.relations(scope.tenant_id, limit=_MAX_COUNT):
+            yield relation_item(row, scope.tenant_id)
     if events:
         for event in store.events(scope):
             yield {"type": "event", **event.to_item()}
+
+
+def relation_item(row: RelationTuple, tenant_id: str) -> dict[str, Any]:
+    """One relation tuple of ``tenant_id`` as an export line."""
+    return {"type": "relation", **row.to_item(), "tenant_id": tenant_id}
+
+
+_RELATION_KEYS = frozenset({"type", "subject", "relation", "object", "created_at", "tenant_id"})
+
+
+def relation_from_item(obj: dict[str, Any]) -> RelationTuple:
+    """The tuple of a relation line, checked as ``memory.relations.create`` checks one
+    (a playbook must be named by its path, as exports write it)."""
+    extra = sorted(set(obj) - _RELATION_KEYS)
+    if extra:
+        raise ValidationError(extra[0], "is not a field of a relation line (subject, relation, object, created_at, tenant_id)")
+    who = rules.subject_of(obj.get("subject"))
+    rel = rules.relation_of(obj.get("relation"))
+    what = rules.object_of(obj.get("object"))
+    rules.check_tuple(who, rel, what)
+    if what[0] == "playbook" and rules.parse_playbook(what[1]) is None:
+        raise ValidationError("object", f"a playbook is named by its path here (such as agent_a/default), got {what[1]!r}")
+    created = obj.get("created_at")
+    when = validate.timestamp(created, field="created_at") if created is not None else None
+    return RelationTuple(who[0], who[1], rel, what[0], what[1], when if when is not None else 0.0)
 
 
 # import --------------------------------------------------------------------------------------
@@ -251,13 +302,14 @@ class Importer:
     max_metadata_depth: int = validate.METADATA_DEPTH
     max_metadata_bytes: int = validate.METADATA_BYTES
     counts: dict[str, int] = field(
-        default_factory=lambda: {"added": 0, "updated": 0, "unchanged": 0, "skipped": 0, "deleted": 0, "events": 0}
+        default_factory=lambda: {"added": 0, "updated": 0, "unchanged": 0, "skipped": 0, "deleted": 0, "events": 0, "relations": 0}
     )
     calls: int = 0
     _turns: _Pending | None = None
     _turn_batches: int = 0  # batches of turns written
     ramp: bool = False  # small first batches (see FIRST_TURN_BATCH): set when progress is reported
     _records: list[tuple[int, MemoryRecord]] = field(default_factory=list)
+    _relations: list[RelationTuple] = field(default_factory=list)
 
     # the lines ---------------------------------------------------------------------------
     def feed(self, line_no: int, raw: str | dict[str, Any]) -> None:
@@ -294,6 +346,14 @@ class Importer:
         kind = obj.get("type")
         if kind == "event":
             self.counts["events"] += 1
+            return
+        if kind == "relation":
+            tenant = obj.get("tenant_id") or ""
+            if tenant != self.tenant_id:
+                raise _Bad(f"the relation belongs to tenant {validate.show(tenant)}, not this Memory's tenant {self.tenant_id!r}")
+            self._relations.append(relation_from_item(obj))
+            if len(self._relations) >= IMPORT_BATCH:
+                self._flush_relations()
             return
         present = [k for k in ("messages", "text", "memory") if k in obj]
         if kind not in (None, "memory") or len(present) != 1 or (kind == "memory" and present != ["memory"]):
@@ -376,6 +436,21 @@ class Importer:
     def flush(self) -> None:
         self._flush_records()
         self._flush_turns()
+        self._flush_relations()
+
+    def _flush_relations(self) -> None:
+        """Write the tuples the store does not hold yet, in one transaction
+        (``relations`` counts them; one already there changes nothing)."""
+        pending, self._relations = self._relations, []
+        if not pending:
+            return
+        now = time.time()
+
+        def write() -> int:
+            with self.store.transaction() as batch:
+                return sum(batch.put_relation(self.tenant_id, row if row.created_at else replace(row, created_at=now)) for row in pending)
+
+        self.counts["relations"] += retry_busy(write, attempts=IMPORT_BUSY_ATTEMPTS)
 
     def _call(self, messages: Any, kwargs: dict[str, Any]) -> None:
         # One add is one transaction: retried whole while the store is locked.

@@ -21,6 +21,7 @@ from .. import validate
 from ..api import Scoped
 from ..errors import MemoristError, NotFoundError
 from ..memory import Memory
+from ..policies import relations as rules
 from ..relations import Subject, Target
 from . import schemas as s
 from .errors import ApiError, error_response, memorist_error_response, retry_after
@@ -33,13 +34,15 @@ from .tenants import Tenants
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who is asking: the key's tenant (``""`` on a development server), the user
-    the key is bound to (None: any user of the tenant), the key's id, and the rate
-    limiter's bucket the request is charged to."""
+    the key is bound to (None: any user of the tenant), the key's id, the rate
+    limiter's bucket the request is charged to, and the agent the key is bound to
+    (None: none; the key acts as its user, or is the tenant's)."""
 
     tenant_id: str = ""
     user_id: str | None = None
     key_id: str | None = None
     bucket: str = ""
+    agent_id: str | None = None
 
 
 _bearer = HTTPBearer(auto_error=False, description="An Memorist API key: `Authorization: Bearer ek_...`.")
@@ -140,7 +143,7 @@ class Service:
                     self.guesses.acquire(f"address:{client}")
                     return error_response(401, "the API key is not valid (unknown, malformed or revoked)")
                 bucket = f"key:{record.key_id}"
-                caller = Caller(record.tenant_id, record.user_id, record.key_id, bucket)
+                caller = Caller(record.tenant_id, record.user_id, record.key_id, bucket, record.agent_id)
             else:
                 if self.local_only and not _is_loopback_host(headers.get("host", "")):
                     return error_response(
@@ -219,7 +222,10 @@ class Reach:
     The rule: a tenant key acts on any user of its tenant; a key bound to a user acts as
     that user only. A request of a bound key naming no user acts as its user; naming
     another answers 404, exactly as a user (or the memory, trajectory or project named
-    under it) that does not exist would.
+    under it) that does not exist would. A key bound to an agent (alone or with a user)
+    acts as that subject the same way: a request naming no agent (no user) acts as its
+    agent (its user); its own space is its, another's is 404 unless a relation lets it
+    read, and then every call is checked as that subject (a viewer's write: 403).
 
     Each method answers with what the route calls: a :class:`~memorist.api.Scoped`
     handle when ids remain, so the call cannot leave that scope; the tenant's Memory
@@ -245,9 +251,16 @@ class Reach:
         """The user the key is bound to (None: a tenant key, any user of the tenant)."""
         return self.caller.user_id
 
+    @property
+    def bound_agent(self) -> str | None:
+        """The agent the key is bound to (None: none)."""
+        return self.caller.agent_id
+
     def scope(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Scoped | Memory:
         """For a call in the scope the ids name (a bound key naming another user: 404
         user, unless a relation lets its user read that scope)."""
+        if self.caller.agent_id is not None:
+            return self._as_agent(*self._agent_ids(user_id, agent_id), run_id, None, None)
         return self._handle(self._user(user_id, "user", share=self._sees_space(agent_id)), agent_id, run_id)
 
     def by_id(self, what: str, ident: str, *, user_id: str | None = None, agent_id: str | None = None,
@@ -258,12 +271,22 @@ class Reach:
         relation lets its user read that scope."""
         if what == "memory":
             ident = validate.memory_id(ident)
+        if self.caller.agent_id is not None:
+            return self._as_agent(*self._agent_ids(user_id, agent_id), run_id, what, ident)
         return self._handle(self._user(user_id, what, ident, share=self._sees_space(agent_id)), agent_id, run_id)
 
     def playbook(self, name: str, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> Scoped | Memory:
         """For a call on the playbook ``name`` of the scope the ids name: a bound key
         naming another user's reaches it when a relation or the playbook's visibility
         lets its user read it (404 user otherwise)."""
+        if self.caller.agent_id is not None:
+            # A user's playbook belongs to no agent: the key's agent is not filled in for it.
+            user, agent = self._agent_ids(user_id, agent_id) if scope != "user" else (user_id or self.caller.user_id, agent_id)
+            ref = self.memory.learning.ref(name, user, agent, scope)
+            if ref.label in ("tenant", "global"):  # read by every subject; writes are checked by the route
+                return _RequestScope(self.memory, user, agent, None)
+            return self._as_agent(user, agent, None, None, None,
+                                  target=Target(ref.scope.user_id, ref.scope.agent_id, ref.name, ref.label))
 
         def sees(other: str) -> bool:
             subject = self.subject()
@@ -275,9 +298,38 @@ class Reach:
         return self._handle(self._user(user_id, "user", share=sees), agent_id, None)
 
     def subject(self) -> Subject | None:
-        """The subject a key bound to a user acts as (None: a tenant key, the tenant's administrator)."""
-        bound = self.caller.user_id
-        return None if bound is None else self.memory.as_subject(user_id=bound)
+        """The subject a key bound to a user and/or an agent acts as (None: a tenant key,
+        the tenant's administrator)."""
+        user, agent = self.caller.user_id, self.caller.agent_id
+        if user is None and agent is None:
+            return None
+        return self.memory.as_subject(user_id=user, agent_id=agent)
+
+    def _agent_ids(self, user_id: str | None, agent_id: str | None) -> tuple[str | None, str | None]:
+        """The ids a request of an agent-bound key acts on: those it names, else the key's."""
+        return (self.caller.user_id if user_id is None else user_id, self.caller.agent_id if agent_id is None else agent_id)
+
+    def _as_agent(self, user: str | None, agent: str | None, run_id: str | None, what: str | None,
+                  ident: str | None, *, target: Target | None = None) -> Scoped | Memory:
+        """The scope rule of a key bound to an agent (and maybe a user), for the space
+        of ``user`` and ``agent`` (or the playbook ``target``): its own space (each id
+        of the key is the space's) is its own; another's is reached when a relation
+        lets the subject read it, through a handle whose every call is checked as the
+        subject; otherwise the answer is 404, as for a missing ``what`` (``ident``),
+        or the other agent (user) named."""
+        subject = self.subject()
+        assert subject is not None
+        if target is None:
+            target = Target(user or "", agent or "")
+        if rules.owns(subject.subjects, target.user, target.agent):
+            return _RequestScope(self.memory, user, agent, run_id)
+        if subject.may(target, False)[0]:
+            return _SharedScope(subject, user, agent, run_id)
+        if what is not None and ident is not None:
+            raise NotFoundError(what, ident)
+        if agent is not None and agent != self.caller.agent_id:
+            raise NotFoundError("agent", agent)
+        raise NotFoundError("user", str(user))
 
     def _sees_space(self, agent_id: str | None) -> Callable[[str], bool]:
         def sees(other: str) -> bool:
@@ -290,14 +342,18 @@ class Reach:
     def project(self, project_id: str | None) -> Scoped | Memory:
         """For a call on a project's minutes: a minute's project is Memorist's user (a
         bound key naming another project: 404 project). ``.minutes`` of the answer is
-        that project's; a tenant key naming none acts on the default project."""
+        that project's; a tenant key naming none acts on the default project. A key
+        bound to an agent alone has no project of its own (404); with a user, its user's."""
+        if self.caller.agent_id is not None and self.caller.user_id is None:
+            raise NotFoundError("project", project_id or "default")
         return self._handle(self._user(project_id, "project"), None, None)
 
     def tenant(self, what: str, *, field: str | None = None) -> Memory:
         """For a change of the tenant's own (its configuration, its shared playbooks):
-        a key bound to a user cannot make it (403)."""
-        if self.caller.user_id is not None:
-            raise ApiError(403, f"a key bound to a user cannot change {what}", field=field)
+        a key bound to a user or an agent cannot make it (403)."""
+        if self.caller.user_id is not None or self.caller.agent_id is not None:
+            kind = "a user" if self.caller.agent_id is None else "an agent"
+            raise ApiError(403, f"a key bound to {kind} cannot change {what}", field=field)
         return self.memory
 
     def _user(self, user_id: str | None, what: str, ident: str | None = None, *,
@@ -347,6 +403,8 @@ class _SharedScope(_RequestScope):
 
     @property
     def tiers(self) -> Any:
+        if self.ids["user_id"] is None:  # an agent's space, shared with an agent-bound key
+            raise NotFoundError("agent", str(self.ids["agent_id"]))
         raise NotFoundError("user", str(self.ids["user_id"]))
 
     @property

@@ -6,14 +6,17 @@ characters, 256 random bits) is shown once, by :meth:`KeyStore.create`, and neve
 stored. The table ``api_keys`` holds the SHA-256 of the whole key: a key this
 random needs no slow password hash, and a copy of the database (a backup, say)
 gives nobody a usable key. A presented key is looked up by its id and its hash
-compared in constant time.
+compared in constant time. A key may be bound to a user and/or an agent: the
+service acts as that subject (:class:`memorist.server.deps.Reach`).
 
 The table lives beside Memorist's own tables. In a SQLite file it is created if
 missing, on the :class:`KeyStore`'s own connection; ``memorist check`` ignores tables
 it does not know, and a backup copies it with the rest. In PostgreSQL it is part of
 Memorist's schema (:mod:`memorist.store.postgres.schema`), so every ``memorist serve`` process
 on the database shares the keys; the :class:`KeyStore` reads it through its own
-small connection pool.
+small connection pool. A table made before keys could bind an agent gains its
+``agent_id`` column when a :class:`KeyStore` first opens it (either backend): the keys
+it holds keep working, bound to no agent.
 """
 
 from __future__ import annotations
@@ -51,10 +54,13 @@ CREATE TABLE IF NOT EXISTS api_keys (
     label        TEXT NOT NULL DEFAULT '',
     created_at   REAL NOT NULL,
     revoked_at   REAL,
-    last_used_at REAL
+    last_used_at REAL,
+    agent_id     TEXT
 )
 """
-_COLUMNS = "key_id, tenant_id, user_id, label, created_at, revoked_at, last_used_at"
+#: A key table made before keys could bind an agent gains the column (NULL: no agent).
+_ADD_AGENT = "ALTER TABLE api_keys ADD COLUMN agent_id TEXT"
+_COLUMNS = "key_id, tenant_id, user_id, label, created_at, revoked_at, last_used_at, agent_id"
 
 
 def _iso(ts: float | None) -> str | None:
@@ -85,6 +91,7 @@ class ApiKey:
     created_at: float
     revoked_at: float | None = None
     last_used_at: float | None = None
+    agent_id: str | None = None
 
     @property
     def active(self) -> bool:
@@ -95,6 +102,7 @@ class ApiKey:
             "key_id": self.key_id,
             "tenant_id": self.tenant_id,
             "user_id": self.user_id,
+            "agent_id": self.agent_id,
             "label": self.label,
             "active": self.active,
             "created_at": _iso(self.created_at),
@@ -122,8 +130,21 @@ class _SQLiteKeys:
         try:
             self._conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
             self._conn.execute(_SCHEMA)
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(api_keys)")}
+            if "agent_id" not in columns:
+                self._add_agent_column()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the API keys of {path}: {exc}") from exc
+
+    def _add_agent_column(self) -> None:
+        try:
+            with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                columns = {row[1] for row in self._conn.execute("PRAGMA table_info(api_keys)")}
+                if "agent_id" not in columns:  # another process may have added it meanwhile
+                    self._conn.execute(_ADD_AGENT)
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"cannot add the agent column to the API keys of {self.label}: {exc}") from exc
 
     @staticmethod
     def _ensure_memorist_store(path: str, busy_timeout: float) -> None:
@@ -183,6 +204,17 @@ class _PostgresKeys:
         self._unique = postgres.psycopg.errors.UniqueViolation
         self._store = postgres.PostgresStore(url, pool_size=2)  # creates the schema, the table with it
         self.label = self._store.label
+        self._add_agent_column()
+
+    def _add_agent_column(self) -> None:
+        """A key table made before keys could bind an agent gains the column. Looked up
+        first: ALTER TABLE would lock the table even when the column is there."""
+        present = "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() " \
+                  "AND table_name = 'api_keys' AND column_name = 'agent_id'"
+        if self.read(present, (), "read the API keys' columns"):
+            return
+        with self._store.connection() as conn, conn.transaction():
+            conn.execute('ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS agent_id TEXT COLLATE "C"')
 
     def read(self, sql: str, args: tuple[Any, ...], action: str) -> list[tuple[Any, ...]]:
         try:
@@ -239,26 +271,30 @@ class KeyStore:
         self._flushed_at = time.monotonic()
 
     # keys -----------------------------------------------------------------------------
-    def create(self, tenant_id: str, *, user_id: str | None = None, label: str = "") -> tuple[str, ApiKey]:
-        """A new key of ``tenant_id`` (bound to ``user_id`` when given).
+    def create(self, tenant_id: str, *, user_id: str | None = None, agent_id: str | None = None,
+               label: str = "") -> tuple[str, ApiKey]:
+        """A new key of ``tenant_id`` (bound to ``user_id`` and/or ``agent_id`` when given:
+        it acts as that subject).
 
         Returns the key itself, which is stored nowhere, and its record."""
         tenant = validate.scope_id("tenant_id", tenant_id)
         if not tenant:
             raise ValidationError("tenant_id", "must not be empty")
         user = validate.scope_id("user_id", user_id)
+        agent = validate.scope_id("agent_id", agent_id)
         if not isinstance(label, str) or len(label) > 200:
             raise ValidationError("label", "must be a string of at most 200 characters")
         validate.unicode("label", label)
         for _ in range(5):
             key_id = "".join(secrets.choice(_ID_ALPHABET) for _ in range(_ID_CHARS))
             key = f"{PREFIX}_{key_id}_{secrets.token_urlsafe(_SECRET_BYTES)}"
-            record = ApiKey(key_id, tenant, user, label, time.time())
+            record = ApiKey(key_id, tenant, user, label, time.time(), agent_id=agent)
             try:
                 with self._lock:
                     self._db.write(
-                        "INSERT INTO api_keys (key_id, key_hash, tenant_id, user_id, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                        [(key_id, hash_key(key), tenant, user, label, record.created_at)],
+                        "INSERT INTO api_keys (key_id, key_hash, tenant_id, user_id, agent_id, label, created_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [(key_id, hash_key(key), tenant, user, agent, label, record.created_at)],
                         "store the new key",
                     )
             except _Duplicate:  # a key id taken already: draw again

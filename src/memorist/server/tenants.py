@@ -92,13 +92,15 @@ def _refuse_writes(memory: Memory, reason: str) -> None:
         refuse(reason)
 
 
-def users_of(memory: Memory, *, only: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+def users_of(memory: Memory, *, only: str | None = None, limit: int = 1000, agent: str | None = None) -> list[dict[str, Any]]:
     """The users of the Memory's tenant, by id, each with its number of memories
     (those a read would return: active and within the decay window); with ``only``,
-    just that user (listed even before its first memory)."""
+    just that user (listed even before its first memory); with ``agent``, counting
+    that agent's memories only, and the users it has memories of."""
     now = time.time()
     counts = memory.store.user_counts(
-        memory.config.tenant_id, now=now, cutoff=validity_cutoff(now, memory.config.decay_days), only=only, limit=limit
+        memory.config.tenant_id, now=now, cutoff=validity_cutoff(now, memory.config.decay_days), only=only, limit=limit,
+        agent=agent,
     )
     if only is not None and only not in counts:
         counts[only] = 0

@@ -290,11 +290,13 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def user_counts(
-        self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000
+        self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000,
+        agent: str | None = None,
     ) -> dict[str, int]:
         """The tenant's users (by id, at most ``limit``), each with its number of
         active memories valid at ``now`` and effective since ``cutoff``; with
-        ``only``, just that user if it has a space. Users whose memories were all
+        ``only``, just that user if it has a space; with ``agent``, the users of that
+        agent's spaces, counting its memories. Users whose memories were all
         deleted are listed with 0."""
 
     def relations(

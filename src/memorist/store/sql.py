@@ -70,11 +70,12 @@ FACTS_ONLY = "m.section = '' AND m.kind NOT IN ({})".format(
 
 
 def user_counts_sql(
-    tenant_id: str, *, now: float, cutoff: float | None, only: str | None, limit: int, mark: str = "?"
+    tenant_id: str, *, now: float, cutoff: float | None, only: str | None, limit: int, mark: str = "?", agent: str | None = None
 ) -> tuple[str, list[Any]]:
     """Each user of a tenant with the number of its memories (facts: not its playbook
     bullets, learning objects or minutes) that are active, valid at ``now`` and
-    effective since ``cutoff`` (users with none count 0), by user id."""
+    effective since ``cutoff`` (users with none count 0), by user id; with ``agent``,
+    the users of that agent's spaces, counting that agent's memories."""
     sql = (
         "SELECT s.user_id, count(m.id) FROM spaces s LEFT JOIN memories m ON m.space_id = s.id"
         f" AND m.status = 'active' AND {FACTS_ONLY} AND (m.valid_to IS NULL OR m.valid_to > {mark})"
@@ -85,6 +86,9 @@ def user_counts_sql(
     if only is not None:
         sql += f" AND s.user_id = {mark}"
         args.append(only)
+    if agent is not None:
+        sql += f" AND s.agent_id = {mark}"
+        args.append(agent)
     sql += f" GROUP BY s.user_id ORDER BY s.user_id LIMIT {mark}"
     args.append(limit)
     return sql, args

@@ -114,8 +114,8 @@ def erase(body: s.EraseRequest, reach: ReachDep) -> Any:
 @router.get("/api/users/", response_model=s.UserList, summary="Users of the tenant", tags=["users"], responses=ERRORS)
 def list_users(reach: ReachDep, limit: int = Query(1000, ge=1, le=MAX_LIMIT)) -> Any:
     """The users of the key's tenant with their number of memories (a user-bound
-    key: only its user)."""
-    return JSONResponse({"results": users_of(reach.memory, only=reach.bound_user, limit=limit)})
+    key: only its user; an agent-bound key: the users of its agent's memories, counting those)."""
+    return JSONResponse({"results": users_of(reach.memory, only=reach.bound_user, limit=limit, agent=reach.bound_agent)})
 
 
 @router.get("/api/memories/{id}/", response_model=s.MemoryList, summary="List a user's memories", **_API)

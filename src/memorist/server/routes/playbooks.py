@@ -5,7 +5,8 @@ A playbook is an agent's, a user's, the tenant's or everyone's (``scope``). A ke
 to a user reads its user's, the tenant's and everyone's, and another user's when a
 relation or the playbook's visibility shares it (404 otherwise, as for a missing user);
 it writes its user's, and another's or the tenant's only as an editor or owner (403 for
-a viewer; a tenant key writes any).
+a viewer; a tenant key writes any). A key bound to an agent does the same as that
+agent (with a user too: as that pair).
 """
 
 from __future__ import annotations

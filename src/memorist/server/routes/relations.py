@@ -1,8 +1,8 @@
 """Sharing through relation tuples (``/api/relations/``).
 
 A tenant key is the tenant's administrator: it creates, deletes, lists and checks any
-tuple of its tenant. A key bound to a user acts as that user: it shares what its user
-owns (its scopes and playbooks) or holds ``owner`` of, lists its own tuples and those
+tuple of its tenant. A key bound to a user (an agent, or both) acts as that subject: it
+shares what it owns (its scopes and playbooks) or holds ``owner`` of, lists its own tuples and those
 of what it manages, and checks its own access (403 otherwise). Tenants never cross:
 every tuple is the key's tenant's.
 

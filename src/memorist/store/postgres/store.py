@@ -829,8 +829,9 @@ class PostgresStore(Store):
         return [r[0] for r in rows]
 
     @_translating("user counts")
-    def user_counts(self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000) -> dict[str, int]:
-        sql, args = user_counts_sql(tenant_id, now=now, cutoff=cutoff, only=only, limit=limit, mark="%s")
+    def user_counts(self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000,
+                    agent: str | None = None) -> dict[str, int]:
+        sql, args = user_counts_sql(tenant_id, now=now, cutoff=cutoff, only=only, limit=limit, mark="%s", agent=agent)
         with self._connection() as conn:
             return {user: int(n) for user, n in conn.execute(sql, args).fetchall()}
 

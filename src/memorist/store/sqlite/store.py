@@ -706,9 +706,10 @@ class SQLiteStore(Store):
 
     @_store_errors
     def user_counts(
-        self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000
+        self, tenant_id: str, *, now: float, cutoff: float | None = None, only: str | None = None, limit: int = 1000,
+        agent: str | None = None,
     ) -> dict[str, int]:
-        sql, args = user_counts_sql(tenant_id, now=now, cutoff=cutoff, only=only, limit=limit)
+        sql, args = user_counts_sql(tenant_id, now=now, cutoff=cutoff, only=only, limit=limit, agent=agent)
         with self._lock:
             return {user: int(n) for user, n in self._conn.execute(sql, args).fetchall()}
 
