@@ -442,6 +442,8 @@ class SubjectLearning:
 def _learning_call(subject: Subject, name: str, target: Callable[..., Any], signature: inspect.Signature, arguments: dict[str, Any]) -> Any:
     learning = subject.memory.learning
     space = _space(arguments)
+    if name == "consolidate":
+        space = _widened(space, arguments.get("scope"))
     if name in _SPACE_CALLS and "user_id" in signature.parameters:
         # A consolidation's dry run only reads: a viewer may preview it.
         write = _SPACE_CALLS[name] and not (name == "consolidate" and arguments.get("dry_run") is True)
@@ -479,6 +481,18 @@ def _learning_call(subject: Subject, name: str, target: Callable[..., Any], sign
                 return []
             raise NotFoundError("playbook version", f"{book.name} v{validate.limit(arguments.get('version'), name='version')}")
     return target(**arguments)
+
+
+def _widened(space: Target, scope: Any) -> Target:
+    """The space a consolidation acts on: ``scope="user"`` is every memory of the user
+    (any agent), ``"agent"`` every memory of the agent (any user), so the subject is
+    checked on that space, not on the ids it names (a scope missing its id, or
+    another value, is the call's own error)."""
+    if scope == "user" and space.user:
+        return Target(space.user, "")
+    if scope == "agent" and space.agent:
+        return Target("", space.agent)
+    return space
 
 
 def _playbook(learning: Any, name: Any, arguments: dict[str, Any]) -> Target:

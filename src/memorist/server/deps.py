@@ -256,12 +256,20 @@ class Reach:
         """The agent the key is bound to (None: none)."""
         return self.caller.agent_id
 
-    def scope(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Scoped | Memory:
+    def scope(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+              checked: bool = False) -> Scoped | Memory:
         """For a call in the scope the ids name (a bound key naming another user: 404
-        user, unless a relation lets its user read that scope)."""
+        user, unless a relation lets its user read that scope). ``checked``: the call's
+        arguments may reach past the ids (a consolidation's ``scope``), so a bound key's
+        call is checked as its subject even in its own space."""
         if self.caller.agent_id is not None:
-            return self._as_agent(*self._agent_ids(user_id, agent_id), run_id, None, None)
-        return self._handle(self._user(user_id, "user", share=self._sees_space(agent_id)), agent_id, run_id)
+            handle = self._as_agent(*self._agent_ids(user_id, agent_id), run_id, None, None)
+        else:
+            handle = self._handle(self._user(user_id, "user", share=self._sees_space(agent_id)), agent_id, run_id)
+        subject = self.subject() if checked else None
+        if subject is not None and isinstance(handle, _RequestScope) and not isinstance(handle, _SharedScope):
+            return _SharedScope(subject, handle.ids["user_id"], handle.ids["agent_id"], handle.ids["run_id"])
+        return handle
 
     def by_id(self, what: str, ident: str, *, user_id: str | None = None, agent_id: str | None = None,
               run_id: str | None = None) -> Scoped | Memory:

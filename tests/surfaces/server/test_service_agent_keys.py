@@ -306,3 +306,29 @@ def test_an_agent_key_maintains_and_reads_its_own_tiers_only(store) -> None:
             assert "agent_b" in denied.json()["error"]["message"]
     finally:
         app.state.service.close()
+
+
+def test_a_bound_key_s_consolidation_scope_does_not_reach_other_users_or_agents(served, store) -> None:
+    """``scope: "agent"`` merges every memory of the agent (any user), ``"user"`` every
+    memory of the user (any agent): a bound key is checked on that space. Before, a user
+    key naming an agent merged (and its dry run showed) other users' memories of it."""
+    acme, alice = _key(store, "acme"), _key(store, "acme", user="alice")
+    pair = _key(store, "acme", user="alice", agent="helper")
+    notes = ["The server restarts nightly at 2am", "The server restarts nightly at 2 am", "Server restarts nightly at 2am"]
+    for text in notes:
+        for ids in ({"user_id": "bob", "agent_id": "helper"}, {"user_id": "alice", "agent_id": "other"}):
+            assert served.post("/api/memories/", json={"messages": text, "infer": False, "importance": 0.1, **ids},
+                               headers=acme).status_code == 200
+    before = {u: _texts(served.get("/api/memories/", params={"user_id": u}, headers=acme)) for u in ("alice", "bob")}
+    wide = {"min_importance": 0.9, "importance_threshold": 0.95}
+    for dry in (True, False):
+        r = served.post("/api/memories/consolidate/", json={"agent_id": "helper", "scope": "agent", "dry_run": dry, **wide}, headers=alice)
+        assert_error(r, 404, "not_found")
+        for scope in ("agent", "user"):
+            r = served.post("/api/memories/consolidate/", json={"scope": scope, "dry_run": dry, **wide}, headers=pair)
+            assert r.status_code in (403, 404), r.text
+    assert {u: _texts(served.get("/api/memories/", params={"user_id": u}, headers=acme)) for u in ("alice", "bob")} == before
+    # Its own user's every agent: a user key's own.
+    r = served.post("/api/memories/consolidate/", json={"scope": "user", **wide}, headers=alice)
+    assert r.status_code == 200 and r.json()["merged_count"] >= 2, r.text
+    assert _texts(served.get("/api/memories/", params={"user_id": "bob"}, headers=acme)) == before["bob"]
