@@ -332,3 +332,24 @@ def test_a_bound_key_s_consolidation_scope_does_not_reach_other_users_or_agents(
     r = served.post("/api/memories/consolidate/", json={"scope": "user", **wide}, headers=alice)
     assert r.status_code == 200 and r.json()["merged_count"] >= 2, r.text
     assert _texts(served.get("/api/memories/", params={"user_id": "bob"}, headers=acme)) == before["bob"]
+
+
+def test_an_editor_of_the_tenant_s_playbook_changes_it_but_only_an_owner_deletes_it(served, store) -> None:
+    """As in the library, an editor of ``tenant/<name>`` writes its strategies and only
+    an owner deletes it. Before, a user- or agent-bound key holding editor deleted the
+    tenant's playbook with all its versions."""
+    acme, alice, agent = _key(store, "acme"), _key(store, "acme", user="alice"), _key(store, "acme", agent="agent_a")
+    body = {"strategies": [{"pattern": "Greet every customer by name"}], "scope": "tenant"}
+    assert served.put("/api/playbooks/house/", json=body, headers=acme).status_code == 200
+    for subject in ("user:alice", "agent:agent_a"):
+        grant = {"subject": subject, "relation": "editor", "object": "playbook:tenant/house"}
+        assert served.post("/api/relations/", json=grant, headers=acme).status_code == 200
+    for key in (alice, agent):
+        more = {"strategies": [{"pattern": "Confirm the order back"}], "scope": "tenant"}
+        assert served.put("/api/playbooks/house/", json=more, headers=key).status_code == 200
+        assert_error(served.delete("/api/playbooks/house/", params={"scope": "tenant"}, headers=key), 403, "forbidden")
+    kept = served.get("/api/playbooks/house/", params={"scope": "tenant"}, headers=acme)
+    assert kept.status_code == 200 and kept.json()["version"] >= 3
+    owner = {"subject": "user:alice", "relation": "owner", "object": "playbook:tenant/house"}
+    assert served.post("/api/relations/", json=owner, headers=acme).status_code == 200
+    assert served.delete("/api/playbooks/house/", params={"scope": "tenant"}, headers=alice).status_code == 200
