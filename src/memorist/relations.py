@@ -461,6 +461,8 @@ def _learning_call(subject: Subject, name: str, target: Callable[..., Any], sign
             if name == "consolidate":
                 raise _denied_write(space, False)
             raise NotFoundError("trajectory", str(arguments.get("trajectory_id")))
+    if name == "start_trajectory" and arguments.get("parent_trajectory_id") is not None:
+        _readable_parent(subject, arguments["parent_trajectory_id"])
     if name in _PLAYBOOK_NAME:
         default = signature.parameters[_PLAYBOOK_NAME[name]].default
         book = _playbook(learning, arguments.get(_PLAYBOOK_NAME[name], default), arguments)
@@ -481,6 +483,14 @@ def _learning_call(subject: Subject, name: str, target: Callable[..., Any], sign
                 return []
             raise NotFoundError("playbook version", f"{book.name} v{validate.limit(arguments.get('version'), name='version')}")
     return target(**arguments)
+
+
+def _readable_parent(subject: Subject, parent: Any) -> None:
+    """A trajectory's parent is one the subject may read; another owner's answers as a
+    missing one (so its id's existence is not told, and nothing is linked under it)."""
+    found = subject.memory.learning.get_trajectory(parent)
+    if not subject.may(Target(found.get("user_id") or "", found.get("agent_id") or ""), False)[0]:
+        raise NotFoundError("trajectory", str(parent))
 
 
 def _widened(space: Target, scope: Any) -> Target:

@@ -260,7 +260,7 @@ class Reach:
               checked: bool = False) -> Scoped | Memory:
         """For a call in the scope the ids name (a bound key naming another user: 404
         user, unless a relation lets its user read that scope). ``checked``: the call's
-        arguments may reach past the ids (a consolidation's ``scope``), so a bound key's
+        arguments may reach past the ids (a consolidation's ``scope``, a trajectory's parent), so a bound key's
         call is checked as its subject even in its own space."""
         if self.caller.agent_id is not None:
             handle = self._as_agent(*self._agent_ids(user_id, agent_id), run_id, None, None)

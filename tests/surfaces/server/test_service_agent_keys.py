@@ -353,3 +353,17 @@ def test_an_editor_of_the_tenant_s_playbook_changes_it_but_only_an_owner_deletes
     owner = {"subject": "user:alice", "relation": "owner", "object": "playbook:tenant/house"}
     assert served.post("/api/relations/", json=owner, headers=acme).status_code == 200
     assert served.delete("/api/playbooks/house/", params={"scope": "tenant"}, headers=alice).status_code == 200
+
+
+def test_a_bound_key_starts_a_child_only_of_a_trajectory_it_may_read(served, store) -> None:
+    """Another user's trajectory as a parent answers as a missing one (before: the child
+    was made, so a key learnt that the id existed and linked its work under it)."""
+    acme, alice = _key(store, "acme"), _key(store, "acme", user="alice")
+    bobs = served.post("/api/trajectories/", json={"task_description": "Bob's task", "user_id": "bob"}, headers=acme).json()["trajectory_id"]
+    missing = "0190c0de-0000-7000-8000-000000000000"
+    answers = [served.post("/api/trajectories/", json={"task_description": "step", "parent_trajectory_id": p}, headers=alice)
+               for p in (bobs, missing)]
+    _same_as_missing(*answers, bobs, missing)
+    own = served.post("/api/trajectories/", json={"task_description": "mine"}, headers=alice).json()["trajectory_id"]
+    child = served.post("/api/trajectories/", json={"task_description": "step", "parent_trajectory_id": own}, headers=alice)
+    assert child.status_code == 200, child.text
