@@ -461,7 +461,7 @@ def _learning_call(subject: Subject, name: str, target: Callable[..., Any], sign
             if name == "consolidate":
                 raise _denied_write(space, False)
             raise NotFoundError("trajectory", str(arguments.get("trajectory_id")))
-    if name == "start_trajectory" and arguments.get("parent_trajectory_id") is not None:
+    if name in ("start_trajectory", "execute_with_learning") and arguments.get("parent_trajectory_id") is not None:
         _readable_parent(subject, arguments["parent_trajectory_id"])
     if name in _PLAYBOOK_NAME:
         default = signature.parameters[_PLAYBOOK_NAME[name]].default

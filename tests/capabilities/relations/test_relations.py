@@ -215,6 +215,8 @@ def test_a_trajectory_s_parent_is_one_the_subject_may_read(backend) -> None:
             with pytest.raises(NotFoundError) as caught:
                 alice.learning.start_trajectory("Alice's step", parent_trajectory_id=parent)
             assert str(caught.value).replace(parent, "X") == f"trajectory not found: {missing!r}".replace(missing, "X")
+            with pytest.raises(NotFoundError):  # the loop starts its trajectory the same way
+                alice.learning.execute_with_learning(lambda: "done", "Alice's step", parent_trajectory_id=parent, auto_reflect=False)
         assert memory.learning.query_trajectories(user_id="alice") == []
         own = alice.learning.start_trajectory("Alice's workflow")
         assert alice.learning.get_trajectory(alice.learning.start_trajectory("step", parent_trajectory_id=own))["parent_trajectory_id"] == own
