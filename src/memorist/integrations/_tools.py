@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..api import SCOPE_IDS, Scoped
-from ..errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
+from ..errors import ConfigurationError, ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 
 #: What a model may fix by calling the tool again with other arguments.
 ModelFixableError = (ValidationError, NotFoundError, PermissionDeniedError, ConflictError)
@@ -197,7 +197,7 @@ class MemoryTools:
     # sync ------------------------------------------------------------------------------------
     def _call(self, ask: Callable[[], Any]) -> Any:
         if self.is_async:
-            raise ValidationError("memory", "these tools are bound to an async memory: call them asynchronously")
+            raise ConfigurationError("these memory tools are bound to an async memory: call them asynchronously (ainvoke)")
         return ask()
 
     def _sync(self, plan: tuple[Callable[[], Any], Callable[[Any], str]]) -> str:

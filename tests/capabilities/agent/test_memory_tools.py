@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from memorist import AsyncMemory, Memory, NotFoundError, ValidationError
+from memorist import AsyncMemory, ConfigurationError, Memory, NotFoundError, ValidationError
 from memorist.integrations._tools import MAX_LIST, MAX_SEARCH, TOOL_NAMES, MemoryTools, check_names
 
 
@@ -137,7 +137,7 @@ def test_the_async_calls_await_an_async_memory_and_thread_a_sync_one(tmp_path):
             await tools.aadd("Has a cat named Miso")
             again = json.loads(await tools.aadd("Has a cat named Miso"))
             found = json.loads(await tools.asearch("cat"))["results"]
-            with pytest.raises(ValidationError, match="asynchronously"):
+            with pytest.raises(ConfigurationError, match="asynchronously"):
                 tools.search("cat")
             return again, found
 
