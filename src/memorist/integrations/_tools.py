@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -140,6 +141,8 @@ class MemoryTools:
         self.metadata = dict(metadata) if metadata else None
         # AsyncMemory / AsyncClient: their calls are awaited; a sync Memory's run in a thread.
         self.is_async = inspect.iscoroutinefunction(getattr(self.handle.memory, "search", None))
+        self._lock = threading.Lock()
+        self._alock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     @property
     def scope(self) -> dict[str, str | None]:
@@ -215,11 +218,14 @@ class MemoryTools:
     def add(self, text: str, importance: float | None = None) -> str:
         """add_memory: remember ``text`` (see ``infer``)."""
         plan = self._add(text, importance)
-        if not self.infer:
-            repeat = self._repeat(text, self._call(lambda: self.handle.search(text, limit=5)))
-            if repeat is not None:
-                return repeat
-        return self._sync(plan)
+        # A model may call add_memory several times at once (the tools run in threads):
+        # the look for a repeat and the write are one step.
+        with self._lock:
+            if not self.infer:
+                repeat = self._repeat(text, self._call(lambda: self.handle.search(text, limit=5)))
+                if repeat is not None:
+                    return repeat
+            return self._sync(plan)
 
     def update(self, memory_id: str, text: str) -> str:
         """update_memory: replace a memory's text."""
@@ -246,12 +252,24 @@ class MemoryTools:
         return await self._async(self._list(limit))
 
     async def aadd(self, text: str, importance: float | None = None) -> str:
+        if not self.is_async:
+            self._add(text, importance)  # bad arguments refused before any thread starts
+            return await asyncio.to_thread(self.add, text, importance)
         plan = self._add(text, importance)
-        if not self.infer:
-            repeat = self._repeat(text, await self._ask(lambda: self.handle.search(text, limit=5)))
-            if repeat is not None:
-                return repeat
-        return await self._async(plan)
+        async with self._async_lock():
+            if not self.infer:
+                repeat = self._repeat(text, await self._ask(lambda: self.handle.search(text, limit=5)))
+                if repeat is not None:
+                    return repeat
+            return await self._async(plan)
+
+    def _async_lock(self) -> asyncio.Lock:
+        """The lock of the running event loop's adds (an asyncio lock serves one loop)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._alock is None or self._alock[0] is not loop:
+                self._alock = (loop, asyncio.Lock())
+            return self._alock[1]
 
     async def aupdate(self, memory_id: str, text: str) -> str:
         return await self._async(self._update(memory_id, text))

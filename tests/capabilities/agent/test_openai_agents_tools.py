@@ -7,6 +7,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 from agents import Agent, FunctionTool, OpenAIResponsesModel, RunConfig, Runner
@@ -190,3 +191,20 @@ def test_without_the_sdk_the_error_names_the_extra():
     ok = subprocess.run([sys.executable, "-c", "import sys; sys.modules['agents'] = None\nimport memorist; print('ok')"],
                         capture_output=True, text=True, timeout=120)
     assert ok.stdout.strip() == "ok", ok.stderr
+
+
+def test_repeats_called_at_once_are_remembered_once(fake_openai, memory, monkeypatch):
+    # The SDK runs a turn's tool calls concurrently: the look for a repeat and the write are
+    # one step. A slow write leaves every call time to look before the first one writes.
+    add = memory.add
+
+    def slow_add(*args, **kwargs):
+        time.sleep(0.2)
+        return add(*args, **kwargs)
+
+    monkeypatch.setattr(memory, "add", slow_add)
+    fake_openai.script("responses", tool_calls(*[("add_memory", {"text": "Is vegetarian", "importance": None})] * 4), text("ok"))
+    Runner.run_sync(agent(memory_tools(memory, user_id="sam")), "I'm vegetarian.", run_config=CONFIG)
+    events = sorted(json.loads(o)["results"][0]["event"] for o in outputs(fake_openai))
+    assert events == ["ADD", "NONE", "NONE", "NONE"]
+    assert [m["memory"] for m in memory.get_all(user_id="sam")["results"]] == ["Is vegetarian"]
