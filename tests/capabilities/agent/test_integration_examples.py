@@ -73,3 +73,16 @@ def test_the_example_prints_what_it_remembered_and_answers_from_it(fake_openai, 
     # The second conversation's first request holds nothing of the first conversation.
     assert "peanuts" not in json.dumps(calls[2].body)
     assert list(tmp_path.iterdir()) == []  # the example's memory lasted the script
+
+
+def test_the_docs_show_the_examples_as_they_run():
+    """docs/integrations.md shows the model runs as ``py`` blocks (they need a key, so the
+    docs do not run them): each is a verbatim excerpt of an example run above."""
+    import re
+
+    page = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
+    shown = re.findall(r"^```py\n(.*?)^```", page, flags=re.S | re.M)
+    examples = [p.read_text(encoding="utf-8") for p in (ROOT / "examples").glob("*.py")]
+    assert len(shown) >= 3
+    for block in shown:
+        assert any(block in example for example in examples), block

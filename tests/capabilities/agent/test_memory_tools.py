@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +153,20 @@ def test_the_async_calls_await_an_async_memory_and_thread_a_sync_one(tmp_path):
         assert [r["memory"] for r in listed] == ["Is vegetarian"]
         asyncio.run(tools.adelete(listed[0]["id"]))
         assert memory.get_all(user_id="sam")["results"] == []
+
+
+def test_the_tools_work_over_a_served_memorist(tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "surfaces" / "client"))
+    from client_live import live_server
+
+    from memorist import Client
+
+    with live_server(str(tmp_path / "served.db")) as server, Client(server.url) as client:
+        sam = MemoryTools(client, user_id="sam")
+        added = json.loads(sam.add("Has a cat named Miso"))["results"][0]
+        assert json.loads(sam.add("Has a cat named Miso"))["results"][0]["event"] == "NONE"
+        assert [r["id"] for r in json.loads(sam.search("cat"))["results"]] == [added["id"]]
+        with pytest.raises(NotFoundError):
+            MemoryTools(client, user_id="ann").delete(added["id"])
+        assert json.loads(asyncio.run(sam.adelete(added["id"])))["event"] == "DELETE"
+        assert client.get_all(user_id="sam")["results"] == []
