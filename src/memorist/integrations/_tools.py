@@ -18,7 +18,8 @@ import asyncio
 import inspect
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from ..api import SCOPE_IDS, Scoped
@@ -92,6 +93,18 @@ def _shown(row: Mapping[str, Any], *, similarity: bool = False) -> dict[str, Any
 
 def _same(a: str, b: str) -> bool:
     return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+@contextmanager
+def _refused_as_text() -> Iterator[None]:
+    """What the search for a repeat refuses in the text (its length) is refused as the
+    add's ``text``, the argument the model gave."""
+    try:
+        yield
+    except ValidationError as exc:
+        if exc.field != "query":
+            raise
+        raise ValidationError("text", str(exc).split(": ", 1)[-1]) from exc
 
 
 def _json(value: Any) -> str:
@@ -175,6 +188,19 @@ class MemoryTools:
 
         return add, lambda result: _json({"results": result["results"], "message": result["message"]})
 
+    def _repeat_search(self, text: str) -> Callable[[], Any]:
+        """The search for a memory of the scope that says ``text`` already."""
+
+        def search() -> Any:
+            with _refused_as_text():
+                return self.handle.search(text, limit=5)
+
+        async def asearch() -> Any:
+            with _refused_as_text():
+                return await self.handle.search(text, limit=5)
+
+        return asearch if self.is_async else search
+
     def _repeat(self, text: str, found: Any) -> str | None:
         """The answer to an add of ``text`` when the scope remembers it word for word."""
         for row in found["results"]:
@@ -222,7 +248,7 @@ class MemoryTools:
         # the look for a repeat and the write are one step.
         with self._lock:
             if not self.infer:
-                repeat = self._repeat(text, self._call(lambda: self.handle.search(text, limit=5)))
+                repeat = self._repeat(text, self._call(self._repeat_search(text)))
                 if repeat is not None:
                     return repeat
             return self._sync(plan)
@@ -258,7 +284,7 @@ class MemoryTools:
         plan = self._add(text, importance)
         async with self._async_lock():
             if not self.infer:
-                repeat = self._repeat(text, await self._ask(lambda: self.handle.search(text, limit=5)))
+                repeat = self._repeat(text, await self._ask(self._repeat_search(text)))
                 if repeat is not None:
                     return repeat
             return await self._async(plan)

@@ -152,3 +152,32 @@ def test_without_langchain_the_error_names_the_extra():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "MissingDependencyError" in done.stderr and "pip install 'memorist[langchain]'" in done.stderr
+
+
+def test_a_langgraph_agent_runs_them_in_its_tool_node(fake_openai, memory):
+    from langchain_openai import ChatOpenAI
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    memory.add("Is vegetarian", user_id="sam", infer=False)
+    fake_openai.script(
+        "chat",
+        tool_calls(("search_memories", {"query": "diet", "limit": "many"}), ("search_memories", {"query": "diet"})),
+        text("done"),
+    )
+    tools = memory_tools(memory, user_id="sam")
+    model = ChatOpenAI(model="gpt-5-mini").bind_tools(tools)
+    graph = (
+        StateGraph(MessagesState)
+        .add_node("model", lambda state: {"messages": [model.invoke(state["messages"])]})
+        .add_node("tools", ToolNode(tools))
+        .add_edge(START, "model")
+        .add_conditional_edges("model", tools_condition)
+        .add_edge("tools", "model")
+        .compile()
+    )
+    final = graph.invoke({"messages": [HumanMessage("What do I eat?")]})
+    wrong, right = [m for m in final["messages"] if isinstance(m, ToolMessage)]
+    assert wrong.status == "error" and "limit: Input should be a valid integer" in wrong.content
+    assert right.status == "success" and json.loads(right.content)["results"][0]["memory"] == "Is vegetarian"
+    assert final["messages"][-1].content == "done"

@@ -85,6 +85,7 @@ def test_infer_runs_the_extractor_and_metadata_is_kept(mem):
     (lambda t: t.list(limit=MAX_LIST + 1), "limit"),
     (lambda t: t.add(""), "text"),
     (lambda t: t.add(None), "text"),
+    (lambda t: t.add("x" * 10_000_000), "text"),
     (lambda t: t.add("Likes tea", importance=2), "importance"),
     (lambda t: t.add("Likes tea", importance="high"), "importance"),
     (lambda t: t.update("", "x"), "memory_id"),
