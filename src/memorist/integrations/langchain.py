@@ -196,6 +196,13 @@ def memory_tools(
     ``infer=False`` (default) stores what the model gives ``add_memory`` as is (an exact
     repeat answers ``NONE``); ``True`` runs it through Memorist's extractor and
     reconciler. ``metadata`` is stored with every memory the tools add.
+
+    >>> from memorist import Memory
+    >>> tools = {t.name: t for t in memory_tools(Memory(":memory:", embedder="hashing"), user_id="sam")}
+    >>> tools["add_memory"].invoke({"text": "Is vegetarian"})
+    '{"results": [{"id": "...", "memory": "Is vegetarian", "event": "ADD"}], "message": "Added 1 memory successfully"}'
+    >>> tools["search_memories"].invoke({"query": ""})
+    "Error: query: must be a non-empty text saying what to look for, got ''"
     """
     names = check_names(include)
     shared = MemoryTools(memory, user_id=user_id, agent_id=agent_id, run_id=run_id, infer=infer, metadata=metadata)

@@ -151,6 +151,10 @@ def memory_tools(
     ``infer=False`` (default) stores what the model gives ``add_memory`` as is (an exact
     repeat answers ``NONE``); ``True`` runs it through Memorist's extractor and
     reconciler. ``metadata`` is stored with every memory the tools add.
+
+    >>> from memorist import Memory
+    >>> [t.name for t in memory_tools(Memory(":memory:", embedder="hashing"), user_id="sam")]
+    ['search_memories', 'add_memory', 'list_memories', 'update_memory', 'delete_memory']
     """
     names = check_names(include)
     functions = _functions(MemoryTools(memory, user_id=user_id, agent_id=agent_id, run_id=run_id, infer=infer, metadata=metadata))
