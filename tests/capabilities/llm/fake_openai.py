@@ -5,6 +5,11 @@ Memorist talks to it through the official ``openai`` SDK over real HTTP, so what
 tested is the request the SDK really sends and the response it really parses.
 
     server.script("responses", text('{"facts": []}'), error(429, headers={"retry-after": "1"}))
+    server.script("chat", tool_calls(("search_memories", {"query": "pets"})), text("You have a cat."))
+
+A ``tool_calls(...)`` reply is the model calling functions: a ``function_call`` output
+item on the Responses API, ``message.tool_calls`` on Chat Completions; the tools'
+results come back in the next request (``Request.tool_outputs()``).
 
 Each reply is taken once, in order, per endpoint ("responses" or "chat"); a callable
 reply receives the request's JSON body and returns a reply. With the script empty,
@@ -35,11 +40,23 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     usage: tuple[int, int] | None = None  # (input, output) tokens; estimated when None
+    tool_calls: list[dict[str, str]] | None = None  # the model calls functions: [{"call_id", "name", "arguments"}]
 
 
 def text(output: str | dict | list, *, usage: tuple[int, int] | None = None, delay: float = 0.0) -> Reply:
     """A successful completion whose output text is ``output`` (JSON-encoded if not a str)."""
     return Reply(text=output if isinstance(output, str) else json.dumps(output), usage=usage, delay=delay)
+
+
+def tool_calls(*calls: tuple[str, dict | str]) -> Reply:
+    """A completion in which the model calls functions: each call a ``(name, arguments)``
+    pair, the arguments a dict (sent as JSON) or a raw string (to send broken JSON)."""
+    made = [
+        {"call_id": f"call_{uuid.uuid4().hex[:24]}", "name": name,
+         "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}
+        for name, arguments in calls
+    ]
+    return Reply(text="", tool_calls=made)
 
 
 def error(status: int, message: str = "", *, headers: dict[str, str] | None = None, type: str = "", code: str | None = None) -> Reply:
@@ -80,13 +97,40 @@ class Request:
                     parts.extend(c.get("text", "") for c in content if isinstance(c, dict))
         return "\n".join(parts)
 
+    def tool_outputs(self) -> list[str]:
+        """What the tools answered, as this request sends it back to the model, oldest
+        first: ``function_call_output`` items (Responses) or ``tool`` messages (Chat)."""
+        b = self.body if isinstance(self.body, dict) else {}
+        items = b.get("input") if "input" in b else b.get("messages")
+        found = []
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "function_call_output":
+                found.append(item.get("output"))
+            elif item.get("role") == "tool":
+                content = item.get("content")
+                found.append(content if isinstance(content, str) else "".join(c.get("text", "") for c in content or []))
+        return [o if isinstance(o, str) else json.dumps(o) for o in found]
+
 
 def _estimate(text: str) -> int:
     return max(1, len(text.split()))
 
 
-def _responses_body(req: dict[str, Any], output: str, usage: tuple[int, int]) -> dict[str, Any]:
+def _responses_body(req: dict[str, Any], output: str, usage: tuple[int, int], calls: list[dict[str, str]] | None = None) -> dict[str, Any]:
     i, o = usage
+    items: list[dict[str, Any]] = [
+        {"id": f"fc_{uuid.uuid4().hex}", "type": "function_call", "status": "completed", **call} for call in calls or ()
+    ] or [
+        {
+            "id": f"msg_{uuid.uuid4().hex}",
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": output, "annotations": [], "logprobs": []}],
+        },
+    ]
     return {
         "id": f"resp_{uuid.uuid4().hex}",
         "object": "response",
@@ -99,16 +143,7 @@ def _responses_body(req: dict[str, Any], output: str, usage: tuple[int, int]) ->
         "max_output_tokens": req.get("max_output_tokens"),
         # The API answers with the dated snapshot of the model it ran.
         "model": f"{req.get('model')}-2025-08-07",
-        "output": [
-            {"id": f"rs_{uuid.uuid4().hex}", "type": "reasoning", "summary": []},
-            {
-                "id": f"msg_{uuid.uuid4().hex}",
-                "type": "message",
-                "status": "completed",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": output, "annotations": [], "logprobs": []}],
-            },
-        ],
+        "output": [{"id": f"rs_{uuid.uuid4().hex}", "type": "reasoning", "summary": []}, *items],
         "parallel_tool_calls": True,
         "previous_response_id": None,
         "reasoning": {"effort": "medium", "summary": None},
@@ -132,8 +167,14 @@ def _responses_body(req: dict[str, Any], output: str, usage: tuple[int, int]) ->
     }
 
 
-def _chat_body(req: dict[str, Any], output: str, usage: tuple[int, int]) -> dict[str, Any]:
+def _chat_body(req: dict[str, Any], output: str, usage: tuple[int, int], calls: list[dict[str, str]] | None = None) -> dict[str, Any]:
     i, o = usage
+    message: dict[str, Any] = {"role": "assistant", "content": output, "refusal": None, "annotations": []}
+    if calls:
+        message["content"] = None
+        message["tool_calls"] = [
+            {"id": c["call_id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls
+        ]
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
@@ -142,9 +183,9 @@ def _chat_body(req: dict[str, Any], output: str, usage: tuple[int, int]) -> dict
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": output, "refusal": None, "annotations": []},
+                "message": message,
                 "logprobs": None,
-                "finish_reason": "stop",
+                "finish_reason": "tool_calls" if calls else "stop",
             }
         ],
         "usage": {
@@ -253,7 +294,7 @@ class FakeOpenAIServer:
                 return JSONResponse(reply.body, status_code=reply.status, headers=extra)
             usage = reply.usage or (_estimate(Request("", {}, body).prompt_text()), _estimate(reply.text))
             build = _responses_body if endpoint == "responses" else _chat_body
-            return JSONResponse(build(body, reply.text, usage), headers=extra)
+            return JSONResponse(build(body, reply.text, usage, reply.tool_calls), headers=extra)
 
         async def not_found(request: StarletteRequest) -> JSONResponse:
             with self._lock:
