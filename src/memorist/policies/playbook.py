@@ -140,7 +140,8 @@ class PlaybookConfig:
 
     @classmethod
     def ltmbse(cls, **overrides: Any) -> PlaybookConfig:
-        """Spec 000's proposed method (the default)."""
+        """The per-learner preset (the default): one playbook per learner, lessons
+        reinforced instead of cloned, a cap on new bullets per turn, semantic dedup."""
         return dataclasses.replace(cls(), **overrides)
 
     @classmethod
@@ -160,11 +161,12 @@ class PlaybookConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> PlaybookConfig:
-        if name in ("ltmbse", "ltmbse-ace", "default"):
+        # "ltmbse" and "ltmbse-ace": the per-learner preset's former names, still accepted.
+        if name in ("per-learner", "ltmbse", "ltmbse-ace", "default"):
             return cls.ltmbse(**overrides)
         if name in ("baseline", "ace", "ace-baseline"):
             return cls.baseline(**overrides)
-        raise ConfigurationError(f"unknown playbook preset {name!r}; use 'ltmbse' or 'baseline'")
+        raise ConfigurationError(f"unknown playbook preset {name!r}; use 'per-learner' or 'baseline'")
 
     def resolved(self, environ: Mapping[str, str] | None = None) -> PlaybookConfig:
         """A checked copy with the environment's defaults filled in (read now, not at import)."""

@@ -203,7 +203,7 @@ def test_an_id_of_another_project_is_not_overwritten(memorist: Memorist, db: str
 def test_options_that_do_not_apply_to_an_etienne_file(memorist: Memorist, tmp_path: Path) -> None:
     source = etienne_file(tmp_path, ETIENNE)
     assert "--infer/--no-infer is for conversation lines" in memorist("import", "--format", "etienne", "--no-infer", source, code=2).stderr
-    assert "--events cannot go in an etienne file" in memorist("export", "--format", "etienne", "--events", "--user", "a", code=2).stderr
+    assert "--events cannot go in a memories-json file" in memorist("export", "--format", "etienne", "--events", "--user", "a", code=2).stderr
     # JSON lines stay the default of both commands.
     memorist("import", source, code=1)
     assert "jsonl" in memorist("import", "--help").stdout
