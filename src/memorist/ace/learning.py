@@ -229,10 +229,11 @@ class LearningRun:
 
 
 class Learning:
-    """Spec 001's learning calls for one :class:`~memorist.Memory` (see the module).
+    """The learning calls of one :class:`~memorist.Memory` (``memory.learning``):
+    trajectories, reflection, curation and versioned playbooks (see the module).
 
-    ``config``: :class:`~memorist.policies.learning.LearningConfig` (None: spec
-    001's defaults and the environment). ``clock``: the time source (seconds since
+    ``config``: :class:`~memorist.policies.learning.LearningConfig` (None: the
+    defaults and the environment). ``clock``: the time source (seconds since
     the epoch), replaceable for tests and simulations; ``rng`` draws the trace
     sampling.
     """
@@ -887,7 +888,7 @@ class Learning:
         scope: str | None = None,
         parent_trajectory_id: str | None = None,
     ) -> Any:
-        """Run ``task_fn`` inside a trajectory, then reflect and curate (spec 001 §3.1).
+        """Run ``task_fn`` inside a trajectory, then reflect and curate.
 
         Returns ``(result, trajectory_id)``; for an async ``task_fn``, an awaitable of
         it. Without ``task_fn``, a decorator: the decorated function, called with its

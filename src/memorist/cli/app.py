@@ -353,6 +353,9 @@ MemoristGroup.group_class = MemoristGroup
 class _DbOption(click.Option):
     """``--db``: its default is computed when shown or used, never at import."""
 
+    #: The default as the CLI reference states it (the computed one depends on the machine).
+    doc_default = "memorist.db in the user data directory (~/.local/share/memorist on Linux)"
+
     def get_default(self, ctx: click.Context, call: bool = True) -> Any:
         return str(default_db_path())
 

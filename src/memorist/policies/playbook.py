@@ -161,6 +161,8 @@ class PlaybookConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> PlaybookConfig:
+        """A named preset with ``overrides``: ``"per-learner"`` (the default; its former
+        name is still accepted) or ``"baseline"`` (the ACE baseline)."""
         # "ltmbse" and "ltmbse-ace": the per-learner preset's former names, still accepted.
         if name in ("per-learner", "ltmbse", "ltmbse-ace", "default"):
             return cls.ltmbse(**overrides)
