@@ -69,17 +69,19 @@ def code(text: str) -> str:
 
 def paragraphs(text: str) -> list[str]:
     """A docstring or help text as Markdown blocks: its paragraphs joined into lines,
-    except click's ``\\b`` blocks (and indented ones), kept as written in a code block."""
+    except those laid out by hand (an indented line, or columns aligned with runs of
+    spaces, as click's ``\\b`` blocks hold), kept as written in a code block."""
     blocks = []
     for chunk in re.split(r"\n\s*\n", inspect.cleandoc(text).strip()):
-        lines = chunk.splitlines()
-        if lines and lines[0].strip() == "\b":
-            lines = lines[1:]
-        elif not any(line.startswith((" ", "\t")) for line in lines[1:]):
-            blocks.append(escape(" ".join(line.strip() for line in lines)))
+        lines = [line for line in chunk.splitlines() if line.strip() != "\b"]
+        if not lines:
             continue
         body = inspect.cleandoc("\n".join(lines))
-        blocks.append(f"```text\n{body}\n```")
+        laid_out = any(line.startswith((" ", "\t")) or "  " in line.strip() for line in body.splitlines())
+        if laid_out:
+            blocks.append(f"```text\n{body}\n```")
+        else:
+            blocks.append(escape(" ".join(line.strip() for line in body.splitlines())))
     return blocks
 
 

@@ -155,3 +155,24 @@ def test_the_python_reference_does_not_name_them() -> None:
             if lines := offending(doc):
                 found[where] = lines
     assert not found, f"a docstring of the API reference names a design document or code name: {json.dumps(found, indent=1)}"
+
+
+@pytest.mark.parametrize("args", [[], ["--tiers"], ["--pair"]], ids=["demo", "tiers", "pair"])
+def test_the_demos_do_not_name_them(args: list[str]) -> None:
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(cli, ["--embedder", "hashing", "demo", *args], prog_name="memorist")
+    assert result.exit_code == 0, result.output
+    assert "Memorist demo" in result.output
+    assert not offending(result.output), offending(result.output)
+
+
+def test_the_health_report_of_a_new_store_does_not_name_them(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    db = str(tmp_path / "energy.db")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--db", db, "--policy", "energy", "--embedder", "hashing", "add", "--no-infer", "--user", "a", "hi"]).exit_code == 0
+    result = runner.invoke(cli, ["--db", db, "--policy", "energy", "--json", "tiers", "health"], prog_name="memorist")
+    assert "not persisted yet" in result.output  # the configuration's check, the one that named a design document
+    assert not offending(result.output), offending(result.output)

@@ -231,7 +231,7 @@ class Playbook:
             return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
         return {
-            "preset": self.config.name,
+            "preset": self.config.preset_name,
             "total_bullets": n,
             "learners": len({b.learner_id for b in bullets}),
             "avg_score": round(sum(b.score for b in bullets) / n, 4) if n else 0.0,

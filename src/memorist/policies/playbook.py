@@ -133,6 +133,12 @@ class PlaybookConfig:
     weights: ContextWeights = field(default_factory=ContextWeights)
 
     @property
+    def preset_name(self) -> str:
+        """The preset as users name it: ``"per-learner"`` for the default configuration
+        (whose stored playbooks keep their original name, ``name``), else ``name``."""
+        return "per-learner" if self.name == "ltmbse" else self.name
+
+    @property
     def new_cap(self) -> int | None:
         """The cap on new bullets per turn that applies (see :func:`room_for_new`):
         ``max_new``, or None when the preset does not cap (the baseline)."""
