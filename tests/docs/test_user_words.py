@@ -1,7 +1,8 @@
 """What users read never names the design documents or internal code names.
 
 Users never saw the design documents ("spec 002"), the research method's name
-("LTMBSE"), the minimal version's folder ("etienne"), the project's former name or an
+("LTMBSE"), the minimal version's folder ("etienne"), the project's former name
+(memorist.reserved.PREVIOUS_NAME) or an
 unexplained benchmark. This walks everything a user reads without opening the code:
 every command's ``--help``, the service's OpenAPI schema (its description, every
 route's summary and description, every schema and field), the MCP server's
@@ -26,12 +27,13 @@ import pytest
 
 from memorist import Memory
 from memorist.cli import cli
+from memorist.reserved import PREVIOUS_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The words: a design document by number, the method's and the folder's names, the
 #: former product name, a benchmark never explained where it appears.
-FORBIDDEN = re.compile(r"\bspecs? ?-?0{1,2}[0-4]\b|ltmbse|etienne|engram|\bdragon\b", re.IGNORECASE)
+FORBIDDEN = re.compile(rf"\bspecs? ?-?0{{1,2}}[0-4]\b|ltmbse|etienne|{re.escape(PREVIOUS_NAME)}|\bdragon\b", re.IGNORECASE)
 
 
 def offending(text: str) -> list[str]:
@@ -47,7 +49,7 @@ def offending(text: str) -> list[str]:
         ("the specs 001 and 003", True),
         ("--preset LTMBSE", True),
         (".etienne/memories.json", True),
-        ("the Engram store", True),
+        (f"the {PREVIOUS_NAME.title()} store", True),
         ("the DRAGON benchmark", True),
         ("per-learner playbooks; energy tiers; a memories.json file", False),
         ("MEMORIST_SPEC_0 is not a spec", False),

@@ -47,7 +47,8 @@ def _ks(value: str, what: str = "k values", hint: str = "--k") -> list[int]:
               help="Also measure recall per token: the context built within N tokens (e.g. 500,1000,2000,4000).")
 @pass_app
 def locomo(app: App, data: str | None, unit: str, k: str, budget: str | None) -> None:
-    """Recall@k on LoCoMo: each conversation in its own user space, each question searched there.
+    """Recall@k on LoCoMo (a public benchmark of long, multi-session conversations and
+    questions about them): each conversation in its own user space, each question searched there.
 
     \b
     In a temporary SQLite file, unless --db names a store (a file or a
@@ -102,7 +103,8 @@ def evolve(app: App, data: str | None, streams: str, max_bullets: int) -> None:
     """Per-learner playbooks against the ACE baseline: bullets, near-duplicates, growth, capacity, recall.
 
     Runs both presets on the seeded tutoring stream shipped with Memorist and on the
-    LoCoMo development observations, with --embedder (default: all-MiniLM-L6-v2,
+    LoCoMo development observations (LoCoMo: a public benchmark of long conversations),
+    with --embedder (default: all-MiniLM-L6-v2,
     offline; 'minilm' names it too). With --json: one object,
     {"streams": {"tutoring": {"baseline": {...}, "per-learner": {...}, "baseline@equal-capacity": {...}}, "locomo": {...}}}.
     """
