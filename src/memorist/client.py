@@ -423,8 +423,8 @@ class _Base:
 class Client(_Base):
     """Memory's calls over HTTP, against ``memorist serve``.
 
-    ``base_url`` is the service (``http://127.0.0.1:6060``) or spec 004's
-    ``MEMORY_MANAGEMENT_URL`` (``http://localhost:6060/api/memories``); ``api_key`` is
+    ``base_url`` is the service (``http://127.0.0.1:6060``) or its memory routes'
+    URL (``http://localhost:6060/api/memories``, as ``MEMORY_MANAGEMENT_URL`` names it); ``api_key`` is
     sent as ``Authorization: Bearer``. ``timeout`` is in seconds (None: none).
     ``transport`` is an httpx transport (tests, proxies, retries).
     ``get``/``history``/``events`` need a ``user_id``: the service's routes carry it.

@@ -87,7 +87,8 @@ def _run(path: str, echo: Callable[[str], Any], embedder: str | Embedder | None,
 
     at = time.time() if now is None else now
     with Memory(path, embedder=embedder) as memory:
-        echo("Memorist demo: PAIRed vector minutes (spec 003): minutes → index → context → evaluation → PAIR")
+        echo("Memorist demo: the coordination log of agents (minutes) → search index → bounded context → evaluation → "
+             "one PAIR round (evaluate, find gaps, retrieve, revise)")
         echo(f"store:    {path}")
         echo(f"embedder: {memory.embedder.name}")
         echo("")

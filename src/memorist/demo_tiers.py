@@ -76,7 +76,7 @@ def _run(path: str, echo: Callable[[str], Any], embedder: str | Embedder | None,
         return t0 + hour * HOUR
 
     runs: list[dict[str, Any]] = []
-    echo("Memorist demo: energy tiers (spec 002) — working → short-term → long-term, and forgetting")
+    echo("Memorist demo: energy tiers — working → short-term → long-term, and forgetting")
     echo(f"store: {path}")
     with Memory(path, embedder=embedder, policy="energy") as memory:
         config = memory.tiers.config()["config"]
@@ -90,7 +90,7 @@ def _run(path: str, echo: Callable[[str], Any], embedder: str | Embedder | None,
             added = memory.add(text, user_id=USER_ID, infer=False, metadata={"type": kind} if kind else None, timestamp=at(0))
             ids[text] = added["results"][0]["id"]
         _table(echo, memory.get_all(user_id=USER_ID)["results"])
-        echo("  and two test memories, kept apart (spec 002's phase 2):")
+        echo("  and two test memories, kept apart from the real ones:")
         memory.add("test: near expiry", user_id=USER_ID, infer=False, test=True, metadata={"energy": 0.05}, timestamp=at(0))
         memory.add("test: ready for promotion", user_id=USER_ID, infer=False, test=True, metadata={"energy": 2.5}, timestamp=at(0))
         echo(f"    get_all sees {len(memory.get_all(user_id=USER_ID)['results'])} memories; "

@@ -98,7 +98,7 @@ class Memory:
     ``"sentence-transformers:<model>"``; by default the store's own embedder, else
     all-MiniLM-L6-v2 when installed, else the hashing fallback. ``decay_days``:
     memories not updated for that many days are no longer returned (0 or None: never).
-    ``policy``: ``"default"``, or ``"energy"`` for spec 002's energy tiers (items
+    ``policy``: ``"default"``, or ``"energy"`` for energy tiers (items
     then carry ``energy`` and ``tier``; see :meth:`maintain`); None: ``MEMORIST_POLICY``.
     """
 
@@ -234,7 +234,7 @@ class Memory:
     # helpers ---------------------------------------------------------------------
     @property
     def energy(self) -> bool:
-        """Whether this Memory runs the energy policy (spec 002's tiers)."""
+        """Whether this Memory runs the energy policy (energy tiers)."""
         return self.config.policy == "energy"
 
     def _item(self, record: MemoryRecord, score: float | None = None, *, tiers: Any = None) -> dict[str, Any]:

@@ -71,7 +71,7 @@ class Status(enum.StrEnum):
 
 
 class Tier(enum.StrEnum):
-    """A memory's tier under the energy policy (spec 002; :mod:`memorist.policies.energy`).
+    """A memory's tier under the energy policy (see :mod:`memorist.policies.energy`).
 
     ``EXPIRED``: its energy decayed below the expiry threshold; it is archived,
     hidden from retrieval, and its history stays in the log.
@@ -237,7 +237,7 @@ class MemoryRecord:
         return replace(self, **changes)
 
     def to_item(self, score: float | None = None) -> dict[str, Any]:
-        """The result item of the public API (spec 004's shape plus Memorist's fields)."""
+        """The result item of the public API (mem0's shape plus Memorist's fields)."""
         created = from_epoch(self.created_at).isoformat()
         item: dict[str, Any] = {
             "id": self.id,
@@ -688,8 +688,8 @@ class Fact:
 
 
 class Action(enum.StrEnum):
-    """What the reconciler decided to do with a fact (spec 004's ADD / UPDATE /
-    DELETE / NONE).
+    """What the reconciler decided to do with a fact: ADD, UPDATE, DELETE or NONE
+    (as mem0's reconciler decides).
 
     Not called ``Event``: the event log (:class:`EventRecord`) is another thing. The
     public API still reports the action under the key ``"event"`` (mem0's format).

@@ -83,7 +83,7 @@ def plot_tiers(path: str, config: EnergyConfig, samples: Mapping[str, Sequence[t
     for ax, tier in zip(axes.flat, LIVE_TIERS, strict=False):
         name = tier.value
         drawn = [(label[:38] + ("…" if len(label) > 38 else ""), e) for label, e in samples.get(name, ())] or _THEORY[name]
-        source = "memories of the store" if samples.get(name) else "spec 002's start energies"
+        source = "memories of the store" if samples.get(name) else "the default start energies"
         rate = config.rate(tier)
         span = _horizon(config, name, [e for _, e in drawn])
         unit, scale = ("days", 24.0) if span > 72 else ("hours", 1.0)

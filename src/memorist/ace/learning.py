@@ -229,10 +229,11 @@ class LearningRun:
 
 
 class Learning:
-    """Spec 001's learning calls for one :class:`~memorist.Memory` (see the module).
+    """The learning calls of one :class:`~memorist.Memory` (``memory.learning``):
+    trajectories, reflection, curation and versioned playbooks (see the module).
 
-    ``config``: :class:`~memorist.policies.learning.LearningConfig` (None: spec
-    001's defaults and the environment). ``clock``: the time source (seconds since
+    ``config``: :class:`~memorist.policies.learning.LearningConfig` (None: the
+    defaults and the environment). ``clock``: the time source (seconds since
     the epoch), replaceable for tests and simulations; ``rng`` draws the trace
     sampling.
     """
@@ -317,6 +318,9 @@ class Learning:
         agent_id: str | None = None,
         _extra: Mapping[str, Any] | None = None,
     ) -> str:
+        """Start recording a task execution; returns its id. Its steps follow
+        (:meth:`log_step`), then its outcome (:meth:`complete_trajectory`).
+        ``parent_trajectory_id`` makes it a step of a workflow."""
         task = validate.text("task_description", task_description, max_chars=self.memory.config.max_message_chars)
         task_type = _short(task_type, "task_type")
         owner = self.owner(user_id, agent_id)
@@ -336,6 +340,8 @@ class Learning:
         user_id: str | None = None,
         agent_id: str | None = None,
     ) -> None:
+        """Append a step (``step_type``: a decision, an action, an observation...) to
+        the running trajectory ``trajectory_id``."""
         record = self._trajectory(trajectory_id, user_id, agent_id)
         step_type = _short(step_type, "step_type", optional=False)
         description = validate.text("description", description, max_chars=self.memory.config.max_message_chars)
@@ -359,6 +365,9 @@ class Learning:
         agent_id: str | None = None,
         _extra: Mapping[str, Any] | None = None,
     ) -> TrajectoryItem:
+        """Close a trajectory with its outcome: ``status`` ``"success"``,
+        ``"failure"`` or ``"partial"``, a ``success_score`` from 0 to 1 (default: 1,
+        0.5 or 0 by status), the error and metrics. Returns the trajectory."""
         record = self._trajectory(trajectory_id, user_id, agent_id)
         status = _status(status)
         score = _score(success_score)
@@ -380,6 +389,8 @@ class Learning:
         return trajectory_view(done)
 
     def get_trajectory(self, trajectory_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> TrajectoryItem:
+        """A trajectory with its steps (:class:`~memorist.errors.NotFoundError`
+        outside the caller's ids)."""
         record = self._trajectory(trajectory_id, user_id, agent_id)
         return trajectory_view(record, self.trajectories.steps(record))
 
@@ -395,6 +406,8 @@ class Learning:
         parent_trajectory_id: str | None = None,
         limit: int = 100,
     ) -> list[TrajectoryItem]:
+        """Trajectories by agent, user, status, task type and time
+        (``since``/``until``: ISO-8601 or epoch seconds), newest first, at most ``limit``."""
         user, agent = self._ids(user_id, agent_id)
         if user is None and agent is None:
             agent = self.config.default_agent_id
@@ -412,6 +425,8 @@ class Learning:
         return [trajectory_view(r) for r in rows]
 
     def prune_trajectories(self, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, int]:
+        """Apply the retention rules of the configuration to the caller's
+        trajectories now (they also run with every completed trajectory); returns the counts."""
         user, agent = self._ids(user_id, agent_id)
         return self.trajectories.prune(ScopeFilter(self.tenant_id, user, agent), now=self.clock())
 
@@ -453,6 +468,9 @@ class Learning:
         return LLMReflector(model)
 
     def reflect(self, trajectory_id: str, llm: Any = None, *, user_id: str | None = None, agent_id: str | None = None) -> ReflectionItem:
+        """What a completed trajectory shows: successful and failure patterns,
+        neutral observations, recommendations. ``llm``: a model for this reflection
+        (default: the configured reflector, else the heuristic one)."""
         record = self._trajectory(trajectory_id, user_id, agent_id)
         if record.metadata.get("status", RUNNING) == RUNNING:
             raise ValidationError("trajectory_id", f"trajectory {record.id!r} is still running; complete it first")
@@ -482,6 +500,9 @@ class Learning:
         until: Any = None,
         llm: Any = None,
     ) -> list[ReflectionItem]:
+        """Patterns across completed trajectories (``since``/``until``, one
+        ``task_type`` or all), one reflection per task type that has at least
+        ``min_trajectories`` of them."""
         minimum = validate.limit(min_trajectories, name="min_trajectories")
         user, agent = self._ids(user_id, agent_id)
         if user is None and agent is None:
@@ -553,9 +574,12 @@ class Learning:
         return playbook_view(ref, header, strategies, now=now, half_life_days=self.config.confidence_half_life_days)
 
     def get_playbook(self, name: str = "default", agent_id: str | None = None, *, user_id: str | None = None, scope: str | None = None) -> PlaybookItem:
+        """A playbook with its strategies by category (helpful, harmful, neutral),
+        best first; one never written is empty, at version 0."""
         return self._view(self.ref(name, user_id, agent_id, scope))
 
     def list_playbooks(self, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> list[PlaybookItem]:
+        """The playbooks of a scope, without their strategies."""
         ref = self.ref("default", user_id, agent_id, scope)
         run = ScopeFilter(ref.scope.tenant_id, ref.scope.user_id, ref.scope.agent_id, RUN_PLAYBOOKS)
         out = []
@@ -576,6 +600,8 @@ class Learning:
         user_id: str | None = None,
         agent_id: str | None = None,
     ) -> str:
+        """Create an empty playbook (its first version); returns its id. An
+        update creates a playbook too: this one also sets its visibility and description."""
         ref = self.ref(name, user_id, agent_id, scope, writing=True)
         if visibility is not None and visibility not in ("private", "shared", "tenant"):
             raise ValidationError("visibility", f"must be 'private', 'shared' or 'tenant', got {validate.show(visibility)}")
@@ -632,6 +658,9 @@ class Learning:
         scope: str | None = None,
         major: bool = False,
     ) -> str:
+        """Add ``strategies`` (``{"pattern", "category", "context",
+        "confidence", ...}``), merged into similar ones, or with ``merge=False`` replace the
+        playbook's. Every change is a new version (``major``: a major one); returns the playbook's id."""
         ref = self.ref(name, user_id, agent_id, scope, writing=True)
         candidates = self._strategy_candidates(strategies)
         replace = not _bool(merge, "merge")
@@ -649,6 +678,9 @@ class Learning:
         agent_id: str | None = None,
         scope: str | None = None,
     ) -> CurationResult:
+        """Curate reflections (their ids) into the playbook: their patterns
+        become strategies, added, merged into similar ones or removed. Returns
+        ``{"added", "updated", "removed"}``."""
         if isinstance(reflections, str) or not isinstance(reflections, list | tuple):
             raise ValidationError("reflections", "must be a list of reflection memory ids")
         ref = self.ref(playbook_name, user_id, agent_id, scope, writing=True)
@@ -695,10 +727,13 @@ class Learning:
         }
 
     def list_playbook_versions(self, name: str = "default", *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> list[VersionItem]:
+        """The versions kept (the latest, every major one, the recent
+        ones, as the configuration says), oldest first."""
         ref = self.ref(name, user_id, agent_id, scope)
         return self.playbooks.version_index(self.playbooks.header(ref))
 
     def get_playbook_version(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> PlaybookItem:
+        """A kept version of the playbook, with its strategies."""
         ref = self.ref(name, user_id, agent_id, scope)
         number = validate.limit(version, name="version")
         record = self.playbooks.version_record(self.playbooks.header(ref), number)
@@ -707,6 +742,8 @@ class Learning:
         return version_view(record, ref, now=self.clock(), half_life_days=self.config.confidence_half_life_days)
 
     def rollback_playbook(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> CurationResult:
+        """Make a new (major) version equal to ``version``; nothing is lost:
+        the versions in between stay."""
         ref = self.ref(name, user_id, agent_id, scope, writing=True)
         number = validate.limit(version, name="version")
         record = self.playbooks.version_record(self.playbooks.header(ref), number)
@@ -887,7 +924,7 @@ class Learning:
         scope: str | None = None,
         parent_trajectory_id: str | None = None,
     ) -> Any:
-        """Run ``task_fn`` inside a trajectory, then reflect and curate (spec 001 §3.1).
+        """Run ``task_fn`` inside a trajectory, then reflect and curate.
 
         Returns ``(result, trajectory_id)``; for an async ``task_fn``, an awaitable of
         it. Without ``task_fn``, a decorator: the decorated function, called with its

@@ -88,7 +88,7 @@ def _llm_role(memory: Any, name: str, llm: Any) -> Any:
 class Playbook:
     """The learning playbooks of one :class:`~memorist.Memory`.
 
-    ``config`` (or ``preset="ltmbse"`` / ``"baseline"`` plus keyword overrides such
+    ``config`` (or ``preset="per-learner"`` / ``"baseline"`` plus keyword overrides such
     as ``max_bullets=50``, ``decay_rates={"episodic": 0.08}``) sets the rules; see
     :class:`~memorist.policies.playbook.PlaybookConfig`. Settings from the environment
     (``ACE_CURATOR_MAX_NEW``, ``ACE_CURATOR_USE_LLM``) are read here, when the
@@ -106,7 +106,7 @@ class Playbook:
         memory: Any,
         config: PlaybookConfig | None = None,
         *,
-        preset: str = "ltmbse",
+        preset: str = "per-learner",
         reflector: Reflector | None = None,
         curator: Curator | None = None,
         **overrides: Any,
@@ -231,7 +231,7 @@ class Playbook:
             return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
         return {
-            "preset": self.config.name,
+            "preset": self.config.preset_name,
             "total_bullets": n,
             "learners": len({b.learner_id for b in bullets}),
             "avg_score": round(sum(b.score for b in bullets) / n, 4) if n else 0.0,

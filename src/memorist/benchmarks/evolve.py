@@ -40,7 +40,7 @@ from ..embed.base import Embedder
 from ..policies.dedup import near_duplicate_pairs
 from ..policies.playbook import PlaybookConfig
 
-PRESETS = ("baseline", "ltmbse")
+PRESETS = ("baseline", "per-learner")
 #: The baseline again with the total capacity of the per-learner playbooks
 #: (``max_bullets`` times the stream's learners), so neither preset wins on room alone.
 EQUAL_CAPACITY = "baseline@equal-capacity"

@@ -88,6 +88,20 @@ def _has_log(path: str | os.PathLike[str]) -> bool:
     return os.path.isfile(log) and os.path.getsize(log) > 0
 
 
+class AliasChoice(click.Choice):
+    """A choice that still accepts former names, not shown in the help: each alias
+    converts to the name it stands for (``--preset ltmbse`` is ``--preset per-learner``)."""
+
+    def __init__(self, choices: list[str], aliases: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(choices, **kwargs)
+        self.aliases = dict(aliases)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.lower() in self.aliases:
+            value = self.aliases[value.lower()]
+        return super().convert(value, param, ctx)
+
+
 class FiniteFloat(click.FloatRange):
     """A number option: a float in range, never NaN or infinite (a NaN passes every
     range check, and a NaN decay window would hide every memory)."""
@@ -254,7 +268,10 @@ _EMBEDDER_HELP = (
     "[default: the store's own; for a new store MiniLM if installed, else hashing]."
 )
 _DECAY_HELP = "Memories not updated for N days are no longer returned (0: never) [default: 0]."
-_POLICY_HELP = "The memory policy: 'default', or 'energy' for energy tiers (spec 002) [default: default]."
+_POLICY_HELP = (
+    "The memory policy: 'default', or 'energy' for energy tiers (memories lose energy over time, "
+    "expire, or move to longer-lived tiers when used) [default: default]."
+)
 _POLICIES = ("default", "energy")
 
 
@@ -335,6 +352,9 @@ MemoristGroup.group_class = MemoristGroup
 
 class _DbOption(click.Option):
     """``--db``: its default is computed when shown or used, never at import."""
+
+    #: The default as the CLI reference states it (the computed one depends on the machine).
+    doc_default = "memorist.db in the user data directory (~/.local/share/memorist on Linux)"
 
     def get_default(self, ctx: click.Context, call: bool = True) -> Any:
         return str(default_db_path())
@@ -436,6 +456,7 @@ def progress(label: str) -> Iterator[Callable[[int, int], None]]:
 
 
 __all__ = [
+    "AliasChoice",
     "App",
     "CommandError",
     "MemoristCommand",

@@ -47,7 +47,8 @@ def _ks(value: str, what: str = "k values", hint: str = "--k") -> list[int]:
               help="Also measure recall per token: the context built within N tokens (e.g. 500,1000,2000,4000).")
 @pass_app
 def locomo(app: App, data: str | None, unit: str, k: str, budget: str | None) -> None:
-    """Recall@k on LoCoMo: each conversation in its own user space, each question searched there.
+    """Recall@k on LoCoMo (a public benchmark of long, multi-session conversations and
+    questions about them): each conversation in its own user space, each question searched there.
 
     \b
     In a temporary SQLite file, unless --db names a store (a file or a
@@ -96,15 +97,16 @@ def locomo(app: App, data: str | None, unit: str, k: str, budget: str | None) ->
               help="LoCoMo JSON [default: ../shared/data/locomo/locomo_dev.json beside the checkout].")
 @click.option("--stream", "streams", type=click.Choice(["all", "tutoring", "locomo"]), default="all", show_default=True)
 @click.option("--max-bullets", default=100, show_default=True, type=click.IntRange(min=1),
-              help="Capacity: per learner for LTMBSE, of the one shared playbook for the baseline.")
+              help="Capacity: per learner for the per-learner preset, of the one shared playbook for the baseline.")
 @pass_app
 def evolve(app: App, data: str | None, streams: str, max_bullets: int) -> None:
-    """LTMBSE against the ACE baseline: bullets, near-duplicates, growth, capacity, recall.
+    """Per-learner playbooks against the ACE baseline: bullets, near-duplicates, growth, capacity, recall.
 
     Runs both presets on the seeded tutoring stream shipped with Memorist and on the
-    LoCoMo development observations, with --embedder (default: all-MiniLM-L6-v2,
+    LoCoMo development observations (LoCoMo: a public benchmark of long conversations),
+    with --embedder (default: all-MiniLM-L6-v2,
     offline; 'minilm' names it too). With --json: one object,
-    {"streams": {"tutoring": {"baseline": {...}, "ltmbse": {...}, "baseline@equal-capacity": {...}}, "locomo": {...}}}.
+    {"streams": {"tutoring": {"baseline": {...}, "per-learner": {...}, "baseline@equal-capacity": {...}}, "locomo": {...}}}.
     """
     from ..benchmarks.evolve import format_table, run
     from ..embed import resolve_embedder

@@ -53,7 +53,7 @@ def _trajectory_rows(items: list[dict[str, Any]]) -> tuple[list[tuple[str, dict[
 
 @cli.group()
 def trajectory() -> None:
-    """Record task executions (spec 001): start, log steps, complete, list, show."""
+    """Record task executions to learn from: start, log steps, complete, list, show."""
 
 
 @trajectory.command("start")

@@ -368,8 +368,8 @@ def reindex(app: App, new_embedder: str | None) -> None:
 
 @cli.command()
 @click.option("--keep", is_flag=True, help="Keep the temporary store (its path is printed) to look around.")
-@click.option("--pair", "pair", is_flag=True, help="Spec 003 instead: minutes → index → context → evaluation → PAIR.")
-@click.option("--tiers", "tiers", is_flag=True, help="Spec 002 instead: energy tiers, decay, promotion, expiry, test memories.")
+@click.option("--pair", "pair", is_flag=True, help="The coordination log instead: minutes → index → context → evaluation → one PAIR round (evaluate, find gaps, retrieve, revise).")
+@click.option("--tiers", "tiers", is_flag=True, help="The energy tiers instead: decay, promotion, expiry, test memories.")
 @click.option("--agent", "agent", is_flag=True, help="The tutor agent instead: two conversations through its graph (needs the agent extra).")
 @pass_app
 def demo(app: App, keep: bool, pair: bool = False, tiers: bool = False, agent: bool = False) -> None:

@@ -51,7 +51,7 @@ def _full_id(app: App, prefix: str) -> str:
 
 @cli.group()
 def minutes() -> None:
-    """The coordination log (spec 003): record events, read them, search the index."""
+    """The coordination log of agents working together: record events, read them, search the index."""
 
 
 @minutes.command("record")

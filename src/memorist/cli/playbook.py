@@ -15,13 +15,14 @@ import click
 from click.core import ParameterSource
 
 from ..errors import MemoristError
-from .app import App, FiniteFloat, cli, pass_app
+from .app import AliasChoice, App, FiniteFloat, cli, pass_app
 
 if TYPE_CHECKING:
     from ..ace.playbook import Playbook
     from ..roles.learning import Bullet
 
-_PRESETS = click.Choice(["ltmbse", "baseline"])
+#: ``ltmbse`` is the per-learner preset's former name, still accepted (not shown in the help).
+_PRESETS = AliasChoice(["per-learner", "baseline"], {"ltmbse": "per-learner", "ltmbse-ace": "per-learner"})
 
 
 @contextmanager
@@ -55,8 +56,9 @@ def _playbook(app: App, preset: str, *, create: bool = False, **overrides: Any) 
 
 def _preset_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--preset", type=_PRESETS, default="ltmbse", show_default=True,
-        help="ltmbse: per-learner playbooks (spec 000's method); baseline: the ACE baseline, one shared playbook.",
+        "--preset", type=_PRESETS, default="per-learner", show_default=True,
+        help="per-learner: one playbook per learner, lessons reinforced instead of cloned, a cap on new bullets "
+             "per turn; baseline: the ACE baseline, one playbook shared by every learner.",
     )(func)
 
 
@@ -387,7 +389,7 @@ _SCOPES = click.Choice(["agent", "user", "tenant", "global"])
 def _playbook_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--scope", type=_SCOPES, help="agent, user, tenant or global [default: from --user/--agent].")(func)
     func = click.option("--agent", "agent_id", metavar="ID", help="Agent id [default: 'default' when no --user].")(func)
-    return click.option("--user", "user_id", metavar="ID", help="User id (a learner's spec 000 playbook is named 'ltmbse').")(func)
+    return click.option("--user", "user_id", metavar="ID", help="User id (a learner's playbook from run-turn is listed by `playbook list --user ID`).")(func)
 
 
 def _owner(user_id: str | None, agent_id: str | None, scope: str | None) -> dict[str, Any]:

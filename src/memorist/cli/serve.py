@@ -120,7 +120,7 @@ def serve(
     access_log: bool,
     create: bool,
 ) -> None:
-    """Serve the store over HTTP: spec 004's REST API, the memory panel at /,
+    """Serve the store over HTTP: the REST API, the memory panel at /,
     the API's documentation at /docs.
 
     \b

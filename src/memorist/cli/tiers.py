@@ -90,7 +90,7 @@ def _run_text(result: dict[str, Any]) -> str:
 @scope_options
 @pass_app
 def maintain(app: App, test_only: bool, now: str | None, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
-    """Run energy-tier maintenance (spec 002): decay, expire, promote.
+    """Run energy-tier maintenance: decay, expire, promote.
 
     \b
     Every memory of the scope (no --user/--agent/--run: the whole store) decays as
@@ -138,7 +138,7 @@ def boost(app: App, memory_id: str, amount: float | None, now: str | None, user_
 
 @cli.group()
 def tiers() -> None:
-    """Energy tiers (spec 002): status, health, configuration, test memories, a plot."""
+    """Energy tiers: status, health, configuration, test memories, a plot."""
 
 
 @tiers.command("status")
@@ -195,7 +195,7 @@ def health(app: App, now: str | None, user_id: str | None, agent_id: str | None,
 @tiers.command("config")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="Change a setting (repeatable): decay_batch=50, rate_working=0.4, start_energy.reminder=3.")
-@click.option("--reset", is_flag=True, help="Back to spec 002's defaults (then --set applies).")
+@click.option("--reset", is_flag=True, help="Back to the default settings (then --set applies).")
 @pass_app
 def config(app: App, settings: tuple[str, ...], reset: bool) -> None:
     """Show (or change) the energy tiers' configuration, persisted in the store."""
@@ -209,7 +209,7 @@ def config(app: App, settings: tuple[str, ...], reset: bool) -> None:
     info = memory.tiers.config(changes or None, reset=reset)
 
     def human() -> None:
-        source = f"persisted (event {info['seq']}, {when(info['changed_at'])})" if info["persisted"] else "spec 002's defaults (not persisted yet)"
+        source = f"persisted (event {info['seq']}, {when(info['changed_at'])})" if info["persisted"] else "the defaults (not persisted yet)"
         click.echo(f"Energy tiers configuration: {source}.")
         app.pairs({k: (", ".join(f"{n} {e:g}" for n, e in v.items()) if isinstance(v, dict) else v) for k, v in info["config"].items()})
         if info.get("problem"):
@@ -277,8 +277,8 @@ def test_memory(app: App, text: tuple[str, ...], user_id: str | None, agent_id: 
 def plot(app: App, out: str, samples: int, now: str | None) -> None:
     """Draw energy over time per tier, with the thresholds, as a PNG (needs the plot extra).
 
-    Each tier's panel shows sample memories of the store (its highest energies; spec
-    002's start energies when the tier is empty) decaying at the tier's rate, the
+    Each tier's panel shows sample memories of the store (its highest energies; the
+    default start energies when the tier is empty) decaying at the tier's rate, the
     promotion threshold and the expiry line; the last panel follows one memory
     through boosts and maintenance runs from working to long_term.
     """

@@ -1,6 +1,7 @@
 """``memorist import`` and ``memorist export``: JSON lines in and out (see
 :mod:`memorist.pipelines.transfer` for the format and the rules), or with
-``--format etienne`` the JSON array of spec 004's ``.etienne/memories.json``."""
+``--format memories-json`` one JSON array of memory objects (the ``memories.json``
+file of spec 004's minimal version; ``etienne`` is the format's former name, still accepted)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,21 @@ from typing import Any
 import click
 
 from ..errors import ImportLineError, ValidationError
-from .app import App, CommandError, cli, cli_message, pass_app, scope, scope_options
+from .app import AliasChoice, App, CommandError, cli, cli_message, pass_app, scope, scope_options
 
 _FORMAT_HELP = (
-    "jsonl: JSON lines, Memorist's own format. etienne: the JSON array of memories "
-    "{id, memory, user_id, created_at, updated_at, metadata} of spec 004's .etienne/memories.json."
+    "jsonl: JSON lines, Memorist's own format. memories-json: one JSON array of memories "
+    "{id, memory, user_id, created_at, updated_at, metadata}, as a memories.json file holds them."
 )
+#: The format's former name, still accepted (not shown in the help).
+_FORMAT_ALIASES = {"etienne": "memories-json"}
 
 
 def _format_option(func: Any) -> Any:
     return click.option(
         "--format",
         "file_format",
-        type=click.Choice(["jsonl", "etienne"]),
+        type=AliasChoice(["jsonl", "memories-json"], _FORMAT_ALIASES),
         default="jsonl",
         show_default=True,
         help=_FORMAT_HELP,
@@ -62,15 +65,15 @@ def import_(
     Consecutive verbatim turns of one scope are added in batches. A bad line
     stops the import with an error naming it; the lines before it stay imported.
 
-    With --format etienne, FILE is spec 004's .etienne/memories.json, a JSON
+    With --format memories-json, FILE is a memories.json file, one JSON
     array of {id, memory, user_id, created_at, updated_at?, metadata?}: each
     memory keeps its id and dates (dates without a timezone are UTC), and one
     without user_id gets --user. The whole file is checked first: a bad one
     imports nothing and the error names the memory and field.
     """
-    if file_format == "etienne":
+    if file_format == "memories-json":
         if infer is not None:
-            raise click.UsageError("--infer/--no-infer is for conversation lines; an etienne file holds memories")
+            raise click.UsageError("--infer/--no-infer is for conversation lines; a memories-json file holds memories")
         _import_etienne(app, file, scope(user_id, agent_id, run_id))
         return
     lines = list(file)
@@ -169,16 +172,16 @@ def export(
     counters. With --events the event log follows, one event per line.
     With --json and no --output, stdout gets one JSON document, {"results": [...]}.
 
-    With --format etienne, the output is the file of spec 004's minimal version,
-    .etienne/memories.json: one JSON array of the active memories, oldest first,
-    each {id, memory, user_id, created_at, updated_at, metadata}.
+    With --format memories-json, the output is a memories.json file: one JSON
+    array of the active memories, oldest first, each {id, memory, user_id,
+    created_at, updated_at, metadata}.
     """
     if not all_scopes and not any((user_id, agent_id, run_id)):
         raise click.UsageError("name a scope with --user, --agent or --run, or pass --all for the whole store")
-    if file_format == "etienne" and events:
-        raise click.UsageError("--events cannot go in an etienne file: it holds memories only")
+    if file_format == "memories-json" and events:
+        raise click.UsageError("--events cannot go in a memories-json file: it holds memories only")
     items = app.memory().export(**scope(user_id, agent_id, run_id), all_scopes=all_scopes, events=events)
-    if file_format == "etienne":
+    if file_format == "memories-json":
         _export_etienne(app, items, output)
         return
     if output is None and app.json:

@@ -387,7 +387,7 @@ class LLM(abc.ABC):
         (an id that was never shown, a fact left without a decision); it counts as
         invalid output. Invalid output gets one repair retry, in the same
         conversation; then :class:`~memorist.errors.InvalidOutputError`.
-        ``on_reply`` receives each raw reply (to log it, as spec 000's curator does).
+        ``on_reply`` receives each raw reply (to log it, as the playbooks' curator does).
         """
         json_schema = response_schema(schema)
         name = getattr(schema, "__name__", "response")

@@ -653,7 +653,7 @@ class EnergyTiers:
         elif info["persisted"]:
             add("config", "ok", f"persisted in the store (event {info['seq']}, {info['changed_at']})")
         else:
-            add("config", "warn", "not persisted yet: spec 002's defaults are in use (the first maintenance run or "
+            add("config", "warn", "not persisted yet: the defaults are in use (the first maintenance run or "
                 "`memorist tiers config --set` writes it)")
         notes = config.warnings()
         add("config_sanity", "warn" if notes else "ok", "; ".join(notes) if notes else

@@ -661,7 +661,8 @@ def etienne_items(
     max_metadata_depth: int = validate.METADATA_DEPTH,
     max_metadata_bytes: int = validate.METADATA_BYTES,
 ) -> list[dict[str, Any]]:
-    """The memories of a spec-004 ``.etienne/memories.json`` as export items.
+    """The memories of a ``memories.json`` file (one JSON array of memory objects,
+    as spec 004's minimal version keeps in ``.etienne/memories.json``) as export items.
 
     ``source`` is the file's text or its parsed JSON: an array of memories
     ``{id, memory, user_id, created_at, updated_at?, metadata?}``. Each becomes the
@@ -682,7 +683,7 @@ def etienne_items(
             hint = ' (an API response? its memories are under "results")'
         raise ValidationError(
             "file",
-            f"must be a JSON array of memories {_ETIENNE_SHAPE}, as spec 004's .etienne/memories.json holds; "
+            f"must be a JSON array of memories {_ETIENNE_SHAPE}, as a memories.json file holds them; "
             f"got {_json_kind(data)}{hint}",
         )
     items = []
@@ -744,7 +745,7 @@ def check_etienne_ids(store: Store, items: list[dict[str, Any]], tenant_id: str)
             raise ValidationError(
                 f"memories[{i}].id",
                 f"{validate.show(item['id'])} is already the id of a memory of another scope in this store "
-                "(spec 004's ids are unique only within one project); nothing was imported",
+                "(a memories.json file's ids are unique only within its own project); nothing was imported",
             )
 
 

@@ -133,6 +133,12 @@ class PlaybookConfig:
     weights: ContextWeights = field(default_factory=ContextWeights)
 
     @property
+    def preset_name(self) -> str:
+        """The preset as users name it: ``"per-learner"`` for the default configuration
+        (whose stored playbooks keep their original name, ``name``), else ``name``."""
+        return "per-learner" if self.name == "ltmbse" else self.name
+
+    @property
     def new_cap(self) -> int | None:
         """The cap on new bullets per turn that applies (see :func:`room_for_new`):
         ``max_new``, or None when the preset does not cap (the baseline)."""
@@ -140,7 +146,8 @@ class PlaybookConfig:
 
     @classmethod
     def ltmbse(cls, **overrides: Any) -> PlaybookConfig:
-        """Spec 000's proposed method (the default)."""
+        """The per-learner preset (the default): one playbook per learner, lessons
+        reinforced instead of cloned, a cap on new bullets per turn, semantic dedup."""
         return dataclasses.replace(cls(), **overrides)
 
     @classmethod
@@ -160,11 +167,14 @@ class PlaybookConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> PlaybookConfig:
-        if name in ("ltmbse", "ltmbse-ace", "default"):
+        """A named preset with ``overrides``: ``"per-learner"`` (the default; its former
+        name is still accepted) or ``"baseline"`` (the ACE baseline)."""
+        # "ltmbse" and "ltmbse-ace": the per-learner preset's former names, still accepted.
+        if name in ("per-learner", "ltmbse", "ltmbse-ace", "default"):
             return cls.ltmbse(**overrides)
         if name in ("baseline", "ace", "ace-baseline"):
             return cls.baseline(**overrides)
-        raise ConfigurationError(f"unknown playbook preset {name!r}; use 'ltmbse' or 'baseline'")
+        raise ConfigurationError(f"unknown playbook preset {name!r}; use 'per-learner' or 'baseline'")
 
     def resolved(self, environ: Mapping[str, str] | None = None) -> PlaybookConfig:
         """A checked copy with the environment's defaults filled in (read now, not at import)."""

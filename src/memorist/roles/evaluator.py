@@ -36,7 +36,7 @@ class Evaluation:
     evaluator: str = ""
 
     def meets(self, threshold: float = 95.0) -> bool:
-        """Spec 003 loops until at least 95% of the criteria are met."""
+        """Whether at least ``threshold`` % of the criteria are met (a PAIR loop stops there: 95 by default)."""
         return self.score >= threshold
 
 

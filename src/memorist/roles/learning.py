@@ -436,14 +436,14 @@ class Reflector(_LearningRole):
         return self._or_fallback(lambda: self._reflect(trace), lambda backup: _as_fallback(lambda: backup.reflect(trace)))
 
     def reflect_trajectory(self, trajectory: Trajectory) -> Insights:
-        """What one trajectory shows: spec 001's ``reflect``."""
+        """What one trajectory shows (``memory.learning.reflect``)."""
         return self._or_fallback(
             lambda: self._reflect_trajectory(trajectory),
             lambda backup: _as_fallback(lambda: backup.reflect_trajectory(trajectory)),
         )
 
     def reflect_batch(self, trajectories: Sequence[Trajectory]) -> Insights:
-        """The patterns several trajectories share (spec 001's ``batch_reflect``),
+        """The patterns several trajectories share (``memory.learning.batch_reflect``),
         each with the trajectories that show it in :attr:`Insights.evidence`."""
         items = tuple(trajectories)
         return self._or_fallback(

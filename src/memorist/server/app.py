@@ -404,7 +404,7 @@ def create_app(
         title="Memorist memory service",
         version=_version(),
         description=(
-            "Long-term memory for agents over HTTP: spec 004's routes (each with and without its "
+            "Long-term memory for agents over HTTP: mem0-style memory routes (each with and without its "
             "trailing slash), API keys binding a tenant and optionally a user, JSON errors "
             '`{"error": {"type", "message", "field"}}`. See docs/service-contract.md.'
         ),

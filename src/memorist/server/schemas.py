@@ -337,7 +337,7 @@ class ConfigRequest(_Request):
     changes: dict[str, Any] | None = Field(
         default=None, description='Settings to change, e.g. {"decay_batch": 50, "start_energy.reminder": 3.0}.'
     )
-    reset: bool = Field(default=False, description="Start from spec 002's defaults.")
+    reset: bool = Field(default=False, description="Start from the default settings.")
 
 
 # responses ------------------------------------------------------------------------------

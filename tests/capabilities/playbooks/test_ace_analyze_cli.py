@@ -50,7 +50,7 @@ def bullet_count(db: str) -> tuple[int, int]:
 def test_summary_is_the_default(db):
     plain = run(db, "analyze")
     assert plain.exit_code == 0, plain.output
-    assert plain.output.startswith("Playbooks (ltmbse): 5 bullets, 2 learner(s)")
+    assert plain.output.startswith("Playbooks (per-learner): 5 bullets, 2 learner(s)")
     assert "memory types: procedural 4, episodic 1" in plain.output
     assert run(db, "analyze", "summary").output == plain.output
     data = json.loads(run(db, "analyze", "--json").output)
@@ -110,7 +110,7 @@ def test_interactive(db):
     assert result.exit_code == 0, result.output
     out = result.output
     assert out.count("commands: summary") >= 2
-    assert "Playbooks (ltmbse): 5 bullets" in out
+    assert "Playbooks (per-learner): 5 bullets" in out
     assert "analyze[ana]> " in out and "## learner ana (1 bullets)" in out
     assert "unknown command 'bogus'" in out
     assert bullet_count(db)[0] == 5  # the dry run wrote nothing
@@ -119,3 +119,14 @@ def test_interactive(db):
 def test_baseline_preset_reads_the_shared_playbook(db):
     out = run(db, "analyze", "--preset", "baseline", "--json")
     assert json.loads(out.output)["total_bullets"] == 5  # every playbook, whatever the preset
+
+
+def test_the_per_learner_preset_and_its_former_name(db):
+    shown = run(db, "analyze", "--help").output
+    assert "[per-learner|baseline]" in shown and "ltmbse" not in shown.lower()
+    by_name = json.loads(run(db, "analyze", "--preset", "per-learner", "--json").output)
+    assert by_name["preset"] == "per-learner" and by_name["total_bullets"] == 5
+    # The former name still works (scripts written for 0.1.0), and reads the same playbooks.
+    assert json.loads(run(db, "analyze", "--preset", "ltmbse", "--json").output) == by_name
+    bad = run(db, "analyze", "--preset", "nonsense")
+    assert bad.exit_code == 2 and "'per-learner'" in bad.output and "ltmbse" not in bad.output.lower()

@@ -69,19 +69,19 @@ def test_evolve_json_shape_through_the_cli(tmp_path):
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert list(out) == ["streams"] and list(out["streams"]) == ["locomo"]
-    assert set(out["streams"]["locomo"]) == {"baseline", "ltmbse", "baseline@equal-capacity"}
+    assert set(out["streams"]["locomo"]) == {"baseline", "per-learner", "baseline@equal-capacity"}
     for figures in out["streams"]["locomo"].values():
         assert set(figures) == KEYS
         assert isinstance(figures["capacity_exceeded"], bool) and 0 <= figures["near_duplicate_pct"] <= 100
         assert 0.0 <= figures["recall_at_5"] <= figures["recall_at_10"] <= 1.0
-    lt = out["streams"]["locomo"]["ltmbse"]
+    lt = out["streams"]["locomo"]["per-learner"]
     assert lt["bullets"] == 6 and lt["max_new_in_turn"] == 2
     # The baseline again, with the room of every learner's playbook together (two speakers).
     assert out["streams"]["locomo"]["baseline@equal-capacity"]["capacity"] == 2 * out["streams"]["locomo"]["baseline"]["capacity"] == 200
     for figures in out["streams"]["locomo"].values():  # the looser threshold finds at least as many pairs
         assert figures["near_duplicate_pct_at_0_8"] >= figures["near_duplicate_pct"]
     human = CliRunner().invoke(cli, ["bench", "evolve", "--embedder", "hashing", "--stream", "locomo", "--data", str(data)])
-    assert "| locomo | ltmbse | 100 | 6 |" in human.stdout
+    assert "| locomo | per-learner | 100 | 6 |" in human.stdout
     missing = CliRunner().invoke(cli, ["bench", "evolve", "--stream", "locomo", "--embedder", "hashing", "--data", str(tmp_path / "no.json")])
     assert missing.exit_code == 2 and "--data" in missing.output
 
@@ -91,9 +91,9 @@ def test_tutoring_run_on_a_small_stream(tmp_path):
     stream = tutoring.generate(3, conversations=1, turns_per_conversation=4)
     emb = bench.CachingEmbedder(HashingEmbedder())
     figures = {p: bench.run_tutoring(p, emb, str(tmp_path / p), max_bullets=100, stream=stream) for p in bench.PRESETS}
-    assert set(figures["ltmbse"]) == KEYS
-    assert figures["ltmbse"]["max_new_in_turn"] <= 2
-    assert figures["ltmbse"]["capacity_exceeded"] is False
+    assert set(figures["per-learner"]) == KEYS
+    assert figures["per-learner"]["max_new_in_turn"] <= 2
+    assert figures["per-learner"]["capacity_exceeded"] is False
 
 
 @pytest.mark.sqlite_only("the benchmark makes its own SQLite files in a folder")
@@ -102,7 +102,7 @@ def test_ltmbse_beats_the_baseline_on_the_tutoring_stream(tmp_path):
     from memorist.embed import resolve_embedder
 
     result = bench.run(streams=("tutoring",), embedder=resolve_embedder("sentence-transformers"))
-    base, lt = result["streams"]["tutoring"]["baseline"], result["streams"]["tutoring"]["ltmbse"]
+    base, lt = result["streams"]["tutoring"]["baseline"], result["streams"]["tutoring"]["per-learner"]
     assert lt["near_duplicate_pct"] <= 1.0 < base["near_duplicate_pct"]
     assert lt["recall_at_5"] > base["recall_at_5"] and lt["recall_at_10"] > base["recall_at_10"]
     assert lt["max_new_in_turn"] <= 2 and not lt["capacity_exceeded"]

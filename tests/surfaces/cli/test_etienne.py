@@ -203,7 +203,17 @@ def test_an_id_of_another_project_is_not_overwritten(memorist: Memorist, db: str
 def test_options_that_do_not_apply_to_an_etienne_file(memorist: Memorist, tmp_path: Path) -> None:
     source = etienne_file(tmp_path, ETIENNE)
     assert "--infer/--no-infer is for conversation lines" in memorist("import", "--format", "etienne", "--no-infer", source, code=2).stderr
-    assert "--events cannot go in an etienne file" in memorist("export", "--format", "etienne", "--events", "--user", "a", code=2).stderr
+    assert "--events cannot go in a memories-json file" in memorist("export", "--format", "etienne", "--events", "--user", "a", code=2).stderr
     # JSON lines stay the default of both commands.
     memorist("import", source, code=1)
     assert "jsonl" in memorist("import", "--help").stdout
+
+
+def test_the_format_is_named_memories_json_and_its_former_name_still_works(memorist: Memorist, tmp_path: Path) -> None:
+    source = etienne_file(tmp_path, ETIENNE)
+    assert "Read 4 memories; added 4 memories." in memorist("import", "--format", "memories-json", source).stdout
+    by_name = json.loads(memorist("export", "--format", "memories-json", "--user", "alex").stdout)
+    assert [m["id"] for m in by_name] == [m["id"] for m in ETIENNE]
+    assert json.loads(memorist("export", "--format", "etienne", "--user", "alex").stdout) == by_name
+    shown = memorist("import", "--help").stdout
+    assert "[jsonl|memories-json]" in shown and "etienne" not in shown

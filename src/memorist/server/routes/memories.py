@@ -126,7 +126,7 @@ def list_user_memories(
     agent_id: str = query_id("agent"),
     run_id: str = query_id("run"),
 ) -> Any:
-    """The user's memories, newest first (spec 004's "Get All Memories")."""
+    """The user's memories, newest first."""
     return JSONResponse(reach.scope(user_id=user_id, agent_id=agent_id, run_id=run_id).get_all(limit=limit))
 
 

@@ -90,7 +90,7 @@ def health(reach: ReachDep, now: str | None = _NOW_QUERY) -> Any:
 
 @router.get("/api/tiers/config/", response_model=s.TierConfig, summary="Energy tiers: configuration", **_API)
 def get_config(reach: ReachDep) -> Any:
-    """The configuration in force (persisted in the store, else spec 002's defaults)."""
+    """The configuration in force (persisted in the store, else the defaults)."""
     return JSONResponse(_energy(reach).memory.tiers.config())
 
 

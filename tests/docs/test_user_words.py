@@ -1,0 +1,180 @@
+"""What users read never names the design documents or internal code names.
+
+Users never saw the design documents ("spec 002"), the research method's name
+("LTMBSE"), the minimal version's folder ("etienne"), the project's former name
+(memorist.reserved.PREVIOUS_NAME) or an
+unexplained benchmark. This walks everything a user reads without opening the code:
+every command's ``--help``, the service's OpenAPI schema (its description, every
+route's summary and description, every schema and field), the MCP server's
+instructions and tool descriptions, and the docstrings the Python API reference
+renders (docs/reference/python.md). Comments in the code may keep design-document
+references for developers; none of these may.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+
+from memorist import Memory
+from memorist.cli import cli
+from memorist.reserved import PREVIOUS_NAME
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: The words: a design document by number, the method's and the folder's names, the
+#: former product name, a benchmark never explained where it appears.
+FORBIDDEN = re.compile(rf"\bspecs? ?-?0{{1,2}}[0-4]\b|ltmbse|etienne|{re.escape(PREVIOUS_NAME)}|\bdragon\b", re.IGNORECASE)
+
+
+def offending(text: str) -> list[str]:
+    """Each line of ``text`` holding a forbidden word."""
+    return [line.strip() for line in text.splitlines() if FORBIDDEN.search(line)]
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("energy tiers (spec 002)", True),
+        ("Spec-004's routes", True),
+        ("the specs 001 and 003", True),
+        ("--preset LTMBSE", True),
+        (".etienne/memories.json", True),
+        (f"the {PREVIOUS_NAME.title()} store", True),
+        ("the DRAGON benchmark", True),
+        ("per-learner playbooks; energy tiers; a memories.json file", False),
+        ("MEMORIST_SPEC_0 is not a spec", False),
+    ],
+)
+def test_the_check_catches_the_words(text: str, found: bool) -> None:
+    assert bool(offending(text)) is found
+
+
+def _commands(cmd: click.Command, path: tuple[str, ...], parent: click.Context | None) -> Iterator[tuple[str, str]]:
+    ctx = click.Context(cmd, info_name=path[-1], parent=parent, terminal_width=10_000, max_content_width=10_000)
+    yield " ".join(path), cmd.get_help(ctx)
+    if isinstance(cmd, click.Group):
+        for name in cmd.list_commands(ctx):
+            yield from _commands(cmd.get_command(ctx, name), (*path, name), ctx)
+
+
+def test_no_command_help_names_them() -> None:
+    helps = dict(_commands(cli, ("memorist",), None))
+    assert len(helps) > 60  # every command and subcommand was walked
+    found = {path: lines for path, text in helps.items() if (lines := offending(text))}
+    assert not found, f"--help names a design document or code name: {json.dumps(found, indent=1)}"
+
+
+def _strings(value: Any, where: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key, f"{where}/{key}")
+            yield from _strings(item, f"{where}/{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{where}/{i}")
+
+
+def test_the_openapi_schema_does_not_name_them() -> None:
+    from memorist.server import create_app
+
+    app = create_app(":memory:", embedder="hashing")
+    try:
+        spec = app.openapi()
+    finally:
+        app.state.service.close()
+    strings = list(_strings(spec))
+    assert len(strings) > 1000
+    found = {where: text for where, text in strings if offending(text)}
+    assert not found, f"the OpenAPI schema names a design document or code name: {json.dumps(found, indent=1)}"
+
+
+def test_the_mcp_tools_do_not_name_them() -> None:
+    from memorist.mcp_server import INSTRUCTIONS, create_server
+
+    with Memory(":memory:", embedder="hashing", policy="energy") as memory:
+        server = create_server(memory, user_id="alex")
+        tools = asyncio.run(server.list_tools())
+    assert len(tools) > 10
+    texts = {"instructions": INSTRUCTIONS}
+    for tool in tools:
+        texts[tool.name] = json.dumps({"title": tool.title, "description": tool.description, "input": tool.input_schema})
+    found = {name: lines for name, text in texts.items() if (lines := offending(text))}
+    assert not found, f"an MCP tool names a design document or code name: {json.dumps(found, indent=1)}"
+
+
+def _reference_targets() -> list[str]:
+    page = (ROOT / "docs" / "reference" / "python.md").read_text(encoding="utf-8")
+    return re.findall(r"^::: ([\w.]+)", page, flags=re.MULTILINE)
+
+
+def _resolve(target: str) -> Any:
+    module, _, name = target.rpartition(".")
+    try:
+        return importlib.import_module(target)
+    except ImportError:
+        return getattr(importlib.import_module(module), name)
+
+
+def _docstrings(obj: Any, name: str) -> Iterator[tuple[str, str]]:
+    """The docstrings mkdocstrings renders for ``obj``: its own and its public members'
+    (a module's: its public classes and functions, and theirs)."""
+    yield name, inspect.getdoc(obj) or ""
+    if inspect.ismodule(obj):
+        for member, value in vars(obj).items():
+            if not member.startswith("_") and getattr(value, "__module__", None) == obj.__name__:
+                yield from _docstrings(value, f"{name}.{member}")
+        return
+    if not inspect.isclass(obj):
+        return
+    for member, value in vars(obj).items():
+        if member.startswith("_"):
+            continue
+        if isinstance(value, classmethod | staticmethod):
+            value = value.__func__
+        doc = value.__doc__ if isinstance(value, property) else inspect.getdoc(value) if callable(value) else None
+        if doc and not (inspect.isclass(value) and value.__doc__ == getattr(type(value), "__doc__", None)):
+            yield f"{name}.{member}", doc
+
+
+def test_the_python_reference_does_not_name_them() -> None:
+    targets = _reference_targets()
+    assert "memorist.Memory" in targets and len(targets) > 40
+    found: dict[str, list[str]] = {}
+    for target in targets:
+        for where, doc in _docstrings(_resolve(target), target):
+            if lines := offending(doc):
+                found[where] = lines
+    assert not found, f"a docstring of the API reference names a design document or code name: {json.dumps(found, indent=1)}"
+
+
+@pytest.mark.parametrize("args", [[], ["--tiers"], ["--pair"]], ids=["demo", "tiers", "pair"])
+def test_the_demos_do_not_name_them(args: list[str]) -> None:
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(cli, ["--embedder", "hashing", "demo", *args], prog_name="memorist")
+    assert result.exit_code == 0, result.output
+    assert "Memorist demo" in result.output
+    assert not offending(result.output), offending(result.output)
+
+
+def test_the_health_report_of_a_new_store_does_not_name_them(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    db = str(tmp_path / "energy.db")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--db", db, "--policy", "energy", "--embedder", "hashing", "add", "--no-infer", "--user", "a", "hi"]).exit_code == 0
+    result = runner.invoke(cli, ["--db", db, "--policy", "energy", "--json", "tiers", "health"], prog_name="memorist")
+    assert "not persisted yet" in result.output  # the configuration's check, the one that named a design document
+    assert not offending(result.output), offending(result.output)
