@@ -29,13 +29,15 @@ COPY --from=wheel /wheels /tmp/wheels
 # files are made there too, so that they are inside the image.
 RUN /opt/memorist/docker/install.sh /tmp/wheels/memorist-*.whl && rm -rf /tmp/wheels
 
-# A user of its own, owning only the store's folder.
-RUN useradd --system --uid 10001 --user-group --home-dir /data --no-create-home memorist \
-    && mkdir -p /data && chown memorist:memorist /data && chmod 700 /data
+# A user of its own (uid and gid 10001, numeric so that runAsNonRoot can check it),
+# owning only the store's folder.
+RUN groupadd --system --gid 10001 memorist \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /data --no-create-home memorist \
+    && mkdir -p /data && chown 10001:10001 /data && chmod 700 /data
 ENV PATH=/opt/memorist/venv/bin:$PATH \
     MEMORIST_DB=/data/memorist.db \
     MEMORIST_KEY_FILE=/data/api-key
-USER memorist
+USER 10001:10001
 WORKDIR /data
 VOLUME ["/data"]
 EXPOSE 6060

