@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from .roles.evaluator import Evaluation, Evaluator, ScriptedEvaluator
     from .roles.learning import Bullet, Curator, Delta, Lesson, Reflection, Reflector, Trace
 
+# The one place the version is written: pyproject.toml reads it (dynamic version),
+# `memorist --version` prints it, CHANGELOG.md's latest release names it (a test).
 __version__ = "0.2.0"
 
 # Public name -> the module that defines it. Client/AsyncClient/AsyncMemory also

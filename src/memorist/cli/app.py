@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
+from .. import __version__
 from ..config import default_db_path
 from ..errors import MemoristError, ValidationError
 
@@ -379,7 +380,9 @@ class _DbOption(click.Option):
     show_envvar=True,
     help=_POLICY_HELP,
 )
-@click.version_option(package_name="memorist", prog_name="memorist")
+# The package's one version (the distribution's metadata is built from it too), not the
+# installed metadata's: an editable install keeps the version it was installed at.
+@click.version_option(__version__, prog_name="memorist")
 @click.pass_context
 def cli(ctx: click.Context, db: str, json_output: bool, embedder: str | None, decay_days: float | None, policy: str | None) -> None:
     """Memorist: long-term memory for LLM agents.
