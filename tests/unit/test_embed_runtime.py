@@ -117,7 +117,7 @@ def test_both_runtimes_carry_the_models_identity(monkeypatch: pytest.MonkeyPatch
 
 def test_forcing_onnx_without_the_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(onnx, "available", lambda: False)
-    with pytest.raises(MissingDependencyError, match=r"memorist\[embeddings\]"):
+    with pytest.raises(MissingDependencyError, match=r"pip install onnxruntime"):
         SentenceTransformerEmbedder(runtime="onnx")
 
 
