@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -48,10 +49,14 @@ def test_the_readme_install_searches_semantically_without_torch(tmp_path: Path) 
     venv = tmp_path / "venv"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORIST_", "PYTHONPATH", "VIRTUAL_ENV"))}
     env["MEMORIST_CACHE_DIR"] = str(tmp_path / "cache")
+    # A copy of the checkout, as a fresh clone has it: the install builds in the
+    # source tree (egg-info, build/), which other tests build from at the same time.
+    clone = tmp_path / "clone"
+    shutil.copytree(ROOT, clone, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*cache"))
     # The README's command as written, with the environment made in tmp_path
     # instead of the checkout's .venv (which the test suite itself runs in).
     run = subprocess.run(
-        ["bash", "-c", command.replace(".venv", str(venv))], cwd=ROOT, capture_output=True, text=True, env=env, timeout=900
+        ["bash", "-c", command.replace(".venv", str(venv))], cwd=clone, capture_output=True, text=True, env=env, timeout=900
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
     assert "embedder: sentence-transformers/all-MiniLM-L6-v2" in run.stdout
