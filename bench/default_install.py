@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -72,12 +73,18 @@ def site_packages(venv: Path) -> Path:
     return next((venv / "lib").glob("python*/site-packages"))
 
 
-def one_install(where: Path) -> tuple[Path, float]:
+def one_install(where: Path) -> tuple[Path, float, float]:
+    """A fresh venv with the install in it; the install's wall and CPU seconds (the
+    CPU time, user + system of pip and its children, does not grow with the load
+    other processes put on the machine)."""
     venv = where / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run([str(venv / "bin" / "pip"), *INSTALL], cwd=REPO, check=True)
-    return venv, time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return venv, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
@@ -89,16 +96,19 @@ def main() -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}",
         "command": "pip " + " ".join(INSTALL),
     }
-    times = []
+    times, cpu = [], []
     work = Path(tempfile.mkdtemp(prefix="memorist-install-"))
     venv = work
     try:
         for run in range(args.runs):
             if run:
                 shutil.rmtree(work / "venv")
-            venv, seconds = one_install(work)
+            venv, seconds, cpu_seconds = one_install(work)
             times.append(round(seconds, 1))
+            cpu.append(round(cpu_seconds, 1))
         result["install_seconds"] = times
+        result["install_cpu_seconds"] = cpu
+        result["load_average"] = [round(x, 1) for x in os.getloadavg()]
         sp = site_packages(venv)
         size = du(venv)
         base = sum(du(p) for p in sp.iterdir() if p.name.split("-")[0].lower() in ("pip", "setuptools", "_distutils_hack", "distutils-precedence.pth"))

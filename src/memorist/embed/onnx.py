@@ -3,12 +3,13 @@ cache of exports.
 
 A model folder that comes converted (``model.onnx`` beside ``conversion.json``, as
 the default install's all-MiniLM-L6-v2 does, see :func:`prebuilt`) is run as it is:
-no export, no cache, no torch. For any other folder, an export (:mod:`.onnx_export`) takes seconds and needs torch; it is made once per
-model and onnxruntime version and kept under ``$MEMORIST_CACHE_DIR/onnx`` (default:
-the user cache directory, e.g. ``~/.cache/memorist/onnx``), one folder per
-:func:`cache_key`: ``model.onnx``, ``export.json`` (what was exported, with what,
-and how far its vectors were from torch's), or ``failed.json`` when the export
-failed (not retried until torch, transformers, onnx or onnxruntime change).
+no export, no cache, no torch. For any other folder, an export (:mod:`.onnx_export`)
+takes seconds and needs torch; it is made once per model and onnxruntime version
+and kept under ``$MEMORIST_CACHE_DIR/onnx`` (default: the user cache directory, e.g.
+``~/.cache/memorist/onnx``), one folder per :func:`cache_key`: ``model.onnx``,
+``export.json`` (what was exported, with what, and how far its vectors were from
+torch's), or ``failed.json`` when the export failed (not retried until torch,
+transformers, onnx or onnxruntime change).
 """
 
 from __future__ import annotations

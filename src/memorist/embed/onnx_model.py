@@ -109,7 +109,10 @@ class OnnxModel:
         # own; sentence-transformers cuts at max_seq_length and pads to the longest
         # text of a batch, which encode() does itself.
         path = os.path.join(model_dir, "tokenizer.json")
-        spec = json.loads(Path(path).read_text(encoding="utf-8"))
+        try:
+            spec = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(f"cannot read the tokenizer {path}: {exc}") from exc
         self.pad_id = int((spec.get("padding") or {}).get("pad_id", 0))
         if wordpiece.supports(spec):
             bert = wordpiece.WordPieceTokenizer(spec, max_length=max_length)
