@@ -363,10 +363,10 @@ def in_turns(workers: list[Worker], step: int) -> list[Worker]:
 
 
 def run_size(systems: list[str], size: int, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    from memorist.embed.sentence_transformers import bundled_model_path
+    from memorist.embed.sentence_transformers import bundled_torch_path
 
     texts, queries = workload(size, args.queries, args.seed)
-    model_path = bundled_model_path() or ""
+    model_path = bundled_torch_path() or ""  # mem0's embedder loads the safetensors weights
     tmp = Path(tempfile.mkdtemp(prefix="memorist-compare-"))
     workers: list[Worker] = []
     try:

@@ -213,7 +213,7 @@ class Memory:
             if known is None:
                 raise EmbedderMismatchError(
                     f"this store's vectors were made by {identity[0]} ({identity[1]} dims), which "
-                    f"is not available here; install memorist[embeddings], pass "
+                    f"is not available here; install memorist-model-minilm-l6-v2 (the default install's model), pass "
                     f"embedder={spec_for_identity(identity[0])!r}, or re-embed the store with "
                     f"memorist.reembed(path, embedder) (CLI: `memorist reindex --embedder ...`)"
                 )

