@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import doc_examples
+import pytest
 
 PAGES = [page for page in doc_examples.pages() if page.name != "README.md"]
 
