@@ -20,8 +20,11 @@ the block, is replaced there by the id this run printed in its place.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shlex
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -69,9 +72,8 @@ def _pattern(promised: str) -> tuple[str, list[str]]:
             continue
         parts.append(re.escape(promised[at:start]))
         if kind == "id":
-            ids.append(prefix)
-            rest = r"-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}" if end - start > 8 else ""
-            parts.append(f"([0-9a-f]{{8}}){rest}")
+            ids.append(promised[start:end])
+            parts.append(f"({_UUID})" if end - start > 8 else "([0-9a-f]{8})")
         else:
             parts.append(r"\d{4}-\d\d-\d\d \d\d:\d\d")
         at = end
@@ -87,7 +89,11 @@ def match_ids(printed: str, promised: str) -> dict[str, str] | None:
     found = re.fullmatch(pattern, printed, flags=re.S)
     if found is None:
         return None
-    return dict(zip(ids, found.groups(), strict=True))
+    seen = {}
+    for written, actual in zip(ids, found.groups(), strict=True):
+        seen[written] = actual
+        seen[written[:8]] = actual[:8]
+    return seen
 
 
 def matches(printed: str, promised: str) -> bool:
@@ -132,9 +138,18 @@ def run_python(block: Block) -> int:
     return len(promised)
 
 
+def _complete(command: str) -> bool:
+    """Whether a shell command has closed its quotes."""
+    try:
+        shlex.split(command)
+    except ValueError:
+        return False
+    return True
+
+
 def console_steps(block: Block) -> list[tuple[str, str]]:
-    """The ``(command, promised output)`` pairs of a console block; a command may go
-    on over lines that end with a backslash."""
+    """The ``(command, promised output)`` pairs of a console block; a command goes on
+    over the lines that end with a backslash or that a quote it opened spans."""
     steps: list[tuple[str, list[str]]] = []
     lines = block.code.splitlines()
     i = 0
@@ -142,9 +157,9 @@ def console_steps(block: Block) -> list[tuple[str, str]]:
         line = lines[i]
         if line.startswith("$ "):
             command = line[2:]
-            while command.endswith("\\") and i + 1 < len(lines):
+            while (command.endswith("\\") or not _complete(command)) and i + 1 < len(lines):
                 i += 1
-                command = command[:-1] + "\n" + lines[i]
+                command += "\n" + lines[i]
             steps.append((command, []))
         else:
             assert steps, f"{block.source}: a console block starts with a `$ ` command"
@@ -154,26 +169,39 @@ def console_steps(block: Block) -> list[tuple[str, str]]:
 
 
 def run_console(block: Block, cwd: Path, env: dict[str, str]) -> int:
-    """Runs a console block's commands in ``cwd``, in order; returns how many it checked."""
-    prelude = f'memorist() {{ "{sys.executable}" -m memorist "$@"; }}\n'
+    """Runs a console block's commands in ``cwd``, in order; returns how many it checked.
+    A command may start a server in the background and write its pid to a ``*.pid``
+    file of ``cwd``: the process is stopped when the block is done, passed or not."""
+    shim = cwd / ".memorist-bin"
+    shim.mkdir(exist_ok=True)
+    (shim / "memorist").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m memorist "$@"\n', encoding="utf-8")
+    (shim / "memorist").chmod(0o755)
+    env = {**env, "PATH": f"{shim}{os.pathsep}{env.get('PATH', '')}", "PYTHONUNBUFFERED": "1", "COLUMNS": "80"}
     steps = console_steps(block)
     seen: dict[str, str] = {}  # an id the page shows -> the one this run made
-    for command, promised in steps:
-        for written, actual in seen.items():
-            command = command.replace(written, actual)
-        done = subprocess.run(
-            ["bash", "-c", prelude + command],
-            cwd=cwd,
-            env={**env, "PYTHONUNBUFFERED": "1", "COLUMNS": "80"},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=120,
-        )
-        printed = "\n".join(line.rstrip() for line in done.stdout.splitlines()).rstrip("\n")
-        ids = match_ids(printed, promised)
-        assert ids is not None, f"{block.source}: `$ {command}` printed\n{printed}\nthe page says\n{promised}"
-        seen.update(ids)
+    try:
+        for command, promised in steps:
+            for written in sorted(seen, key=len, reverse=True):
+                command = command.replace(written, seen[written])
+            done = subprocess.run(
+                ["bash", "-c", command],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=120,
+            )
+            printed = "\n".join(line.rstrip() for line in done.stdout.splitlines()).rstrip("\n")
+            ids = match_ids(printed, promised)
+            assert ids is not None, f"{block.source}: `$ {command}` printed\n{printed}\nthe page says\n{promised}"
+            seen.update(ids)
+    finally:
+        for pid_file in cwd.glob("*.pid"):
+            with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
+                os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+            pid_file.unlink()
     return len(steps)
 
 

@@ -15,7 +15,6 @@ import pytest
 
 ROOT = doc_examples.ROOT
 
-pytest.importorskip("mkdocs", reason="the docs site needs the dev extra (mkdocs, mkdocs-material, mkdocstrings)")
 
 
 @pytest.fixture(scope="module")
