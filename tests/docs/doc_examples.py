@@ -64,10 +64,10 @@ def _pattern(promised: str) -> tuple[str, list[str]]:
     captured, in order, by a group of the expression)."""
     parts, ids, at = [], [], 0
     tokens = sorted(
-        [(m.start(), m.end(), "id", m.group(1)) for m in _ID_WRITTEN.finditer(promised)]
-        + [(m.start(), m.end(), "time", "") for m in _TIME_WRITTEN.finditer(promised)]
+        [(m.start(), m.end(), "id") for m in _ID_WRITTEN.finditer(promised)]
+        + [(m.start(), m.end(), "time") for m in _TIME_WRITTEN.finditer(promised)]
     )
-    for start, end, kind, prefix in tokens:
+    for start, end, kind in tokens:
         if start < at:
             continue
         parts.append(re.escape(promised[at:start]))
