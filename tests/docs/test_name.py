@@ -1,6 +1,6 @@
 """The project has one name. The previous one survives in two places only: the module
-that migrates stores written under it (memorist.reserved) and the README's sentence
-saying what the project was called. The stores made by that release (tests/fixtures)
+that migrates stores written under it (memorist.reserved) and the docs' origins page,
+whose sentence says what the project was called. The stores made by that release (tests/fixtures)
 are kept as they were made."""
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ def test_the_previous_name_appears_nowhere_else() -> None:
         except (UnicodeDecodeError, FileNotFoundError):
             continue
         lines = [i for i, line in enumerate(text.splitlines(), 1) if PREVIOUS_NAME in line.lower()]
-        if rel == "README.md":
-            assert len(lines) == 1, f"README.md names the previous name on lines {lines}; once is enough"
+        if rel == "docs/origins.md":
+            assert len(lines) == 1, f"docs/origins.md names the previous name on lines {lines}; once is enough"
             continue
         found += [f"{rel}:{i}" for i in lines]
     assert not found, f"the previous name is still used: {found}"
+    origins = (ROOT / "docs" / "origins.md").read_text(encoding="utf-8").lower()
+    assert PREVIOUS_NAME in origins, "the origins page no longer says what the project was called"
     assert not list(ROOT.glob(f"src/{PREVIOUS_NAME}*")), "a package under the previous name"

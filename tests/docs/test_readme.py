@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
+import doc_examples
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,51 +51,31 @@ def test_constraints_pin_torch() -> None:
     assert "torch==2.13.0" in (ROOT / "constraints.txt").read_text()
 
 
-def _expected_outputs(code: str) -> dict[int, str]:
-    """The output a snippet promises: the ``# ...`` comment lines right after a line
-    that prints, by the printing line's number (1-based, as frames report it)."""
-    lines = code.splitlines()
-    promised = {}
-    for i, line in enumerate(lines):
-        if not (line.lstrip().startswith("print(") and line.rstrip().endswith(")")):
-            continue
-        shown = []
-        for nxt in lines[i + 1 :]:
-            if not nxt.strip().startswith("# "):
-                break
-            shown.append(nxt.strip()[2:])
-        if shown:
-            promised[i + 1] = "\n".join(shown)
-    return promised
-
-
-def _matches(printed: str, promised: str) -> bool:
-    """``promised`` as written in the README: an ellipsis (``…`` or ``...``) stands for
-    any text, and an id's first eight hex digits for any id's (they differ per run)."""
-    pattern = re.escape(promised)
-    pattern = re.sub(r"(?<![0-9a-f])[0-9a-f]{8}(?![0-9a-z])", "[0-9a-f]{8}", pattern)
-    pattern = pattern.replace("…", ".*?").replace(re.escape("..."), ".*?")
-    return re.fullmatch(pattern, printed, flags=re.S) is not None
-
-
 def test_python_examples_run_and_print_what_they_say(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's two-minute example prints what it says (the docs site's examples
+    are run by test_docs_examples.py, with the same mechanism: doc_examples.py)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MEMORIST_DB", str(tmp_path / "readme.db"))
-    snippets = _blocks("python")
+    snippets = doc_examples.blocks(ROOT / "README.md", "python")
     assert snippets, "the README has no Python example"
-    checked = 0
-    for code in snippets:
-        printed: dict[int, list[str]] = {}
+    checked = sum(doc_examples.run_python(block) for block in snippets)
+    assert checked >= 3, f"only {checked} printed outputs of the README are checked"
 
-        def record(*args: object, sep: str = " ", out: dict[int, list[str]] = printed, **_: object) -> None:
-            out.setdefault(sys._getframe(1).f_lineno, []).append(sep.join(str(a) for a in args))
 
-        exec(compile(code, "README.md", "exec"), {"__name__": "__readme__", "print": record})
-        for line, promised in _expected_outputs(code).items():
-            outputs = printed.get(line)
-            assert outputs, f"README example: line {line} ({code.splitlines()[line - 1].strip()!r}) printed nothing"
-            assert _matches(outputs[0], promised), (
-                f"README example: {code.splitlines()[line - 1].strip()!r} printed {outputs[0]!r}, the README says {promised!r}"
-            )
-            checked += 1
-    assert checked >= 10, f"only {checked} printed outputs of the README are checked"
+def test_readme_is_short() -> None:
+    """The README is the front page (and the package's description): at most about
+    200 lines; the rest is on the docs site."""
+    lines = README.splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines"
+
+
+def test_readme_links_work_outside_the_repository() -> None:
+    """The README is also the package's description on the index, where a relative
+    link leads nowhere: every link is absolute, or names a file of the repository."""
+    targets = re.findall(r"\]\(([^)\s]+)\)", README)
+    assert targets
+    for target in targets:
+        if target.startswith(("https://", "http://")):
+            continue
+        assert not target.startswith("#"), f"README links to an anchor {target!r}: the site has the sections"
+        assert (ROOT / target.split("#")[0]).exists(), f"README links to {target!r}, which does not exist"
