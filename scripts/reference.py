@@ -202,7 +202,9 @@ def cli_page() -> str:
         "",
         "Every `memorist` command with its arguments and options, as `memorist COMMAND --help` "
         "shows them. The global options (`--db`, `--json`, `--embedder`, `--decay-days`, `--policy`) "
-        "work before and after the command's name: `memorist list --db alex.db --user alex`.",
+        "work before and after the command's name: `memorist list --db alex.db --user alex`. "
+        "Terms from research that the commands use (PAIR, LoCoMo) are explained on the "
+        "[origins](../origins.md) page.",
         "",
     ]
     for path, cmd, ctx in commands(cli):
@@ -321,7 +323,8 @@ def rest_page(spec: dict[str, Any]) -> str:
         "",
         "The whole schema is [openapi.json](openapi.json) (OpenAPI "
         f"{spec['openapi']}); a running service also serves it at `/openapi.json`, with "
-        "its interactive documentation at `/docs` and `/redoc` (their files ship in the package: no CDN).",
+        "its interactive documentation at `/docs` and `/redoc` (their files ship in the package: no CDN). "
+        "PAIR, which one route runs, is explained on the [origins](../origins.md) page.",
         "",
     ]
     by_tag: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}

@@ -63,7 +63,13 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (sdist,) = out.glob("memorist-*.tar.gz")
     (wheel,) = out.glob("memorist-*.whl")
-    return {"sdist": sdist, "wheel": wheel}
+    # The model's distribution, which the package depends on (published beside it).
+    models = tmp_path_factory.mktemp("model")
+    done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(models), str(clone / "packages/memorist-minilm")],
+                          capture_output=True, text=True, timeout=900, env=_clean_env())
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (model,) = models.glob("memorist_model_minilm_l6_v2-*.whl")
+    return {"sdist": sdist, "wheel": wheel, "model": model}
 
 
 def _metadata(wheel: Path) -> Message:
@@ -73,11 +79,11 @@ def _metadata(wheel: Path) -> Message:
 
 
 @pytest.mark.packaging
-def test_twine_check_strict_accepts_both_distributions(dists: dict[str, Path]) -> None:
-    done = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(dists["sdist"]), str(dists["wheel"])],
+def test_twine_check_strict_accepts_the_distributions(dists: dict[str, Path]) -> None:
+    done = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(dists["sdist"]), str(dists["wheel"]), str(dists["model"])],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("PASSED") == 2, done.stdout
+    assert done.stdout.count("PASSED") == 3, done.stdout  # the sdist, the wheel, the model's wheel
 
 
 @pytest.mark.packaging
@@ -154,16 +160,18 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs_the_demo(dists: dict[str, P
     """What a user of the index gets: ``pip install memorist`` in a new environment
     (dependencies from the package index or pip's cache), then ``memorist demo``.
 
-    The default install has no model yet, so the demo runs on the hashing embedder it
-    falls back to; once the default install carries the torch-free model, this same
-    test runs the demo on it (nothing here names an embedder)."""
+    The model's wheel is found beside it (``--find-links``: it is published beside the
+    package); the demo runs on it, and nothing installed is torch."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
     env = _clean_env()
-    done = subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(dists["wheel"])],
-                          capture_output=True, text=True, timeout=900, env=env)
+    done = subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", "--find-links", str(dists["model"].parent),
+                           str(dists["wheel"])], capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    installed = subprocess.run([str(bin_dir / "python"), "-m", "pip", "list", "--format", "freeze"],
+                               capture_output=True, text=True, timeout=120, env=env, check=True).stdout.lower()
+    assert "memorist-model-minilm-l6-v2==" in installed and "torch==" not in installed, installed
 
     work, temp = tmp_path / "work", tmp_path / "temp"
     work.mkdir()
@@ -183,6 +191,7 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs_the_demo(dists: dict[str, P
     demo = subprocess.run([str(bin_dir / "memorist"), "demo"], capture_output=True, text=True, timeout=600, env=env, cwd=work)
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "Added 2 memories successfully" in demo.stdout, demo.stdout
+    assert "embedder: sentence-transformers/all-MiniLM-L6-v2" in demo.stdout, "the demo did not run on the bundled model"
     # The second conversation finds what the first one taught, in a reopened store.
     second = demo.stdout.split("Conversation 2", 1)[1]
     assert "Wants to be reminded that 1/2 becomes 3/6" in second, demo.stdout

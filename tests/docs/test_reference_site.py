@@ -39,6 +39,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("site")
     docs = folder / "docs"
     shutil.copytree(ROOT / "docs" / "reference", docs / "reference")
+    # The pages link to the origins page (the whole site is built by test_site.py).
+    (docs / "origins.md").write_text("# Origins\n", encoding="utf-8")
     (docs / "index.md").write_text("# Memorist\n\nThe reference: [Python](reference/python.md), [CLI](reference/cli.md), "
                                    "[REST](reference/rest.md), [MCP](reference/mcp.md).\n", encoding="utf-8")
     config = _config()
@@ -46,7 +48,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     handler["paths"] = [str(ROOT / "src")]
     handler["options"]["extensions"] = [str(ROOT / e) for e in handler["options"]["extensions"]]
     config = {"site_name": "Memorist", "theme": {"name": "material"}, "strict": True,
-              "nav": ["index.md", {"Reference": [f"reference/{p}.md" for p in ("python", "cli", "rest", "mcp")]}], **config}
+              "nav": ["index.md", "origins.md", {"Reference": [f"reference/{p}.md" for p in ("python", "cli", "rest", "mcp")]}], **config}
     (folder / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder / "site")],

@@ -190,14 +190,14 @@ def test_context_score_prefers_procedural_then_episodic_then_semantic():
 # --- configuration ------------------------------------------------------------------------------------------
 def test_max_new_is_read_from_the_environment_when_built(monkeypatch):
     monkeypatch.delenv("ACE_CURATOR_MAX_NEW", raising=False)
-    config = PlaybookConfig.ltmbse()
+    config = PlaybookConfig.per_learner_preset()
     monkeypatch.setenv("ACE_CURATOR_MAX_NEW", "5")
     assert config.resolved().max_new == 5  # read now, not when the config object was made
     assert playbook.PlaybookConfig().max_new is None  # nothing is read when a config is made
     monkeypatch.delenv("ACE_CURATOR_MAX_NEW")
     assert config.resolved().max_new == 2
     assert config.resolved({"ACE_CURATOR_MAX_NEW": "1"}).max_new == 1
-    assert PlaybookConfig.ltmbse(max_new=3).resolved({"ACE_CURATOR_MAX_NEW": "1"}).max_new == 3
+    assert PlaybookConfig.per_learner_preset(max_new=3).resolved({"ACE_CURATOR_MAX_NEW": "1"}).max_new == 3
     with pytest.raises(ConfigurationError, match="ACE_CURATOR_MAX_NEW"):
         config.resolved({"ACE_CURATOR_MAX_NEW": "two"})
 
@@ -220,10 +220,10 @@ def test_presets():
     assert (b.per_learner, b.cap_new, b.reinforce_threshold, b.dedup, b.dedup_threshold, b.reload_every_access) == (
         False, False, None, "jaccard", 0.85, True,
     )
-    lt = PlaybookConfig.ltmbse().resolved({})
+    lt = PlaybookConfig.per_learner_preset().resolved({})
     assert (lt.per_learner, lt.cap_new, lt.max_new, lt.reinforce_threshold, lt.dedup) == (True, True, 2, 0.9, "semantic")
     assert lt.decay_rates == decay.DEFAULT_DECAY_RATES
-    assert PlaybookConfig.ltmbse(decay_rates={"episodic": 0.08, "semantic": 0.005}).resolved({}).decay_rates == {
+    assert PlaybookConfig.per_learner_preset(decay_rates={"episodic": 0.08, "semantic": 0.005}).resolved({}).decay_rates == {
         "semantic": 0.005, "episodic": 0.08, "procedural": 0.002,
     }
 
@@ -237,3 +237,7 @@ def test_docstring_examples_run(module):
 
 def test_taxonomy_sections_cover_every_kind():
     assert {taxonomy.section_for(k) for k in Kind} <= set(taxonomy.SECTIONS)
+
+
+def test_the_presets_former_name_still_works():
+    assert PlaybookConfig.ltmbse(max_new=2) == PlaybookConfig.per_learner_preset(max_new=2)

@@ -145,7 +145,7 @@ class PlaybookConfig:
         return self.max_new if self.cap_new else None
 
     @classmethod
-    def ltmbse(cls, **overrides: Any) -> PlaybookConfig:
+    def per_learner_preset(cls, **overrides: Any) -> PlaybookConfig:
         """The per-learner preset (the default): one playbook per learner, lessons
         reinforced instead of cloned, a cap on new bullets per turn, semantic dedup."""
         return dataclasses.replace(cls(), **overrides)
@@ -171,7 +171,7 @@ class PlaybookConfig:
         name is still accepted) or ``"baseline"`` (the ACE baseline)."""
         # "ltmbse" and "ltmbse-ace": the per-learner preset's former names, still accepted.
         if name in ("per-learner", "ltmbse", "ltmbse-ace", "default"):
-            return cls.ltmbse(**overrides)
+            return cls.per_learner_preset(**overrides)
         if name in ("baseline", "ace", "ace-baseline"):
             return cls.baseline(**overrides)
         raise ConfigurationError(f"unknown playbook preset {name!r}; use 'per-learner' or 'baseline'")
@@ -210,5 +210,9 @@ class PlaybookConfig:
             raise ConfigurationError("a shared playbook needs a shared_user_id")
         return dataclasses.replace(self, max_new=max_new, use_llm=use_llm, decay_rates=decay_rates(self.decay_rates))
 
+
+# The preset's former name, kept for code written against it (set here rather than
+# declared in the class, so the API reference shows only the current name).
+setattr(PlaybookConfig, "ltmbse", PlaybookConfig.per_learner_preset)  # noqa: B010
 
 __all__ = ["CLASS_PRIORITY", "ContextWeights", "PlaybookConfig", "context_score", "prune_order", "prune_plan", "room_for_new"]

@@ -407,5 +407,5 @@ def test_bad_arguments_name_the_field(mem):
 
 
 def test_playbook_config_object_and_memory_share_the_store(mem, embedder):
-    pb = Playbook(mem, PlaybookConfig.ltmbse(max_bullets=7))
+    pb = Playbook(mem, PlaybookConfig.per_learner_preset(max_bullets=7))
     assert pb.config.max_bullets == 7 and pb.memory is mem

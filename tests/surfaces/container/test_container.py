@@ -218,13 +218,6 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Image:
                     (root / "data").mkdir(exist_ok=True)
                     continue
                 run_env = dict(img.env)
-                if stage is FINAL:
-                    # Until the default install carries the torch-free model, the image's
-                    # embeddings extra brings torch (~1.6 GB, minutes): the test installs
-                    # the rest of the image's line and its store uses the hashing
-                    # embedder. Once the model comes with the default install, drop these two.
-                    run_env["MEMORIST_EXTRAS"] = "server,postgres"
-                    run_env["MEMORIST_IMAGE_MODEL"] = ""
                 done = subprocess.run(["sh", "-c", img.path(args)], cwd=workdir, env=run_env,
                                       capture_output=True, text=True, timeout=900)
                 assert done.returncode == 0, f"RUN {args}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
