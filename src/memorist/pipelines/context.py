@@ -3,7 +3,7 @@
 :func:`format_context` renders search results, best first. With ``max_tokens`` it
 packs them into that many tokens instead (:func:`pack_context`): whole memories
 only, never a fragment of one; near-duplicates once; and short headers, the date
-once for all the memories of a day and the speaker's name beside each one, in the
+once for all the memories of a day and each turn as ``Speaker: text``, in the
 order they happened.
 """
 
@@ -75,7 +75,10 @@ def _speaker(item: Mapping[str, Any]) -> str:
 def _line(item: Mapping[str, Any]) -> str:
     speaker = _speaker(item)
     text = " ".join(str(item["memory"]).split())  # one line, whatever it held
-    return f"- {speaker}: {text}" if speaker else f"- {text}"
+    # A turn reads as a transcript line, with no bullet: one token less a line, and
+    # at 1,000 tokens 0.6 points more LoCoMo questions with all their evidence inside
+    # (bench/RESULTS.md, issue 29). Memories of no speaker stay bullets.
+    return f"{speaker}: {text}" if speaker else f"- {text}"
 
 
 def _words(item: Mapping[str, Any]) -> frozenset[str]:
@@ -109,7 +112,8 @@ def pack_context(
     if it still fits, else left out while smaller ones may still fit; with
     ``dedupe``, one that repeats a kept memory of the same speaker (most of the same
     words) is left out. The kept ones are shown by date, oldest first, under one
-    ``[YYYY-MM-DD]`` header per day, each as ``- Speaker: text``.
+    ``[YYYY-MM-DD]`` header per day, each as ``Speaker: text`` (``- text`` when
+    no speaker is known).
     """
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValidationError("max_tokens", f"must be a positive whole number, got {max_tokens!r}")

@@ -71,10 +71,10 @@ def test_dates_head_their_memories_once_in_the_order_they_happened():
     assert text.splitlines() == [
         "## Relevant memories about the user",
         "[2023-05-08]",
-        "- Melanie: first thing",
-        "- Caroline: second thing",
+        "Melanie: first thing",
+        "Caroline: second thing",
         "[2023-06-01]",
-        "- Caroline: third thing",
+        "Caroline: third thing",
     ]
     # Without a budget: as before, best first, a date on every line.
     assert format_context(results).splitlines()[1] == "- third thing (2023-06-01)"
