@@ -71,13 +71,20 @@ def test_dates_head_their_memories_once_in_the_order_they_happened():
     assert text.splitlines() == [
         "## Relevant memories about the user",
         "[2023-05-08]",
-        "Melanie: first thing",
-        "Caroline: second thing",
+        "- Melanie: first thing",
+        "- Caroline: second thing",
         "[2023-06-01]",
-        "Caroline: third thing",
+        "- Caroline: third thing",
     ]
     # Without a budget: as before, best first, a date on every line.
     assert format_context(results).splitlines()[1] == "- third thing (2023-06-01)"
+
+
+def test_without_bullets_a_turn_is_a_transcript_line_and_costs_less():
+    results = [item("first thing", hour=9, name="Melanie"), item("a fact of nobody", hour=10, name="")]
+    packed = pack_context(results, max_tokens=100, count_tokens=words, bullets=False)
+    assert packed.text.splitlines() == ["## Relevant memories about the user", "[2023-05-08]", "Melanie: first thing", "- a fact of nobody"]
+    assert packed.tokens == pack_context(results, max_tokens=100, count_tokens=words).tokens - 1
 
 
 def test_value_order_lets_a_short_memory_pass_a_long_one_of_nearly_the_same_score():
