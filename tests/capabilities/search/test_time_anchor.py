@@ -36,8 +36,9 @@ JUNE = {text for date, said in SESSIONS if date.month == 6 for text in said}
 LAST_WEEK = set(SESSIONS[-1][1])  # "last week" (two weeks back, generously) before the newest memory
 
 
-def _open(tmp_path: Path, **retrieval: Any) -> Memory:
-    return Memory(str(tmp_path / "t.db"), embedder="hashing", config=MemoryConfig(retrieval=RetrievalConfig(**retrieval)))
+def _open(tmp_path: Path | str, **retrieval: Any) -> Memory:
+    target = str(tmp_path / "t.db") if isinstance(tmp_path, Path) else tmp_path
+    return Memory(target, embedder="hashing", config=MemoryConfig(retrieval=RetrievalConfig(**retrieval)))
 
 
 def _fill(memory: Memory) -> None:
@@ -51,8 +52,9 @@ def _found(memory: Memory, query: str, n: int, **kw: Any) -> set[str]:
 
 
 @pytest.mark.parametrize("query, wanted", [("What did Caroline say in June?", JUNE), ("What did Caroline do last week?", LAST_WEEK)])
-def test_a_relative_time_is_counted_from_the_scopes_newest_memory(tmp_path: Path, query: str, wanted: set[str]) -> None:
-    with _open(tmp_path) as memory:
+def test_a_relative_time_is_counted_from_the_scopes_newest_memory(backend: Any, query: str, wanted: set[str]) -> None:
+    # Both backends: the newest memory is read through the store contract.
+    with _open(backend.target) as memory:
         _fill(memory)
         assert RetrievalConfig().time_from_latest is True  # the default
         assert _found(memory, query, len(wanted)) == wanted
