@@ -2,6 +2,7 @@
 
 Run:  python bench/locomo_levers.py UNIT LIMIT '{"name": {retrieval setting: value, ...}, ...}'
 e.g.  python bench/locomo_levers.py dialog 10 '{"base": {}, "pool100": {"candidates": 100}}'
+      python bench/locomo_levers.py dialog 10 '{...}' /tmp/dialog.db   (ingested once, reused)
 
 Each conversation of the dev split (../shared/data/locomo/locomo_dev.json) is
 ingested once (all-MiniLM-L6-v2) as ``memorist bench locomo`` does; then, for each
@@ -9,6 +10,10 @@ named variant, every question is searched with ``limit=LIMIT`` under that
 ``RetrievalConfig`` (search-time settings only) and recall@10 is averaged per
 category, overall, and on the even-numbered (half A) and odd-numbered (half B)
 questions of each conversation: tune on one half, check on the other.
+
+An optional fourth argument names a store file: ingested into when it does not exist
+yet, reused as it is when it does (the settings compared here are search-time only,
+so one ingest serves every run of the same unit).
 """
 
 from __future__ import annotations
@@ -37,8 +42,10 @@ def main() -> None:
     unit, limit, variants = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
     conversations = load(DATA)
     with tempfile.TemporaryDirectory(prefix="memorist-levers-") as tmp:
-        memory = Memory(str(Path(tmp) / "l.db"))
-        for conv in conversations:
+        db = Path(sys.argv[4]) if len(sys.argv) > 4 else Path(tmp) / "l.db"
+        fresh = not db.exists()
+        memory = Memory(str(db))
+        for conv in conversations if fresh else ():
             ingest(memory, conv, unit)
         for name, settings in variants.items():
             memory.config.retrieval = dataclasses.replace(RetrievalConfig(), **settings)

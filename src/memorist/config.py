@@ -199,6 +199,11 @@ class RetrievalConfig:
     # category falling (bench/RESULTS.md, issue 29).
     candidates: int = 100
     time_weight: float = 1.0  # a time expression in the query adds that window's memories
+    # With no reference_time, a relative time expression ("last week", "in June", "3
+    # days ago") whose window counted from now holds none of the scope's memories is
+    # counted from the scope's newest memory instead: an imported conversation's
+    # "in June" is the June of its own dates (bench/RESULTS.md, issue 29).
+    time_from_latest: bool = True
     # A speaker named in the query adds that speaker's memories. Off by default: on
     # LoCoMo it lifted multi-hop recall but cost adversarial questions (which pin an
     # event on the wrong speaker) more than it gained (bench/RESULTS.md).

@@ -188,7 +188,7 @@ def ingest(memory: Any, conv: Conversation, unit: str) -> None:
 #: packing); the others switch one of its levers off or change it; ``top_k`` is the
 #: plain search results in rank order, each line as without a budget, until one does
 #: not fit.
-BUDGET_WAYS = ("packed", "top_k", "no_dedupe", "by_value", "long_headers")
+BUDGET_WAYS = ("packed", "top_k", "no_dedupe", "by_value", "long_headers", "no_bullets")
 #: Results a budgeted context is packed from (a conversation of LoCoMo has ~600 turns).
 BUDGET_POOL = 200
 
@@ -236,6 +236,7 @@ def budget_contexts(hits: Sequence[dict[str, Any]], budget: int, count: Callable
         "no_dedupe": pack_context(hits, max_tokens=budget, count_tokens=count, dedupe=False).text,
         "by_value": pack_context(hits, max_tokens=budget, count_tokens=count, order="value").text,
         "long_headers": pack_context([long_headers(h) for h in hits], max_tokens=budget, count_tokens=count).text,
+        "no_bullets": pack_context(hits, max_tokens=budget, count_tokens=count, bullets=False).text,
     }
 
 

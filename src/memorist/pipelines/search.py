@@ -3,7 +3,9 @@
 Up to four rankings of candidates are fused by weighted reciprocal rank fusion
 (:func:`~memorist.policies.fusion.reciprocal_rank_fusion`): vector similarity and BM25
 always; the memories of a time window when the query names one ("last week", "in
-May 2023", relative to the reference time; :mod:`memorist.policies.timeparse`); and
+May 2023", relative to the reference time; :mod:`memorist.policies.timeparse`; with
+no reference time and nothing of the scope in that window, relative to the scope's
+newest memory); and
 a speaker's memories when the query names a known speaker. Filters
 (:mod:`memorist.policies.filters`) then drop records, and the ranking policy's terms
 (:class:`~memorist.policies.ranking.RankingPolicy`) reorder the rest. A similarity
@@ -105,7 +107,10 @@ class Searcher:
         scored = {"vector": vector_hits, "text": text_hits}
         window = query_window(query, reference if reference is not None else now) if conf.time_weight else None
         if window is not None:
-            scored["time"] = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, window=window)
+            timed = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, window=window)
+            if not timed and reference is None and conf.time_from_latest:
+                window, timed = self._from_latest(scope, query, qvec, window, pool=pool, cutoff=cutoff, now=now)
+            scored["time"] = timed
         if conf.speaker_weight:
             for speaker in named_speakers(query, self.store.speakers(scope)):
                 # With a time window too, "what did Caroline say last week" asks
@@ -150,6 +155,32 @@ class Searcher:
         ranked = self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit]
         short = bool(skipped) and len(ranked) < limit and vector_k is not None and len(vector_hits) >= vector_k
         return ranked, similarity, short
+
+    def _from_latest(
+        self,
+        scope: ScopeFilter,
+        query: str,
+        qvec: np.ndarray,
+        window: tuple[float, float],
+        *,
+        pool: int,
+        cutoff: float | None,
+        now: float,
+    ) -> tuple[tuple[float, float], list[tuple[str, float]]]:
+        """The query's time window counted from the scope's newest memory, and the
+        memories dated in it, when the window counted from now held none of them.
+
+        A relative expression means the same span back from another moment; an
+        absolute one ("in May 2023") gives the same window again and nothing more is
+        read. Two reads at most: the newest memory, and the window's memories.
+        """
+        newest = self.store.list(scope, limit=1, cutoff=cutoff, now=now)
+        if not newest or newest[0].created_at >= now:
+            return window, []
+        moved = query_window(query, newest[0].created_at)
+        if moved is None or moved == window:
+            return window, []
+        return moved, self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, window=moved)
 
 
 __all__ = ["Searcher"]

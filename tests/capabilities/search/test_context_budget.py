@@ -80,6 +80,13 @@ def test_dates_head_their_memories_once_in_the_order_they_happened():
     assert format_context(results).splitlines()[1] == "- third thing (2023-06-01)"
 
 
+def test_without_bullets_a_turn_is_a_transcript_line_and_costs_less():
+    results = [item("first thing", hour=9, name="Melanie"), item("a fact of nobody", hour=10, name="")]
+    packed = pack_context(results, max_tokens=100, count_tokens=words, bullets=False)
+    assert packed.text.splitlines() == ["## Relevant memories about the user", "[2023-05-08]", "Melanie: first thing", "- a fact of nobody"]
+    assert packed.tokens == pack_context(results, max_tokens=100, count_tokens=words).tokens - 1
+
+
 def test_value_order_lets_a_short_memory_pass_a_long_one_of_nearly_the_same_score():
     results = [item("long " * 30, score=0.50), item("short one", score=0.49)]
     assert pack_context(results, max_tokens=200, count_tokens=words, order="value").kept[0]["memory"] == "long " * 30
