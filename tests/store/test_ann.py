@@ -385,3 +385,74 @@ def test_memory_search_through_the_store_with_a_graph(tmp_path, monkeypatch):
         scores = dict(want)
         assert all(s == pytest.approx(scores[m], abs=1e-6) for m, s in got if m in scores)
     memory.close()
+
+
+def test_a_search_never_waits_long_behind_the_graphs_lock(no_background):
+    """A step of the graph that overruns (its thread descheduled with the lock held)
+    delays a search by the short wait at most; the search is then exact, and right."""
+    import threading
+
+    vectors = clustered(1000)
+    exact, idx = pair(vectors)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with idx._ann.lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(5)
+        for q in clustered(5, seed=3):
+            began = time.perf_counter()
+            got = idx.search(q, k=10)
+            assert time.perf_counter() - began < 0.5  # the lock is held for 10 s
+            assert got == exact.search(q, k=10)
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_the_background_thread_lets_waiting_searches_in_between_steps():
+    ann = SpaceIndex(DIM, 0, ann_threshold=10)
+    ann.upsert(rows(clustered(20)))
+    graph = ann._ann
+    graph.waiting = 1
+    began = time.monotonic()
+    graph.let_searches_in(limit=0.05)
+    assert time.monotonic() - began >= 0.04  # it waited for the search
+    graph.waiting = 0
+    began = time.monotonic()
+    graph.let_searches_in(limit=0.05)
+    assert time.monotonic() - began < 0.04  # nobody waiting: no wait
+
+
+def test_a_space_created_by_this_process_is_indexed_as_it_is_written(tmp_path):
+    """A bulk load into a new space keeps its in-process index current from the first
+    write, so the first search after the load reads nothing back from the file."""
+    from memorist import Memory
+    from memorist.store.sqlite import index as sqlite_index
+
+    memory = Memory(tmp_path / "m.db", embedder="hashing")
+    memory.add([{"role": "user", "content": f"Fact {i} about topic{i % 7}"} for i in range(50)], user_id="u", infer=False)
+    memory.add([{"role": "user", "content": f"Later fact {i} about topic{i % 7}"} for i in range(50)], user_id="u", infer=False)
+    (index,) = memory.store._indexes.loaded()
+    assert len(index) == 100
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the space was loaded from the file")
+
+    original = sqlite_index.SpaceIndex
+    sqlite_index.SpaceIndex = no_load  # type: ignore[assignment,misc]
+    try:
+        hits = memory.search("Later fact 3 about topic3", user_id="u", limit=3)["results"]
+    finally:
+        sqlite_index.SpaceIndex = original  # type: ignore[misc]
+    assert hits[0]["memory"] == "Later fact 3 about topic3"
+    # A second process (another store on the file) loads it and finds the same.
+    other = Memory(tmp_path / "m.db", embedder="hashing")
+    assert other.search("Later fact 3 about topic3", user_id="u", limit=3)["results"][0]["memory"] == hits[0]["memory"]
+    other.close()
+    memory.close()
