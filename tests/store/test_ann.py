@@ -456,3 +456,44 @@ def test_a_space_created_by_this_process_is_indexed_as_it_is_written(tmp_path):
     assert other.search("Later fact 3 about topic3", user_id="u", limit=3)["results"][0]["memory"] == hits[0]["memory"]
     other.close()
     memory.close()
+
+
+def test_a_graph_covering_few_rows_is_not_searched(no_background, monkeypatch):
+    """Right after a bulk load the graph holds few of the rows: every search scores
+    them all exactly (it would score the uncovered ones anyway) instead of paying
+    for the graph's search on top; once the graph holds most rows it is used."""
+    vectors = clustered(4000)
+    exact = SpaceIndex(DIM, 0, ann_threshold=0)
+    exact.upsert(rows(vectors))
+    idx = SpaceIndex(DIM, 0, ann_threshold=500)
+    idx.upsert(rows(vectors[:1000]))
+    assert idx.catch_up_ann()
+    idx.upsert(rows(vectors[1000:], start=1000))  # 3,000 rows not in the graph
+    calls = []
+    real = AnnIndex.search
+    monkeypatch.setattr(AnnIndex, "search", lambda self, q, n: calls.append(n) or real(self, q, n))
+    for q in clustered(5, seed=7):
+        assert idx.search(q, k=10) == exact.search(q, k=10)
+    assert calls == []
+    assert idx.catch_up_ann()
+    queries = clustered(5, seed=8)
+    for q in queries:
+        got = idx.search(q, k=10)
+        assert overlap(got, exact.search(q, k=10)) >= 0.8
+    assert len(calls) == len(queries)
+
+
+def test_a_second_ranking_of_the_same_query_reuses_its_exact_scores(monkeypatch):
+    """A search ranks one query vector several ways (all rows, a time window): once
+    the exact scores of every row are at hand, the other rankings use them."""
+    vectors = clustered(3000)
+    exact = SpaceIndex(DIM, 0, ann_threshold=0)
+    exact.upsert(rows(vectors))
+    idx = SpaceIndex(DIM, 0, ann_threshold=500)
+    idx.upsert(rows(vectors))
+    assert idx.catch_up_ann()
+    q = clustered(1, seed=9)[0]
+    idx.search(q, k=None)  # every row: the exact product
+    monkeypatch.setattr(AnnIndex, "search", lambda self, q, n: pytest.fail("the graph was searched"))
+    assert idx.search(q, k=10) == exact.search(q, k=10)
+    assert idx.search(q, k=10, window=(100.0, 2000.0)) == exact.search(q, k=10, window=(100.0, 2000.0))

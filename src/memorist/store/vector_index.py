@@ -481,12 +481,16 @@ class SpaceIndex:
             return []
         query = query.astype(np.float32, copy=False)
         mask = self._mask(run_id, cutoff, now, window, speaker)
-        if k is not None and self._ann is not None and 0 < self.ann_threshold <= self._live_vectors():
+        last = self._last_sims
+        cached = last is not None and last[1] == n and np.array_equal(last[0], query)
+        # With this query's similarities at hand (a search ranks one query several
+        # ways), the exact ranking costs less than the graph's.
+        if not cached and k is not None and self._ann is not None and 0 < self.ann_threshold <= self._live_vectors():
             hits = self._search_graph(query, k, mask)
             if hits is not None:
                 return hits
-        last = self._last_sims
-        if last is not None and last[1] == n and np.array_equal(last[0], query):
+        if cached:
+            assert last is not None
             sims = last[2]
         else:
             with one_blas_thread(n):
@@ -522,6 +526,10 @@ class SpaceIndex:
             self._ann.notify()  # (a forked child has rows for a graph it never fed)
             return None  # the graph is still being built: exact meanwhile
         in_graph = eligible - self._eligible_from(covered, ok).shape[0]
+        if 2 * in_graph < eligible:
+            # Most rows are not in the graph yet (right after a bulk load): they are
+            # scored exactly anyway, and the graph's search would only add to it.
+            return None
         fetch = fetch_size(k, self._ann.keys(), in_graph, self._ann.params)
         while in_graph > 0:
             if fetch > _MAX_FETCH:
