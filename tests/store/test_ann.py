@@ -497,3 +497,19 @@ def test_a_second_ranking_of_the_same_query_reuses_its_exact_scores(monkeypatch)
     monkeypatch.setattr(AnnIndex, "search", lambda self, q, n: pytest.fail("the graph was searched"))
     assert idx.search(q, k=10) == exact.search(q, k=10)
     assert idx.search(q, k=10, window=(100.0, 2000.0)) == exact.search(q, k=10, window=(100.0, 2000.0))
+
+
+def test_the_graphs_steps_are_short_while_the_space_is_searched(no_background, monkeypatch):
+    """During a bulk load nobody searches: the thread's steps are long (fewer turns at
+    the GIL, taken from the writer); once searches come, a step that holds the lock
+    they wait for is short again."""
+    vectors = clustered(1000)
+    idx = SpaceIndex(DIM, 0, ann_threshold=500)
+    idx.upsert(rows(vectors))
+    graph = idx._ann
+    assert graph.step_seconds() == ann_module._BULK_STEP_SECONDS
+    assert idx.catch_up_ann()
+    idx.search(vectors[0], k=10)
+    assert graph.step_seconds() == ann_module._STEP_SECONDS < ann_module._BULK_STEP_SECONDS
+    monkeypatch.setattr(ann_module, "_SEARCHED", 0.0)
+    assert graph.step_seconds() == ann_module._BULK_STEP_SECONDS

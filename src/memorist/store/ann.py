@@ -85,6 +85,11 @@ class AnnParams:
 # a search waits for it, so it is short. usearch releases the GIL while it inserts,
 # so the rest of the process runs meanwhile; only a search of this graph waits.
 _STEP_SECONDS = 0.002
+# A step while nobody has searched the space for :data:`_SEARCHED` seconds (a bulk
+# load): longer, so that the thread takes the GIL back from the writer a tenth as
+# often (each short step does some Python work around usearch's call).
+_BULK_STEP_SECONDS = 0.02
+_SEARCHED = 1.0
 # The longest a search waits for a step to end before searching exactly instead
 # (an exact search of 100k rows costs a few ms: waiting longer does not pay).
 _SEARCH_WAIT = 0.002
@@ -189,6 +194,7 @@ class AnnIndex:
         #: Rows the graph may lag behind by while writes go on (the space's threshold).
         self.lag = DEFAULT_THRESHOLD
         self._last_write = 0.0
+        self._last_search = -math.inf
         # Searches waiting for :attr:`lock`: the background thread lets them in
         # between its steps (a released lock is not handed to a waiter).
         self.waiting = 0
@@ -226,6 +232,11 @@ class AnnIndex:
         """
         wait = self._last_write + QUIET - time.monotonic()
         return wait if wait > 0 and self.pending() < self.lag else 0.0
+
+    def step_seconds(self) -> float:
+        """How long the background thread's next step may hold :attr:`lock`: short
+        while the space is being searched, longer when nobody searched it lately."""
+        return _STEP_SECONDS if time.monotonic() - self._last_search < _SEARCHED else _BULK_STEP_SECONDS
 
     def step(self, *, seconds: float = _STEP_SECONDS, threads: int = 1, background: bool = False) -> bool:
         """Insert about ``seconds`` worth of published rows; whether more remain.
@@ -278,6 +289,7 @@ class AnnIndex:
     def search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, int, int] | None:
         """Positions of up to ``count`` near neighbours (-1: removed since), the
         positions the graph covers, and the keys it holds; None without a graph."""
+        self._last_search = time.monotonic()
         self.waiting += 1
         try:
             got = self.lock.acquire(timeout=_SEARCH_WAIT)
@@ -398,7 +410,7 @@ class _Worker:
                     continue
                 ann._dirty = False
             try:
-                more = ann.step(background=True)
+                more = ann.step(seconds=ann.step_seconds(), background=True)
                 ann.let_searches_in()
             except Exception:  # a bug must not kill the thread every other space relies on
                 log.exception("approximate-search indexing step failed")
