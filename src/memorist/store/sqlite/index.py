@@ -1,6 +1,9 @@
 """The SQLite store's in-process indexes: one :class:`SpaceIndex` per space, kept current.
 
-A space's index is loaded whole the first time a search needs it. Afterwards it is
+A space's index is loaded whole the first time a search needs it, or, for a space
+this process creates, built from its writes as they commit (a bulk load's first
+search then reads nothing back; the batch's rows are indexed in whole-array
+steps, a small share of the write's cost). Afterwards it is
 kept current without reloading: this process's commits patch it (when it was
 current before them), and other writers' commits — other connections, other
 processes — are read back from the event log: only the memories named by events
