@@ -73,6 +73,12 @@ def main() -> None:
                  lambda: m.search("note", user_id="long", filters=contains))
             case(f"search, {widest} 'contains' over {n:,} short values",
                  lambda: m.search("item", user_id="u", filters={"OR": [{"cat": {"contains": f"zz{i}"}} for i in range(widest)]}))
+            for i in range(400):
+                m.add(f"nested note {i}", user_id="nested", infer=False, metadata={"k": [[0.5] * 15_000]})
+            # Values nested in a compared list: each condition walks the stored list.
+            nested = {"OR": [{"k": {"eq": [[0.5] * 14_999 + [float(j)]]}} for j in range(1, 17)]}
+            case("search, 16 'eq' of nested 15,000-number lists, 400 memories",
+                 lambda: m.search("note", user_id="nested", filters=nested))
             case("search, 100,000-character query", lambda: m.search(("item topic note likes user " * 4000)[:100_000], user_id="u"))
             case("search, limit 1,000,000", lambda: m.search("item", user_id="u", limit=1_000_000))
             case("get_all, limit 1,000,000", lambda: m.get_all(user_id="u", limit=1_000_000))

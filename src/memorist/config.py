@@ -93,6 +93,8 @@ def _env_decay_days() -> float | None:
 
 #: Seconds a write waits for another process's write lock when nothing says otherwise.
 DEFAULT_BUSY_TIMEOUT = 30.0
+#: The longest busy timeout a setting may give (a day).
+MAX_BUSY_TIMEOUT = 86_400
 
 
 def _env_busy_timeout() -> float:
@@ -100,9 +102,13 @@ def _env_busy_timeout() -> float:
     if raw is None or not raw.strip():
         return DEFAULT_BUSY_TIMEOUT
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError as exc:
         raise ConfigurationError(f"MEMORIST_BUSY_TIMEOUT must be a number of seconds, got {raw!r}") from exc
+    # Checked here, not only as busy_timeout: the message names what the user set.
+    if not finite_number(value) or not 0 <= value <= MAX_BUSY_TIMEOUT:
+        raise ConfigurationError(f"MEMORIST_BUSY_TIMEOUT must be seconds from 0 to {MAX_BUSY_TIMEOUT:,}, got {raw!r}")
+    return value
 
 
 #: The memory policies: ``default`` (no energy) and ``energy`` (spec 002's tiers).
@@ -283,8 +289,8 @@ class MemoryConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"{name} must be a whole number >= 1, got {value!r}")
         busy = self.busy_timeout if self.busy_timeout is not None else _env_busy_timeout()
-        if isinstance(busy, bool) or not isinstance(busy, int | float) or not 0 <= busy <= 86_400:
-            raise ConfigurationError(f"busy_timeout must be seconds from 0 to 86400, got {busy!r}")
+        if isinstance(busy, bool) or not isinstance(busy, int | float) or not 0 <= busy <= MAX_BUSY_TIMEOUT:
+            raise ConfigurationError(f"busy_timeout must be seconds from 0 to {MAX_BUSY_TIMEOUT}, got {busy!r}")
         return MemoryConfig(
             path=self.path,
             embedder=embedder,

@@ -442,6 +442,8 @@ class SubjectLearning:
 def _learning_call(subject: Subject, name: str, target: Callable[..., Any], signature: inspect.Signature, arguments: dict[str, Any]) -> Any:
     learning = subject.memory.learning
     space = _space(arguments)
+    if name == "consolidate":
+        space = _widened(space, arguments.get("scope"))
     if name in _SPACE_CALLS and "user_id" in signature.parameters:
         # A consolidation's dry run only reads: a viewer may preview it.
         write = _SPACE_CALLS[name] and not (name == "consolidate" and arguments.get("dry_run") is True)
@@ -459,6 +461,8 @@ def _learning_call(subject: Subject, name: str, target: Callable[..., Any], sign
             if name == "consolidate":
                 raise _denied_write(space, False)
             raise NotFoundError("trajectory", str(arguments.get("trajectory_id")))
+    if name in ("start_trajectory", "execute_with_learning") and arguments.get("parent_trajectory_id") is not None:
+        _readable_parent(subject, arguments["parent_trajectory_id"])
     if name in _PLAYBOOK_NAME:
         default = signature.parameters[_PLAYBOOK_NAME[name]].default
         book = _playbook(learning, arguments.get(_PLAYBOOK_NAME[name], default), arguments)
@@ -479,6 +483,26 @@ def _learning_call(subject: Subject, name: str, target: Callable[..., Any], sign
                 return []
             raise NotFoundError("playbook version", f"{book.name} v{validate.limit(arguments.get('version'), name='version')}")
     return target(**arguments)
+
+
+def _readable_parent(subject: Subject, parent: Any) -> None:
+    """A trajectory's parent is one the subject may read; another owner's answers as a
+    missing one (so its id's existence is not told, and nothing is linked under it)."""
+    found = subject.memory.learning.get_trajectory(parent)
+    if not subject.may(Target(found.get("user_id") or "", found.get("agent_id") or ""), False)[0]:
+        raise NotFoundError("trajectory", str(parent))
+
+
+def _widened(space: Target, scope: Any) -> Target:
+    """The space a consolidation acts on: ``scope="user"`` is every memory of the user
+    (any agent), ``"agent"`` every memory of the agent (any user), so the subject is
+    checked on that space, not on the ids it names (a scope missing its id, or
+    another value, is the call's own error)."""
+    if scope == "user" and space.user:
+        return Target(space.user, "")
+    if scope == "agent" and space.agent:
+        return Target("", space.agent)
+    return space
 
 
 def _playbook(learning: Any, name: Any, arguments: dict[str, Any]) -> Target:

@@ -263,15 +263,18 @@ def metadata(value: Any, *, field: str = "metadata", max_depth: int = METADATA_D
     return json_value(field, value, max_depth=max_depth, max_bytes=max_bytes)
 
 
+#: Epoch seconds written as text: ASCII digits, with a fraction or not, and no sign
+#: (``"+10"`` is an offset without its unit, not 1970-01-01T00:00:10).
+_EPOCH_TEXT = re.compile(r"^[0-9]{1,12}(?:\.[0-9]{1,9})?$")
+
+
 def time_text(value: str | None) -> float | str | None:
     """A time typed as text (a command-line option, a query-string parameter) for
-    :func:`timestamp`: digits are epoch seconds, anything else stays text (ISO-8601)."""
+    :func:`timestamp`: digits are epoch seconds, anything else stays text (an offset or
+    ISO-8601), read by :func:`timestamp` as every surface reads it."""
     if value is None:
         return None
-    try:
-        return float(value)
-    except ValueError:
-        return value
+    return float(value) if _EPOCH_TEXT.match(value) else value
 
 
 _OFFSET = re.compile(r"^\s*([+-])\s*(\d{1,9}(?:\.\d{1,6})?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days|w|wk|wks)\s*$", re.I)
@@ -290,9 +293,9 @@ def offset_seconds(value: str) -> float | None:
 
 
 def timestamp(value: Any, *, field: str = "timestamp") -> float | None:
-    """A datetime, an ISO-8601 string, epoch seconds, or a time relative to now
-    (``"+10h"``, ``"-2d"``, ``"+30m"``, ``"-45s"``, ``"+1w"``), as epoch seconds; None
-    stays None.
+    """A datetime, an ISO-8601 string, epoch seconds (a number, or a string of digits),
+    or a time relative to now (``"+10h"``, ``"-2d"``, ``"+30m"``, ``"-45s"``, ``"+1w"``),
+    as epoch seconds; None stays None.
 
     Dates before 1970 or after 9999 are rejected however they are given."""
     if value is None:
@@ -306,6 +309,11 @@ def timestamp(value: Any, *, field: str = "timestamp") -> float | None:
         offset = offset_seconds(value)
         if offset is not None:
             seconds = time.time() + offset
+        elif _EPOCH_TEXT.match(value):
+            # Digits are epoch seconds on every surface (a flag, a query parameter, a
+            # JSON string, the library): "20240101" must not be 2024 in one and 1970
+            # in another.
+            seconds = float(value)
         else:
             try:
                 seconds = to_epoch(datetime.fromisoformat(value.replace("Z", "+00:00")))

@@ -34,6 +34,28 @@ def test_list_values_count_as_conditions() -> None:
         compile_filters({"AND": [{"NOT": {"cat": {"nin": list(range(100))}}} for _ in range(10)]})
 
 
+def test_values_nested_in_a_filter_value_count_as_conditions() -> None:
+    """Comparing a stored list of lists (or a mapping) with the filter's value walks as
+    far as the value goes, so every value nested in it counts. Before, only the
+    top-level items did: ``{"k": [[0.5] * 15000]}`` counted two, and 16 such
+    conditions over 400 memories holding a like list cost 1.7 s of CPU charged as
+    about 14,000 checks."""
+    nested = [[0.5] * (MAX_NODES + 1)]
+    for flt in (
+        {"k": nested},
+        {"k": {"eq": nested}},
+        {"k": {"ne": {"a": [0.5] * (MAX_NODES + 1)}}},
+        {"k": {"in": [[0.5] * 600, [0.5] * 600]}},
+        {"k": {"contains": nested}},
+        {"metadata.k": {"nin": [{"a": list(range(600))}, {"b": list(range(600))}]}},
+    ):
+        with pytest.raises(ValidationError, match="more than 1,000 conditions") as err:
+            compile_filters(flt)
+        assert err.value.field == "filters"
+    small = compile_filters({"k": {"in": [[1, 2], {"a": [3, 4]}]}})
+    assert small is not None and small.nodes == 1 + 2 + 2 + 1 + 2  # the condition, its two values, and what they hold
+
+
 def test_the_checks_of_one_call_are_bounded() -> None:
     flt = compile_filters({"OR": [{"cat": f"x{i}"} for i in range(999)]})
     assert flt is not None

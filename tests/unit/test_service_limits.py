@@ -83,6 +83,33 @@ def test_buckets_are_pruned() -> None:
     assert len(limiter._buckets) == 1
 
 
+def test_pruning_costs_no_scan_per_request_when_no_bucket_is_full() -> None:
+    """Many callers inside one refill window (wrong keys from many addresses, a local
+    script changing its User-Agent) leave no bucket full. Before, every request past
+    the pruning size then scanned every bucket, finding none to forget: work per
+    request growing with the callers, quadratic in all."""
+    clock = Clock()
+    limiter = RateLimiter(20, 20, clock=clock)  # as --auth-failures 20: 3 s to refill one
+    limiter._PRUNE_AT = 100
+    scans = 0
+    prune = limiter._prune
+
+    def counting(now: float) -> None:
+        nonlocal scans
+        scans += 1
+        prune(now)
+
+    limiter._prune = counting  # type: ignore[method-assign]
+    for i in range(5_000):
+        limiter.acquire(f"address:{i}")
+    assert len(limiter._buckets) == 5_000  # none was full: none forgotten
+    assert scans <= 10  # each scan once the buckets doubled, not one per request
+    clock.now += 10  # all full again: the next scan forgets them
+    for i in range(5_000, 15_000):
+        limiter.acquire(f"address:{i}")
+    assert len(limiter._buckets) < 15_000 and scans <= 20
+
+
 def test_validation_locations_become_field_names() -> None:
     assert field_of(("body", "messages", "list[MessageIn]", 0, "content")) == "messages[0].content"
     assert field_of(("body", "messages", "str")) == "messages"

@@ -430,7 +430,7 @@ def _show_diff(data: dict[str, Any]) -> None:
 
 @cli.group("playbook")
 def playbook_group() -> None:
-    """Named, versioned playbooks (spec 001): get, list, update, curate, versions, rollback, delete.
+    """Named, versioned playbooks: get, list, update, curate, versions, rollback, delete.
 
     A playbook belongs to an agent (--agent), a user (--user), the tenant
     (--scope tenant) or everyone (--scope global). Its strategies are ✓ helpful, ✗

@@ -158,13 +158,15 @@ def _str(obj: dict[str, Any], key: str, default: str = "") -> str:
     return validate.unicode(key, value)
 
 
-def _number(obj: dict[str, Any], key: str, default: float, *, whole: bool = False) -> Any:
+def _number(obj: dict[str, Any], key: str, default: float, *, whole: bool = False, low: float = -_MAX_NUMBER) -> Any:
     value = obj.get(key, default)
     if value is None:
         return default
     # Comparisons before any conversion: an int of any size compares exactly, NaN fails.
     if isinstance(value, bool) or not isinstance(value, int | float) or not -_MAX_NUMBER <= value <= _MAX_NUMBER:
         raise ValidationError(key, f"must be a finite number, got {validate.show(value)}")
+    if value < low:
+        raise ValidationError(key, f"must be a number >= {low:g}, got {validate.show(value)}")
     if whole:
         if not 0 <= value <= _MAX_COUNT or int(value) != value:
             raise ValidationError(key, f"must be a whole number >= 0, got {validate.show(value)}")
@@ -248,7 +250,7 @@ def record_from_item(
         strengths=strengths,
         access_count=_number(obj, "access_count", 0, whole=True),
         importance=_importance(obj),
-        energy=_number(obj, "energy", defaults.energy),
+        energy=_number(obj, "energy", defaults.energy, low=0),  # decay never takes energy below 0
         tier=_enum(obj, "tier", Tier, defaults.tier),
         created_at=created,
         # Spec 004 shows a never-updated memory with updated_at == created_at.

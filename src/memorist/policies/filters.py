@@ -24,7 +24,8 @@ never match a stored value, so it is an error rather than an empty result.
 What one filter may cost is bounded, because a filter is checked against every
 candidate memory: it nests at most :data:`MAX_DEPTH` deep, holds at most
 :data:`MAX_NODES` conditions (each comparison, ``AND``/``OR``/``NOT`` and value of
-an ``in`` list counts one), and one call checks at most :data:`MAX_CHECKS`
+an ``in`` list counts one, as does every value nested in a list or mapping a
+condition compares with), and one call checks at most :data:`MAX_CHECKS`
 conditions in all (its conditions times the memories it was checked against, a
 condition reading a long text or list counting as several: one more per 256
 characters or list item); past either bound the call fails with a :class:`~memorist.errors.ValidationError`
@@ -134,7 +135,8 @@ class _State:
             raise ValidationError(
                 self.field,
                 f"the filter holds more than {MAX_NODES:,} conditions (each comparison, AND/OR/NOT "
-                "and value of an 'in' list counts one): split the query or use 'in' with fewer values",
+                "and value of an 'in' list, or nested in a value compared with, counts one): split the "
+                "query or use 'in' with fewer values",
             )
 
     def fold(self, text: str) -> str:
@@ -237,7 +239,7 @@ def _field_predicate(key: str, spec: Any, path: str, count: _State) -> Predicate
                 f"{path}.{op}" if named else path, f"unknown operator {show(op)}; use one of {', '.join(sorted(_OPERATORS))}"
             )
         where = f"{path}.{op}"
-        weight = 1 + (len(raw) if isinstance(raw, list | tuple | set | frozenset | Mapping) else 0)
+        weight = 1 + _values_in(raw)
         count.add(weight)
         count.reads[key] = count.reads.get(key, 0) + weight
         if op in ("in", "nin"):
@@ -260,6 +262,28 @@ def _field_predicate(key: str, spec: Any, path: str, count: _State) -> Predicate
                 raise ValidationError(where, f"{op} takes a number, string or date, got {show(raw)}")
             checks.append(_comparison(get, op, value))
     return _all(checks)
+
+
+def _values_in(value: Any) -> int:
+    """How many values ``value`` holds at every depth (a list's items, a mapping's values,
+    and theirs): comparing a stored value with it walks as far as it goes. Counted
+    without recursion, and only up to just past :data:`MAX_NODES` (past it the filter is
+    refused anyway)."""
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            items: Any = item.values()
+        elif isinstance(item, list | tuple | set | frozenset):
+            items = item
+        else:
+            continue
+        count += len(items)
+        if count > MAX_NODES:
+            break
+        stack.extend(v for v in items if isinstance(v, Mapping | list | tuple | set | frozenset))
+    return count
 
 
 def _comparable(value: Any) -> bool:

@@ -129,9 +129,18 @@ def preview(text: Any, limit: int = 120) -> str:
     error, a model's raw reply).
     """
     text = str(text)
-    if len(text) <= limit:
+    shown = text if text.isprintable() else _escaped(text)
+    if len(text) <= limit and shown is text:
         return text
-    return f"{text[:limit]}… [len={len(text)}]"
+    if len(text) <= limit:
+        return shown
+    return f"{shown[:limit]}… [len={len(text)}]"
+
+
+def _escaped(text: str) -> str:
+    """``text`` with its line breaks and other control characters escaped (``\\n``):
+    a logged text is one line, so what a user wrote cannot forge a log line of its own."""
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def named_speakers(query: str, speakers: set[str]) -> list[str]:

@@ -256,12 +256,20 @@ class Reach:
         """The agent the key is bound to (None: none)."""
         return self.caller.agent_id
 
-    def scope(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Scoped | Memory:
+    def scope(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+              checked: bool = False) -> Scoped | Memory:
         """For a call in the scope the ids name (a bound key naming another user: 404
-        user, unless a relation lets its user read that scope)."""
+        user, unless a relation lets its user read that scope). ``checked``: the call's
+        arguments may reach past the ids (a consolidation's ``scope``, a trajectory's parent), so a bound key's
+        call is checked as its subject even in its own space."""
         if self.caller.agent_id is not None:
-            return self._as_agent(*self._agent_ids(user_id, agent_id), run_id, None, None)
-        return self._handle(self._user(user_id, "user", share=self._sees_space(agent_id)), agent_id, run_id)
+            handle = self._as_agent(*self._agent_ids(user_id, agent_id), run_id, None, None)
+        else:
+            handle = self._handle(self._user(user_id, "user", share=self._sees_space(agent_id)), agent_id, run_id)
+        subject = self.subject() if checked else None
+        if subject is not None and isinstance(handle, _RequestScope) and not isinstance(handle, _SharedScope):
+            return _SharedScope(subject, handle.ids["user_id"], handle.ids["agent_id"], handle.ids["run_id"])
+        return handle
 
     def by_id(self, what: str, ident: str, *, user_id: str | None = None, agent_id: str | None = None,
               run_id: str | None = None) -> Scoped | Memory:
@@ -283,10 +291,13 @@ class Reach:
             # A user's playbook belongs to no agent: the key's agent is not filled in for it.
             user, agent = self._agent_ids(user_id, agent_id) if scope != "user" else (user_id or self.caller.user_id, agent_id)
             ref = self.memory.learning.ref(name, user, agent, scope)
-            if ref.label in ("tenant", "global"):  # read by every subject; writes are checked by the route
-                return _RequestScope(self.memory, user, agent, None)
+            if ref.label in ("tenant", "global"):
+                return self._everyones(user, agent)
             return self._as_agent(user, agent, None, None, None,
                                   target=Target(ref.scope.user_id, ref.scope.agent_id, ref.name, ref.label))
+
+        if scope in ("tenant", "global") and self.caller.user_id is not None:
+            return self._everyones(self.caller.user_id, agent_id)
 
         def sees(other: str) -> bool:
             subject = self.subject()
@@ -296,6 +307,13 @@ class Reach:
             return subject.may(book, False)[0] or self._sees_space(agent_id)(other)
 
         return self._handle(self._user(user_id, "user", share=sees), agent_id, None)
+
+    def _everyones(self, user: str | None, agent: str | None) -> Scoped:
+        """The tenant's or the global playbook, for a bound key: read by every subject,
+        written by its editors, deleted by its owners, as the subject's calls check."""
+        subject = self.subject()
+        assert subject is not None
+        return _SharedScope(subject, user, agent, None)
 
     def subject(self) -> Subject | None:
         """The subject a key bound to a user and/or an agent acts as (None: a tenant key,

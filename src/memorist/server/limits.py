@@ -111,7 +111,8 @@ def parse_rate(text: str) -> float:
 class RateLimiter:
     """A token bucket per caller: ``burst`` requests at once, refilled at
     ``rate_per_minute``. Thread-safe; buckets that are full again are forgotten
-    when there are many, so memory stays bounded."""
+    when there are many, so memory stays bounded; the scan that finds them runs each
+    time the buckets have doubled, so its cost per request stays constant."""
 
     _PRUNE_AT = 10_000
 
@@ -121,6 +122,9 @@ class RateLimiter:
         self._clock = clock
         self._lock = threading.Lock()
         self._buckets: dict[str, tuple[float, float]] = {}  # caller -> (tokens, at)
+        # The size at which the next prune scans: twice what the last one kept, so a
+        # scan that finds few full buckets is not repeated on every request after it.
+        self._prune_next = 0
 
     @property
     def enabled(self) -> bool:
@@ -136,8 +140,9 @@ class RateLimiter:
             tokens = min(self.burst, tokens + (now - at) * self.rate)
             if tokens >= 1.0:
                 self._buckets[caller] = (tokens - 1.0, now)
-                if len(self._buckets) > self._PRUNE_AT:
+                if len(self._buckets) > max(self._PRUNE_AT, self._prune_next):
                     self._prune(now)
+                    self._prune_next = 2 * len(self._buckets)
                 return None
             self._buckets[caller] = (tokens, now)
             return (1.0 - tokens) / self.rate

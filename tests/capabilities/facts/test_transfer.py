@@ -147,6 +147,20 @@ def test_a_bad_line_is_named_and_the_lines_before_it_stay(source: Memory, tmp_pa
             assert len(copy.get_all(user_id="alex")["results"]) == len(good)
 
 
+def test_a_negative_energy_is_refused_naming_it(tmp_path: Path) -> None:
+    """No store holds a memory with less than no energy (decay only brings it towards
+    0); before, an import took ``"energy": -1`` as it came and the memory expired at the
+    next maintenance run."""
+    with Memory(str(tmp_path / "copy.db"), embedder="hashing") as copy:
+        line = {"memory": "Renew the TLS certificate", "id": "m1", "user_id": "u", "created_at": "2024-01-01"}
+        for bad in (-1, -1e-9, -1e308):
+            with pytest.raises(ImportLineError) as caught:
+                copy.import_([{**line, "energy": bad}])
+            assert "energy" in str(caught.value) and ">= 0" in str(caught.value)
+        assert copy.get_all(user_id="u")["results"] == []
+        assert copy.import_([{**line, "energy": 0.0}])["added"] == 1
+
+
 def test_another_tenants_memory_is_refused(source: Memory, tmp_path: Path) -> None:
     line = json.loads(lines_of(source, user_id="alex")[0]) | {"tenant_id": "acme"}
     with pytest.raises(ImportLineError, match="line 1: .*tenant 'acme'"):

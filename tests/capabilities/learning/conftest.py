@@ -1,18 +1,13 @@
 """Fixtures of the learning-loop tests (spec 001): Memories with a settable clock on
-each storage backend (``backend``, tests/conftest.py); the fake OpenAI server."""
+each storage backend (``backend``, tests/conftest.py); the fake OpenAI server is
+tests/capabilities/conftest.py's."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from learning_helpers import Clock, Mapped
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # fake_openai
-
-from learning_helpers import Clock, Mapped  # noqa: E402
-
-from memorist import Memory  # noqa: E402
+from memorist import Memory
 
 
 @pytest.fixture
@@ -42,20 +37,3 @@ def mapped_mem(backend, clock, embedder):
     yield m
     m.close()
 
-
-@pytest.fixture(scope="session")
-def fake_server():
-    from fake_openai import FakeOpenAIServer
-
-    server = FakeOpenAIServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def fake_openai(fake_server, monkeypatch):
-    fake_server.reset()
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fake")
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.base_url)
-    yield fake_server
-    fake_server.reset()

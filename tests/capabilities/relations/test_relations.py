@@ -201,3 +201,25 @@ def test_the_log_records_each_change(mem) -> None:
     mem.relations.delete(("agent", "agent_b"), "viewer", A_BOOK)
     ops = [e.op for e in mem.store.events(None) if e.op.startswith("relation")]
     assert ops == ["relation_create", "relation_delete"]
+
+
+def test_a_trajectory_s_parent_is_one_the_subject_may_read(backend) -> None:
+    """A subject starts a child of a trajectory it can read; another owner's answers as
+    a missing one. Before, any subject linked its trajectory under another user's, and
+    the answer (made, or 404) told whether that trajectory id existed."""
+    with Memory(backend.target, embedder="hashing") as memory:
+        bobs = memory.learning.start_trajectory("Bob's task", user_id="bob", agent_id="x")
+        missing = "0190c0de-0000-7000-8000-000000000000"
+        alice = memory.as_subject(user_id="alice")
+        for parent in (bobs, missing):
+            with pytest.raises(NotFoundError) as caught:
+                alice.learning.start_trajectory("Alice's step", parent_trajectory_id=parent)
+            assert str(caught.value).replace(parent, "X") == f"trajectory not found: {missing!r}".replace(missing, "X")
+            with pytest.raises(NotFoundError):  # the loop starts its trajectory the same way
+                alice.learning.execute_with_learning(lambda: "done", "Alice's step", parent_trajectory_id=parent, auto_reflect=False)
+        assert memory.learning.query_trajectories(user_id="alice") == []
+        own = alice.learning.start_trajectory("Alice's workflow")
+        assert alice.learning.get_trajectory(alice.learning.start_trajectory("step", parent_trajectory_id=own))["parent_trajectory_id"] == own
+        memory.relations.create(("user", "alice"), "viewer", ("scope", "user:bob"))
+        child = alice.learning.start_trajectory("Alice's step", parent_trajectory_id=bobs)
+        assert alice.learning.get_trajectory(child)["parent_trajectory_id"] == bobs

@@ -117,3 +117,40 @@ def test_the_cli_takes_offsets_and_names_the_energy_flag(backend, tmp_path):
     assert "--energy: a start energy must be a number > 0 and ≤ 1,000,000,000" in huge and "--metadata" not in huge
     status = json.loads(memorist("--json", "tiers", "status", "--now", "+1d").stdout)
     assert status["now"][:10] == time.strftime("%Y-%m-%d", time.gmtime(time.time() + 86_400))
+
+
+def test_a_time_typed_as_text_means_the_same_on_every_surface(backend):
+    """A flag, a query parameter, a JSON string and the library read one time text
+    alike: digits are epoch seconds everywhere, and a signed number without a unit is
+    refused, not taken as 1970. Before, ``--now +10`` (or ``?now=%2B10``) ran as of
+    1970-01-01T00:00:10 and did nothing, and ``20240101`` was 1970 on the command line
+    but 2024 in the library."""
+    from fastapi.testclient import TestClient
+
+    from memorist.server import create_app
+    from memorist.validate import time_text, timestamp
+    from service_helpers import UNLIMITED
+
+    for text in ("1700000000", "20240101", "1700000000.5"):
+        assert timestamp(text) == timestamp(time_text(text)) == float(text)
+    for text in ("+10", "-10", "1_000", "١٢٣", " 12 ", "nan", "inf", "1e9"):
+        with pytest.raises(ValidationError):
+            timestamp(time_text(text), field="now")
+        with pytest.raises(ValidationError):
+            timestamp(text, field="now")
+
+    app = create_app(backend.target, embedder="hashing", limits=UNLIMITED, policy="energy")
+    try:
+        with TestClient(app) as c:
+            c.post("/api/memories/", json={"messages": "Renew the TLS certificate", "user_id": "alex", "infer": False})
+            r = c.get("/api/tiers/", params={"user_id": "alex", "now": "+10"})
+            assert r.status_code == 422 and "now" in r.text, r.text
+            by_query = c.get("/api/tiers/", params={"user_id": "alex", "now": "1800000000"})
+            by_body = c.post("/api/tiers/maintain/", json={"user_id": "alex", "now": "1800000000"})
+            assert by_query.status_code == by_body.status_code == 200, (by_query.text, by_body.text)
+            assert by_query.json()["now"][:19] == by_body.json()["now"][:19] == "2027-01-15T08:00:00"
+    finally:
+        app.state.service.close()
+    runner = CliRunner()
+    result = runner.invoke(cli, ["--db", backend.target, "--embedder", "hashing", "--policy", "energy", "maintain", "--now", "+10"])
+    assert result.exit_code == 1 and "--now" in result.stderr, (result.stdout, result.stderr)

@@ -178,3 +178,16 @@ def test_each_user_has_a_rate(chat_db, memory_service):
         refused = client.post("/api/ai/chat", json={"message": "hi"}, headers=bearer(keys.alice))
         assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
         say(client, keys.bob, "Help me multiply 12 by 5.")  # another user's bucket
+
+
+def test_a_hostile_message_or_conversation_id_cannot_forge_a_log_line(chat_db, memory_service, caplog):
+    """Before, a message or a conversation id holding a line break wrote a line of its
+    own choosing into the chat's log (a forged "[Chat] user=..." record)."""
+    db, keys = chat_db
+    forged = "\n[Chat] user=admin conversation=x memory=used mode=cot"
+    with TestClient(chat_app(db, memory_service)) as client, caplog.at_level("INFO"):
+        say(client, keys.alice, "Help me multiply 12 by 5." + forged)
+        bad = client.post("/api/ai/chat", json={"message": "hi", "conversationId": "c" + forged}, headers=bearer(keys.alice))
+        assert bad.status_code == 422 and bad.json()["error"]["field"] == "conversationId"
+    lines = [line for record in caplog.records for line in record.getMessage().splitlines()]
+    assert lines and not any(line.startswith("[Chat] user=admin") for line in lines)

@@ -46,6 +46,15 @@ def test_settings_given_to_the_library(value) -> None:
         PlaybookConfig.preset("ltmbse", dedup_threshold=value).resolved({})
 
 
+@pytest.mark.parametrize("raw", [*NON_FINITE, "1e309", "-1", "86401"])
+def test_the_busy_timeout_from_the_environment_names_its_variable(raw, monkeypatch) -> None:
+    """Before, MEMORIST_BUSY_TIMEOUT=nan was refused as "busy_timeout", a name the user
+    who set the variable never wrote."""
+    monkeypatch.setenv("MEMORIST_BUSY_TIMEOUT", raw)
+    with pytest.raises(ConfigurationError, match="MEMORIST_BUSY_TIMEOUT"):
+        Memory(":memory:", embedder="hashing")
+
+
 @pytest.mark.parametrize("raw", NON_FINITE)
 def test_settings_of_the_learning_loop_from_the_environment(raw, monkeypatch) -> None:
     monkeypatch.setenv("TRAJECTORY_SAMPLE_RATE", raw)

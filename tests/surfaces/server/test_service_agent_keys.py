@@ -306,3 +306,64 @@ def test_an_agent_key_maintains_and_reads_its_own_tiers_only(store) -> None:
             assert "agent_b" in denied.json()["error"]["message"]
     finally:
         app.state.service.close()
+
+
+def test_a_bound_key_s_consolidation_scope_does_not_reach_other_users_or_agents(served, store) -> None:
+    """``scope: "agent"`` merges every memory of the agent (any user), ``"user"`` every
+    memory of the user (any agent): a bound key is checked on that space. Before, a user
+    key naming an agent merged (and its dry run showed) other users' memories of it."""
+    acme, alice = _key(store, "acme"), _key(store, "acme", user="alice")
+    pair = _key(store, "acme", user="alice", agent="helper")
+    notes = ["The server restarts nightly at 2am", "The server restarts nightly at 2 am", "Server restarts nightly at 2am"]
+    for text in notes:
+        for ids in ({"user_id": "bob", "agent_id": "helper"}, {"user_id": "alice", "agent_id": "other"}):
+            assert served.post("/api/memories/", json={"messages": text, "infer": False, "importance": 0.1, **ids},
+                               headers=acme).status_code == 200
+    before = {u: _texts(served.get("/api/memories/", params={"user_id": u}, headers=acme)) for u in ("alice", "bob")}
+    wide = {"min_importance": 0.9, "importance_threshold": 0.95}
+    for dry in (True, False):
+        r = served.post("/api/memories/consolidate/", json={"agent_id": "helper", "scope": "agent", "dry_run": dry, **wide}, headers=alice)
+        assert_error(r, 404, "not_found")
+        for scope in ("agent", "user"):
+            r = served.post("/api/memories/consolidate/", json={"scope": scope, "dry_run": dry, **wide}, headers=pair)
+            assert r.status_code in (403, 404), r.text
+    assert {u: _texts(served.get("/api/memories/", params={"user_id": u}, headers=acme)) for u in ("alice", "bob")} == before
+    # Its own user's every agent: a user key's own.
+    r = served.post("/api/memories/consolidate/", json={"scope": "user", **wide}, headers=alice)
+    assert r.status_code == 200 and r.json()["merged_count"] >= 2, r.text
+    assert _texts(served.get("/api/memories/", params={"user_id": "bob"}, headers=acme)) == before["bob"]
+
+
+def test_an_editor_of_the_tenant_s_playbook_changes_it_but_only_an_owner_deletes_it(served, store) -> None:
+    """As in the library, an editor of ``tenant/<name>`` writes its strategies and only
+    an owner deletes it. Before, a user- or agent-bound key holding editor deleted the
+    tenant's playbook with all its versions."""
+    acme, alice, agent = _key(store, "acme"), _key(store, "acme", user="alice"), _key(store, "acme", agent="agent_a")
+    body = {"strategies": [{"pattern": "Greet every customer by name"}], "scope": "tenant"}
+    assert served.put("/api/playbooks/house/", json=body, headers=acme).status_code == 200
+    for subject in ("user:alice", "agent:agent_a"):
+        grant = {"subject": subject, "relation": "editor", "object": "playbook:tenant/house"}
+        assert served.post("/api/relations/", json=grant, headers=acme).status_code == 200
+    for key in (alice, agent):
+        more = {"strategies": [{"pattern": "Confirm the order back"}], "scope": "tenant"}
+        assert served.put("/api/playbooks/house/", json=more, headers=key).status_code == 200
+        assert_error(served.delete("/api/playbooks/house/", params={"scope": "tenant"}, headers=key), 403, "forbidden")
+    kept = served.get("/api/playbooks/house/", params={"scope": "tenant"}, headers=acme)
+    assert kept.status_code == 200 and kept.json()["version"] >= 3
+    owner = {"subject": "user:alice", "relation": "owner", "object": "playbook:tenant/house"}
+    assert served.post("/api/relations/", json=owner, headers=acme).status_code == 200
+    assert served.delete("/api/playbooks/house/", params={"scope": "tenant"}, headers=alice).status_code == 200
+
+
+def test_a_bound_key_starts_a_child_only_of_a_trajectory_it_may_read(served, store) -> None:
+    """Another user's trajectory as a parent answers as a missing one (before: the child
+    was made, so a key learnt that the id existed and linked its work under it)."""
+    acme, alice = _key(store, "acme"), _key(store, "acme", user="alice")
+    bobs = served.post("/api/trajectories/", json={"task_description": "Bob's task", "user_id": "bob"}, headers=acme).json()["trajectory_id"]
+    missing = "0190c0de-0000-7000-8000-000000000000"
+    answers = [served.post("/api/trajectories/", json={"task_description": "step", "parent_trajectory_id": p}, headers=alice)
+               for p in (bobs, missing)]
+    _same_as_missing(*answers, bobs, missing)
+    own = served.post("/api/trajectories/", json={"task_description": "mine"}, headers=alice).json()["trajectory_id"]
+    child = served.post("/api/trajectories/", json={"task_description": "step", "parent_trajectory_id": own}, headers=alice)
+    assert child.status_code == 200, child.text

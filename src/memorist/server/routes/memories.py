@@ -51,7 +51,7 @@ def consolidate_memories(body: s.ConsolidateRequest, reach: ReachDep) -> Any:
     """Merge similar memories of low importance into one each, keeping every name,
     number and date; never those at or above ``importance_threshold``. The report's
     ``run_id`` undoes the run (``POST /api/memories/rollback/``)."""
-    learning = reach.scope(user_id=body.user_id, agent_id=body.agent_id).learning
+    learning = reach.scope(user_id=body.user_id, agent_id=body.agent_id, checked=body.scope is not None).learning
     return JSONResponse(learning.consolidate(
         body.memory_type, body.scope, body.min_importance, body.preserve_high_importance, body.importance_threshold,
         dry_run=body.dry_run,

@@ -97,7 +97,8 @@ def playbook_version(reach: ReachDep, name: str = NamePath, version: int = PathP
 @router.delete("/api/playbooks/{name}/", response_model=s.DeletedPlaybook, summary="Delete a playbook", **_API)
 def delete_playbook(reach: ReachDep, name: str = NamePath, user_id: str = query_id("user"),
                     agent_id: str = query_id("agent"), scope: str = _scope_query()) -> Any:
-    """Delete the playbook with its strategies and versions (an unknown one: 404)."""
+    """Delete the playbook with its strategies and versions (an unknown one: 404; a
+    bound key deletes another's, or the tenant's, only as its owner: 403 otherwise)."""
     _writable(reach, name, scope)
     learning = reach.playbook(name, user_id=user_id, agent_id=agent_id, scope=scope).learning
     return JSONResponse(learning.delete_playbook(name, scope=scope))

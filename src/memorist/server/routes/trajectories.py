@@ -25,7 +25,7 @@ TrajectoryPath = path_id("The trajectory id.")
 @router.post("/api/trajectories/", response_model=s.TrajectoryStarted, summary="Start a trajectory", **_API)
 def start_trajectory(body: s.StartTrajectoryRequest, reach: ReachDep) -> Any:
     """Start recording a task execution; its steps follow."""
-    learning = reach.scope(user_id=body.user_id, agent_id=body.agent_id).learning
+    learning = reach.scope(user_id=body.user_id, agent_id=body.agent_id, checked=body.parent_trajectory_id is not None).learning
     return JSONResponse({"trajectory_id": learning.start_trajectory(body.task_description, body.task_type, body.parent_trajectory_id)})
 
 

@@ -1,4 +1,4 @@
-"""Fixtures of the tutor's tests: the fake OpenAI server (tests/capabilities/llm)."""
+"""Fixtures every capability's tests share: the fake OpenAI server (tests/capabilities/llm/fake_openai.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # fake_openai
+sys.path.insert(0, str(Path(__file__).resolve().parent / "llm"))  # fake_openai, for every capability's tests
 
 from fake_openai import FakeOpenAIServer  # noqa: E402
 
