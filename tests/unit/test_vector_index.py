@@ -316,3 +316,19 @@ def test_bm25_of_rows_written_in_batches_is_bm25(batch):
     docs["m1"] = "apple apple apple figs"
     idx.upsert([Row("m1", "", 100.0, None, docs["m1"], unit(1))])
     check()
+
+
+def test_the_first_search_of_a_large_index_finds_no_blas_to_set_up(monkeypatch):
+    """threadpoolctl's look at the loaded libraries takes milliseconds: a space large
+    enough to pin its product to one BLAS thread pays it while it is written, not in
+    its first search (the first after a bulk load)."""
+    from memorist.store import vector_index
+
+    vector_index._numpy_blas.cache_clear()
+    idx = SpaceIndex(DIM, 0, ann_threshold=0)
+    rows = [row(f"m{i}") for i in range(vector_index._THREADED_ROWS + 10)]
+    upsert(idx, rows, np.stack([unit(i % DIM) for i in range(len(rows))]))
+    import threadpoolctl
+
+    monkeypatch.setattr(threadpoolctl, "ThreadpoolController", lambda: pytest.fail("set up during a search"))
+    assert idx.search(unit(3), k=1)[0][1] == pytest.approx(1.0)

@@ -23,7 +23,7 @@ import functools
 import math
 import weakref
 from collections import Counter
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,14 @@ def _numpy_blas() -> Any:
     blas = ThreadpoolController().select(user_api="blas")
     own = [info["filepath"] for info in blas.info() if "numpy" in info["filepath"]]
     return blas.select(filepath=own) if own else blas
+
+
+def _warm_blas() -> None:
+    """Find numpy's BLAS now, on the write path, once per process: it takes
+    threadpoolctl several milliseconds, which the first search of a large space
+    (the first after a bulk load, say) would otherwise wait for."""
+    with suppress(Exception):  # one_blas_thread runs without it
+        _numpy_blas()
 
 
 def one_blas_thread(rows: int) -> AbstractContextManager[Any]:
@@ -208,6 +216,8 @@ class SpaceIndex:
             return
         # Doubling: each row is copied about once on average, whatever the size.
         new_cap = max(need, cap * 2, 64)
+        if new_cap >= _THREADED_ROWS:
+            _warm_blas()
         vectors = np.zeros((self.dim, new_cap), dtype=np.float32)
         vectors[:, : self._size] = self._vectors[:, : self._size]
         self._vectors = vectors
