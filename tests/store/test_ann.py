@@ -513,3 +513,22 @@ def test_the_graphs_steps_are_short_while_the_space_is_searched(no_background, m
     assert graph.step_seconds() == ann_module._STEP_SECONDS < ann_module._BULK_STEP_SECONDS
     monkeypatch.setattr(ann_module, "_SEARCHED", 0.0)
     assert graph.step_seconds() == ann_module._BULK_STEP_SECONDS
+
+
+def test_a_closed_store_stops_building_its_graphs(tmp_path, monkeypatch):
+    """Closing a Memory ends the background work on its spaces' graphs (and frees
+    them): it must not go on taking the CPU from whatever the process does next."""
+    from memorist import Memory
+    from memorist.store import vector_index
+
+    monkeypatch.setattr(vector_index, "DEFAULT_THRESHOLD", 300)
+    monkeypatch.setattr(AnnIndex, "notify", lambda self: None)  # nothing built unless asked
+    memory = Memory(tmp_path / "m.db", embedder="hashing")
+    memory.add([{"role": "user", "content": f"Fact {i} about topic{i % 37}"} for i in range(900)], user_id="u", infer=False)
+    (index,) = memory.store._indexes.loaded()
+    graph = index._ann
+    assert graph is not None and index.ann_pending() == 900
+    memory.close()
+    assert graph.broken and graph.current is None
+    assert not graph.step(seconds=1.0)  # what the background thread would do next: nothing
+    assert memory.store._indexes.loaded() == []

@@ -52,6 +52,9 @@ class IndexCache:
         self._indexes: dict[int, SpaceIndex] = {}
 
     def clear(self) -> None:
+        """Drop every loaded index (and stop building their graphs)."""
+        for index in self._indexes.values():
+            index.close()
         self._indexes.clear()
 
     def loaded(self) -> list[SpaceIndex]:

@@ -1290,6 +1290,7 @@ class SQLiteStore(Store):
                     self._log_sync.close()
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
+                self._indexes.clear()
 
 
 class _Unflushed(StoreError):
