@@ -397,8 +397,8 @@ class SpaceIndex:
         self._ann.notify()
 
     def close(self) -> None:
-        """Dropped by its store: the background thread stops building its graph (a
-        closed store's space of 100k rows went on taking CPU from what came next)."""
+        """Dropped by its store: the background thread stops building its graph (it
+        went on for a closed store as long as the application held the store)."""
         if self._ann is not None:
             self._ann.close()
             self._ann = None
