@@ -385,3 +385,150 @@ def test_memory_search_through_the_store_with_a_graph(tmp_path, monkeypatch):
         scores = dict(want)
         assert all(s == pytest.approx(scores[m], abs=1e-6) for m, s in got if m in scores)
     memory.close()
+
+
+def test_a_search_never_waits_long_behind_the_graphs_lock(no_background):
+    """A step of the graph that overruns (its thread descheduled with the lock held)
+    delays a search by the short wait at most; the search is then exact, and right."""
+    import threading
+
+    vectors = clustered(1000)
+    exact, idx = pair(vectors)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with idx._ann.lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(5)
+        for q in clustered(5, seed=3):
+            began = time.perf_counter()
+            got = idx.search(q, k=10)
+            assert time.perf_counter() - began < 0.5  # the lock is held for 10 s
+            assert got == exact.search(q, k=10)
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_the_background_thread_lets_waiting_searches_in_between_steps():
+    ann = SpaceIndex(DIM, 0, ann_threshold=10)
+    ann.upsert(rows(clustered(20)))
+    graph = ann._ann
+    graph.waiting = 1
+    began = time.monotonic()
+    graph.let_searches_in(limit=0.05)
+    assert time.monotonic() - began >= 0.04  # it waited for the search
+    graph.waiting = 0
+    began = time.monotonic()
+    graph.let_searches_in(limit=0.05)
+    assert time.monotonic() - began < 0.04  # nobody waiting: no wait
+
+
+def test_a_space_created_by_this_process_is_indexed_as_it_is_written(tmp_path):
+    """A bulk load into a new space keeps its in-process index current from the first
+    write, so the first search after the load reads nothing back from the file."""
+    from memorist import Memory
+    from memorist.store.sqlite import index as sqlite_index
+
+    memory = Memory(tmp_path / "m.db", embedder="hashing")
+    memory.add([{"role": "user", "content": f"Fact {i} about topic{i % 7}"} for i in range(50)], user_id="u", infer=False)
+    memory.add([{"role": "user", "content": f"Later fact {i} about topic{i % 7}"} for i in range(50)], user_id="u", infer=False)
+    (index,) = memory.store._indexes.loaded()
+    assert len(index) == 100
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the space was loaded from the file")
+
+    original = sqlite_index.SpaceIndex
+    sqlite_index.SpaceIndex = no_load  # type: ignore[assignment,misc]
+    try:
+        hits = memory.search("Later fact 3 about topic3", user_id="u", limit=3)["results"]
+    finally:
+        sqlite_index.SpaceIndex = original  # type: ignore[misc]
+    assert hits[0]["memory"] == "Later fact 3 about topic3"
+    # A second process (another store on the file) loads it and finds the same.
+    other = Memory(tmp_path / "m.db", embedder="hashing")
+    assert other.search("Later fact 3 about topic3", user_id="u", limit=3)["results"][0]["memory"] == hits[0]["memory"]
+    other.close()
+    memory.close()
+
+
+def test_a_graph_covering_few_rows_is_not_searched(no_background, monkeypatch):
+    """Right after a bulk load the graph holds few of the rows: every search scores
+    them all exactly (it would score the uncovered ones anyway) instead of paying
+    for the graph's search on top; once the graph holds most rows it is used."""
+    vectors = clustered(4000)
+    exact = SpaceIndex(DIM, 0, ann_threshold=0)
+    exact.upsert(rows(vectors))
+    idx = SpaceIndex(DIM, 0, ann_threshold=500)
+    idx.upsert(rows(vectors[:1000]))
+    assert idx.catch_up_ann()
+    idx.upsert(rows(vectors[1000:], start=1000))  # 3,000 rows not in the graph
+    calls = []
+    real = AnnIndex.search
+    monkeypatch.setattr(AnnIndex, "search", lambda self, q, n: calls.append(n) or real(self, q, n))
+    for q in clustered(5, seed=7):
+        assert idx.search(q, k=10) == exact.search(q, k=10)
+    assert calls == []
+    assert idx.catch_up_ann()
+    queries = clustered(5, seed=8)
+    for q in queries:
+        got = idx.search(q, k=10)
+        assert overlap(got, exact.search(q, k=10)) >= 0.8
+    assert len(calls) == len(queries)
+
+
+def test_a_second_ranking_of_the_same_query_reuses_its_exact_scores(monkeypatch):
+    """A search ranks one query vector several ways (all rows, a time window): once
+    the exact scores of every row are at hand, the other rankings use them."""
+    vectors = clustered(3000)
+    exact = SpaceIndex(DIM, 0, ann_threshold=0)
+    exact.upsert(rows(vectors))
+    idx = SpaceIndex(DIM, 0, ann_threshold=500)
+    idx.upsert(rows(vectors))
+    assert idx.catch_up_ann()
+    q = clustered(1, seed=9)[0]
+    idx.search(q, k=None)  # every row: the exact product
+    monkeypatch.setattr(AnnIndex, "search", lambda self, q, n: pytest.fail("the graph was searched"))
+    assert idx.search(q, k=10) == exact.search(q, k=10)
+    assert idx.search(q, k=10, window=(100.0, 2000.0)) == exact.search(q, k=10, window=(100.0, 2000.0))
+
+
+def test_the_graphs_steps_are_short_while_the_space_is_searched(no_background, monkeypatch):
+    """During a bulk load nobody searches: the thread's steps are long (fewer turns at
+    the GIL, taken from the writer); once searches come, a step that holds the lock
+    they wait for is short again."""
+    vectors = clustered(1000)
+    idx = SpaceIndex(DIM, 0, ann_threshold=500)
+    idx.upsert(rows(vectors))
+    graph = idx._ann
+    assert graph.step_seconds() == ann_module._BULK_STEP_SECONDS
+    assert idx.catch_up_ann()
+    idx.search(vectors[0], k=10)
+    assert graph.step_seconds() == ann_module._STEP_SECONDS < ann_module._BULK_STEP_SECONDS
+    monkeypatch.setattr(ann_module, "_SEARCHED", 0.0)
+    assert graph.step_seconds() == ann_module._BULK_STEP_SECONDS
+
+
+def test_a_closed_store_stops_building_its_graphs(tmp_path, monkeypatch):
+    """Closing a Memory ends the background work on its spaces' graphs (and frees
+    them): it must not go on taking the CPU from whatever the process does next."""
+    from memorist import Memory
+    from memorist.store import vector_index
+
+    monkeypatch.setattr(vector_index, "DEFAULT_THRESHOLD", 300)
+    monkeypatch.setattr(AnnIndex, "notify", lambda self: None)  # nothing built unless asked
+    memory = Memory(tmp_path / "m.db", embedder="hashing")
+    memory.add([{"role": "user", "content": f"Fact {i} about topic{i % 37}"} for i in range(900)], user_id="u", infer=False)
+    (index,) = memory.store._indexes.loaded()
+    graph = index._ann
+    assert graph is not None and index.ann_pending() == 900
+    memory.close()
+    assert graph.broken and graph.current is None
+    assert not graph.step(seconds=1.0)  # what the background thread would do next: nothing
+    assert memory.store._indexes.loaded() == []

@@ -84,3 +84,18 @@ def test_index_terms_lowercase_stem_and_drop_stop_words():
     assert index_terms("I prefer my PREFERENCES") == ["prefer", "prefer"]
     assert index_terms("the and of is") == []
     assert index_terms("Running runs") == ["run", "run"]
+
+
+def test_many_index_terms_gives_index_terms_of_each_text():
+    from memorist.policies.text import index_terms, many_index_terms
+
+    texts = [
+        "",
+        "the and are",  # stop words only
+        "Preferences PREFER preferring, preferred.",
+        "İstanbul Straße ÉCOLE naïve ﬁne café 2024-05-03 x_y",
+        "Ich bin nicht in München, aber das Wetter ist gut",
+        "running runs ran runner " * 3,
+    ]
+    assert many_index_terms(texts) == [index_terms(t) for t in texts]
+    assert many_index_terms(texts[::-1]) == [index_terms(t) for t in texts[::-1]]  # stems remembered: same

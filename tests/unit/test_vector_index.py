@@ -258,3 +258,77 @@ def test_bm25_after_compaction_matches_a_fresh_index():
         assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-5)
     assert bm25_ids(idx, "item400") == ["m400"]
     assert bm25_ids(idx, "item401") == []
+
+
+def naive_bm25(docs: dict[str, str], query: list[str]) -> dict[str, float]:
+    """BM25 of each document sharing a term with ``query``, computed directly."""
+    import math
+    from collections import Counter
+
+    from memorist.store.vector_index import BM25_B, BM25_K1
+
+    terms = {mid: Counter(index_terms(text)) for mid, text in docs.items()}
+    avg = sum(sum(c.values()) for c in terms.values()) / len(terms)
+    out: dict[str, float] = {}
+    for mid, counts in terms.items():
+        length = sum(counts.values())
+        score = 0.0
+        for term in dict.fromkeys(query):
+            tf = counts.get(term, 0)
+            if not tf:
+                continue
+            df = sum(1 for c in terms.values() if term in c)
+            idf = math.log(1.0 + (len(terms) - df + 0.5) / (df + 0.5))
+            score += idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avg))
+        if score > 0:
+            out[mid] = score
+    return out
+
+
+@pytest.mark.parametrize("batch", [1, 7, 300])
+def test_bm25_of_rows_written_in_batches_is_bm25(batch):
+    """Postings built a batch at a time (repeated terms, terms new and old, empty
+    texts) score every row as BM25 does, and keep doing so after removals and
+    replacements."""
+    import random
+
+    rng = random.Random(batch)
+    vocab = ["apple", "banana", "cherry", "dates", "elder", "figs", "grape", "the", "running", "runs"]
+    docs = {f"m{i}": " ".join(rng.choices(vocab, k=rng.randint(0, 9))) for i in range(300)}
+    idx = SpaceIndex(DIM, 0)
+    items = list(docs.items())
+    for start in range(0, len(items), batch):
+        idx.upsert([Row(mid, "", 100.0, None, text, unit(i)) for i, (mid, text) in enumerate(items[start : start + batch])])
+    queries = [["apple"], ["run", "figs"], ["cherri", "dates", "elder", "grape"], ["banana", "banana"]]
+
+    def check() -> None:
+        for q in queries:
+            want = naive_bm25(docs, q)
+            got = dict(idx.search_text(q, k=None))
+            assert got.keys() == want.keys()
+            assert all(got[m] == pytest.approx(want[m], rel=1e-5) for m in want)
+
+    check()
+    gone = [f"m{i}" for i in range(0, 300, 3)]
+    idx.remove(gone)
+    for mid in gone:
+        del docs[mid]
+    docs["m1"] = "apple apple apple figs"
+    idx.upsert([Row("m1", "", 100.0, None, docs["m1"], unit(1))])
+    check()
+
+
+def test_the_first_search_of_a_large_index_finds_no_blas_to_set_up(monkeypatch):
+    """threadpoolctl's look at the loaded libraries takes milliseconds: a space large
+    enough to pin its product to one BLAS thread pays it while it is written, not in
+    its first search (the first after a bulk load)."""
+    from memorist.store import vector_index
+
+    vector_index._numpy_blas.cache_clear()
+    idx = SpaceIndex(DIM, 0, ann_threshold=0)
+    rows = [row(f"m{i}") for i in range(vector_index._THREADED_ROWS + 10)]
+    upsert(idx, rows, np.stack([unit(i % DIM) for i in range(len(rows))]))
+    import threadpoolctl
+
+    monkeypatch.setattr(threadpoolctl, "ThreadpoolController", lambda: pytest.fail("set up during a search"))
+    assert idx.search(unit(3), k=1)[0][1] == pytest.approx(1.0)

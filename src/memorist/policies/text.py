@@ -91,6 +91,35 @@ def index_terms(text: str) -> list[str]:
     return [_stem(w) for w in words(text) if w not in STOPWORDS]
 
 
+def many_index_terms(texts: list[str]) -> list[list[str]]:
+    """:func:`index_terms` of each of ``texts`` (the same terms), at a lower cost per
+    text: a batch of writes tokenises every text it indexes, on the write path."""
+    nfkc = unicodedata.normalize
+    findall = _WORD.findall
+    stops = STOPWORDS
+    stems = _STEMS
+    stem = _stem
+    out = []
+    for text in texts:
+        terms = []
+        for word in findall(nfkc("NFKC", text)):
+            word = word.casefold()
+            if word not in stops:
+                stemmed = stems.get(word)
+                if stemmed is None:
+                    stemmed = stem(word)
+                    if len(stems) < _STEMS_KEPT:
+                        stems[word] = stemmed
+                terms.append(stemmed)
+        out.append(terms)
+    return out
+
+
+# Stems of words seen, for many_index_terms (a dict lookup costs less than a call).
+_STEMS: dict[str, str] = {}
+_STEMS_KEPT = 200_000
+
+
 def preview(text: Any, limit: int = 120) -> str:
     """``text`` shortened for a log line: ``prefix… [len=N]`` (spec 000's format).
 

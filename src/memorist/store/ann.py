@@ -82,8 +82,19 @@ class AnnParams:
 
 
 # One step of the background thread holds a graph's lock this long at most (roughly):
-# a search waits for it, so it is short.
-_STEP_SECONDS = 0.01
+# a search waits for it, so it is short. usearch releases the GIL while it inserts,
+# so the rest of the process runs meanwhile; only a search of this graph waits.
+_STEP_SECONDS = 0.002
+# A step while nobody has searched the space for :data:`_SEARCHED` seconds (a bulk
+# load): longer, so that the thread takes the GIL back from the writer a tenth as
+# often (each short step does some Python work around usearch's call).
+_BULK_STEP_SECONDS = 0.02
+_SEARCHED = 1.0
+# The longest a search waits for a step to end before searching exactly instead
+# (an exact search of 100k rows costs a few ms: waiting longer does not pay).
+_SEARCH_WAIT = 0.002
+# The fewest rows a step inserts (a row costs 0.1-0.5 ms, more as the graph grows).
+_STEP_MIN_ROWS = 4
 
 # (published, vectors dim x capacity, has_vector, alive) of the space index, or None
 # once it is gone.
@@ -183,6 +194,10 @@ class AnnIndex:
         #: Rows the graph may lag behind by while writes go on (the space's threshold).
         self.lag = DEFAULT_THRESHOLD
         self._last_write = 0.0
+        self._last_search = -math.inf
+        # Searches waiting for :attr:`lock`: the background thread lets them in
+        # between its steps (a released lock is not handed to a waiter).
+        self.waiting = 0
         _ALL.add(self)
 
     def _new_graph(self) -> _Graph:
@@ -218,6 +233,11 @@ class AnnIndex:
         wait = self._last_write + QUIET - time.monotonic()
         return wait if wait > 0 and self.pending() < self.lag else 0.0
 
+    def step_seconds(self) -> float:
+        """How long the background thread's next step may hold :attr:`lock`: short
+        while the space is being searched, longer when nobody searched it lately."""
+        return _STEP_SECONDS if time.monotonic() - self._last_search < _SEARCHED else _BULK_STEP_SECONDS
+
     def step(self, *, seconds: float = _STEP_SECONDS, threads: int = 1, background: bool = False) -> bool:
         """Insert about ``seconds`` worth of published rows; whether more remain.
 
@@ -234,7 +254,7 @@ class AnnIndex:
             published, vectors, has_vector, alive = source
             start = graph.covered
             if start < published:
-                end = min(published, start + max(16, int(self._rate * seconds * max(threads, 1))))
+                end = min(published, start + max(_STEP_MIN_ROWS, int(self._rate * seconds * max(threads, 1))))
                 positions = start + np.flatnonzero(has_vector[start:end] & alive[start:end])
                 if positions.size:
                     began = time.perf_counter()
@@ -269,11 +289,29 @@ class AnnIndex:
     def search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, int, int] | None:
         """Positions of up to ``count`` near neighbours (-1: removed since), the
         positions the graph covers, and the keys it holds; None without a graph."""
-        with self.lock:
+        self._last_search = time.monotonic()
+        self.waiting += 1
+        try:
+            got = self.lock.acquire(timeout=_SEARCH_WAIT)
+        finally:
+            self.waiting -= 1
+        if not got:
+            return None  # a step overran (its thread descheduled): search exactly
+        try:
             graph = self.current
             if graph is None or graph.count == 0:
                 return None
             return graph.search(query, count), graph.covered, graph.count
+        finally:
+            self.lock.release()
+
+    def let_searches_in(self, limit: float = 0.05) -> None:
+        """Wait (up to ``limit`` seconds) while searches wait for the lock: called
+        by the background thread between steps, so that a search waits for one
+        step at most, not for a run of them."""
+        deadline = time.monotonic() + limit
+        while self.waiting and time.monotonic() < deadline:
+            time.sleep(0.0001)
 
     def renumber(self, keep: np.ndarray) -> None:
         """The space index kept only positions ``keep`` (sorted), renumbered 0, 1, ...
@@ -351,7 +389,10 @@ class _Worker:
             thread.join(timeout)
 
     def _run(self) -> None:
-        # Background work yields the CPU to the process's requests (Linux: per thread).
+        # Background work yields the CPU to the process's requests (Linux: per
+        # thread); at full priority it took half a bulk load's speed. Niced, it may
+        # be descheduled in the middle of a step with the graph's lock held: a search
+        # waits _SEARCH_WAIT (2 ms) at most for it, then searches exactly.
         with contextlib.suppress(AttributeError, OSError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
         while True:
@@ -369,7 +410,8 @@ class _Worker:
                     continue
                 ann._dirty = False
             try:
-                more = ann.step(background=True)
+                more = ann.step(seconds=ann.step_seconds(), background=True)
+                ann.let_searches_in()
             except Exception:  # a bug must not kill the thread every other space relies on
                 log.exception("approximate-search indexing step failed")
                 ann.broken = True

@@ -5,7 +5,9 @@ returned: the memory's access count grows and its class component (semantic,
 episodic or procedural) records the clock value of that very retrieval, which is
 what the decay formula needs (accesses *since* the last touch). Writing that on every
 search would cost more than the search, so a backend buffers retrievals here and
-writes them with its next write transaction (or every few dozen searches).
+writes them with its next write transaction (or every few dozen searches; that write
+need not reach the disk before the search returns, as what is still buffered would
+not survive a crash either).
 
 This module holds the stamping rule, so that no backend re-invents it: a backend
 asks :meth:`TouchBuffer.stamps` what to write once it knows the space's clock after

@@ -23,13 +23,13 @@ import functools
 import math
 import weakref
 from collections import Counter
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..policies.text import index_terms
+from ..policies.text import many_index_terms
 from .ann import DEFAULT_THRESHOLD, AnnIndex, fetch_size, usearch_index
 
 BM25_K1 = 1.2
@@ -56,6 +56,14 @@ def _numpy_blas() -> Any:
     blas = ThreadpoolController().select(user_api="blas")
     own = [info["filepath"] for info in blas.info() if "numpy" in info["filepath"]]
     return blas.select(filepath=own) if own else blas
+
+
+def _warm_blas() -> None:
+    """Find numpy's BLAS now, on the write path, once per process: it takes
+    threadpoolctl several milliseconds, which the first search of a large space
+    (the first after a bulk load, say) would otherwise wait for."""
+    with suppress(Exception):  # one_blas_thread runs without it
+        _numpy_blas()
 
 
 def one_blas_thread(rows: int) -> AbstractContextManager[Any]:
@@ -172,7 +180,7 @@ class SpaceIndex:
         self._run = np.zeros(0, dtype=object)
         self._ids = np.zeros(0, dtype=object)  # memory id per position
         self._stored = np.zeros(0, dtype=object)  # Row.stored per position
-        self._terms: list[Counter[str]] = []
+        self._terms: list[list[str]] = []  # each row's BM25 terms, as index_terms gives them
         self._pos: dict[str, int] = {}
         self._postings: dict[str, _Postings] = {}
         self._total_length = 0.0
@@ -208,6 +216,8 @@ class SpaceIndex:
             return
         # Doubling: each row is copied about once on average, whatever the size.
         new_cap = max(need, cap * 2, 64)
+        if new_cap >= _THREADED_ROWS:
+            _warm_blas()
         vectors = np.zeros((self.dim, new_cap), dtype=np.float32)
         vectors[:, : self._size] = self._vectors[:, : self._size]
         self._vectors = vectors
@@ -229,57 +239,76 @@ class SpaceIndex:
         self.remove([r.memory_id for r in rows if r.memory_id in self._pos], compact=False)
         self._grow(len(rows))
         for start in range(0, len(rows), _APPEND_CHUNK):
-            self._append([(row, Counter(index_terms(row.text))) for row in rows[start : start + _APPEND_CHUNK]])
+            chunk = rows[start : start + _APPEND_CHUNK]
+            self._append(chunk, many_index_terms([row.text for row in chunk]))
         self._published = self._size
         self._feed_graph()
 
-    def _append(self, rows: list[tuple[Row, Counter[str]]]) -> None:
-        """Put rows (and their BM25 terms) at the next positions."""
-        if not rows:
+    def _append(self, rows: list[Row], terms: list[list[str]]) -> None:
+        """Put rows (and their BM25 terms: ``terms[i]`` of ``rows[i]``) at the next positions.
+
+        Whole-array steps, not a Python loop per row and field: this runs on the write
+        path of every space indexed as it is written (a bulk add pays it per row).
+        """
+        count = len(rows)
+        if not count:
             return
-        self._grow(len(rows))
+        self._grow(count)
         start = self._size
-        vectors = [(i, row.vector) for i, (row, _) in enumerate(rows) if row.vector is not None]
-        if vectors:
+        end = start + count
+        ids = [row.memory_id for row in rows]
+        has_vector = np.fromiter((row.vector is not None for row in rows), dtype=bool, count=count)
+        if has_vector.any():
             # One block copy: writing columns one at a time strides across the whole
             # matrix, and costs more the larger the space.
-            block = np.zeros((len(rows), self.dim), dtype=np.float32)
-            for i, vector in vectors:
-                block[i] = vector
-            self._vectors[:, start : start + len(rows)] = block.T
-        postings: dict[str, tuple[list[int], list[int]]] = {}
-        for pos, (row, terms) in enumerate(rows, start):
-            self._pos[row.memory_id] = pos
-            self._ids[pos] = row.memory_id
-            self._stored[pos] = row.stored
-            self._has_vector[pos] = row.vector is not None
-            self._vectorless += row.vector is None
-            self._expiring += row.valid_to is not None
-            self._alive[pos] = True
-            self._effective[pos] = row.effective_at
-            self._created[pos] = row.created_at
-            self._valid_to[pos] = np.inf if row.valid_to is None else row.valid_to
-            self._run[pos] = row.run_id
-            self._speaker[pos] = row.speaker
-            if row.speaker:
-                self._speakers[row.speaker] = self._speakers.get(row.speaker, 0) + 1
-            self._terms.append(terms)
-            length = float(sum(terms.values()))
-            self._length[pos] = length
-            self._total_length += length
-            for term, tf in terms.items():
-                entry = postings.get(term)
-                if entry is None:
-                    postings[term] = ([pos], [tf])
-                else:
-                    entry[0].append(pos)
-                    entry[1].append(tf)
-        self._size = start + len(rows)
-        for term, (docs, tfs) in postings.items():
+            block = np.zeros((count, self.dim), dtype=np.float32)
+            for i in np.flatnonzero(has_vector).tolist():
+                block[i] = rows[i].vector
+            self._vectors[:, start:end] = block.T
+        self._pos.update(zip(ids, range(start, end), strict=True))
+        self._ids[start:end] = ids
+        self._stored[start:end] = [row.stored for row in rows]
+        self._has_vector[start:end] = has_vector
+        self._vectorless += count - int(np.count_nonzero(has_vector))
+        valid_to = np.fromiter((np.inf if row.valid_to is None else row.valid_to for row in rows), dtype=np.float64, count=count)
+        self._valid_to[start:end] = valid_to
+        self._expiring += int(np.count_nonzero(np.isfinite(valid_to)))
+        self._alive[start:end] = True
+        self._effective[start:end] = np.fromiter((row.effective_at for row in rows), dtype=np.float64, count=count)
+        self._created[start:end] = np.fromiter((row.created_at for row in rows), dtype=np.float64, count=count)
+        self._run[start:end] = [row.run_id for row in rows]
+        speakers = [row.speaker for row in rows]
+        self._speaker[start:end] = speakers
+        for speaker, n in Counter(s for s in speakers if s).items():
+            self._speakers[speaker] = self._speakers.get(speaker, 0) + n
+        self._terms.extend(terms)
+        lengths = np.fromiter(map(len, terms), dtype=np.int64, count=count)
+        self._length[start:end] = lengths
+        self._total_length += float(lengths.sum())
+        self._size = end
+        if not lengths.any():
+            return
+        # Postings of the whole batch at once: each (row, term) pair once with its
+        # frequency, grouped by term with the rows in order.
+        vocab: dict[str, int] = {}
+        token_ids = np.fromiter(
+            (vocab.setdefault(t, len(vocab)) for row_terms in terms for t in row_terms), dtype=np.int64, count=int(lengths.sum())
+        )
+        docs = np.repeat(np.arange(start, end, dtype=np.int64), lengths)
+        pairs, tfs = np.unique(token_ids * count + (docs - start), return_counts=True)  # by term, then row
+        pair_terms = pairs // count
+        bounds = np.flatnonzero(np.diff(pair_terms)) + 1
+        names = list(vocab)
+        doc_of_pair = (pairs % count + start).astype(np.int32)
+        tfs = tfs.astype(np.float32)
+        for term_id, lo, hi in zip(
+            pair_terms[np.concatenate(([0], bounds))].tolist(), [0, *bounds.tolist()], [*bounds.tolist(), pairs.shape[0]], strict=True
+        ):
+            term = names[term_id]
             posting = self._postings.get(term)
             if posting is None:
                 posting = self._postings[term] = _Postings()
-            posting.extend(docs, tfs)
+            posting.extend(doc_of_pair[lo:hi], tfs[lo:hi])
 
     def remove(self, memory_ids: list[str], *, compact: bool = True) -> None:
         for mid in memory_ids:
@@ -296,7 +325,7 @@ class SpaceIndex:
             self._vectorless -= not self._has_vector[pos]
             self._expiring -= bool(np.isfinite(self._valid_to[pos]))
             self._total_length -= float(self._length[pos])
-            for term in self._terms[pos]:
+            for term in dict.fromkeys(self._terms[pos]):
                 self._postings[term].live -= 1
         # Compact once dead rows dominate, so memory stays proportional to live rows.
         if compact and self._size > 1024 and len(self._pos) < self._size // 2:
@@ -306,28 +335,26 @@ class SpaceIndex:
         """Rebuild with the live rows only (their terms are kept, not re-tokenised)."""
         keep = np.flatnonzero(self._alive[: self._size])
         rows = [
-            (
-                Row(
-                    self._ids[i],
-                    self._run[i],
-                    float(self._effective[i]),
-                    None if math.isinf(self._valid_to[i]) else float(self._valid_to[i]),
-                    vector=self._vectors[:, i] if self._has_vector[i] else None,
-                    created_at=float(self._created[i]),
-                    speaker=self._speaker[i],
-                    stored=self._stored[i],
-                ),
-                self._terms[i],
+            Row(
+                self._ids[i],
+                self._run[i],
+                float(self._effective[i]),
+                None if math.isinf(self._valid_to[i]) else float(self._valid_to[i]),
+                vector=self._vectors[:, i] if self._has_vector[i] else None,
+                created_at=float(self._created[i]),
+                speaker=self._speaker[i],
+                stored=self._stored[i],
             )
             for i in keep
         ]
+        terms = [self._terms[i] for i in keep]
         ann = self._ann
         # The graph's thread reads the arrays: it waits while they are rebuilt.
         with ann.lock if ann is not None else nullcontext():
             self._reset()
             self._grow(len(rows))
             for start in range(0, len(rows), _APPEND_CHUNK):
-                self._append(rows[start : start + _APPEND_CHUNK])
+                self._append(rows[start : start + _APPEND_CHUNK], terms[start : start + _APPEND_CHUNK])
             if ann is not None:
                 ann.renumber(keep)
             self._published = self._size
@@ -368,6 +395,14 @@ class SpaceIndex:
             self._ann = AnnIndex(self.dim, source, index_cls)
             self._ann.lag = self.ann_threshold
         self._ann.notify()
+
+    def close(self) -> None:
+        """Dropped by its store: the background thread stops building its graph (it
+        went on for a closed store as long as the application held the store)."""
+        if self._ann is not None:
+            self._ann.close()
+            self._ann = None
+        self._ann_unavailable = True  # no new graph either; searches stay exact
 
     def ann_pending(self) -> int | None:
         """Rows not yet in the approximate graph (searched exactly meanwhile); None: no graph."""
@@ -464,12 +499,16 @@ class SpaceIndex:
             return []
         query = query.astype(np.float32, copy=False)
         mask = self._mask(run_id, cutoff, now, window, speaker)
-        if k is not None and self._ann is not None and 0 < self.ann_threshold <= self._live_vectors():
+        last = self._last_sims
+        cached = last is not None and last[1] == n and np.array_equal(last[0], query)
+        # With this query's similarities at hand (a search ranks one query several
+        # ways), the exact ranking costs less than the graph's.
+        if not cached and k is not None and self._ann is not None and 0 < self.ann_threshold <= self._live_vectors():
             hits = self._search_graph(query, k, mask)
             if hits is not None:
                 return hits
-        last = self._last_sims
-        if last is not None and last[1] == n and np.array_equal(last[0], query):
+        if cached:
+            assert last is not None
             sims = last[2]
         else:
             with one_blas_thread(n):
@@ -505,6 +544,10 @@ class SpaceIndex:
             self._ann.notify()  # (a forked child has rows for a graph it never fed)
             return None  # the graph is still being built: exact meanwhile
         in_graph = eligible - self._eligible_from(covered, ok).shape[0]
+        if 2 * in_graph < eligible:
+            # Most rows are not in the graph yet (right after a bulk load): they are
+            # scored exactly anyway, and the graph's search would only add to it.
+            return None
         fetch = fetch_size(k, self._ann.keys(), in_graph, self._ann.params)
         while in_graph > 0:
             if fetch > _MAX_FETCH:

@@ -115,3 +115,32 @@ def test_the_log_synced_is_the_one_sqlite_writes_whatever_the_path(tmp_path: Pat
         start = len(flushes)
         m.add("I live in Oslo", user_id="u", infer=False)
         assert flushes[start:] == [(str(real / "m.db-wal"), 2)]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="names open files through /proc")
+def test_searches_never_wait_for_the_disk_and_their_bookkeeping_rides_the_next_sync(
+    tmp_path: Path, flushes: list[tuple[str, int]]
+) -> None:
+    """Retrieval bookkeeping is buffered (a crash loses what is not written yet), so the
+    write a search makes every few dozen searches is not synced: that search would wait
+    for whatever the disk is flushing (a second, right after a bulk load). The next
+    write's sync puts it on disk, and an explicit flush() syncs at once."""
+    from memorist.store.touches import FLUSH_EVERY
+
+    db = tmp_path / "m.db"
+    with Memory(str(db), embedder=HashingEmbedder()) as m:
+        m.add("I like green tea", user_id="u", infer=False)
+        start = len(flushes)
+        for _ in range(3 * FLUSH_EVERY):
+            m.search("tea", user_id="u")
+        assert flushes[start:] == []
+        with sqlite3.connect(db) as conn:  # written (committed), though not synced yet
+            committed = conn.execute("SELECT count(*) FROM events WHERE op = 'retrieve'").fetchone()[0]
+        assert committed == 3 * FLUSH_EVERY
+        m.add("I live in Oslo", user_id="u", infer=False)
+        assert [n for _, n in flushes[start:]] == [2]
+        m.search("tea", user_id="u")
+        m.store.flush()
+        assert len(flushes) == start + 2
+    with Memory(str(db), embedder=HashingEmbedder()) as m:
+        assert len([e for e in m.events(user_id="u") if e["event"] == "RETRIEVE"]) == 3 * FLUSH_EVERY + 1

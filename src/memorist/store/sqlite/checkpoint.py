@@ -23,7 +23,9 @@ bench/RESULTS.md). Memorist's writer connection runs ``synchronous=NORMAL`` (the
 is synced at checkpoints, never at commit) and :class:`LogSync` syncs the log
 itself right after each commit, before the write returns: what FULL adds to
 NORMAL, but outside the lock, so writers' syncs overlap and one flush can cover
-several processes' commits. A write that returned is on disk either way; what
+several processes' commits (the retrieval bookkeeping a search writes every few
+dozen searches is the exception: it rides the next sync, see touches.py). A write
+that returned is on disk either way; what
 changes is that another connection may see a commit a fraction of a millisecond
 before it is on disk (a power cut then loses it, as it loses any write that had
 not returned). (FULL also pads a commit to a disk sector on file systems that are

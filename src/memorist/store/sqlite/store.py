@@ -390,10 +390,13 @@ class SQLiteStore(Store):
 
     # transactions ----------------------------------------------------------------
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, *, sync: bool = True) -> Iterator[sqlite3.Connection]:
         """One write transaction. Once it committed, its log is synced; if that
         fails, :class:`_Unflushed` (a :class:`StoreError`) is raised after the
-        commit, and the store takes no further write (see checkpoint.py)."""
+        commit, and the store takes no further write (see checkpoint.py).
+
+        ``sync=False``: left for the next write's sync (or a checkpoint, or the
+        close) to put on disk; only for what a crash may lose anyway."""
         with self._lock:
             self._require_open()
             if self._log_failed is not None:
@@ -413,7 +416,8 @@ class SQLiteStore(Store):
             if self._checkpointer is not None:
                 self._checkpointer.committed()
             # The write lock is free now: other writers go on during the sync.
-            self._sync_log()
+            if sync:
+                self._sync_log()
 
     def _sync_log(self) -> None:
         if self._log_sync is None:
@@ -953,7 +957,11 @@ class SQLiteStore(Store):
                 if spaces:
                     self._touches.record(spaces[0][0], recs, query)
             if len(self._touches) >= FLUSH_EVERY:
-                self.flush()
+                # Buffered retrievals are lost in a crash until written, so this write
+                # need not wait for the disk: the next write's sync covers it. A search
+                # that synced here waited behind whatever the disk was flushing (up to
+                # a second right after a bulk load, bench/RESULTS.md).
+                self.flush(sync=False)
 
     def _flush_touches(self, conn: sqlite3.Connection) -> int:
         """Write buffered retrievals (see :mod:`memorist.store.touches`): clock advance,
@@ -1003,15 +1011,15 @@ class SQLiteStore(Store):
         """Why this store takes no write, or None."""
         return self._refused
 
-    def flush(self) -> None:
-        """Write buffered retrieval bookkeeping now."""
+    def flush(self, *, sync: bool = True) -> None:
+        """Write buffered retrieval bookkeeping now (``sync``: on disk before returning)."""
         with self._lock:
             if self._refused is not None:
                 self._touches.taken(len(self._touches))  # a damaged store: reads write nothing
                 return
             if len(self._touches):
                 try:
-                    with self._write() as conn:
+                    with self._write(sync=sync) as conn:
                         flushed = self._flush_touches(conn)
                 except _Unflushed:
                     self._touches.taken(flushed)  # committed: not to be written again
@@ -1282,6 +1290,7 @@ class SQLiteStore(Store):
                     self._log_sync.close()
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
+                self._indexes.clear()
 
 
 class _Unflushed(StoreError):

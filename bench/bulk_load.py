@@ -1,0 +1,135 @@
+"""Searches right after a bulk load: no search may wait behind what builds in the background.
+
+Run:  python bench/bulk_load.py [--size 100000] [--searches 200] [--clients 4]
+                                [--small 10000] [--embedder hashing] [--modes quiet,live]
+
+For each mode, a fresh SQLite store, one user's scope filled with ``--size``
+memories by ``add(list_of_messages, infer=False)`` in calls of 1,000 (sentences
+sampled from LoCoMo's dialog vocabulary, the hashing embedder), then at once
+``--searches`` searches (LoCoMo questions, ``limit=10``) from ``--clients`` threads.
+Each search is timed from its own call to its return, the first one included:
+
+- ``quiet``: no search during the load (the scope's first search comes after it);
+- ``live``: a search after every 10th call of the load, as a live service sees.
+
+Then ``--small`` memories in a fresh store, and ``--searches`` searches one after
+another (p50 of the whole ``search()`` call, query embedding included).
+
+Prints one Markdown row per mode: load rate, search p50 / p95 / max in ms. Run it
+against another checkout with ``PYTHONPATH=<checkout>/src`` to compare two commits
+in one sitting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from core import corpus_model, pct, peak_rss_mb, sentence  # noqa: E402
+
+import memorist  # noqa: E402
+from memorist import Memory  # noqa: E402
+
+BATCH = 1000
+
+
+def load(memory: Memory, user: str, texts: list[str], questions: list[str], *, live: bool) -> float:
+    """Batched adds; with ``live`` a search after every 10th call. Seconds taken."""
+    began = time.perf_counter()
+    for n, start in enumerate(range(0, len(texts), BATCH)):
+        memory.add([{"role": "user", "content": t} for t in texts[start : start + BATCH]], user_id=user, infer=False)
+        if live and n % 10 == 0:
+            memory.search(questions[n % len(questions)], user_id=user, limit=10)
+    return time.perf_counter() - began
+
+
+def burst(memory: Memory, user: str, questions: list[str], searches: int, clients: int) -> list[float]:
+    """``searches`` searches from ``clients`` threads started together; each one's ms."""
+    todo = list(enumerate(questions[i % len(questions)] for i in range(searches)))
+    lock = threading.Lock()
+    times: list[float] = []
+    start = threading.Barrier(clients)
+
+    def client() -> None:
+        start.wait()
+        while True:
+            with lock:
+                if not todo:
+                    return
+                _, q = todo.pop(0)
+            t = time.perf_counter()
+            memory.search(q, user_id=user, limit=10)
+            elapsed = (time.perf_counter() - t) * 1000
+            with lock:
+                times.append(elapsed)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return times
+
+
+def one_by_one(memory: Memory, user: str, questions: list[str], searches: int) -> list[float]:
+    out = []
+    for i in range(searches):
+        t = time.perf_counter()
+        memory.search(questions[i % len(questions)], user_id=user, limit=10)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--small", type=int, default=10_000)
+    parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--embedder", default="hashing")
+    parser.add_argument("--modes", default="quiet,live")
+    parser.add_argument("--seed", type=int, default=29)
+    args = parser.parse_args()
+    words, weights, questions = corpus_model()
+    rng = random.Random(args.seed)
+    texts = [sentence(rng, words, weights) for _ in range(args.size)]
+    rng.shuffle(questions)
+    print(f"# bench/bulk_load.py: memorist from {Path(memorist.__file__).resolve().parents[1]}, "
+          f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"embedder {args.embedder}, {args.clients} client threads", file=sys.stderr)
+    print("| mode | memories | load adds/s | searches | p50 ms | p95 ms | max ms | first done ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for mode in [m for m in args.modes.split(",") if m]:
+        with tempfile.TemporaryDirectory(prefix="memorist-bulk-") as tmp:
+            memory = Memory(str(Path(tmp) / "bulk.db"), embedder=args.embedder)
+            try:
+                secs = load(memory, "bulk", texts, questions, live=mode == "live")
+                times = burst(memory, "bulk", questions, args.searches, args.clients)
+            finally:
+                memory.close()
+        print(f"| {mode} | {args.size:,} | {args.size / secs:,.0f} | {len(times)} | {statistics.median(times):.2f} | "
+              f"{pct(times, 0.95):.2f} | {max(times):.2f} | {times[0]:.2f} |", flush=True)
+    if args.small:
+        with tempfile.TemporaryDirectory(prefix="memorist-bulk-") as tmp:
+            memory = Memory(str(Path(tmp) / "small.db"), embedder=args.embedder)
+            try:
+                secs = load(memory, "bulk", texts[: args.small], questions, live=False)
+                times = one_by_one(memory, "bulk", questions, args.searches)
+            finally:
+                memory.close()
+        print(f"| one by one | {args.small:,} | {args.small / secs:,.0f} | {len(times)} | {statistics.median(times):.2f} | "
+              f"{pct(times, 0.95):.2f} | {max(times):.2f} | {times[0]:.2f} |", flush=True)
+    print(f"\npeak RSS {peak_rss_mb():.0f} MB", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
