@@ -332,3 +332,34 @@ def test_the_first_search_of_a_large_index_finds_no_blas_to_set_up(monkeypatch):
 
     monkeypatch.setattr(threadpoolctl, "ThreadpoolController", lambda: pytest.fail("set up during a search"))
     assert idx.search(unit(3), k=1)[0][1] == pytest.approx(1.0)
+
+
+def test_rows_written_one_by_one_index_as_one_batch_does():
+    """Single adds take a scalar path, batches an array one: the index they make is the
+    same (cosine, BM25, run, validity, time window and speaker filters, speakers)."""
+    rng = np.random.default_rng(7)
+    words = ["tea", "hiking", "painting", "sea", "Oslo", "fractions", "denominator", "sister", "stamps", "violin"]
+    rows = []
+    for i in range(40):
+        text = " ".join(rng.choice(words, size=int(rng.integers(0, 9))))
+        vector = None if i % 11 == 5 else rng.normal(size=DIM).astype(np.float32)
+        rows.append(Row(f"m{i}", f"run{i % 3}", 100.0 + i, None if i % 4 else 150.0 + i, text,
+                        None if vector is None else vector / np.linalg.norm(vector), 50.0 + i, ["", "ann", "bo"][i % 3]))
+    batch, single, mixed_sizes = SpaceIndex(DIM, 0), SpaceIndex(DIM, 0), SpaceIndex(DIM, 0)
+    batch.upsert(rows)
+    for r in rows:
+        single.upsert([r])
+    for lo, hi in [(0, 3), (3, 20), (20, 22), (22, 40)]:
+        mixed_sizes.upsert(rows[lo:hi])
+    for idx in (single, mixed_sizes):
+        assert idx.speakers() == batch.speakers()
+        for q in range(6):
+            query = rng.normal(size=DIM).astype(np.float32)
+            terms = index_terms(" ".join(rng.choice(words, size=3)))
+            for kwargs in ({}, {"run_id": "run1"}, {"now": 160.0}, {"cutoff": 120.0}):
+                for ours, theirs in ((idx.search(query, k=None, **kwargs), batch.search(query, k=None, **kwargs)),
+                                     (idx.search_text(terms, k=None, **kwargs), batch.search_text(terms, k=None, **kwargs))):
+                    assert [m for m, _ in ours] == [m for m, _ in theirs]
+                    assert [s for _, s in ours] == pytest.approx([s for _, s in theirs], rel=1e-5)
+            assert idx.search(query, k=None, window=(60.0, 80.0)) == batch.search(query, k=None, window=(60.0, 80.0))
+            assert idx.search(query, k=None, speaker="ann") == batch.search(query, k=None, speaker="ann")

@@ -99,6 +99,10 @@ class Row:
     stored: tuple[Any, ...] | None = None
 
 
+#: Up to this many rows, :meth:`SpaceIndex._append` writes postings term by term.
+_SMALL_APPEND = 4
+
+
 class _Postings:
     """Positions and term frequencies of one term, in arrays that grow by doubling."""
 
@@ -123,6 +127,19 @@ class _Postings:
         self.tfs[self.size : end] = tfs
         self.size = end
         self.live += len(docs)
+
+    def append(self, doc: int, tf: int) -> None:
+        """One position (a row written alone: scalar steps, no arrays made)."""
+        if self.size == self.docs.shape[0]:
+            capacity = max(2 * self.size, 4)
+            for name, dtype in (("docs", np.int32), ("tfs", np.float32)):
+                grown = np.empty(capacity, dtype=dtype)
+                grown[: self.size] = getattr(self, name)[: self.size]
+                setattr(self, name, grown)
+        self.docs[self.size] = doc
+        self.tfs[self.size] = tf
+        self.size += 1
+        self.live += 1
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         return self.docs[: self.size], self.tfs[: self.size]
@@ -253,6 +270,9 @@ class SpaceIndex:
         count = len(rows)
         if not count:
             return
+        if count <= _SMALL_APPEND:
+            self._append_few(rows, terms)
+            return
         self._grow(count)
         start = self._size
         end = start + count
@@ -309,6 +329,40 @@ class SpaceIndex:
             if posting is None:
                 posting = self._postings[term] = _Postings()
             posting.extend(doc_of_pair[lo:hi], tfs[lo:hi])
+
+    def _append_few(self, rows: list[Row], terms: list[list[str]]) -> None:
+        """:meth:`_append` for a few rows (single adds), in scalar steps: at this size
+        the batch's array operations cost more than the work they do."""
+        self._grow(len(rows))
+        for row, row_terms in zip(rows, terms, strict=True):
+            pos = self._size
+            self._pos[row.memory_id] = pos
+            self._ids[pos] = row.memory_id
+            self._stored[pos] = row.stored
+            has_vector = row.vector is not None
+            if has_vector:
+                self._vectors[:, pos] = row.vector
+            self._has_vector[pos] = has_vector
+            self._vectorless += not has_vector
+            valid_to = math.inf if row.valid_to is None else row.valid_to
+            self._valid_to[pos] = valid_to
+            self._expiring += math.isfinite(valid_to)
+            self._alive[pos] = True
+            self._effective[pos] = row.effective_at
+            self._created[pos] = row.created_at
+            self._run[pos] = row.run_id
+            self._speaker[pos] = row.speaker
+            if row.speaker:
+                self._speakers[row.speaker] = self._speakers.get(row.speaker, 0) + 1
+            self._terms.append(row_terms)
+            self._length[pos] = len(row_terms)
+            self._total_length += float(len(row_terms))
+            self._size = pos + 1
+            for term, tf in Counter(row_terms).items():
+                posting = self._postings.get(term)
+                if posting is None:
+                    posting = self._postings[term] = _Postings()
+                posting.append(pos, tf)
 
     def remove(self, memory_ids: list[str], *, compact: bool = True) -> None:
         for mid in memory_ids:
