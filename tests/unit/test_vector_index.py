@@ -353,7 +353,7 @@ def test_rows_written_one_by_one_index_as_one_batch_does():
         mixed_sizes.upsert(rows[lo:hi])
     for idx in (single, mixed_sizes):
         assert idx.speakers() == batch.speakers()
-        for q in range(6):
+        for _ in range(6):
             query = rng.normal(size=DIM).astype(np.float32)
             terms = index_terms(" ".join(rng.choice(words, size=3)))
             for kwargs in ({}, {"run_id": "run1"}, {"now": 160.0}, {"cutoff": 120.0}):
