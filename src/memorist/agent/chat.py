@@ -30,7 +30,6 @@ memory service); ``GET /healthz``; the page at ``/``.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -50,6 +49,7 @@ from ..errors import MemoristError, NotFoundError, StoreError, ValidationError
 from ..integrations.langgraph import MemoristStore
 from ..memory import Memory
 from ..policies.text import preview
+from ..server.deps import is_loopback_host
 from ..server.errors import ApiError, install_error_handlers
 from ..server.keys import KeyStore
 from ..server.limits import RateLimiter
@@ -166,16 +166,6 @@ def _spec_extractor() -> Any:
 
 
 # the caller ------------------------------------------------------------------------------
-def _is_loopback(host: str) -> bool:
-    name = host.rsplit(":", 1)[0].strip("[]") if host.count(":") <= 1 or host.startswith("[") else host
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 def caller(request: Request) -> ChatUser:
     """The key's user (401 without a valid key, 403 for a key bound to no user, 429
     with ``Retry-After`` beyond the user's rate)."""
@@ -193,7 +183,7 @@ def _identify(request: Request) -> ChatUser:
     presented = request.headers.get("authorization", "")
     key = presented[7:].strip() if presented.lower().startswith("bearer ") else request.headers.get("x-api-key", "").strip()
     if not key and not service.require_keys and not service.keys.has_active_keys():
-        if service.local_only and not _is_loopback(request.headers.get("host", "")):
+        if service.local_only and not is_loopback_host(request.headers.get("host", "")):
             raise ApiError(403, "this development chat server (no API key) answers requests to a loopback host only")
         return ChatUser("", DEV_USER)
     if not key:

@@ -67,7 +67,9 @@ def _presented_key(headers: dict[str, str]) -> str | None:
     return key or None
 
 
-def _is_loopback_host(host_header: str) -> bool:
+def is_loopback_host(host_header: str) -> bool:
+    """Whether a request's ``Host`` header (``name[:port]``, ``[v6]:port``) names this
+    machine: a development server answers only such requests."""
     host = host_header.strip().lower()
     if host.startswith("["):  # [::1]:6060
         host = host[1:].partition("]")[0]
@@ -145,7 +147,7 @@ class Service:
                 bucket = f"key:{record.key_id}"
                 caller = Caller(record.tenant_id, record.user_id, record.key_id, bucket, record.agent_id)
             else:
-                if self.local_only and not _is_loopback_host(headers.get("host", "")):
+                if self.local_only and not is_loopback_host(headers.get("host", "")):
                     return error_response(
                         403, "this development server (no API keys) answers only requests addressed to localhost"
                     )
