@@ -26,7 +26,9 @@ operation (``payload["rolled_back"]``) and on each memory it restored. It refuse
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -42,34 +44,22 @@ MAX_UNDO_MEMORIES = 100_000
 
 
 def snapshot(record: MemoryRecord) -> dict[str, Any]:
-    """``record`` as a JSON object holding every stored field, exactly."""
-    return {
-        "id": record.id,
-        "scope": [record.scope.tenant_id, record.scope.user_id, record.scope.agent_id, record.scope.run_id],
-        "text": record.text,
-        "kind": record.kind.value,
-        "memory_class": record.memory_class.value,
-        "topic": record.topic,
-        "concept": record.concept,
-        "section": record.section,
-        "tags": list(record.tags),
-        "helpful": record.helpful,
-        "harmful": record.harmful,
-        "strengths": dict(record.strengths),
-        "last_access": dict(record.last_access),
-        "access_count": record.access_count,
-        "importance": record.importance,
-        "energy": record.energy,
-        "tier": record.tier.value,
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        "valid_to": record.valid_to,
-        "content_hash": record.content_hash,
-        "metadata": record.metadata,
-        "lineage": record.lineage,
-        "status": record.status.value,
-        "search_text": record.search_text,
-    }
+    """``record`` as a JSON object holding every stored field, exactly: one entry per
+    field of :class:`MemoryRecord` (so a field added there is kept by a rollback too),
+    the scope as its four ids, enums as their values, lists and mappings copied."""
+    return {f.name: _plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Scope):
+        return [value.tenant_id, value.user_id, value.agent_id, value.run_id]
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, list | tuple):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value
 
 
 def restored(snap: dict[str, Any]) -> MemoryRecord:
