@@ -24,6 +24,15 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
+def key_headers(db: str, tenant: str, user: str | None = None, agent: str | None = None) -> dict[str, str]:
+    """The headers of a new key of ``tenant`` (bound to ``user``/``agent`` when given),
+    created in ``db`` as `memorist keys create` does."""
+    with KeyStore(db) as keys:
+        key, record = keys.create(tenant, user_id=user, agent_id=agent)
+    assert (record.user_id, record.agent_id) == (user, agent)
+    return bearer(key)
+
+
 def assert_error(response, status: int, kind: str, field: str | None = None) -> dict:
     """The response is the JSON error shape with this status, type and field."""
     assert response.status_code == status, response.text

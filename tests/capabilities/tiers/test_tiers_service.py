@@ -14,8 +14,8 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 from tiers_helpers import at  # noqa: E402
 
-from memorist.server import KeyStore, create_app  # noqa: E402
-from service_helpers import UNLIMITED, bearer  # noqa: E402
+from memorist.server import create_app  # noqa: E402
+from service_helpers import UNLIMITED, key_headers  # noqa: E402
 
 
 @pytest.fixture
@@ -38,12 +38,6 @@ def served(store):
     yield make
     for app in apps:
         app.state.service.close()
-
-
-def _key(store: str, tenant: str, user: str | None = None) -> dict[str, str]:
-    with KeyStore(store) as keys:
-        key, _ = keys.create(tenant, user_id=user)
-    return bearer(key)
 
 
 def _add(client, text: str, headers=None, **body) -> str:
@@ -96,15 +90,15 @@ def test_test_memories_over_the_service(served):
 
 
 def test_keys_bind_tenants_and_users(served, store):
-    tenant = _key(store, "acme")
-    bound = _key(store, "acme", "alex")
-    other = _key(store, "globex")
+    tenant = key_headers(store, "acme")
+    bound = key_headers(store, "acme", "alex")
+    other = key_headers(store, "globex")
     with served() as client:
         mid = _add(client, "Renew the TLS certificate", headers=tenant, timestamp=at(0))
         assert client.get("/api/tiers/").status_code == 401
         # Another tenant cannot boost it; a key bound to another user neither.
         assert client.post("/api/tiers/boost/", json={"memory_id": mid}, headers=other).status_code == 404
-        bob = _key(store, "acme", "bob")
+        bob = key_headers(store, "acme", "bob")
         assert client.post("/api/tiers/boost/", json={"memory_id": mid}, headers=bob).status_code == 404
         assert client.post("/api/tiers/boost/", json={"memory_id": mid}, headers=bound).status_code == 200
         # A user-bound key maintains its user only and cannot change the tenant's configuration.

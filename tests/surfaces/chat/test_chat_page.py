@@ -8,9 +8,7 @@ Without ``/usr/bin/chromium`` the tests skip locally and fail when ``CI`` is set
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Iterator
 
 import pytest
 from chat_helpers import chat_app, live
@@ -18,30 +16,12 @@ from chat_helpers import chat_app, live
 from memorist import Memory
 
 try:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 except ImportError:
-    expect = sync_playwright = None
+    expect = None
 
-CHROMIUM = "/usr/bin/chromium"
 pytestmark = pytest.mark.sqlite_only("the chat keeps its store in a SQLite file")
 
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI must run the chat page tests)")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not os.access(CHROMIUM, os.X_OK):
-        _unavailable(f"{CHROMIUM} is missing: install Debian's chromium to run the chat page tests")
-    if sync_playwright is None:
-        _unavailable("playwright is not installed (the dev extra)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 @pytest.fixture

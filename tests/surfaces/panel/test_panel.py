@@ -30,11 +30,10 @@ import uvicorn  # noqa: E402
 from memorist import Memory  # noqa: E402
 
 try:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 except ImportError:  # the dev extra is missing: the browser fixture says so
-    expect = sync_playwright = None
+    expect = None
 
-CHROMIUM = "/usr/bin/chromium"
 REPO = Path(__file__).resolve().parents[3]
 HOUR = 3600.0
 
@@ -50,23 +49,6 @@ SAM = [("Likes green tea", 5, {"source": "chat"})]
 
 ERROR_500 = {"error": {"type": "internal", "message": "Internal server error (test)", "field": None}}
 
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI must run the panel tests)")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not os.access(CHROMIUM, os.X_OK):
-        _unavailable(f"{CHROMIUM} is missing: install Debian's chromium to run the panel tests")
-    if sync_playwright is None:
-        _unavailable("playwright is not installed (the dev extra)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 @dataclass

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from memorist.server import KeyStore, create_app
-from service_helpers import UNLIMITED, bearer
+from memorist.server import create_app
+from service_helpers import UNLIMITED, key_headers
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -23,12 +23,6 @@ def served(store):
     app.state.service.close()
 
 
-def _key(store: str, tenant: str, user: str | None = None) -> dict[str, str]:
-    with KeyStore(store) as keys:
-        key, _ = keys.create(tenant, user_id=user)
-    return bearer(key)
-
-
 def _add(client: TestClient, headers, user: str, text: str) -> str:
     r = client.post("/api/memories/", json={"messages": text, "user_id": user, "infer": False}, headers=headers)
     assert r.status_code == 200, r.text
@@ -36,7 +30,7 @@ def _add(client: TestClient, headers, user: str, text: str) -> str:
 
 
 def test_a_user_key_reads_its_own_tier_figures_only(served, store) -> None:
-    tenant, alex, sam = _key(store, "acme"), _key(store, "acme", "alex"), _key(store, "acme", "sam")
+    tenant, alex, sam = key_headers(store, "acme"), key_headers(store, "acme", "alex"), key_headers(store, "acme", "sam")
     for n in range(3):
         _add(served, tenant, "sam", f"Sam's secret number {n}")
     _add(served, tenant, "alex", "Alex likes tea")
@@ -57,7 +51,7 @@ def test_a_user_key_reads_its_own_tier_figures_only(served, store) -> None:
 
 
 def test_a_minute_cannot_reference_another_projects_minute(served, store) -> None:
-    tenant, alex = _key(store, "acme"), _key(store, "acme", "alex")
+    tenant, alex = key_headers(store, "acme"), key_headers(store, "acme", "alex")
     secret = served.post("/api/minutes/", json={"event_type": "decision", "project_id": "sam",
                                                  "memory_note": "Sam's launch code is 4711"}, headers=tenant)
     assert secret.status_code == 200, secret.text
@@ -80,7 +74,7 @@ def test_a_minute_cannot_reference_another_projects_minute(served, store) -> Non
 def test_a_tenant_key_cannot_smuggle_a_reference_across_projects(served, store) -> None:
     # Even a tenant key cannot make project A's log carry project B's text: the
     # context window of A never shows it.
-    tenant = _key(store, "acme")
+    tenant = key_headers(store, "acme")
     other = served.post("/api/minutes/", json={"event_type": "decision", "project_id": "b",
                                                "memory_note": "B's budget is 90k"}, headers=tenant).json()["id"]
     r = served.post("/api/minutes/", json={"event_type": "handoff", "project_id": "a",
@@ -91,7 +85,7 @@ def test_a_tenant_key_cannot_smuggle_a_reference_across_projects(served, store) 
 
 
 def test_the_users_route_counts_memories_not_minutes_or_learning_objects(served, store) -> None:
-    tenant = _key(store, "acme")
+    tenant = key_headers(store, "acme")
     _add(served, tenant, "sam", "Sam likes tea")
     for note in ("Sam picks SQLite", "Sam ships on Friday"):
         r = served.post("/api/minutes/", json={"event_type": "decision", "project_id": "sam", "memory_note": note}, headers=tenant)

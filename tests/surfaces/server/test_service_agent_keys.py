@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from memorist import Memory
 from memorist.server import KeyStore, create_app
 from memorist.server.keys import hash_key
-from service_helpers import UNLIMITED, assert_error, bearer
+from service_helpers import UNLIMITED, assert_error, bearer, key_headers
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -31,13 +31,6 @@ def served(store):
     with TestClient(app) as client:
         yield client
     app.state.service.close()
-
-
-def _key(store: str, tenant: str, user: str | None = None, agent: str | None = None) -> dict[str, str]:
-    with KeyStore(store) as keys:
-        key, record = keys.create(tenant, user_id=user, agent_id=agent)
-    assert (record.user_id, record.agent_id) == (user, agent)
-    return bearer(key)
 
 
 def _add(client: TestClient, headers, text: str, **ids: str) -> str:
@@ -57,7 +50,7 @@ def _same_as_missing(denied, missing, name: str, unknown: str) -> None:
 
 
 def test_an_agent_key_owns_its_agent_and_reaches_another_only_through_a_relation(served, store) -> None:
-    acme, a, b = _key(store, "acme"), _key(store, "acme", agent="agent_a"), _key(store, "acme", agent="agent_b")
+    acme, a, b = key_headers(store, "acme"), key_headers(store, "acme", agent="agent_a"), key_headers(store, "acme", agent="agent_b")
     own = _add(served, a, "Agent A's note: the deploy runs at noon")  # no ids: the key's agent
     with_alex = _add(served, a, "Alex prefers short answers", user_id="alex")  # its memories with any user are its own
     assert _texts(served.get("/api/memories/", params={"agent_id": "agent_a"}, headers=acme)) == [
@@ -135,7 +128,7 @@ def test_an_agent_key_owns_its_agent_and_reaches_another_only_through_a_relation
 
 
 def test_a_user_and_agent_key_owns_that_pair_only(served, store) -> None:
-    acme, pair = _key(store, "acme"), _key(store, "acme", user="alex", agent="tutor")
+    acme, pair = key_headers(store, "acme"), key_headers(store, "acme", user="alex", agent="tutor")
     _add(served, acme, "Alex with the tutor", user_id="alex", agent_id="tutor")
     _add(served, acme, "Alex with the coach", user_id="alex", agent_id="coach")
     _add(served, acme, "Sam with the tutor", user_id="sam", agent_id="tutor")
@@ -160,8 +153,8 @@ def test_a_user_and_agent_key_owns_that_pair_only(served, store) -> None:
 
 
 def test_agent_keys_never_cross_tenants_and_never_administer_them(served, store) -> None:
-    acme, a = _key(store, "acme"), _key(store, "acme", agent="agent_a")
-    globex, globex_a = _key(store, "globex"), _key(store, "globex", agent="agent_a")
+    acme, a = key_headers(store, "acme"), key_headers(store, "acme", agent="agent_a")
+    globex, globex_a = key_headers(store, "globex"), key_headers(store, "globex", agent="agent_a")
     _add(served, a, "Acme's agent_a", user_id="alex")
     _add(served, acme, "Acme's alex with another agent", user_id="alex", agent_id="other")
     _add(served, globex_a, "Globex's agent_a", user_id="zoe")
@@ -284,7 +277,7 @@ def test_an_agent_key_maintains_and_reads_its_own_tiers_only(store) -> None:
     app = create_app(store, embedder="hashing", limits=UNLIMITED, policy="energy")
     try:
         with TestClient(app) as served:
-            acme, a, b = _key(store, "acme"), _key(store, "acme", agent="agent_a"), _key(store, "acme", agent="agent_b")
+            acme, a, b = key_headers(store, "acme"), key_headers(store, "acme", agent="agent_a"), key_headers(store, "acme", agent="agent_b")
             for n in range(3):
                 _add(served, a, f"Agent A's note {n}", user_id=f"user{n}")
             theirs = _add(served, b, "Agent B's note")
@@ -312,8 +305,8 @@ def test_a_bound_key_s_consolidation_scope_does_not_reach_other_users_or_agents(
     """``scope: "agent"`` merges every memory of the agent (any user), ``"user"`` every
     memory of the user (any agent): a bound key is checked on that space. Before, a user
     key naming an agent merged (and its dry run showed) other users' memories of it."""
-    acme, alice = _key(store, "acme"), _key(store, "acme", user="alice")
-    pair = _key(store, "acme", user="alice", agent="helper")
+    acme, alice = key_headers(store, "acme"), key_headers(store, "acme", user="alice")
+    pair = key_headers(store, "acme", user="alice", agent="helper")
     notes = ["The server restarts nightly at 2am", "The server restarts nightly at 2 am", "Server restarts nightly at 2am"]
     for text in notes:
         for ids in ({"user_id": "bob", "agent_id": "helper"}, {"user_id": "alice", "agent_id": "other"}):
@@ -338,7 +331,7 @@ def test_an_editor_of_the_tenant_s_playbook_changes_it_but_only_an_owner_deletes
     """As in the library, an editor of ``tenant/<name>`` writes its strategies and only
     an owner deletes it. Before, a user- or agent-bound key holding editor deleted the
     tenant's playbook with all its versions."""
-    acme, alice, agent = _key(store, "acme"), _key(store, "acme", user="alice"), _key(store, "acme", agent="agent_a")
+    acme, alice, agent = key_headers(store, "acme"), key_headers(store, "acme", user="alice"), key_headers(store, "acme", agent="agent_a")
     body = {"strategies": [{"pattern": "Greet every customer by name"}], "scope": "tenant"}
     assert served.put("/api/playbooks/house/", json=body, headers=acme).status_code == 200
     for subject in ("user:alice", "agent:agent_a"):
@@ -358,7 +351,7 @@ def test_an_editor_of_the_tenant_s_playbook_changes_it_but_only_an_owner_deletes
 def test_a_bound_key_starts_a_child_only_of_a_trajectory_it_may_read(served, store) -> None:
     """Another user's trajectory as a parent answers as a missing one (before: the child
     was made, so a key learnt that the id existed and linked its work under it)."""
-    acme, alice = _key(store, "acme"), _key(store, "acme", user="alice")
+    acme, alice = key_headers(store, "acme"), key_headers(store, "acme", user="alice")
     bobs = served.post("/api/trajectories/", json={"task_description": "Bob's task", "user_id": "bob"}, headers=acme).json()["trajectory_id"]
     missing = "0190c0de-0000-7000-8000-000000000000"
     answers = [served.post("/api/trajectories/", json={"task_description": "step", "parent_trajectory_id": p}, headers=alice)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from memorist.server import KeyStore, create_app
-from service_helpers import UNLIMITED, assert_error, bearer
+from memorist.server import create_app
+from service_helpers import UNLIMITED, assert_error, key_headers
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -26,12 +26,6 @@ def served(store):
     app.state.service.close()
 
 
-def _key(store: str, tenant: str, user: str | None = None) -> dict[str, str]:
-    with KeyStore(store) as keys:
-        key, _ = keys.create(tenant, user_id=user)
-    return bearer(key)
-
-
 def _add(client: TestClient, headers, user: str, text: str) -> None:
     r = client.post("/api/memories/", json={"messages": text, "user_id": user, "infer": False}, headers=headers)
     assert r.status_code == 200, r.text
@@ -44,7 +38,7 @@ def _count(client: TestClient, headers, user: str) -> int:
 
 
 def test_a_user_key_erases_itself_and_no_one_else(served, store) -> None:
-    acme, alex, sam = _key(store, "acme"), _key(store, "acme", "alex"), _key(store, "acme", "sam")
+    acme, alex, sam = key_headers(store, "acme"), key_headers(store, "acme", "alex"), key_headers(store, "acme", "sam")
     _add(served, acme, "alex", "Alex likes tea")
     _add(served, acme, "sam", "Sam likes coffee")
 
@@ -64,7 +58,7 @@ def test_a_user_key_erases_itself_and_no_one_else(served, store) -> None:
 
 
 def test_a_tenant_key_erases_a_user_of_its_tenant_only(served, store) -> None:
-    acme, globex = _key(store, "acme"), _key(store, "globex")
+    acme, globex = key_headers(store, "acme"), key_headers(store, "globex")
     _add(served, acme, "alex", "Acme's alex")
     _add(served, globex, "alex", "Globex's alex")
     r = served.post("/api/erase/", json={"user_id": "alex"}, headers=globex)
@@ -77,7 +71,7 @@ def test_a_tenant_key_erases_a_user_of_its_tenant_only(served, store) -> None:
 
 
 def test_deleting_a_playbook_over_the_service(served, store) -> None:
-    acme, alex, sam = _key(store, "acme"), _key(store, "acme", "alex"), _key(store, "acme", "sam")
+    acme, alex, sam = key_headers(store, "acme"), key_headers(store, "acme", "alex"), key_headers(store, "acme", "sam")
     for _ in range(2):
         r = served.put("/api/playbooks/study/", json={"strategies": [{"pattern": "Draw it first"}], "user_id": "alex"}, headers=alex)
         assert r.status_code == 200, r.text
@@ -92,7 +86,7 @@ def test_deleting_a_playbook_over_the_service(served, store) -> None:
 
 @pytest.mark.parametrize("relation", ["viewer", "editor", "owner"])
 def test_a_relation_never_lets_another_user_erase(served, store, relation) -> None:
-    acme, sam = _key(store, "acme"), _key(store, "acme", "sam")
+    acme, sam = key_headers(store, "acme"), key_headers(store, "acme", "sam")
     _add(served, acme, "alex", "Alex likes tea")
     r = served.post("/api/relations/", json={"subject": "user:sam", "relation": relation, "object": "scope:user:alex"}, headers=acme)
     assert r.status_code == 200, r.text
