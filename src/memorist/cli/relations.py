@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from ..policies.relations import RELATIONS
 from .app import App, cli, pass_app
 
 _SUBJECT = "Who: user:<id>, agent:<id> or group:<id>."
@@ -29,7 +30,7 @@ def _changed(app: App, result: dict[str, Any], done: str, same: str) -> None:
 
 @relations.command("create")
 @click.argument("subject")
-@click.argument("relation", type=click.Choice(["owner", "editor", "viewer", "member"]))
+@click.argument("relation", type=click.Choice(RELATIONS))
 @click.argument("object")
 @pass_app
 def create(app: App, subject: str, relation: str, object: str) -> None:  # noqa: A002
@@ -40,7 +41,7 @@ def create(app: App, subject: str, relation: str, object: str) -> None:  # noqa:
 
 @relations.command("delete")
 @click.argument("subject")
-@click.argument("relation", type=click.Choice(["owner", "editor", "viewer", "member"]))
+@click.argument("relation", type=click.Choice(RELATIONS))
 @click.argument("object")
 @pass_app
 def delete(app: App, subject: str, relation: str, object: str) -> None:  # noqa: A002
@@ -51,7 +52,7 @@ def delete(app: App, subject: str, relation: str, object: str) -> None:  # noqa:
 
 @relations.command("list")
 @click.option("--subject", metavar="TYPE:ID", help=_SUBJECT)
-@click.option("--relation", type=click.Choice(["owner", "editor", "viewer", "member"]), help="Only this relation.")
+@click.option("--relation", type=click.Choice(RELATIONS), help="Only this relation.")
 @click.option("--object", "object", metavar="TYPE:ID", help=_OBJECT)
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(min=1), help="At most this many.")
 @pass_app
@@ -66,7 +67,7 @@ def list_(app: App, subject: str | None, relation: str | None, object: str | Non
 
 @relations.command("check")
 @click.argument("subject")
-@click.argument("relation", type=click.Choice(["owner", "editor", "viewer", "member"]))
+@click.argument("relation", type=click.Choice(RELATIONS))
 @click.argument("object")
 @pass_app
 def check(app: App, subject: str, relation: str, object: str) -> None:  # noqa: A002
