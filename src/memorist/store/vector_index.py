@@ -115,14 +115,18 @@ class _Postings:
         self.live = 0  # documents still alive that contain the term
         self._weights: tuple[tuple[float, int, int, int], np.ndarray] | None = None
 
-    def extend(self, docs: list[int], tfs: list[int]) -> None:
-        end = self.size + len(docs)
+    def _reserve(self, end: int) -> None:
+        """Room for ``end`` positions (the arrays double as they grow)."""
         if end > self.docs.shape[0]:
             capacity = max(end, 2 * self.docs.shape[0], 4)
             for name, dtype in (("docs", np.int32), ("tfs", np.float32)):
                 grown = np.empty(capacity, dtype=dtype)
                 grown[: self.size] = getattr(self, name)[: self.size]
                 setattr(self, name, grown)
+
+    def extend(self, docs: list[int], tfs: list[int]) -> None:
+        end = self.size + len(docs)
+        self._reserve(end)
         self.docs[self.size : end] = docs
         self.tfs[self.size : end] = tfs
         self.size = end
@@ -130,12 +134,7 @@ class _Postings:
 
     def append(self, doc: int, tf: int) -> None:
         """One position (a row written alone: scalar steps, no arrays made)."""
-        if self.size == self.docs.shape[0]:
-            capacity = max(2 * self.size, 4)
-            for name, dtype in (("docs", np.int32), ("tfs", np.float32)):
-                grown = np.empty(capacity, dtype=dtype)
-                grown[: self.size] = getattr(self, name)[: self.size]
-                setattr(self, name, grown)
+        self._reserve(self.size + 1)
         self.docs[self.size] = doc
         self.tfs[self.size] = tf
         self.size += 1
