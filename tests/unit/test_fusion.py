@@ -105,3 +105,38 @@ def test_normalized_score_fusion_weights_and_edge_cases():
     assert same == {"a": 1.0, "b": 1.0}  # equal scores: all best
     weighted = normalized_score_fusion({"v": [("a", 1.0), ("b", 0.0)], "t": [("b", 1.0), ("a", 0.0)]}, {"v": 3.0, "t": 1.0})
     assert weighted["a"] == pytest.approx(0.75) and weighted["b"] == pytest.approx(0.25)
+
+
+def test_episode_fusion_lifts_the_members_of_a_strong_episode():
+    from memorist.policies.fusion import episode_fusion
+
+    # b was said a minute after a (a strong match); x alone, a day later, matches a
+    # little better than b on its own: b rises above it, a stays first.
+    fused = {"a": 1.0, "b": 0.4, "x": 0.45, "deep": 0.3}
+    times = {"a": 0.0, "b": 60.0, "x": 100_000.0}  # "deep" was not among the best few
+    out = {**fused, **episode_fusion(fused, times, weight=0.5, gap=3600)}
+    assert episode_fusion(fused, times, weight=0.5, gap=3600).keys() == times.keys()  # the others are not returned
+    assert out["a"] == pytest.approx(1.0)  # the best of its episode keeps its score
+    assert out["b"] == pytest.approx((0.4 + 0.5 * 1.0) / 1.5)
+    assert out["x"] == pytest.approx(0.45)  # alone: loses nothing
+    assert out["deep"] == 0.3  # not given a time: not changed
+    assert sorted(out, key=out.get, reverse=True) == ["a", "b", "x", "deep"]
+    assert all(out[m] >= fused[m] for m in fused)  # no one falls
+    assert max(out.values()) <= 1.0
+
+
+def test_episode_fusion_chains_by_gap_and_changes_nothing_when_off():
+    from memorist.policies.fusion import episode_fusion
+
+    fused = {"a": 0.9, "b": 0.8, "c": 0.1}
+    times = {"a": 0.0, "b": 50.0, "c": 100.0}  # each within 60 s of the next: one episode
+    chained = episode_fusion(fused, times, weight=0.5, gap=60)
+    assert chained["a"] == pytest.approx(0.9)
+    assert chained["c"] == pytest.approx((0.1 + 0.5 * 0.9) / 1.5)
+    split = episode_fusion(fused, times, weight=0.5, gap=49)  # every gap too wide: each alone
+    assert split == pytest.approx(fused)
+    assert episode_fusion(fused, times, weight=0.0, gap=60) == fused
+    assert episode_fusion(fused, {}, weight=0.5, gap=60) == {}
+    # One episode for everything (stored at once): the order is kept.
+    same = episode_fusion(fused, dict.fromkeys(fused, 5.0), weight=0.5, gap=60)
+    assert sorted(same, key=same.get) == sorted(fused, key=fused.get)

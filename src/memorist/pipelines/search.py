@@ -6,7 +6,9 @@ always; the memories of a time window when the query names one ("last week", "in
 May 2023", relative to the reference time; :mod:`memorist.policies.timeparse`; with
 no reference time and nothing of the scope in that window, relative to the scope's
 newest memory); and
-a speaker's memories when the query names a known speaker. Filters
+a speaker's memories when the query names a known speaker. Among the best few,
+memories said in one stretch of time (an episode) rise toward that episode's best
+match (:func:`~memorist.policies.fusion.episode_fusion`). Filters
 (:mod:`memorist.policies.filters`) then drop records, and the ranking policy's terms
 (:class:`~memorist.policies.ranking.RankingPolicy`) reorder the rest. A similarity
 ``threshold`` drops every memory less similar to the query (cosine) before that.
@@ -28,7 +30,7 @@ import numpy as np
 
 from ..config import MemoryConfig
 from ..model import MemoryRecord, is_fact
-from ..policies.fusion import normalized_score_fusion, reciprocal_rank_fusion
+from ..policies.fusion import episode_fusion, normalized_score_fusion, reciprocal_rank_fusion
 from ..policies.ranking import RankContext, RankingPolicy
 from ..policies.text import named_speakers
 from ..policies.timeparse import query_window
@@ -124,6 +126,14 @@ class Searcher:
             by_score = normalized_score_fusion(scored, weights)
             fused = {m: (1 - conf.score_weight) * f + conf.score_weight * by_score.get(m, 0.0) for m, f in fused.items()}
         ordered = sorted(fused, key=fused.__getitem__, reverse=True)
+        if conf.episode_weight and len(ordered) > 1:
+            # What was said around a strong match rises toward it, among the best
+            # few (deeper, whole episodes would crowd out lone matches). Scores only
+            # rise, so the best few stay ahead of the rest and only they are re-sorted.
+            head = ordered[: conf.episode_depth]
+            times = self.store.created_times(scope, head)
+            fused.update(episode_fusion(fused, times, weight=conf.episode_weight, gap=conf.episode_gap))
+            ordered[: len(head)] = sorted(head, key=fused.__getitem__, reverse=True)
         similarity = dict(vector_hits)
         if threshold is not None:
             similarity.update(self.store.similarities(scope, qvec, [m for m in ordered if m not in similarity]))

@@ -68,3 +68,42 @@ def normalized_score_fusion(
     if best == 0:
         return {}
     return {item: score / best for item, score in total.items()}
+
+
+def episode_fusion(
+    fused: Mapping[Hashable, float],
+    times: Mapping[Hashable, float],
+    *,
+    weight: float,
+    gap: float,
+) -> dict[Hashable, float]:
+    """The fused scores of the candidates in ``times``, raised toward their episode's best.
+
+    Memories are episodic: what a question asks about was usually said in one
+    stretch of conversation, and the turns of that stretch that match the question
+    less well on their own (a reply, a follow-up) are the ones a ranking misses.
+    The candidates given a time (``times``, seconds; search gives the best few)
+    whose times lie within ``gap`` seconds of the next one form an episode, and
+    each becomes ``(score + weight * best) / (1 + weight)``, ``best`` being its
+    episode's best fused score. A member rises toward its episode's best match; the
+    best of each episode keeps its score, so the best match of all stays first and
+    a lone memory loses nothing to a long conversation; no candidate falls, so those
+    given times stay ahead of the others, whose scores (not returned) do not change.
+    Memories stored all at once are one episode, and their order does not change.
+    """
+    if weight <= 0:
+        return {item: fused[item] for item in times if item in fused}
+    ordered = sorted(((t, item) for item, t in times.items() if item in fused), key=lambda pair: pair[0])
+    episodes: list[list[Hashable]] = []
+    last = None
+    for t, item in ordered:
+        if last is None or t - last > gap:
+            episodes.append([])
+        last = t
+        episodes[-1].append(item)
+    raised: dict[Hashable, float] = {}
+    for members in episodes:
+        best = max(fused[item] for item in members)
+        for item in members:
+            raised[item] = (fused[item] + weight * best) / (1 + weight)
+    return raised

@@ -252,6 +252,19 @@ class Store(abc.ABC):
         """The cosine similarity of ``vector`` with each of ``memory_ids`` that is an
         active memory of the scope with a vector (the others are left out)."""
 
+    def created_times(self, scope: ScopeFilter, memory_ids: Sequence[str]) -> dict[str, float]:
+        """When each of ``memory_ids`` that is an active memory of the scope was
+        created (``created_at``: when it happened); the others are left out.
+
+        Search reads it for its candidates; a backend may answer from its index.
+        """
+        records = self.get_many(list(memory_ids), scope=scope, exact_access=False)
+        return {
+            mid: r.created_at
+            for mid, r in records.items()
+            if r.status is Status.ACTIVE and scope.matches(r.scope)
+        }
+
     @abc.abstractmethod
     def ids_with_prefix(self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2) -> list[str]:
         """Ids of the tenant's memories that start with ``prefix`` (at most ``limit``,

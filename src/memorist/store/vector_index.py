@@ -653,6 +653,11 @@ class SpaceIndex:
             values = query @ self._vectors[:, positions]
         return dict(zip(self._ids[positions].tolist(), values.tolist(), strict=True))
 
+    def created_times(self, memory_ids: list[str]) -> dict[str, float]:
+        """When each of ``memory_ids`` that is a live row was created (its time)."""
+        positions = [p for p in (self._pos.get(m) for m in memory_ids) if p is not None and self._alive[p]]
+        return dict(zip(self._ids[positions].tolist(), self._created[positions].tolist(), strict=True))
+
     def search_text(
         self,
         terms: list[str],

@@ -556,6 +556,15 @@ class StoreContract:
         assert store.similarities(F_ALEX_ONLY, query, ["a", "h"]).keys() == {"a"}
         assert store.similarities(F_ALEX, query, []) == {}
 
+    def test_created_times_of_active_memories_of_the_scope(self, store):
+        add(store, record("a", "Likes sushi", at=1_000.5), record("b", "Plays chess", at=2_000.25),
+            record("h", "Helper likes tea", ALEX_HELPER, at=3_000.0), record("bob", "Likes sushi", BOB), record("gone", "Likes ramen"))
+        delete(store, "gone")
+        times = store.created_times(F_ALEX, ["a", "b", "h", "bob", "gone", "missing"])
+        assert times == {"a": 1_000.5, "b": 2_000.25, "h": 3_000.0}
+        assert store.created_times(F_ALEX_ONLY, ["a", "h"]) == {"a": 1_000.5}
+        assert store.created_times(F_ALEX, []) == {}
+
     def test_ids_with_prefix(self, store):
         add(store, record("abc1", "one"), record("abc2", "two"), record("abd", "three"), record("abc0", "zero"),
             record("ABC3", "upper"), record("abc4", "bob's", BOB),

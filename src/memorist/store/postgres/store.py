@@ -996,6 +996,19 @@ class PostgresStore(Store):
             ).fetchall()
         return {mid: float(score) for mid, score in rows}
 
+    @_translating("created times")
+    def created_times(self, scope: ScopeFilter, memory_ids: Sequence[str]) -> dict[str, float]:
+        ids = _lookup_ids(memory_ids)
+        if not ids:
+            return {}
+        where, args = scope_where(scope, M)
+        with self._connection() as conn:
+            rows = conn.execute(
+                f"SELECT m.id, m.created_at {FROM_MEMORIES} WHERE {where} AND m.status = 'active' AND m.id = ANY(%s)",
+                [*args, ids],
+            ).fetchall()
+        return {mid: float(created) for mid, created in rows}
+
     @_translating("speakers")
     def speakers(self, scope: ScopeFilter) -> set[str]:
         spaces, args = _space_filter(scope)

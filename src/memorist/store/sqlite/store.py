@@ -830,6 +830,22 @@ class SQLiteStore(Store):
         return found
 
     @_store_errors
+    def created_times(self, scope: ScopeFilter, memory_ids: Sequence[str]) -> dict[str, float]:
+        wanted = list(memory_ids)
+        found: dict[str, float] = {}
+        with self._lock:
+            for space, generation in self._spaces(scope):
+                if len(found) == len(wanted):
+                    break
+                index = self._index(space, generation)
+                times = index.created_times([m for m in wanted if m not in found])
+                if scope.run_id is not None:
+                    run = AT["run_id"]
+                    times = {m: t for m, t in times.items() if (row := index.stored(m)) is not None and row[run] == scope.run_id}
+                found.update(times)
+        return found
+
+    @_store_errors
     def text_search(self, scope: ScopeFilter, query: str, *, k: int, cutoff: float | None, now: float) -> list[tuple[str, float]]:
         with self._lock:
             spaces = self._spaces(scope)
