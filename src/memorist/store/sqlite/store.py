@@ -813,24 +813,19 @@ class SQLiteStore(Store):
 
     @_store_errors
     def similarities(self, scope: ScopeFilter, vector: np.ndarray, memory_ids: Sequence[str]) -> dict[str, float]:
-        wanted = list(memory_ids)
-        found: dict[str, float] = {}
-        with self._lock:
-            for space, generation in self._spaces(scope):
-                if len(found) == len(wanted):
-                    break
-                index = self._index(space, generation)
-                if index.dim != vector.shape[0]:
-                    continue
-                scores = index.similarities(vector, [m for m in wanted if m not in found])
-                if scope.run_id is not None:
-                    run = AT["run_id"]
-                    scores = {m: v for m, v in scores.items() if (row := index.stored(m)) is not None and row[run] == scope.run_id}
-                found.update(scores)
-        return found
+        return self._per_row(
+            scope, memory_ids, lambda index, ids: index.similarities(vector, ids) if index.dim == vector.shape[0] else {}
+        )
 
     @_store_errors
     def created_times(self, scope: ScopeFilter, memory_ids: Sequence[str]) -> dict[str, float]:
+        return self._per_row(scope, memory_ids, lambda index, ids: index.created_times(ids))
+
+    def _per_row(
+        self, scope: ScopeFilter, memory_ids: Sequence[str], read: Callable[[SpaceIndex, list[str]], dict[str, float]]
+    ) -> dict[str, float]:
+        """``read`` of each space's index for the ids not found yet, of the scope's
+        spaces in turn (its run only, with a ``run_id``)."""
         wanted = list(memory_ids)
         found: dict[str, float] = {}
         with self._lock:
@@ -838,11 +833,11 @@ class SQLiteStore(Store):
                 if len(found) == len(wanted):
                     break
                 index = self._index(space, generation)
-                times = index.created_times([m for m in wanted if m not in found])
+                values = read(index, [m for m in wanted if m not in found])
                 if scope.run_id is not None:
                     run = AT["run_id"]
-                    times = {m: t for m, t in times.items() if (row := index.stored(m)) is not None and row[run] == scope.run_id}
-                found.update(times)
+                    values = {m: v for m, v in values.items() if (row := index.stored(m)) is not None and row[run] == scope.run_id}
+                found.update(values)
         return found
 
     @_store_errors
