@@ -15,6 +15,10 @@ memory service and are reached only over REST, through :class:`memorist.Client` 
   with gpt-5-mini on the Responses API (the heuristic when the model
   fails), and stores each fact the user does not already have.
 
+The facts are kept under the caller's learner id, ``tenant/user``
+(``school/alice``): the users of two tenants never meet in the memory service, which
+the chat reaches with one key.
+
 When the memory service cannot be reached the chat still answers, and says that
 long-term memory is unavailable.
 
@@ -123,7 +127,14 @@ class ChatUser:
 
     @property
     def learner_id(self) -> str:
-        return f"{self.tenant_id}/{self.user_id}" if self.tenant_id else self.user_id
+        """The caller's id beyond the chat's keys: the learner of the tutor's playbooks
+        and the user of its facts in the memory service. Users of different tenants
+        stay apart there ("school/alice", "club/alice"), though the chat reaches the
+        memory service with one key; "%" and "/" in a tenant id are escaped, so no
+        two callers share an id."""
+        if not self.tenant_id:
+            return self.user_id
+        return f"{self.tenant_id.replace('%', '%25').replace('/', '%2F')}/{self.user_id}"
 
 
 class ChatService:
@@ -218,7 +229,7 @@ def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
     client = service.client() if body.memoryEnabled else None
     try:
         store = MemoristStore(client, agent_id=CHAT_AGENT) if client is not None else None
-        out = service.tutor.run_turn(payload, store=store, namespace=(user.user_id,), decay_days=service.settings.decay_days)
+        out = service.tutor.run_turn(payload, store=store, namespace=(user.learner_id,), decay_days=service.settings.decay_days)
         answer = out["answer"]
         if client is not None:
             error = out["scratch"].get("memory_error")
@@ -226,13 +237,13 @@ def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
                 added, error = _remember(service, client, user, conversation, body.message, answer)
                 memory_status.update(status="used", used=out["result"]["facts"], added=added)
             if error is not None:
-                log.warning("[Chat] memory unavailable for user=%s: %s", user.user_id, preview(error))
+                log.warning("[Chat] memory unavailable for user=%s: %s", user.learner_id, preview(error))
                 memory_status.update(status="unavailable", message=UNAVAILABLE, used=[], added=[])
                 answer = f"{answer}\n\n({UNAVAILABLE})"
     finally:
         if client is not None:
             client.close()
-    log.info("[Chat] user=%s conversation=%s memory=%s mode=%s", user.user_id, conversation, memory_status["status"],
+    log.info("[Chat] user=%s conversation=%s memory=%s mode=%s", user.learner_id, conversation, memory_status["status"],
              out["scratch"]["reasoning_mode"])
     return {
         "response": answer,
@@ -250,7 +261,7 @@ def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
 def _remember(service: ChatService, client: Client, user: ChatUser, conversation: str, message: str, answer: str) -> tuple[list[dict[str, Any]], str | None]:
     """Add the turn's facts to the memory service; (what it did, the error if it failed)."""
     meta = {"source": "chat", "session_id": conversation}
-    scope = {"user_id": user.user_id, "agent_id": CHAT_AGENT}
+    scope = {"user_id": user.learner_id, "agent_id": CHAT_AGENT}
     try:
         if service.extractor is None:
             result = client.add([{"role": "user", "content": message}], **scope, run_id=conversation, metadata=meta, infer=True)
@@ -290,9 +301,9 @@ def _memories(request: Request, user: Caller, query: Annotated[str | None, Query
     try:
         with service.client() as client:
             if query and query.strip():
-                rows = client.search(query, user_id=user.user_id, agent_id=CHAT_AGENT, limit=limit)["results"]
+                rows = client.search(query, user_id=user.learner_id, agent_id=CHAT_AGENT, limit=limit)["results"]
             else:
-                rows = client.get_all(user_id=user.user_id, agent_id=CHAT_AGENT, limit=limit)["results"]
+                rows = client.get_all(user_id=user.learner_id, agent_id=CHAT_AGENT, limit=limit)["results"]
     except StoreError as exc:
         log.warning("[Chat] memory unavailable: %s", preview(exc))
         raise ApiError(503, "long-term memory is unavailable right now: the memory service cannot be reached") from None
@@ -307,7 +318,7 @@ def _delete_memory(request: Request, memory_id: str, user: Caller) -> dict[str, 
     service: ChatService = request.app.state.chat
     try:
         with service.client() as client:
-            return client.delete(memory_id, user_id=user.user_id, agent_id=CHAT_AGENT)
+            return client.delete(memory_id, user_id=user.learner_id, agent_id=CHAT_AGENT)
     except StoreError:
         raise ApiError(503, "long-term memory is unavailable right now: the memory service cannot be reached") from None
 

@@ -40,7 +40,7 @@ def test_gpt_5_mini_extracts_the_facts_the_chat_sends(fake_openai, chat_db, memo
     assert call.body["model"] == "gpt-5-mini"
     assert "vegetarian and hike every weekend" in str(call.body["input"])
     with Memory(memory_service.db, embedder="hashing", tenant_id="school") as memory:
-        stored = {m["memory"] for m in memory.get_all(user_id="alice")["results"]}
+        stored = {m["memory"] for m in memory.get_all(user_id="school/alice")["results"]}
     assert {"Is vegetarian", "Goes hiking every weekend"} <= stored
 
 
@@ -51,4 +51,4 @@ def test_without_a_key_the_memory_service_extracts(chat_db, memory_service):
         client.post("/api/ai/chat", json={"message": "I am allergic to nuts", "memoryEnabled": True},
                     headers={"Authorization": f"Bearer {keys.alice}"})
     with Memory(memory_service.db, embedder="hashing", tenant_id="school") as memory:
-        assert any("nuts" in m["memory"] for m in memory.get_all(user_id="alice")["results"])
+        assert any("nuts" in m["memory"] for m in memory.get_all(user_id="school/alice")["results"])

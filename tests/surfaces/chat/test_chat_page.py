@@ -28,7 +28,7 @@ pytestmark = pytest.mark.sqlite_only("the chat keeps its store in a SQLite file"
 def chat(chat_db, memory_service):
     db, keys = chat_db
     with Memory(memory_service.db, embedder="hashing", tenant_id="school") as memory:
-        memory.add("Likes chess", user_id="alice", agent_id="chat", infer=False, timestamp=time.time() - 7200)
+        memory.add("Likes chess", user_id="school/alice", agent_id="chat", infer=False, timestamp=time.time() - 7200)
     with live(chat_app(db, memory_service)) as server:
         yield server.url, keys, memory_service
 
@@ -129,7 +129,7 @@ def test_the_drawer_lists_what_the_conversation_added_newest_first(page, chat):
     expect(drawer.get_by_role("status")).to_have_text("Deleted: Likes chess")
     expect(items).to_have_count(2)
     with Memory(memory.db, embedder="hashing", tenant_id="school") as m:
-        assert "Likes chess" not in [r["memory"] for r in m.get_all(user_id="alice")["results"]]
+        assert "Likes chess" not in [r["memory"] for r in m.get_all(user_id="school/alice")["results"]]
     drawer.get_by_role("button", name="Close").click()
     expect(drawer).to_be_hidden()
 

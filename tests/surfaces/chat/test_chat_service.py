@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from memorist import Memory
 from memorist.agent.chat import UNAVAILABLE
+from memorist.server import KeyStore
 
 pytestmark = pytest.mark.sqlite_only("the chat keeps its store in a SQLite file")
 
@@ -76,9 +77,31 @@ def test_memory_is_reached_over_http_only_when_enabled(chat_db, memory_service):
         assert len(recorded) == before
 
     with Memory(memory_service.db, embedder="hashing", tenant_id="school") as memory:
-        stored = memory.get_all(user_id="alice")["results"]
+        stored = memory.get_all(user_id="school/alice")["results"]
         assert stored and all(m["agent_id"] == "chat" for m in stored)
-        assert memory.get_all(user_id="bob")["results"] == [] or all("egetarian" not in m["memory"] for m in memory.get_all(user_id="bob")["results"])
+        assert memory.get_all(user_id="school/bob")["results"] == [] or all("egetarian" not in m["memory"] for m in memory.get_all(user_id="school/bob")["results"])
+
+
+def test_users_of_two_tenants_with_one_name_keep_their_facts_apart(chat_db, memory_service):
+    # The chat reaches the memory service with one key (one tenant there): its own
+    # tenants' users must not meet in it, whatever their user ids.
+    db, keys = chat_db
+    with KeyStore(db) as store:
+        club = store.create("club", user_id="alice")[0]
+        odd = store.create("club/x", user_id="y")[0]  # would read "club/x/y", as would tenant "club" + user "x/y"
+        plain = store.create("club", user_id="x/y")[0]
+    with TestClient(chat_app(db, memory_service)) as client:
+        say(client, keys.alice, "I am vegetarian and I love hiking", memoryEnabled=True)
+        other = say(client, club, "Which vegetarian food is good for hiking?", memoryEnabled=True)
+        assert other["metadata"]["memory"]["used"] == []
+        assert client.get("/api/ai/memories", headers=bearer(club)).json()["results"] == []
+        assert client.get("/api/ai/memories", headers=bearer(keys.alice)).json()["results"]
+        say(client, odd, "I am allergic to peanuts", memoryEnabled=True)
+        assert client.get("/api/ai/memories", headers=bearer(plain)).json()["results"] == []
+    with Memory(memory_service.db, embedder="hashing", tenant_id="school") as memory:
+        assert memory.get_all(user_id="school/alice")["results"]
+        assert memory.get_all(user_id="club/alice")["results"] == []
+        assert memory.get_all(user_id="club%2Fx/y")["results"]
 
 
 def test_a_memory_service_that_is_down_does_not_stop_the_chat(chat_db):
@@ -96,8 +119,8 @@ def test_memories_older_than_the_decay_window_are_not_used(chat_db, memory_servi
     db, keys = chat_db
     now = time.time()
     with Memory(memory_service.db, embedder="hashing", tenant_id="school") as memory:
-        memory.add("Is learning long division", user_id="alice", agent_id="chat", infer=False, timestamp=now - 10 * 86400)
-        memory.add("Is learning fractions", user_id="alice", agent_id="chat", infer=False, timestamp=now - 86400)
+        memory.add("Is learning long division", user_id="school/alice", agent_id="chat", infer=False, timestamp=now - 10 * 86400)
+        memory.add("Is learning fractions", user_id="school/alice", agent_id="chat", infer=False, timestamp=now - 86400)
     with TestClient(chat_app(db, memory_service, decay_days=6)) as client:
         out = say(client, keys.alice, "What am I learning?", memoryEnabled=True)
         used = [f["text"] for f in out["metadata"]["memory"]["used"]]
@@ -111,8 +134,8 @@ def test_the_drawer_routes_list_newest_first_search_and_delete(chat_db, memory_s
     now = time.time()
     with Memory(memory_service.db, embedder="hashing", tenant_id="school") as memory:
         for i, text in enumerate(["Likes chess", "Has a dog", "Plays violin"]):
-            memory.add(text, user_id="alice", agent_id="chat", infer=False, timestamp=now - (3 - i) * 3600)
-        memory.add("Bob's secret", user_id="bob", agent_id="chat", infer=False)
+            memory.add(text, user_id="school/alice", agent_id="chat", infer=False, timestamp=now - (3 - i) * 3600)
+        memory.add("Bob's secret", user_id="school/bob", agent_id="chat", infer=False)
     with TestClient(chat_app(db, memory_service)) as client:
         rows = client.get("/api/ai/memories", headers=bearer(keys.alice)).json()["results"]
         assert [r["memory"] for r in rows] == ["Plays violin", "Has a dog", "Likes chess"]
