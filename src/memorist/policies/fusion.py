@@ -105,5 +105,6 @@ def episode_fusion(
     for members in episodes:
         best = max(fused[item] for item in members)
         for item in members:
-            raised[item] = (fused[item] + weight * best) / (1 + weight)
+            score = fused[item]
+            raised[item] = score if score == best else (score + weight * best) / (1 + weight)
     return raised
