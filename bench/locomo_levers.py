@@ -27,11 +27,11 @@ from pathlib import Path
 from memorist import Memory
 from memorist.benchmarks.locomo import (
     CATEGORIES,
-    _retrieved_key,
     ingest,
     load,
     parse_evidence,
     question_recall,
+    retrieved_keys,
 )
 from memorist.config import RetrievalConfig
 
@@ -55,7 +55,7 @@ def main() -> None:
                     evidence, bad = parse_evidence(qa.get("evidence", []))
                     category = CATEGORIES.get(int(qa.get("category", 0)), "other")
                     hits = memory.search(str(qa["question"]), user_id=conv.sample_id, limit=limit)["results"]
-                    r = question_recall(evidence, [_retrieved_key(h, unit) for h in hits[:10]], bad=bad, unit=unit)
+                    r = question_recall(evidence, retrieved_keys(hits[:10], unit), bad=bad, unit=unit)
                     for key in (category, "overall", "half A" if i % 2 == 0 else "half B"):
                         per.setdefault(key, []).append(r)
             print(name, json.dumps({k: round(100 * sum(v) / len(v), 1) for k, v in sorted(per.items())}), flush=True)

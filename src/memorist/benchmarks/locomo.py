@@ -93,7 +93,7 @@ class Conversation:
     sample_id: str
     speakers: tuple[str, str]
     sessions: list[tuple[int, datetime, list[dict[str, Any]]]]
-    observations: list[tuple[int, str, str, str]]  # session, speaker, fact, dia_id
+    observations: list[tuple[int, str, str, tuple[str, ...]]]  # session, speaker, fact, the turns it comes from
     summaries: list[tuple[int, str]]
     questions: list[dict[str, Any]] = field(default_factory=list)
 
@@ -126,7 +126,10 @@ def load(path: str | Path) -> list[Conversation]:
             for speaker, facts in by_speaker.items():
                 for fact in facts:
                     if isinstance(fact, list | tuple) and len(fact) >= 2 and n in dates:
-                        observations.append((n, speaker, str(fact[0]), str(fact[1])))
+                        # A fact may come from several turns (a list of ids): it finds each.
+                        sources, _ = parse_evidence(fact[1] if isinstance(fact[1], list | tuple) else [fact[1]])
+                        if sources:
+                            observations.append((n, speaker, str(fact[0]), tuple(sources)))
         summaries = []
         for key, text in (item.get("session_summary") or {}).items():
             n = int(re.search(r"session_(\d+)", key).group(1))  # type: ignore[union-attr]
@@ -164,10 +167,9 @@ def ingest(memory: Any, conv: Conversation, unit: str) -> None:
             memory.add(messages, user_id=conv.sample_id, infer=False, metadata={"session": n})
     elif unit == "observation":
         by_session: dict[int, list[dict[str, Any]]] = {}
-        for n, speaker, fact, dia_id in conv.observations:
-            by_session.setdefault(n, []).append(
-                {"role": "user", "content": fact, "name": speaker, "metadata": {"dia_id": dia_id}}
-            )
+        for n, speaker, fact, sources in conv.observations:
+            meta: dict[str, Any] = {"dia_id": sources[0], **({"dia_ids": list(sources)} if len(sources) > 1 else {})}
+            by_session.setdefault(n, []).append({"role": "user", "content": fact, "name": speaker, "metadata": meta})
         for n, messages in sorted(by_session.items()):
             memory.add(messages, user_id=conv.sample_id, infer=False, metadata={"session": n}, timestamp=dates[n])
     elif unit == "summary":
@@ -249,11 +251,17 @@ def evidence_inside(evidence: Sequence[str], bad: int, texts: dict[str, str], co
     return found == total, found / total
 
 
-def _retrieved_key(item: dict[str, Any], unit: str) -> str:
-    meta = item.get("metadata") or {}
-    if unit == "summary":
-        return str(meta.get("session"))
-    return str(meta.get("dia_id"))
+def retrieved_keys(hits: Sequence[dict[str, Any]], unit: str) -> list[str]:
+    """What ``hits`` retrieved, in rank order: turn ids (an observation drawn from
+    several turns gives each of them), or session numbers as strings (summary)."""
+    keys: list[str] = []
+    for item in hits:
+        meta = item.get("metadata") or {}
+        if unit == "summary":
+            keys.append(str(meta.get("session")))
+        else:
+            keys.extend(str(k) for k in (meta.get("dia_ids") or [meta.get("dia_id")]))
+    return keys
 
 
 def run(
@@ -344,9 +352,8 @@ def run(
                                 inside[b][way].setdefault("overall", []).append(float(whole))
                                 inside_share[b][way].append(share)
                                 used[b][way].append(count(context))
-                    keys = [_retrieved_key(h, unit) for h in hits]
                     for k in ks:
-                        r = question_recall(evidence, keys[:k], bad=bad, unit=unit)
+                        r = question_recall(evidence, retrieved_keys(hits[:k], unit), bad=bad, unit=unit)
                         per_k[k].setdefault(category, []).append(r)
                         per_k[k].setdefault("overall", []).append(r)
                         context_tokens[k].append(sum(count_tokens(h["memory"]) for h in hits[:k]))

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from memorist.benchmarks.locomo import load, parse_evidence, question_recall, run
+from memorist.benchmarks.locomo import load, parse_evidence, question_recall, retrieved_keys, run
 from memorist.cli import cli
 
 CATEGORY_NAMES = {"single_hop", "multi_hop", "temporal", "open_domain", "adversarial"}
@@ -176,10 +176,32 @@ def test_load_reads_sessions_observations_summaries_and_questions(data: Path) ->
     assert [n for n, _, _ in conv.sessions] == [1, 2]  # session 3 has a date but no turns
     first = conv.sessions[0][1]
     assert (first.year, first.month, first.day, first.hour, first.minute) == (2023, 5, 8, 13, 56)
-    assert {dia for *_, dia in conv.observations} == {"D1:1", "D1:2", "D2:1", "D2:2", "D2:3"}
+    assert [sources for *_, sources in conv.observations] == [("D1:1",), ("D1:2",), ("D2:1",), ("D2:3",), ("D2:2",)]
     assert [n for n, _ in conv.summaries] == [1, 2]
     assert len(conv.questions) == 5
     assert "plywood kayak" in conv.full_text()  # photo captions are part of the conversation
+
+
+def test_an_observation_from_several_turns_finds_each_of_them(tmp_path: Path) -> None:
+    # LoCoMo gives a few facts a list of source turns (and ids may carry leading zeros):
+    # such a fact, retrieved, retrieves every turn it was drawn from.
+    two = copy.deepcopy(CONVERSATION)
+    two["observation"] = {
+        "session_2_observation": {"Melanie": [["Melanie's son built a plywood kayak on her trip.", ["D2:01", "D2:3"]]]}
+    }
+    two["qa"] = [{"question": "What did Melanie's son build?", "answer": "a kayak", "evidence": ["D2:1", "D2:3"], "category": 4}]
+    path = tmp_path / "two-sources.json"
+    path.write_text(json.dumps([two]), encoding="utf-8")
+    (conv,) = load(path)
+    assert [sources for *_, sources in conv.observations] == [("D2:1", "D2:3")]
+    result = run(path, unit="observation", ks=(1,), embedder="hashing")
+    assert result["recall"]["1"]["single_hop"] == 1.0  # both turns, from the one fact
+    assert retrieved_keys([{"metadata": {"dia_id": "D2:1", "dia_ids": ["D2:1", "D2:3"]}}, {"metadata": {"dia_id": "D1:2"}}], "observation") == [
+        "D2:1",
+        "D2:3",
+        "D1:2",
+    ]
+    assert retrieved_keys([{"metadata": {"session": 2, "dia_id": "D2:1"}}], "summary") == ["2"]
 
 
 # run -------------------------------------------------------------------------------------
