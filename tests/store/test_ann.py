@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from memorist.store import ann as ann_module
+from memorist.store import vector_index
 from memorist.store.ann import AnnIndex, AnnParams, fetch_size
 from memorist.store.vector_index import Row, SpaceIndex
 
@@ -532,3 +534,127 @@ def test_a_closed_store_stops_building_its_graphs(tmp_path, monkeypatch):
     assert graph.broken and graph.current is None
     assert not graph.step(seconds=1.0)  # what the background thread would do next: nothing
     assert memory.store._indexes.loaded() == []
+
+
+# The coarse pass of large exact searches (int8 codes, then exact rescoring) ---------------
+
+
+@pytest.fixture
+def coarse_from(monkeypatch):
+    """The coarse pass from 2,000 rows on, so that small test spaces take it."""
+    monkeypatch.setattr(vector_index, "_COARSE_ROWS", 2000)
+
+
+def float32_best(vectors: np.ndarray, query: np.ndarray, k: int, keep: np.ndarray | None = None) -> list[tuple[str, float]]:
+    """The best ``k`` of ``vectors`` (of the rows ``keep``) by the float32 product, as ids and scores."""
+    scores = vectors @ query.astype(np.float32)
+    positions = np.arange(len(vectors)) if keep is None else np.flatnonzero(keep)
+    order = positions[np.argsort(-scores[positions], kind="stable")][:k]
+    return [(f"m{i}", float(scores[i])) for i in order]
+
+
+def assert_same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
+    """The same rows with the same cosines (rows of equal score may come in either order)."""
+    assert len(got) == len(want)
+    assert {m for m, _ in got} == {m for m, _ in want}
+    assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
+
+
+@pytest.mark.parametrize("k", [1, 10, 100, 400])
+def test_the_coarse_pass_finds_what_the_float32_product_finds(coarse_from, monkeypatch, k):
+    """A large space searched exactly ranks by int8 codes first, then scores its best
+    few from the float32 vectors: the same rows, with the same cosines, as the
+    float32 product over every row."""
+    vectors = clustered(6000, seed=3)
+    idx = SpaceIndex(DIM, 0, ann_threshold=0)  # no graph: every search exact
+    idx.upsert(rows(vectors))
+    assert idx._codes is not None
+    dots, passes = vector_index._int8_dots(), []
+    monkeypatch.setattr(vector_index, "_int8_dots", lambda: lambda q, r: passes.append(1) or dots(q, r))
+    for seed in range(30):
+        q = clustered(1, seed=100 + seed)[0]
+        assert_same(idx.search(q, k=k), float32_best(vectors, q, k))
+    assert len(passes) == 30  # every search took the coarse pass
+
+
+def test_the_coarse_pass_keeps_filters_removals_and_vectorless_rows(coarse_from):
+    vectors = clustered(5000, seed=4)
+    idx = SpaceIndex(DIM, 0, ann_threshold=0)
+    idx.upsert(rows(vectors, run=lambda j: "a" if j % 3 else "b", speaker=lambda j: "ann" if j % 2 else "bo"))
+    idx.upsert([Row("text-only", "a", 1.0, None, text="no vector", vector=None)])
+    gone = [f"m{i}" for i in range(0, 5000, 7)]
+    idx.remove(gone)
+    alive = np.ones(5000, dtype=bool)
+    alive[::7] = False
+    runs = np.array([j % 3 != 0 for j in range(5000)])
+    annes = np.array([j % 2 == 1 for j in range(5000)])
+    window = (1000.0, 3000.0)
+    in_window = (np.arange(5000) >= 1000) & (np.arange(5000) < 3000)
+    for seed in range(10):
+        q = clustered(1, seed=200 + seed)[0]
+        assert_same(idx.search(q, k=20), float32_best(vectors, q, 20, alive))
+        assert_same(idx.search(q, k=20, run_id="a"), float32_best(vectors, q, 20, alive & runs))
+        assert_same(idx.search(q, k=20, speaker="ann"), float32_best(vectors, q, 20, alive & annes))
+        assert_same(idx.search(q, k=20, window=window), float32_best(vectors, q, 20, alive & in_window))
+    assert all(m != "text-only" and int(m[1:]) % 7 for m, _ in idx.search(clustered(1, seed=9)[0], k=5000))
+
+
+def test_rows_written_one_by_one_get_their_codes(coarse_from):
+    """Single adds take a scalar path: their codes are those of a batch."""
+    vectors = clustered(2500, seed=5)
+    batch = SpaceIndex(DIM, 0, ann_threshold=0)
+    batch.upsert(rows(vectors))
+    single = SpaceIndex(DIM, 0, ann_threshold=0)
+    single.upsert(rows(vectors[:2000]))
+    for i in range(2000, 2500):
+        single.upsert(rows(vectors[i : i + 1], start=i))
+    n = batch._size
+    assert np.array_equal(batch._codes[:n], single._codes[:n])
+    assert np.array_equal(batch._code_scale[:n], single._code_scale[:n])
+    q = clustered(1, seed=6)[0]
+    assert single.search(q, k=50) == batch.search(q, k=50)
+    assert_same(batch.search(q, k=50), float32_best(vectors, q, 50))
+
+
+def test_a_search_lets_its_lock_go_for_the_product_and_survives_a_compaction_meanwhile(coarse_from):
+    """While the coarse pass multiplies, another thread may write, delete, even
+    compact (renumbering every row): the search then answers as of afterwards."""
+    vectors = clustered(4000, seed=7)
+    idx = SpaceIndex(DIM, 0, ann_threshold=0)
+    idx.upsert(rows(vectors))
+    released = []
+
+    @contextlib.contextmanager
+    def compacting():
+        # What another thread could do while the lock is let go: remove most rows
+        # (the index compacts) and add a new best match.
+        released.append(True)
+        if len(released) == 1:
+            idx.remove([f"m{i}" for i in range(0, 4000) if i % 4])
+            idx.upsert(rows(vectors[:1], start=9999))
+        yield
+
+    q = vectors[0]
+    got = idx.search(q, k=10, unlocked=compacting)
+    assert released and idx._size < 4000  # it was compacted during the search
+    keep = np.array([i % 4 == 0 for i in range(4000)])
+    want = sorted([("m9999", 1.0), *float32_best(vectors, q, 10, keep)], key=lambda h: -h[1])[:10]
+    assert {m for m, _ in got} == {m for m, _ in want}
+    assert all(m in idx._pos for m, _ in got)
+
+
+def test_the_graphs_thread_yields_to_running_searches_but_not_forever(no_background, monkeypatch):
+    vectors = clustered(1000)
+    idx = SpaceIndex(DIM, 0, ann_threshold=500)
+    idx.upsert(rows(vectors))
+    graph = idx._ann
+    monkeypatch.setattr(ann_module, "QUIET", 0.0)  # no write pause to wait for
+    assert graph.deferral() == 0.0
+    graph.searching = 1
+    graph._last_step = time.monotonic()
+    assert graph.deferral() == ann_module._SEARCH_YIELD
+    graph._last_step = time.monotonic() - ann_module._YIELD_AT_MOST  # it has waited long enough
+    assert graph.deferral() == 0.0
+    graph.searching = 0
+    idx.search(vectors[0], k=10)
+    assert graph.searching == 0  # counted while searching only

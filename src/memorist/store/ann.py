@@ -95,6 +95,13 @@ _SEARCHED = 1.0
 _SEARCH_WAIT = 0.002
 # The fewest rows a step inserts (a row costs 0.1-0.5 ms, more as the graph grows).
 _STEP_MIN_ROWS = 4
+# While searches of the space are running the thread waits this long between looks,
+# so that they have the cores (on two cores a building thread took a third off a burst
+# of searches right after a bulk load)...
+_SEARCH_YIELD = 0.002
+# ... but takes a step at least this often, so that a space searched without pause
+# still gets its graph.
+_YIELD_AT_MOST = 0.05
 
 # (published, vectors dim x capacity, has_vector, alive) of the space index, or None
 # once it is gone.
@@ -198,6 +205,10 @@ class AnnIndex:
         # Searches waiting for :attr:`lock`: the background thread lets them in
         # between its steps (a released lock is not handed to a waiter).
         self.waiting = 0
+        # Searches of the space running now (counted by the space index, under its
+        # store's lock): the thread yields to them (:meth:`deferral`).
+        self.searching = 0
+        self._last_step = 0.0
         _ALL.add(self)
 
     def _new_graph(self) -> _Graph:
@@ -228,9 +239,13 @@ class AnnIndex:
         """Seconds the background thread waits before inserting (0: at once).
 
         Writes are going on and the graph lacks fewer rows than :attr:`lag`: they
-        are searched exactly meanwhile, and the writer keeps the CPU.
+        are searched exactly meanwhile, and the writer keeps the CPU. Searches are
+        running: they keep the cores, for :data:`_YIELD_AT_MOST` at most.
         """
-        wait = self._last_write + QUIET - time.monotonic()
+        now = time.monotonic()
+        if self.searching and now - self._last_step < _YIELD_AT_MOST:
+            return _SEARCH_YIELD
+        wait = self._last_write + QUIET - now
         return wait if wait > 0 and self.pending() < self.lag else 0.0
 
     def step_seconds(self) -> float:
@@ -270,6 +285,7 @@ class AnnIndex:
                         # Smoothed, per thread: steps stay near their time budget.
                         self._rate = 0.7 * self._rate + 0.3 * positions.size / elapsed / max(threads, 1)
                 graph.covered = end
+                self._last_step = time.monotonic()
             if graph is self.building and graph.covered >= published:
                 self.current, self.building = graph, None  # caught up: it takes over
             return graph.covered < published

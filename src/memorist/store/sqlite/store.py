@@ -548,6 +548,28 @@ class SQLiteStore(Store):
             finally:
                 self._reading -= 1
 
+    @contextmanager
+    def _unlocked(self) -> Iterator[None]:
+        """Let go of the store's lock, however deeply this thread holds it, and take it
+        back: while a search multiplies a large space's vectors (arrays it holds, which
+        writers never change in place, see ``SpaceIndex.search``), other threads use
+        the store, so the searches of one process share the cores.
+
+        Not inside a write transaction: another thread's statements would join it.
+        """
+        if self._conn.in_transaction:
+            yield
+            return
+        # Only the lock's holder reads or changes the depth of reading() blocks.
+        reading, self._reading = self._reading, 0
+        state = self._lock._release_save()  # type: ignore[attr-defined]  # as threading.Condition does
+        try:
+            yield
+        finally:
+            self._lock._acquire_restore(state)  # type: ignore[attr-defined]
+            self._reading = reading
+        self._require_open()  # closed meanwhile: say so, as any later call would
+
     def _check_data_version(self) -> None:
         """Forget the cached spaces if another connection committed since the last look."""
         version = self._conn.execute("PRAGMA data_version").fetchone()[0]
@@ -804,7 +826,11 @@ class SQLiteStore(Store):
                     raise StoreError(
                         f"query vector has {vector.shape[0]} dims but the store's vectors have {index.dim}"
                     )
-                hits.extend(index.search(vector, k=k, run_id=scope.run_id, cutoff=cutoff, now=now, window=window, speaker=speaker))
+                hits.extend(
+                    index.search(
+                        vector, k=k, run_id=scope.run_id, cutoff=cutoff, now=now, window=window, speaker=speaker, unlocked=self._unlocked
+                    )
+                )
         if len(spaces) > 1:
             hits.sort(key=lambda h: -h[1])
             if k is not None:
