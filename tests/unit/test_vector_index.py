@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from memorist.policies.text import index_terms
+from memorist.store import vector_index
 from memorist.store.vector_index import Row, SpaceIndex
 
 DIM = 8
@@ -363,3 +364,26 @@ def test_rows_written_one_by_one_index_as_one_batch_does():
                     assert [s for _, s in ours] == pytest.approx([s for _, s in theirs], rel=1e-5)
             assert idx.search(query, k=None, window=(60.0, 80.0)) == batch.search(query, k=None, window=(60.0, 80.0))
             assert idx.search(query, k=None, speaker="ann") == batch.search(query, k=None, speaker="ann")
+
+
+@pytest.mark.parametrize("size", [10, 5000, 16_384, 100_000])
+@pytest.mark.parametrize("count", [1, 16, 164, 2000])
+@pytest.mark.parametrize("shape", ["random", "ties", "sorted", "masked", "spike"])
+def test_the_largest_values_are_those_a_full_partition_finds(size, count, shape):
+    """A large array is cut at a sampled value before it is partitioned: the values
+    chosen are the count largest whatever the array looks like."""
+    rng = np.random.default_rng(size + count)
+    values = {
+        "random": lambda: rng.standard_normal(size).astype(np.float32),
+        "ties": lambda: rng.integers(0, 5, size).astype(np.float32),
+        "sorted": lambda: np.sort(rng.standard_normal(size)).astype(np.float32),
+        # Most rows filtered out (-inf), as a search with a filter ranks them.
+        "masked": lambda: np.where(rng.random(size) < 0.01, rng.standard_normal(size), -np.inf).astype(np.float32),
+        # The best rows all between the sampled positions.
+        "spike": lambda: np.where(np.arange(size) % 16 == 3, 5.0, rng.random(size)).astype(np.float32),
+    }[shape]()
+    got = vector_index._largest(values, count)
+    assert np.all(np.diff(got) > 0)  # positions, ascending, each once
+    assert len(got) == min(count, size)
+    want = np.sort(values)[::-1][: min(count, size)]
+    assert np.array_equal(np.sort(values[got])[::-1], want)

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -69,6 +69,32 @@ def _int8_dots() -> Any:
         return np.asarray(cdist(query[None, :], rows, metric="dot", threads=1, out_dtype="float32")).reshape(-1)
 
     return dots
+
+
+#: From this many values on, :func:`_largest` cuts at a sampled value first.
+_SAMPLED_SELECT = 16_384
+
+
+def _largest(values: np.ndarray, count: int) -> np.ndarray:
+    """Positions of the ``count`` largest ``values``, ascending (0 < ``count``).
+
+    A large array is first cut at a value read from every 16th element (about twice
+    as many sampled values pass it as are wanted), so only the few hundred above the
+    cut are partitioned: 0.06 ms instead of 0.8 ms for 164 of 100,000. If fewer than
+    ``count`` pass (a sample unlike the whole), the whole array is partitioned.
+    """
+    size = values.shape[0]
+    if count >= size:
+        return np.arange(size)
+    if size >= _SAMPLED_SELECT:
+        sample = values[::16]
+        take = min(sample.shape[0], 2 * (count // 16) + 8)
+        cut = np.partition(sample, sample.shape[0] - take)[sample.shape[0] - take]
+        above = np.flatnonzero(values >= cut)
+        if above.shape[0] >= count:
+            return np.sort(above[np.argpartition(values[above], above.shape[0] - count)[above.shape[0] - count :]])
+    # argpartition on the values as they are: the count largest are the last count.
+    return np.sort(np.argpartition(values, size - count)[size - count :])
 
 
 def _quantize(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -190,6 +216,9 @@ class _Postings:
             idf = math.log(1.0 + (live - self.live + 0.5) / (self.live + 0.5))
             self._weights = (key, tfs * (BM25_K1 + 1.0) / (tfs + norm) * np.float32(idf))
         return docs, self._weights[1]
+
+
+_T = TypeVar("_T")
 
 
 class _RowsMoved(Exception):
@@ -580,8 +609,7 @@ class SpaceIndex:
         if size == 0:
             return []
         if k is not None and k < size:
-            # argpartition on the scores as they are: the k largest are the last k.
-            top = np.argpartition(values, size - k)[size - k :]
+            top = _largest(values, k)
             order = top[np.argsort(-values[top], kind="stable")]
         else:
             order = np.argsort(-values, kind="stable")
@@ -660,7 +688,7 @@ class SpaceIndex:
         usable = self._has_vector[:n] if mask is None else mask & self._has_vector[:n]
         return self._top(sims, np.flatnonzero(usable), k)
 
-    def _outside_lock(self, unlocked: Callable[[], AbstractContextManager[Any]], work: Callable[[], np.ndarray]) -> np.ndarray:
+    def _outside_lock(self, unlocked: Callable[[], AbstractContextManager[Any]], work: Callable[[], _T]) -> _T:
         """``work()`` (numpy on arrays it holds) with the caller's lock let go; raises
         :class:`_RowsMoved` if the rows were renumbered (compacted) meanwhile."""
         epoch = self._epoch
@@ -681,27 +709,28 @@ class SpaceIndex:
         tests compare with the float32 product)."""
         n = self._size
         assert self._codes is not None
-        last = self._last_coarse
-        if last is not None and last[1] == n and np.array_equal(last[0], query):
-            approx = last[2]
-        else:
-            query_codes = _quantize(query.reshape(1, -1))[0][0]
-            codes, scale = self._codes[:n], self._code_scale[:n]
-            dots = _int8_dots()
-            approx = self._outside_lock(unlocked, lambda: dots(query_codes, codes) * scale)
-            self._last_coarse = (query.copy(), n, approx)
-        usable = self._has_vector[:n] if mask is None else mask & self._has_vector[:n]
-        usable = usable & self._alive[:n]  # rows removed while the lock was let go
+        usable = (self._has_vector[:n] if mask is None else mask & self._has_vector[:n]) & self._alive[:n]
         eligible = int(np.count_nonzero(usable))
         if eligible == 0:
             return []
-        if eligible < n:
-            approx = np.where(usable, approx, -np.inf)
         fetch = min(eligible, k + max(64, k // 4))
-        candidates = np.sort(np.argpartition(approx, n - fetch)[n - fetch :])
-        candidates = candidates[usable[candidates]]
-        exact = self._outside_lock(unlocked, lambda: self._gathered(query, candidates))
-        alive = self._alive[candidates]
+        last = self._last_coarse
+        known = last[2] if last is not None and last[1] == n and np.array_equal(last[0], query) else None
+        query_codes = _quantize(query.reshape(1, -1))[0][0]
+        # The arrays as they are now: a compaction while the lock is let go replaces
+        # them (and the search is done again), it never changes these.
+        codes, scale, vectors, dots = self._codes[:n], self._code_scale[:n], self._vectors, _int8_dots()
+
+        def passes() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            approx = dots(query_codes, codes) * scale if known is None else known
+            ranked = approx if eligible == n else np.where(usable, approx, -np.inf)
+            candidates = _largest(ranked, fetch)
+            candidates = candidates[usable[candidates]]
+            return approx, candidates, self._gathered(query, candidates, vectors)
+
+        approx, candidates, exact = self._outside_lock(unlocked, passes)
+        self._last_coarse = (query.copy(), n, approx)
+        alive = self._alive[candidates]  # rows removed while the lock was let go
         return self._best(exact[alive], candidates[alive], k)
 
     def _search_graph(self, query: np.ndarray, k: int, mask: np.ndarray | None) -> list[tuple[str, float]] | None:
@@ -761,8 +790,10 @@ class SpaceIndex:
         usable = self._alive[start:n] & self._has_vector[start:n] if ok is None else ok[start:]
         return start + np.flatnonzero(usable)
 
-    def _gathered(self, query: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """The cosines of ``query`` with the rows at ``positions`` (ascending or not)."""
+    def _gathered(self, query: np.ndarray, positions: np.ndarray, vectors: np.ndarray | None = None) -> np.ndarray:
+        """The cosines of ``query`` with the rows at ``positions`` (ascending or not),
+        of ``vectors`` (by default the index's own)."""
+        vectors = self._vectors if vectors is None else vectors
         if positions.shape[0] > 1:
             lo, hi = int(positions.min()), int(positions.max()) + 1
             # Columns gathered from the transposed matrix cost about 30 times a column
@@ -770,8 +801,8 @@ class SpaceIndex:
             # appended in time order) are cheaper as the product over their span.
             if hi - lo <= _GATHER_SHARE * positions.shape[0]:
                 with one_blas_thread(hi - lo):
-                    return (query @ self._vectors[:, lo:hi])[positions - lo]
-        return query @ self._vectors[:, positions]
+                    return (query @ vectors[:, lo:hi])[positions - lo]
+        return query @ vectors[:, positions]
 
     def similarities(self, query: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
         """The cosine of ``query`` with each of ``memory_ids`` that is a live row with a vector."""
