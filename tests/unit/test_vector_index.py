@@ -383,7 +383,6 @@ def test_the_largest_values_are_those_a_full_partition_finds(size, count, shape)
         "spike": lambda: np.where(np.arange(size) % 16 == 3, 5.0, rng.random(size)).astype(np.float32),
     }[shape]()
     got = vector_index._largest(values, count)
-    assert np.all(np.diff(got) > 0)  # positions, ascending, each once
-    assert len(got) == min(count, size)
+    assert len(got) == len(np.unique(got)) == min(count, size)  # positions, each once
     want = np.sort(values)[::-1][: min(count, size)]
     assert np.array_equal(np.sort(values[got])[::-1], want)
