@@ -682,9 +682,12 @@ class SpaceIndex:
                 with one_blas_thread(n):
                     return query @ vectors[:, :n]
 
-            sims = self._outside_lock(unlocked, product) if n >= _COARSE_ROWS else product()
+            if n >= _COARSE_ROWS:
+                sims = self._outside_lock(unlocked, product)
+                mask = self._mask(*mask_args)  # as rows are now (some may have gone meanwhile)
+            else:
+                sims = product()
             self._last_sims = (query.copy(), n, sims)
-            mask = self._mask(*mask_args)  # as rows are now (some may have gone meanwhile)
         if mask is None and self._vectorless == 0:
             return self._top(sims, None, k)
         usable = self._has_vector[:n] if mask is None else mask & self._has_vector[:n]
@@ -701,7 +704,7 @@ class SpaceIndex:
         return out
 
     def _coarse_search(
-        self, query: np.ndarray, k: int, mask: np.ndarray | None, unlocked: Callable[[], AbstractContextManager[Any]] = nullcontext
+        self, query: np.ndarray, k: int, mask: np.ndarray | None, unlocked: Callable[[], AbstractContextManager[Any]]
     ) -> list[tuple[str, float]]:
         """The exact search of a large space in two passes: every row ranked by its
         int8 codes, then the best ``k`` + 64 (+ ``k`` / 4 past 256) scored exactly from
