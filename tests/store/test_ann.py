@@ -643,6 +643,51 @@ def test_a_search_lets_its_lock_go_for_the_product_and_survives_a_compaction_mea
     assert all(m in idx._pos for m, _ in got)
 
 
+def test_a_space_is_stored_by_row_from_the_coarse_size_on_and_answers_the_same(coarse_from):
+    """From the coarse pass's size on, vectors are kept one row each (the few rows
+    scored exactly are then read whole): batch and single adds across the change,
+    every kind of search, and a compaction back below it, all answer as the float32
+    product over the vectors does."""
+    vectors = clustered(3000, seed=11)
+    idx = SpaceIndex(DIM, 0, ann_threshold=0)
+    idx.upsert(rows(vectors[:1500]))
+    assert not idx._by_row and idx._vectors.shape[0] == DIM
+    for i in range(1500, 1990):
+        idx.upsert(rows(vectors[i : i + 1], start=i))
+    assert not idx._by_row
+    idx.upsert(rows(vectors[1990:2500], start=1990))  # crosses 2,000 in one batch
+    assert idx._by_row and idx._vectors.shape[1] == DIM
+    for i in range(2500, 3000):
+        idx.upsert(rows(vectors[i : i + 1], start=i))
+    everything = np.ones(3000, dtype=bool)
+    early = np.arange(3000) < 1200
+    for seed in range(8):
+        q = clustered(1, seed=300 + seed)[0]
+        assert_same(idx.search(q, k=10), float32_best(vectors, q, 10))
+        assert_same(idx.search(q, k=None), float32_best(vectors, q, 3000, everything))
+        assert_same(idx.search(q, k=10, window=(0.0, 1200.0)), float32_best(vectors, q, 10, early))
+        want = {f"m{i}": float(vectors[i] @ q) for i in (0, 1999, 2000, 2999)}
+        got = idx.similarities(q, list(want))
+        assert got.keys() == want.keys() and np.allclose(list(got.values()), list(want.values()), atol=1e-6)
+    idx.remove([f"m{i}" for i in range(3000) if i % 3])  # compacts to 1,000 rows
+    assert idx._size == 1000 and not idx._by_row and idx._vectors.shape[0] == DIM
+    kept = np.arange(3000) % 3 == 0
+    q = clustered(1, seed=9)[0]
+    assert_same(idx.search(q, k=10), float32_best(vectors, q, 10, kept))
+
+
+def test_the_graph_is_fed_from_vectors_stored_by_row(coarse_from, no_background):
+    vectors = clustered(3000)
+    exact, approx = pair(vectors)
+    assert approx._by_row and exact._by_row
+    assert approx._ann is not None and approx._ann.covered() == 3000
+    found = [overlap(approx.search(q, k=10), exact.search(q, k=10)) for q in clustered(50, seed=1)]
+    assert np.mean(found) >= 0.95  # as from the transposed matrix (the test above)
+    for q in clustered(5, seed=14):
+        for m, score in approx.search(q, k=10):
+            assert score == pytest.approx(float(vectors[int(m[1:])] @ q), abs=1e-6)
+
+
 def test_the_graphs_thread_yields_to_running_searches_but_not_forever(no_background, monkeypatch):
     vectors = clustered(1000)
     idx = SpaceIndex(DIM, 0, ann_threshold=500)

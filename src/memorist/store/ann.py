@@ -103,9 +103,9 @@ _SEARCH_YIELD = 0.002
 # still gets its graph.
 _YIELD_AT_MOST = 0.05
 
-# (published, vectors dim x capacity, has_vector, alive) of the space index, or None
-# once it is gone.
-Source = Callable[[], "tuple[int, np.ndarray, np.ndarray, np.ndarray] | None"]
+# (published, the vectors at given positions (one row each), has_vector, alive) of
+# the space index, or None once it is gone.
+Source = Callable[[], "tuple[int, Callable[[np.ndarray], np.ndarray], np.ndarray, np.ndarray] | None"]
 
 _warned_missing = False
 
@@ -266,7 +266,7 @@ class AnnIndex:
             source = self._source()
             if graph is None or source is None or self.broken:
                 return False
-            published, vectors, has_vector, alive = source
+            published, rows_at, has_vector, alive = source
             start = graph.covered
             if start < published:
                 end = min(published, start + max(_STEP_MIN_ROWS, int(self._rate * seconds * max(threads, 1))))
@@ -274,7 +274,7 @@ class AnnIndex:
                 if positions.size:
                     began = time.perf_counter()
                     try:
-                        graph.add(positions, np.ascontiguousarray(vectors[:, positions].T), threads)
+                        graph.add(positions, rows_at(positions), threads)
                     except Exception:
                         self.broken = True
                         self.current = self.building = None
