@@ -2,6 +2,7 @@
 
 Run:  python bench/bulk_load.py [--size 100000] [--searches 200] [--clients 4]
                                 [--small 10000] [--embedder hashing] [--modes quiet,live]
+                                [--backend sqlite|postgresql]
 
 For each mode, a fresh SQLite store, one user's scope filled with ``--size``
 memories by ``add(list_of_messages, infer=False)`` in calls of 1,000 (sentences
@@ -10,7 +11,13 @@ sampled from LoCoMo's dialog vocabulary, the hashing embedder), then at once
 Each search is timed from its own call to its return, the first one included:
 
 - ``quiet``: no search during the load (the scope's first search comes after it);
-- ``live``: a search after every 10th call of the load, as a live service sees.
+- ``live``: a search after every 10th call of the load, as a live service sees;
+- ``reopened`` (not run by default): the quiet load, then the store closed and opened
+  again, as another process (a CLI call, a second worker, a restart) sees it: its
+  first search loads the scope's index from the store.
+
+``--backend postgresql`` runs the same on a PostgreSQL server started for the run
+(pgserver, pgvector).
 
 Then ``--small`` memories in a fresh store, and ``--searches`` searches one after
 another (p50 of the whole ``search()`` call, query embedding included).
@@ -23,6 +30,7 @@ in one sitting.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import random
@@ -31,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -89,6 +98,22 @@ def one_by_one(memory: Memory, user: str, questions: list[str], searches: int) -
     return out
 
 
+@contextlib.contextmanager
+def store_at(backend: str, name: str) -> Iterator[str]:
+    """Where a fresh store lives for one run: a SQLite file, or a PostgreSQL server's URL."""
+    with tempfile.TemporaryDirectory(prefix="memorist-bulk-") as tmp:
+        if backend == "sqlite":
+            yield str(Path(tmp) / f"{name}.db")
+            return
+        import pgserver
+
+        server = pgserver.get_server(tmp, cleanup_mode="stop")
+        try:
+            yield server.get_uri()
+        finally:
+            server.cleanup()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=100_000)
@@ -98,6 +123,7 @@ def main() -> None:
     parser.add_argument("--embedder", default="hashing")
     parser.add_argument("--modes", default="quiet,live")
     parser.add_argument("--seed", type=int, default=29)
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     args = parser.parse_args()
     words, weights, questions = corpus_model()
     rng = random.Random(args.seed)
@@ -105,22 +131,25 @@ def main() -> None:
     rng.shuffle(questions)
     print(f"# bench/bulk_load.py: memorist from {Path(memorist.__file__).resolve().parents[1]}, "
           f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"embedder {args.embedder}, {args.clients} client threads", file=sys.stderr)
+          f"embedder {args.embedder}, {args.clients} client threads, {args.backend}", file=sys.stderr)
     print("| mode | memories | load adds/s | searches | p50 ms | p95 ms | max ms | first done ms |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for mode in [m for m in args.modes.split(",") if m]:
-        with tempfile.TemporaryDirectory(prefix="memorist-bulk-") as tmp:
-            memory = Memory(str(Path(tmp) / "bulk.db"), embedder=args.embedder)
+        with store_at(args.backend, "bulk") as where:
+            memory = Memory(where, embedder=args.embedder)
             try:
                 secs = load(memory, "bulk", texts, questions, live=mode == "live")
+                if mode == "reopened":
+                    memory.close()
+                    memory = Memory(where, embedder=args.embedder)
                 times = burst(memory, "bulk", questions, args.searches, args.clients)
             finally:
                 memory.close()
         print(f"| {mode} | {args.size:,} | {args.size / secs:,.0f} | {len(times)} | {statistics.median(times):.2f} | "
               f"{pct(times, 0.95):.2f} | {max(times):.2f} | {times[0]:.2f} |", flush=True)
     if args.small:
-        with tempfile.TemporaryDirectory(prefix="memorist-bulk-") as tmp:
-            memory = Memory(str(Path(tmp) / "small.db"), embedder=args.embedder)
+        with store_at(args.backend, "small") as where:
+            memory = Memory(where, embedder=args.embedder)
             try:
                 secs = load(memory, "bulk", texts[: args.small], questions, live=False)
                 times = one_by_one(memory, "bulk", questions, args.searches)
