@@ -2,14 +2,18 @@
 progress bar's first time estimate against the truth.
 
 Run:  python bench/import_speed.py [--lines 5000] [--embedder hashing] [--batch 500]
+                                   [--cli-lines 5000,50000]
 
 - ``add``: the lines' messages added with ``Memory.add(list, infer=False)`` in calls
   of ``--batch`` messages into a fresh store (the batched rate);
 - ``import_``: ``Memory.import_`` of the file (one conversation turn a line, each
   with its own timestamp and metadata, ``"infer": false``) into a fresh store;
-- ``cli``: ``memorist import`` of the file in a new process whose stderr is a
-  terminal (a pty), so that click draws its bar: the first time estimate the bar
-  shows, and the time the import actually took from then on.
+- ``cli``: ``memorist import`` of a file of each of ``--cli-lines`` lines in a new
+  process whose stderr is a terminal (a pty), so that click draws its bar: the first
+  time estimate the bar shows, and the time the import actually took from then on.
+  The bar shows whole seconds (the estimate lies between the value shown and one
+  second more), so the ratio is given as that range; a 5,000-line import has less
+  than a second to go when its bar first shows an estimate, hence the longer file.
 
 The lines are sentences sampled from LoCoMo's dialog vocabulary, two speakers
 alternating, a minute apart. Prints a Markdown table.
@@ -118,6 +122,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--no-cli", action="store_true")
+    parser.add_argument("--cli-lines", default="5000,50000", help="sizes of the CLI imports timed against their bar")
     args = parser.parse_args()
     words, weights, _ = corpus_model()
     rng = random.Random(args.seed)
@@ -133,12 +138,17 @@ def main() -> None:
         print("|---:|---:|---:|---:|---:|")
         print(f"| {args.lines:,} | {added:,.0f} | {imported:,.0f} | {imported / added:.0%} | {count:,} |", flush=True)
         if not args.no_cli:
-            eta, rest, whole = cli_estimate(path, args.embedder)
             print()
-            print("| `memorist import` run s | first estimate s | time it took from then s | estimate / truth |")
-            print("|---:|---:|---:|---:|")
-            ratio = f"{eta / rest:.2f}" if eta is not None and rest > 0 else "no estimate shown"
-            print(f"| {whole:.1f} | {eta if eta is not None else '-'} | {rest:.1f} | {ratio} |")
+            print("| `memorist import` lines | run s | first estimate shown s | time it took from then s | estimate / truth |")
+            print("|---:|---:|---:|---:|---:|")
+            for size in (int(n) for n in args.cli_lines.split(",") if n):
+                cli_texts = [sentence(rng, words, weights) for _ in range(max(size - len(texts), 0))]
+                cli_path = Path(tmp) / f"turns-{size}.jsonl"
+                cli_path.write_text("".join(json.dumps(line) + "\n" for line in lines_of((texts + cli_texts)[:size])), encoding="utf-8")
+                eta, rest, whole = cli_estimate(cli_path, args.embedder)
+                # The bar shows whole seconds: its estimate is in [shown, shown + 1).
+                ratio = f"{eta / rest:.2f}–{(eta + 1) / rest:.2f}" if eta is not None and rest > 0 else "no estimate shown"
+                print(f"| {size:,} | {whole:.1f} | {eta if eta is not None else '-'} | {rest:.1f} | {ratio} |", flush=True)
 
 
 if __name__ == "__main__":
