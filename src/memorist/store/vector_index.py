@@ -39,9 +39,9 @@ BM25_B = 0.75
 _THREADED_ROWS = 1024
 # With the graph in use, a filter that leaves at most this many rows (or 1/32 of
 # the space) is searched exactly over just those rows: scoring a row gathered from
-# the transposed matrix costs about 30 times a row of the full product (from a
-# space stored by row, about 3 times), and a graph search asking for enough
-# candidates to survive such a filter costs more.
+# the transposed matrix costs about 30 times a row of the full product (a row read
+# whole from a space stored by row: about as much when cached, ten times when not),
+# and a graph search asking for enough candidates to survive such a filter costs more.
 _GATHER_ROWS = 2048
 _GATHER_SHARE = 32
 # The most candidates asked of the graph before an exact search is cheaper.
