@@ -238,6 +238,25 @@ def test_dialog_by_keyboard_returns_focus(page, service: Service) -> None:
     assert "Allergic to nuts" not in service.store_texts("alex")
 
 
+def test_a_delete_asked_again_right_after_closing_the_dialog_deletes(page, service: Service) -> None:
+    """The dialog's close event arrives after it closed: asking again before it
+    arrives (Escape then Enter, fast) must leave that new ask pending, not forget it
+    so that Delete closes the dialog and deletes nothing."""
+    _open(page, service)
+    dialog = page.get_by_role("dialog", name="Delete this memory?")
+    button = _item(page, "Allergic to nuts").locator("button.delete")
+    button.click()
+    expect(dialog).to_be_visible()
+    # Closed and asked again in one task: the close event comes after both.
+    button.evaluate("b => { document.getElementById('confirm').close(); b.click(); }")
+    expect(dialog).to_be_visible()
+    page.wait_for_timeout(50)  # the late close event has been handled
+    dialog.get_by_role("button", name="Delete", exact=True).click()
+    expect(dialog).to_be_hidden()
+    expect(_item(page, "Allergic to nuts")).to_have_count(0)
+    assert "Allergic to nuts" not in service.store_texts("alex")
+
+
 def test_error_state_shows_the_service_message_and_retries(page, service: Service) -> None:
     page.route(
         "**/api/memories/**",

@@ -318,6 +318,9 @@
   });
 
   el.dialog.addEventListener("close", () => {
+    // The event comes a moment after the dialog closed: if it was opened again
+    // meanwhile (Escape, then Enter at once), the new ask is the pending one.
+    if (el.dialog.open) return;
     const pending = state.pending;
     state.pending = null;
     if (pending && pending.button.isConnected) pending.button.focus();
