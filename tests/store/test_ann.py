@@ -688,6 +688,31 @@ def test_the_graph_is_fed_from_vectors_stored_by_row(coarse_from, no_background)
             assert score == pytest.approx(float(vectors[int(m[1:])] @ q), abs=1e-6)
 
 
+def test_the_layout_changes_only_while_the_graphs_thread_cannot_read_it(coarse_from, no_background):
+    """The graph's thread reads the vectors and their layout without the store's lock,
+    under its own: a space growing past the coarse size while it has a graph waits
+    for that lock to change layout, so the thread never sees one with the other's flag."""
+    import threading
+
+    vectors = clustered(2600, seed=15)
+    idx = SpaceIndex(DIM, 0, ann_threshold=500)
+    idx.upsert(rows(vectors[:1900]))
+    assert idx.catch_up_ann() and not idx._by_row
+    idx._ann.lock.acquire()
+    writer = threading.Thread(target=idx.upsert, args=(rows(vectors[1900:], start=1900),))
+    try:
+        writer.start()
+        writer.join(0.3)
+        assert writer.is_alive()  # waiting for the graph's lock
+        assert not idx._by_row and idx._vectors.shape[0] == DIM
+    finally:
+        idx._ann.lock.release()
+    writer.join(10)
+    assert idx._by_row and idx._vectors.shape[1] == DIM and idx.catch_up_ann()
+    q = clustered(1, seed=16)[0]
+    assert_same(idx.search(q, k=10), float32_best(vectors, q, 10))
+
+
 def test_the_graphs_thread_yields_to_running_searches_but_not_forever(no_background, monkeypatch):
     vectors = clustered(1000)
     idx = SpaceIndex(DIM, 0, ann_threshold=500)

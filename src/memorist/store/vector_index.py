@@ -333,11 +333,15 @@ class SpaceIndex:
         if self._by_row or to_rows:
             vectors = np.zeros((new_cap, self.dim), dtype=np.float32)
             vectors[:size] = self._vectors[:size] if self._by_row else self._vectors[:, :size].T
-            self._by_row = True
         else:
             vectors = np.zeros((self.dim, new_cap), dtype=np.float32)
             vectors[:, :size] = self._vectors[:, :size]
-        self._vectors = vectors
+        # The graph's thread reads the array and its layout without the store's lock
+        # (_ann_source): a change of layout happens while it cannot.
+        ann = self._ann if to_rows else None
+        with ann.lock if ann is not None else nullcontext():
+            self._vectors = vectors
+            self._by_row = self._by_row or to_rows
         if self._codes is not None:
             codes = np.zeros((new_cap, self.dim), dtype=np.int8)
             codes[: self._size] = self._codes[: self._size]
