@@ -100,7 +100,7 @@ def _largest(values: np.ndarray, count: int) -> np.ndarray:
     return np.argpartition(values, size - count)[size - count :]
 
 
-def _dots_at(query: np.ndarray, vectors: np.ndarray, by_row: bool, positions: np.ndarray) -> np.ndarray:
+def _dots_at(query: np.ndarray, vectors: np.ndarray, by_row: bool, positions: np.ndarray | slice) -> np.ndarray:
     """The products of ``query`` with the vectors at ``positions``, stored one row
     each (``by_row``) or transposed (see :meth:`SpaceIndex._reset`)."""
     return vectors[positions] @ query if by_row else query @ vectors[:, positions]
@@ -329,19 +329,15 @@ class SpaceIndex:
         new_cap = max(need, cap * 2, 64) if need > cap else cap
         if new_cap >= _THREADED_ROWS:
             _warm_blas()
-        size = self._size
-        if self._by_row or to_rows:
-            vectors = np.zeros((new_cap, self.dim), dtype=np.float32)
-            vectors[:size] = self._vectors[:size] if self._by_row else self._vectors[:, :size].T
-        else:
-            vectors = np.zeros((self.dim, new_cap), dtype=np.float32)
-            vectors[:, :size] = self._vectors[:, :size]
+        by_row = self._by_row or to_rows
+        vectors = np.zeros((new_cap, self.dim) if by_row else (self.dim, new_cap), dtype=np.float32)
+        (vectors if by_row else vectors.T)[: self._size] = self._rows()[: self._size]
         # The graph's thread reads the array and its layout without the store's lock
         # (_ann_source): a change of layout happens while it cannot.
         ann = self._ann if to_rows else None
         with ann.lock if ann is not None else nullcontext():
             self._vectors = vectors
-            self._by_row = self._by_row or to_rows
+            self._by_row = by_row
         if self._codes is not None:
             codes = np.zeros((new_cap, self.dim), dtype=np.int8)
             codes[: self._size] = self._codes[: self._size]
@@ -357,6 +353,12 @@ class SpaceIndex:
             new = np.full(new_cap, "", dtype=object)
             new[: self._size] = old[: self._size]
             setattr(self, name, new)
+
+    def _rows(self) -> np.ndarray:
+        """The vectors one row each (capacity x dim), whichever way they are stored:
+        a view, to write or read a few rows through (not to gather many from a
+        transposed matrix: :func:`_rows_at` does that faster)."""
+        return self._vectors if self._by_row else self._vectors.T
 
     def upsert(self, rows: list[Row]) -> None:
         """Add rows; a row whose id is present (or comes again later in ``rows``) replaces the old one."""
@@ -393,10 +395,7 @@ class SpaceIndex:
             block = np.zeros((count, self.dim), dtype=np.float32)
             for i in np.flatnonzero(has_vector).tolist():
                 block[i] = rows[i].vector
-            if self._by_row:
-                self._vectors[start:end] = block
-            else:
-                self._vectors[:, start:end] = block.T
+            self._rows()[start:end] = block
             if self._codes is not None:
                 self._codes[start:end], self._code_scale[start:end] = _quantize(block)
         self._pos.update(zip(ids, range(start, end), strict=True))
@@ -455,10 +454,7 @@ class SpaceIndex:
             self._stored[pos] = row.stored
             has_vector = row.vector is not None
             if has_vector:
-                if self._by_row:
-                    self._vectors[pos] = row.vector
-                else:
-                    self._vectors[:, pos] = row.vector
+                self._rows()[pos] = row.vector
                 if self._codes is not None:
                     codes, scale = _quantize(np.asarray(row.vector, dtype=np.float32).reshape(1, -1))
                     self._codes[pos], self._code_scale[pos] = codes[0], scale[0]
@@ -508,13 +504,14 @@ class SpaceIndex:
     def _compact(self) -> None:
         """Rebuild with the live rows only (their terms are kept, not re-tokenised)."""
         keep = np.flatnonzero(self._alive[: self._size])
+        vectors = self._rows()
         rows = [
             Row(
                 self._ids[i],
                 self._run[i],
                 float(self._effective[i]),
                 None if math.isinf(self._valid_to[i]) else float(self._valid_to[i]),
-                vector=(self._vectors[i] if self._by_row else self._vectors[:, i]) if self._has_vector[i] else None,
+                vector=vectors[i] if self._has_vector[i] else None,
                 created_at=float(self._created[i]),
                 speaker=self._speaker[i],
                 stored=self._stored[i],
@@ -716,7 +713,7 @@ class SpaceIndex:
 
             def product() -> np.ndarray:
                 with one_blas_thread(n):
-                    return vectors[:n] @ query if by_row else query @ vectors[:, :n]
+                    return _dots_at(query, vectors, by_row, slice(0, n))
 
             if n >= _COARSE_ROWS:
                 sims = self._outside_lock(unlocked, product)
@@ -768,7 +765,7 @@ class SpaceIndex:
             ranked = approx if eligible == n else np.where(usable, approx, -np.inf)
             candidates = np.sort(_largest(ranked, fetch))  # ascending: cheaper to gather
             candidates = candidates[usable[candidates]]
-            return approx, candidates, self._gathered(query, candidates, (vectors, by_row))
+            return approx, candidates, _dots_at(query, vectors, by_row, candidates)
 
         approx, candidates, exact = self._outside_lock(unlocked, passes)
         self._last_coarse = (query.copy(), n, approx)
@@ -832,12 +829,9 @@ class SpaceIndex:
         usable = self._alive[start:n] & self._has_vector[start:n] if ok is None else ok[start:]
         return start + np.flatnonzero(usable)
 
-    def _gathered(
-        self, query: np.ndarray, positions: np.ndarray, layout: tuple[np.ndarray, bool] | None = None
-    ) -> np.ndarray:
-        """The cosines of ``query`` with the rows at ``positions`` (ascending or not),
-        of ``layout`` (vectors and whether stored by row; by default the index's own)."""
-        vectors, by_row = (self._vectors, self._by_row) if layout is None else layout
+    def _gathered(self, query: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The cosines of ``query`` with the rows at ``positions`` (ascending or not)."""
+        vectors, by_row = self._vectors, self._by_row
         if not by_row and positions.shape[0] > 1:
             lo, hi = int(positions.min()), int(positions.max()) + 1
             # Columns gathered from the transposed matrix cost about 30 times a column
