@@ -30,20 +30,17 @@ in one sitting.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import platform
 import random
 import statistics
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core import corpus_model, pct, peak_rss_mb, sentence  # noqa: E402
+from core import corpus_model, pct, peak_rss_mb, sentence, store_at  # noqa: E402
 
 import memorist  # noqa: E402
 from memorist import Memory  # noqa: E402
@@ -96,22 +93,6 @@ def one_by_one(memory: Memory, user: str, questions: list[str], searches: int) -
         memory.search(questions[i % len(questions)], user_id=user, limit=10)
         out.append((time.perf_counter() - t) * 1000)
     return out
-
-
-@contextlib.contextmanager
-def store_at(backend: str, name: str) -> Iterator[str]:
-    """Where a fresh store lives for one run: a SQLite file, or a PostgreSQL server's URL."""
-    with tempfile.TemporaryDirectory(prefix="memorist-bulk-") as tmp:
-        if backend == "sqlite":
-            yield str(Path(tmp) / f"{name}.db")
-            return
-        import pgserver
-
-        server = pgserver.get_server(tmp, cleanup_mode="stop")
-        try:
-            yield server.get_uri()
-        finally:
-            server.cleanup()
 
 
 def main() -> None:

@@ -29,11 +29,12 @@ import os
 import platform
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from core import store_at  # noqa: E402
 
 from memorist import Memory  # noqa: E402
 from memorist.policies.consolidation import key_terms  # noqa: E402
@@ -154,17 +155,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, embedder {args.embedder}, {args.backend}")
     for n in (int(s) for s in args.sizes.split(",")):
-        with tempfile.TemporaryDirectory() as folder:
-            if args.backend == "sqlite":
-                run(n, args.embedder, str(Path(folder) / "bench.db"), args.seed)
-            else:
-                import pgserver
-
-                server = pgserver.get_server(folder, cleanup_mode="stop")
-                try:
-                    run(n, args.embedder, server.get_uri(), args.seed)
-                finally:
-                    server.cleanup()
+        with store_at(args.backend, "bench") as where:
+            run(n, args.embedder, where, args.seed)
 
 
 if __name__ == "__main__":

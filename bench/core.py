@@ -22,6 +22,7 @@ Figures are printed as a Markdown table; paste them into bench/RESULTS.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -33,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from memorist import Memory
@@ -67,6 +69,23 @@ def sentence(rng: random.Random, words: list[str], weights: list[float]) -> str:
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+@contextlib.contextmanager
+def store_at(backend: str, name: str) -> Iterator[str]:
+    """Where a fresh store lives for one run: a SQLite file in a temporary folder, or
+    the URL of a PostgreSQL server started there (pgserver), stopped afterwards."""
+    with tempfile.TemporaryDirectory(prefix="memorist-bench-") as tmp:
+        if backend == "sqlite":
+            yield str(Path(tmp) / f"{name}.db")
+            return
+        import pgserver
+
+        server = pgserver.get_server(tmp, cleanup_mode="stop")
+        try:
+            yield server.get_uri()
+        finally:
+            server.cleanup()
 
 
 def peak_rss_mb() -> float:
