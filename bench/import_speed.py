@@ -9,11 +9,10 @@ Run:  python bench/import_speed.py [--lines 5000] [--embedder hashing] [--batch 
 - ``import_``: ``Memory.import_`` of the file (one conversation turn a line, each
   with its own timestamp and metadata, ``"infer": false``) into a fresh store;
 - ``cli``: ``memorist import`` of a file of each of ``--cli-lines`` lines in a new
-  process whose stderr is a terminal (a pty), so that click draws its bar: the first
+  process whose stderr is a terminal (a pty), so that it draws its bar: the first
   time estimate the bar shows, and the time the import actually took from then on.
-  The bar shows whole seconds (the estimate lies between the value shown and one
-  second more), so the ratio is given as that range; a 5,000-line import has less
-  than a second to go when its bar first shows an estimate, hence the longer file.
+  The bar shows tenths of a second under ten seconds, whole seconds above (the
+  estimate is rounded to that), hence a range for the ratio above ten seconds.
 
 The lines are sentences sampled from LoCoMo's dialog vocabulary, two speakers
 alternating, a minute apart. Prints a Markdown table.
@@ -39,7 +38,14 @@ from core import corpus_model, sentence  # noqa: E402
 import memorist  # noqa: E402
 from memorist import Memory  # noqa: E402
 
-_ETA = re.compile(rb"(\d\d):(\d\d):(\d\d)\s*$")
+# "0.7 s left", "42 s left", "3 min 05 s left", "1 h 02 min left" (memorist.cli.app.time_left).
+_ETA = re.compile(rb"(?:(\d+) h )?(?:(\d+) min )?(?:([\d.]+) s )?left")
+_ANSI = re.compile(rb"\x1b\[[0-9;]*m")
+
+
+def seconds_shown(match: re.Match[bytes]) -> float:
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    return 3600 * hours + 60 * minutes + seconds
 
 
 def lines_of(texts: list[str]) -> list[dict]:
@@ -102,10 +108,9 @@ def cli_estimate(path: Path, embedder: str) -> tuple[float | None, float, float]
                 break
             buffer += chunk
             for part in re.split(rb"[\r\n]", buffer)[:-1]:
-                match = _ETA.search(part)
+                match = _ETA.search(_ANSI.sub(b"", part))
                 if first is None and match and b"%" in part:
-                    h, m, s = (int(g) for g in match.groups())
-                    first = (time.perf_counter(), float(3600 * h + 60 * m + s))
+                    first = (time.perf_counter(), seconds_shown(match))
             buffer = re.split(rb"[\r\n]", buffer)[-1]
         proc.wait()
         end = time.perf_counter()
@@ -142,12 +147,18 @@ def main() -> None:
             print("| `memorist import` lines | run s | first estimate shown s | time it took from then s | estimate / truth |")
             print("|---:|---:|---:|---:|---:|")
             for size in (int(n) for n in args.cli_lines.split(",") if n):
-                cli_texts = [sentence(rng, words, weights) for _ in range(max(size - len(texts), 0))]
-                cli_path = Path(tmp) / f"turns-{size}.jsonl"
-                cli_path.write_text("".join(json.dumps(line) + "\n" for line in lines_of((texts + cli_texts)[:size])), encoding="utf-8")
+                cli_path = path
+                if size != args.lines:
+                    cli_texts = [sentence(rng, words, weights) for _ in range(max(size - len(texts), 0))]
+                    cli_path = Path(tmp) / f"turns-{size}.jsonl"
+                    cli_path.write_text("".join(json.dumps(line) + "\n" for line in lines_of((texts + cli_texts)[:size])), encoding="utf-8")
                 eta, rest, whole = cli_estimate(cli_path, args.embedder)
-                # The bar shows whole seconds: its estimate is in [shown, shown + 1).
-                ratio = f"{eta / rest:.2f}–{(eta + 1) / rest:.2f}" if eta is not None and rest > 0 else "no estimate shown"
+                if eta is None or rest <= 0:
+                    ratio = "no estimate shown"
+                elif eta < 9.95:  # tenths of a second: the estimate is within 0.05 s of the value shown
+                    ratio = f"{eta / rest:.2f}"
+                else:  # whole seconds, rounded
+                    ratio = f"{(eta - 0.5) / rest:.2f}–{(eta + 0.5) / rest:.2f}"
                 print(f"| {size:,} | {whole:.1f} | {eta if eta is not None else '-'} | {rest:.1f} | {ratio} |", flush=True)
 
 

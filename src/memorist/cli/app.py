@@ -439,23 +439,76 @@ def stdin_is_tty() -> bool:
     return sys.stdin.isatty()
 
 
+def time_left(seconds: float) -> str:
+    """A remaining time as a bar shows it: tenths of a second under ten seconds
+    (a short job's estimate is worth reading), whole seconds under a minute, then
+    minutes and seconds, then hours and minutes."""
+    if not math.isfinite(seconds) or seconds < 0:
+        return ""
+    if seconds < 9.95:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+
+
+#: A bar shows its first estimate once this much time has passed (the rate of
+#: the first few items says little).
+_FIRST_ESTIMATE_AFTER = 0.25
+
+
 @contextmanager
-def progress(label: str) -> Iterator[Callable[[int, int], None]]:
-    """A ``progress(done, total)`` callback drawing a bar on stderr."""
-    bar: Any = None
+def progress(label: str, total: int | None = None) -> Iterator[Callable[..., None]]:
+    """An ``update(done, total=None)`` callback drawing a bar on stderr.
 
-    def update(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = click.progressbar(length=max(total, 1), label=label, file=sys.stderr)
-            bar.__enter__()
-        bar.update(done - bar.pos)
+    The bar shows the time left at the rate so far, from a quarter of a second
+    on, in tenths of a second under ten seconds. When stderr is not a terminal
+    only the label is written, once (``update.drawn`` is False: callers may skip
+    the work of reporting).
+    """
+    if not sys.stderr.isatty():
+        click.echo(label, err=True)
 
-    try:
+        def ignore(done: int, total: int | None = None) -> None:
+            del done, total
+
+        ignore.drawn = False  # type: ignore[attr-defined]
+        yield ignore
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        Task,
+        TaskProgressColumn,
+    )
+    from rich.text import Text
+
+    class TimeLeft(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            elapsed = task.elapsed or 0.0
+            if task.finished or not task.completed or task.total is None or elapsed < _FIRST_ESTIMATE_AFTER:
+                return Text("")
+            shown = time_left(elapsed * (task.total - task.completed) / task.completed)
+            return Text(f"{shown} left" if shown else "", style="progress.remaining")
+
+    bar = Progress(
+        "[progress.description]{task.description}", BarColumn(), TaskProgressColumn(), MofNCompleteColumn(), TimeLeft(),
+        console=Console(file=sys.stderr), transient=False,
+    )
+    task = bar.add_task(label, total=total)
+
+    def update(done: int, total: int | None = None) -> None:
+        bar.update(task, completed=done, **({"total": max(total, 1)} if total is not None else {}))
+
+    update.drawn = True  # type: ignore[attr-defined]
+    with bar:
         yield update
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
 
 
 __all__ = [
@@ -476,5 +529,6 @@ __all__ = [
     "FiniteFloat",
     "scope_options",
     "stdin_is_tty",
+    "time_left",
     "when",
 ]

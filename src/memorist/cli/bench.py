@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 
 from ..errors import MemoristError
-from .app import App, cli, pass_app
+from .app import App, cli, pass_app, progress
 
 
 @cli.group()
@@ -70,16 +69,9 @@ def locomo(app: App, data: str | None, unit: str, k: str, budget: str | None) ->
     data = data or _default_data()
     if data is None:
         raise click.BadParameter("no data file found; pass --data PATH", param_hint="--data")
-    with click.progressbar(length=1, label="questions", file=sys.stderr) as bar:
-        state = {"shown": 0}
-
-        def progress(done: int, total: int) -> None:
-            bar.length = total
-            bar.update(done - state["shown"])
-            state["shown"] = done
-
+    with progress("questions") as update:
         try:
-            result = run(data, unit=unit, ks=ks, embedder=app.embedder, progress=progress,
+            result = run(data, unit=unit, ks=ks, embedder=app.embedder, progress=update,
                          db=app.db if app.db_typed else None, budgets=budgets)
         except (ValueError, KeyError) as exc:
             raise MemoristError(f"cannot run LoCoMo on {data}: {exc}") from exc

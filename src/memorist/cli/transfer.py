@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from ..errors import ImportLineError, ValidationError
-from .app import AliasChoice, App, CommandError, cli, cli_message, pass_app, scope, scope_options
+from .app import AliasChoice, App, CommandError, cli, cli_message, pass_app, progress, scope, scope_options
 
 _FORMAT_HELP = (
     "jsonl: JSON lines, Memorist's own format. memories-json: one JSON array of memories "
@@ -82,12 +82,11 @@ def import_(
     # the import's rate, not the model's loading time spread over the file.
     memory.embedder.embed(["warm up"])
     try:
-        with click.progressbar(length=len(lines), label="importing", file=sys.stderr) as bar:
+        with progress("importing", len(lines)) as update:
             # Only a bar that is drawn (a terminal) needs progress, and the small
             # first batches that keep its estimate right.
             summary = memory.import_(
-                lines, **scope(user_id, agent_id, run_id), infer=infer,
-                progress=(lambda n: bar.update(n - bar.pos)) if sys.stderr.isatty() else None,
+                lines, **scope(user_id, agent_id, run_id), infer=infer, progress=update if update.drawn else None,
             )
     except ImportLineError as exc:
         done = exc.summary

@@ -5,6 +5,11 @@ memories as line by line."""
 from __future__ import annotations
 
 import json
+import os
+import pty
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,3 +124,50 @@ def test_each_line_keeps_its_own_importance_when_lines_are_batched(tmp_path: Pat
         got = {r["metadata"]["dia_id"]: r["importance"] for r in m.get_all(user_id="alex", limit=100)["results"]}
     want = {f"D1:{i + 1}": (0.9, 0.2)[i % 2] if i % 3 else 0.5 for i in range(40)}
     assert got == pytest.approx(want)
+
+
+def _import_in_a_terminal(tmp_path: Path, n: int) -> tuple[list[str], str]:
+    """`memorist import` of ``n`` lines with stderr on a pty: the bar's frames and stdout."""
+    path = tmp_path / "turns.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in turns(n)), encoding="utf-8")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memorist", "--db", str(tmp_path / "c.db"), "--embedder", "hashing", "import", str(path)],
+        stdout=subprocess.PIPE, stderr=slave, env={**os.environ, "COLUMNS": "120"},
+    )
+    os.close(slave)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    out = proc.communicate(timeout=120)[0].decode()
+    os.close(master)
+    assert proc.returncode == 0, drawn.decode(errors="replace")
+    plain = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", drawn).decode(errors="replace")
+    return [f for f in re.split(r"[\r\n]", plain) if f.strip()], out
+
+
+def test_the_import_bar_tells_the_time_left_in_a_terminal(tmp_path: Path) -> None:
+    frames, out = _import_in_a_terminal(tmp_path, 6000)
+    assert "Read 6000 lines; added 6000 memories" in out
+    estimates = [f for f in frames if re.search(r"\d+(\.\d)? s left", f)]
+    assert estimates, frames  # an estimate, in tenths of a second for a short job
+    assert all("importing" in f and "/6000" in f for f in estimates)
+    assert "6000/6000" in frames[-1] and "left" not in frames[-1]  # done: no estimate left on screen
+
+
+def test_off_a_terminal_the_import_writes_its_label_once_and_no_bar(tmp_path: Path) -> None:
+    path = tmp_path / "turns.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in turns(3000)), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "memorist", "--db", str(tmp_path / "c.db"), "--embedder", "hashing", "import", str(path)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "Read 3000 lines; added 3000 memories."
+    assert proc.stderr == "importing\n"  # for a log: what ran, without a bar's redraws
