@@ -20,6 +20,8 @@ measures batched adds at 1k and 1M memories).
 from __future__ import annotations
 
 import functools
+import importlib
+import logging
 import math
 import weakref
 from collections import Counter
@@ -32,6 +34,8 @@ import numpy as np
 
 from ..policies.text import many_index_terms
 from .ann import DEFAULT_THRESHOLD, AnnIndex, fetch_size, usearch_index
+
+log = logging.getLogger(__name__)
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -55,23 +59,50 @@ _APPEND_CHUNK = 8192
 _COARSE_ROWS = 16_384
 
 
+#: Where the int8 kernels come from, in order: NumKong (which usearch, the ``ann``
+#: extra, brings) and SimSIMD (its predecessor, 2 MB, part of the default install).
+#: Both release the GIL while they multiply.
+_INT8_KERNELS = ("numkong", "simsimd")
+
+
 @functools.lru_cache(maxsize=1)
 def _int8_dots() -> Any:
     """A function giving the dot products of an int8 vector with each row of an int8
-    matrix (SIMD kernels from NumKong, which usearch brings), or None without it.
-    numpy has no fast int8 product: without the kernel searches stay float32."""
+    matrix, or None when no kernel works here. numpy has no fast int8 product:
+    without a kernel searches stay float32.
+
+    Each kernel is checked once against numpy before it is used: an older usearch
+    carries SimSIMD's symbols, and when it is imported first SimSIMD's own module
+    refuses int8 arrays.
+    """
+    for name in _INT8_KERNELS:
+        try:
+            cdist = importlib.import_module(name).cdist
+        except ImportError:
+            continue
+        dots = functools.partial(_cdist_dots, cdist)
+        if _kernel_works(dots):
+            return dots
+        log.warning("%s's int8 kernel does not work in this process; large scopes are searched without it", name)
+    return None
+
+
+def _cdist_dots(cdist: Callable[..., Any], query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    # Sums of at most dim * 127 * 127 are exact in float32 up to 1,040 dimensions
+    # (6.2M at 384); past that they round by a part in ten million, nothing for a
+    # first pass whose candidates are scored again.
+    return np.asarray(cdist(query[None, :], rows, metric="dot", threads=1, out_dtype="float32")).reshape(-1)
+
+
+def _kernel_works(dots: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> bool:
+    """Whether ``dots`` gives numpy's products (a SIMD body and a tail: 67 dimensions)."""
+    rows = ((np.arange(5 * 67).reshape(5, 67) * 37) % 255 - 127).astype(np.int8)
+    query = rows[2][::-1].copy()
     try:
-        from numkong import cdist
-    except ImportError:
-        return None
-
-    def dots(query: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        # Sums of at most dim * 127 * 127 are exact in float32 up to 1,040 dimensions
-        # (6.2M at 384); past that they round by a part in ten million, nothing for a
-        # first pass whose candidates are scored again.
-        return np.asarray(cdist(query[None, :], rows, metric="dot", threads=1, out_dtype="float32")).reshape(-1)
-
-    return dots
+        got = dots(query, rows)
+    except Exception:  # a broken or mismatched build: not used
+        return False
+    return bool(np.array_equal(got, rows.astype(np.float32) @ query.astype(np.float32)))
 
 
 #: From this many values on, :func:`_largest` cuts at a sampled value first.

@@ -17,8 +17,6 @@ import pytest
 from memorist import Memory
 from memorist.store import vector_index
 
-pytest.importorskip("numkong")
-
 TOPICS = ["kayak", "theremin", "lighthouse", "greyhound", "pottery", "marathon", "sourdough", "chess"]
 
 
