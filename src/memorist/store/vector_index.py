@@ -626,6 +626,19 @@ class SpaceIndex:
         pos = self._pos.get(memory_id)
         return None if pos is None else self._stored[pos]
 
+    def keep_stored(self, memory_id: str, stored: tuple[Any, ...]) -> None:
+        """Keep the stored columns of a live row that has none (a space loaded from the
+        store reads them when a result is first shown). The caller read them while
+        this index was current."""
+        pos = self._pos.get(memory_id)
+        if pos is not None and self._stored[pos] is None:
+            self._stored[pos] = stored
+
+    def run_of(self, memory_id: str) -> str | None:
+        """The run id of a live row; None when the row is not live here."""
+        pos = self._pos.get(memory_id)
+        return None if pos is None else self._run[pos]
+
     def speakers(self) -> set[str]:
         """The casefolded speaker names of the live rows."""
         return set(self._speakers)

@@ -84,32 +84,49 @@ class IndexCache:
         # next catch-up starts from here even if rows below are newer.
         seq = last_seq(conn)
         index = SpaceIndex(dim(), generation, seq)
+        # Only what the index ranks and filters with: the other columns of a result
+        # are read when it is shown, and kept then (SQLiteStore.get_many). Reading
+        # every column made a third of a large space's load (and its memory).
         rows = conn.execute(
-            f"SELECT {COLUMNS}, e.vector, json_extract(m.metadata, '$.name') {FROM_MEMORIES} "
+            "SELECT m.id, m.run_id, m.created_at, m.updated_at, m.valid_to, m.search_text, e.vector, "
+            "json_extract(m.metadata, '$.name') FROM memories m "
             "LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
             "WHERE m.space_id = ? AND m.status = 'active' ORDER BY m.rowid",
             (space,),
         ).fetchall()
-        index.upsert(self._index_entries(rows, index.dim))
+        check = self._vector_check(index.dim)
+        index.upsert([
+            Row(mid, run, created if updated is None else updated, valid_to, text, check(mid, blob),
+                created_at=created, speaker=name.casefold() if isinstance(name, str) else "")
+            for mid, run, created, updated, valid_to, text, blob, name in rows
+        ])
         self._indexes[space] = index
         return index
+
+    def _vector_check(self, dim: int) -> Callable[[str, bytes | None], np.ndarray | None]:
+        """A stored vector blob as an array, refused if it has the wrong dimension."""
+
+        def vector(memory_id: str, blob: bytes | None) -> np.ndarray | None:
+            if blob is None:
+                return None
+            vector = np.frombuffer(blob, dtype=np.float32)
+            if vector.shape[0] != dim:
+                raise CorruptStoreError(
+                    f"{self.path}: memory {memory_id} has a {vector.shape[0]}-dim vector but the store's "
+                    f"embedder has {dim}; run `memorist reindex --embedder ...`"
+                )
+            return vector
+
+        return vector
 
     def _index_entries(self, rows: Sequence[tuple[Any, ...]], dim: int) -> list[Row]:
         """Index rows of ``SELECT {COLUMNS}, vector, metadata name`` rows."""
         width = len(FIELDS)
-        loaded = []
-        for r in rows:
-            stored, blob, name = r[:width], r[width], r[width + 1]
-            vector = None
-            if blob is not None:
-                vector = np.frombuffer(blob, dtype=np.float32)
-                if vector.shape[0] != dim:
-                    raise CorruptStoreError(
-                        f"{self.path}: memory {stored[0]} has a {vector.shape[0]}-dim vector but the store's "
-                        f"embedder has {dim}; run `memorist reindex --embedder ...`"
-                    )
-            loaded.append(index_entry(stored, vector, name.casefold() if isinstance(name, str) else ""))
-        return loaded
+        check = self._vector_check(dim)
+        return [
+            index_entry(r[:width], check(r[0], r[width]), r[width + 1].casefold() if isinstance(r[width + 1], str) else "")
+            for r in rows
+        ]
 
     def _catch_up(self, conn: sqlite3.Connection, index: SpaceIndex, space: int) -> bool:
         """Apply to ``index`` the changes of its space logged after ``index.seq``.

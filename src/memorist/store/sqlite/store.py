@@ -665,9 +665,11 @@ class SQLiteStore(Store):
         scope's loaded indexes are decoded from the rows they hold, with no read:
         every field is current except the access counts and last-access marks,
         which may lag behind retrievals (they change without a new index generation).
+        A space loaded from the store holds a row once it has been read here.
         """
         out: dict[str, MemoryRecord] = {}
         ids = list(dict.fromkeys(memory_ids))
+        indexes: list[SpaceIndex] = []
         with self._lock:
             if scope is not None and not exact_access:
                 # Only indexes already loaded and current: a read never loads one.
@@ -691,6 +693,12 @@ class SQLiteStore(Store):
                 marks = ",".join("?" * len(chunk))
                 for row in self._conn.execute(f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE m.id IN ({marks})", chunk):
                     out[row[0]] = row_to_record(row)
+                    if row[AT["status"]] == "active":
+                        # A space loaded from the store holds no stored columns until
+                        # its results are shown: these are current (read under the
+                        # lock, the indexes current), so the next showing reads nothing.
+                        for index in indexes:
+                            index.keep_stored(row[0], row)
         return out
 
     @_store_errors
@@ -861,8 +869,7 @@ class SQLiteStore(Store):
                 index = self._index(space, generation)
                 values = read(index, [m for m in wanted if m not in found])
                 if scope.run_id is not None:
-                    run = AT["run_id"]
-                    values = {m: v for m, v in values.items() if (row := index.stored(m)) is not None and row[run] == scope.run_id}
+                    values = {m: v for m, v in values.items() if index.run_of(m) == scope.run_id}
                 found.update(values)
         return found
 
