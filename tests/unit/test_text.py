@@ -100,13 +100,3 @@ def test_many_index_terms_gives_index_terms_of_each_text():
     assert many_index_terms(texts) == [index_terms(t) for t in texts]
     assert many_index_terms(texts[::-1]) == [index_terms(t) for t in texts[::-1]]  # stems remembered: same
 
-
-@pytest.mark.parametrize(
-    ("seconds", "shown"),
-    [(0.04, "0.0 s"), (0.74, "0.7 s"), (9.9, "9.9 s"), (9.96, "10 s"), (42.4, "42 s"), (59.6, "1 min 00 s"),
-     (185, "3 min 05 s"), (3725, "1 h 02 min"), (-1, ""), (float("inf"), ""), (float("nan"), "")],
-)
-def test_a_bar_shows_tenths_under_ten_seconds_then_seconds_minutes_hours(seconds: float, shown: str) -> None:
-    from memorist.cli.app import time_left
-
-    assert time_left(seconds) == shown

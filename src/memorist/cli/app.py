@@ -23,6 +23,7 @@ import math
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -490,21 +491,31 @@ def progress(label: str, total: int | None = None) -> Iterator[Callable[..., Non
     from rich.text import Text
 
     class TimeLeft(ProgressColumn):
+        """The time left at the rate since the first report (work done before it,
+        such as loading a benchmark's conversations, is not the rate)."""
+
         def render(self, task: Task) -> Text:
-            elapsed = task.elapsed or 0.0
-            if task.finished or not task.completed or task.total is None or elapsed < _FIRST_ESTIMATE_AFTER:
+            first = task.fields.get("first")
+            if task.finished or task.total is None or first is None:
                 return Text("")
-            shown = time_left(elapsed * (task.total - task.completed) / task.completed)
+            began, done_then = first
+            elapsed, moved = time.monotonic() - began, task.completed - done_then
+            if moved <= 0 or elapsed < _FIRST_ESTIMATE_AFTER:
+                return Text("")
+            shown = time_left(elapsed * (task.total - task.completed) / moved)
             return Text(f"{shown} left" if shown else "", style="progress.remaining")
 
     bar = Progress(
         "[progress.description]{task.description}", BarColumn(), TaskProgressColumn(), MofNCompleteColumn(), TimeLeft(),
         console=Console(file=sys.stderr), transient=False,
     )
-    task = bar.add_task(label, total=total)
+    task = bar.add_task(label, total=total, first=None)
+    first: list[tuple[float, int]] = []
 
     def update(done: int, total: int | None = None) -> None:
-        bar.update(task, completed=done, **({"total": max(total, 1)} if total is not None else {}))
+        if not first:
+            first.append((time.monotonic(), done))
+        bar.update(task, completed=done, first=first[0], **({"total": max(total, 1)} if total is not None else {}))
 
     update.drawn = True  # type: ignore[attr-defined]
     with bar:
