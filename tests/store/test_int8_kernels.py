@@ -99,3 +99,23 @@ def test_a_kernel_that_fails_its_check_is_not_used(monkeypatch: pytest.MonkeyPat
         assert [r.getMessage().split("'")[0] for r in caplog.records] == ["numkong", "simsimd"]
     finally:
         vector_index._int8_dots.cache_clear()
+
+
+def test_a_kernel_module_without_cdist_is_passed_over(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    class Foreign:  # a module of that name that is not the kernel library
+        pass
+
+    def load(name: str):
+        if name == "numkong":
+            raise RuntimeError("built for another CPU")
+        return Foreign
+
+    monkeypatch.setattr(vector_index.importlib, "import_module", load)
+    vector_index._int8_dots.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="memorist.store.vector_index"):
+            assert vector_index._int8_dots() is None
+        assert "numkong cannot be used for int8 products (RuntimeError: built for another CPU)" in caplog.text
+        assert "simsimd cannot be used for int8 products (AttributeError" in caplog.text
+    finally:
+        vector_index._int8_dots.cache_clear()

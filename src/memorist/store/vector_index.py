@@ -80,6 +80,9 @@ def _int8_dots() -> Any:
             cdist = importlib.import_module(name).cdist
         except ImportError:
             continue
+        except Exception as exc:  # a broken or foreign build under that name
+            log.warning("%s cannot be used for int8 products (%s: %s)", name, type(exc).__name__, exc)
+            continue
         dots = functools.partial(_cdist_dots, cdist)
         if _kernel_works(dots):
             return dots

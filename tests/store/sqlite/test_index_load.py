@@ -61,9 +61,59 @@ def test_kept_results_follow_another_process_s_writes(path: str) -> None:
         assert reader.get(top["id"])["memory"] == "Maya's greyhound Pixel sleeps on the sofa"
 
 
-def test_a_loaded_scope_erased_shows_nothing_of_what_was_erased(path: str) -> None:
+def test_a_loaded_scope_whose_memories_another_process_deleted_shows_none(path: str) -> None:
     with Memory(path, embedder="hashing") as reader, Memory(path, embedder="hashing") as writer:
         hits = reader.search("greyhound", user_id="maya", limit=5)["results"]
         assert hits
         writer.delete_all(user_id="maya")
         assert reader.search("greyhound", user_id="maya", limit=5)["results"] == []
+
+
+@pytest.mark.parametrize("shown_first", [2, 5])
+def test_a_loaded_scope_erased_by_another_process_shows_nothing_of_it(path: str, shown_first: int) -> None:
+    """An erasure deletes the rows and names none of them in the log (it keeps no
+    trace of their text): a reader that had loaded the scope, and kept some of its
+    results, reloads it instead of catching up."""
+    with Memory(path, embedder="hashing") as reader, Memory(path, embedder="hashing") as writer:
+        kept = reader.search("greyhound Pixel", user_id="maya", limit=shown_first)["results"]
+        assert len(kept) == shown_first
+        writer.erase(user_id="maya")
+        assert reader.search("greyhound Pixel", user_id="maya", limit=5)["results"] == []
+        assert reader.search("greyhound Pixel", user_id="maya", run_id="r1", limit=5)["results"] == []
+        assert reader.get_all(user_id="maya")["results"] == []
+
+
+def test_a_scope_adopted_into_a_tenant_by_another_process_is_left_by_its_reader(path: str) -> None:
+    """keys adopt moves a scope's memories into a tenant without an event naming each:
+    the reader's index of the old scope reloads, and finds them under the new one."""
+    from memorist.model import Scope
+
+    with Memory(path, embedder="hashing") as writer, writer.store.transaction() as batch:
+        batch.event("note", Scope("acme", "maya", ""))  # acme/maya exists: the adopt merges into it
+    with (
+        Memory(path, embedder="hashing") as reader,
+        Memory(path, embedder="hashing", tenant_id="acme") as acme,
+        Memory(path, embedder="hashing") as writer,
+    ):
+        assert reader.search("greyhound Pixel", user_id="maya", limit=2)["results"]
+        assert acme.search("greyhound Pixel", user_id="maya", limit=2)["results"] == []  # loaded, empty
+        assert writer.store.adopt([("", "acme")])["memories"] == len(NOTES)
+        assert reader.search("greyhound Pixel", user_id="maya", limit=5)["results"] == []
+        moved = acme.search("greyhound Pixel", user_id="maya", limit=5)["results"]
+        assert {r["memory"] for r in moved} >= {"Maya adopted a greyhound called Pixel"}
+
+
+def test_a_result_first_shown_inside_a_rolled_back_write_is_not_kept(path: str) -> None:
+    import time
+
+    with Memory(path, embedder="hashing") as m:
+        m.search("theremin", user_id="maya", limit=1)  # the scope loaded, one result shown
+        target = next(r for r in m.get_all(user_id="maya")["results"] if "called Pixel" in r["memory"])
+        with pytest.raises(RuntimeError), m.store.transaction() as batch:
+            record = batch.get_many([target["id"]])[target["id"]]
+            batch.update(record.copy(text="Uncommitted greyhound text", updated_at=time.time()), None, old_text=record.text)
+            inside = m.search("greyhound Pixel", user_id="maya", limit=5)["results"]
+            assert "Uncommitted greyhound text" in {r["memory"] for r in inside}  # the write's own view
+            raise RuntimeError("roll back")
+        after = {r["id"]: r["memory"] for r in m.search("greyhound Pixel", user_id="maya", limit=5)["results"]}
+        assert after[target["id"]] == "Maya adopted a greyhound called Pixel"

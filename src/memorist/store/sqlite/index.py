@@ -214,15 +214,23 @@ def last_seq(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT COALESCE(max(seq), 0) FROM events").fetchone()[0])
 
 
+#: Operations that change memories without an event naming each one: an erasure
+#: deletes the owner's rows (its one event names no memory), keys adopt moves rows
+#: to another space. After either, indexes reload instead of catching up.
+_UNNAMED_CHANGES = ("erase", "adopt")
+
+
 def log_reaches(conn: sqlite3.Connection, seq: int) -> int | None:
     """The log's end if the changes since ``seq`` can be read from it; None when
-    the log was reset since (it no longer reaches back to ``seq``) or the store was
-    re-embedded (every vector changed). One look at the log."""
-    end, reaches_back, reembedded = conn.execute(
+    the log was reset since (it no longer reaches back to ``seq``), the store was
+    re-embedded (every vector changed), or memories were erased or moved (no event
+    names them). One look at the log."""
+    end, reaches_back, reembedded, unnamed = conn.execute(
         "SELECT COALESCE(max(seq), 0), (SELECT 1 FROM events WHERE seq <= :s LIMIT 1), "
-        "(SELECT 1 FROM events WHERE space_id IS NULL AND seq > :s AND op = 'reindex' LIMIT 1) FROM events",
+        "(SELECT 1 FROM events WHERE space_id IS NULL AND seq > :s AND op = 'reindex' LIMIT 1), "
+        f"(SELECT 1 FROM events WHERE seq > :s AND op IN ({', '.join(repr(op) for op in _UNNAMED_CHANGES)}) LIMIT 1) FROM events",
         {"s": seq},
     ).fetchone()
-    if end < seq or (seq and not reaches_back) or reembedded:
+    if end < seq or (seq and not reaches_back) or reembedded or unnamed:
         return None
     return int(end)

@@ -669,7 +669,7 @@ class SQLiteStore(Store):
         """
         out: dict[str, MemoryRecord] = {}
         ids = list(dict.fromkeys(memory_ids))
-        indexes: list[SpaceIndex] = []
+        indexes: list[SpaceIndex] = []  # (current ones, to keep what is read)
         with self._lock:
             if scope is not None and not exact_access:
                 # Only indexes already loaded and current: a read never loads one.
@@ -693,10 +693,11 @@ class SQLiteStore(Store):
                 marks = ",".join("?" * len(chunk))
                 for row in self._conn.execute(f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE m.id IN ({marks})", chunk):
                     out[row[0]] = row_to_record(row)
-                    if row[AT["status"]] == "active":
+                    if row[AT["status"]] == "active" and not self._conn.in_transaction:
                         # A space loaded from the store holds no stored columns until
                         # its results are shown: these are current (read under the
-                        # lock, the indexes current), so the next showing reads nothing.
+                        # lock, the indexes current, and no write of ours pending that
+                        # a rollback could undo), so the next showing reads nothing.
                         for index in indexes:
                             index.keep_stored(row[0], row)
         return out
