@@ -1,7 +1,7 @@
 """The int8 kernels of a large scope's exact search: SimSIMD in the default install,
 NumKong with the ``ann`` extra. Whichever is there, a large exact search ranks by it
 and answers as the float32 product does; a kernel that does not work in the process
-(an older usearch imported first carries SimSIMD's symbols, and SimSIMD's module then
+(usearch 2.25 imported first carries SimSIMD's symbols, and SimSIMD's module then
 refuses int8 arrays) is not used, and searches stay right.
 
 Each case runs in a fresh interpreter: which kernel loads depends on what the process

@@ -71,9 +71,9 @@ def _int8_dots() -> Any:
     matrix, or None when no kernel works here. numpy has no fast int8 product:
     without a kernel searches stay float32.
 
-    Each kernel is checked once against numpy before it is used: an older usearch
+    Each kernel is checked once against numpy before it is used: usearch (2.25)
     carries SimSIMD's symbols, and when it is imported first SimSIMD's own module
-    refuses int8 arrays.
+    refuses int8 arrays (NumKong, taken first, comes with that usearch anyway).
     """
     for name in _INT8_KERNELS:
         try:
