@@ -5,8 +5,6 @@ memories as line by line."""
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
 import subprocess
 import sys
@@ -16,6 +14,7 @@ import pytest
 
 from memorist import ImportLineError, Memory
 from memorist.pipelines import transfer
+from terminal_helpers import run_in_terminal
 
 
 def turns(n: int, *, user: str = "alex", start: float = 1_683_561_360.0) -> list[dict]:
@@ -130,26 +129,10 @@ def _import_in_a_terminal(tmp_path: Path, n: int) -> tuple[list[str], str]:
     """`memorist import` of ``n`` lines with stderr on a pty: the bar's frames and stdout."""
     path = tmp_path / "turns.jsonl"
     path.write_text("".join(json.dumps(t) + "\n" for t in turns(n)), encoding="utf-8")
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memorist", "--db", str(tmp_path / "c.db"), "--embedder", "hashing", "import", str(path)],
-        stdout=subprocess.PIPE, stderr=slave, env={**os.environ, "COLUMNS": "120"},
-    )
-    os.close(slave)
-    drawn = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        drawn += chunk
-    out = proc.communicate(timeout=120)[0].decode()
-    os.close(master)
-    assert proc.returncode == 0, drawn.decode(errors="replace")
-    plain = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", drawn).decode(errors="replace")
-    return [f for f in re.split(r"[\r\n]", plain) if f.strip()], out
+    argv = [sys.executable, "-m", "memorist", "--db", str(tmp_path / "c.db"), "--embedder", "hashing", "import", str(path)]
+    frames, out, code = run_in_terminal(argv)
+    assert code == 0, frames
+    return frames, out
 
 
 def test_the_import_bar_tells_the_time_left_in_a_terminal(tmp_path: Path) -> None:

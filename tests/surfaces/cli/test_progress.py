@@ -3,16 +3,14 @@ since the first report, drawn on a terminal only."""
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
 from memorist.cli.app import time_left
+from terminal_helpers import run_in_terminal
 
 # Three seconds of work before the first report (a benchmark loading its conversations),
 # then 50 steps of 20 ms: about 0.7 s left when the first estimate shows. An estimate
@@ -32,23 +30,9 @@ LEAD_IN = textwrap.dedent(
 
 
 def frames_of(code: str) -> list[str]:
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=slave, env={**os.environ, "COLUMNS": "100"})
-    os.close(slave)
-    drawn = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        drawn += chunk
-    out = proc.communicate(timeout=60)[0]
-    os.close(master)
-    assert proc.returncode == 0 and out == b"done\n"
-    plain = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", drawn).decode(errors="replace")
-    return [f for f in re.split(r"[\r\n]", plain) if f.strip()]
+    frames, out, code_ = run_in_terminal([sys.executable, "-c", code], timeout=60)
+    assert code_ == 0 and out == "done\n", frames
+    return frames
 
 
 def test_work_before_the_first_report_does_not_count_in_the_rate() -> None:
