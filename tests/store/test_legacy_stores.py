@@ -89,8 +89,10 @@ def test_a_postgres_store_of_release_0_1_0_opens_and_migrates(pg_url, schema) ->
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(dump)
     url = pg_url + (f"&schema={schema}" if "?" in pg_url else f"?schema={schema}") if schema else pg_url
+    from memorist.store.postgres.schema import SCHEMA_VERSION as PG_SCHEMA_VERSION
+
     with Memory(url) as memory:
-        assert memory.stats()["schema_version"] == SCHEMA_VERSION  # migrated to the current version
+        assert memory.stats()["schema_version"] == PG_SCHEMA_VERSION  # migrated to the current version
         _everything_is_there(memory)
         _writes_find_what_was_there(memory)
     with psycopg.connect(pg_url, autocommit=True) as conn:

@@ -291,3 +291,28 @@ def test_text_index_options_are_checked(pg_url):
         assert store._text.enabled is False
     finally:
         store.close()
+
+
+def test_an_erasure_or_adopt_by_another_process_reloads_the_index(opened):
+    """Neither names each memory in the log: catching up from the space's events would
+    keep the erased (or moved) memories' terms. The index reloads once, then catches
+    up in place again."""
+    reader, writer = opened(text_index_above=1), opened(text_index_above=0)
+    add(writer, record("a", "green tea"), record("b", "tea for two"), record("z", "tea for bob", BOB))
+    assert set(ids(search(reader, "tea"))) == {"a", "b"}
+    space = next(iter(reader._text._entries))
+    before = reader._text._entries[space].index
+    writer.erase([F_ALEX], log=Scope(""))
+    add(writer, record("c", "tea again"))  # a later write of the space: its events are not all
+    assert ids(search(reader, "tea")) == ["c"]  # the index dropped: SQL answers
+    assert ids(search(reader, "tea")) == ["c"]  # reloaded, in process again
+    index = reader._text._entries[space].index
+    assert index is not before
+    add(writer, record("d", "more tea"))
+    assert set(ids(search(reader, "tea"))) == {"c", "d"}
+    assert reader._text._entries[space].index is index  # caught up in place: no second reload
+
+    assert ids(search(reader, "tea", F_BOB)) == ["z"]
+    assert writer.adopt([("", "acme")])["memories"] == 3
+    assert ids(search(reader, "tea", F_BOB)) == []
+    assert set(ids(search(reader, "tea", ScopeFilter("acme", "alex")))) == {"c", "d"}

@@ -286,9 +286,14 @@ BEGIN
 END $$;
 """
 
+# Version 6: the events that change memories without naming each one (an erasure, a
+# keys adopt), found at once by a process whose in-process indexes must then reload
+# (memorist.store.postgres.text).
+V6 = "CREATE INDEX events_unnamed ON events (seq) WHERE op IN ('erase', 'adopt');"
+
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
 #: transaction with the store's search path.
-MIGRATIONS: list[Any] = [V1, V2, v3_rename, relations_table, V5]
+MIGRATIONS: list[Any] = [V1, V2, v3_rename, relations_table, V5, V6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 DEFAULT_SCHEMA = "memorist"

@@ -145,14 +145,19 @@ _NAMED_SINCE = (
 )
 _BY_ID = f"SELECT {_COLUMNS}, m.status FROM memories m WHERE m.id = ANY(%s) AND m.space_id = %s"
 _LOG_END = "SELECT COALESCE(max(seq), 0) FROM events WHERE space_id = %s"
+# The last event that changed memories without naming each (an erasure deletes the
+# owner's rows, keys adopt moves rows to another space; the events_unnamed index):
+# an index loaded before it reloads instead of catching up.
+_UNNAMED_END = "SELECT COALESCE(max(seq), 0) FROM events WHERE op IN ('erase', 'adopt')"
 
 
 class _Entry:
-    __slots__ = ("index", "lock", "used")
+    __slots__ = ("index", "lock", "unnamed", "used")
 
-    def __init__(self, index: SpaceIndex) -> None:
+    def __init__(self, index: SpaceIndex, unnamed: int) -> None:
         self.index = index
         self.lock = threading.Lock()
+        self.unnamed = unnamed  # the last such event when the index was loaded
         self.used = time.monotonic()  # when last searched
 
 
@@ -298,8 +303,11 @@ class TextIndexes:
 
     def _catch_up(self, conn: Any, entry: _Entry, space: int, generation: int, end: int) -> bool:
         """Apply the space's changes logged after the index's last event, up to
-        ``end``; False when so many changed that a reload is cheaper."""
+        ``end``; False when so many changed that a reload is cheaper, or memories
+        were erased or moved since the load (no event of the space names them)."""
         index = entry.index
+        if int(conn.execute(_UNNAMED_END).fetchone()[0]) > entry.unnamed:
+            return False
         if end > index.seq:
             named = [r[0] for r in conn.execute(_NAMED_SINCE, (space, index.seq, end, CATCH_UP_MOST + 1))]
             if len(named) > CATCH_UP_MOST:
@@ -337,10 +345,13 @@ class TextIndexes:
     def _load(self, conn: Any, space: int, generation: int, end: int) -> _Entry:
         """Load the space on ``conn`` as of ``end``, the space's last event in a
         snapshot no older than the rows'."""
+        # Before the rows: an erasure committed between the two only makes the next
+        # search reload once more.
+        unnamed = int(conn.execute(_UNNAMED_END).fetchone()[0])
         index = SpaceIndex(0, generation, end, ann_threshold=0)
         for rows in self._rows(conn, space):
             index.upsert(rows)
-        entry = _Entry(index)
+        entry = _Entry(index, unnamed)
         with self._lock:
             if self._closed:
                 raise _Closed
