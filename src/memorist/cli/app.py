@@ -490,15 +490,16 @@ def progress(label: str, total: int | None = None) -> Iterator[Callable[..., Non
     )
     from rich.text import Text
 
+    first: list[tuple[float, int]] = []  # (when, how much was done) at the first report
+
     class TimeLeft(ProgressColumn):
         """The time left at the rate since the first report (work done before it,
         such as loading a benchmark's conversations, is not the rate)."""
 
         def render(self, task: Task) -> Text:
-            first = task.fields.get("first")
-            if task.finished or task.total is None or first is None:
+            if task.finished or task.total is None or not first:
                 return Text("")
-            began, done_then = first
+            began, done_then = first[0]
             elapsed, moved = time.monotonic() - began, task.completed - done_then
             if moved <= 0 or elapsed < _FIRST_ESTIMATE_AFTER:
                 return Text("")
@@ -509,13 +510,12 @@ def progress(label: str, total: int | None = None) -> Iterator[Callable[..., Non
         "[progress.description]{task.description}", BarColumn(), TaskProgressColumn(), MofNCompleteColumn(), TimeLeft(),
         console=Console(file=sys.stderr), transient=False,
     )
-    task = bar.add_task(label, total=total, first=None)
-    first: list[tuple[float, int]] = []
+    task = bar.add_task(label, total=total)
 
     def update(done: int, total: int | None = None) -> None:
         if not first:
             first.append((time.monotonic(), done))
-        bar.update(task, completed=done, first=first[0], **({"total": max(total, 1)} if total is not None else {}))
+        bar.update(task, completed=done, **({"total": max(total, 1)} if total is not None else {}))
 
     update.drawn = True  # type: ignore[attr-defined]
     with bar:

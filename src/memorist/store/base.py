@@ -67,6 +67,14 @@ class ScopeFilter:
 #: log's append-only rule lets an update through only when it writes exactly this.
 TOMBSTONE = '{"erased":true}'
 
+#: Operations that change memories without an event naming each one: an erasure
+#: deletes the owner's rows (its one event names no memory), keys adopt moves rows to
+#: another space. A process's in-process indexes reload after one instead of catching
+#: up from the log. As SQL: :data:`UNNAMED_CHANGES_SQL` (PostgreSQL's partial index
+#: ``events_unnamed``, schema version 6, is on the same condition).
+UNNAMED_CHANGES = ("erase", "adopt")
+UNNAMED_CHANGES_SQL = "op IN (" + ", ".join(f"'{op}'" for op in UNNAMED_CHANGES) + ")"
+
 
 def holds_text_of(payload: dict[str, Any], owners: Sequence[ScopeFilter]) -> bool:
     """Whether an event's payload keeps a copy of a memory of one of ``owners``: the

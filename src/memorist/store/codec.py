@@ -182,5 +182,9 @@ def stored_row(record: MemoryRecord, values: dict[str, Any] | None = None) -> tu
 
 
 def speaker_of(metadata: dict[str, Any]) -> str:
-    name = metadata.get("name")
+    return speaker_name(metadata.get("name"))
+
+
+def speaker_name(name: Any) -> str:
+    """The casefolded speaker of a memory whose ``metadata.name`` is ``name`` (none: empty)."""
     return name.casefold() if isinstance(name, str) else ""

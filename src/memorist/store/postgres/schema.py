@@ -287,7 +287,8 @@ END $$;
 """
 
 # Version 6: the events that change memories without naming each one (an erasure, a
-# keys adopt), found at once by a process whose in-process indexes must then reload
+# keys adopt: memorist.store.base.UNNAMED_CHANGES_SQL, written out here as a migration
+# is), found at once by a process whose in-process indexes must then reload
 # (memorist.store.postgres.text).
 V6 = "CREATE INDEX events_unnamed ON events (seq) WHERE op IN ('erase', 'adopt');"
 

@@ -53,6 +53,7 @@ from contextlib import AbstractContextManager, ExitStack
 from typing import Any
 
 from ...policies.text import index_terms
+from ..base import UNNAMED_CHANGES_SQL
 from ..vector_index import Row, SpaceIndex
 
 logger = logging.getLogger(__name__)
@@ -145,10 +146,10 @@ _NAMED_SINCE = (
 )
 _BY_ID = f"SELECT {_COLUMNS}, m.status FROM memories m WHERE m.id = ANY(%s) AND m.space_id = %s"
 _LOG_END = "SELECT COALESCE(max(seq), 0) FROM events WHERE space_id = %s"
-# The last event that changed memories without naming each (an erasure deletes the
-# owner's rows, keys adopt moves rows to another space; the events_unnamed index):
-# an index loaded before it reloads instead of catching up.
-_UNNAMED_END = "SELECT COALESCE(max(seq), 0) FROM events WHERE op IN ('erase', 'adopt')"
+# The last event that changed memories without naming each (memorist.store.base.
+# UNNAMED_CHANGES; found through the events_unnamed index): an index loaded before it
+# reloads instead of catching up.
+_UNNAMED_END = f"SELECT COALESCE(max(seq), 0) FROM events WHERE {UNNAMED_CHANGES_SQL}"
 
 
 class _Entry:

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import CorruptStoreError
-from ..codec import AT, COLUMNS, FIELDS, FROM_MEMORIES
+from ..base import UNNAMED_CHANGES_SQL
+from ..codec import AT, COLUMNS, FIELDS, FROM_MEMORIES, speaker_name
 from ..vector_index import Row, SpaceIndex
 
 
@@ -101,39 +102,30 @@ class IndexCache:
         finally:
             conn.execute("RELEASE memorist_load")
         index = SpaceIndex(dim(), generation, seq)
-        check = self._vector_check(index.dim)
         index.upsert([
-            Row(mid, run, created if updated is None else updated, valid_to, text, check(mid, vectors.get(rowid)),
-                created_at=created, speaker=name.casefold() if isinstance(name, str) else "")
+            Row(mid, run, created if updated is None else updated, valid_to, text, self._vector(mid, vectors.get(rowid), index.dim),
+                created_at=created, speaker=speaker_name(name))
             for rowid, mid, run, created, updated, valid_to, text, name in rows
         ])
         self._indexes[space] = index
         return index
 
-    def _vector_check(self, dim: int) -> Callable[[str, bytes | None], np.ndarray | None]:
+    def _vector(self, memory_id: str, blob: bytes | None, dim: int) -> np.ndarray | None:
         """A stored vector blob as an array, refused if it has the wrong dimension."""
-
-        def vector(memory_id: str, blob: bytes | None) -> np.ndarray | None:
-            if blob is None:
-                return None
-            vector = np.frombuffer(blob, dtype=np.float32)
-            if vector.shape[0] != dim:
-                raise CorruptStoreError(
-                    f"{self.path}: memory {memory_id} has a {vector.shape[0]}-dim vector but the store's "
-                    f"embedder has {dim}; run `memorist reindex --embedder ...`"
-                )
-            return vector
-
+        if blob is None:
+            return None
+        vector = np.frombuffer(blob, dtype=np.float32)
+        if vector.shape[0] != dim:
+            raise CorruptStoreError(
+                f"{self.path}: memory {memory_id} has a {vector.shape[0]}-dim vector but the store's "
+                f"embedder has {dim}; run `memorist reindex --embedder ...`"
+            )
         return vector
 
     def _index_entries(self, rows: Sequence[tuple[Any, ...]], dim: int) -> list[Row]:
         """Index rows of ``SELECT {COLUMNS}, vector, metadata name`` rows."""
         width = len(FIELDS)
-        check = self._vector_check(dim)
-        return [
-            index_entry(r[:width], check(r[0], r[width]), r[width + 1].casefold() if isinstance(r[width + 1], str) else "")
-            for r in rows
-        ]
+        return [index_entry(r[:width], self._vector(r[0], r[width], dim), speaker_name(r[width + 1])) for r in rows]
 
     def _catch_up(self, conn: sqlite3.Connection, index: SpaceIndex, space: int) -> bool:
         """Apply to ``index`` the changes of its space logged after ``index.seq``.
@@ -221,12 +213,6 @@ def last_seq(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT COALESCE(max(seq), 0) FROM events").fetchone()[0])
 
 
-#: Operations that change memories without an event naming each one: an erasure
-#: deletes the owner's rows (its one event names no memory), keys adopt moves rows
-#: to another space. After either, indexes reload instead of catching up.
-_UNNAMED_CHANGES = ("erase", "adopt")
-
-
 def log_reaches(conn: sqlite3.Connection, seq: int) -> int | None:
     """The log's end if the changes since ``seq`` can be read from it; None when
     the log was reset since (it no longer reaches back to ``seq``), the store was
@@ -235,7 +221,7 @@ def log_reaches(conn: sqlite3.Connection, seq: int) -> int | None:
     end, reaches_back, reembedded, unnamed = conn.execute(
         "SELECT COALESCE(max(seq), 0), (SELECT 1 FROM events WHERE seq <= :s LIMIT 1), "
         "(SELECT 1 FROM events WHERE space_id IS NULL AND seq > :s AND op = 'reindex' LIMIT 1), "
-        f"(SELECT 1 FROM events WHERE seq > :s AND op IN ({', '.join(repr(op) for op in _UNNAMED_CHANGES)}) LIMIT 1) FROM events",
+        f"(SELECT 1 FROM events WHERE seq > :s AND {UNNAMED_CHANGES_SQL} LIMIT 1) FROM events",
         {"s": seq},
     ).fetchone()
     if end < seq or (seq and not reaches_back) or reembedded or unnamed:
