@@ -14,7 +14,10 @@ Each search is timed from its own call to its return, the first one included:
 - ``live``: a search after every 10th call of the load, as a live service sees;
 - ``reopened`` (not run by default): the quiet load, then the store closed and opened
   again, as another process (a CLI call, a second worker, a restart) sees it: its
-  first search loads the scope's index from the store.
+  first search opens the scope's index file, written when the store closed;
+- ``reopened-no-files`` (SQLite, not run by default): the same with index files off
+  (``SQLiteStore(path, index_files=False)``): the first search reads the scope from
+  the store.
 
 ``--backend postgresql`` runs the same on a PostgreSQL server started for the run
 (pgserver, pgvector).
@@ -44,6 +47,7 @@ from core import corpus_model, pct, peak_rss_mb, sentence, store_at  # noqa: E40
 
 import memorist  # noqa: E402
 from memorist import Memory  # noqa: E402
+from memorist.store.sqlite import SQLiteStore  # noqa: E402
 
 BATCH = 1000
 
@@ -120,9 +124,10 @@ def main() -> None:
             memory = Memory(where, embedder=args.embedder)
             try:
                 secs = load(memory, "bulk", texts, questions, live=mode == "live")
-                if mode == "reopened":
+                if mode.startswith("reopened"):
                     memory.close()
-                    memory = Memory(where, embedder=args.embedder)
+                    store = SQLiteStore(where, index_files=False) if mode == "reopened-no-files" else None
+                    memory = Memory(where, embedder=args.embedder, store=store)
                 times = burst(memory, "bulk", questions, args.searches, args.clients)
             finally:
                 memory.close()

@@ -269,6 +269,101 @@ class _Postings:
 _T = TypeVar("_T")
 
 
+class _FilePostings(dict[str, _Postings]):
+    """Postings by term, those of an :class:`IndexImage` made into :class:`_Postings`
+    when a term is first asked for: a search asks for a few terms, and making tens of
+    thousands of them up front would cost most of what opening a file saves. Their
+    arrays are views of the image's, copied when the term grows (:meth:`_Postings._reserve`)."""
+
+    def __init__(self, vocab: list[str], starts: np.ndarray, docs: np.ndarray, tfs: np.ndarray) -> None:
+        super().__init__()
+        self._where = dict(zip(vocab, range(len(vocab)), strict=True))
+        self._starts, self._docs, self._tfs = starts, docs, tfs
+
+    def __missing__(self, term: str) -> _Postings:
+        postings = self._made(term)
+        if postings is None:
+            raise KeyError(term)
+        return postings
+
+    def get(self, term: str, default: Any = None) -> Any:  # type: ignore[override]
+        postings = dict.get(self, term)
+        if postings is None:
+            postings = self._made(term)
+        return default if postings is None else postings
+
+    def _made(self, term: str) -> _Postings | None:
+        at = self._where.pop(term, None)
+        if at is None:
+            return None
+        lo, hi = int(self._starts[at]), int(self._starts[at + 1])
+        postings = _Postings()
+        postings.docs, postings.tfs = self._docs[lo:hi], self._tfs[lo:hi]
+        postings.size = postings.live = hi - lo
+        self[term] = postings
+        return postings
+
+
+class _RowTerms:
+    """Each row's BM25 terms: an :class:`IndexImage`'s rows decoded when asked for (a
+    removal or a compaction asks), the rows appended since kept as lists."""
+
+    __slots__ = ("_vocab", "_ids", "_offsets", "_count", "_added")
+
+    def __init__(self, vocab: list[str], ids: np.ndarray, offsets: np.ndarray) -> None:
+        self._vocab, self._ids, self._offsets = vocab, ids, offsets
+        self._count = offsets.shape[0] - 1
+        self._added: list[list[str]] = []
+
+    def __len__(self) -> int:
+        return self._count + len(self._added)
+
+    def __getitem__(self, pos: int) -> list[str]:
+        if pos < self._count:
+            vocab = self._vocab
+            return [vocab[t] for t in self._ids[self._offsets[pos] : self._offsets[pos + 1]].tolist()]
+        return self._added[pos - self._count]
+
+    def append(self, terms: list[str]) -> None:
+        self._added.append(terms)
+
+    def extend(self, terms: list[list[str]]) -> None:
+        self._added.extend(terms)
+
+
+@dataclass(slots=True)
+class IndexImage:
+    """The live rows of a :class:`SpaceIndex` as flat arrays, in row order: what an
+    index file holds (:mod:`memorist.store.index_file`). ``runs`` and ``speakers``
+    are the distinct values, ``run_codes`` and ``speaker_codes`` each row's; the
+    BM25 terms are ``vocab`` ids, row ``i``'s at ``term_ids[term_offsets[i]:
+    term_offsets[i + 1]]``, and term ``t``'s postings (rows, frequencies) at
+    ``[posting_starts[t]:posting_starts[t + 1]]`` of ``posting_rows``/``posting_tfs``."""
+
+    dim: int
+    ids: list[str]
+    runs: list[str]
+    run_codes: np.ndarray  # int32
+    speakers: list[str]
+    speaker_codes: np.ndarray  # int32
+    vectors: np.ndarray  # rows x dim, float32 (zeros where there is none)
+    codes: np.ndarray | None  # rows x dim, int8; None: quantised when opened
+    code_scale: np.ndarray | None  # float32
+    has_vector: np.ndarray  # bool
+    effective: np.ndarray  # float64
+    created: np.ndarray  # float64
+    valid_to: np.ndarray  # float64, +inf when unbounded
+    vocab: list[str]
+    term_ids: np.ndarray  # int32
+    term_offsets: np.ndarray  # int64, rows + 1
+    posting_starts: np.ndarray  # int64, terms + 1
+    posting_rows: np.ndarray  # int32
+    posting_tfs: np.ndarray  # float32
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
 class _RowsMoved(Exception):
     """The index was compacted while a search had let its lock go."""
 
@@ -290,6 +385,9 @@ class SpaceIndex:
         self._ann: AnnIndex | None = None
         self._ann_unavailable = False  # usearch is not installed
         self._epoch = 0  # how many times the rows were renumbered (reset, compacted)
+        # The last event of the index file last read or written for this index (None:
+        # none): whether closing the store should write one (see IndexCache.save).
+        self.file_seq: int | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -322,7 +420,8 @@ class SpaceIndex:
         self._run = np.zeros(0, dtype=object)
         self._ids = np.zeros(0, dtype=object)  # memory id per position
         self._stored = np.zeros(0, dtype=object)  # Row.stored per position
-        self._terms: list[list[str]] = []  # each row's BM25 terms, as index_terms gives them
+        # Each row's BM25 terms, as index_terms gives them.
+        self._terms: list[list[str]] | _RowTerms = []
         self._pos: dict[str, int] = {}
         self._postings: dict[str, _Postings] = {}
         self._total_length = 0.0
@@ -569,6 +668,110 @@ class SpaceIndex:
                 self._ann = None
             else:
                 ann.notify()
+
+    # Index files --------------------------------------------------------------------
+
+    def image(self) -> IndexImage:
+        """The live rows as flat arrays (see :class:`IndexImage`), for an index file."""
+        n = self._size
+        keep = np.flatnonzero(self._alive[:n])
+        count = keep.shape[0]
+        if count == n:  # no dead rows: views, not copies
+            vectors = self._vectors[:n] if self._by_row else self._vectors[:, :n].T
+            codes = None if self._codes is None else self._codes[:n]
+        else:
+            vectors = _rows_at(self._vectors, self._by_row, keep)
+            codes = None if self._codes is None else self._codes[keep]
+        rows = keep.tolist()
+        row_terms = [self._terms[i] for i in rows]
+        lengths = np.fromiter(map(len, row_terms), dtype=np.int64, count=count)
+        vocab: dict[str, int] = {}
+        term_ids = np.fromiter(
+            (vocab.setdefault(t, len(vocab)) for terms in row_terms for t in terms), dtype=np.int32, count=int(lengths.sum())
+        )
+        # Postings as _append makes them: each (term, row) pair once with its frequency,
+        # grouped by term with the rows in order.
+        pairs, tfs = np.unique(term_ids.astype(np.int64) * max(count, 1) + np.repeat(np.arange(count), lengths), return_counts=True)
+        runs, run_codes = np.unique(self._run[keep].astype(str), return_inverse=True)
+        speakers, speaker_codes = np.unique(self._speaker[keep].astype(str), return_inverse=True)
+        return IndexImage(
+            dim=self.dim,
+            ids=self._ids[keep].tolist(),
+            runs=runs.tolist(),
+            run_codes=run_codes.astype(np.int32),
+            speakers=speakers.tolist(),
+            speaker_codes=speaker_codes.astype(np.int32),
+            vectors=vectors,
+            codes=codes,
+            code_scale=None if self._codes is None else self._code_scale[keep],
+            has_vector=self._has_vector[keep],
+            effective=self._effective[keep],
+            created=self._created[keep],
+            valid_to=self._valid_to[keep],
+            vocab=list(vocab),
+            term_ids=term_ids,
+            term_offsets=np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+            posting_starts=np.searchsorted(pairs // max(count, 1), np.arange(len(vocab) + 1)).astype(np.int64),
+            posting_rows=(pairs % max(count, 1)).astype(np.int32),
+            posting_tfs=tfs.astype(np.float32),
+        )
+
+    def sample(self, count: int) -> dict[str, np.ndarray | None]:
+        """Up to ``count`` live rows spread across the index: id -> vector (None if it has none)."""
+        live = np.flatnonzero(self._alive[: self._size])
+        if live.shape[0] == 0:
+            return {}
+        rows = live[np.unique(np.linspace(0, live.shape[0] - 1, min(count, live.shape[0])).astype(np.int64))]
+        vectors = _rows_at(self._vectors, self._by_row, rows)
+        return {
+            self._ids[p]: (vectors[i] if self._has_vector[p] else None) for i, p in enumerate(rows.tolist())
+        }
+
+    @classmethod
+    def from_image(cls, image: IndexImage, generation: int, seq: int) -> SpaceIndex:
+        """An index holding ``image``'s rows, reflecting the store at event ``seq``.
+
+        The image's arrays are used as they are (those of a file are mapped, not
+        read): rows below the index's size are never written in place, and the
+        first row appended copies every array (they hold no spare room).
+        """
+        index = cls(image.dim, generation, seq)
+        index._fill(image)
+        return index
+
+    def _fill(self, image: IndexImage) -> None:
+        n = len(image)
+        if self._codes is not None:
+            if image.codes is None or image.code_scale is None:
+                self._codes, self._code_scale = _quantize(np.asarray(image.vectors, dtype=np.float32))
+            else:
+                self._codes, self._code_scale = image.codes, image.code_scale
+        # One row each where an int8 pass ranks them (as _grow lays them out), else transposed.
+        self._by_row = self._codes is not None and n >= _COARSE_ROWS
+        self._vectors = image.vectors if self._by_row else np.ascontiguousarray(np.asarray(image.vectors).T)
+        self._alive = np.ones(n, dtype=bool)
+        self._has_vector = np.array(image.has_vector, dtype=bool)
+        self._effective = np.array(image.effective, dtype=np.float64)
+        self._created = np.array(image.created, dtype=np.float64)
+        self._valid_to = np.array(image.valid_to, dtype=np.float64)
+        lengths = np.diff(image.term_offsets)
+        self._length = lengths.astype(np.float32)
+        self._ids = np.array(image.ids, dtype=object)
+        self._stored = np.full(n, None, dtype=object)
+        self._run = np.array(image.runs, dtype=object)[image.run_codes] if n else np.zeros(0, dtype=object)
+        self._speaker = np.array(image.speakers, dtype=object)[image.speaker_codes] if n else np.zeros(0, dtype=object)
+        counts = np.bincount(image.speaker_codes, minlength=len(image.speakers))
+        self._speakers = {name: int(c) for name, c in zip(image.speakers, counts.tolist(), strict=True) if name and c}
+        self._terms = _RowTerms(image.vocab, image.term_ids, image.term_offsets)
+        self._pos = dict(zip(image.ids, range(n), strict=True))
+        if len(self._pos) != n:
+            raise ValueError("an index image holds an id twice")
+        self._postings = _FilePostings(image.vocab, image.posting_starts, image.posting_rows, image.posting_tfs)
+        self._total_length = float(lengths.sum())
+        self._vectorless = n - int(np.count_nonzero(self._has_vector))
+        self._expiring = int(np.count_nonzero(np.isfinite(self._valid_to)))
+        self._size = self._published = n
+        self._feed_graph()
 
     # The approximate graph ---------------------------------------------------------
 

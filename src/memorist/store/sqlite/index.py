@@ -9,20 +9,40 @@ current before them), and other writers' commits — other connections, other
 processes — are read back from the event log: only the memories named by events
 after the index's last one. So a busy store costs each reader its changes, not
 its size.
+
+A large space's index is also written to a file beside the store when the store
+closes (:mod:`memorist.store.index_file`), and the next process opens it from
+there, catching up from the event log as above, instead of reading every row.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...errors import CorruptStoreError
+from .. import index_file
 from ..base import UNNAMED_CHANGES_SQL
 from ..codec import AT, COLUMNS, FIELDS, FROM_MEMORIES, speaker_name
 from ..vector_index import Row, SpaceIndex
+
+log = logging.getLogger(__name__)
+
+#: Live rows from which a space's index is written to a file when the store closes:
+#: below it a space loads from the store in a few tenths of a second at most.
+FILE_ROWS = 16_384
+#: Events of a space since its file was read or written after which closing writes
+#: it again (or one for each hundredth of its rows, if more): the catch-up from the
+#: log that opening an older file costs stays short.
+FILE_EVENTS = 1_000
+#: Rows of a file compared with the store when it is opened (vector and id).
+_SAMPLED_ROWS = 16
 
 
 def index_entry(stored: tuple[Any, ...], vector: np.ndarray | None, speaker: str) -> Row:
@@ -48,9 +68,11 @@ class IndexCache:
     Every method runs under the store's lock, with its connection.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, files: bool = True) -> None:
         self.path = path  # for messages
         self._indexes: dict[int, SpaceIndex] = {}
+        # Where index files go: beside the store, as SQLite's own -wal and -shm do.
+        self.directory = Path(f"{path}-index") if files and path not in ("", ":memory:") else None
 
     def clear(self) -> None:
         """Drop every loaded index (and stop building their graphs)."""
@@ -81,6 +103,11 @@ class IndexCache:
         if index is not None and self._catch_up(conn, index, space):
             index.generation = generation
             return index
+        if index is None:
+            index = self._open_file(conn, space, generation, dim)
+            if index is not None:
+                self._indexes[space] = index
+                return index
         # One snapshot for the three reads (a savepoint: a read transaction of its
         # own, or a part of the caller's).
         conn.execute("SAVEPOINT memorist_load")
@@ -158,6 +185,141 @@ class IndexCache:
         index.seq = seq
         return True
 
+    # Index files ----------------------------------------------------------------------
+
+    def _file(self, space: int) -> Path | None:
+        return None if self.directory is None else self.directory / f"space-{space}.index"
+
+    def _open_file(self, conn: sqlite3.Connection, space: int, generation: int, dim: Callable[[], int]) -> SpaceIndex | None:
+        """The space's index from its file, caught up with the log; None (and the file
+        removed) when there is none this store can use: written for another store or
+        an earlier one at this path (the space's creation time and the logged event
+        it ends at differ), for another embedder, before an erasure or a keys adopt
+        (the log cannot tell what they removed), damaged, or unreadable."""
+        path = self._file(space)
+        if path is None or not path.exists():
+            return None
+        try:
+            image, meta = index_file.read(path)
+        except (OSError, index_file.IndexFileError) as exc:
+            log.warning("index file not used, the space is read from the store: %s", exc)
+            self._remove(path)
+            return None
+        index: SpaceIndex | None = None
+        try:
+            if meta != self._meta(conn, space, int(meta.get("generation", 0)), int(meta.get("seq", 0))) or image.dim != dim():
+                why = "it was written for another store, embedder or state of this one"
+            else:
+                index = SpaceIndex.from_image(image, int(meta["generation"]), int(meta["seq"]))
+                if index.generation != generation and not self._catch_up(conn, index, space):
+                    why = "the changes since it was written cannot be read from the log"
+                elif not self._agrees(conn, space, index):
+                    why = "its rows differ from the store's"
+                else:
+                    index.generation = generation
+                    index.file_seq = int(meta["seq"])
+                    return index
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            why = f"it is damaged ({type(exc).__name__}: {exc})"
+        if index is not None:
+            index.close()
+        log.info("%s not used (%s): the space is read from the store", path, why)
+        self._remove(path)
+        return None
+
+    @staticmethod
+    def _meta(conn: sqlite3.Connection, space: int, generation: int, seq: int) -> dict[str, Any] | None:
+        """What an index file of ``space`` at ``generation`` and event ``seq`` records
+        of the store, to be compared when it is read (None: no such state here)."""
+        row = conn.execute(
+            "SELECT s.created_at, s.generation, e.ts, e.op, (SELECT value FROM meta WHERE key = 'embedder_name') "
+            "FROM spaces s, events e WHERE s.id = ? AND e.seq = ?",
+            (space, seq),
+        ).fetchone()
+        if row is None or row[1] < generation:
+            return None
+        created, _, ts, op, embedder = row
+        return {"space": space, "space_created": created, "generation": generation, "seq": seq, "event": [ts, op], "embedder": embedder}
+
+    def _agrees(self, conn: sqlite3.Connection, space: int, index: SpaceIndex) -> bool:
+        """Whether rows sampled across ``index`` are in the store, live in the space,
+        with the same vector (a file damaged in a way its layout does not show)."""
+        sample = index.sample(_SAMPLED_ROWS)
+        if not sample:
+            return True
+        marks = ",".join("?" * len(sample))
+        stored = dict(
+            conn.execute(
+                f"SELECT m.id, e.vector FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
+                # The unary + keeps the planner on the id index (not every row of the space).
+                f"WHERE m.id IN ({marks}) AND +m.space_id = ? AND m.status = 'active'",
+                (*sample, space),
+            ).fetchall()
+        )
+        return all(
+            mid in stored and (vector is None) == (stored[mid] is None) and (vector is None or vector.tobytes() == stored[mid])
+            for mid, vector in sample.items()
+        )
+
+    def save(self, conn: sqlite3.Connection) -> None:
+        """Write the index file of each loaded space of at least :data:`FILE_ROWS` rows
+        that is current and has none, or one :data:`FILE_EVENTS` events behind.
+
+        Called as the store closes. An erasure (or keys adopt) that commits while a
+        file is written removes the files after its commit; one that committed before
+        is seen by the check after the write, which then removes the file itself.
+        """
+        if self.directory is None:
+            return
+        for space, index in self._indexes.items():
+            if index.dim == 0 or len(index) < FILE_ROWS:
+                continue
+            meta = self._meta(conn, space, index.generation, index.seq)
+            current = conn.execute("SELECT generation FROM spaces WHERE id = ?", (space,)).fetchone()
+            if meta is None or current is None or current[0] != index.generation or log_reaches(conn, index.seq) is None:
+                continue  # others wrote since this process last read: its index is not the store's
+            if index.file_seq is not None:
+                since = conn.execute("SELECT count(*) FROM events WHERE space_id = ? AND seq > ?", (space, index.file_seq)).fetchone()[0]
+                if since < max(FILE_EVENTS, len(index) // 100):
+                    continue
+            path = self._file(space)
+            assert path is not None
+            try:
+                self.directory.mkdir(exist_ok=True)
+                self._remove_abandoned(path)
+                index_file.write(path, index.image(), meta)
+            except OSError as exc:  # a read-only or full disk: the next process reads the store
+                log.info("index file %s not written: %s", path, exc)
+                continue
+            if log_reaches(conn, index.seq) is None:
+                self._remove(path)
+            else:
+                index.file_seq = index.seq
+
+    def remove_files(self) -> None:
+        """Remove every index file of the store (an erasure's and a keys adopt's
+        commit: the files hold the removed or moved memories' ids, terms and vectors)."""
+        if self.directory is None or not self.directory.is_dir():
+            return
+        for path in self.directory.iterdir():
+            if path.name.startswith("space-"):
+                self._remove(path)
+
+    def _remove_abandoned(self, path: Path) -> None:
+        """Remove the temporary files of ``path`` that a process which has ended left
+        (killed while writing it): each is as large as the file."""
+        for temporary in path.parent.glob(f"{path.name}.*.tmp"):
+            pid = temporary.name[len(path.name) + 1 : -len(".tmp")]
+            if pid.isdigit() and not _running(int(pid)):
+                self._remove(temporary)
+
+    @staticmethod
+    def _remove(path: Path) -> None:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("index file %s could not be removed: %s", path, exc)
+
     def apply(
         self, generations: dict[int, int], upserts: dict[int, list[Row]], removals: dict[int, list[str]], last_seq: int
     ) -> None:
@@ -203,6 +365,21 @@ class IndexCache:
         if removed:
             index.remove(list(removed))
         self._indexes[space] = index
+
+
+def _running(pid: int) -> bool:
+    """Whether a process ``pid`` runs here (True when that cannot be told)."""
+    if pid == os.getpid():
+        return True
+    if os.name == "nt":
+        return True  # no cheap check: a file of a killed process waits for an erasure or a reset
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it runs, as another user
+    return True
 
 
 #: The memories named by the events of space ``:space`` after seq ``:s`` (as ``m``).

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -58,6 +59,8 @@ from .checkpoint import BACKSTOP_PAGES, Checkpointer, LogSync
 from .errors import backoff, is_busy, is_corrupt
 from .index import NAMED_SINCE, IndexCache, index_entry, last_seq, log_reaches
 from .schema import APPEND_ONLY, MIGRATIONS, SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
 
 
 class _SQLiteBatch(Batch):
@@ -279,7 +282,7 @@ def _translating(method: Callable[..., Any], *, decode: bool) -> Callable[..., A
 class SQLiteStore(Store):
     """Memorist's default store: a single SQLite file (or ``":memory:"``)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0, index_files: bool = True) -> None:
         self.path = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
         if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float) or not 0 <= busy_timeout <= 86_400:
             raise ConfigurationError(f"busy_timeout must be seconds from 0 to 86400, got {busy_timeout!r}")
@@ -297,7 +300,7 @@ class SQLiteStore(Store):
         # A failed transaction may have recorded nothing, so it is only trusted
         # once the identity was read back from the store.
         self._identity_checked = 0
-        self._indexes = IndexCache(self.path)
+        self._indexes = IndexCache(self.path, files=index_files)
         self._touches = TouchBuffer()
         self._checkpointer = Checkpointer(self.path) if self.path != ":memory:" else None
         self._log_sync: LogSync | None = None  # set once the file is known to be in WAL mode
@@ -1111,6 +1114,7 @@ class SQLiteStore(Store):
                         conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_name', ?)", (name,))
                         conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
                     conn.execute("INSERT INTO events (ts, op, payload) VALUES (?, 'reindex', ?)", (time.time(), dumps({"embedder": name, "re_embedded": re_embedded})))
+            self._indexes.remove_files()  # of the old vectors
             indexed = self._conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0]
             return {"indexed": int(indexed), "re_embedded": re_embedded}
 
@@ -1159,6 +1163,7 @@ class SQLiteStore(Store):
                         (time.time(), target_space, actor, dumps({**(payload or {}), **counts})),
                     )
             self._indexes.clear()
+            self._indexes.remove_files()  # the moved memories' files are read from the store again
             return counts
 
     @_store_write_errors
@@ -1180,6 +1185,7 @@ class SQLiteStore(Store):
                 conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
                 conn.execute(APPEND_ONLY)
             self._indexes.clear()
+            self._indexes.remove_files()
 
     @_store_write_errors
     def erase(
@@ -1236,6 +1242,7 @@ class SQLiteStore(Store):
                         seq = int(cur.lastrowid or 0)
             finally:
                 self._indexes.clear()
+                self._indexes.remove_files()  # they hold the erased memories' ids, terms and vectors
                 self._conn.execute("PRAGMA secure_delete = OFF")
             return Erased(counts.memories, counts.vectors, counts.events, counts.spaces, seq, self._scrub(vacuum=changed > 0))
 
@@ -1326,6 +1333,7 @@ class SQLiteStore(Store):
             try:
                 if self._log_failed is None:  # else no write is taken: the bookkeeping is dropped
                     self.flush()
+                    self._save_index_files()
             finally:
                 if self._checkpointer is not None:
                     self._checkpointer.close()
@@ -1336,6 +1344,14 @@ class SQLiteStore(Store):
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
                 self._indexes.clear()
+
+    def _save_index_files(self) -> None:
+        """Write large spaces' index files (see IndexCache.save): a cache, so a failure
+        is logged, never raised from close."""
+        try:
+            self._indexes.save(self._conn)
+        except Exception as exc:  # whatever it was, the store itself is intact
+            log.warning("index files not written on close: %s: %s", type(exc).__name__, exc)
 
 
 class _Unflushed(StoreError):

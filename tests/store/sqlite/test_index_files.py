@@ -1,0 +1,276 @@
+"""Index files: a large scope's index written beside the store when it closes, and
+opened from there by the next process instead of reading every row.
+
+What a process finds through a file must be exactly what it finds when it reads
+the scope from the store, whatever other processes wrote since the file was
+written; a file it cannot trust (another store's, damaged, from before an erasure)
+is never used, and an erasure leaves no file holding what it erased.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memorist import Memory
+from memorist.store import index_file
+from memorist.store.sqlite import SQLiteStore
+from memorist.store.sqlite import index as sqlite_index
+from memorist.store.vector_index import Row, SpaceIndex
+
+TOPICS = ["greyhound", "pottery", "theremin", "lighthouse", "marathon", "sourdough", "chess", "kayak"]
+QUERIES = ["greyhound walks", "pottery class", "lighthouse tour in Maine", "what does Maya bake", "kayak"]
+
+
+@pytest.fixture(autouse=True)
+def small_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files for scopes of 20 rows and more (the default is 16,384), rewritten after 5 events."""
+    monkeypatch.setattr(sqlite_index, "FILE_ROWS", 20)
+    monkeypatch.setattr(sqlite_index, "FILE_EVENTS", 5)
+
+
+def notes(count: int, start: int = 0) -> list[str]:
+    return [f"Maya {TOPICS[i % len(TOPICS)]} note {i}: day {i % 7} with Sam" for i in range(start, start + count)]
+
+
+def turns(texts: list[str]) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text} for text in texts]
+
+
+def fill(path: str, count: int = 60, user: str = "maya") -> None:
+    with Memory(path, embedder="hashing") as writer:
+        writer.add(
+            [{"role": "user", "content": text, "name": "Maya" if i % 2 else "Sam"} for i, text in enumerate(notes(count))],
+            user_id=user,
+            infer=False,
+        )
+        writer.add("Maya runs a pottery class on Thursdays", user_id=user, run_id="r2", infer=False)
+
+
+def found(memory: Memory, user: str = "maya") -> list[list[tuple[str, str, float]]]:
+    return [
+        [(r["id"], r["memory"], round(r["score"], 6)) for r in memory.search(q, user_id=user, limit=8)["results"]]
+        for q in [*QUERIES, "pottery"]
+    ] + [[(r["id"], r["memory"], 0.0) for r in memory.search("pottery", user_id=user, run_id="r2", limit=8)["results"]]]
+
+
+def from_store(path: str, user: str = "maya") -> list[list[tuple[str, str, float]]]:
+    """What a process that reads the scope from the store finds."""
+    with Memory(store=SQLiteStore(path, index_files=False), embedder="hashing") as plain:
+        return found(plain, user)
+
+
+def opened_from_file(memory: Memory) -> bool:
+    indexes = memory.store._indexes.loaded()  # type: ignore[attr-defined]
+    return bool(indexes) and all(index.file_seq is not None for index in indexes)
+
+
+def files(path: str) -> list[Path]:
+    directory = Path(f"{path}-index")
+    return sorted(directory.iterdir()) if directory.is_dir() else []
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> str:
+    db = str(tmp_path / "m.db")
+    fill(db)
+    return db
+
+
+def test_closing_writes_a_large_scope_s_file_and_the_next_process_opens_it(path: str) -> None:
+    assert [p.name.startswith("space-") and p.suffix == ".index" for p in files(path)] == [True]
+    want = from_store(path)
+    with Memory(path, embedder="hashing") as reader:
+        assert found(reader) == want
+        assert opened_from_file(reader)
+        assert reader.get_all(user_id="maya", limit=200)["results"]
+
+
+def test_a_small_scope_gets_no_file(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    fill(db, count=5)
+    with Memory(db, embedder="hashing") as reader:
+        reader.search("pottery", user_id="maya")
+    assert files(db) == []
+
+
+def test_no_files_when_switched_off(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    with Memory(store=SQLiteStore(db, index_files=False), embedder="hashing") as writer:
+        writer.add(turns(notes(60)), user_id="maya", infer=False)
+    assert not Path(f"{db}-index").exists()
+
+
+def test_a_file_catches_up_with_what_others_wrote_since(path: str) -> None:
+    with Memory(store=SQLiteStore(path, index_files=False), embedder="hashing") as other:
+        added = other.add(turns(notes(3, start=100)), user_id="maya", infer=False)["results"]
+        hits = other.search("greyhound", user_id="maya", limit=3)["results"]
+        other.delete(hits[0]["id"])
+        other.update(hits[1]["id"], "Maya's greyhound learned to open doors")
+    want = from_store(path)
+    with Memory(path, embedder="hashing") as reader:
+        assert found(reader) == want
+        assert opened_from_file(reader)
+        ids = {r["id"] for r in reader.search("note 101 day", user_id="maya", limit=100)["results"]}
+        assert {a["id"] for a in added} <= ids
+        assert hits[0]["id"] not in ids
+
+
+def test_a_scope_opened_from_its_file_takes_writes_removals_and_compaction(path: str) -> None:
+    with Memory(path, embedder="hashing") as writer:
+        writer.search("pottery", user_id="maya")
+        assert opened_from_file(writer)
+        writer.add(turns(notes(10, start=200)), user_id="maya", infer=False)
+        everything = writer.get_all(user_id="maya", limit=500)["results"]
+        for item in everything[: len(everything) * 2 // 3]:  # most of it: the index compacts
+            writer.delete(item["id"])
+        after_writes = found(writer)
+    assert after_writes == from_store(path)
+    with Memory(path, embedder="hashing") as reader:  # the file written on that close
+        assert found(reader) == after_writes
+
+
+def test_an_erasure_removes_the_files_and_leaves_none_of_its_terms(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    fill(db, user="maya")
+    fill(db, user="sam")
+    with Memory(db, embedder="hashing") as writer:
+        secret = writer.add("Maya hid the spare key under the blue flowerpot", user_id="maya", infer=False)["results"][0]["id"]
+        writer.add(turns(notes(6, start=300)), user_id="maya", infer=False)  # enough events for a new file
+        writer.search("greyhound", user_id="maya")
+        writer.search("greyhound", user_id="sam")
+    assert len(files(db)) == 2 and any(b"flowerpot" in f.read_bytes() for f in files(db))
+    with Memory(db, embedder="hashing") as holder, Memory(db, embedder="hashing") as eraser:
+        # Another process holds the scope (with the erased rows) while it is erased:
+        # closing it afterwards must not write them back to a file.
+        holder.search("greyhound", user_id="maya")
+        holder.add(turns(notes(6, start=400)), user_id="maya", infer=False)  # it would write a new file
+        holder.search("greyhound", user_id="sam")
+        eraser.erase(user_id="maya")
+        assert files(db) == []
+    for file in files(db):
+        assert b"flowerpot" not in file.read_bytes() and secret.encode() not in file.read_bytes()
+    with Memory(db, embedder="hashing") as reader:
+        assert reader.search("greyhound", user_id="maya")["results"] == []
+        assert reader.search("greyhound", user_id="sam")["results"]
+
+
+def test_a_file_written_before_an_erasure_is_not_used(path: str) -> None:
+    old = files(path)[0]
+    kept = old.read_bytes()
+    with Memory(path, embedder="hashing") as eraser:
+        eraser.erase(user_id="maya")
+    fill(path)  # the scope again, with new memories
+    for file in files(path):
+        file.unlink()
+    old.write_bytes(kept)  # the old file put back
+    want = from_store(path)
+    with Memory(path, embedder="hashing") as reader:
+        assert found(reader) == want
+
+
+def test_another_store_s_file_at_the_same_path_is_not_used(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    fill(db)
+    old = files(db)[0]
+    kept = old.read_bytes()
+    for leftover in Path(tmp_path).glob("m.db*"):
+        if leftover.is_file():
+            leftover.unlink()
+    fill(db, count=40)  # a new store, same path, same space id
+    old.write_bytes(kept)
+    want = from_store(db)
+    with Memory(db, embedder="hashing") as reader:
+        assert found(reader) == want
+        assert not opened_from_file(reader)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "header", "vectors", "empty", "postings"])
+def test_a_damaged_file_is_not_used(path: str, damage: str, caplog: pytest.LogCaptureFixture) -> None:
+    file = files(path)[0]
+    data = bytearray(file.read_bytes())
+    if damage == "truncated":
+        del data[len(data) // 2 :]
+    elif damage == "header":
+        data[20:40] = b"x" * 20
+    elif damage == "empty":
+        data = bytearray()
+    else:
+        image, meta = index_file.read(file)
+        if damage == "vectors":  # every row's vector changed: the sampled rows disagree
+            image.vectors = np.asarray(image.vectors) + np.float32(0.5)
+        else:  # postings that point past the rows
+            image.posting_rows = image.posting_rows + np.int32(len(image))
+        index_file.write(file, image, meta)
+        data = bytearray(file.read_bytes())
+    file.write_bytes(bytes(data))
+    want = from_store(path)
+    with caplog.at_level(logging.INFO, logger="memorist"), Memory(path, embedder="hashing") as reader:
+        assert found(reader) == want
+        assert not opened_from_file(reader)
+    assert "not used" in caplog.text
+
+
+def test_a_reindex_removes_the_files(path: str) -> None:
+    with Memory(path, embedder="hashing") as memory:
+        memory.store.reindex()
+    assert files(path) == []
+
+
+def test_an_image_makes_the_same_index() -> None:
+    rng = np.random.default_rng(7)
+    index = SpaceIndex(16, 1, 5)
+    vectors = rng.normal(size=(40, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index.upsert([
+        Row(f"m{i}", "r1" if i % 3 else "", float(i), 30.0 if i == 4 else None, notes(1, start=i)[0],
+            None if i == 7 else vectors[i], created_at=float(i), speaker="maya" if i % 2 else "sam")
+        for i in range(40)
+    ])
+    index.remove(["m3", "m9"], compact=False)  # dead rows are left out of the image
+    copy = SpaceIndex.from_image(index.image(), 1, 5)
+    query = vectors[11]
+    for kwargs in ({}, {"run_id": "r1"}, {"speaker": "maya"}, {"window": (5.0, 20.0)}, {"cutoff": 25.0, "now": 35.0}):
+        assert copy.search(query, k=10, **kwargs) == index.search(query, k=10, **kwargs)
+    assert copy.search_text(["greyhound", "note", "sam"], k=None) == index.search_text(["greyhound", "note", "sam"], k=None)
+    assert len(copy) == len(index) == 38
+    assert copy.speakers() == index.speakers()
+    copy.remove(["m5"])
+    index.remove(["m5"])
+    assert copy.search_text(["greyhound", "note"], k=None) == index.search_text(["greyhound", "note"], k=None)
+
+
+def test_a_file_is_written_again_once_enough_has_changed(path: str) -> None:
+    file = files(path)[0]
+    first = file.stat().st_mtime_ns, file.read_bytes()
+    with Memory(path, embedder="hashing") as memory:
+        memory.search("pottery", user_id="maya")
+        memory.add(turns(notes(2, start=500)), user_id="maya", infer=False)  # fewer events than FILE_EVENTS
+    assert (file.stat().st_mtime_ns, file.read_bytes()) == first
+    with Memory(path, embedder="hashing") as memory:
+        memory.search("pottery", user_id="maya")
+        memory.add(turns(notes(6, start=600)), user_id="maya", infer=False)
+    assert file.read_bytes() != first[1]
+    want = from_store(path)
+    with Memory(path, embedder="hashing") as reader:
+        assert found(reader) == want
+        assert opened_from_file(reader)
+
+
+def test_a_killed_writer_s_temporary_file_is_removed(path: str) -> None:
+    import subprocess
+    import sys
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    file = files(path)[0]
+    abandoned = file.with_name(f"{file.name}.{ended.pid}.tmp")
+    abandoned.write_bytes(b"half a file")
+    with Memory(path, embedder="hashing") as memory:
+        memory.search("pottery", user_id="maya")
+        memory.add(turns(notes(6, start=700)), user_id="maya", infer=False)
+    assert not abandoned.exists()
+    assert [f.name for f in files(path)] == [file.name]
