@@ -37,9 +37,9 @@ log = logging.getLogger(__name__)
 #: Live rows from which a space's index is written to a file when the store closes:
 #: below it a space loads from the store in a few tenths of a second at most.
 FILE_ROWS = 16_384
-#: Events of a space since its file was read or written after which closing writes
-#: it again (or one for each hundredth of its rows, if more): the catch-up from the
-#: log that opening an older file costs stays short.
+#: Events of a space naming a memory since its file was read or written, after which
+#: closing writes it again (or one for each hundredth of its rows, if more): the
+#: catch-up from the log that opening an older file costs stays short.
 FILE_EVENTS = 1_000
 #: Rows of a file compared with the store when it is opened (vector and id).
 _SAMPLED_ROWS = 16
@@ -279,7 +279,11 @@ class IndexCache:
             if meta is None or current is None or current[0] != index.generation or log_reaches(conn, index.seq) is None:
                 continue  # others wrote since this process last read: its index is not the store's
             if index.file_seq is not None:
-                since = conn.execute("SELECT count(*) FROM events WHERE space_id = ? AND seq > ?", (space, index.file_seq)).fetchone()[0]
+                # What opening the file would catch up with: the events naming a memory
+                # (retrievals name none, and change nothing the index holds).
+                since = conn.execute(
+                    "SELECT count(*) FROM events WHERE space_id = ? AND seq > ? AND memory_id IS NOT NULL", (space, index.file_seq)
+                ).fetchone()[0]
                 if since < max(FILE_EVENTS, len(index) // 100):
                     continue
             path = self._file(space)
