@@ -445,7 +445,8 @@ class Store(abc.ABC):
         every event of those spaces (of that run) keeps its shape but loses its text
         and payload (:data:`TOMBSTONE`), in one transaction that also appends the
         erasure's own ``erase`` event in the space of ``log`` (payload:
-        ``describe(counts)``). Then the backend makes sure the removed bytes leave its
+        ``describe(counts)``; without ``log``, in no space: other processes learn
+        from it that their indexes of those spaces must be read again). Then the backend makes sure the removed bytes leave its
         files (SQLite: the full-text index merged, the file rewritten, the log
         checkpointed and truncated; PostgreSQL: the touched tables vacuumed).
         ``dry_run``: count only, write nothing."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,9 @@ def write(path: Path, image: IndexImage, meta: dict[str, Any]) -> None:
     header = json.dumps(
         {"version": VERSION, "dim": image.dim, "meta": meta, "arrays": places, "strings": [offset, len(strings)]}
     ).encode("utf-8")
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    # The process's id first (a reader removes the temporary files of processes that
+    # ended), then a part of its own: two stores of one process may write at once.
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         with open(temporary, "wb") as out:
             out.write(MAGIC + struct.pack("<Q", len(header)) + header)
@@ -124,11 +127,11 @@ def read(path: Path) -> tuple[IndexImage, dict[str, Any]]:
                 **{name: strings[name] for name in _STRINGS},
                 **arrays,
             )
+            _check(path, image)
         except IndexFileError:
             raise
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise IndexFileError(f"{path} is damaged ({type(exc).__name__}: {exc})") from exc
-    _check(path, image)
     return image, header["meta"]
 
 

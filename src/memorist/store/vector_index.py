@@ -692,8 +692,9 @@ class SpaceIndex:
         # Postings as _append makes them: each (term, row) pair once with its frequency,
         # grouped by term with the rows in order.
         pairs, tfs = np.unique(term_ids.astype(np.int64) * max(count, 1) + np.repeat(np.arange(count), lengths), return_counts=True)
-        runs, run_codes = np.unique(self._run[keep].astype(str), return_inverse=True)
-        speakers, speaker_codes = np.unique(self._speaker[keep].astype(str), return_inverse=True)
+        # Unique over the strings themselves (a fixed-width copy would drop trailing NULs).
+        runs, run_codes = np.unique(self._run[keep], return_inverse=True)
+        speakers, speaker_codes = np.unique(self._speaker[keep], return_inverse=True)
         return IndexImage(
             dim=self.dim,
             ids=self._ids[keep].tolist(),

@@ -293,6 +293,18 @@ def test_text_index_options_are_checked(pg_url):
         store.close()
 
 
+def test_an_erasure_logged_in_no_scope_still_reloads_the_index(opened):
+    """The store's erase without ``log`` still appends its event (in no space): that
+    event is all another process's index has to tell it the erased memories are gone."""
+    reader, writer = opened(text_index_above=1), opened(text_index_above=0)
+    add(writer, record("a", "green tea"), record("b", "tea for two"))
+    assert set(ids(search(reader, "tea"))) == {"a", "b"}
+    writer.erase([F_ALEX])
+    add(writer, record("c", "tea again"))
+    assert ids(search(reader, "tea")) == ["c"]
+    assert ids(search(reader, "tea")) == ["c"]
+
+
 def test_an_erasure_or_adopt_by_another_process_reloads_the_index(opened):
     """Neither names each memory in the log: catching up from the space's events would
     keep the erased (or moved) memories' terms. The index reloads once, then catches

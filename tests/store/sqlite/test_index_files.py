@@ -275,3 +275,113 @@ def test_a_killed_writer_s_temporary_file_is_removed(path: str) -> None:
         memory.add(turns(notes(6, start=700)), user_id="maya", infer=False)
     assert not abandoned.exists()
     assert [f.name for f in files(path)] == [file.name]
+
+
+def test_a_store_without_files_still_removes_other_processes_files(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    fill(db, user="maya")
+    fill(db, user="sam")
+    assert len(files(db)) == 2
+    with Memory(store=SQLiteStore(db, index_files=False), embedder="hashing") as eraser:
+        eraser.erase(user_id="maya")
+    assert files(db) == []
+    fill(db, user="maya")
+    with Memory(store=SQLiteStore(db, index_files=False), embedder="hashing") as resetter:
+        resetter.reset()
+    assert files(db) == []
+
+
+def test_files_of_a_store_opened_through_a_link_are_the_store_s(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    fill(db)
+    link = tmp_path / "link.db"
+    link.symlink_to(db)
+    with Memory(str(link), embedder="hashing") as reader:
+        assert found(reader) == from_store(db)
+        assert opened_from_file(reader)  # the file the real path's writer left
+        reader.search("greyhound", user_id="maya")
+        with Memory(db, embedder="hashing") as eraser:
+            eraser.erase(user_id="maya")
+    assert files(db) == [] and not Path(f"{link}-index").exists()
+
+
+def test_an_erasure_without_a_logged_scope_is_seen_by_other_processes(path: str) -> None:
+    """The store's own erase, called without ``log``: other processes must still learn
+    that their index of the scope holds what it removed."""
+    from memorist.store.base import ScopeFilter
+
+    with Memory(path, embedder="hashing") as holder:
+        assert holder.search("pottery", user_id="maya")["results"]
+        store = SQLiteStore(path)
+        try:
+            assert store.erase([ScopeFilter(user_id="maya")]).vectors == 61
+        finally:
+            store.close()
+        assert holder.search("pottery", user_id="maya")["results"] == []
+    assert files(path) == []
+    with Memory(path, embedder="hashing") as reader:
+        assert reader.search("pottery", user_id="maya")["results"] == []
+
+
+def edited_header(file: Path, edit) -> None:  # type: ignore[no-untyped-def]
+    """Change the header's JSON in place, padded to its length (the arrays stay where they were)."""
+    import json
+    import struct
+
+    data = bytearray(file.read_bytes())
+    start = len(index_file.MAGIC)
+    (length,) = struct.unpack("<Q", data[start : start + 8])
+    header = json.loads(data[start + 8 : start + 8 + length])
+    edit(header)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    assert len(text) <= length
+    data[start + 8 : start + 8 + length] = text.ljust(length)
+    file.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda h: h["arrays"]["has_vector"].__setitem__(1, []),  # a shape of no rows
+        lambda h: h.__setitem__("arrays", list(h["arrays"])),
+        lambda h: h.__setitem__("meta", 7),
+        lambda h: h["arrays"]["term_ids"].__setitem__(0, "<i4x"),
+    ],
+    ids=["shape", "arrays", "meta", "dtype"],
+)
+def test_a_file_with_a_damaged_header_is_not_used(path: str, edit) -> None:  # type: ignore[no-untyped-def]
+    edited_header(files(path)[0], edit)
+    want = from_store(path)
+    with Memory(path, embedder="hashing") as reader:
+        assert found(reader) == want
+        assert not opened_from_file(reader)
+    with Memory(path, embedder="hashing") as again:  # the damaged file was removed, a new one written
+        assert found(again) == want
+
+
+def test_two_stores_of_one_process_closing_at_once_both_write_whole_files(path: str, caplog: pytest.LogCaptureFixture) -> None:
+    import threading
+
+    memories = [Memory(path, embedder="hashing") for _ in range(2)]
+    for memory in memories:
+        memory.search("pottery", user_id="maya")
+        memory.add(turns(notes(6, start=800)), user_id="maya", infer=False)
+    for memory in memories:  # each one current again (the other wrote)
+        memory.search("pottery", user_id="maya")
+    start = threading.Barrier(2)
+
+    def close(memory: Memory) -> None:
+        start.wait()
+        memory.close()
+
+    with caplog.at_level(logging.INFO, logger="memorist"):
+        threads = [threading.Thread(target=close, args=(m,)) for m in memories]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert "not written" not in caplog.text
+    assert [f.suffix for f in files(path)] == [".index"]
+    with Memory(path, embedder="hashing") as reader:
+        assert found(reader) == from_store(path)
+        assert opened_from_file(reader)

@@ -1382,14 +1382,14 @@ class PostgresStore(Store):
                         (TOMBSTONE, wider, TOMBSTONE),
                     ).rowcount
                     counts = Erased(counts.memories, counts.vectors, counts.events + len(wider), counts.spaces)
-                seq = None
-                if log is not None:
-                    batch = _PostgresBatch(self, conn)
-                    space = batch._space(log, bump=False)
-                    seq = int(conn.execute(
-                        "INSERT INTO events (ts, op, space_id, run_id, actor, payload) VALUES (%s, 'erase', %s, %s, 'erase', %s) RETURNING seq",
-                        (time.time(), space, log.run_id, dumps(describe(counts) if describe else {})),
-                    ).fetchone()[0])
+                # Logged even without ``log`` (then in no space): the event is what tells
+                # other processes that their text indexes hold memories no later event names.
+                space = None if log is None else _PostgresBatch(self, conn)._space(log, bump=False)
+                logged = int(conn.execute(
+                    "INSERT INTO events (ts, op, space_id, run_id, actor, payload) VALUES (%s, 'erase', %s, %s, 'erase', %s) RETURNING seq",
+                    (time.time(), space, "" if log is None else log.run_id, dumps(describe(counts) if describe else {})),
+                ).fetchone()[0])
+                seq = None if log is None else logged
             for spaces, _ in owned:
                 for space in spaces:
                     self._text.forget(space)

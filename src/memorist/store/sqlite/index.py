@@ -71,8 +71,11 @@ class IndexCache:
     def __init__(self, path: str, *, files: bool = True) -> None:
         self.path = path  # for messages
         self._indexes: dict[int, SpaceIndex] = {}
-        # Where index files go: beside the store, as SQLite's own -wal and -shm do.
-        self.directory = Path(f"{path}-index") if files and path not in ("", ":memory:") else None
+        # Where index files go: beside the store (the file itself, through any link), as
+        # SQLite's own -wal and -shm do. ``files`` off: none is read or written, but
+        # those of other processes are still removed when they must be (remove_files).
+        self.directory = Path(f"{os.path.realpath(path)}-index") if path not in ("", ":memory:") else None
+        self.files = files and self.directory is not None
 
     def clear(self) -> None:
         """Drop every loaded index (and stop building their graphs)."""
@@ -197,7 +200,7 @@ class IndexCache:
         it ends at differ), for another embedder, before an erasure or a keys adopt
         (the log cannot tell what they removed), damaged, or unreadable."""
         path = self._file(space)
-        if path is None or not path.exists():
+        if path is None or not self.files or not path.exists():
             return None
         try:
             image, meta = index_file.read(path)
@@ -219,7 +222,7 @@ class IndexCache:
                     index.generation = generation
                     index.file_seq = int(meta["seq"])
                     return index
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             why = f"it is damaged ({type(exc).__name__}: {exc})"
         if index is not None:
             index.close()
@@ -269,10 +272,14 @@ class IndexCache:
         file is written removes the files after its commit; one that committed before
         is seen by the check after the write, which then removes the file itself.
         """
-        if self.directory is None:
+        if not self.files:
             return
         for space, index in self._indexes.items():
-            if index.dim == 0 or len(index) < FILE_ROWS:
+            if index.dim == 0:
+                continue
+            if len(index) < FILE_ROWS:
+                if index.file_seq is not None:  # opened from its file, and small now: read from the store
+                    self._remove(self._file(space))
                 continue
             meta = self._meta(conn, space, index.generation, index.seq)
             current = conn.execute("SELECT generation FROM spaces WHERE id = ?", (space,)).fetchone()
@@ -287,7 +294,7 @@ class IndexCache:
                 if since < max(FILE_EVENTS, len(index) // 100):
                     continue
             path = self._file(space)
-            assert path is not None
+            assert path is not None and self.directory is not None
             try:
                 self.directory.mkdir(exist_ok=True)
                 self._remove_abandoned(path)
@@ -313,12 +320,14 @@ class IndexCache:
         """Remove the temporary files of ``path`` that a process which has ended left
         (killed while writing it): each is as large as the file."""
         for temporary in path.parent.glob(f"{path.name}.*.tmp"):
-            pid = temporary.name[len(path.name) + 1 : -len(".tmp")]
+            pid = temporary.name[len(path.name) + 1 :].split(".", 1)[0]  # see index_file.write
             if pid.isdigit() and not _running(int(pid)):
                 self._remove(temporary)
 
     @staticmethod
-    def _remove(path: Path) -> None:
+    def _remove(path: Path | None) -> None:
+        if path is None:
+            return
         try:
             path.unlink(missing_ok=True)
         except OSError as exc:

@@ -1232,14 +1232,15 @@ class SQLiteStore(Store):
                     # The full-text index keeps removed terms in older segments until
                     # they are merged: merge them all now.
                     conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
-                    seq = None
-                    if log is not None:
-                        space = self._space_id(conn, log, create=True)
-                        cur = conn.execute(
-                            "INSERT INTO events (ts, op, space_id, run_id, actor, payload) VALUES (?, 'erase', ?, ?, 'erase', ?)",
-                            (time.time(), space, log.run_id, dumps(describe(counts) if describe else {})),
-                        )
-                        seq = int(cur.lastrowid or 0)
+                    # Logged even without ``log`` (then in no space): the event is what
+                    # tells other processes that their indexes of these spaces hold
+                    # memories no later event names (log_reaches).
+                    space = None if log is None else self._space_id(conn, log, create=True)
+                    cur = conn.execute(
+                        "INSERT INTO events (ts, op, space_id, run_id, actor, payload) VALUES (?, 'erase', ?, ?, 'erase', ?)",
+                        (time.time(), space, "" if log is None else log.run_id, dumps(describe(counts) if describe else {})),
+                    )
+                    seq = None if log is None else int(cur.lastrowid or 0)
             finally:
                 self._indexes.clear()
                 self._indexes.remove_files()  # they hold the erased memories' ids, terms and vectors
