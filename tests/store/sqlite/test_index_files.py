@@ -385,3 +385,26 @@ def test_two_stores_of_one_process_closing_at_once_both_write_whole_files(path: 
     with Memory(path, embedder="hashing") as reader:
         assert found(reader) == from_store(path)
         assert opened_from_file(reader)
+
+
+def test_a_script_that_never_closes_its_store_still_leaves_the_file(tmp_path: Path) -> None:
+    """The index files are written when the interpreter exits, as closing would."""
+    import subprocess
+    import sys
+    import textwrap
+
+    db = tmp_path / "m.db"
+    script = textwrap.dedent(f"""
+        import memorist.store.sqlite.index as index
+        from memorist import Memory
+        index.FILE_ROWS = 20
+        memory = Memory({str(db)!r}, embedder="hashing")
+        memory.add([{{"role": "user", "content": f"Maya note {{i}} about pottery"}} for i in range(40)], user_id="maya", infer=False)
+        memory.search("pottery", user_id="maya")
+        # no close()
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    assert [f.suffix for f in files(str(db))] == [".index"]
+    with Memory(str(db), embedder="hashing") as reader:
+        assert reader.search("pottery", user_id="maya", limit=50)["results"]
+        assert opened_from_file(reader)

@@ -12,6 +12,7 @@ search itself; a crash loses at most that buffer, never a memory.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import logging
@@ -19,6 +20,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -279,6 +281,29 @@ def _translating(method: Callable[..., Any], *, decode: bool) -> Callable[..., A
     return wrapper
 
 
+#: Seconds the interpreter's exit waits for a store's lock to write its index files.
+_EXIT_WAIT = 5.0
+#: Stores open in this process: those a script leaves open still write their large
+#: scopes' index files when the interpreter exits (see _save_open_stores).
+_OPEN: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
+
+
+@atexit.register
+def _save_open_stores() -> None:
+    """At the interpreter's exit, write the index files of the stores left open (a
+    script that never calls ``close()``), as closing them would. Only the process
+    that opened a store: a forked child must not use its parent's connection."""
+    for store in list(_OPEN):
+        # A thread still writing (or stuck waiting for another process's lock) must not
+        # hold the exit up for long: its store then writes no file.
+        if store._pid == os.getpid() and store._lock.acquire(timeout=_EXIT_WAIT):
+            try:
+                if getattr(store, "_conn", None) is not None and store._log_failed is None:
+                    store._save_index_files()
+            finally:
+                store._lock.release()
+
+
 class SQLiteStore(Store):
     """Memorist's default store: a single SQLite file (or ``":memory:"``)."""
 
@@ -295,12 +320,14 @@ class SQLiteStore(Store):
             except OSError as exc:
                 raise StoreError(f"cannot create the store's folder {parent}: {exc}") from exc
         self._lock = threading.RLock()
+        self._pid = os.getpid()
         self._bound: tuple[str, int] | None = None
         # The vector dimension already checked against meta in this session (0: not yet).
         # A failed transaction may have recorded nothing, so it is only trusted
         # once the identity was read back from the store.
         self._identity_checked = 0
         self._indexes = IndexCache(self.path, files=index_files)
+        _OPEN.add(self)
         self._touches = TouchBuffer()
         self._checkpointer = Checkpointer(self.path) if self.path != ":memory:" else None
         self._log_sync: LogSync | None = None  # set once the file is known to be in WAL mode
