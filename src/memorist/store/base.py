@@ -446,9 +446,10 @@ class Store(abc.ABC):
         and payload (:data:`TOMBSTONE`), in one transaction that also appends the
         erasure's own ``erase`` event in the space of ``log`` (payload:
         ``describe(counts)``; without ``log``, in no space: other processes learn
-        from it that their indexes of those spaces must be read again). Then the backend makes sure the removed bytes leave its
-        files (SQLite: the full-text index merged, the file rewritten, the log
-        checkpointed and truncated; PostgreSQL: the touched tables vacuumed).
+        from it that their indexes of those spaces must be read again). Then the
+        backend makes sure the removed bytes leave its files (SQLite: the full-text
+        index merged, the file rewritten, the log checkpointed and truncated, the
+        index files removed; PostgreSQL: the touched tables vacuumed).
         ``dry_run``: count only, write nothing."""
 
     @abc.abstractmethod
