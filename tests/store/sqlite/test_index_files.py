@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from memorist import Memory
-from memorist.store import index_file
+from memorist.store import index_file, vector_index
 from memorist.store.sqlite import SQLiteStore
 from memorist.store.sqlite import index as sqlite_index
 from memorist.store.vector_index import Row, SpaceIndex
@@ -25,11 +25,17 @@ TOPICS = ["greyhound", "pottery", "theremin", "lighthouse", "marathon", "sourdou
 QUERIES = ["greyhound walks", "pottery class", "lighthouse tour in Maine", "what does Maya bake", "kayak"]
 
 
-@pytest.fixture(autouse=True)
-def small_files(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Files for scopes of 20 rows and more (the default is 16,384), rewritten after 5 events."""
+@pytest.fixture(autouse=True, params=["transposed", "by row"])
+def small_files(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files for scopes of 20 rows and more (the default is 16,384), rewritten after 5
+    events; each test also runs with scopes laid out as large ones are (vectors one row
+    each, ranked by int8 codes first, mapped from the file), from 32 rows on."""
     monkeypatch.setattr(sqlite_index, "FILE_ROWS", 20)
     monkeypatch.setattr(sqlite_index, "FILE_EVENTS", 5)
+    if request.param == "by row":
+        if vector_index._int8_dots() is None:
+            pytest.fail("no int8 kernel here: the large-scope layout cannot be tested")
+        monkeypatch.setattr(vector_index, "_COARSE_ROWS", 32)
 
 
 def notes(count: int, start: int = 0) -> list[str]:
@@ -87,6 +93,9 @@ def test_closing_writes_a_large_scope_s_file_and_the_next_process_opens_it(path:
         assert found(reader) == want
         assert opened_from_file(reader)
         assert reader.get_all(user_id="maya", limit=200)["results"]
+        (index,) = reader.store._indexes.loaded()  # type: ignore[attr-defined]
+        # Laid out as a large scope: its vectors mapped from the file, not read.
+        assert isinstance(index._vectors, np.memmap) == (len(index) >= vector_index._COARSE_ROWS)
 
 
 def test_a_small_scope_gets_no_file(tmp_path: Path) -> None:
