@@ -11,9 +11,10 @@ checks a file against the store's event log before using it (see
 Layout: 16 bytes of magic, the header's length (8 bytes, little-endian), the header
 (JSON: the format version, the caller's ``meta``, and where each array and the
 strings lie), then the arrays, each at a multiple of 64 bytes from the first, and
-the strings (ids, runs, speakers, terms) as one JSON object. Written to a temporary
-file, synced, then renamed over the old one: a reader sees one whole file or the
-other, and a crash leaves at most a temporary file behind.
+the strings (runs, speakers, terms, and the ids unless they follow it one a line)
+as one JSON object. Written to a temporary file, synced, then renamed over the old
+one: a reader sees one whole file or the other, and a crash leaves at most a
+temporary file behind.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ import numpy as np
 from .vector_index import IndexImage
 
 MAGIC = b"MEMORIST-INDEX\n\x00"
-VERSION = 1
+VERSION = 2
 _ALIGN = 64
 # Arrays mapped from the file rather than read: the large ones, which a search reads
 # in part (the few rows scored exactly) or not at all until then. Windows cannot
 # replace a file another process has mapped, so there every array is read.
-_MAPPED = ("vectors", "codes") if os.name != "nt" else ()
+_MAPPED = ("vectors", "codes", "term_ids", "posting_rows", "posting_tfs") if os.name != "nt" else ()
 _ARRAYS = (
     "vectors", "codes", "code_scale", "has_vector", "effective", "created", "valid_to", "run_codes", "speaker_codes",
     "term_ids", "term_offsets", "posting_starts", "posting_rows", "posting_tfs",
@@ -53,14 +54,22 @@ class IndexFileError(ValueError):
 def write(path: Path, image: IndexImage, meta: dict[str, Any]) -> None:
     """Write ``image`` and ``meta`` (JSON values) to ``path``, replacing it whole."""
     arrays = {name: getattr(image, name) for name in _ARRAYS if getattr(image, name) is not None}
-    strings = json.dumps({name: getattr(image, name) for name in _STRINGS}, ensure_ascii=False).encode("utf-8")
+    # The ids one a line when none holds a line break (memory ids never do): splitting
+    # them costs a third of decoding them as JSON, and they are most of the strings.
+    as_lines = not any("\n" in i for i in image.ids)
+    values = {name: getattr(image, name) for name in _STRINGS}
+    if as_lines:
+        values["ids"] = None
+    strings = json.dumps(values, ensure_ascii=False).encode("utf-8")
+    ids = "\n".join(image.ids).encode("utf-8") if as_lines else b""
     places: dict[str, Any] = {}
     offset = 0
     for name, array in arrays.items():
         places[name] = [np.dtype(array.dtype).str, list(array.shape), offset]
         offset = _aligned(offset + array.nbytes)
     header = json.dumps(
-        {"version": VERSION, "dim": image.dim, "meta": meta, "arrays": places, "strings": [offset, len(strings)]}
+        {"version": VERSION, "dim": image.dim, "meta": meta, "arrays": places, "strings": [offset, len(strings)],
+         "ids": [offset + len(strings), len(ids)]}
     ).encode("utf-8")
     # The process's id first (a reader removes the temporary files of processes that
     # ended), then a part of its own: two stores of one process may write at once.
@@ -75,6 +84,7 @@ def write(path: Path, image: IndexImage, meta: dict[str, Any]) -> None:
                     out.write(block)
             out.seek(start + offset)
             out.write(strings)
+            out.write(ids)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)
@@ -120,6 +130,13 @@ def read(path: Path) -> tuple[IndexImage, dict[str, Any]]:
                 raise IndexFileError(f"{path} is cut short")
             source.seek(start + at)
             strings = json.loads(source.read(length).decode("utf-8"))
+            if strings["ids"] is None:  # one a line
+                at, length = header["ids"]
+                if start + at + length > size:
+                    raise IndexFileError(f"{path} is cut short")
+                source.seek(start + at)
+                rows = arrays["has_vector"].shape[0]
+                strings["ids"] = source.read(length).decode("utf-8").split("\n") if rows else []
             image = IndexImage(
                 dim=int(header["dim"]),
                 codes=arrays.pop("codes", None),

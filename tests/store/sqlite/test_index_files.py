@@ -417,3 +417,16 @@ def test_a_script_that_never_closes_its_store_still_leaves_the_file(tmp_path: Pa
     with Memory(str(db), embedder="hashing") as reader:
         assert reader.search("pottery", user_id="maya", limit=50)["results"]
         assert opened_from_file(reader)
+
+
+@pytest.mark.parametrize("ids", [["m0", "m1", "m2"], ["m0", "line\nbreak", "ünïcode ✓"]], ids=["plain", "odd"])
+def test_an_index_file_keeps_any_id(tmp_path: Path, ids: list[str]) -> None:
+    index = SpaceIndex(4, 1, 9)
+    index.upsert([Row(mid, "", float(i), None, f"note {i} about kayaks", np.eye(4, dtype=np.float32)[i]) for i, mid in enumerate(ids)])
+    file = tmp_path / "space-1.index"
+    index_file.write(file, index.image(), {"seq": 9})
+    image, meta = index_file.read(file)
+    assert image.ids == ids and meta == {"seq": 9}
+    copy = SpaceIndex.from_image(image, 1, 9)
+    assert copy.search_text(["kayak"], k=None) == index.search_text(["kayak"], k=None)
+    assert [copy.run_of(i) for i in ids] == [""] * 3 and len(copy) == 3  # each id found
