@@ -269,6 +269,23 @@ class _Postings:
 _T = TypeVar("_T")
 
 
+def _term_ids(terms: list[list[str]], lengths: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The distinct terms of rows' ``terms`` (``lengths`` each) as first seen, and
+    each term's id in that list, row after row."""
+    vocab: dict[str, int] = {}
+    ids = np.fromiter((vocab.setdefault(t, len(vocab)) for row in terms for t in row), dtype=np.int64, count=int(lengths.sum()))
+    return list(vocab), ids
+
+
+def _pairs(term_ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Postings of rows' ``term_ids`` (``lengths`` each): each (term, row) pair once,
+    grouped by term with the rows in order, as its term id, its row (from 0) and the
+    term's frequency in that row."""
+    width = max(lengths.shape[0], 1)
+    pairs, tfs = np.unique(term_ids.astype(np.int64) * width + np.repeat(np.arange(lengths.shape[0]), lengths), return_counts=True)
+    return pairs // width, pairs % width, tfs
+
+
 class _FilePostings(dict[str, _Postings]):
     """Postings by term, those of an :class:`IndexImage` made into :class:`_Postings`
     when a term is first asked for: a search asks for a few terms, and making tens of
@@ -554,21 +571,14 @@ class SpaceIndex:
         self._size = end
         if not lengths.any():
             return
-        # Postings of the whole batch at once: each (row, term) pair once with its
-        # frequency, grouped by term with the rows in order.
-        vocab: dict[str, int] = {}
-        token_ids = np.fromiter(
-            (vocab.setdefault(t, len(vocab)) for row_terms in terms for t in row_terms), dtype=np.int64, count=int(lengths.sum())
-        )
-        docs = np.repeat(np.arange(start, end, dtype=np.int64), lengths)
-        pairs, tfs = np.unique(token_ids * count + (docs - start), return_counts=True)  # by term, then row
-        pair_terms = pairs // count
+        # Postings of the whole batch at once.
+        names, token_ids = _term_ids(terms, lengths)
+        pair_terms, pair_rows, tfs = _pairs(token_ids, lengths)
         bounds = np.flatnonzero(np.diff(pair_terms)) + 1
-        names = list(vocab)
-        doc_of_pair = (pairs % count + start).astype(np.int32)
+        doc_of_pair = (pair_rows + start).astype(np.int32)
         tfs = tfs.astype(np.float32)
         for term_id, lo, hi in zip(
-            pair_terms[np.concatenate(([0], bounds))].tolist(), [0, *bounds.tolist()], [*bounds.tolist(), pairs.shape[0]], strict=True
+            pair_terms[np.concatenate(([0], bounds))].tolist(), [0, *bounds.tolist()], [*bounds.tolist(), pair_terms.shape[0]], strict=True
         ):
             term = names[term_id]
             posting = self._postings.get(term)
@@ -682,16 +692,10 @@ class SpaceIndex:
         else:
             vectors = _rows_at(self._vectors, self._by_row, keep)
             codes = None if self._codes is None else self._codes[keep]
-        rows = keep.tolist()
-        row_terms = [self._terms[i] for i in rows]
+        row_terms = [self._terms[i] for i in keep.tolist()]
         lengths = np.fromiter(map(len, row_terms), dtype=np.int64, count=count)
-        vocab: dict[str, int] = {}
-        term_ids = np.fromiter(
-            (vocab.setdefault(t, len(vocab)) for terms in row_terms for t in terms), dtype=np.int32, count=int(lengths.sum())
-        )
-        # Postings as _append makes them: each (term, row) pair once with its frequency,
-        # grouped by term with the rows in order.
-        pairs, tfs = np.unique(term_ids.astype(np.int64) * max(count, 1) + np.repeat(np.arange(count), lengths), return_counts=True)
+        vocab, term_ids = _term_ids(row_terms, lengths)
+        pair_terms, pair_rows, tfs = _pairs(term_ids, lengths)  # as _append makes them
         # Unique over the strings themselves (a fixed-width copy would drop trailing NULs).
         runs, run_codes = np.unique(self._run[keep], return_inverse=True)
         speakers, speaker_codes = np.unique(self._speaker[keep], return_inverse=True)
@@ -709,11 +713,11 @@ class SpaceIndex:
             effective=self._effective[keep],
             created=self._created[keep],
             valid_to=self._valid_to[keep],
-            vocab=list(vocab),
-            term_ids=term_ids,
+            vocab=vocab,
+            term_ids=term_ids.astype(np.int32),
             term_offsets=np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
-            posting_starts=np.searchsorted(pairs // max(count, 1), np.arange(len(vocab) + 1)).astype(np.int64),
-            posting_rows=(pairs % max(count, 1)).astype(np.int32),
+            posting_starts=np.searchsorted(pair_terms, np.arange(len(vocab) + 1)).astype(np.int64),
+            posting_rows=pair_rows.astype(np.int32),
             posting_tfs=tfs.astype(np.float32),
         )
 
