@@ -51,6 +51,11 @@ class IndexFileError(ValueError):
     """An index file that cannot be used: not one, another version, or damaged."""
 
 
+#: What reading a damaged file's values raises (a field missing, of the wrong type or
+#: shape): here while it is read, and in the caller while it is checked and used.
+DAMAGE = (KeyError, TypeError, ValueError, IndexError, AttributeError)
+
+
 def write(path: Path, image: IndexImage, meta: dict[str, Any]) -> None:
     """Write ``image`` and ``meta`` (JSON values) to ``path``, replacing it whole."""
     arrays = {name: getattr(image, name) for name in _ARRAYS if getattr(image, name) is not None}
@@ -147,7 +152,7 @@ def read(path: Path) -> tuple[IndexImage, dict[str, Any]]:
             _check(path, image)
         except IndexFileError:
             raise
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        except DAMAGE as exc:
             raise IndexFileError(f"{path} is damaged ({type(exc).__name__}: {exc})") from exc
     return image, header["meta"]
 

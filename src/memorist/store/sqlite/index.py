@@ -210,7 +210,7 @@ class IndexCache:
             return None
         index: SpaceIndex | None = None
         try:
-            if meta != self._meta(conn, space, int(meta.get("generation", 0)), int(meta.get("seq", 0))) or image.dim != dim():
+            if meta != self._meta(conn, space, int(meta.get("generation", 0)), int(meta.get("seq", 0)))[0] or image.dim != dim():
                 why = "it was written for another store, embedder or state of this one"
             else:
                 index = SpaceIndex.from_image(image, int(meta["generation"]), int(meta["seq"]))
@@ -222,7 +222,7 @@ class IndexCache:
                     index.generation = generation
                     index.file_seq = int(meta["seq"])
                     return index
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        except index_file.DAMAGE as exc:
             why = f"it is damaged ({type(exc).__name__}: {exc})"
         if index is not None:
             index.close()
@@ -231,18 +231,21 @@ class IndexCache:
         return None
 
     @staticmethod
-    def _meta(conn: sqlite3.Connection, space: int, generation: int, seq: int) -> dict[str, Any] | None:
+    def _meta(conn: sqlite3.Connection, space: int, generation: int, seq: int) -> tuple[dict[str, Any] | None, int | None]:
         """What an index file of ``space`` at ``generation`` and event ``seq`` records
-        of the store, to be compared when it is read (None: no such state here)."""
+        of the store, to be compared when it is read (None: no such state here), and
+        the space's generation now (None: no such space)."""
         row = conn.execute(
             "SELECT s.created_at, s.generation, e.ts, e.op, (SELECT value FROM meta WHERE key = 'embedder_name') "
-            "FROM spaces s, events e WHERE s.id = ? AND e.seq = ?",
-            (space, seq),
+            "FROM spaces s LEFT JOIN events e ON e.seq = ? WHERE s.id = ?",
+            (seq, space),
         ).fetchone()
-        if row is None or row[1] < generation:
-            return None
-        created, _, ts, op, embedder = row
-        return {"space": space, "space_created": created, "generation": generation, "seq": seq, "event": [ts, op], "embedder": embedder}
+        if row is None:
+            return None, None
+        created, current, ts, op, embedder = row
+        if ts is None or current < generation:
+            return None, current
+        return {"space": space, "space_created": created, "generation": generation, "seq": seq, "event": [ts, op], "embedder": embedder}, current
 
     def _agrees(self, conn: sqlite3.Connection, space: int, index: SpaceIndex) -> bool:
         """Whether rows sampled across ``index`` are in the store, live in the space,
@@ -281,9 +284,8 @@ class IndexCache:
                 if index.file_seq is not None:  # opened from its file, and small now: read from the store
                     self._remove(self._file(space))
                 continue
-            meta = self._meta(conn, space, index.generation, index.seq)
-            current = conn.execute("SELECT generation FROM spaces WHERE id = ?", (space,)).fetchone()
-            if meta is None or current is None or current[0] != index.generation or log_reaches(conn, index.seq) is None:
+            meta, current = self._meta(conn, space, index.generation, index.seq)
+            if meta is None or current != index.generation or log_reaches(conn, index.seq) is None:
                 continue  # others wrote since this process last read: its index is not the store's
             if index.file_seq is not None:
                 # What opening the file would catch up with: the events naming a memory
