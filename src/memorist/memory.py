@@ -548,7 +548,7 @@ class Memory:
     def _consolidator(self) -> Any:
         from .pipelines.consolidation import Consolidator
 
-        return Consolidator(self.store, self.embedder, prepare=self._ingest.prepare)
+        return Consolidator(self.store, self.embedder, prepare=self._ingest.prepare, decay_days=self.config.decay_days)
 
     def _consolidation_trigger(self, scope: Scope, result: Mapping[str, Any]) -> None:
         """After an add: when ``auto_consolidate_threshold`` is set and the space (user,

@@ -66,3 +66,60 @@ def test_the_extraction_schema_reads_a_model_s_importance_leniently() -> None:
         {"text": "d", "importance": -2}, {"text": "e"}, {"text": "f", "importance": float("nan")}, "g",
     ]})
     assert [f.importance for f in result.facts] == [0.7, 0.3, None, 0.0, None, None, None]
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("The cellar was -5 degrees", "The cellar was 5 degrees"),  # a sign is part of the number
+    ("Alice owes Bob 100 dollars", "Bob owes Alice 100 dollars"),  # the same words in another order
+    ("Likes coffee but not tea", "Likes tea but not coffee"),
+    ("Meeting moved from Monday to Friday", "Meeting moved from Friday to Monday"),
+    ("Does not like tea", "Does like tea"),  # the shorter one's words, but not in a row
+])
+def test_the_heuristic_merge_keeps_a_clause_another_holds_only_in_other_order(a, b) -> None:
+    for texts in ([a, b], [b, a]):
+        assert merge_texts(texts) == "; ".join(texts)
+
+
+def test_the_heuristic_merge_leaves_out_a_clause_held_word_for_word() -> None:
+    assert merge_texts(["Lives in Berlin since 2019", "lives in Berlin"]) == "Lives in Berlin since 2019"
+    assert merge_texts(["Owes 5 dollars", "Owes 5 dollars to Sam"]) == "Owes 5 dollars to Sam"
+
+
+def test_a_title_s_or_initials_full_stop_ends_no_clause() -> None:
+    assert merge_texts(["Saw Dr. Smith about the knee on Monday", "Saw Dr. Smith about the knee"]) == (
+        "Saw Dr. Smith about the knee on Monday"
+    )
+    assert merge_texts(["Standup is at 9 a.m. every weekday in Room 4", "Lives in St. Louis. Works at J. P. Morgan."]) == (
+        "Standup is at 9 a.m. every weekday in Room 4; Lives in St. Louis; Works at J. P. Morgan"
+    )
+
+
+@pytest.mark.parametrize(("source", "merged", "missing"), [
+    ("Maria lives in Lisbon", "Lives in Lisbon", ["maria"]),  # a name starting the sentence, subject of its verb
+    ("James is a nurse in Porto", "Is a nurse in Porto", ["james"]),
+    ("Maria Lopez works at a bakery", "Works at a bakery", ["lopez", "maria"]),
+    ("Maria's sister lives in Porto", "Has a sister in Porto", ["maria"]),
+    ("王伟 lives in Lisbon", "Lives in Lisbon", ["王伟"]),  # a script without capitals
+    ("Uses an iPhone every day", "Uses a phone every day", ["iphone"]),  # a name starting lowercase
+    ("Has three children", "Has children", ["3"]),  # a number written as a word
+    ("Has twenty-five students", "Has students", ["25"]),
+    ("Saw Dr. Smith on Monday", "Saw a doctor on Monday", ["smith"]),  # "Dr." ends no sentence
+    ("Weighs 72,5 kg", "Weighs 725 kg", ["72,5"]),  # a decimal comma is not a thousands separator
+    ("The cellar was -5 degrees", "The cellar was 5 degrees", ["-5"]),
+    ("The cellar was 5 degrees", "The cellar was -5 degrees", ["5"]),  # 5 is not found inside -5
+])
+def test_missing_terms_catch_names_and_numbers_of_every_form(source, merged, missing) -> None:
+    assert missing_terms([source], merged) == missing
+
+
+@pytest.mark.parametrize(("source", "merged"), [
+    ("Has three children", "Has 3 children"),  # a number's word and digits are one
+    ("Has 3 children", "Has three children"),
+    ("Weighs 1,500 kg", "Weighs 1500 kg"),
+    ("Maria's sister lives in Porto", "Maria has a sister in Porto"),  # the possessive is not part of the name
+    ("Likes green tea", "Enjoys green tea"),  # a sentence's verb is no name
+    ("Bought a car in May", "Purchased a car in May"),
+    ("Has 5, maybe 6 cats", "Has 5 or 6 cats"),
+])
+def test_missing_terms_accept_a_rewording_that_keeps_every_detail(source, merged) -> None:
+    assert missing_terms([source], merged) == []

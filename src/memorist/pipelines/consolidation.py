@@ -21,6 +21,9 @@ group becomes one ``consolidated`` memory:
   the oldest source's, its lineage ``consolidated_from`` the source ids;
 - the sources are archived (never deleted) with ``consolidated_into`` in their lineage.
 
+Memories that searches no longer see (older than ``decay_days``, or past their
+``valid_to``) are not read: a merge would bring their text back as new.
+
 Each batch is one transaction whose last event, ``consolidation``, names the run
 (its ``memory_id`` is the run id) and holds every source as it was: the run is undone
 by :func:`memorist.pipelines.undo.rollback` with the run id or that event's seq.
@@ -44,6 +47,7 @@ from ..errors import ProviderError
 from ..model import Kind, MemoryRecord, Scope, Status, is_fact, new_id
 from ..policies.consolidation import MAX_GROUP, MAX_MERGED_CHARS, key_terms, merge_texts, missing_terms
 from ..policies.text import content_hash
+from ..policies.validity import validity_cutoff
 from ..prompts import consolidation as prompt
 from ..store.base import ScopeFilter, Store
 from .undo import UNDO, undo_payload
@@ -143,14 +147,20 @@ def _unchanged(before: MemoryRecord, now: MemoryRecord | None) -> bool:
 class Consolidator:
     """One store's consolidation runs (see the module's docstring)."""
 
-    def __init__(self, store: Store, embedder: Embedder, *, prepare: Callable[[MemoryRecord], None] | None = None) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder, *, prepare: Callable[[MemoryRecord], None] | None = None, decay_days: float | None = None
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.prepare = prepare
+        self.decay_days = decay_days  # memories it hides are not brought back by a merge
 
     def run(self, scope: ScopeFilter, settings: Settings, *, llm: Any = None, event_scope: Scope, actor: str = "consolidation") -> dict[str, Any]:
         run_id = f"consolidation-{uuid.uuid4().hex}"
-        records = [r for r in self.store.list(scope) if is_fact(r)]
+        # What searches see: a memory hidden by decay or past its validity is left as
+        # it is (a merge would show its text again, as new).
+        now = time.time()
+        records = [r for r in self.store.list(scope, cutoff=validity_cutoff(now, self.decay_days), now=now) if is_fact(r)]
         if settings.kinds is not None:
             records = [r for r in records if r.kind in settings.kinds]
         preserved: list[MemoryRecord] = []

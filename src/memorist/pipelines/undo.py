@@ -129,22 +129,44 @@ def _later_change(store: Store, events: Sequence[EventRecord], label: Any) -> No
         ids = [s["id"] for s in undo.get("before", [])] + [str(i) for i in undo.get("created", [])]
         for mid in ids:
             history = store.history(mid)
-            # A later operation that was rolled back, and its rollback, changed nothing.
-            undone = {int(s) for e in history if e.op == OP_ROLLBACK for s in e.payload.get("event_seqs", ())}
+            # A later operation that was rolled back, and its rollback, changed nothing:
+            # its reversible events, and the events of a run it rolled back (the
+            # memory's own "consolidate" event of a consolidation run).
+            rollbacks = [e for e in history if e.op == OP_ROLLBACK]
+            undone = {int(s) for e in rollbacks for s in e.payload.get("event_seqs", ())}
+            undone_runs = {e.payload["rolled_back"] for e in rollbacks if isinstance(e.payload.get("rolled_back"), str)}
             for other in history:
                 if other.seq <= event.seq or other.seq in seqs:
                     continue
                 if other.op == OP_ROLLBACK and (event.seq in other.payload.get("event_seqs", ()) or (run and other.payload.get("rolled_back") == run)):
                     raise ConflictError(f"operation {label} was already rolled back (event {other.seq})")
-                if other.seq in undone or (other.op == OP_ROLLBACK and set(other.payload.get("event_seqs", ())) <= undone):
+                if other.seq in undone or other.payload.get("run_id") in undone_runs:
+                    continue
+                if other.op == OP_ROLLBACK and set(other.payload.get("event_seqs", ())) <= undone:
                     continue
                 if later is None or other.seq < later.seq:
                     later = other
     if later is not None:
+        if _reversible(store, later) is None:
+            raise ConflictError(
+                f"memory {later.memory_id} changed after operation {label} (event {later.seq}, {later.op}), "
+                "which cannot be rolled back: rolling back would lose that change"
+            )
         raise ConflictError(
             f"memory {later.memory_id} changed after operation {label} (event {later.seq}, {later.op}); "
-            f"rolling back would lose that change: roll event {later.seq} back first"
+            f"rolling back would lose that change: roll {_reversible(store, later)} back first"
         )
+
+
+def _reversible(store: Store, event: EventRecord) -> str | None:
+    """How to name the reversible operation ``event`` belongs to ("event N" or
+    "run R"), or None when it belongs to none (an expiry, a plain add)."""
+    if isinstance(event.payload.get(UNDO), dict):
+        return f"event {event.seq}"
+    run = event.payload.get("run_id")
+    if isinstance(run, str) and any(isinstance(e.payload.get(UNDO), dict) for e in store.history(run)):
+        return f"run {run}"
+    return None
 
 
 def rollback(store: Store, target: Any, scope: ScopeFilter, embed: Callable[[list[str]], np.ndarray], *, actor: str = "rollback") -> dict[str, Any]:

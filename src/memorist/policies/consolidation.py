@@ -17,10 +17,16 @@ with :func:`derive_importance`:
 The sum is capped at 1.
 
 **Preservation.** :func:`key_terms` reads the details a merge must keep: numbers
-(``1,500`` and ``1500`` are one), dates and times, and named entities (capitalised
-words that do not start a sentence, acronyms, words with digits). :func:`missing_terms`
-says which of the sources' terms a merged text dropped; a merge that drops any is
-refused (the brevity-bias guard of the learning loop's consolidation).
+with their sign (``1,500`` and ``1500`` are one; ``-5`` is not ``5``; ``72,5`` is not
+``725``) and numbers written as words (``three`` is ``3``), dates and times, and
+named entities: capitalised words that do not start a sentence (a title such as
+``Dr.`` ends no sentence), acronyms, words with digits or with a capital inside
+(``iPhone``), words of a script without capitals inside a text that has them
+(``王伟 lives in Lisbon``), and a capitalised word starting a sentence when it is
+the subject of a verb (``Maria lives``, ``Maria's``, ``Maria Lopez``) or is written
+capitalised elsewhere. :func:`missing_terms` says which of the sources' terms a
+merged text dropped; a merge that drops any is refused (the brevity-bias guard of
+the learning loop's consolidation).
 
 **Grouping** (:mod:`memorist.pipelines.consolidation`): a seed takes the memories at
 least :func:`default_similarity` alike to it (cosine; each member that close to the seed, not
@@ -78,14 +84,48 @@ _DATE = re.compile(
     rf"{_WEEKDAYS}|(?:1[5-9]|20)\d{{2}})\b",
     re.I,
 )
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?%?")
+# A number with its sign (not the "-" of "5-10"), never ending in a comma ("5, 6").
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d(?:[\d,]*\d)?(?:\.\d+)?%?")
+_THOUSANDS = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?")
 _WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
+# What merge_texts compares clauses by: signed numbers and words, in order.
+_TOKEN = re.compile(rf"{_NUMBER.pattern}|[^\W_][\w'’-]*", re.UNICODE)
 _SENTENCE_START = re.compile(r"(^|[.!?;:]\s+|\n)\s*$")
+# A full stop that ends no sentence: a title or common abbreviation ("Dr.", "St.",
+# "etc.") or initials ("J.", "a.m.", "e.g.", "U.S.").
+_ABBREVIATIONS = (
+    "dr|mr|mrs|ms|mx|prof|st|jr|sr|mt|ft|rev|gen|col|capt|lt|sgt|no|vs|etc|inc|ltd|co|corp|dept|est|approx|fig|ave|rd|blvd"
+)
+_ABBREVIATION = re.compile(rf"(?:\b(?:{_ABBREVIATIONS})|(?<![\w.])[^\W\d_](?:\.[^\W\d_])*)\.$", re.I)
 # Capitalised words that name nothing: a merge may rephrase them away.
 _COMMON = frozenset(
     "i i'm i've i'd i'll the a an and or but is are was were has have had it its this that these those he she they we you "
     "my your our their his her on in at of to for with by from as not no yes ok okay mr mrs ms dr".split()
 )
+# A capitalised word starting a sentence names someone or something when it is the
+# subject of what follows ("Maria lives in Lisbon"): followed by one of these, by a
+# verb in -s or -ed, by a capitalised word, or written with a possessive.
+_AUXILIARIES = frozenset(
+    "is was are were has had have will would can could should shall may might must does did do isn't wasn't aren't "
+    "weren't hasn't hadn't haven't won't wouldn't can't couldn't doesn't didn't and".split()
+)
+# Words that start a fact's sentence as its verb (the subject left out: "Bought a
+# car"): never the subject themselves.
+_VERBS = frozenset(
+    "went bought took got made saw met had did said told gave found thought knew came left felt kept began ran wrote "
+    "read drove flew ate drank paid sold sent spent built lost won wore taught caught brought chose grew heard held led "
+    "meant rode sang sat slept spoke stood swam threw understood woke broke forgot fell fought hid hurt let put quit set "
+    "shut cut hit became moved started stopped used wants needs plans hopes tries also then still often usually never "
+    "always once later now today yesterday tomorrow recently".split()
+)
+_UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen"
+).split()
+_TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
+# Numbers written as words ("three children" is "3 children"); "one" is as often a
+# pronoun ("the one she liked") and is left out.
+_NUMBER_WORDS = {w: i for i, w in enumerate(_UNITS) if w != "one"} | _TENS
 
 
 def default_similarity(embedder_name: str) -> float:
@@ -112,65 +152,152 @@ def derive_importance(text: str, kind: str = "fact") -> float:
 
 
 def _number_key(token: str) -> str:
-    return token.replace(",", "").lstrip("+")
+    """A number as a merge must keep it: thousands separators and a plus sign dropped
+    ("1,500" is "1500"), a decimal comma and a minus sign kept ("72,5", "-5")."""
+    token = token.lstrip("+")
+    return token.replace(",", "") if _THOUSANDS.fullmatch(token) else token
 
 
-def _entities(text: str) -> set[str]:
-    found: set[str] = set()
-    for match in _WORD.finditer(text):
-        word = match.group(0).strip("'’-")
-        if not word:
-            continue
-        starts = bool(_SENTENCE_START.search(text[: match.start()]))
-        has_digit = any(c.isdigit() for c in word)
-        acronym = len(word) > 1 and word.isupper() and word.isalpha()
-        proper = word[0].isupper() and not starts and word.casefold() not in _COMMON
-        if (has_digit and not word.isdigit()) or acronym or proper:
-            found.add(word.casefold())
+def _word_number(word: str) -> int | None:
+    """The value of a number written as a word ("seven", "twenty-five"), else None."""
+    word = word.casefold()
+    if word in _NUMBER_WORDS:
+        return _NUMBER_WORDS[word]
+    tens, _, unit = word.partition("-")
+    if tens in _TENS and unit in _UNITS[1:10]:
+        return _TENS[tens] + _UNITS.index(unit)
+    return None
+
+
+def _numbers(text: str) -> set[str]:
+    """The numbers of ``text`` (digits or words), as :func:`_number_key` writes them."""
+    found = {_number_key(m.group(0)) for m in _NUMBER.finditer(text)}
+    found.update(str(v) for w in _WORD.findall(text) if (v := _word_number(w.strip("'’-"))) is not None)
     return found
 
 
+def _starts_sentence(before: str) -> bool:
+    """Whether a word after ``before`` starts a sentence (a title's full stop ends none)."""
+    found = _SENTENCE_START.search(before)
+    if found is None:
+        return False
+    return not (found.group(1)[:1] == "." and _ABBREVIATION.search(before[: found.start(1) + 1]))
+
+
+def _entities(text: str, *, subjects: bool = False) -> set[str]:
+    """The named entities of ``text`` (see the module's docstring), casefolded, without
+    a possessive "'s". With ``subjects``, also the capitalised words starting a
+    sentence as the subject of a verb (what a merge must keep; importance counts
+    only the names that are clear without it)."""
+    found: set[str] = set()
+    cased = any(c.isupper() or c.islower() for c in text)
+    words = list(_WORD.finditer(text))
+    for i, match in enumerate(words):
+        word = match.group(0).strip("'’-")
+        if not word:
+            continue
+        if word[-2:] in ("'s", "’s") and len(word) > 2:
+            word, possessive = word[:-2], True
+        else:
+            possessive = False
+        folded = word.casefold()
+        starts = _starts_sentence(text[: match.start()])
+        has_digit = any(c.isdigit() for c in word)
+        acronym = len(word) > 1 and word.isupper() and word.isalpha()
+        proper = word[0].isupper() and not starts and folded not in _COMMON
+        inner_capital = word[0].islower() and any(c.isupper() for c in word[1:])  # iPhone, eBay
+        caseless = cased and any(c.isalpha() for c in word) and not any(c.isupper() or c.islower() for c in word)
+        subject = subjects and starts and word[0].isupper() and folded not in _COMMON and folded not in _VERBS and (
+            possessive or _before_a_verb(folded, words[i + 1].group(0) if i + 1 < len(words) else "")
+        )
+        if (has_digit and not word.isdigit()) or acronym or proper or inner_capital or caseless or subject:
+            found.add(folded)
+    return found
+
+
+def _before_a_verb(word: str, following: str) -> bool:
+    """Whether ``word`` (a sentence's first, casefolded) reads as the subject of
+    ``following``: an auxiliary, a capitalised word (a name of two words), or, when
+    ``word`` does not itself look like a verb (-s, -ed, -ing), a verb in -s or -ed."""
+    if not following:
+        return False
+    low = following.casefold()
+    if low in _AUXILIARIES or (following[0].isupper() and low not in _COMMON):
+        return True
+    if word.endswith(("s", "ed", "ing")):
+        return False
+    return low.endswith(("ed", "es")) or (low.endswith("s") and not low.endswith(("ss", "us", "is")))
+
+
 def key_terms(text: str) -> set[str]:
-    """The details of ``text`` a merge must keep: numbers, dates and named entities
-    (casefolded; numbers without thousands separators)."""
+    """The details of ``text`` a merge must keep: numbers (digits or words), dates and
+    named entities (casefolded; numbers as :func:`_number_key` writes them)."""
     dates = list(_DATE.finditer(text))
     terms = {m.group(0).casefold() for m in dates}
     for m in _NUMBER.finditer(text):
         # A number inside a date ("2024" of "May 3, 2024") is kept with the date.
         if not any(d.start() <= m.start() < d.end() for d in dates):
             terms.add(_number_key(m.group(0)))
-    return terms | _entities(text)
+    terms.update(str(v) for w in _WORD.findall(text) if (v := _word_number(w.strip("'’-"))) is not None)
+    return terms | _entities(text, subjects=True)
 
 
 def _present(term: str, text: str, numbers: set[str]) -> bool:
-    if term in numbers:
-        return True
+    if _NUMBER.fullmatch(term):
+        return term in numbers  # "5" is not found inside "-5" or "1.5"
     return re.search(rf"(?<![\w]){re.escape(term)}(?![\w])", text) is not None
 
 
 def missing_terms(sources: Sequence[str], merged: str) -> list[str]:
     """The key terms of ``sources`` that ``merged`` does not contain, sorted."""
     low = merged.casefold()
-    numbers = {_number_key(m.group(0)) for m in _NUMBER.finditer(merged)}
+    numbers = _numbers(merged)
     wanted: set[str] = set()
     for text in sources:
         wanted |= key_terms(text)
     return sorted(t for t in wanted if not _present(t, low, numbers))
 
 
+_CLAUSE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
 def _clauses(text: str) -> list[str]:
-    parts = [p.strip(" \t\n.;") for p in re.split(r"(?<=[.!?;])\s+|\n+", text)]
-    return [p for p in parts if p]
+    """The sentences and ";"-separated clauses of ``text``, without their end marks
+    (a full stop after a title or initials ends none: "Dr. Smith", "9 a.m.")."""
+    parts: list[str] = []
+    start = 0
+    for found in _CLAUSE_END.finditer(text):
+        if text[found.start() - 1 : found.start()] == "." and _ABBREVIATION.search(text[start : found.start()]):
+            continue
+        parts.append(text[start : found.start()])
+        start = found.end()
+    parts.append(text[start:])
+    out = []
+    for part in parts:
+        part = part.strip(" \t\n;").lstrip(".")
+        if part.endswith(".") and not _ABBREVIATION.search(part):
+            part = part.rstrip(".")
+        if part := part.strip():
+            out.append(part)
+    return out
 
 
-def _tokens(text: str) -> set[str]:
-    return {w.casefold() for w in _WORD.findall(text)}
+def _tokens(text: str) -> list[str]:
+    return [t.casefold() for t in _TOKEN.findall(text)]
+
+
+def _within(part: list[str], whole: list[str]) -> bool:
+    """Whether the tokens ``part`` appear in ``whole`` in a row, in that order."""
+    size = len(part)
+    return any(whole[i : i + size] == part for i in range(len(whole) - size + 1))
 
 
 def merge_texts(texts: Sequence[str]) -> str:
-    """The heuristic merge: every clause of every text, once; a clause whose words
-    another clause already holds is left out (so nothing it said is lost), the
-    longer clauses first. Clauses are joined with "; " in the order first seen."""
+    """The heuristic merge: every clause of every text, once; a clause that another
+    clause holds word for word, in order, is left out (so nothing it said is lost:
+    "Lives in Berlin" is inside "Lives in Berlin since 2019", but "Bob owes Alice"
+    is not inside "Alice owes Bob", nor "5 degrees" inside "-5 degrees"), the longer
+    clauses first. Clauses are joined with "; " in the order first seen."""
     clauses: list[str] = []
     for text in texts:
         for clause in _clauses(text):
@@ -179,7 +306,7 @@ def merge_texts(texts: Sequence[str]) -> str:
     kept: list[str] = []
     for clause in sorted(clauses, key=lambda c: -len(_tokens(c))):
         words = _tokens(clause)
-        if any(words <= _tokens(k) for k in kept):
+        if any(_within(words, _tokens(k)) for k in kept):
             continue
         kept.append(clause)
     ordered = [c for c in clauses if c in kept]

@@ -5,6 +5,7 @@ run undone exactly by memory.rollback (exports compared)."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,61 @@ def test_a_rollback_after_a_later_change_is_refused_naming_the_later_event(mem) 
         mem.rollback(report["run_id"], user_id="u")
     assert f"event {later['seq']}" in str(info.value)
     assert "honey" in mem.get(merged_id, user_id="u")["memory"]  # nothing was rolled back
+
+
+def test_runs_rolled_back_newest_first_return_the_store_to_before_the_first(mem) -> None:
+    # A later run merged the first run's merged memory again: rolled back first, it
+    # leaves nothing in the way of the first run's rollback.
+    mem.add("Drinks green tea every morning", user_id="u", infer=False, importance=0.3)
+    mem.add("Drinks green tea every morning at 7am", user_id="u", infer=False, importance=0.3)
+    before = memories_only(mem)
+    first = mem.learning.consolidate(user_id="u")
+    mem.add("Drinks green tea every morning at 7am with honey", user_id="u", infer=False, importance=0.3)
+    middle = memories_only(mem)
+    second = mem.learning.consolidate(user_id="u")
+    assert first["merged_count"] == 2 and second["merged_count"] == 2
+    with pytest.raises(ConflictError, match=f"roll run {second['run_id']} back first"):
+        mem.rollback(first["run_id"], user_id="u")
+    mem.rollback(second["run_id"], user_id="u")
+    assert memories_only(mem) == middle
+    mem.rollback(first["run_id"], user_id="u")
+    assert sorted(r["memory"] for r in memories_only(mem)) == sorted(
+        [r["memory"] for r in before] + ["Drinks green tea every morning at 7am with honey"]
+    )
+
+
+def test_an_update_rolled_back_after_a_consolidation_of_its_memory_was_rolled_back(mem) -> None:
+    mem.add("I live in California.", user_id="u")
+    moved = mem.add("Actually I live in San Francisco now.", user_id="u")["results"][0]
+    assert moved["event"] == "UPDATE"  # the reconciler's, reversible
+    update = mem.history(moved["id"], user_id="u")[-1]
+    mem.add("Lives in San Francisco now with Sam", user_id="u", infer=False, importance=0.3)
+    report = mem.learning.consolidate(user_id="u", min_importance=0.6)
+    assert report["merged_count"] == 2
+    mem.rollback(report["run_id"], user_id="u")
+    mem.rollback(update["seq"], user_id="u")
+    assert "California" in mem.get(moved["id"], user_id="u")["memory"]
+
+
+def test_a_later_change_that_cannot_be_rolled_back_is_named_as_such(mem) -> None:
+    fill(mem)
+    report = mem.learning.consolidate(user_id="u")
+    merged_id = report["results"][0]["id"]
+    mem.delete(merged_id, user_id="u")
+    with pytest.raises(ConflictError, match="which cannot be rolled back") as info:
+        mem.rollback(report["run_id"], user_id="u")
+    assert "back first" not in str(info.value)
+
+
+def test_memories_hidden_by_decay_are_not_merged_back_into_view(backend) -> None:
+    with Memory(backend.target, embedder="hashing", decay_days=30) as m:
+        old = m.add("Drinks green tea every morning at 7am", user_id="u", infer=False, importance=0.3,
+                    timestamp=time.time() - 90 * 86_400)["results"][0]["id"]
+        m.add("Drinks green tea every morning", user_id="u", infer=False, importance=0.3)
+        report = m.learning.consolidate(user_id="u")
+        assert report["considered"] == 1 and report["merged_count"] == 0
+        assert texts(m) == {"Drinks green tea every morning"}
+        assert m.store.get(old).status.value == "active"  # left as it was, not archived
 
 
 def test_a_group_is_found_across_batches_and_never_by_chaining(backend) -> None:
