@@ -524,6 +524,12 @@ class Scoped:
     ['Is vegetarian']
     """
 
+    #: Whether the handle itself refuses arguments that reach past its scope (a
+    #: consolidation's ``scope``, a playbook write's ``"tenant"``, another's parent
+    #: trajectory). A service request's handle leaves that to the service, which knows
+    #: what its key may reach.
+    guards_reach = True
+
     def __init__(self, memory: Any, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> None:
         user, agent, run = validate.require_scope(user_id, agent_id, run_id)
         self.memory = memory
@@ -588,7 +594,9 @@ class ScopedCapability:
         missing = set(self._ids) - set(signature.parameters)
         if missing:
             raise AttributeError(f"{self._capability}.{name} takes no {', '.join(sorted(missing))}: it is not a call of one scope")
-        return _filled(target, signature, self._ids, f"{self._capability}.{name}", self._handle)
+        reaches = self._handle.guards_reach and {"scope", "parent_trajectory_id"} & set(signature.parameters)
+        check = functools.partial(_within_handle, name, self._ids, self._handle) if reaches else None
+        return _filled(target, signature, self._ids, f"{self._capability}.{name}", self._handle, check=check)
 
     def __dir__(self) -> list[str]:
         return sorted(SCOPED_CALLS.get(self._capability, ()))
@@ -620,9 +628,39 @@ def _of_project(minute: dict[str, Any], project: str | None, minute_id: str) -> 
     return minute
 
 
-def _filled(target: Callable[..., Any], signature: inspect.Signature, ids: Mapping[str, Any], name: str, handle: Scoped) -> Callable[..., Any]:
+#: The learning calls that write a playbook: from a scoped handle, only its own.
+_PLAYBOOK_WRITES = frozenset({"create_playbook", "update_playbook", "curate_playbook", "delete_playbook", "rollback_playbook", "execute_with_learning"})
+
+
+def _within_handle(name: str, ids: Mapping[str, Any], handle: Scoped, arguments: Mapping[str, Any]) -> None:
+    """Refuse arguments that reach past the handle: a ``scope`` consolidating all the
+    user's memories (``"user"``) from a handle of one agent of the user, or all the
+    agent's users (``"agent"``) from a handle of one user; a write to the tenant's or
+    the global playbooks (everyone's; reading them stays open); a parent trajectory
+    that is not the handle's (another's answers as a missing one would)."""
+    parent = arguments.get("parent_trajectory_id")
+    if parent is not None:
+        sync = getattr(handle.memory, "memory", handle.memory)  # an AsyncMemory's Memory
+        sync.learning.get_trajectory(parent, user_id=ids.get("user_id"), agent_id=ids.get("agent_id"))
+    scope = arguments.get("scope")
+    user, agent = ids.get("user_id"), ids.get("agent_id")
+    if name == "consolidate":
+        wider = (scope == "user" and agent is not None) or (scope == "agent" and user is not None)
+    else:
+        wider = scope in ("tenant", "global") and name in _PLAYBOOK_WRITES
+    if wider:
+        raise ValidationError(
+            "scope", f"{scope!r} reaches past this handle's scope {handle.ids}: call memory.learning.{name} for it"
+        )
+
+
+def _filled(
+    target: Callable[..., Any], signature: inspect.Signature, ids: Mapping[str, Any], name: str, handle: Scoped,
+    *, check: Callable[[dict[str, Any]], None] | None = None,
+) -> Callable[..., Any]:
     """``target`` with ``ids`` filled in: its other parameters, bound by name (so the
-    arguments after a positional id still land where they belong)."""
+    arguments after a positional id still land where they belong), passed to
+    ``check`` first (which raises for arguments that reach past the handle)."""
     free = signature.replace(parameters=[p for p in signature.parameters.values() if p.name not in ids])
 
     @functools.wraps(target)
@@ -636,6 +674,8 @@ def _filled(target: Callable[..., Any], signature: inspect.Signature, ids: Mappi
                 arguments.update(value)
             else:
                 arguments[key] = value
+        if check is not None:
+            check(arguments)
         return target(**arguments, **ids)
 
     call.__signature__ = free  # type: ignore[attr-defined]

@@ -604,7 +604,9 @@ class EnergyTiers:
 
     def status(self, *, now: float, test_only: bool = False, owner: ScopeFilter | None = None) -> dict[str, Any]:
         """The distribution of memories over the tiers (counts and energies): the
-        tenant's, or only ``owner``'s (its user/agent/run ids)."""
+        tenant's, or only ``owner``'s (its user/agent/run ids). With ``owner``, the
+        last run is told without its counts and the background runs without their
+        figures (both are of the whole tenant), as :meth:`health` tells them."""
         tenant = self.test_tenant if test_only else self.tenant_id
         config = self.config()
         active = [r for r in self._records(tenant, scope=self._within(tenant, owner)) if r.valid_to is None or r.valid_to > now]
@@ -629,9 +631,14 @@ class EnergyTiers:
         }
         if not test_only:
             out["test_memories"] = len(self._records(self.test_tenant, scope=self._within(self.test_tenant, owner)))
-        run = self.last_run(test_only=test_only)
-        out["last_run"] = _run_summary(run)
-        out["background"] = self.background.info()
+        run = _run_summary(self.last_run(test_only=test_only))
+        background = self.background.info()
+        if owner is not None:
+            if run is not None:
+                del run["counts"]
+            background = {"running": background["running"], "waiting": background["waiting"]}
+        out["last_run"] = run
+        out["background"] = background
         out["config"] = config.to_dict()
         return out
 
@@ -773,9 +780,11 @@ class EnergyTiers:
             self._config_seq = 0
             self._last_run = {}
 
-    def resolve_test_id(self, prefix: str) -> str | None:
-        """The full id of the test memory whose id starts with ``prefix`` (one match)."""
-        matches = self.store.ids_with_prefix(self.test_tenant, prefix, limit=2)
+    def resolve_test_id(self, prefix: str, *, user_id: str | None = None, agent_id: str | None = None,
+                        run_id: str | None = None) -> str | None:
+        """The full id of the test memory whose id starts with ``prefix`` (one match);
+        with ids, among that scope's test memories only."""
+        matches = self.store.ids_with_prefix(self.test_tenant, prefix, limit=2, user_id=user_id, agent_id=agent_id, run_id=run_id)
         if prefix in matches:
             return prefix
         return matches[0] if len(matches) == 1 else None

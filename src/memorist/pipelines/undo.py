@@ -36,6 +36,7 @@ import numpy as np
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import EventRecord, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
 from ..store.base import ScopeFilter, Store
+from ..validate import MAX_SEQ
 
 UNDO = "undo"
 OP_ROLLBACK = "rollback"
@@ -95,8 +96,8 @@ def find_operation(store: Store, target: Any, scope: ScopeFilter) -> tuple[list[
         label = int(target.strip())
     events: list[EventRecord] = []
     if isinstance(label, int):
-        if label < 1:
-            raise ValidationError("event_or_run_id", f"an event's seq number is 1 or more, got {label}")
+        if not 1 <= label <= MAX_SEQ:
+            raise ValidationError("event_or_run_id", f"an event's seq number is from 1 to {MAX_SEQ:,}, got {label}")
         event = _event_by_seq(store, label)
         if event is not None and isinstance(event.payload.get(UNDO), dict):
             run = event.payload.get("run_id")

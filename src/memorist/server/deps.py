@@ -408,6 +408,10 @@ class _RequestScope(Scoped):
     argument is answered exactly as the call itself would answer it, the field it names
     included (``project_id`` for a minute's project, not ``user_id``)."""
 
+    # What a request may reach was decided by the Reach that made the handle: all of
+    # the tenant for a tenant's key, what its subject's relations allow for a bound key.
+    guards_reach = False
+
     def __init__(self, memory: Memory, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
         # Not Scoped.__init__, which checks the ids now; at least one is given (Reach._handle).
         self.memory = memory

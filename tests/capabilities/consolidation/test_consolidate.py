@@ -137,7 +137,7 @@ def test_rollback_refuses_unknown_ids_other_scopes_and_events_that_are_no_merge(
         mem.rollback(1)  # the first event: no merge
     with pytest.raises(NotFoundError):
         mem.rollback(10**9)
-    for bad in (None, True, 0, -3, 1.5, ""):
+    for bad in (None, True, 0, -3, 1.5, "", 10**30, "9" * 25):  # past 2**63 - 1 too
         with pytest.raises(ValidationError):
             mem.rollback(bad)
     assert mem.rollback(report["run_id"], user_id="u")["retired"]

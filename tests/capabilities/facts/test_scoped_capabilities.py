@@ -96,3 +96,50 @@ def test_an_async_handle_awaits_its_capabilities_calls(backend) -> None:
             assert (await apollo.learning.get_trajectory(tid))["trajectory_id"] == tid
 
     asyncio.run(main())
+
+
+def test_a_handle_s_arguments_never_reach_past_its_scope(memory) -> None:
+    for user in ("carol", "dave"):
+        for text in ("Likes green tea in the morning", "Likes green tea in the mornings"):
+            memory.add(text, user_id=user, agent_id="tutor", infer=False, importance=0.3)
+    dave = sorted(r["id"] for r in memory.get_all(user_id="dave")["results"])
+    carol = memory.scope(user_id="carol", agent_id="tutor")
+    # A consolidation of every user of the agent, or of every agent of the user.
+    for scope in ("agent", "user"):
+        with pytest.raises(ValidationError, match="scope: .* reaches past this handle's scope"):
+            carol.learning.consolidate(scope=scope)
+    assert sorted(r["id"] for r in memory.get_all(user_id="dave")["results"]) == dave
+    assert carol.learning.consolidate(dry_run=True)["considered"] == 2  # its own memories
+    assert memory.scope(user_id="carol").learning.consolidate(scope="user", dry_run=True)["considered"] == 2
+    # Everyone's playbooks: read, never written from one scope.
+    memory.learning.update_playbook([{"pattern": "Tenant-wide strategy"}], name="house", scope="tenant")
+    bob = memory.scope(user_id="bob")
+    assert [s["pattern"] for s in bob.learning.get_playbook("house", scope="tenant")["strategies"]["helpful"]] == ["Tenant-wide strategy"]
+    for write in (lambda: bob.learning.update_playbook([{"pattern": "Injected"}], name="house", scope="tenant"),
+                  lambda: bob.learning.delete_playbook("house", scope="tenant"),
+                  lambda: bob.learning.rollback_playbook("house", 1, scope="tenant"),
+                  lambda: bob.learning.create_playbook("other", scope="global")):
+        with pytest.raises(ValidationError, match="scope"):
+            write()
+    assert [s["pattern"] for s in memory.learning.get_playbook("house", scope="tenant")["strategies"]["helpful"]] == ["Tenant-wide strategy"]
+    # Another user's trajectory as a parent answers as a missing one would.
+    alexs = memory.learning.start_trajectory("alex's private task", user_id="alex")
+    for parent in (alexs, "0190c0de-0000-7000-8000-000000000000"):
+        with pytest.raises(NotFoundError, match="trajectory not found"):
+            bob.learning.start_trajectory("bob's step", parent_trajectory_id=parent)
+    own = bob.learning.start_trajectory("bob's workflow")
+    assert bob.learning.get_trajectory(bob.learning.start_trajectory("step", parent_trajectory_id=own))["parent_trajectory_id"] == own
+    assert memory.learning.query_trajectories(user_id="alex")[0]["trajectory_id"] == alexs
+
+
+def test_an_async_handle_s_arguments_never_reach_past_its_scope(backend) -> None:
+    async def main() -> None:
+        async with AsyncMemory(backend.target, embedder="hashing") as m:
+            alexs = await m.learning.start_trajectory("alex's task", user_id="alex")
+            bob = m.scope(user_id="bob", agent_id="x")
+            with pytest.raises(ValidationError, match="scope"):
+                await bob.learning.consolidate(scope="agent")
+            with pytest.raises(NotFoundError):
+                await bob.learning.start_trajectory("step", parent_trajectory_id=alexs)
+
+    asyncio.run(main())

@@ -109,6 +109,25 @@ def test_keys_bind_tenants_and_users(served, store):
         assert client.get("/api/tiers/", headers=other).json()["total"] == 0
 
 
+def test_a_user_bound_key_s_status_tells_no_figure_of_other_users(served, store):
+    tenant = key_headers(store, "acme")
+    alice, bob = key_headers(store, "acme", "alice"), key_headers(store, "acme", "bob")
+    with served() as client:
+        for text in ("Renew the TLS certificate", "Call the plumber", "Water the plants"):
+            r = client.post("/api/memories/", json={"messages": text, "infer": False, "timestamp": at(0)}, headers=bob)
+            assert r.status_code == 200, r.text
+        assert client.post("/api/tiers/maintain/", json={"now": at(1)}, headers=bob).status_code == 200
+        mine = client.get("/api/tiers/", headers=alice).json()
+        assert mine["total"] == 0
+        assert "counts" not in mine["last_run"]  # the run was bob's: its counts are his
+        assert set(mine["background"]) == {"running", "waiting"}  # no tenant-wide run figures
+        health = client.get("/api/tiers/health/", headers=alice).json()
+        assert "decayed" not in next(c["detail"] for c in health["checks"] if c["check"] == "last_run")
+        # The tenant's key sees the whole run.
+        whole = client.get("/api/tiers/", headers=tenant).json()
+        assert whole["last_run"]["counts"]["memories"] == 3 and "failures" in whole["background"]
+
+
 def test_the_default_policy_answers_400(served):
     with served(policy="default") as client:
         r = client.post("/api/tiers/maintain/", json={})
