@@ -228,8 +228,12 @@ class Consolidator:
             close = close[np.argsort(-sims[row][close], kind="stable")][: MAX_GROUP - 1]
             chosen = [seed, *close.tolist()]
             taken[chosen] = True
-            plan = _merge([members[i] for i in chosen], llm)
             limit = min(MAX_MERGED_CHARS, settings.max_chars)
+            longest = max(len(members[i].text) for i in chosen)
+            if longest > limit:  # no merge keeping all of it fits: none is made (nor a model asked)
+                plan = _Plan([members[i] for i in chosen], reason=f"a source has {longest} characters; the limit of a merged memory is {limit}")
+            else:
+                plan = _merge([members[i] for i in chosen], llm)
             if not plan.reason and len(plan.text) > limit:
                 plan.reason = f"the merged memory would be {len(plan.text)} characters; the limit is {limit}"
             if plan.reason:

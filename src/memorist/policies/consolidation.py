@@ -90,13 +90,12 @@ _THOUSANDS = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?")
 _WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
 # What merge_texts compares clauses by: signed numbers and words, in order.
 _TOKEN = re.compile(rf"{_NUMBER.pattern}|[^\W_][\w'’-]*", re.UNICODE)
-_SENTENCE_START = re.compile(r"(^|[.!?;:]\s+|\n)\s*$")
 # A full stop that ends no sentence: a title or common abbreviation ("Dr.", "St.",
 # "etc.") or initials ("J.", "a.m.", "e.g.", "U.S.").
 _ABBREVIATIONS = (
     "dr|mr|mrs|ms|mx|prof|st|jr|sr|mt|ft|rev|gen|col|capt|lt|sgt|no|vs|etc|inc|ltd|co|corp|dept|est|approx|fig|ave|rd|blvd"
 )
-_ABBREVIATION = re.compile(rf"(?:\b(?:{_ABBREVIATIONS})|(?<![\w.])[^\W\d_](?:\.[^\W\d_])*)\.$", re.I)
+_ABBREVIATION = re.compile(rf"(?:{_ABBREVIATIONS}|[^\W\d_](?:\.[^\W\d_])*)\.", re.I)
 # Capitalised words that name nothing: a merge may rephrase them away.
 _COMMON = frozenset(
     "i i'm i've i'd i'll the a an and or but is are was were has have had it its this that these those he she they we you "
@@ -176,12 +175,29 @@ def _numbers(text: str) -> set[str]:
     return found
 
 
-def _starts_sentence(before: str) -> bool:
-    """Whether a word after ``before`` starts a sentence (a title's full stop ends none)."""
-    found = _SENTENCE_START.search(before)
-    if found is None:
+def _abbreviation_before(text: str, end: int) -> bool:
+    """Whether the full stop at ``end - 1`` is a title's or initials' ("Dr.", "a.m."):
+    the word it ends, read back to the space before it (a few characters)."""
+    start = end
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    return _ABBREVIATION.fullmatch(text[start:end].lstrip("(\"'“‘[")) is not None
+
+
+def _starts_sentence(text: str, start: int) -> bool:
+    """Whether the word at ``start`` starts a sentence: the text's first, or after a
+    line break, or after an end mark (. ! ? ; :) and a space, unless that full stop
+    is a title's or initials'. Reads back only over the spaces and the word before."""
+    i = start
+    while i > 0 and text[i - 1].isspace():
+        if text[i - 1] == "\n":
+            return True
+        i -= 1
+    if i == 0:
+        return True
+    if i == start or text[i - 1] not in ".!?;:":
         return False
-    return not (found.group(1)[:1] == "." and _ABBREVIATION.search(before[: found.start(1) + 1]))
+    return not (text[i - 1] == "." and _abbreviation_before(text, i))
 
 
 def _entities(text: str, *, subjects: bool = False) -> set[str]:
@@ -201,7 +217,7 @@ def _entities(text: str, *, subjects: bool = False) -> set[str]:
         else:
             possessive = False
         folded = word.casefold()
-        starts = _starts_sentence(text[: match.start()])
+        starts = _starts_sentence(text, match.start())
         has_digit = any(c.isdigit() for c in word)
         acronym = len(word) > 1 and word.isupper() and word.isalpha()
         proper = word[0].isupper() and not starts and folded not in _COMMON
@@ -267,7 +283,7 @@ def _clauses(text: str) -> list[str]:
     parts: list[str] = []
     start = 0
     for found in _CLAUSE_END.finditer(text):
-        if text[found.start() - 1 : found.start()] == "." and _ABBREVIATION.search(text[start : found.start()]):
+        if text[found.start() - 1 : found.start()] == "." and _abbreviation_before(text, found.start()):
             continue
         parts.append(text[start : found.start()])
         start = found.end()
@@ -275,21 +291,17 @@ def _clauses(text: str) -> list[str]:
     out = []
     for part in parts:
         part = part.strip(" \t\n;").lstrip(".")
-        if part.endswith(".") and not _ABBREVIATION.search(part):
+        if part.endswith(".") and not _abbreviation_before(part, len(part)):
             part = part.rstrip(".")
         if part := part.strip():
             out.append(part)
     return out
 
 
-def _tokens(text: str) -> list[str]:
-    return [t.casefold() for t in _TOKEN.findall(text)]
-
-
-def _within(part: list[str], whole: list[str]) -> bool:
-    """Whether the tokens ``part`` appear in ``whole`` in a row, in that order."""
-    size = len(part)
-    return any(whole[i : i + size] == part for i in range(len(whole) - size + 1))
+def _token_key(text: str) -> str:
+    """The words and signed numbers of ``text``, casefolded, each between NULs: one
+    clause holds another word for word, in order, when its key is inside the other's."""
+    return "\0" + "\0".join(t.casefold() for t in _TOKEN.findall(text)) + "\0"
 
 
 def merge_texts(texts: Sequence[str]) -> str:
@@ -298,19 +310,20 @@ def merge_texts(texts: Sequence[str]) -> str:
     "Lives in Berlin" is inside "Lives in Berlin since 2019", but "Bob owes Alice"
     is not inside "Alice owes Bob", nor "5 degrees" inside "-5 degrees"), the longer
     clauses first. Clauses are joined with "; " in the order first seen."""
-    clauses: list[str] = []
+    clauses: dict[str, str] = {}  # casefolded -> as first seen
     for text in texts:
         for clause in _clauses(text):
-            if clause.casefold() not in (c.casefold() for c in clauses):
-                clauses.append(clause)
-    kept: list[str] = []
-    for clause in sorted(clauses, key=lambda c: -len(_tokens(c))):
-        words = _tokens(clause)
-        if any(_within(words, _tokens(k)) for k in kept):
+            clauses.setdefault(clause.casefold(), clause)
+    keys = {clause: _token_key(clause) for clause in clauses.values()}
+    kept: set[str] = set()
+    kept_keys: list[str] = []
+    for clause in sorted(keys, key=lambda c: -keys[c].count("\0")):
+        key = keys[clause]
+        if any(key in other for other in kept_keys):
             continue
-        kept.append(clause)
-    ordered = [c for c in clauses if c in kept]
-    return "; ".join(ordered)
+        kept.add(clause)
+        kept_keys.append(key)
+    return "; ".join(c for c in clauses.values() if c in kept)
 
 
 __all__ = [

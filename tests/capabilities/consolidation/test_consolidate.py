@@ -200,6 +200,17 @@ def test_a_later_change_that_cannot_be_rolled_back_is_named_as_such(mem) -> None
     assert "back first" not in str(info.value)
 
 
+def test_a_group_with_a_source_longer_than_a_merged_memory_may_be_is_left_as_it_is(mem) -> None:
+    long = "Drinks green tea every morning at 7am. " * 120  # 4,680 characters: over the 4,000 of a merge
+    mem.add(long, user_id="u", infer=False, importance=0.3)
+    mem.add("Drinks green tea every morning at 7am", user_id="u", infer=False, importance=0.3)
+    report = mem.learning.consolidate(user_id="u")
+    assert report["merged_count"] == 0
+    (rejected,) = report["rejected"]
+    assert f"a source has {len(long)} characters; the limit of a merged memory is 4000" in rejected["reason"]
+    assert len(mem.get_all(user_id="u")["results"]) == 2
+
+
 def test_memories_hidden_by_decay_are_not_merged_back_into_view(backend) -> None:
     with Memory(backend.target, embedder="hashing", decay_days=30) as m:
         old = m.add("Drinks green tea every morning at 7am", user_id="u", infer=False, importance=0.3,
