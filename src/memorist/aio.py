@@ -170,9 +170,14 @@ class AsyncMemory:
         return AsyncRelations(self)
 
     # ids, export and import -------------------------------------------------------------
-    async def resolve_id(self, prefix: str, *, include_deleted: bool = False) -> str:
+    async def resolve_id(
+        self, prefix: str, *, include_deleted: bool = False, user_id: str | None = None, agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> str:
         """:meth:`memorist.Memory.resolve_id`, awaited."""
-        return await self._run(self.memory.resolve_id, prefix, include_deleted=include_deleted)
+        return await self._run(
+            self.memory.resolve_id, prefix, include_deleted=include_deleted, user_id=user_id, agent_id=agent_id, run_id=run_id
+        )
 
     async def export(
         self,

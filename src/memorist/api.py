@@ -152,12 +152,14 @@ class MemoryAPI(Protocol):
         run_id: str | None = None,
     ) -> UpdateResult:
         """Replace a memory's text (re-embedded); ``metadata`` keys are merged in.
-        The ids restrict it to the caller's memories, as in :meth:`get`."""
+        The ids restrict it to the caller's memories, as in :meth:`get`; a memory
+        :meth:`get` hides (outside the ``decay_days`` window) is not found."""
         ...
 
     def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteResult:
         """Delete one memory. Its history stays readable through :meth:`history`.
-        The ids restrict it to the caller's memories, as in :meth:`get`."""
+        The ids restrict it to the caller's memories, as in :meth:`get`; a memory
+        :meth:`get` hides (outside the ``decay_days`` window) is not found."""
         ...
 
     def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteAllResult:
@@ -191,8 +193,10 @@ class MemoryAPI(Protocol):
         ...
 
     def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> list[EventItem]:
-        """Every event of a memory, oldest first, with old and new text (deleted ones
-        too). The ids restrict it to the caller's memories, as in :meth:`get`."""
+        """Every event of a memory, oldest first, with old and new text: the audit
+        trail, so a memory :meth:`get` hides (deleted, or outside the ``decay_days``
+        window) keeps its events readable. The ids restrict it to the caller's
+        memories, as in :meth:`get`."""
         ...
 
     def events(

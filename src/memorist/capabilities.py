@@ -43,8 +43,9 @@ LEARNING_CALLS = (
 
 
 class Tiers:
-    """Energy tiers (``memory.tiers``). Every call but :meth:`config`, :meth:`wait` and
-    the test-memory calls needs a store under the energy policy."""
+    """Energy tiers (``memory.tiers``). Every call but :meth:`wait` needs a store under
+    the energy policy, and refuses any other with a ConfigurationError saying how to
+    switch it: the command line's tier commands refuse it the same way."""
 
     #: The public calls.
     CALLS = ("maintain", "boost", "end_conversation", "wait", "status", "health", "config", "test_memories", "delete_test_memories")
@@ -65,7 +66,7 @@ class Tiers:
         too. Returns the memory's item with ``energy``, ``tier``, ``amount`` and
         ``energy_before`` (its decayed energy before the boost). The ids restrict it
         to the caller's memories, as in :meth:`memorist.Memory.get`. Needs ``policy="energy"``."""
-        self._host._require_energy("boost")
+        self._host._require_energy("tiers.boost")
         mid = validate.memory_id(memory_id)
         owner = self._host._optional_scope(user_id, agent_id, run_id)
         at = self._now(now)
@@ -98,7 +99,7 @@ class Tiers:
         ``run`` id, ``now``, ``scopes``, ``results`` (one per changed memory) and the
         ``log`` file it was appended to. Needs ``policy="energy"``.
         """
-        self._host._require_energy("maintain")
+        self._host._require_energy("tiers.maintain")
         if not isinstance(test_only, bool):
             raise ValidationError("test_only", f"must be True or False, got {validate.show(test_only)}")
         at = self._now(now)
@@ -118,7 +119,7 @@ class Tiers:
         conversation's). :meth:`wait` waits for it; :meth:`close`
         does too. Needs ``policy="energy"``.
         """
-        self._host._require_energy("end_conversation")
+        self._host._require_energy("tiers.end_conversation")
         u, a, r = validate.require_scope(user_id, agent_id, run_id)
         at = validate.timestamp(now, field="now")
         scope = self.engine.scope_for(test_only=False, user_id=u, agent_id=a, run_id=None if (u or a) else r)
@@ -140,6 +141,7 @@ class Tiers:
         """The distribution of memories over the tiers (count and energy at ``now``
         per tier; archived and expired counts), the configuration, the last run: the
         tenant's, or with ids only those memories'."""
+        self._host._require_energy("tiers.status")
         if not isinstance(test_only, bool):
             raise ValidationError("test_only", f"must be True or False, got {validate.show(test_only)}")
         owner = self._owner_or_tenant(user_id, agent_id, run_id)
@@ -151,6 +153,7 @@ class Tiers:
         "checks": [{"check", "status", "detail"}]}`` (configuration present and sane,
         counts, stale decays, due promotions and expiries, links, last run, log): the
         tenant's, or with ids only those memories'."""
+        self._host._require_energy("tiers.health")
         return self.engine.health(now=self._now(now), owner=self._owner_or_tenant(user_id, agent_id, run_id))
 
     def _owner_or_tenant(self, user_id: Any, agent_id: Any, run_id: Any) -> ScopeFilter | None:
@@ -163,6 +166,7 @@ class Tiers:
         "persisted", "seq", "changed_at"}``. ``changes`` (``{"decay_batch": 50,
         "start_energy.reminder": 3}``) are checked and persisted first; ``reset``
         starts from the defaults."""
+        self._host._require_energy("tiers.config")
         if changes is not None and not isinstance(changes, Mapping):
             raise ValidationError("changes", f"must be a mapping of settings, got {type(changes).__name__}")
         if not isinstance(reset, bool):
@@ -175,6 +179,7 @@ class Tiers:
                       limit: int = 100) -> TierItems:
         """The test memories (``add(..., test=True)``), newest first, with their energy
         and tier; every scope of the tenant when no id is given."""
+        self._host._require_energy("tiers.test_memories")
         limit = validate.limit(limit)
         ids = self._host._optional_scope(user_id, agent_id, run_id)
         scope = self.engine.scope_for(test_only=True, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
@@ -184,6 +189,7 @@ class Tiers:
     def delete_test_memories(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
         """Delete test memories (every scope of the tenant when no id is given); the
         real ones are never touched. Returns ``{"deleted": n}``."""
+        self._host._require_energy("tiers.delete_test_memories")
         ids = self._host._optional_scope(user_id, agent_id, run_id)
         scope = self.engine.scope_for(test_only=True, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
         return {"deleted": self.engine.delete_test_memories(scope)}

@@ -427,6 +427,8 @@ class Memory:
         run_id: str | None = None,
     ) -> UpdateResult:
         record = self._get_record(memory_id, user_id, agent_id, run_id)
+        if not self._visible(record, time.time()):  # as get: an update must not bring an expired memory back
+            raise NotFoundError("memory", record.id)
         text = validate.text("text", text, max_chars=self.config.max_message_chars)
         meta = validate.metadata(metadata, max_depth=self.config.max_metadata_depth, max_bytes=self.config.max_metadata_bytes)
         merged, key = self._merged(record, text, meta)
@@ -464,6 +466,8 @@ class Memory:
     @implements(MemoryAPI.delete)
     def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteResult:
         record = self._get_record(memory_id, user_id, agent_id, run_id)
+        if not self._visible(record, time.time()):  # as get (its text would be answered); delete_all and erase reach it
+            raise NotFoundError("memory", record.id)
         with self.store.transaction() as batch:
             # Inside the transaction: a promotion that committed since moved the memory.
             current = _current_in(batch, record.id)
@@ -495,6 +499,8 @@ class Memory:
 
     @implements(MemoryAPI.history)
     def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> list[EventItem]:
+        # The audit trail: a memory get hides (deleted, archived, outside the validity
+        # window) keeps its events readable, to its owner only; nothing here revives it.
         record = self._get_record(memory_id, user_id, agent_id, run_id, deleted=True)
         chain = [record.id]
         source = record.lineage.get("promoted_from")
@@ -807,14 +813,24 @@ class Memory:
         return changed
 
     # ids, export and import -------------------------------------------------------------
-    def resolve_id(self, prefix: str, *, include_deleted: bool = False) -> str:
+    def resolve_id(
+        self, prefix: str, *, include_deleted: bool = False, user_id: str | None = None, agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> str:
         """The full id of the memory whose id is ``prefix`` or starts with it.
 
         Lets people type the short ids tables show. :class:`NotFoundError` when no
-        memory of this tenant matches, :class:`ValidationError` when several do.
+        memory of this tenant matches, :class:`ValidationError` when several do. The
+        ids restrict it to the caller's memories, as in :meth:`get`: only their ids
+        are matched, so another scope's ids are never shown and never make a prefix
+        ambiguous.
         """
         prefix = validate.memory_id(prefix).strip()
-        matches = self.store.ids_with_prefix(self.config.tenant_id, prefix, include_deleted=include_deleted, limit=6)
+        owner = self._optional_scope(user_id, agent_id, run_id)
+        matches = self.store.ids_with_prefix(
+            owner.tenant_id, prefix, include_deleted=include_deleted, limit=6, user_id=owner.user_id, agent_id=owner.agent_id,
+            run_id=owner.run_id,
+        )
         if prefix in matches:
             return prefix
         if len(matches) == 1:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
@@ -432,8 +432,25 @@ def json_object(ctx: click.Context, param: click.Parameter, value: str | None) -
 def read_text(words: tuple[str, ...]) -> str:
     """The words joined by spaces, or stdin when the only word is ``-``."""
     if words == ("-",):
-        return sys.stdin.read().rstrip("\n")
+        return read_file(click.open_file("-", encoding="utf-8")).rstrip("\n")  # as a click.File("r") reads "-"
     return " ".join(words)
+
+
+def file_name(file: IO[Any]) -> str:
+    """A file argument or option as messages name it: ``stdin`` for ``-``."""
+    name = getattr(file, "name", "-")
+    return "stdin" if name in ("<stdin>", "-") else str(name)
+
+
+def read_file(file: IO[str]) -> str:
+    """The whole text of a file argument or option, a ``click.File("r",
+    encoding="utf-8")`` (``-``: stdin). Bytes that are not UTF-8 are an error naming
+    the file and where they are, not a traceback."""
+    try:
+        return file.read()
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise CommandError(f"{file_name(file)}: is not UTF-8 text ({exc.reason} at byte {exc.start}, line {line})") from exc
 
 
 def stdin_is_tty() -> bool:
@@ -532,9 +549,11 @@ __all__ = [
     "cli",
     "cli_message",
     "describe_scope",
+    "file_name",
     "json_object",
     "pass_app",
     "progress",
+    "read_file",
     "read_text",
     "scope",
     "FiniteFloat",

@@ -33,9 +33,10 @@ def _results_table(app: App, results: list[dict[str, Any]]) -> None:
     )
 
 
-def _memory_id(app: App, memory_id: str, *, include_deleted: bool = False) -> str:
-    """A full id, or a unique prefix of one (as ``memorist analyze`` prints them)."""
-    return app.memory().resolve_id(memory_id, include_deleted=include_deleted)
+def _memory_id(app: App, memory_id: str, ids: dict[str, str | None], *, include_deleted: bool = False) -> str:
+    """A full id, or a unique prefix of one (as ``memorist analyze`` prints them),
+    among the ids of the scope ``ids`` only: another scope's memories stay unseen."""
+    return app.memory().resolve_id(memory_id, include_deleted=include_deleted, **ids)
 
 
 @cli.command()
@@ -187,7 +188,8 @@ def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
 @pass_app
 def get(app: App, memory_id: str, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
     """One memory by ID (or a unique prefix of it); --user/--agent/--run: only if it is theirs."""
-    item = app.memory().get(_memory_id(app, memory_id), **scope(user_id, agent_id, run_id))
+    ids = scope(user_id, agent_id, run_id)
+    item = app.memory().get(_memory_id(app, memory_id, ids), **ids)
     app.emit(item, lambda: app.pairs(item))
 
 
@@ -202,7 +204,8 @@ def update(
 ) -> None:
     """Replace the text of memory ID (or a unique prefix) with TEXT ('-' reads stdin)."""
     app.arguments = {"text": "TEXT"}
-    result = app.memory().update(_memory_id(app, memory_id), read_text(text), metadata=metadata, **scope(user_id, agent_id, run_id))
+    ids = scope(user_id, agent_id, run_id)
+    result = app.memory().update(_memory_id(app, memory_id, ids), read_text(text), metadata=metadata, **ids)
     app.emit(
         result,
         lambda: app.pairs(
@@ -217,7 +220,8 @@ def update(
 @pass_app
 def delete(app: App, memory_id: str, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
     """Delete memory ID or a unique prefix of it (its history stays readable)."""
-    result = app.memory().delete(_memory_id(app, memory_id), **scope(user_id, agent_id, run_id))
+    ids = scope(user_id, agent_id, run_id)
+    result = app.memory().delete(_memory_id(app, memory_id, ids), **ids)
     app.emit(result, lambda: click.echo(f"Deleted {result['id']}: {result['memory']}"))
 
 
@@ -264,7 +268,8 @@ def erase(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
 @pass_app
 def history(app: App, memory_id: str, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
     """Every event of memory ID (or a unique prefix), oldest first."""
-    events = app.memory().history(_memory_id(app, memory_id, include_deleted=True), **scope(user_id, agent_id, run_id))
+    ids = scope(user_id, agent_id, run_id)
+    events = app.memory().history(_memory_id(app, memory_id, ids, include_deleted=True), **ids)
 
     def human() -> None:
         app.table(

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..validate import time_text
-from .app import App, CommandError, FiniteFloat, cli, json_object, pass_app, read_text, when
+from .app import App, FiniteFloat, cli, json_object, pass_app, read_file, read_text, when
 
 _TIME = "ISO-8601, epoch seconds, or an offset from now: +10h, -2d, +30m"
 
@@ -216,13 +216,10 @@ def pair(app: App, task: str, criteria: str, output: str | None, output_file: An
     names gaps; for each gap, the memories that may close it. The round is logged."""
     if (output is None) == (output_file is None):
         raise click.UsageError("give the output with --output or --output-file (one of them)")
-    text = output if output is not None else output_file.read()
+    text = output if output is not None else read_file(output_file)
     app.arguments = {"output": "--output", "memories_per_gap": "--per-gap"}
-    try:
-        result = app.memory(create=True).minutes.pair_round(task, criteria, text, threshold=threshold, project_id=project_id,
-                                                    agent_id=agent_id, memories_per_gap=per_gap)
-    except UnicodeDecodeError as exc:  # pragma: no cover - click reads the file lazily
-        raise CommandError(f"--output-file: not UTF-8 text ({exc})") from exc
+    result = app.memory(create=True).minutes.pair_round(task, criteria, text, threshold=threshold, project_id=project_id,
+                                                        agent_id=agent_id, memories_per_gap=per_gap)
 
     def human() -> None:
         state = "meets" if result["met"] else "below"

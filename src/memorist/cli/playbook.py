@@ -15,7 +15,7 @@ import click
 from click.core import ParameterSource
 
 from ..errors import MemoristError
-from .app import AliasChoice, App, FiniteFloat, cli, pass_app
+from .app import AliasChoice, App, FiniteFloat, cli, file_name, pass_app, read_file
 
 if TYPE_CHECKING:
     from ..ace.playbook import Playbook
@@ -87,10 +87,9 @@ def run_turn(app: App, input_file: Any, preset: str, max_bullets: int | None, to
     from ..agent import require_langgraph
 
     require_langgraph()  # before reading anything: the missing extra is the error to see
-    raw = input_file.read()
+    raw = read_file(input_file)
     if not raw.strip():
-        where = "stdin" if input_file.name in ("<stdin>", "-") else input_file.name
-        raise click.BadParameter(f"no input: {where} is empty; give the turn as one JSON object", param_hint="--input")
+        raise click.BadParameter(f"no input: {file_name(input_file)} is empty; give the turn as one JSON object", param_hint="--input")
     try:
         payload = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -496,7 +495,7 @@ def playbook_update(app: App, name: str, user_id: str | None, agent_id: str | No
     strategies: list[Any] = []
     if file is not None:
         try:
-            loaded = json.loads(file.read())
+            loaded = json.loads(read_file(file))
         except json.JSONDecodeError as exc:
             raise click.BadParameter(f"not valid JSON: {exc.msg} (line {exc.lineno})", param_hint="--file") from exc
         if not isinstance(loaded, list):

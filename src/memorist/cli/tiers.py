@@ -34,24 +34,22 @@ _NOW_HELP = f"The time of the run ({_TIME}) [default: now]."
 
 def _energy(app: App, *, create: bool = False) -> Any:
     """The store, which must be under the energy policy: a tier command on another
-    store would decay and expire memories its own configuration keeps."""
+    store would decay and expire memories its own configuration keeps. The check is
+    the library's (``memory.tiers`` calls make it), so both refuse alike."""
     memory = app.memory(create=create)
-    if not memory.energy:
-        raise CommandError(
-            f"{app.label} is under the {memory.config.policy!r} policy: energy-tier commands would decay and expire "
-            "memories it keeps. Switch it first (every process then opens it under energy tiers): "
-            "`memorist config set policy energy`"
-        )
+    command = click.get_current_context().command_path.partition(" ")[2]  # "tiers status"
+    memory._require_energy(f"`memorist {command}`")
     return memory
 
 
-def _tier_id(app: App, prefix: str) -> str:
-    """A full id (real or test memory) from a unique prefix, as tables print them."""
+def _tier_id(app: App, prefix: str, ids: dict[str, str | None]) -> str:
+    """A full id (real or test memory) from a unique prefix, as tables print them,
+    among the ids of the scope ``ids`` only."""
     memory = _energy(app)
     try:
-        return memory.resolve_id(prefix)
+        return memory.resolve_id(prefix, **ids)
     except NotFoundError:
-        found = memory.tiers.engine.resolve_test_id(prefix.strip())
+        found = memory.tiers.engine.resolve_test_id(prefix.strip(), **ids)
         if found is None:
             raise
         return found
@@ -130,7 +128,8 @@ def boost(app: App, memory_id: str, amount: float | None, now: str | None, user_
           run_id: str | None) -> None:
     """Add energy to memory ID (a unique prefix will do; test memories too)."""
     app.arguments = {"memory_id": "ID", "now": "--now", "amount": "--amount"}
-    item = _energy(app).tiers.boost(_tier_id(app, memory_id), amount, time_text(now), **scope(user_id, agent_id, run_id))
+    ids = scope(user_id, agent_id, run_id)
+    item = _energy(app).tiers.boost(_tier_id(app, memory_id, ids), amount, time_text(now), **ids)
     app.emit(item, lambda: click.echo(
         f"Boosted {item['id']} by {item['amount']:g}: energy {item['energy_before']:.3f} -> {item['energy']:.3f} ({item['tier']})."
     ))

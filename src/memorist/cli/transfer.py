@@ -5,6 +5,7 @@ file of spec 004's minimal version; ``etienne`` is the format's former name, sti
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from typing import Any
@@ -12,7 +13,19 @@ from typing import Any
 import click
 
 from ..errors import ImportLineError, ValidationError
-from .app import AliasChoice, App, CommandError, cli, cli_message, pass_app, progress, scope, scope_options
+from .app import (
+    AliasChoice,
+    App,
+    CommandError,
+    cli,
+    cli_message,
+    file_name,
+    pass_app,
+    progress,
+    read_file,
+    scope,
+    scope_options,
+)
 
 _FORMAT_HELP = (
     "jsonl: JSON lines, Memorist's own format. memories-json: one JSON array of memories "
@@ -76,7 +89,8 @@ def import_(
             raise click.UsageError("--infer/--no-infer is for conversation lines; a memories-json file holds memories")
         _import_etienne(app, file, scope(user_id, agent_id, run_id))
         return
-    lines = list(file)
+    # Read whole first: a file that is not UTF-8 imports nothing (split as reading it by lines would).
+    lines = io.StringIO(read_file(file)).readlines()
     memory = app.memory(create=True)
     # The model loads now, not inside the first batch: the bar's first estimate is
     # the import's rate, not the model's loading time spread over the file.
@@ -109,11 +123,7 @@ def _import_etienne(app: App, file: Any, ids: dict[str, str | None]) -> None:
     from ..config import MemoryConfig
     from ..pipelines.transfer import check_etienne_ids, etienne_items
 
-    name = getattr(file, "name", "FILE")
-    try:
-        text = file.read()
-    except UnicodeDecodeError as exc:
-        raise CommandError(f"{name}: is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    name, text = file_name(file), read_file(file)
     limits = MemoryConfig()
     try:
         # Checked whole before the store is opened: a bad file imports (and creates) nothing.

@@ -5,7 +5,8 @@ class, counters, tier and lineage — so importing it restores the memory as it 
 (the vector is recomputed with the importing store's embedder). Importing is
 idempotent: a memory whose id the store already holds is left alone when the file's
 copy is not newer, and updated in place when it is, so re-importing a file never
-doubles anything, and export → import → export gives the same file.
+doubles anything, and export → import → export gives the same file. An import never
+moves a memory: an id the store gives to a memory of another scope is a bad line.
 
 An import file may also hold conversation turns, ``{"messages": [...] | "text": ...}``,
 which go through :meth:`memorist.Memory.add` like any conversation (consecutive
@@ -505,11 +506,13 @@ class Importer:
             old = stored.get(record.id)
             if old is None:
                 writes.append((record, None))
-            elif old.scope.tenant_id != self.tenant_id:
+            elif old.scope != record.scope:
+                # An import never moves a memory: the id is another scope's (another
+                # user's copy, or a file edited to copy memories to a new user).
                 first_line = {r.id: n for n, r in reversed(pending)}
                 line_no = first_line[record.id]
                 self.flush_writes([w for w in writes if first_line[w[0].id] < line_no])
-                raise ImportLineError(line_no, f"id {record.id!r} belongs to another tenant's memory", self.summary())
+                raise ImportLineError(line_no, _taken(record.id, old, self.tenant_id), self.summary())
             elif old.status is Status.DELETED:
                 # Deleted here after the export was made: the deletion is newer.
                 self.counts["skipped"] += 1
@@ -594,6 +597,18 @@ def _folded(messages: list[Any], metadata: Any, timestamp: Any) -> list[dict[str
             folded["timestamp"] = at + i * _STEP
         out.append(folded)
     return out
+
+
+def _taken(mid: str, old: MemoryRecord, tenant_id: str) -> str:
+    """Why a memory line cannot take ``mid``: the store gives it to a memory of another
+    scope. Ids are unique across a store, and an import updates a memory in place
+    only within its own scope (as :func:`check_etienne_ids` refuses a memories.json file)."""
+    if old.scope.tenant_id != tenant_id:
+        return f"id {mid!r} belongs to another tenant's memory"
+    return (
+        f"id {mid!r} is already the id of a memory of another scope in this store (another user, agent or run); "
+        "an import never moves a memory: to copy it into this scope, leave out the line's \"id\" and a new one is made"
+    )
 
 
 def _version(record: MemoryRecord) -> float:
@@ -740,8 +755,7 @@ def check_etienne_ids(store: Store, items: list[dict[str, Any]], tenant_id: str)
         old = stored.get(item["id"])
         if old is None:
             continue
-        ids = tuple(item.get(k) or "" for k in _SCOPE_KEYS)
-        if old.scope.tenant_id != tenant_id or (old.scope.user_id, old.scope.agent_id, old.scope.run_id) != ids:
+        if old.scope != Scope(tenant_id, *(item.get(k) or "" for k in _SCOPE_KEYS)):
             raise ValidationError(
                 f"memories[{i}].id",
                 f"{validate.show(item['id'])} is already the id of a memory of another scope in this store "

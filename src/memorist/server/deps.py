@@ -171,10 +171,15 @@ class Service:
         return self.tenants.get(caller.tenant_id)
 
     def health(self) -> tuple[int, dict[str, Any]]:
-        """``/healthz``'s status code and body: 503 once the store is known to be damaged."""
+        """``/healthz``'s status code and body: 503 once the store is known to be damaged,
+        or while it does not answer (its database server down)."""
         damage = self.tenants.damage
-        store = {"healthy": damage is None, **({"problem": damage} if damage is not None else {})}
-        return (200 if damage is None else 503), {"status": "ok" if damage is None else "damaged", "store": store}
+        if damage is not None:
+            return 503, {"status": "damaged", "store": {"healthy": False, "problem": damage}}
+        down = self.tenants.unreachable()
+        if down is not None:
+            return 503, {"status": "unavailable", "store": {"healthy": False, "problem": down}}
+        return 200, {"status": "ok", "store": {"healthy": True}}
 
     def close(self) -> None:
         self.tenants.close()

@@ -364,9 +364,9 @@ class UserList(_Open):
 
 
 class Health(_Open):
-    status: Literal["ok", "damaged"]
+    status: Literal["ok", "damaged", "unavailable"]
     version: str
-    store: dict[str, Any] = Field(default_factory=dict, description='{"healthy": bool, "problem": str (when damaged)}')
+    store: dict[str, Any] = Field(default_factory=dict, description='{"healthy": bool, "problem": str (when damaged or unavailable)}')
 
 
 # The learning loop's and the energy tiers' answers are the library's types too.

@@ -74,6 +74,14 @@ class Tenants:
             for memory in self._memories.values():
                 _refuse_writes(memory, self.damage)
 
+    def unreachable(self) -> str | None:
+        """Why the store cannot answer now (its database server down), or None."""
+        memory = next(iter(self._memories.values()), None)
+        try:
+            return (memory or self.get("")).store.unreachable()
+        except StoreError as exc:  # the store could not even be opened
+            return str(exc)
+
     def open(self) -> list[str]:
         """The tenants whose Memory is open."""
         return list(self._memories)

@@ -70,6 +70,9 @@ def open_store(target: str | os.PathLike[str], *, busy_timeout: float = 30.0, **
         raise ValidationError("path", f"must be a file path or a store URL, got {type(target).__name__}")
     if isinstance(target, bytes):
         target = os.fsdecode(target)
+    nul = os.fsdecode(target).find("\x00")
+    if nul >= 0:  # no file system or database takes one: named here, not left to a bare ValueError
+        raise ValidationError("path", f"holds a NUL character (U+0000) at position {nul}; a file path or store URL cannot hold one")
     kind = store_kind(target)
     if kind == "postgresql":
         from .postgres import PostgresStore

@@ -249,8 +249,10 @@ class Store(abc.ABC):
         cutoff: float | None = None,
         now: float | None = None,
         status: Status = Status.ACTIVE,
+        until: float | None = None,
     ) -> list[MemoryRecord]:
-        """Memories of the scope, newest first."""
+        """Memories of the scope, newest first; with ``until``, only those created at
+        or before it (so ``limit`` counts them, not the later ones)."""
 
     @abc.abstractmethod
     def find_by_hash(self, scope: ScopeFilter, content_hash: str) -> list[MemoryRecord]: ...
@@ -274,9 +276,13 @@ class Store(abc.ABC):
         }
 
     @abc.abstractmethod
-    def ids_with_prefix(self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2) -> list[str]:
+    def ids_with_prefix(
+        self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2, user_id: str | None = None,
+        agent_id: str | None = None, run_id: str | None = None,
+    ) -> list[str]:
         """Ids of the tenant's memories that start with ``prefix`` (at most ``limit``,
-        sorted); deleted ones only with ``include_deleted``."""
+        sorted); deleted ones only with ``include_deleted``; for each of ``user_id``,
+        ``agent_id``, ``run_id`` given, only the memories of that id."""
 
     @abc.abstractmethod
     def vector_search(
@@ -454,6 +460,11 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def close(self) -> None: ...
+
+    def unreachable(self) -> str | None:
+        """Why the store cannot answer now (a database server that is down), or None.
+        Quick: a service's health check asks it. A file answers while it is open."""
+        return None
 
     def iter_all(self, scope: ScopeFilter) -> Iterator[MemoryRecord]:
         yield from self.list(scope)

@@ -96,7 +96,10 @@ def _pg_bytes(m: Memory) -> tuple[bytes, bytes]:
             "UNION SELECT pg_relation_filepath(t.oid) FROM pg_class c JOIN pg_class t ON t.oid = c.reltoastrelid "
             "WHERE c.relnamespace = current_schema()::regnamespace "
             "UNION SELECT pg_relation_filepath(i.indexrelid) FROM pg_class c JOIN pg_index i ON i.indrelid = c.reltoastrelid "
-            "WHERE c.relnamespace = current_schema()::regnamespace"
+            "WHERE c.relnamespace = current_schema()::regnamespace "
+            # The planner's statistics sample the tables' values (with their TOAST table).
+            "UNION SELECT pg_relation_filepath(c.oid) FROM pg_class c WHERE c.oid = 'pg_catalog.pg_statistic'::regclass "
+            "OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE oid = 'pg_catalog.pg_statistic'::regclass)"
         ).fetchall()
     for (relation,) in relations:
         if relation is None:
@@ -198,6 +201,26 @@ def test_erase_forgets_everything_of_the_user_and_nothing_of_the_other(filled, b
     leaks = {word: _found(blobs, word) for word in SECRETS.values() if _found(blobs, word)}
     assert not leaks, f"erased text still in the store: {leaks}"
     assert all(_found({k: v}, KEPT) for k, v in blobs.items())
+
+
+def test_no_statistic_the_database_sampled_before_keeps_the_erased_text(pg_url) -> None:
+    """PostgreSQL's ANALYZE (autovacuum's, or an earlier erasure's) samples the tables'
+    values into pg_statistic: the erasure rewrites that too."""
+
+    def scan(m: Memory) -> dict[str, bytes]:
+        return dict(zip(("tables", "relation files"), _pg_bytes(m), strict=True))
+
+    with Memory(pg_url, embedder="hashing") as m:
+        for i in range(100):
+            m.add(f"Quetzalgrimp visited the harbour {i}", user_id="bob", infer=False)
+            m.add(f"An ordinary note {i}", user_id="carol", infer=False)
+        with m.store.connection() as conn:
+            conn.execute("ANALYZE")  # as autovacuum would
+        assert _found(scan(m), "Quetzalgrimp")
+        result = m.erase(user_id="bob")
+        assert result["store"]["complete"] is True and result["store"]["statistics"] == "rewritten", result["store"]
+        assert not _found(scan(m), "Quetzalgrimp")
+        assert _found(scan(m), "ordinary")
 
 
 def test_erase_survives_reopening_and_a_second_erase_finds_nothing(filled, backend) -> None:

@@ -344,12 +344,20 @@ def test_bad_decay_argument_is_a_configuration_error(db_path, days):
         Memory(db_path, embedder="hashing", decay_days=days)
 
 
-def test_updated_old_memory_becomes_valid_again(aged_store):
+def test_a_write_by_id_treats_a_memory_hidden_by_decay_as_not_found(aged_store):
+    """As get: an update never brings an expired memory back, nor answers its text,
+    and a delete does not either. Its history, the audit trail, stays readable."""
     path, old, new = aged_store
     with Memory(path, embedder="hashing", decay_days=6) as m:
-        assert old not in visible(m)[0]
-        m.update(old, "Old note about gardening, revisited")
-        assert visible(m) == ({old, new}, {old, new})
+        for write in (lambda: m.update(old, "Old note about gardening, revisited"), lambda: m.delete(old), lambda: m.get(old)):
+            with pytest.raises(NotFoundError, match=old):
+                write()
+        assert visible(m) == ({new}, {new})
+        assert [e["event"] for e in m.history(old)] == ["ADD"]
+        assert m.update(new, "A newer note")["event"] == "UPDATE"
+    with Memory(path, embedder="hashing") as m:  # outside the window only: there, as it was
+        assert [e["event"] for e in m.history(old)] == ["ADD"]
+        assert m.delete(old)["event"] == "DELETE"
 
 
 def test_from_config(aged_store):

@@ -139,7 +139,10 @@ def test_decay_hides_memories_not_updated_for_n_days(opened):
     assert ids(decayed.get_all(user_id="alex")) == {new}
     assert ids(decayed.search("note about gardening", user_id="alex", limit=10)) == {new}
     assert ids(m.search("note about gardening", user_id="alex", limit=10)) == {old, new}
-    decayed.update(old, "Old note about gardening, revisited")
+    with pytest.raises(NotFoundError):  # as get: a write by id never brings it back
+        decayed.update(old, "Old note about gardening, revisited")
+    assert ids(decayed.get_all(user_id="alex")) == {new}
+    m.update(old, "Old note about gardening, revisited")  # a Memory that sees it renews it
     assert ids(decayed.get_all(user_id="alex")) == {old, new}
 
 

@@ -175,6 +175,23 @@ def test_another_tenants_memory_is_refused(source: Memory, tmp_path: Path) -> No
         acme.import_([{"text": "hello", "user_id": "x", "infer": False}, line])
 
 
+def test_another_scopes_memory_is_refused_and_never_moved(source: Memory) -> None:
+    """A file edited to copy alex's memories to alex2: an import never moves a memory,
+    whether the line is newer (it would update) or not (it would count as there)."""
+    line = json.loads(lines_of(source, user_id="alex")[0])
+    before = source.get_all(user_id="alex")["results"]
+    newer = line | {"user_id": "alex2", "memory": "Overwritten", "updated_at": "2099-01-01T00:00:00+00:00"}
+    for copy in (newer, line | {"user_id": "alex2"}, line | {"agent_id": "travel"}):
+        with pytest.raises(ImportLineError, match=rf"^line 2: id '{line['id']}' is already the id of a memory of another scope"):
+            source.import_([{"text": "kept", "user_id": "alex2", "infer": False}, copy])
+    assert source.get_all(user_id="alex")["results"] == before
+    assert [m["memory"] for m in source.get_all(user_id="alex2")["results"]] == ["kept"] * 3
+    # Without its id, the line is a copy under a new id.
+    copied = {k: v for k, v in newer.items() if k != "id"}
+    assert source.import_([copied])["added"] == 1
+    assert source.get(line["id"], user_id="alex")["memory"] == line["memory"]
+
+
 def test_conversation_lines_and_older_exports_import_too(tmp_path: Path) -> None:
     with Memory(str(tmp_path / "m.db"), embedder="hashing") as m:
         summary = m.import_(
@@ -218,3 +235,14 @@ def test_resolve_id_takes_unique_prefixes(source: Memory) -> None:
         source.resolve_id("zzzz")
     with pytest.raises(NotFoundError):
         source.resolve_id("100%")  # LIKE wildcards are plain characters
+
+
+def test_resolve_id_with_ids_matches_only_that_scope_s_ids(source: Memory) -> None:
+    source.import_([{"id": f"abc-{u}", "memory": f"fact of {u}", "user_id": u, "created_at": "2024-01-01"} for u in ("u", "v")])
+    assert source.resolve_id("abc", user_id="v") == "abc-v"  # u's id neither shows nor competes
+    with pytest.raises(NotFoundError, match="'abc-u'"):
+        source.resolve_id("abc-u", user_id="v")
+    with pytest.raises(NotFoundError, match="'abc'"):
+        source.resolve_id("abc", user_id="w")
+    with pytest.raises(ValidationError, match="several ids.*abc-u, abc-v"):
+        source.resolve_id("abc")

@@ -52,6 +52,31 @@ def test_tier_commands_refuse_a_store_that_is_not_under_the_energy_policy(target
             memory.tiers.maintain()
 
 
+def test_every_tier_call_refuses_a_store_that_is_not_under_the_energy_policy(target) -> None:
+    """The library refuses what the commands refuse, with the same message: no tier
+    configuration is saved into the store, no energy is made up for its memories."""
+    calls = {
+        "status": lambda t: t.status(), "health": lambda t: t.health(), "test_memories": lambda t: t.test_memories(),
+        "delete_test_memories": lambda t: t.delete_test_memories(), "maintain": lambda t: t.maintain(),
+        "boost": lambda t: t.boost("x"), "end_conversation": lambda t: t.end_conversation(),
+    }
+    with Memory(target, embedder="hashing") as memory:
+        memory.add("I live in Porto", user_id="alex", infer=False)
+        events = memory.stats()["events"]
+        alex = memory.scope(user_id="alex")
+        tried = [(name, call, alex.tiers) for name, call in calls.items()]
+        tried += [(name, call, memory.tiers) for name, call in calls.items() if name != "end_conversation"]
+        tried += [("config", lambda t: t.config(), memory.tiers), ("config", lambda t: t.config({"rate_working": 0.9}), memory.tiers)]
+        for name, call, tiers in tried:
+            with pytest.raises(ConfigurationError) as info:
+                call(tiers)
+            assert str(info.value).startswith(f"tiers.{name} needs the energy policy, and this store is under the 'default' policy")
+        assert memory.stats()["events"] == events
+        assert memory.tiers.wait(0) is True  # nothing to wait for, on any store
+    out = _cli(target, "tiers", "config", code=1)
+    assert out == "error: " + str(info.value).replace("tiers.config", "`memorist tiers config`") + "\n"
+
+
 def test_an_energy_store_is_opened_under_energy_without_being_told(target) -> None:
     Memory(target, embedder="hashing", policy="energy").close()
     # `add` with no --policy: the reminder gets its start energy (2.5), not 1.0.

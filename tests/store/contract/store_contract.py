@@ -580,6 +580,14 @@ class StoreContract:
         assert store.ids_with_prefix("", "abc1") == ["abc1"]
         assert store.ids_with_prefix("", "abe") == []
         assert store.ids_with_prefix("acme", "abc") == ["abc9"]
+        # With ids, only that scope's memories: another user's ids are never matched.
+        assert store.ids_with_prefix("", "abc", limit=10, user_id="bob") == ["abc4"]
+        assert store.ids_with_prefix("", "abc4", user_id="alex") == []
+        add(store, record("abc5", "helper's", ALEX_HELPER), record("abc6", "run's", Scope(user_id="alex", run_id="r1")))
+        assert store.ids_with_prefix("", "abc", limit=10, user_id="alex") == ["abc1", "abc2", "abc5", "abc6"]
+        assert store.ids_with_prefix("", "abc", limit=10, user_id="alex", agent_id="helper") == ["abc5"]
+        assert store.ids_with_prefix("", "abc", limit=10, agent_id="", run_id="r1") == ["abc6"]
+        assert store.ids_with_prefix("", "abc", limit=10, user_id="alex", include_deleted=True)[0] == "abc0"
         # The prefix is text, not a pattern.
         assert store.ids_with_prefix("wild", "ab%") == ["ab%x"]
         assert store.ids_with_prefix("wild", "ab_") == ["ab_y"]

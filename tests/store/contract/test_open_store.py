@@ -155,6 +155,15 @@ def test_a_target_that_is_no_path_is_a_validation_error(target: object) -> None:
         open_store(target)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("target", ["a\x00b.db", b"a\x00b.db", Path("a\x00b.db"), "sqlite:///a\x00b.db", "postgresql://u@h/d\x00b"])
+def test_a_nul_in_the_path_is_a_validation_error_naming_it(target: object, workdir: Path) -> None:
+    with pytest.raises(ValidationError, match=r"^path: holds a NUL character \(U\+0000\) at position \d+"):
+        open_store(target)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="^path: holds a NUL"):
+        Memory(target, embedder="hashing")  # type: ignore[arg-type]
+    assert list(workdir.iterdir()) == []
+
+
 def test_memory_with_an_unknown_scheme_raises_and_creates_nothing(workdir: Path) -> None:
     with pytest.raises(ConfigurationError, match="'mysql'") as info:
         Memory("mysql://bob:s3cr3t@db.example/app", embedder="hashing")

@@ -64,6 +64,27 @@ def test_the_cli_reports_an_unreachable_server_without_the_password() -> None:
     assert SECRET not in result.output
 
 
+def test_a_url_with_no_host_names_the_socket_in_its_query(pg_url: str) -> None:
+    """``postgresql:///db?host=/run/postgresql&user=...``, libpq's usual local form:
+    the empty host part is kept (it was dropped, and libpq refused the URL)."""
+    database, query = pg_url.partition("@/")[2].partition("?")[::2]
+    url = f"postgresql:///{database}?{query}&user=postgres"
+    with Memory(url, embedder="hashing") as m:
+        m.add("I like tea", user_id="u", infer=False)
+    result = CliRunner().invoke(cli, ["--db", url, "--embedder", "hashing", "list", "--user", "u"])
+    assert result.exit_code == 0 and "I like tea" in result.output, result.output
+
+
+@pytest.mark.parametrize("url", [f"postgresql://postgres:{SECRET}@[::1/db", f"postgresql://postgres:{SECRET}@[fe80::zz]:5432/db"])
+def test_a_malformed_url_is_a_configuration_error_without_the_password(url: str) -> None:
+    with pytest.raises(ConfigurationError, match="not a valid PostgreSQL URL") as caught:
+        Memory(url, embedder="hashing")
+    assert SECRET not in str(caught.value)
+    result = CliRunner().invoke(cli, ["--db", url, "list", "--user", "u"])
+    assert result.exit_code != 0 and "not a valid PostgreSQL URL" in result.output and SECRET not in result.output
+    assert "Traceback" not in result.output
+
+
 def test_a_database_that_does_not_exist(pg_url: str) -> None:
     with pytest.raises(StoreError, match="memorist_nowhere"):
         open_store(database_of(pg_url, "memorist_nowhere"))

@@ -148,3 +148,41 @@ def test_two_memorist_serve_processes_on_one_database(pg_url: str) -> None:
         outputs = [stop(proc) for proc, _ in servers]
     for out in outputs:
         assert "API keys required" in out and "hunter2" not in out and "postgres:***@" in out
+
+
+def test_healthz_says_unavailable_while_the_database_refuses_and_recovers_with_it(pg_url: str) -> None:
+    """A database that stops answering (here: it refuses connections and ends the
+    service's sessions, as a restart does) is a 503 "unavailable" from /healthz, not
+    "ok"; once it answers again, so does the service, from its first request."""
+    import psycopg
+
+    database = pg_url.partition("@/")[2].partition("?")[0]
+    admin = pg_url.replace(f"@/{database}?", "@/postgres?")
+    app = create_app(pg_url, embedder="hashing", limits=ServerLimits(rate_per_minute=0))
+
+    def refuse(refusing: bool) -> None:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f"ALTER DATABASE {database} ALLOW_CONNECTIONS {'false' if refusing else 'true'}")
+            if refusing:
+                conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                             (database,))
+
+    try:
+        with TestClient(app) as client:
+            assert client.post("/api/memories/", json={"messages": "I live in Oslo.", "user_id": "alex"}).status_code == 200
+            assert client.get("/healthz").json()["status"] == "ok"
+            refuse(True)
+            try:
+                down = client.get("/healthz")
+                assert down.status_code == 503, down.text
+                assert down.json()["status"] == "unavailable" and down.json()["store"]["healthy"] is False
+                assert "the database does not answer" in down.json()["store"]["problem"]
+                assert "postgres" not in down.json()["store"]["problem"]  # no address, user or password: it is public
+            finally:
+                refuse(False)
+            assert client.get("/healthz").json()["status"] == "ok"
+            # The pool's connections the server ended are replaced when taken: no request fails for them.
+            for _ in range(6):
+                assert client.get("/api/memories/alex/").status_code == 200
+    finally:
+        app.state.service.close()

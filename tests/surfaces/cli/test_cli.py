@@ -267,6 +267,26 @@ def test_delete_removes_one_memory_and_keeps_its_history(memorist: Memorist) -> 
     assert [e["event"] for e in memorist.json("history", gone["id"])] == ["ADD", "DELETE"]
 
 
+def test_an_id_prefix_with_a_user_is_matched_among_that_user_s_memories_only(memorist: Memorist, tmp_path: Path) -> None:
+    """Another user's memory answers exactly like a missing one: its full id is never
+    shown, and it makes no prefix ambiguous."""
+    lines = [{"type": "memory", "id": mid, "memory": f"Fact {mid}", "user_id": user, "created_at": "2024-01-01"}
+             for mid, user in (("5ecret-a1", "alex"), ("5ecret-a2", "alex"), ("5ecret-b1", "bob"))]
+    memorist("import", write_lines(tmp_path / "m.jsonl", *lines))
+    for args in (("get",), ("history",), ("delete",), ("update", "-")):
+        for prefix in ("5ecret", "5ecret-a"):  # alex's two ids; one of alex's only
+            result = memorist(args[0], prefix, *args[1:], "--user", "carol", input="new text", code=1)
+            assert result.stderr == f"error: memory not found: {prefix!r}\n", (args, result.stderr)
+        assert memorist(args[0], "5ecret-a1", *args[1:], "--user", "bob", input="x", code=1).stderr == (
+            "error: memory not found: '5ecret-a1'\n"
+        )
+    # Bob's prefix is unique among bob's memories, however many of alex's share it.
+    assert memorist.json("get", "5ecret", "--user", "bob")["id"] == "5ecret-b1"
+    assert memorist.json("history", "5ec", "--user", "bob")[0]["memory_id"] == "5ecret-b1"
+    assert "several ids (5ecret-a1, 5ecret-a2)" in memorist("get", "5ecret", "--user", "alex", code=1).stderr
+    assert sorted(m["memory"] for m in memorist.memories()) == ["Fact 5ecret-a1", "Fact 5ecret-a2"]  # nothing changed
+
+
 def test_delete_all_asks_for_confirmation(memorist: Memorist) -> None:
     memorist.add("Alex fact one")
     memorist.add("Alex fact two")
@@ -547,6 +567,33 @@ def test_a_nul_in_text_or_metadata_is_refused(memorist: Memorist) -> None:
     item = memorist.add("tea time", user="a")
     assert "NUL character" in memorist("update", item["id"], "-", input="co\x00ffee", code=1).stderr
     assert [m["memory"] for m in memorist.memories(user="a")] == ["tea time"]
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "where"),
+    [
+        (("import", "{bad}"), None, "{bad}"),
+        (("import", "-"), True, "stdin"),
+        (("import", "--format", "memories-json", "{bad}"), None, "{bad}"),
+        (("playbook", "update", "default", "--user", "a", "--file", "{bad}"), None, "{bad}"),
+        (("run-turn", "--input", "{bad}"), None, "{bad}"),
+        (("run-turn",), True, "stdin"),
+        (("pair", "--task", "t", "--criteria", "c", "--output-file", "{bad}"), None, "{bad}"),
+        (("add", "--user", "a", "--no-infer", "-"), True, "stdin"),
+    ],
+)
+def test_input_that_is_not_utf8_is_a_one_line_error_naming_it(
+    memorist: Memorist, tmp_path: Path, args: tuple[str, ...], stdin: bool | None, where: str
+) -> None:
+    """Every command reading a file or stdin says which one is not UTF-8, and where
+    (a later line too), with nothing written."""
+    memorist.add("seed text", user="a")
+    data = b'{"text": "hello", "user_id": "a", "infer": false}\n\xff\n'
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(data)
+    result = memorist(*(a.format(bad=bad) for a in args), input=data if stdin else None, code=1)  # type: ignore[arg-type]
+    assert result.stderr.splitlines()[-1] == f"error: {where.format(bad=bad)}: is not UTF-8 text (invalid start byte at byte 50, line 2)"
+    assert [m["memory"] for m in memorist.memories(user="a")] == ["seed text"]
 
 
 # demo ---------------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
 import struct
 import threading
@@ -173,19 +174,32 @@ def _vector_adapters(oid: int) -> tuple[type[Dumper], type[Loader], type[Loader]
 
 
 # options and messages ----------------------------------------------------------------
+logger = logging.getLogger(__name__)
+
+#: Seconds a health check waits for a pooled connection.
+_PING_TIMEOUT = 2.0
+
+
 def _split_url(url: str) -> tuple[str, dict[str, str], str | None]:
     """libpq's URL (Memorist's own query parameters taken out), those parameters, and
     the password the URL holds (to keep it out of every message)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError as exc:  # "Invalid IPv6 URL", a port that is no number
+        raise ConfigurationError(f"not a valid PostgreSQL URL: {exc}") from None
     scheme = "postgresql" if parts.scheme.lower() in ("postgresql+psycopg", "postgres", "postgresql") else parts.scheme
     query = parse_qsl(parts.query, keep_blank_values=True)
     ours = {k: v for k, v in query if k in _OPTIONS}
-    password = parts.password
     for key, value in query:
         if key == "password" and value:
             password = value
     rest = urlencode([(k, v) for k, v in query if k not in _OPTIONS]) if ours else parts.query
     conninfo = urlunsplit((scheme, parts.netloc, parts.path, rest, parts.fragment))
+    if not parts.netloc:
+        # urlunsplit drops the "//" of an empty host ("postgresql:///db?host=/run/pg"),
+        # which libpq then cannot read.
+        conninfo = conninfo.replace(f"{scheme}:", f"{scheme}://", 1)
     return conninfo, ours, unquote(password) if password else None
 
 
@@ -532,6 +546,9 @@ class PostgresStore(Store):
             max_size=size,
             kwargs=kwargs,
             configure=self._configure,
+            # A connection the server ended (a restart, a terminated session) is found
+            # when it is taken, not by the request it was given to.
+            check=psycopg_pool.ConnectionPool.check_connection,
             open=False,
             name=f"memorist:{self.schema}",
         )
@@ -593,6 +610,19 @@ class PostgresStore(Store):
         """A connection of its own, outside the pool (for work that takes long, such
         as an index build)."""
         return psycopg.connect(self._conninfo, **self._connect_kwargs)
+
+    def unreachable(self) -> str | None:
+        pool = self._pool
+        if pool is None:
+            return f"{self.label} is closed"
+        try:
+            with pool.connection(timeout=_PING_TIMEOUT) as conn:
+                conn.execute("SELECT 1")
+        except Exception as exc:  # the server down, the pool exhausted, a broken connection
+            # The details (the server's address among them) to the log, not to whoever asks.
+            logger.warning("%s", self._error(exc, "checking the database"))
+            return "the database does not answer (the service's log says why)"
+        return None
 
     @contextmanager
     def connection(self) -> Iterator[Any]:
@@ -790,10 +820,13 @@ class PostgresStore(Store):
         return {r[0]: _record(r) for r in rows}
 
     @_translating("list")
-    def list(self, scope: ScopeFilter, *, limit: int | None = None, cutoff: float | None = None, now: float | None = None, status: Status = Status.ACTIVE) -> list[MemoryRecord]:
+    def list(self, scope: ScopeFilter, *, limit: int | None = None, cutoff: float | None = None, now: float | None = None, status: Status = Status.ACTIVE, until: float | None = None) -> list[MemoryRecord]:
         where, args = scope_where(scope, M)
         where += " AND m.status = %s"
         args.append(status.value)
+        if until is not None:
+            where += " AND m.created_at <= %s"
+            args.append(until)
         valid, valid_args = validity_where(cutoff, now, M)
         sql = f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE {where}{valid} ORDER BY m.created_at DESC, m.rowid DESC"
         args += valid_args
@@ -814,17 +847,21 @@ class PostgresStore(Store):
         return [_record(r) for r in rows]
 
     @_translating("ids with prefix")
-    def ids_with_prefix(self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2) -> list[str]:
+    def ids_with_prefix(
+        self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2, user_id: str | None = None,
+        agent_id: str | None = None, run_id: str | None = None,
+    ) -> list[str]:
         if "\x00" in prefix:
             return []
         # A range on the id index ("C" collation: code point order), as in SQLite.
-        where = "s.tenant_id = %s AND m.id >= %s AND m.id < %s"
+        where, args = scope_where(ScopeFilter(tenant_id, user_id, agent_id, run_id), M)
+        where += " AND m.id >= %s AND m.id < %s"
         if not include_deleted:
             where += " AND m.status <> 'deleted'"
         with self._connection() as conn:
             rows = conn.execute(
                 f"SELECT m.id {FROM_MEMORIES} WHERE {where} ORDER BY m.id LIMIT %s",
-                (tenant_id, prefix, prefix + "\U0010ffff", limit),
+                (*args, prefix, prefix + "\U0010ffff", limit),
             ).fetchall()
         return [r[0] for r in rows]
 
@@ -1457,8 +1494,9 @@ class PostgresStore(Store):
 
     def _scrub_tables(self, conn: Any) -> dict[str, Any]:
         """After an erasure: rewrite the touched tables (VACUUM FULL), so that no dead
-        row version keeps the erased text in their files or their indexes, then ask
-        for a checkpoint. What PostgreSQL cannot promise is in the documentation
+        row version keeps the erased text in their files or their indexes, and the
+        planner's statistics (pg_statistic, which samples their values), then ask for
+        a checkpoint. What PostgreSQL cannot promise is in the documentation
         (docs/erasure.md): its write-ahead log keeps the old rows until it is
         recycled, and a backup or replica keeps what it copied."""
         tables = ("memories", "embeddings", "events")
@@ -1470,12 +1508,33 @@ class PostgresStore(Store):
             reason = self._scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
             return {"complete": False, "vacuum": f"not done ({reason}): run VACUUM FULL memories, embeddings, events",
                     "tables": list(tables)}
+        # The planner's statistics: an ANALYZE before the erasure (autovacuum's, or an
+        # earlier erasure's) sampled its text into pg_statistic, whose old row versions
+        # the ANALYZE above left dead in that catalog's file. Rewritten too: the
+        # database's owner may (PostgreSQL skips it with a warning for anyone else).
+        skipped: list[str] = []
+
+        def notice(diagnostic: Any) -> None:
+            if "skipping" in (diagnostic.message_primary or ""):
+                skipped.append(diagnostic.message_primary)
+
+        conn.add_notice_handler(notice)
+        try:
+            conn.execute("VACUUM (FULL) pg_catalog.pg_statistic")
+        except psycopg.Error as exc:
+            skipped.append(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        finally:
+            conn.remove_notice_handler(notice)
         try:
             conn.execute("CHECKPOINT")
             checkpoint = "done"
         except psycopg.errors.InsufficientPrivilege:
             checkpoint = "not allowed for this database user (the server's next checkpoint writes the files)"
-        return {"complete": True, "vacuum": "full", "tables": list(tables), "checkpoint": checkpoint}
+        if skipped:
+            return {"complete": False, "vacuum": "full", "tables": list(tables), "checkpoint": checkpoint,
+                    "statistics": f"not rewritten ({self._scrub(skipped[0])}): as the database's owner or a superuser, "
+                                  "run VACUUM FULL pg_catalog.pg_statistic"}
+        return {"complete": True, "vacuum": "full", "tables": list(tables), "checkpoint": checkpoint, "statistics": "rewritten"}
 
     def close(self) -> None:
         pool = self._pool

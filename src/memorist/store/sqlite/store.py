@@ -733,10 +733,13 @@ class SQLiteStore(Store):
         return out
 
     @_store_errors
-    def list(self, scope: ScopeFilter, *, limit: int | None = None, cutoff: float | None = None, now: float | None = None, status: Status = Status.ACTIVE) -> list[MemoryRecord]:
+    def list(self, scope: ScopeFilter, *, limit: int | None = None, cutoff: float | None = None, now: float | None = None, status: Status = Status.ACTIVE, until: float | None = None) -> list[MemoryRecord]:
         where, args = scope_where(scope)
         where += " AND m.status = ?"
         args.append(status.value)
+        if until is not None:
+            where += " AND m.created_at <= ?"
+            args.append(until)
         valid, valid_args = validity_where(cutoff, now)
         where += valid
         args += valid_args
@@ -758,14 +761,18 @@ class SQLiteStore(Store):
         return [row_to_record(r) for r in rows]
 
     @_store_errors
-    def ids_with_prefix(self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2) -> list[str]:
+    def ids_with_prefix(
+        self, tenant_id: str, prefix: str, *, include_deleted: bool = False, limit: int = 2, user_id: str | None = None,
+        agent_id: str | None = None, run_id: str | None = None,
+    ) -> list[str]:
         # A range, not LIKE: ids may hold % or _, and the range uses the id index.
-        where = "s.tenant_id = ? AND m.id >= ? AND m.id < ?"
+        where, args = scope_where(ScopeFilter(tenant_id, user_id, agent_id, run_id))
+        where += " AND m.id >= ? AND m.id < ?"
         if not include_deleted:
             where += " AND m.status != 'deleted'"
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT m.id {FROM_MEMORIES} WHERE {where} ORDER BY m.id LIMIT ?", (tenant_id, prefix, prefix + "\U0010ffff", limit)
+                f"SELECT m.id {FROM_MEMORIES} WHERE {where} ORDER BY m.id LIMIT ?", (*args, prefix, prefix + "\U0010ffff", limit)
             ).fetchall()
         return [r[0] for r in rows]
 
