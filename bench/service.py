@@ -95,7 +95,9 @@ def load(bases: list[str], clients: int, requests: int, seed: int, questions, wo
     def client(c: int, op: str, barrier: threading.Barrier) -> None:
         crng = random.Random(seed * 100 + c)
         base = bases[c % len(bases)]
-        with httpx.Client(timeout=120) as http:
+        # Each its own client of the service (development mode tells callers apart by
+        # address and User-Agent): many clients, not one client's burst.
+        with httpx.Client(timeout=120, headers={"User-Agent": f"bench-client-{c}"}) as http:
             barrier.wait()
             for _ in range(requests):
                 start = time.perf_counter()

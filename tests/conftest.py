@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,7 +56,10 @@ _MEMORIST_ENV = (
 
 @pytest.fixture(autouse=True)
 def _hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in _MEMORIST_ENV:
+    # Every MEMORIST_ setting too, the ones added after this list included (not the
+    # test suite's own: MEMORIST_TEST_*, MEMORIST_FUZZ_*).
+    settings = (n for n in os.environ if n.startswith("MEMORIST_") and not n.startswith(("MEMORIST_TEST_", "MEMORIST_FUZZ_")))
+    for name in {*_MEMORIST_ENV, *settings}:
         monkeypatch.delenv(name, raising=False)
 
 

@@ -42,8 +42,8 @@ this module, each when the object that needs it is built: the LLM providers'
 ``ACE_LLM_TEMPERATURE``), the embedder's (``MEMORIST_EMBED_RUNTIME``,
 ``MEMORIST_CACHE_DIR``), the playbooks' (``ACE_CURATOR_MAX_NEW``,
 ``ACE_CURATOR_USE_LLM``, ``ACE_MEMORY_FILE``), the learning loop's (``TRAJECTORY_*``,
-``PLAYBOOK_VERSION_*``) and ``memorist serve``'s connection limits
-(:data:`SERVE_ENVIRONMENT`: ``MEMORIST_TIMEOUT_HEAD`` and the others).
+``PLAYBOOK_VERSION_*``) and ``memorist serve``'s limits
+(:data:`SERVE_ENVIRONMENT`: ``MEMORIST_RATE_LIMIT`` and the others).
 """
 
 from __future__ import annotations
@@ -445,11 +445,18 @@ def learning_environment() -> dict[str, str]:
     )
 
 
-#: ``memorist serve``'s options that the environment may set, and their variables. A
-#: variable is the default of its option (the flag wins); it is checked as the flag is.
+#: ``memorist serve``'s options that the environment may set (every limit), and their
+#: variables. A variable is the default of its option (the flag wins); it is checked
+#: as the flag is. docs/configuration.md lists them (a test compares the two).
 SERVE_ENVIRONMENT = {
+    "rate_limit": "MEMORIST_RATE_LIMIT",
+    "burst": "MEMORIST_BURST",
+    "max_body_bytes": "MEMORIST_MAX_BODY_BYTES",
+    "max_messages": "MEMORIST_MAX_MESSAGES",
+    "max_text_chars": "MEMORIST_MAX_TEXT_CHARS",
     "max_connections": "MEMORIST_MAX_CONNECTIONS",
     "max_concurrency": "MEMORIST_MAX_CONCURRENCY",
+    "max_concurrency_per_caller": "MEMORIST_MAX_CONCURRENCY_PER_CALLER",
     "timeout_keep_alive": "MEMORIST_TIMEOUT_KEEP_ALIVE",
     "timeout_head": "MEMORIST_TIMEOUT_HEAD",
     "timeout_body": "MEMORIST_TIMEOUT_BODY",

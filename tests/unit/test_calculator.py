@@ -61,3 +61,86 @@ def test_the_arithmetic_a_message_asks_for(message, expression):
     assert find_expression(message) == expression
     if expression:
         calculate(expression)
+
+
+@pytest.mark.parametrize(("message", "expression", "text"), [
+    # Numbers are read whole: thousands separators, decimals, exponents, leading points.
+    ("What is 1,000 + 1?", "1,000 + 1", "1001"),
+    ("What is 1,000,000 / 2?", "1,000,000 / 2", "500000"),
+    ("what is 1,234.5 * 2", "1,234.5 * 2", "2469"),
+    ("What is 2.5e3 + 1?", "2.5e3 + 1", "2501"),
+    ("what is 1E-3 * 1000", "1E-3 * 1000", "1"),
+    ("what is .5 + .5", ".5 + .5", "1"),
+    ("What is 100 - 99.99?", "100 - 99.99", "1/100 (= 0.01)"),
+    ("what is 007 + 1", "007 + 1", "8"),
+    ("what is -3 - -4", "-3 - -4", "1"),
+    # The operators the docs promise.
+    ("What is 7 // 2?", "7 // 2", "3"),
+    ("What is 7 % 3?", "7 % 3", "1"),
+    ("what is 2 to the power of 10", "2 to the power of 10", "1024"),
+    ("what is 2 x 3 x 4", "2 x 3 x 4", "24"),
+    ("what is 2 ** 8 = ?", "2 ** 8", "256"),
+    # The expression the question asks about, not the longest.
+    ("My number is 555-1234, what is 3+3?", "3+3", "6"),
+    ("I scored 45/50 on the test, what is 45/50 exactly?", "45/50", "9/10 (= 0.9)"),
+    ("I did 2 + 2 already; now calculate 3 * 7", "3 * 7", "21"),
+    ("I got 2 + 2 = 4 and 3 + 3 = 7", "3 + 3", "6"),
+    ("(what is 3+4)", "3+4", "7"),
+    # A bare a/b or a-b counts when asked about, or alone in the message.
+    ("What is 12/5?", "12/5", "12/5 (= 2.4)"),
+    ("12/5?", "12/5", "12/5 (= 2.4)"),
+    ("Compute 10-4", "10-4", "6"),
+    ("multiply 1,000 by 3", "1,000 * 3", "3000"),
+])
+def test_a_message_is_read_as_a_person_writes_numbers(message, expression, text):
+    """Before, "What is 1,000 + 1?" answered `000 + 1 = 1` (no left boundary, no
+    separators), "2.5e3 + 1" answered `3 + 1 = 4`, and the longest expression won
+    ("555-1234" over the "3+3" asked about); `//`, `%` and "to the power of" were
+    never found."""
+    assert find_expression(message) == expression
+    assert calculate(expression).text == text
+
+
+@pytest.mark.parametrize("message", [
+    "Can you help me prepare for my test on 12/5?",  # a date
+    "My test is on 2024-01-05",
+    "Call me at 555-1234",  # a phone number
+    "Read pages 10-20 tonight",  # a range
+    "I keep messing up 1/2",  # a bare fraction, not asked about
+    "version 1.2.3 + 4",  # not the 3 of a version
+    "x2 + 3",  # not the 2 of a name
+    "What is 3,5 + 1?",  # a decimal comma: not read as 35, nor as 5
+    "1,2 + 3",
+    "The screen is 1920x1080",
+    "What is 3 by 4?",
+    "What is 50% of 80?",
+])
+def test_what_is_not_arithmetic_is_left_alone(message):
+    assert find_expression(message) is None
+
+
+@pytest.mark.parametrize(("expression", "says"), [
+    ("1e400 * 2", "more than 200 digits (1e400)"),  # never read as a float (infinity)
+    ("1e999999999", "more than 200 digits"),  # refused before the digits are built
+    ("1e-999999", "more than 200 digits"),
+    ("9 ** 9 ** 9", "exponent above 64"),
+    ("(" + "9" * 150 + ") ** 64", "more than 200 digits"),  # 9,600 digits: past what str() converts
+    ("1_0.5e", "not arithmetic"),
+])
+def test_huge_numbers_are_refused_quickly_and_by_name(expression, says):
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(ValidationError) as info:
+        calculate(expression)
+    assert info.value.field == "expression" and says in str(info.value)
+    assert time.monotonic() - started < 1.0
+
+
+def test_finding_the_arithmetic_costs_linear_time():
+    import time
+
+    for text in ("1+" * 600, "(" * 1200, "1-" * 600 + "x", "1," * 600, "- " * 600 + "1", ". 1" * 400, "9" * 1200, "1e" * 600):
+        started = time.monotonic()
+        find_expression(text)
+        assert time.monotonic() - started < 0.5, text[:20]

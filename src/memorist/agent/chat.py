@@ -29,7 +29,10 @@ the chat's store it is a development server: loopback only, one user, ``default`
 
 Routes: ``POST /api/ai/chat``; ``GET /api/ai/memories`` and ``DELETE
 /api/ai/memories/{id}`` (the page's memory drawer, the caller's memories in the
-memory service); ``GET /healthz``; the page at ``/``.
+memory service); ``GET /healthz``; the page at ``/``; the API's documentation at
+``/docs`` and ``/redoc``, from the package's files as ``memorist serve`` serves them,
+and every answer with the service's security headers (content-security policy, no
+framing).
 """
 
 from __future__ import annotations
@@ -47,18 +50,19 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import config
+from .. import config, validate
 from ..client import Client
 from ..errors import MemoristError, NotFoundError, StoreError, ValidationError
 from ..integrations.langgraph import MemoristStore
 from ..memory import Memory
 from ..policies.text import preview
+from ..server.app import SecurityHeaders, register_docs
 from ..server.deps import is_loopback_host
 from ..server.errors import ApiError, install_error_handlers
 from ..server.keys import KeyStore
 from ..server.limits import RateLimiter
 from .conversations import Conversations
-from .tutor import Tutor
+from .tutor import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT, Tutor
 
 log = logging.getLogger("memorist.chat")
 
@@ -74,6 +78,8 @@ HISTORY_WINDOW = 20
 #: The largest request body the chat reads (413 beyond).
 MAX_BODY_BYTES = 1_048_576
 UNAVAILABLE = "Long-term memory is unavailable right now, so this answer does not use it and this turn was not remembered."
+#: How a learner tells the tutor what helped, on the chat's page.
+FEEDBACK_HINT = 'mark my answer "Helpful" or "Not helpful"; it goes with your next message'
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,10 @@ class ChatSettings:
     #: Chat requests per user and minute (0: no limit), and how many at once.
     rate_per_minute: float = 120.0
     burst: int = 20
+    #: Seconds to wait for the tutor's model (and the chat's extraction model) on each
+    #: request, and how many times to try a request again that timed out or failed on the way.
+    model_timeout: float = DEFAULT_MODEL_TIMEOUT
+    model_retries: int = DEFAULT_MODEL_RETRIES
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ChatSettings:
@@ -148,10 +158,11 @@ class ChatService:
         self.require_keys = require_keys
         self.memory_transport = memory_transport
         self.memory = Memory(db, embedder=embedder) if embedder is not None else Memory(db)
-        self.tutor = Tutor(self.memory, llm=llm, remember_facts=False) if llm is not Tutor._UNSET else Tutor(self.memory, remember_facts=False)
+        self.tutor = Tutor(self.memory, llm=llm, remember_facts=False, model_timeout=settings.model_timeout,
+                           model_retries=settings.model_retries, feedback_hint=FEEDBACK_HINT)
         self.keys = KeyStore(db)
         self.conversations = Conversations(db)
-        self.extractor = extractor if extractor is not None else _spec_extractor()
+        self.extractor = extractor if extractor is not None else _spec_extractor(settings)
         self.limiter = RateLimiter(settings.rate_per_minute, settings.burst)
 
     def client(self) -> Client:
@@ -164,7 +175,7 @@ class ChatService:
         self.memory.close()
 
 
-def _spec_extractor() -> Any:
+def _spec_extractor(settings: ChatSettings) -> Any:
     """The chat's extraction model: gpt-5-mini on the Responses API when
     ``OPENAI_API_KEY`` is set (the heuristic when it fails); None otherwise (the
     memory service extracts)."""
@@ -173,7 +184,7 @@ def _spec_extractor() -> Any:
     from ..llm import resolve_llm
     from ..roles.llm import LLMExtractor
 
-    return LLMExtractor(resolve_llm("openai:gpt-5-mini"))
+    return LLMExtractor(resolve_llm("openai:gpt-5-mini", timeout=settings.model_timeout, max_retries=settings.model_retries))
 
 
 # the caller ------------------------------------------------------------------------------
@@ -215,6 +226,13 @@ def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
     service: ChatService = request.app.state.chat
     if not body.message.strip():
         raise ValidationError("message", "must have some text")
+    # Refused here, as the memory service would refuse them: a NUL or a lone surrogate
+    # is bad input, not a sign that long-term memory is unavailable.
+    validate.unicode("message", body.message)
+    for i, m in enumerate(body.conversationHistory):
+        validate.unicode(f"conversationHistory[{i}].content", m.content)
+    if body.feedback is not None:
+        validate.unicode("feedback", body.feedback)
     try:
         conversation = service.conversations.claim(user.owner, body.conversationId)
     except NotFoundError:
@@ -393,9 +411,10 @@ def create_chat_app(
         finally:
             service.close()
 
-    app = FastAPI(title="Memorist chat", lifespan=lifespan, docs_url="/docs", redoc_url=None)
+    app = FastAPI(title="Memorist chat", lifespan=lifespan, docs_url=None, redoc_url=None)  # register_docs: no CDN
     app.state.chat = service
     install_error_handlers(app)
+    register_docs(app)
     app.add_api_route("/api/ai/chat", _chat, methods=["POST"], summary="One chat turn with the tutor")
     app.add_api_route("/api/ai/memories", _memories, methods=["GET"], summary="The caller's memories (newest first) or a search")
     app.add_api_route("/api/ai/memories/{memory_id}", _delete_memory, methods=["DELETE"], summary="Delete one of the caller's memories")
@@ -410,6 +429,7 @@ def create_chat_app(
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.add_middleware(BodyLimit)
+    app.add_middleware(SecurityHeaders)  # outermost: a 413 carries them too
     return app
 
 

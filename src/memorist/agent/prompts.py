@@ -56,6 +56,12 @@ REACT = (
     "follow as 'Observation:' lines. {reveal}"
 )
 
+REACT_FINAL_VERSION = "tutor-react-final/1"
+REACT_FINAL = (
+    "You have used all your tool steps. Using the tool results below, reply with exactly "
+    "one line, 'Answer: <the reply the learner will read>', and call no tool. {reveal}"
+)
+
 REVEAL = "Give the final result."
 NO_REVEAL = (
     "The learner wants to work it out: guide them to the last step and do not state the "

@@ -16,7 +16,10 @@
   :class:`~memorist.integrations.langgraph.MemoristStore`) and reasons in the chosen
   mode. Its steps go to the log as ``[ACE Thought]`` lines, never to the learner.
   With no model configured, ``react`` still answers arithmetic with its calculator
-  and the other modes say so, showing the memories they would use.
+  and the other modes say so, showing the memories they would use. A model that
+  fails (an error, a timeout, an empty or unusable reply, a ``react`` loop still
+  calling tools after its last step) gets the same offline answer, which says the
+  model failed; the turn's ``mode`` is then ``deterministic``.
 - ``critic`` cleans the answer: no scratchpad or tool lines, no stray lone numbers,
   and no premature reveal when the planner said so.
 - ``learning`` runs the Reflector and the Curator on the turn and applies the delta to
@@ -32,6 +35,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -46,8 +50,14 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from ..ace.context import format_context
 from ..ace.playbook import Playbook
-from ..ace.runner import check_turn, deterministic_answer, sanitize_answer
-from ..errors import ConfigurationError, MemoristError, ValidationError
+from ..ace.runner import check_turn, sanitize_answer
+from ..errors import (
+    ConfigurationError,
+    InvalidOutputError,
+    MemoristError,
+    TransientProviderError,
+    ValidationError,
+)
 from ..integrations.langgraph import MemoristStore
 from ..llm.base import ChatMessage
 from ..policies.taxonomy import infer_topic, snake_case
@@ -64,6 +74,15 @@ MODES = ("cot", "tot", "react")
 FACTS_AGENT = "tutor"
 #: Facts injected per turn.
 FACTS_K = 5
+#: Seconds the tutor waits for its model on each request, and how many times a request
+#: that timed out or failed on the way is tried again, when the tutor builds its model
+#: (a learner waits for the answer: the providers' own defaults, 60 s and 2 retries,
+#: let a model that hangs hold a turn for three minutes).
+DEFAULT_MODEL_TIMEOUT = 30.0
+DEFAULT_MODEL_RETRIES = 1
+#: Where the offline answer tells the learner to say what helped (``run-turn``'s field).
+FEEDBACK_HINT = 'the "feedback" field'
+_OFFLINE = "so this is a deterministic reply from Memorist's playbook, not a generated answer."
 
 _EXPLAIN = re.compile(r"\b(how (do|can|should|would) (i|we|you)|why|explain|understand|confus|what does|what is a|mean)\w*", re.I)
 _CHOICE = re.compile(r"\b(best way|ways to|approach(es)?|strateg(y|ies)|options?|compare|which (method|way)|plan|study|practice|prepare|improve|alternatives?)\b", re.I)
@@ -111,6 +130,7 @@ class TurnState(TypedDict, total=False):
     delta: dict[str, Any]
     facts_added: int
     memory_error: str | None
+    model_error: str | None
 
 
 def _thought(state_thoughts: list[str], text: str) -> None:
@@ -126,6 +146,9 @@ class Tutor:
     none); ``store``: the LangGraph store of the learner's facts (default: a
     :class:`~memorist.integrations.langgraph.MemoristStore` of ``memory``);
     ``remember_facts``: whether a turn adds the learner's facts to the memory.
+    ``model_timeout`` (seconds per request) and ``model_retries`` bound the default
+    model's requests (a model passed as ``llm`` keeps its own settings);
+    ``feedback_hint`` is how the learner says what helped, as the offline answer names it.
 
     >>> from memorist import Memory
     >>> tutor = Tutor(Memory(":memory:", embedder="hashing"), llm=None)
@@ -144,10 +167,19 @@ class Tutor:
         llm: Any = _UNSET,
         store: Any = None,
         remember_facts: bool = True,
+        model_timeout: float = DEFAULT_MODEL_TIMEOUT,
+        model_retries: int = DEFAULT_MODEL_RETRIES,
+        feedback_hint: str = FEEDBACK_HINT,
     ) -> None:
+        if isinstance(model_timeout, bool) or not isinstance(model_timeout, int | float) or not math.isfinite(model_timeout) \
+                or model_timeout <= 0:
+            raise ValidationError("model_timeout", f"must be a number of seconds above 0, got {model_timeout!r}")
+        if isinstance(model_retries, bool) or not isinstance(model_retries, int) or model_retries < 0:
+            raise ValidationError("model_retries", f"must be a whole number >= 0, got {model_retries!r}")
         self.memory = memory
         self.playbook = playbook if playbook is not None else Playbook(memory)
-        self.llm = _default_llm(memory) if llm is Tutor._UNSET else llm
+        self.llm = _default_llm(memory, timeout=float(model_timeout), max_retries=model_retries) if llm is Tutor._UNSET else llm
+        self.feedback_hint = feedback_hint
         self.store = store if store is not None else MemoristStore(memory, agent_id=FACTS_AGENT)
         self.remember_facts = remember_facts
         self.graph = self._build()
@@ -218,6 +250,7 @@ class Tutor:
                 "tool_calls": out["tool_calls"],
                 "facts_added": out.get("facts_added", 0),
                 "memory_error": out.get("memory_error"),
+                "model_error": out.get("model_error"),
             },
         }
 
@@ -257,36 +290,37 @@ class Tutor:
         tools: list[dict[str, Any]] = list(state.get("tool_calls", []))
         system = prompts.TUTOR + ("\n\n" + context if context else "")
         reveal = prompts.REVEAL if params["reveal_answer"] else prompts.NO_REVEAL
-        draft, answer_mode = "", "deterministic"
+        draft, answer_mode, failure = "", "deterministic", None
         if self.llm is not None:
             try:
                 solve = {"cot": self._cot, "tot": self._tot, "react": self._react}[mode]
                 draft = solve(state, system, reveal, thoughts, tools, conf)
+                if not clean_answer(draft):
+                    raise _NoAnswer("its reply held no answer")
                 answer_mode = "llm"
             except MemoristError as exc:
+                failure = model_failure(exc)
                 log.warning("[ACE Runner] The model failed (%s); answering deterministically", preview(exc))
                 thoughts.clear()
                 tools.clear()
         if answer_mode == "deterministic":
-            draft = self._offline(state, bullets, facts, thoughts, tools, conf)
+            draft = self._offline(state, bullets, facts, thoughts, tools, conf, failure)
         return {
             "bullets": [b.to_dict() for b in bullets], "facts": facts, "context": context, "draft": draft,
             "answer_mode": answer_mode, "thoughts": thoughts, "tool_calls": tools, "memory_error": memory_error,
+            "model_error": failure,
         }
 
     def _critic(self, state: TurnState) -> dict[str, Any]:
-        lines = [line for line in str(state.get("draft", "")).replace("\r\n", "\n").split("\n") if not _STEP.match(line)]
-        text = "\n".join(_ANSWER.sub("", line) for line in lines)
-        text = re.sub(r"\[ACE [^\]]*\][^\n]*", "", text)
-        answer = sanitize_answer(text)
+        answer, answer_mode = clean_answer(state.get("draft", "")), state["answer_mode"]
         masked = False
         if not state["params"]["reveal_answer"]:
             answer, masked = mask_reveal(answer, state.get("tool_calls", []))
-        if not answer:
-            answer = sanitize_answer(deterministic_answer(state["question"], []))
+        if not answer:  # the solver answers something; should it not, say so truthfully
+            answer, answer_mode = sanitize_answer(offline_answer([], failure=state.get("model_error"), feedback_hint=self.feedback_hint)), "deterministic"
         log.info("[ACE Graph] critic masked=%s", masked)
-        log.info("[ACE Runner] Answer mode=%s %s", state["answer_mode"], preview(answer))
-        return {"answer": answer}
+        log.info("[ACE Runner] Answer mode=%s %s", answer_mode, preview(answer))
+        return {"answer": answer, "answer_mode": answer_mode}
 
     def _learning(self, state: TurnState, config: RunnableConfig) -> dict[str, Any]:
         turn = config["configurable"]["turn"]
@@ -392,8 +426,15 @@ class Tutor:
             tool, argument = action.group(1).lower(), action.group(2).strip()
             result = self._tool(state, tool, argument, thoughts, tools, step, conf)
             observations.append(f"Action: {tool}[{argument}]\nObservation: {result}")
-        # Out of steps: answer from what the tools found.
-        return tools[-1]["result"] if tools else ""
+        # Out of steps: one request more, without tools, for the answer. A tool's result
+        # is never the answer itself (it may be a stored fact, or an error).
+        steps = state["params"]["max_steps"]
+        _thought(thoughts, f"react out of tool steps ({steps}); asking for the answer")
+        instructions = prompts.REACT_FINAL.format(reveal=reveal) + "\n\n" + "\n".join(observations)
+        reply = self.llm.generate(chat, system=system + "\n\n" + instructions, role="tutor", prompt_version=prompts.REACT_FINAL_VERSION)
+        if _ACTION.search(reply):
+            raise _NoAnswer(f"it did not finish within {steps} tool steps")
+        return reply
 
     def _tool(self, state: TurnState, tool: str, argument: str, thoughts: list[str], tools: list[dict[str, Any]], step: int,
               conf: Mapping[str, Any]) -> str:
@@ -410,8 +451,9 @@ class Tutor:
         return result
 
     def _offline(self, state: TurnState, bullets: Sequence[Bullet], facts: Sequence[Mapping[str, Any]],
-                 thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any]) -> str:
+                 thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any], failure: str | None = None) -> str:
         question, mode = state["question"], state["reasoning_mode"]
+        refused = ""
         if mode == "react":
             expression = find_expression(question)
             if expression:
@@ -421,13 +463,64 @@ class Tutor:
                     if bullets:
                         answer += "\n\nWhat helped you before:\n" + "\n".join(f"- {b.content}" for b in bullets)
                     return answer
-        _thought(thoughts, f"{mode} no model is configured; {len(bullets)} playbook bullets and {len(facts)} facts would be used")
+                reason = result.removeprefix("error: ").removeprefix("expression: ")
+                refused = f"The calculator cannot work out {expression}: the expression {reason}.\n\n"
+        why = f"the model failed ({failure})" if failure else "no model is configured"
+        _thought(thoughts, f"{mode} {why}; {len(bullets)} playbook bullets and {len(facts)} facts would be used")
         for b in bullets:
             _thought(thoughts, f"{mode} would use bullet id={b.id} content={preview(b.content)}")
-        answer = deterministic_answer(question, bullets)
+        answer = refused + offline_answer(bullets, failure=failure, feedback_hint=self.feedback_hint)
         if facts:
             answer += "\n\nWhat I know about you that fits:\n" + "\n".join(f"- {f['text']}" for f in facts)
         return answer
+
+
+class _NoAnswer(InvalidOutputError):
+    """The model answered, but with no answer: an empty reply, or a ReAct loop still
+    calling tools after its last step."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the model gave no answer: {reason}")
+        self.reason = reason
+
+
+def clean_answer(draft: Any) -> str:
+    """The learner's part of a reply: no scratchpad or tool lines, no ``Answer:``
+    label, no ``[ACE ...]`` log text, no stray lone numbers."""
+    lines = [line for line in str(draft or "").replace("\r\n", "\n").split("\n") if not _STEP.match(line)]
+    text = "\n".join(_ANSWER.sub("", line) for line in lines)
+    return sanitize_answer(re.sub(r"\[ACE [^\]]*\][^\n]*", "", text))
+
+
+def model_failure(exc: BaseException) -> str:
+    """Why the model gave no answer, in a few words the learner may read (the
+    details, which may name a server, go to the log)."""
+    if isinstance(exc, _NoAnswer):
+        return exc.reason
+    if isinstance(exc, InvalidOutputError | ValidationError):
+        return "its reply could not be used"
+    status = getattr(exc, "status", None)
+    if status is None:
+        found = re.search(r"\bHTTP (\d{3})\b", str(exc))
+        status = int(found.group(1)) if found else None
+    if status:
+        return f"its service answered HTTP {status}"
+    if isinstance(exc, TransientProviderError) and "timed out" in str(exc):
+        return "it did not answer in time"
+    if isinstance(exc, TransientProviderError) and "connection failed" in str(exc):
+        return "it could not be reached"
+    return "it returned an error"
+
+
+def offline_answer(bullets: Sequence[Bullet], *, failure: str | None = None, feedback_hint: str = FEEDBACK_HINT) -> str:
+    """The answer without a model: why there is none (``failure``: the model failed,
+    e.g. "it did not answer in time"; None: none is configured), and what the
+    learner's playbook holds for the question."""
+    head = f"The language model could not answer ({failure}), {_OFFLINE}" if failure else f"No language model is configured, {_OFFLINE}"
+    if not bullets:
+        return (f"{head} I have no lessons for this learner that fit this question yet; tell me what helped or what "
+                f"did not ({feedback_hint}) and I will remember it.")
+    return "\n".join([f"{head} What I have learned for this learner that fits this question:", *(f"- {b.content}" for b in bullets)])
 
 
 def mask_reveal(answer: str, tool_calls: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
@@ -444,16 +537,21 @@ def mask_reveal(answer: str, tool_calls: Sequence[Mapping[str, Any]]) -> tuple[s
     return masked, masked != answer
 
 
-def _default_llm(memory: Any) -> Any:
-    llm = getattr(memory, "llm", None)
-    if llm is not None:
-        return llm
+def _default_llm(memory: Any, **bounds: Any) -> Any:
+    """The Memory's model, else Gemini with ``GEMINI_API_KEY``, else None; built with
+    ``bounds`` (``timeout``, ``max_retries``) unless the Memory was given a model object."""
     from .. import config
     from ..llm import resolve_llm
 
+    spec = getattr(getattr(memory, "config", None), "llm", None)
+    # A Memory named its model by a spec string: the tutor builds the same model with
+    # its own bounds (the Memory's extraction keeps the provider's).
+    llm = resolve_llm(spec, **bounds) if isinstance(spec, str) else getattr(memory, "llm", None)
+    if llm is not None:
+        return llm
     if config.gemini_api_key():
         try:
-            return resolve_llm("gemini")
+            return resolve_llm("gemini", **bounds)
         except ConfigurationError as exc:
             log.warning("[ACE Runner] Gemini is not usable (%s); answering without a model", exc)
     return None
@@ -464,4 +562,7 @@ def build_tutor_graph(memory: Any, **options: Any) -> Any:
     return Tutor(memory, **options).graph
 
 
-__all__ = ["FACTS_AGENT", "MODES", "Tutor", "TurnState", "build_tutor_graph", "choose_mode", "mask_reveal"]
+__all__ = [
+    "DEFAULT_MODEL_RETRIES", "DEFAULT_MODEL_TIMEOUT", "FACTS_AGENT", "FEEDBACK_HINT", "MODES", "Tutor", "TurnState",
+    "build_tutor_graph", "choose_mode", "clean_answer", "mask_reveal", "model_failure", "offline_answer",
+]

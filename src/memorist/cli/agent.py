@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import click
@@ -30,10 +31,15 @@ def _chat_modules() -> Any:
               help="Seconds to wait for the memory service before answering without it.")
 @click.option("--rate-limit", default="120/min", show_default=True, metavar="N/min", help="Chat requests per user (N/s, N/min, N/h; 'off').")
 @click.option("--burst", type=click.IntRange(min=1), default=20, show_default=True, help="Requests a user may make at once.")
-@click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info", show_default=True)
+@click.option("--model-timeout", type=FiniteFloat(min=0.1), default=30.0, show_default=True, envvar="MEMORIST_CHAT_MODEL_TIMEOUT",
+              show_envvar=True, help="Seconds to wait for the model on each request before answering without it.")
+@click.option("--model-retries", type=click.IntRange(0, 10), default=1, show_default=True, envvar="MEMORIST_CHAT_MODEL_RETRIES",
+              show_envvar=True, help="Times a model request that timed out or failed on the way is tried again.")
+@click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info", show_default=True,
+              help="The log's level: the server's lines, and the tutor's ([ACE Graph], [ACE Thought], [Chat] ...) from info.")
 @pass_app
 def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout: float, rate_limit: str, burst: int,
-         log_level: str) -> None:
+         model_timeout: float, model_retries: int, log_level: str) -> None:
     """Serve the tutor as a chat: the page at /, POST /api/ai/chat.
 
     \b
@@ -44,12 +50,16 @@ def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout:
     The learner's facts live in the memory service (`memorist serve`), reached
     over REST only for messages sent with "Long Term Memory" on; MEMORY_API_KEY
     is the chat's key for it, MEMORY_DECAY_DAYS how long its memories count.
+    The model is the store's (MEMORIST_LLM), else Gemini with GEMINI_API_KEY;
+    a model that fails or does not answer within --model-timeout (tried
+    --model-retries more times) leaves the turn to the offline answer.
     """
     chat_mod = _chat_modules()
     import uvicorn
 
     from ..server.keys import KeyStore
     from ..server.limits import parse_rate
+    from .playbook import ace_logs_to_stderr
 
     try:
         rate = parse_rate(rate_limit)
@@ -66,12 +76,19 @@ def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout:
             f"refusing to serve the chat on {host}: its store {app.label} holds no API key, so anyone could chat as "
             "the one development user. Create a key first (`memorist keys create --tenant NAME --user ID`), or serve on 127.0.0.1."
         )
-    settings = chat_mod.ChatSettings.from_env(memory_url=memory_url, memory_timeout=memory_timeout, rate_per_minute=rate, burst=burst)
-    application = chat_mod.create_chat_app(app.db, settings=settings, embedder=app.embedder, require_keys=not local, local_only=local)
-    url = _url(host, port)
-    click.echo(f"Memorist chat: {url}/  (store {app.label}; memory service {settings.memory_url})")
-    click.echo("  API keys required." if active else "  Development mode: no API key, one user ('default'), loopback only.")
-    try:
-        uvicorn.run(application, host=host, port=port, log_level=log_level)
-    finally:
-        application.state.chat.close()
+    settings = chat_mod.ChatSettings.from_env(memory_url=memory_url, memory_timeout=memory_timeout, rate_per_minute=rate, burst=burst,
+                                              model_timeout=model_timeout, model_retries=model_retries)
+    # The graph's lines ([ACE Graph], [ACE Thought], [ACE Memory], [Chat]) to stderr, as run-turn sends them.
+    with ace_logs_to_stderr(getattr(logging, log_level.upper())):
+        application = chat_mod.create_chat_app(app.db, settings=settings, embedder=app.embedder, require_keys=not local,
+                                               local_only=local)
+        url = _url(host, port)
+        click.echo(f"Memorist chat: {url}/  (store {app.label}; memory service {settings.memory_url})")
+        click.echo("  API keys required." if active else "  Development mode: no API key, one user ('default'), loopback only.")
+        model = application.state.chat.tutor.llm
+        click.echo(f"  Model: {model.name}, {model_timeout:g} s a request." if model is not None and hasattr(model, "name")
+                   else "  No model: the tutor answers offline (arithmetic by its calculator).")
+        try:
+            uvicorn.run(application, host=host, port=port, log_level=log_level)
+        finally:
+            application.state.chat.close()

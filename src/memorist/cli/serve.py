@@ -9,6 +9,7 @@ import click
 from click.core import ParameterSource
 
 from ..config import SERVE_ENVIRONMENT, serve_environment
+from ..errors import ConfigurationError
 from .app import App, CommandError, FiniteFloat, cli, pass_app, when
 
 # Defaults of memorist.server.limits, repeated here so `memorist --help` imports no FastAPI.
@@ -60,6 +61,16 @@ def _hint(option: str, var: str | None = None) -> str:
     return f"{var} (the default of {flag})" if var else flag
 
 
+def _source(option: str, settings: dict[str, Any]) -> str:
+    """What gave ``option`` its value, for an error: its flag, or its variable."""
+    from_environment = option in settings.get("from environment", ())
+    return _hint(option, SERVE_ENVIRONMENT[option] if from_environment else None)
+
+
+#: The options of ServerLimits' fields, where their names differ.
+_LIMIT_OPTIONS = {"rate_per_minute": "rate_limit", "auth_failures_per_minute": "auth_failures"}
+
+
 def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host and not host.startswith("[") else f"http://{host}:{port}"
 
@@ -77,15 +88,23 @@ def _server_modules() -> Any:
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on. Other than loopback needs API keys.")
 @click.option("--port", type=click.IntRange(0, 65535), default=6060, show_default=True, help="Port to listen on.")
-@click.option("--rate-limit", default="600/min", show_default=True, metavar="N/min", help="Requests per API key (N/s, N/min, N/h; 'off').")
-@click.option("--burst", type=click.IntRange(min=1), default=60, show_default=True, help="Requests a key may make at once.")
-@click.option("--max-body-bytes", type=click.IntRange(min=1), default=_MAX_BODY_BYTES, show_default=True, help="Largest request body (413 beyond).")
-@click.option("--max-messages", type=click.IntRange(min=1), default=_MAX_MESSAGES, show_default=True, help="Most messages in one add (413 beyond).")
-@click.option("--max-text-chars", type=click.IntRange(min=1), default=_MAX_TEXT_CHARS, show_default=True, help="Longest message, query or memory text (422 beyond).")
+@click.option("--rate-limit", default="600/min", show_default=True, metavar="N/min",
+              help="Requests per API key (N/s, N/min, N/h; 'off')." + _env("rate_limit"))
+@click.option("--burst", type=click.IntRange(min=1), default=60, show_default=True,
+              help="Requests a key may make at once." + _env("burst"))
+@click.option("--max-body-bytes", type=click.IntRange(min=1), default=_MAX_BODY_BYTES, show_default=True,
+              help="Largest request body (413 beyond)." + _env("max_body_bytes"))
+@click.option("--max-messages", type=click.IntRange(min=1), default=_MAX_MESSAGES, show_default=True,
+              help="Most messages in one add (413 beyond)." + _env("max_messages"))
+@click.option("--max-text-chars", type=click.IntRange(min=1), default=_MAX_TEXT_CHARS, show_default=True,
+              help="Longest message, query or memory text (422 beyond)." + _env("max_text_chars"))
 @click.option("--max-connections", type=click.IntRange(min=1),
               help="Open connections at most; beyond, the one waiting longest is closed. [default: the descriptor limit less a reserve]" + _env("max_connections"))
 @click.option("--max-concurrency", type=click.IntRange(min=1), default=_MAX_CONCURRENCY, show_default=True,
               help="/api/ requests at work at once (503 beyond)." + _env("max_concurrency"))
+@click.option("--max-concurrency-per-caller", type=click.IntRange(min=1),
+              help="/api/ requests of one API key (without keys: one client) at work at once (429 beyond). "
+              "[default: a quarter of --max-concurrency, at least 2]" + _env("max_concurrency_per_caller"))
 @click.option("--timeout-keep-alive", type=FiniteFloat(min=0, min_open=True, max=86_400), default=_TIMEOUT_KEEP_ALIVE,
               show_default=True, metavar="S",
               help="Seconds an idle kept-alive connection stays open." + _env("timeout_keep_alive"))
@@ -112,6 +131,7 @@ def serve(
     max_text_chars: int,
     max_connections: int | None,
     max_concurrency: int,
+    max_concurrency_per_caller: int | None,
     timeout_keep_alive: float,
     timeout_head: float,
     timeout_body: float,
@@ -130,10 +150,15 @@ def serve(
     request needs one, in 'Authorization: Bearer <key>' or 'X-API-Key: <key>'.
     """
     settings = _environment_defaults({
-        "max_connections": max_connections, "max_concurrency": max_concurrency, "timeout_keep_alive": timeout_keep_alive,
+        "rate_limit": rate_limit, "burst": burst, "max_body_bytes": max_body_bytes, "max_messages": max_messages,
+        "max_text_chars": max_text_chars, "max_connections": max_connections, "max_concurrency": max_concurrency,
+        "max_concurrency_per_caller": max_concurrency_per_caller, "timeout_keep_alive": timeout_keep_alive,
         "timeout_head": timeout_head, "timeout_body": timeout_body, "auth_failures": auth_failures,
     })
+    rate_limit, burst = settings["rate_limit"], settings["burst"]
+    max_body_bytes, max_messages, max_text_chars = settings["max_body_bytes"], settings["max_messages"], settings["max_text_chars"]
     max_connections, max_concurrency = settings["max_connections"], settings["max_concurrency"]
+    max_concurrency_per_caller = settings["max_concurrency_per_caller"]
     timeout_keep_alive, timeout_head, timeout_body = settings["timeout_keep_alive"], settings["timeout_head"], settings["timeout_body"]
     auth_failures = settings["auth_failures"]
     if not create:
@@ -146,8 +171,8 @@ def serve(
     app.arguments = {"rate_per_minute": "--rate-limit", "burst": "--burst"}
     try:
         rate = parse_rate(rate_limit)
-    except Exception as exc:
-        raise click.BadParameter(str(exc), param_hint="--rate-limit") from exc
+    except ConfigurationError as exc:
+        raise click.BadParameter(str(exc), param_hint=_source("rate_limit", settings)) from exc
     from ..server.connections import (
         ConnectionGuard,
         accept_backlog,
@@ -163,21 +188,29 @@ def serve(
         raise click.BadParameter(
             f"{max_connections} connections need more descriptors than this process may open ({descriptors}; "
             "raise it with `ulimit -n`)",
-            param_hint=_hint("max_connections", SERVE_ENVIRONMENT["max_connections"] if "max_connections" in settings.get("from environment", ()) else None),
+            param_hint=_source("max_connections", settings),
         )
-    limits = server.ServerLimits(
-        max_body_bytes=max_body_bytes,
-        max_messages=max_messages,
-        max_text_chars=max_text_chars,
-        rate_per_minute=rate,
-        burst=burst,
-        auth_failures_per_minute=auth_failures,
-        max_concurrency=max_concurrency,
-        timeout_keep_alive=timeout_keep_alive,
-        timeout_head=timeout_head,
-        timeout_body=timeout_body,
-        max_connections=max_connections,
-    )
+    try:
+        limits = server.ServerLimits(
+            max_body_bytes=max_body_bytes,
+            max_messages=max_messages,
+            max_text_chars=max_text_chars,
+            rate_per_minute=rate,
+            burst=burst,
+            auth_failures_per_minute=auth_failures,
+            max_concurrency=max_concurrency,
+            max_concurrency_per_caller=max_concurrency_per_caller,
+            timeout_keep_alive=timeout_keep_alive,
+            timeout_head=timeout_head,
+            timeout_body=timeout_body,
+            max_connections=max_connections,
+        )
+    except ConfigurationError as exc:  # a bound the option's type does not know (a number too large)
+        field, _, problem = str(exc).partition(" ")
+        option = _LIMIT_OPTIONS.get(field, field)
+        if option not in SERVE_ENVIRONMENT:
+            raise
+        raise click.BadParameter(problem, param_hint=_source(option, settings)) from exc
     guard = ConnectionGuard(max_connections=max_connections, timeout_head=timeout_head, timeout_body=timeout_body)
     local = is_loopback(host)
     # The app checks the store before anything writes into it (the keys' table
@@ -219,7 +252,8 @@ def serve(
     if rate:
         click.echo(f"  Limits: {rate:g} requests/min per key (bursts of {burst}), bodies up to {max_body_bytes:,} bytes, {max_messages} messages per add.")
     click.echo(
-        f"  Connections: at most {max_connections:,} open, {max_concurrency} requests at work; heads within "
+        f"  Connections: at most {max_connections:,} open, {max_concurrency} requests at work "
+        f"({limits.caller_share} per {'key' if active else 'client'}); heads within "
         f"{timeout_head:g} s, bodies within {timeout_body:g} s, idle connections kept {timeout_keep_alive:g} s."
     )
     try:

@@ -20,10 +20,15 @@ Before any route, :class:`ServiceMiddleware` does what every request needs:
    per client address);
 3. the body is read up to ``max_body_bytes`` (413 beyond) within ``timeout_body``
    seconds (408 beyond);
-4. an ``/api/`` request is worked on only while fewer than ``max_concurrency`` are
-   (503 with ``Retry-After`` beyond), under a work meter (:mod:`memorist.work`): the
-   call is given up when its client disconnects, and its caller's bucket is charged
-   for the work it did;
+4. an ``/api/`` request is taken only while fewer than ``max_concurrency`` are at
+   work (503 with ``Retry-After`` beyond) and fewer than its caller's share of them
+   (``ServerLimits.caller_share``; 429 with ``Retry-After`` beyond); it runs when its
+   caller's turn comes (:class:`.limits.WorkShares`: a caller whose requests are
+   costly runs them one at a time, so they never queue in the store ahead of other
+   callers'), under a work meter (:mod:`memorist.work`): the call is given up when
+   its client disconnects, and its caller's bucket is charged for the work it did.
+   The worker threads outnumber the requests at work: a request never waits for a
+   thread, whatever the others do;
 5. every answer carries a content-security policy and frame options (the panel and
    the API's documentation load only what the package ships);
 6. an exception nothing else handled becomes a generic 500, logged with its
@@ -40,6 +45,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from anyio import to_thread
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
@@ -52,7 +58,7 @@ from ..work import Meter, metered
 from .deps import Caller, Service, has_key_table, store_damage
 from .errors import INTERNAL_MESSAGE, error_response, install_error_handlers
 from .keys import KeyStore
-from .limits import WORK_PER_TOKEN, ServerLimits
+from .limits import SPARE_THREADS, WORK_PER_TOKEN, ServerLimits, WorkShares
 from .routes import ROUTERS
 from .tenants import Tenants
 
@@ -89,6 +95,33 @@ def _security_headers(path: str) -> list[tuple[bytes, bytes]]:
     ]
 
 
+def with_security_headers(message: Message, path: str) -> Message:
+    """An ``http.response.start`` message with the security headers of ``path``
+    (replacing any of the same name)."""
+    extra = _security_headers(path)
+    names = {k for k, _ in extra}
+    return {**message, "headers": [h for h in message.get("headers", ()) if h[0].lower() not in names] + extra}
+
+
+class SecurityHeaders:
+    """ASGI middleware: every answer carries the security headers (the chat's app;
+    :class:`ServiceMiddleware` adds them itself)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+
+        async def send_with_headers(message: Message) -> None:
+            await send(with_security_headers(message, path) if message["type"] == "http.response.start" else message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -105,21 +138,31 @@ class ServiceMiddleware:
     def __init__(self, app: ASGIApp, service: Service) -> None:
         self.app = app
         self.service = service
-        self.at_work = 0  # /api/ requests past their body, not yet answered (one event loop: no lock)
+        limits = service.limits
+        # /api/ requests past their body, not yet answered, in all and per caller
+        self.work = WorkShares(limits.max_concurrency, limits.caller_share)
+        self.threads = limits.max_concurrency + SPARE_THREADS
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        # Routes, and the keys' check, run on the event loop's default thread pool
+        # (anyio's: 40 threads unless raised). Each request at work holds one thread,
+        # so the pool is made larger than the requests at work; else a few callers,
+        # each within its share, could hold every thread and the next request, even
+        # of another caller, would wait for theirs to finish.
+        limiter = to_thread.current_default_thread_limiter()
+        if limiter.total_tokens < self.threads:
+            limiter.total_tokens = self.threads
         started = False
-        extra = _security_headers(scope["path"])
+        path = scope["path"]
 
         async def send_tracked(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                headers = [h for h in message.get("headers", ()) if h[0].lower() not in {k for k, _ in extra}]
-                message = {**message, "headers": headers + extra}
+                message = with_security_headers(message, path)
             await send(message)
 
         try:
@@ -157,13 +200,23 @@ class ServiceMiddleware:
         await self.app(scope, receive, send)
 
     async def _work(self, scope: Scope, body: bytes, receive: Receive, send: Send, caller: Caller) -> None:
-        """Run an /api/ request whose body is read: within the concurrency limit, under
-        a work meter that is cancelled if the client leaves before its answer, and
+        """Run an /api/ request whose body is read: within the concurrency limit and its
+        caller's share of it, when its caller's turn comes (:class:`.limits.WorkShares`),
+        under a work meter that is cancelled if the client leaves before its answer, and
         charged to the caller's bucket by the work it did."""
         limits = self.service.limits
-        if self.at_work >= limits.max_concurrency:
+        refused = self.work.enter(caller.bucket)
+        if refused == "service":
             await error_response(
                 503, f"the service is at its limit of {limits.max_concurrency} requests at work at once; retry shortly",
+                headers={"Retry-After": "1"},
+            )(scope, receive, send)
+            return
+        if refused == "caller":
+            who = "this API key" if caller.key_id else "this client"
+            await error_response(
+                429, f"{who} has {limits.caller_share} requests at work, the most one caller may have at once; "
+                "retry when one is answered",
                 headers={"Retry-After": "1"},
             )(scope, receive, send)
             return
@@ -196,16 +249,18 @@ class ServiceMiddleware:
                 answered = True
             await send(message)
 
-        self.at_work += 1
+        ran = False
+        watcher = asyncio.ensure_future(watch())
         try:
+            # The caller's requests beyond its window wait here, not in the store.
+            if not await self.work.turn(caller.bucket, gone):
+                return  # its client left while it waited: nobody to answer
+            ran = True
             with metered(meter):
-                watcher = asyncio.ensure_future(watch())
-                try:
-                    await self.app(scope, replay, send_answer)
-                finally:
-                    watcher.cancel()
+                await self.app(scope, replay, send_answer)
         finally:
-            self.at_work -= 1
+            watcher.cancel()
+            self.work.leave(caller.bucket, meter.units if ran else None)
             if meter.units and caller.bucket:
                 self.service.limiter.charge(caller.bucket, meter.units / WORK_PER_TOKEN)
 
@@ -294,9 +349,10 @@ _DOCS_PAGE = """<!doctype html>
 """
 
 
-def _register_docs(app: FastAPI) -> None:
+def register_docs(app: FastAPI) -> None:
     """/docs (Swagger UI) and /redoc (ReDoc) from files in the installed packages: no
-    CDN (a page that works offline, and no third-party script on the panel's origin)."""
+    CDN (a page that works offline, and no third-party script on the panel's origin).
+    The chat's app has them too."""
     assets = _docs_assets()
     title = app.title
 
@@ -313,7 +369,7 @@ def _register_docs(app: FastAPI) -> None:
         return page(
             '<link rel="stylesheet" href="/docs-assets/swagger-ui.css"><link rel="icon" href="/docs-assets/favicon.png">',
             '<div id="swagger-ui"></div><script src="/docs-assets/swagger-ui-bundle.js"></script>'
-            '<script src="/static/docs.js"></script>',
+            '<script src="/docs-assets/docs.js"></script>',
         )
 
     @app.get("/redoc", include_in_schema=False)
@@ -326,6 +382,12 @@ def _register_docs(app: FastAPI) -> None:
         )
 
     if assets is not None:
+        # Swagger UI's start-up script is this package's (in the panel's static files):
+        # a route before the mount, so an app without the panel serves it too.
+        @app.get("/docs-assets/docs.js", include_in_schema=False)
+        def swagger_ui_start() -> FileResponse:
+            return FileResponse(STATIC_DIR / "docs.js", media_type="text/javascript")
+
         app.mount("/docs-assets", StaticFiles(directory=assets), name="docs-assets")
 
 
@@ -422,7 +484,7 @@ def create_app(
     for router in ROUTERS:
         app.include_router(router)
     _register_panel(app)
-    _register_docs(app)
+    register_docs(app)
     app.add_middleware(ServiceMiddleware, service=service)
     return app
 
@@ -432,4 +494,6 @@ def service_of(app: FastAPI) -> Service:
     return app.state.service
 
 
-__all__: list[str] = ["Caller", "Service", "ServiceMiddleware", "create_app", "service_of"]
+__all__: list[str] = [
+    "Caller", "SecurityHeaders", "Service", "ServiceMiddleware", "create_app", "register_docs", "service_of", "with_security_headers",
+]

@@ -1,4 +1,5 @@
-"""What one request may cost: :class:`ServerLimits` and the per-key :class:`RateLimiter`.
+"""What one request may cost: :class:`ServerLimits`, the per-key :class:`RateLimiter`
+and the requests at work, :class:`WorkShares`.
 
 The limits are data, read when the app is built (``create_app(limits=...)``,
 ``memorist serve --max-body-bytes ...``); the rate limiter is a token bucket per
@@ -7,14 +8,23 @@ token when it is admitted and, when it is done, one more per :data:`WORK_PER_TOK
 units of work it did (:mod:`memorist.work`: memories read or scored, filter
 conditions checked), so a costly search drains its caller's bucket as a hundred
 cheap ones would. Failed key guesses have their own bucket per client address.
+
+The bucket alone cannot keep callers apart: a request's work is known only when it
+is done, so a burst of costly requests is all admitted before the first is charged,
+and while they run they hold the worker threads, and the tenant's store, every other
+caller needs. So one caller has at most a share of the requests at work (a quarter
+of them by default), and runs them as its work so far allows (:class:`WorkShares`):
+costly ones one at a time, cheap ones side by side.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,6 +46,20 @@ DEFAULT_AUTH_FAILURES_PER_MINUTE = 20.0
 #: every request takes: a plain search does a few hundred, a 1,000-condition filter
 #: checked against 5,000 memories five million (about a second of CPU: 500 tokens).
 WORK_PER_TOKEN = 10_000
+#: The largest whole-number limit (a body of about 1 GB, as many messages...).
+MAX_WHOLE = MAX_LIMIT * 1024
+#: Units of work after which a request counts as costly for its caller's window
+#: (:class:`WorkShares`): about 40 ms of CPU.
+COSTLY_UNITS = 20 * WORK_PER_TOKEN
+#: Worker threads beyond ``max_concurrency``: for what runs outside the requests at
+#: work (checking keys, ``/healthz``, the panel's files), so that it never waits for them.
+SPARE_THREADS = 16
+
+
+def default_caller_share(max_concurrency: int) -> int:
+    """The requests one caller may have at work when nothing says otherwise: a
+    quarter of ``max_concurrency`` (at least 2)."""
+    return max(2, max_concurrency // 4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +76,13 @@ class ServerLimits:
     ``auth_failures_per_minute``: requests with a wrong key one client address may
     make (bursts of as many); beyond, 429 before the key is even looked at. 0: no
     limit.
-    ``max_concurrency``: ``/api/`` requests at work at once (their bodies read);
-    beyond, 503 with ``Retry-After`` (``/healthz`` is never refused).
+    ``max_concurrency``: ``/api/`` requests at work at once (their bodies read:
+    running, or waiting their caller's turn); beyond, 503 with ``Retry-After``
+    (``/healthz`` is never refused).
+    ``max_concurrency_per_caller``: those of one caller (an API key; on a
+    development server, a client: address and ``User-Agent``, as its bucket);
+    beyond, 429 with ``Retry-After``. None: :func:`default_caller_share`; never
+    more than ``max_concurrency`` (:attr:`caller_share`).
     ``timeout_body``: seconds a request's body may take to arrive (408 beyond).
     ``timeout_keep_alive``, ``timeout_head`` and ``max_connections`` bound the
     connections (:mod:`.connections`, used by ``memorist serve``): seconds an idle
@@ -73,14 +102,16 @@ class ServerLimits:
     timeout_head: float = DEFAULT_TIMEOUT_HEAD
     timeout_body: float = DEFAULT_TIMEOUT_BODY
     max_connections: int | None = None
+    max_concurrency_per_caller: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_messages", "max_text_chars", "burst", "max_concurrency", "max_connections"):
+        for name in ("max_body_bytes", "max_messages", "max_text_chars", "burst", "max_concurrency", "max_connections",
+                     "max_concurrency_per_caller"):
             value = getattr(self, name)
-            if value is None and name == "max_connections":
+            if value is None and name in ("max_connections", "max_concurrency_per_caller"):
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT * 1024:
-                raise ConfigurationError(f"{name} must be a whole number >= 1, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WHOLE:
+                raise ConfigurationError(f"{name} must be a whole number from 1 to {MAX_WHOLE:,}, got {value!r}")
         for name in ("rate_per_minute", "auth_failures_per_minute"):
             rate = getattr(self, name)
             if isinstance(rate, bool) or not isinstance(rate, int | float) or not math.isfinite(rate) or rate < 0:
@@ -89,6 +120,12 @@ class ServerLimits:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not 0 < value <= 86_400:
                 raise ConfigurationError(f"{name} must be a number of seconds > 0 (at most a day), got {value!r}")
+
+    @property
+    def caller_share(self) -> int:
+        """The ``/api/`` requests one caller may have at work at once."""
+        share = self.max_concurrency_per_caller or default_caller_share(self.max_concurrency)
+        return min(share, self.max_concurrency)
 
 
 _UNITS = {"s": 60.0, "sec": 60.0, "second": 60.0, "m": 1.0, "min": 1.0, "minute": 1.0, "h": 1 / 60, "hour": 1 / 60}
@@ -105,7 +142,10 @@ def parse_rate(text: str) -> float:
     if match is None or (unit is not None and unit.rstrip("s") not in _UNITS and unit not in _UNITS):
         raise ConfigurationError(f"a rate is N/min, N/s or N/h (or 'off'), got {text!r}")
     factor = _UNITS.get(unit, _UNITS.get(unit.rstrip("s"), 1.0)) if unit else 1.0
-    return float(match.group(1)) * factor
+    rate = float(match.group(1)) * factor
+    if not math.isfinite(rate):  # 400 digits are a float's infinity
+        raise ConfigurationError(f"a rate must be a finite number, got {text!r}")
+    return rate
 
 
 class RateLimiter:
@@ -174,4 +214,126 @@ class RateLimiter:
             del self._buckets[key]
 
 
-__all__ = ["WORK_PER_TOKEN", "RateLimiter", "ServerLimits", "parse_rate"]
+class _Share:
+    """One caller's requests at work: how many run, those waiting their turn, and how
+    many it may run at once (its window)."""
+
+    __slots__ = ("in_service", "running", "waiting", "window")
+
+    def __init__(self) -> None:
+        self.in_service = 0  # running or waiting
+        self.running = 0
+        self.waiting: deque[asyncio.Future[None]] = deque()
+        self.window = 1
+
+
+class WorkShares:
+    """The ``/api/`` requests at work: at most ``total`` at once, at most ``per_caller``
+    of one caller, and of those, as many running at once as the caller's window.
+
+    A caller's requests beyond its window wait their turn here, in order; other
+    callers' requests do not wait behind them. The window opens by one each time a
+    request of the caller ends having done little work, up to ``per_caller``, and
+    halves (to one at least) each time one did ``costly_units`` or more
+    (:mod:`memorist.work`). A caller starts at one, so a burst of costly requests runs
+    one at a time from the first: a tenant's store answers its reads one at a time,
+    and a costly search keeps it while it checks its filter, so requests let in all
+    at once would each keep every other caller of the tenant waiting, and would hold
+    as many threads. Cheap requests open the window within a few answers.
+
+    Counted on the event loop, which is one thread: no lock. What it knows of idle
+    callers (their windows) is forgotten when there are many.
+    """
+
+    _PRUNE_AT = 10_000
+
+    def __init__(self, total: int, per_caller: int, *, costly_units: int = COSTLY_UNITS) -> None:
+        self.total = total
+        self.per_caller = per_caller
+        self.costly_units = costly_units
+        self.at_work = 0
+        self._shares: dict[str, _Share] = {}
+
+    def enter(self, caller: str) -> str | None:
+        """Count a request of ``caller`` as at work: None when it is, else which limit
+        is reached: ``"service"`` (``total``) or ``"caller"`` (``per_caller``). A
+        request counted must :meth:`leave`, and may run once :meth:`turn` says so."""
+        if self.at_work >= self.total:
+            return "service"
+        share = self._shares.get(caller)
+        if share is None:
+            if len(self._shares) >= self._PRUNE_AT:
+                self._prune()
+            share = self._shares[caller] = _Share()
+        if share.in_service >= self.per_caller:
+            return "caller"
+        share.in_service += 1
+        self.at_work += 1
+        return None
+
+    async def turn(self, caller: str, gone: asyncio.Event) -> bool:
+        """Wait until the request may run: True then (it runs), False if ``gone`` was
+        set first (its client left; it never ran)."""
+        share = self._shares[caller]
+        if share.running < share.window and not share.waiting:
+            share.running += 1
+            return True
+        ticket: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        share.waiting.append(ticket)
+        left = asyncio.ensure_future(gone.wait())
+        try:
+            await asyncio.wait((ticket, left), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            self._give_back(share, ticket)
+            raise
+        finally:
+            left.cancel()
+        if ticket.done():
+            return True  # its turn came (running counts it): it runs, even if its client just left
+        self._give_back(share, ticket)
+        return False
+
+    def leave(self, caller: str, units: int | None) -> None:
+        """A request :meth:`enter` counted is answered (or given up). ``units``: the work
+        it did, None if it never ran."""
+        share = self._shares[caller]
+        share.in_service -= 1
+        self.at_work -= 1
+        if units is not None:
+            share.running -= 1
+            share.window = max(1, share.window // 2) if units >= self.costly_units else min(self.per_caller, share.window + 1)
+        self._next(share)
+
+    def window(self, caller: str) -> int:
+        """The requests ``caller`` may run at once now."""
+        share = self._shares.get(caller)
+        return share.window if share is not None else 1
+
+    def running(self, caller: str) -> int:
+        """``caller``'s requests running now (not those waiting their turn)."""
+        share = self._shares.get(caller)
+        return share.running if share is not None else 0
+
+    def _give_back(self, share: _Share, ticket: asyncio.Future[None]) -> None:
+        """A waiter that will not run: out of the line, or its turn to the next."""
+        if ticket.done() and not ticket.cancelled():
+            share.running -= 1
+            self._next(share)
+        else:
+            ticket.cancel()
+            if ticket in share.waiting:
+                share.waiting.remove(ticket)
+
+    def _next(self, share: _Share) -> None:
+        while share.waiting and share.running < share.window:
+            ticket = share.waiting.popleft()
+            if not ticket.done():
+                share.running += 1
+                ticket.set_result(None)
+
+    def _prune(self) -> None:
+        for caller in [c for c, share in self._shares.items() if not share.in_service]:
+            del self._shares[caller]
+
+
+__all__ = ["COSTLY_UNITS", "SPARE_THREADS", "WORK_PER_TOKEN", "RateLimiter", "ServerLimits", "WorkShares", "default_caller_share", "parse_rate"]

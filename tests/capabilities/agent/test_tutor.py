@@ -9,10 +9,11 @@ import logging
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
-from memorist import Memory, Playbook
+from memorist import Memory, Playbook, ProviderError, TransientProviderError
 from memorist.agent.tutor import Tutor, choose_mode, mask_reveal
 from memorist.llm.testing import ScriptedLLM
 from memorist.roles.learning import Lesson, Reflection
@@ -81,6 +82,11 @@ def test_offline_modes_say_so_and_show_the_memories_they_would_use(tmp_path):
     ("Explain what a denominator is", "cot"),
     ("Which method is the best way to compare fractions?", "tot"),
     ("Hello!", "cot"),
+    ("What is 1,000 + 1?", "react"),
+    ("What is 7 % 3?", "react"),
+    ("what is 2 to the power of 10", "react"),
+    ("Can you help me prepare for my test on 12/5?", "tot"),  # a date, not a division
+    ("My number is 555-1234", "cot"),
 ])
 def test_the_router_chooses_the_mode_from_the_question(question, mode):
     assert choose_mode(question)[0] == mode
@@ -276,3 +282,109 @@ def test_memorist_demo_agent_runs_two_conversations_offline(tmp_path):
     result = json.loads(as_json.stdout)
     assert result["learned"] <= 2 and result["friday"]["injected_learned_bullet"] and result["monday"]["reasoning_mode"] == "react"
     assert list(tmp_path.iterdir()) == []  # the demo's store was temporary
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("What is 1,000 + 1?", "1000 + 1 = 1001"),
+    ("What is 1,000,000 / 2?", "1000000 / 2 = 500000"),
+    ("What is 2.5e3 + 1?", "2.5e3 + 1 = 2501"),
+    ("My number is 555-1234, what is 3+3?", "3+3 = 6"),
+    ("What is 7 // 2?", "7 // 2 = 3"),
+])
+def test_the_offline_calculator_answers_the_arithmetic_asked_about(question, answer):
+    """Before: `000 + 1 = 1`, `000 / 2 = 0`, `3 + 1 = 4`, `555-1234 = -679`, and `7 // 2`
+    was not arithmetic at all."""
+    with Memory(":memory:", embedder="hashing") as memory:
+        out = Tutor(memory, llm=None, remember_facts=False).run_turn({"messages": [{"role": "user", "content": question}]})
+    assert (out["answer"], out["mode"], out["scratch"]["reasoning_mode"]) == (answer, "deterministic", "react")
+
+
+def test_a_number_the_calculator_refuses_is_not_answered_wrongly():
+    with Memory(":memory:", embedder="hashing") as memory:
+        out = Tutor(memory, llm=None, remember_facts=False).run_turn({"messages": [{"role": "user", "content": "what's 1e400 * 2"}]})
+    assert out["answer"].startswith("The calculator cannot work out 1e400 * 2: the expression has a number of more than 200 digits")
+    assert "800" not in out["answer"] and "No language model is configured" in out["answer"]
+
+
+@pytest.mark.parametrize(("final", "question"), [
+    ("Action: calculator[12*5]", "What is 12 * 5?"),  # a model that keeps computing
+    ('Action: calculator[__import__("os")]', "What is 12 * 5?"),  # whose tool says "error: ..."
+    ("Action: memory_search[fractions]", "What is 12 * 5?"),  # whose tool returns stored facts
+])
+def test_a_react_model_out_of_steps_never_answers_with_a_tool_result(final, question):
+    """Before, the last tool result became the answer (`'60'`, `'error: expression: has
+    Call ...'`, a stored fact), with mode llm."""
+    with Memory(":memory:", embedder="hashing") as memory:
+        llm = ScriptedLLM([final] * 5, max_retries=0)
+        tutor = Tutor(memory, llm=llm, remember_facts=False)
+        tutor.store.put(("default", "profile"), "f", {"text": "Learner gets confused when adding fractions"})
+        out = tutor.run_turn({"messages": [{"role": "user", "content": question}]})
+        # The fifth request asked for the answer without tools; the model still called one.
+        assert len(llm.requests) == 5 and "You have used all your tool steps" in llm.requests[4].system
+    assert out["mode"] == "deterministic" and out["answer"] == "12 * 5 = 60"  # the offline calculator, truthfully
+    assert out["scratch"]["model_error"] == "it did not finish within 4 tool steps"
+    assert "error:" not in out["answer"] and "confused" not in out["answer"]
+
+
+def test_a_react_model_out_of_steps_is_asked_for_its_answer():
+    with Memory(":memory:", embedder="hashing") as memory:
+        llm = ScriptedLLM(["Action: calculator[12*5]"] * 4 + ["Answer: Twelve fives are 60."])
+        out = Tutor(memory, llm=llm, remember_facts=False).run_turn({"messages": [{"role": "user", "content": "What is 12 * 5?"}]})
+    assert (out["mode"], out["answer"]) == ("llm", "Twelve fives are 60.")
+    assert "Observation: 60" in llm.requests[4].system and len(out["scratch"]["tool_calls"]) == 4
+
+
+@pytest.mark.parametrize(("script", "question", "reason"), [
+    ([TransientProviderError("openai-compatible:m: the request timed out")] * 2, "Why do we flip the fraction?", "it did not answer in time"),
+    ([TransientProviderError("openai-compatible:m: connection failed: refused")] * 2, "Why do we flip the fraction?", "it could not be reached"),
+    ([TransientProviderError("openai-compatible:m: HTTP 500: boom", status=500)] * 2, "Why do we flip the fraction?", "its service answered HTTP 500"),
+    ([TransientProviderError("openai-compatible:m: the completion had no choices")] * 2, "Why do we flip the fraction?", "it returned an error"),
+    ([ProviderError("openai-compatible:m: HTTP 401, the API key was refused: no")], "Why do we flip the fraction?", "its service answered HTTP 401"),
+    (["not json", "still not json"], "What is the best way to study fractions?", "its reply could not be used"),
+    ([""], "Why do we flip the second fraction when dividing?", "its reply held no answer"),
+    (["Step 1: think.\nStep 2: more."], "Why do we flip the fraction?", "its reply held no answer"),
+])
+def test_a_failed_model_is_named_as_failed_and_the_mode_says_who_answered(script, question, reason):
+    """Before, every failure read "No language model is configured", and an empty reply
+    gave that text with mode llm."""
+    with Memory(":memory:", embedder="hashing") as memory:
+        tutor = Tutor(memory, llm=ScriptedLLM(script, max_retries=1), remember_facts=False)
+        out = tutor.run_turn({"messages": [{"role": "user", "content": question}]})
+    assert out["mode"] == "deterministic" and out["scratch"]["model_error"] == reason
+    assert out["answer"].startswith(f"The language model could not answer ({reason}), so this is a deterministic reply")
+    assert "No language model is configured" not in out["answer"]
+
+
+def test_the_tutor_bounds_its_model_and_a_hanging_model_fails_fast(fake_server, monkeypatch):
+    """Before, the tutor used the provider's 60 s and 2 retries: a model that hangs held
+    one turn for three minutes."""
+    from fake_openai import delay, text
+
+    fake_server.reset()
+    monkeypatch.setenv("MEMORIST_LLM_BASE_URL", fake_server.base_url)
+    # The model answers after a minute (a model that hangs): the tutor must not wait for it.
+    fake_server.script("chat", delay(60, text("Answer: late")), delay(60, text("Answer: late")))
+    with Memory(":memory:", embedder="hashing", llm="openai-compatible:fake") as memory:
+        assert (memory.llm.timeout, memory.llm.max_retries) == (60.0, 2)  # the provider's defaults
+        bounded = Tutor(memory, remember_facts=False)
+        assert (bounded.llm.name, bounded.llm.timeout, bounded.llm.max_retries) == ("openai-compatible:fake", 30.0, 1)
+        tutor = Tutor(memory, remember_facts=False, model_timeout=0.5, model_retries=1)
+        assert tutor.llm.client is not None  # the SDK imported before the clock starts
+        started = time.monotonic()
+        out = tutor.run_turn({"messages": [{"role": "user", "content": "Why do fractions need a common denominator?"}]})
+        took = time.monotonic() - started
+    assert took < 20, took  # 2 x 0.5 s and a backoff; the provider's defaults: 3 x 60 s
+    assert len(fake_server.calls("chat")) == 2  # the request and one retry
+    assert out["mode"] == "deterministic" and out["scratch"]["model_error"] == "it did not answer in time"
+    assert "did not answer in time" in out["answer"]
+    fake_server.reset()
+
+
+@pytest.mark.parametrize(("option", "value"), [("model_timeout", 0), ("model_timeout", float("nan")), ("model_retries", -1),
+                                               ("model_retries", 1.5)])
+def test_the_model_bounds_are_checked(option, value):
+    from memorist import ValidationError
+
+    with Memory(":memory:", embedder="hashing") as memory, pytest.raises(ValidationError) as info:
+        Tutor(memory, llm=None, **{option: value})
+    assert info.value.field == option

@@ -170,3 +170,37 @@ def test_everything_works_from_the_keyboard(page, chat):
     page.keyboard.press("Escape")
     expect(drawer).to_be_hidden()
     expect(indicator).to_be_focused()
+
+
+def test_the_last_answer_can_be_marked_helpful_and_the_playbook_learns_from_it(page, chat):
+    """Before, the page could send no outcome, and its reply pointed at a "feedback"
+    field the page does not have: learning from outcomes was out of the page's reach."""
+    url, keys, _ = chat
+    refused: list[str] = []
+    page.on("console", lambda msg: refused.append(msg.text) if "Content Security Policy" in msg.text else None)
+    _login(page, url, keys.alice)
+    outcome = page.get_by_role("group", name="Did my last answer help?")
+    expect(outcome).to_be_hidden()  # nothing to mark yet
+    assert "outcome" not in _send(page, "I get confused when adding fractions with different denominators.")
+    expect(page.locator(".message.assistant").last).to_contain_text('mark my answer "Helpful" or "Not helpful"')
+    expect(outcome).to_be_visible()
+    helpful = outcome.get_by_role("button", name="Helpful", exact=True)
+    not_helpful = outcome.get_by_role("button", name="Not helpful")
+    not_helpful.click()
+    expect(not_helpful).to_have_attribute("aria-pressed", "true")
+    helpful.focus()
+    page.keyboard.press("Space")  # one mark at a time, from the keyboard too
+    expect(helpful).to_have_attribute("aria-pressed", "true")
+    expect(not_helpful).to_have_attribute("aria-pressed", "false")
+
+    with page.expect_response(lambda r: r.url.endswith("/api/ai/chat")) as answered:
+        sent = _send(page, "How do I add fractions with different denominators?")
+    assert sent["outcome"] == "success"
+    # The bullet the first message taught was used, and counted as helpful.
+    scratch = answered.value.json()["metadata"]["scratch"]
+    assert scratch["injected_ids"] and scratch["ace_delta"]["num_updates"] == 1
+    expect(helpful).to_have_attribute("aria-pressed", "false")  # a mark goes with one message only
+    assert "outcome" not in _send(page, "Thanks!")
+    page.get_by_role("button", name="New conversation").click()
+    expect(outcome).to_be_hidden()
+    assert not refused, refused

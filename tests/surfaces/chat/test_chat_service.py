@@ -4,6 +4,7 @@ memory service that is down."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -214,3 +215,74 @@ def test_a_hostile_message_or_conversation_id_cannot_forge_a_log_line(chat_db, m
         assert bad.status_code == 422 and bad.json()["error"]["field"] == "conversationId"
     lines = [line for record in caplog.records for line in record.getMessage().splitlines()]
     assert lines and not any(line.startswith("[Chat] user=admin") for line in lines)
+
+
+def test_a_nul_or_a_lone_surrogate_is_refused_naming_the_field(chat_db, memory_service):
+    """Before, a message holding U+0000 sent with memory on was answered with "Long-term
+    memory is unavailable right now" (the memory service had refused the text)."""
+    db, keys = chat_db
+    with TestClient(chat_app(db, memory_service)) as client:
+        nul = "NUL character (U+0000)"
+        for body, field, says in (
+            ({"message": "I like tea\x00 and cake", "memoryEnabled": True}, "message", nul),
+            ({"message": "I like tea\x00 and cake"}, "message", nul),
+            ({"message": "bad \ud800 text", "memoryEnabled": True}, "message", "valid string"),
+            ({"message": "hi", "conversationHistory": [{"role": "user", "content": "a\x00b"}], "memoryEnabled": True},
+             "conversationHistory[0].content", nul),
+            ({"message": "hi", "feedback": "nice\x00", "memoryEnabled": True}, "feedback", nul),
+        ):
+            # As JSON escapes (\u0000, \ud800), as a browser sends them.
+            response = client.post("/api/ai/chat", content=json.dumps(body), headers={**bearer(keys.alice), "Content-Type": "application/json"})
+            assert response.status_code == 422, (body, response.text)
+            error = response.json()["error"]
+            assert error["field"] == field and says in error["message"], (body, error)
+        assert memory_service.recorder.requests == []  # refused before anything was sent
+        assert say(client, keys.alice, "I like tea and cake", memoryEnabled=True)["metadata"]["memory"]["status"] == "used"
+
+
+def test_the_docs_are_served_by_the_chat_and_every_answer_has_the_security_headers(chat_db, memory_service):
+    """Before, /docs loaded Swagger UI from cdn.jsdelivr.net and a favicon from
+    fastapi.tiangolo.com, and no answer carried a content-security policy or
+    X-Frame-Options (the page keeps an API key in sessionStorage)."""
+    db, keys = chat_db
+    with TestClient(chat_app(db, memory_service)) as client:
+        docs = client.get("/docs")
+        assert docs.status_code == 200 and "swagger-ui" in docs.text
+        assert "http" not in docs.text.replace("http-equiv", "")  # no CDN, no absolute URL
+        for asset in ("/docs-assets/swagger-ui-bundle.js", "/docs-assets/swagger-ui.css", "/docs-assets/docs.js",
+                      "/docs-assets/favicon.png", "/openapi.json"):
+            assert client.get(asset).status_code == 200, asset
+        assert "/api/ai/chat" in client.get("/openapi.json").json()["paths"]
+        huge = b'{"message": "' + b"x" * 2_000_000 + b'"}'
+        answers = [client.get(path) for path in ("/", "/docs", "/redoc", "/healthz", "/static/chat.js", "/api/ai/memories", "/nowhere")]
+        answers.append(client.post("/api/ai/chat", content=huge, headers={**bearer(keys.alice), "Content-Type": "application/json"}))
+        for r in answers:
+            policy = r.headers["content-security-policy"]
+            assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy, r.url
+            assert r.headers["x-frame-options"] == "DENY" and r.headers["x-content-type-options"] == "nosniff", r.url
+        assert "unsafe-inline" not in client.get("/").headers["content-security-policy"]
+
+
+def test_the_reply_without_a_model_points_at_what_the_page_offers(chat_db, memory_service):
+    """Before, it told the user to use a "feedback" field the page does not have."""
+    db, keys = chat_db
+    with TestClient(chat_app(db, memory_service)) as client:
+        reply = say(client, keys.alice, "Tell me about volcanoes")["response"]
+        assert '"Helpful" or "Not helpful"' in reply and '"feedback" field' not in reply
+        page = client.get("/").text
+        assert ">Helpful</button>" in page and ">Not helpful</button>" in page
+
+
+def test_the_chats_model_is_bounded_by_its_settings_and_a_failure_is_named(chat_db, memory_service, monkeypatch):
+    from memorist.agent.chat import ChatSettings, create_chat_app
+
+    db, keys = chat_db
+    monkeypatch.setenv("MEMORIST_LLM", "openai-compatible:fake")
+    monkeypatch.setenv("MEMORIST_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    settings = ChatSettings(memory_url=memory_service.url, model_timeout=4.0, model_retries=0)
+    with TestClient(create_chat_app(db, settings=settings, embedder="hashing")) as client:
+        llm = client.app.state.chat.tutor.llm
+        assert (llm.name, llm.timeout, llm.max_retries) == ("openai-compatible:fake", 4.0, 0)
+        out = say(client, keys.alice, "Why do we flip the second fraction when dividing?")
+    assert out["metadata"]["mode"] == "deterministic" and out["metadata"]["scratch"]["model_error"] == "it could not be reached"
+    assert out["response"].startswith("The language model could not answer (it could not be reached)")

@@ -1,6 +1,8 @@
 // The tutor's chat page: a conversation, the "Long Term Memory" setting (kept in
-// localStorage and sent as memoryEnabled with each message), the memory indicator
-// and the drawer with the project's long term memory. Plain browser JavaScript, no
+// localStorage and sent as memoryEnabled with each message), "Helpful" / "Not
+// helpful" on the last answer (sent as the outcome of the next message, which the
+// tutor's playbook learns from), the memory indicator and the drawer with the
+// project's long term memory. Plain browser JavaScript, no
 // build step, no dependency; data is written with textContent, never parsed as HTML.
 "use strict";
 
@@ -15,8 +17,9 @@
     indicator: $("memory-indicator"), drawer: $("memory-drawer"), backdrop: $("drawer-backdrop"), closeDrawer: $("close-drawer"),
     search: $("memory-search"), query: $("memory-query"), clear: $("memory-clear"), status: $("memory-status"),
     list: $("memory-list"), template: $("memory-item"),
+    outcome: $("outcome"), outcomeButtons: { success: $("outcome-success"), failure: $("outcome-failure") },
   };
-  const state = { conversationId: null, history: [], busy: false, ticket: 0 };
+  const state = { conversationId: null, history: [], busy: false, ticket: 0, outcome: null };
 
   // ------------------------------------------------------------ settings
 
@@ -85,6 +88,18 @@
     li.scrollIntoView({ block: "end" });
   }
 
+  // ------------------------------------------------------------ the outcome of the last answer
+
+  function setOutcome(outcome) {
+    state.outcome = outcome;
+    for (const [name, button] of Object.entries(el.outcomeButtons)) {
+      button.setAttribute("aria-pressed", name === outcome ? "true" : "false");
+    }
+  }
+  function toggleOutcome(outcome) {
+    setOutcome(state.outcome === outcome ? null : outcome);
+  }
+
   async function send(event) {
     event.preventDefault();
     const text = el.message.value.trim();
@@ -100,6 +115,7 @@
       conversationId: state.conversationId,
       memoryEnabled: memoryEnabled(),
     };
+    if (state.outcome) body.outcome = state.outcome;
     try {
       const data = await api("POST", "api/ai/chat", body);
       state.conversationId = data.conversationId;
@@ -108,6 +124,8 @@
       const note = memory && memory.status === "used" && memory.added && memory.added.length
         ? "Remembered " + memory.added.length + (memory.added.length === 1 ? " thing" : " things") + " about you." : "";
       addMessage("assistant", data.response, note);
+      setOutcome(null);
+      el.outcome.hidden = false;
       if (!el.drawer.hidden) loadMemories();
     } catch (err) {
       el.error.textContent = err.message;
@@ -123,6 +141,8 @@
     state.conversationId = null;
     state.history = [];
     el.messages.replaceChildren();
+    setOutcome(null);
+    el.outcome.hidden = true;
     el.message.focus();
   }
 
@@ -212,6 +232,8 @@
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); el.composer.requestSubmit(); }
   });
   el.newConversation.addEventListener("click", newConversation);
+  el.outcomeButtons.success.addEventListener("click", () => toggleOutcome("success"));
+  el.outcomeButtons.failure.addEventListener("click", () => toggleOutcome("failure"));
   el.openSettings.addEventListener("click", () => {
     el.memoryEnabled.checked = memoryEnabled();
     el.apiKey.value = apiKey();
