@@ -370,6 +370,8 @@ class Memory:
 
     @implements(MemoryAPI.get)
     def get(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> MemoryItem:
+        if self.energy:
+            self.store.flush()  # buffered retrievals count in the energy shown, as a maintenance run counts them
         record = self._get_record(memory_id, user_id, agent_id, run_id)
         if not self._visible(record, time.time()):
             raise NotFoundError("memory", record.id)

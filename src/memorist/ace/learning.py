@@ -170,14 +170,12 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or (call is not None and inspect.iscoroutinefunction(call))
 
 
-def _outcome(value: Any) -> tuple[Any, str, float | None]:
+def _outcome(value: Any) -> tuple[Any, str, Any]:
     """Spec 001's task protocol: ``(result, status)`` or ``(result, status, score)``;
-    anything else is a result of a successful run."""
+    anything else is a result of a successful run. The score is returned as given
+    (checked by the caller, once the result is safe)."""
     if isinstance(value, tuple) and len(value) in (2, 3) and isinstance(value[1], str) and value[1].strip().lower() in STATUSES:
-        score = None
-        if len(value) == 3:
-            score = _score(value[2], "score")
-        return value[0], value[1].strip().lower(), score
+        return value[0], value[1].strip().lower(), value[2] if len(value) == 3 else None
     return value, "success", None
 
 
@@ -618,6 +616,7 @@ class Learning:
     def _strategy_candidates(self, strategies: Any) -> list[Candidate]:
         if not isinstance(strategies, list | tuple):
             raise ValidationError("strategies", f"must be a list of strategy objects, got {type(strategies).__name__}")
+        limit = self.memory.config.max_message_chars
         out = []
         for i, item in enumerate(strategies):
             where = f"strategies[{i}]"
@@ -625,13 +624,16 @@ class Learning:
                 item = {"pattern": item}
             if not isinstance(item, Mapping):
                 raise ValidationError(where, f"must be an object with a 'pattern', got {type(item).__name__}")
-            pattern = validate.text(f"{where}.pattern", item.get("pattern"), max_chars=self.memory.config.max_message_chars)
+            pattern = validate.text(f"{where}.pattern", item.get("pattern"), max_chars=limit)
             cat = category_of(item.get("category", HELPFUL))
             if cat is None:
                 raise ValidationError(f"{where}.category", f"must be helpful, harmful or neutral (✓ ✗ ○), got {validate.show(item.get('category'))}")
             context = item.get("context") or ""
             if not isinstance(context, str):
                 raise ValidationError(f"{where}.context", f"must be a string, got {type(context).__name__}")
+            if len(context) > limit:
+                raise ValidationError(f"{where}.context", f"is {len(context):,} characters; the limit is {limit:,}")
+            validate.unicode(f"{where}.context", context)
             conf = _score(item.get("confidence"), f"{where}.confidence")
             count = item.get("evidence_count", 1 if conf is not None else 0)
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
@@ -639,6 +641,10 @@ class Learning:
             examples = item.get("examples") or []
             if not isinstance(examples, list | tuple) or not all(isinstance(x, str) for x in examples):
                 raise ValidationError(f"{where}.examples", "must be a list of trajectory ids")
+            for j, example in enumerate(examples):
+                if len(example) > validate.MAX_ID_CHARS:
+                    raise ValidationError(f"{where}.examples[{j}]", f"is {len(example):,} characters; the limit is {validate.MAX_ID_CHARS}")
+                validate.unicode(f"{where}.examples[{j}]", example)
             now = self.clock()
             evidence = tuple((str(x), "success" if cat == HELPFUL else "failure" if cat == HARMFUL else "partial", now,
                               conf if conf is not None else 0.5) for x in examples[:50])
@@ -743,7 +749,9 @@ class Learning:
 
     def rollback_playbook(self, name: str, version: int, *, user_id: str | None = None, agent_id: str | None = None, scope: str | None = None) -> CurationResult:
         """Make a new (major) version equal to ``version``; nothing is lost:
-        the versions in between stay."""
+        the versions in between stay. When the playbook holds those strategies
+        already (``version`` is the current one), nothing is written and the
+        result's ``message`` says so."""
         ref = self.ref(name, user_id, agent_id, scope, writing=True)
         number = validate.limit(version, name="version")
         record = self.playbooks.version_record(self.playbooks.header(ref), number)
@@ -929,6 +937,13 @@ class Learning:
         Returns ``(result, trajectory_id)``; for an async ``task_fn``, an awaitable of
         it. Without ``task_fn``, a decorator: the decorated function, called with its
         own arguments, runs this way and returns ``(result, trajectory_id)``.
+
+        An exception of the task closes its trajectory as a failure and is raised
+        again. An outcome that cannot be recorded (a score outside 0-1, a metric such
+        as ``tokens`` below 0) closes the trajectory as a failure naming the error,
+        with no reflection, and the :class:`~memorist.errors.ValidationError` is
+        raised with the task's result as its ``result`` and the trajectory's id as its
+        ``trajectory_id``.
         """
         flags = {"auto_reflect": _bool(auto_reflect, "auto_reflect"), "auto_curate": _bool(auto_curate, "auto_curate")}
         options = dict(task_type=task_type, playbook_name=playbook_name, user_id=user_id, agent_id=agent_id, scope=scope,
@@ -969,9 +984,7 @@ class Learning:
             self._after_failure(run, ref, exc, auto_reflect, auto_curate)
             raise
         _ACTIVE.reset(token)
-        result, status, score = _outcome(outcome)
-        self._finish(run, ref, status, score, None, auto_reflect, auto_curate)
-        return result, run.trajectory_id
+        return self._close(run, ref, outcome, auto_reflect, auto_curate)
 
     async def _run_async(self, call: Callable[[LearningRun], Any], description: Any, *, task_type: Any, playbook_name: Any,
                          user_id: Any, agent_id: Any, scope: Any, parent: Any, auto_reflect: bool, auto_curate: bool) -> tuple[Any, str]:
@@ -984,9 +997,51 @@ class Learning:
             await asyncio.to_thread(self._after_failure, run, ref, exc, auto_reflect, auto_curate)
             raise
         _ACTIVE.reset(token)
+        return await asyncio.to_thread(self._close, run, ref, outcome, auto_reflect, auto_curate)
+
+    def _close(self, run: LearningRun, ref: PlaybookRef, outcome: Any, auto_reflect: bool, auto_curate: bool) -> tuple[Any, str]:
+        """Record what the task returned, then reflect and curate; returns ``(result,
+        trajectory_id)``.
+
+        The task has run, so its trajectory is never left running and its result never
+        lost: when recording fails (a score outside 0-1, a metric such as ``tokens``
+        that is not a number >= 0, a store error), the trajectory is closed as a failure
+        naming the error (not reflected on: the task's real outcome is unknown), and
+        the error is raised carrying the task's ``result`` and the ``trajectory_id``.
+        An error of the reflection or curation after the trajectory was closed is
+        raised the same way, the trajectory as the task left it."""
         result, status, score = _outcome(outcome)
-        await asyncio.to_thread(self._finish, run, ref, status, score, None, auto_reflect, auto_curate)
+        try:
+            self._finish(run, ref, status, _score(score, "score"), None, auto_reflect, auto_curate)
+        except Exception as exc:
+            self._close_failed(run, exc)
+            try:
+                exc.result = result  # type: ignore[attr-defined]
+                exc.trajectory_id = run.trajectory_id  # type: ignore[attr-defined]
+                exc.add_note(f"trajectory {run.trajectory_id}: the task ran; its result is this error's 'result'")
+            except AttributeError:  # an exception that takes no attributes: raised as it is
+                pass
+            raise
         return result, run.trajectory_id
+
+    def _close_failed(self, run: LearningRun, exc: Exception) -> None:
+        """Complete a trajectory still running as a failure naming ``exc``: with the
+        task's metrics, or without them when they are what was refused."""
+        ids = {"user_id": run.owner.user_id or None, "agent_id": run.owner.agent_id or None}
+        message = (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__).replace("\x00", "")
+        try:
+            record = self.memory.store.get(run.trajectory_id)
+            if record is None or record.metadata.get("status", RUNNING) != RUNNING:
+                return
+            for metrics in (run.metrics, None):
+                try:
+                    self.complete_trajectory(run.trajectory_id, "failure", 0.0, message[: self.memory.config.max_message_chars], metrics, **ids)
+                    return
+                except ValidationError:
+                    if metrics is None:
+                        raise
+        except Exception:  # the error that made the task's outcome unrecordable is what the caller must see
+            logger.exception("[Learning] could not close trajectory %s as a failure", run.trajectory_id)
 
     def _after_failure(self, run: LearningRun, ref: PlaybookRef, exc: BaseException, auto_reflect: bool, auto_curate: bool) -> None:
         """The task raised: its trajectory is a failure (the exception is re-raised by the caller)."""

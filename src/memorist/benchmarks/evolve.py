@@ -26,7 +26,6 @@ measure the playbook, they do not use it).
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 import time
@@ -39,6 +38,7 @@ import numpy as np
 from ..embed.base import Embedder
 from ..policies.dedup import near_duplicate_pairs
 from ..policies.playbook import PlaybookConfig
+from .locomo import read as read_locomo
 
 PRESETS = ("baseline", "per-learner")
 #: The baseline again with the total capacity of the per-learner playbooks
@@ -277,7 +277,7 @@ def run(
         path = Path(data_path) if data_path else default_data_path()
         if not path.is_file():
             raise FileNotFoundError(f"LoCoMo data not found at {path}; pass --data PATH")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_locomo(path, learn=True)  # DataError naming the file when it is not LoCoMo data
     texts: list[str] = []
     if "tutoring" in streams:
         from .tutoring import load

@@ -107,8 +107,108 @@ def turn_text(turn: dict[str, Any]) -> str:
     return f"{text} [shared a photo of {caption}]" if caption else text
 
 
+class DataError(ValueError):
+    """A file that is not LoCoMo data; the message names the file and what is wrong."""
+
+
+_KINDS = {dict: "an object", list: "a list", str: "a string"}
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else "a boolean" if isinstance(value, bool) else _KINDS.get(type(value), "a number")
+
+
+def _session(key: str, suffix: str) -> bool:
+    return re.fullmatch(rf"session_\d+{suffix}", key) is not None
+
+
+def _check_conversation(where: str, item: Any, *, learn: bool) -> tuple[int, int]:
+    """What the benchmarks read of one conversation; returns its numbers of
+    questions and observations. Raises ValueError saying what is wrong."""
+    if not isinstance(item, dict):
+        raise ValueError(f"{where} is {_kind(item)}, not an object")
+    required = {"sample_id": str, "conversation": dict, **({"observation": dict} if learn else {})}
+    optional = {"qa": list, "observation": dict, "session_summary": dict}
+    for key, kind in {**required, **optional}.items():
+        if key not in item and key in required:
+            raise ValueError(f"{where} has no {key!r}")
+        value = item.get(key)
+        if not isinstance(value, kind) and (key in required or value is not None):
+            raise ValueError(f"{where}'s {key!r} is {_kind(value)}, not {_KINDS[kind]}")
+    conv = item["conversation"]
+    if learn:  # both speakers' playbooks answer each question
+        for key in ("speaker_a", "speaker_b"):
+            if not isinstance(conv.get(key), str):
+                raise ValueError(f"{where}'s conversation has no {key!r} (a name)")
+    else:  # the turns are stored, dated
+        for key, turns in conv.items():
+            if not _session(key, "") or not isinstance(turns, list):
+                continue
+            stamp = conv.get(f"{key}_date_time")
+            try:
+                parse_date(stamp)
+            except (AttributeError, TypeError, ValueError):
+                raise ValueError(f"{where}'s {key} has no {key}_date_time such as '1:56 pm on 8 May, 2023'") from None
+            if not all(isinstance(t, dict) and isinstance(t.get("speaker"), str) for t in turns):
+                raise ValueError(f"{where}'s {key} holds a turn that is not an object with a 'speaker'")
+    facts = 0
+    for key, by_speaker in (item.get("observation") or {}).items():
+        if not _session(key, "_observation") or not isinstance(by_speaker, dict):
+            raise ValueError(f"{where}'s observation {key!r} is not session_N_observation: {{speaker: [[fact, turn id], ...]}}")
+        for speaker, found in by_speaker.items():
+            if not isinstance(found, list) or not all(isinstance(f, list) and len(f) == 2 for f in found):
+                raise ValueError(f"{where}'s {key} of {speaker!r} is not a list of [fact, turn id] pairs")
+            facts += len(found)
+    for key in item.get("session_summary") or {}:
+        if not _session(key, "_summary"):
+            raise ValueError(f"{where}'s session_summary {key!r} is not session_N_summary")
+    questions = item.get("qa") or []
+    for j, qa in enumerate(questions):
+        if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
+            raise ValueError(f"{where}'s question {j + 1} is not an object with a 'question'")
+        category = qa.get("category", 0)
+        if not isinstance(qa.get("evidence") or [], list) or isinstance(category, bool) or not isinstance(category, int):
+            raise ValueError(f"{where}'s question {j + 1} has an 'evidence' that is not a list or a 'category' that is not a number")
+    return len(questions), facts
+
+
+def read(path: str | Path, *, learn: bool = False) -> list[dict[str, Any]]:
+    """The conversations of a LoCoMo JSON file (a list of them, as ``locomo10.json``),
+    checked for what the benchmarks read: a ``sample_id`` and a ``conversation``
+    each, questions (``qa``), the date of each session with turns, and (``learn``,
+    ``memorist bench evolve``) observations and both speakers' names. A file that is
+    no such thing, or holds no question (or, to learn from, no observation), raises
+    :class:`DataError` naming it and what is wrong."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DataError(f"{path} is not LoCoMo data: it is not UTF-8 text") from None
+    if not text.strip():
+        raise DataError(f"{path} is not LoCoMo data: the file is empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path} is not LoCoMo data: not JSON ({exc})") from None
+    if not isinstance(data, list):
+        raise DataError(f"{path} is not LoCoMo data: it holds {_kind(data)}, not a list of conversations")
+    if not data:
+        raise DataError(f"{path} is not LoCoMo data: it holds no conversation")
+    questions = facts = 0
+    for i, item in enumerate(data):
+        try:
+            q, f = _check_conversation(f"conversation {i + 1}", item, learn=learn)
+        except ValueError as exc:
+            raise DataError(f"{path} is not LoCoMo data: {exc}") from None
+        questions, facts = questions + q, facts + f
+    if not questions:
+        raise DataError(f"{path} is not LoCoMo data: it holds no question to measure recall with")
+    if learn and not facts:
+        raise DataError(f"{path} is not LoCoMo data: it holds no observation to learn from")
+    return data
+
+
 def load(path: str | Path) -> list[Conversation]:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = read(path)
     out = []
     for item in data:
         conv = item["conversation"]

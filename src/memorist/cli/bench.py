@@ -60,7 +60,7 @@ def locomo(app: App, data: str | None, unit: str, k: str, budget: str | None) ->
     plain top-k in rank order, the packing with one lever off, and the whole
     conversation replayed (dialog unit only).
     """
-    from ..benchmarks.locomo import format_budget_table, format_table, run
+    from ..benchmarks.locomo import DataError, format_budget_table, format_table, run
 
     ks = _ks(k)
     budgets = _ks(budget, "budgets", "--budget") if budget else []
@@ -73,6 +73,8 @@ def locomo(app: App, data: str | None, unit: str, k: str, budget: str | None) ->
         try:
             result = run(data, unit=unit, ks=ks, embedder=app.embedder, progress=update,
                          db=app.db if app.db_typed else None, budgets=budgets)
+        except DataError as exc:  # it names the file
+            raise MemoristError(str(exc)) from exc
         except (ValueError, KeyError) as exc:
             raise MemoristError(f"cannot run LoCoMo on {data}: {exc}") from exc
     if app.json:
@@ -101,6 +103,7 @@ def evolve(app: App, data: str | None, streams: str, max_bullets: int) -> None:
     {"streams": {"tutoring": {"baseline": {...}, "per-learner": {...}, "baseline@equal-capacity": {...}}, "locomo": {...}}}.
     """
     from ..benchmarks.evolve import format_table, run
+    from ..benchmarks.locomo import DataError
     from ..embed import resolve_embedder
 
     spec = app.embedder or "sentence-transformers"
@@ -112,6 +115,8 @@ def evolve(app: App, data: str | None, streams: str, max_bullets: int) -> None:
                      progress=lambda msg: click.echo(f"evolve: {msg}", err=True))
     except FileNotFoundError as exc:
         raise click.BadParameter(str(exc), param_hint="--data") from exc
+    except DataError as exc:  # it names the file and what is wrong with it
+        raise MemoristError(str(exc)) from exc
     if app.json:
         click.echo(json.dumps(result))
         return

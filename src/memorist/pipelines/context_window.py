@@ -3,7 +3,7 @@
 :func:`build_context` gathers four sections:
 
 1. ``recent``: the project's ``window`` (50) latest minutes in time, of every agent,
-   as of ``now`` (a minute dated later is not in a window built for an earlier time);
+   as of ``now``;
 2. ``referenced``: the minutes those reference that are not among them;
 3. ``agent``: the agent's own memory: its facts in the project (added with
    ``user_id=project, agent_id=agent``) and its indexed minutes, newest first, at
@@ -12,12 +12,15 @@
    task (none without a task); those shown count as retrievals (the evaluator's
    relevance), those already in another section do not count again.
 
-Each memory appears once, in the first section that has it. Then the window is cut
-to ``budget_tokens``: items are kept in that order of priority (the newest recent
-minutes first, then referenced, agent memory, retrieved, each best or newest first)
-while they fit, and what did not fit is reported in ``cut``. Tokens are estimated at
-four characters a token (:func:`memorist.policies.minutes.estimate_tokens`), the
-section headings included, so the rendered block never exceeds the budget.
+Every section is as of ``now``: a minute or fact dated later is in none of them (a
+window built for an earlier time shows what was known then), and each section's limit
+counts only what it may show. Each memory appears once, in the first section that
+has it. Then the window is cut to ``budget_tokens``: items are kept in that order of
+priority (the newest recent minutes first, then referenced, agent memory, retrieved,
+each best or newest first) while they fit, and what did not fit is reported in
+``cut``. Tokens are estimated at four characters a token
+(:func:`memorist.policies.minutes.estimate_tokens`), the section headings included,
+so the rendered block never exceeds the budget.
 """
 
 from __future__ import annotations
@@ -90,6 +93,38 @@ def _fact_line(item: dict[str, Any]) -> str:
     return f"- {item['memory']}" + (f" ({when})" if when else "")
 
 
+def _after(minute: dict[str, Any], at: float) -> bool:
+    ts = minute.get("ts")
+    return isinstance(ts, int | float) and ts > at
+
+
+def _own_memory(minutes: Minutes, space: Any, at: float, limit: int, seen: set[str]) -> list[tuple[float, dict[str, Any], str]]:
+    """The agent's facts and minutes as of ``at``, newest first, at most ``limit``,
+    none of ``seen``. The store is asked for what was created up to ``at`` only; the
+    space also holds records the section does not show (playbooks, learning records),
+    so a page that did not yield enough is read again, four times larger, until the
+    section is full or the space is read."""
+    conf = minutes.host.config
+    cutoff = validity_cutoff(at, conf.decay_days)
+    page = 4 * limit + len(seen)
+    while True:
+        records = minutes.store.list(space, limit=page, cutoff=cutoff, now=at, until=at)
+        own: list[tuple[float, dict[str, Any], str]] = []
+        for record in records:
+            if record.id in seen or record.created_at > at:
+                continue
+            if is_fact(record) and is_valid(record.created_at, record.updated_at, record.valid_to, now=at, decay_days=conf.decay_days):
+                item = {**record.to_item(), "type": "fact"}
+                own.append((record.created_at, item, _fact_line(item)))
+            elif record.kind.value == "minute":
+                view = {**Minutes.result_view(record), "type": "minute"}
+                own.append((record.created_at, view, render_minute_line(view)))
+        if len(own) >= limit or len(records) < page:
+            own.sort(key=lambda t: -t[0])
+            return own[:limit]
+        page *= 4
+
+
 def build_context(
     minutes: Minutes,
     agent_id: str,
@@ -111,37 +146,27 @@ def build_context(
     if task is not None:
         task = validate.text("task", task, max_chars=minutes.host.config.max_message_chars)
     window = validate.limit(window, name="window")
+    retrieve_limit = validate.limit(retrieve_limit, name="retrieve_limit")
+    agent_limit = validate.limit(agent_limit, name="agent_limit")
     at = minutes._now(now)
 
-    # The latest minutes in time as of ``at``: none recorded for a later time.
+    # Every section is as of ``at``: a minute or fact dated later is in none of them.
+    # The latest minutes in time as of ``at``.
     recent = [view_of(e) for e in minutes.latest(minutes.scope(project), window, until=at)]
     seen = {m["id"] for m in recent}
     wanted = [r for r in references_of(Minute.from_payload(m) for m in recent) if r not in seen]
-    # Only the project's own minutes: a reference never carries another project's text.
-    referenced = minutes.by_ids(wanted, project_id=project) if wanted else []
+    # Only the project's own minutes: a reference never carries another project's text
+    # (nor a later minute, which an older store may hold a reference to).
+    referenced = [m for m in minutes.by_ids(wanted, project_id=project) if not _after(m, at)] if wanted else []
     seen.update(m["id"] for m in referenced)
 
-    store = minutes.store
-    conf = minutes.host.config
-    space = minutes.scope(project, agent)
-    own: list[tuple[float, dict[str, Any], str]] = []
-    cutoff = validity_cutoff(at, conf.decay_days)
-    for record in store.list(space, limit=4 * agent_limit + len(seen), cutoff=cutoff, now=at):
-        if record.id in seen or record.created_at > at:
-            continue
-        if is_fact(record) and is_valid(record.created_at, record.updated_at, record.valid_to, now=at, decay_days=conf.decay_days):
-            item = {**record.to_item(), "type": "fact"}
-            own.append((record.created_at, item, _fact_line(item)))
-        elif record.kind.value == "minute":
-            view = {**Minutes.result_view(record), "type": "minute"}
-            own.append((record.created_at, view, render_minute_line(view)))
-    own.sort(key=lambda t: -t[0])
-    agent_items = own[:agent_limit]
+    agent_items = _own_memory(minutes, minutes.scope(project, agent), at, agent_limit, seen)
     seen.update(item["id"] for _, item, _ in agent_items)
 
-    # Counted as retrievals (the evaluator's relevance) only if they are shown: below.
-    found = minutes.search(task, retrieve_limit, project_id=project, touch=False) if task else []
-    retrieved = [m for m in found if m["id"] not in seen and not (isinstance(m.get("ts"), int | float) and m["ts"] > at)]
+    # The most relevant among the minutes dated up to ``at`` (a later one takes no
+    # place). Counted as retrievals (the evaluator's relevance) only if they are shown: below.
+    found = minutes.ranked(task, retrieve_limit, minutes.scope(project), until=at, touch=False) if task else []
+    retrieved = [m for m in found if m["id"] not in seen]
 
     candidates: dict[str, list[tuple[dict[str, Any], str]]] = {
         # Priority within the section: the newest recent minute first.
@@ -170,8 +195,8 @@ def build_context(
     kept["recent"].reverse()  # shown oldest first, as the log reads
     shown = [item["id"] for item, _ in kept["retrieved"]]
     if shown:
-        records = store.get_many(shown)
-        store.touch([records[i] for i in shown if i in records], query=task or "")
+        records = minutes.store.get_many(shown)
+        minutes.store.touch([records[i] for i in shown if i in records], query=task or "")
     lines = list(header) if header_fits else []
     for name in SECTIONS:
         if kept[name]:

@@ -49,6 +49,8 @@ from .playbooks import (
     outcome_share,
     recategorized,
     record_from_snapshot,
+    snapshot_digest,
+    snapshot_entry,
     strategy_entry,
     with_evidence,
 )
@@ -301,7 +303,9 @@ class Curation:
         return result
 
     def rollback(self, ref: PlaybookRef, version: MemoryRecord, *, now: float) -> dict[str, Any]:
-        """A new (major) version whose strategies are those of ``version``."""
+        """A new (major) version whose strategies are those of ``version``; when the
+        playbook holds them already (``version`` is the current one), nothing is
+        written, as for a curation that changes nothing, and ``message`` says so."""
         entries = list(version.metadata.get("strategies") or ())
         vectors = self.playbooks.embedder.embed([str(e.get("text", "")) for e in entries]) if entries else []
         number = int(version.metadata.get("version") or 0)
@@ -309,6 +313,20 @@ class Curation:
         with self.store.transaction() as batch:
             header, _ = self.playbooks.ensure_header(batch, ref, now)
             current = {r.id: r for r, _ in self.playbooks.strategies_in(batch, ref, default=self.default_name)}
+            if snapshot_digest(snapshot_entry(r) for r in current.values()) == snapshot_digest(entries):
+                at = int(header.metadata.get("version") or 0)
+                return {
+                    "playbook_id": header.id,
+                    "name": ref.name,
+                    "version": at,
+                    "version_label": header.metadata.get("label"),
+                    "rolled_back_to": number,
+                    "added": [],
+                    "updated": [],
+                    "removed": [],
+                    "message": f"Playbook {ref.name!r} already holds the strategies of version {number}: "
+                               f"nothing to roll back, no version written (it stays at version {at}).",
+                }
             wanted = {str(e["id"]): (e, vectors[i]) for i, e in enumerate(entries)}
             stored = batch.get_many(list(wanted))
             added: list[MemoryRecord] = []

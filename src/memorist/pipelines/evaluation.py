@@ -92,7 +92,7 @@ def evaluate(
         "superseded": reasons["superseded"],
         "pruned_low_score": reasons["low_score"],
         "average_score": round(sum(kept) / len(kept), 4) if kept else 0.0,
-        "removed": [{"id": x.id, "reason": x.reason, "link": x.link, "composite": x.composite} for x in removals],
+        "removed": [{"id": x.id, "reason": x.reason, "link": x.link, "composite": round(x.composite, 4)} for x in removals],
         "scores": {rid: s.to_dict() for rid, s in scores.items()},
         "event_seq": None,
     }
@@ -129,7 +129,7 @@ def _write(minutes: Minutes, removals: list[Removal], scores: dict[str, Any], re
             record = by_id.get(removal.id)
             if record is None:
                 continue
-            extra: dict[str, Any] = {"pruned": {"reason": removal.reason, "at": now, "composite": removal.composite}}
+            extra: dict[str, Any] = {"pruned": {"reason": removal.reason, "at": now, "composite": round(removal.composite, 4)}}
             if removal.link is not None:
                 extra[_LINKS[removal.reason]] = removal.link
             changed.append(record)

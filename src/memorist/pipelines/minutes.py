@@ -44,7 +44,7 @@ from .. import validate
 from ..config import MemoryConfig
 from ..embed.base import Embedder
 from ..errors import NotFoundError, ValidationError
-from ..model import DEFAULT_CLASS, EventRecord, Kind, MemoryRecord, Scope, Status
+from ..model import DEFAULT_CLASS, EventRecord, Kind, MemoryRecord, Scope, Status, from_epoch
 from ..policies.fusion import reciprocal_rank_fusion
 from ..policies.minutes import (
     INSIGHT_TYPES,
@@ -71,6 +71,10 @@ DEFAULT_PROJECT = "default"
 _EVENT_TYPE_CHARS = 64
 _NOTE_CHARS = 4000
 _MAX_REFERENCES = 100
+#: A minute's given insights, and each one's contexts (short texts: when it applies).
+_MAX_INSIGHTS = 100
+_MAX_CONTEXTS = 100
+_CONTEXT_CHARS = 256
 _PAGE = 500
 #: How far ahead of this machine's clock a minute's time may be: clocks of the
 #: machines that record minutes drift apart by seconds, rarely by minutes.
@@ -139,11 +143,31 @@ def category_of(value: Any) -> Category | None:
         raise ValidationError("category", f"must be one of {', '.join(c.value for c in Category)}, got {validate.show(value)}") from None
 
 
+def _contexts(value: Any, where: str) -> tuple[str, ...]:
+    """An insight's contexts: a list of short texts (when it applies), as REST takes them."""
+    if value is None:
+        return ()
+    if isinstance(value, str | Mapping) or not isinstance(value, list | tuple):
+        raise ValidationError(where, f"must be a list of strings, got {validate.show(value)}")
+    if len(value) > _MAX_CONTEXTS:
+        raise ValidationError(where, f"has {len(value)} contexts; the limit is {_MAX_CONTEXTS}")
+    for j, context in enumerate(value):
+        if not isinstance(context, str):
+            raise ValidationError(f"{where}[{j}]", f"must be a string, got {validate.show(context)}")
+        if len(context) > _CONTEXT_CHARS:
+            raise ValidationError(f"{where}[{j}]", f"is {len(context):,} characters; the limit is {_CONTEXT_CHARS}")
+        validate.unicode(f"{where}[{j}]", context)
+    return tuple(value)
+
+
 def _insights(value: Any) -> list[Insight]:
     if value is None:
         return []
     if isinstance(value, str | Mapping) or not isinstance(value, Iterable):
         raise ValidationError("insights", f"must be a list of insights, got {validate.show(value)}")
+    value = list(value)
+    if len(value) > _MAX_INSIGHTS:
+        raise ValidationError("insights", f"has {len(value)} insights; the limit is {_MAX_INSIGHTS}")
     found = []
     for i, item in enumerate(value):
         where = f"insights[{i}]"
@@ -157,13 +181,13 @@ def _insights(value: Any) -> list[Insight]:
         finding = item.get("finding")
         if not isinstance(finding, str) or not finding.strip():
             raise ValidationError(f"{where}.finding", f"must be a non-empty string, got {validate.show(finding)}")
+        validate.text(f"{where}.finding", finding, max_chars=_NOTE_CHARS)
         confidence = item.get("confidence", 0.5)
         if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
             raise ValidationError(f"{where}.confidence", f"must be a number from 0 to 1, got {validate.show(confidence)}")
-        contexts = item.get("contexts", item.get("applicable_contexts")) or []
-        if isinstance(contexts, str) or not all(isinstance(c, str) for c in contexts):
-            raise ValidationError(f"{where}.contexts", "must be a list of strings")
-        found.append(Insight(kind, finding.strip(), float(confidence), tuple(contexts)))
+        named = "contexts" if "contexts" in item else "applicable_contexts"
+        contexts = _contexts(item.get(named), f"{where}.{named}")
+        found.append(Insight(kind, finding.strip(), float(confidence), contexts))
     return found
 
 
@@ -244,7 +268,9 @@ class Minutes:
         """Append one coordination event and index it; returns the minute.
 
         ``context_references`` must name minutes of the same project already in the
-        log (related *past* events; another project's minute is refused, as an unknown one). ``category`` overrides the heuristic one;
+        log that happened before this one (related *past* events; another project's
+        minute is refused, as an unknown one, and so is one dated more than
+        :data:`CLOCK_SKEW` after ``now``). ``category`` overrides the heuristic one;
         ``insights`` come first, then the derived ones of other types (an outcome
         insight from ``data["success_criteria_met"]``, 0-100). ``now`` is when it
         happened (ISO-8601, epoch seconds or a datetime; default: now).
@@ -272,6 +298,15 @@ class Minutes:
             raise ValidationError(
                 "context_references",
                 f"{missing[0]!r} is not a minute of project {project!r} (references name the project's earlier minutes)",
+            )
+        # A reference names what happened before (a back-filled minute cannot cite a
+        # later one); the clocks of the machines that record minutes may drift apart.
+        later = [r for r in refs if _ts_of(known[r]) > at + CLOCK_SKEW]
+        if later:
+            raise ValidationError(
+                "context_references",
+                f"{later[0]!r} happened at {from_epoch(_ts_of(known[later[0]])).isoformat(timespec='seconds')}, after this minute "
+                f"({from_epoch(at).isoformat(timespec='seconds')}); references name the project's earlier minutes",
             )
         draft = Minute(str(uuid.uuid4()), at, kind, project, agent, payload, tuple(refs), note, run_id=run)
         minute = Minute(
@@ -418,11 +453,17 @@ class Minutes:
         ``similarity`` (cosine). A search counts as a retrieval of what it returns
         (the evaluator's relevance), unless ``touch=False``.
         """
+        query = validate.text("query", query, max_chars=self.host.config.max_message_chars)
+        return self.ranked(query, validate.limit(limit), self.scope(project_id, agent_id), category=category_of(category), touch=touch)
+
+    def ranked(
+        self, query: str, limit: int, scope: ScopeFilter, *, category: Category | None = None, until: float | None = None, touch: bool = True,
+    ) -> list[dict[str, Any]]:
+        """:meth:`search` with checked arguments; with ``until``, only minutes dated at
+        or before it, so the ``limit`` best are the best of those (a window built for
+        an earlier time)."""
         conf = self.host.config
-        query = validate.text("query", query, max_chars=conf.max_message_chars)
-        limit = validate.limit(limit)
-        wanted = category_of(category)
-        scope = self.scope(project_id, agent_id)
+        wanted = category
         qvec = self.host.embedder.embed_query(query)
         now = self.clock()
         pool = max(conf.retrieval.candidates, 4 * limit)
@@ -448,6 +489,8 @@ class Minutes:
                     if r is None or r.kind is not Kind.MINUTE or r.status is not Status.ACTIVE:
                         continue
                     if wanted is not None and r.topic != wanted.value:
+                        continue
+                    if until is not None and r.created_at > until:
                         continue
                     results.append((r, fused[mid]))
                 if len(results) >= limit:

@@ -206,7 +206,8 @@ class PairLoop:
         """Evaluate ``output``; with ``improve`` and a score below ``threshold``,
         retrieve memories for each gap. Recorded in the log."""
         evaluation, fallback = self._judge(task, criteria, output)
-        # The evaluator's score as it is: rounded, 94.99 would meet a threshold of 95.
+        # The evaluator's score as it is, unrounded (the evaluators do not round either):
+        # rounded, 94.99 would meet a threshold of 95.
         score = float(evaluation.score)
         met = score >= threshold
         gaps = list(evaluation.gaps)

@@ -387,6 +387,13 @@ def _canonical(entries: Sequence[Mapping[str, Any]]) -> str:
     return json.dumps(list(entries), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def snapshot_digest(entries: Iterable[Mapping[str, Any]]) -> str:
+    """The digest of a version's strategies (:func:`snapshot_entry` each, in any
+    order): two snapshots with the same digest hold the same strategies."""
+    ordered = sorted(entries, key=lambda e: (float(e.get("created_at") or 0.0), str(e.get("id"))))
+    return hashlib.sha256(_canonical(ordered).encode("utf-8", "surrogatepass")).hexdigest()
+
+
 # the store side -------------------------------------------------------------------------------------
 class PlaybookStore:
     """Reads and writes playbooks (headers, strategies, versions) through a store.
@@ -531,7 +538,7 @@ class PlaybookStore:
         number = int(meta.get("version") or 0) + 1
         label = version_label(meta.get("label"), major=major or number == 1)
         entries = sorted((snapshot_entry(r) for r in strategies), key=lambda e: (e["created_at"], e["id"]))
-        digest = hashlib.sha256(_canonical(entries).encode("utf-8", "surrogatepass")).hexdigest()
+        digest = snapshot_digest(entries)
         text = f"Playbook {ref.name} version"
         version = MemoryRecord(
             id=new_id(),
@@ -630,6 +637,7 @@ __all__ = [
     "recategorized",
     "playbook_view",
     "record_from_snapshot",
+    "snapshot_digest",
     "snapshot_entry",
     "strategy_entry",
     "version_view",

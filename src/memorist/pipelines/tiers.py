@@ -413,7 +413,8 @@ class EnergyTiers:
     def boost(self, memory_id: str, amount: float, now: float, owner: ScopeFilter, *, actor: str = "") -> MemoryRecord:
         """Add ``amount`` to a memory's energy at ``now`` (after decaying it to
         ``now``). An id promoted since reaches its promoted memory. Read and written
-        in one transaction: a concurrent run or boost is never undone."""
+        in one transaction: a concurrent run or boost is never undone. A ``now``
+        before the memory existed is refused (a run dated then leaves it alone)."""
         config = self.config()
         with self.store.transaction() as batch:
             record = batch.get_many([memory_id]).get(memory_id)
@@ -426,6 +427,11 @@ class EnergyTiers:
                 raise NotFoundError("memory", memory_id)
             if record.status is not Status.ACTIVE or record.tier not in LIVE_TIERS:
                 raise NotFoundError("memory", memory_id)  # expired (or deleted): as get answers
+            if now < record.created_at:  # as a run dated then leaves it alone
+                raise ValidationError(
+                    "now", f"{_iso(now)} is before memory {memory_id} existed ({_iso(record.created_at)}); "
+                    "a boost is dated at or after the memory's creation",
+                )
             energy, hours, uses = energy_now(record, now, config)
             boosted = record.copy(energy=energy + amount, lineage=_bookkept(record, now))
             batch.update(
@@ -609,6 +615,7 @@ class EnergyTiers:
         figures (both are of the whole tenant), as :meth:`health` tells them."""
         tenant = self.test_tenant if test_only else self.tenant_id
         config = self.config()
+        self.store.flush()  # buffered retrievals count in the energies, as a run counts them
         active = [r for r in self._records(tenant, scope=self._within(tenant, owner)) if r.valid_to is None or r.valid_to > now]
         archived = self._records(tenant, Status.ARCHIVED, scope=self._within(tenant, owner))
         tiers: dict[str, dict[str, Any]] = {}
@@ -668,6 +675,7 @@ class EnergyTiers:
             f"rates {config.rate_working}/{config.rate_short_term}/{config.rate_long_term} per hour, "
             f"batches {config.promotion_batch} promotions / {config.decay_batch} decays")
         within = self._within(self.tenant_id, owner)
+        self.store.flush()  # buffered retrievals count in the energies, as a run counts them
         active = [r for r in self._records(self.tenant_id, scope=within) if r.valid_to is None or r.valid_to > now]
         archived = self._records(self.tenant_id, Status.ARCHIVED, scope=within)
         by_tier = {t.value: sum(1 for r in active if r.tier is t) for t in LIVE_TIERS}

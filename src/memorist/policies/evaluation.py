@@ -69,7 +69,9 @@ class EvaluationConfig:
 
 @dataclass(frozen=True, slots=True)
 class MemoryScore:
-    """Spec 003's ``MemoryScore``."""
+    """Spec 003's ``MemoryScore``: unrounded, since the run's decisions compare them
+    (a composite of 0.29999 is below 0.3); :meth:`to_dict` rounds them to 4 places
+    for display."""
 
     recency: float
     relevance: float
@@ -78,7 +80,7 @@ class MemoryScore:
     composite: float
 
     def to_dict(self) -> dict[str, float]:
-        return asdict(self)
+        return {name: round(value, 4) for name, value in asdict(self).items()}
 
 
 def recency_score(age_seconds: float, weeks: float = 4.0) -> float:
@@ -106,15 +108,14 @@ def score(
     max_referenced_by: int,
     weeks: float = 4.0,
 ) -> MemoryScore:
-    """The four scores and their mean, rounded to 4 places."""
+    """The four scores and their mean (unrounded: see :class:`MemoryScore`)."""
     parts = (
         recency_score(age_seconds, weeks),
         normalised(retrieved, max_retrieved),
         accuracy_score(outcome),
         normalised(referenced_by, max_referenced_by),
     )
-    r = [round(p, 4) for p in parts]
-    return MemoryScore(*r, composite=round(sum(parts) / 4.0, 4))
+    return MemoryScore(*parts, composite=sum(parts) / 4.0)
 
 
 # the run's decisions ------------------------------------------------------------------------

@@ -176,7 +176,8 @@ class LLMEvaluator(_ModelRole, Evaluator):
             prompt_version=evaluation_prompt.VERSION,
         )
         gaps = [Gap(g.description.strip(), g.severity, g.criterion.strip()) for g in result.identified_gaps]
-        return Evaluation(round(result.success_criteria_met, 1), gaps, result.summary.strip(), self.llm.name)
+        # Unrounded: PAIR compares it with the threshold (94.96 is below 95); displays round.
+        return Evaluation(float(result.success_criteria_met), gaps, result.summary.strip(), self.llm.name)
 
 
 class LLMReflector(Reflector):

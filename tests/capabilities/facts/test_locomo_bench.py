@@ -352,3 +352,25 @@ def test_cli_reports_a_malformed_data_file(tmp_path: Path) -> None:
     assert isinstance(result.exception, SystemExit), result.exception
     assert "bad.json" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ('{"a": 1}', "it holds an object, not a list of conversations"),
+        ("[]", "it holds no conversation"),
+        ("", "the file is empty"),
+        ('[{"sample_id": "x", "conversation": {"speaker_a": "A", "speaker_b": "B"}, "qa": []}]', "it holds no question to measure recall with"),
+        ('[{"sample_id": "x", "conversation": {"session_1": [{"speaker": "A", "text": "hi"}]}, "qa": [{"question": "q?"}]}]',
+         "conversation 1's session_1 has no session_1_date_time such as '1:56 pm on 8 May, 2023'"),
+        ('[{"sample_id": "x", "conversation": {}, "qa": [{"question": "q?", "category": "one"}]}]',
+         "conversation 1's question 1 has an 'evidence' that is not a list or a 'category' that is not a number"),
+    ],
+)
+def test_cli_names_the_data_file_and_what_is_wrong_with_it(tmp_path: Path, content: str, problem: str) -> None:
+    data = tmp_path / "locomo.json"
+    data.write_text(content)
+    result = invoke("--embedder", "hashing", "bench", "locomo", "--data", str(data), "--json")
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), (result.exit_code, result.exception)
+    assert result.stderr.splitlines()[-1] == f"error: {data} is not LoCoMo data: {problem}"
+    assert "Traceback" not in result.stderr and result.stdout == ""

@@ -34,6 +34,23 @@ def test_update_playbook_adds_and_merges_at_085(mapped_mem, embedder) -> None:
         mapped_mem.learning.update_playbook([{"category": "helpful"}], "api_client", agent_id="bot")
 
 
+@pytest.mark.parametrize(
+    ("strategy", "field"),
+    [
+        ({"pattern": "p", "context": "API\x00calls"}, "strategies[0].context"),
+        ({"pattern": "p", "context": "x" * 100_001}, "strategies[0].context"),
+        ({"pattern": "p", "examples": ["t-1", "t\x002"]}, "strategies[0].examples[1]"),
+        ({"pattern": "p", "examples": ["t" * 257]}, "strategies[0].examples[0]"),
+    ],
+)
+def test_a_strategy_holds_no_nul_and_no_unbounded_text(mem, strategy, field) -> None:
+    with pytest.raises(ValidationError) as info:
+        mem.learning.update_playbook([strategy], "p", agent_id="bot")
+    assert info.value.field == field
+    assert mem.learning.get_playbook("p", agent_id="bot")["size"] == 0  # nothing written
+    mem.learning.update_playbook([{"pattern": "p", "context": "x" * 100_000, "examples": ["t" * 256]}], "p", agent_id="bot")
+
+
 def test_replace_makes_a_major_version(mapped_mem) -> None:
     mapped_mem.learning.update_playbook(["A", "B"], "p", agent_id="bot")
     mapped_mem.learning.update_playbook([{"pattern": "C", "category": "✗"}], "p", merge=False, agent_id="bot")

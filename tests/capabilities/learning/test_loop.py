@@ -174,6 +174,37 @@ def test_async_exceptions_are_failures(mem) -> None:
     assert mem.learning.query_trajectories()[0]["status"] == "failure"
 
 
+def test_an_outcome_that_cannot_be_recorded_closes_the_trajectory_and_keeps_the_result(mem) -> None:
+    def bad_score(run):
+        run.decision("Use cursor pagination")
+        return {"users": 42}, "success", 7
+
+    def bad_metrics(run):
+        run.metrics["tokens"] = -5
+        return "x"
+
+    async def bad_async_score():
+        return "async result", "partial", float("nan")
+
+    with pytest.raises(ValidationError, match="score") as first:
+        mem.learning.execute_with_learning(bad_score, "Fetch", task_type="api", playbook_name="pb")
+    with pytest.raises(ValidationError, match="metrics.tokens") as second:
+        mem.learning.execute_with_learning(bad_metrics, "Fetch2", task_type="api", playbook_name="pb")
+    with pytest.raises(ValidationError, match="score") as third:
+        asyncio.run(mem.learning.execute_with_learning(bad_async_score, "Fetch3", playbook_name="pb"))
+    assert (first.value.result, second.value.result, third.value.result) == ({"users": 42}, "x", "async result")
+    assert mem.learning.query_trajectories(status="running") == []  # none left running
+    for info, error in ((first, "ValidationError: score: must be a number from 0 to 1, got 7"),
+                        (second, "ValidationError: metrics.tokens: must be a number >= 0, got -5"),
+                        (third, "ValidationError: score: must be a number from 0 to 1, got nan")):
+        closed = mem.learning.get_trajectory(info.value.trajectory_id)
+        assert (closed["status"], closed["success_score"], closed["error_message"]) == ("failure", 0.0, error)
+    assert mem.learning.get_trajectory(first.value.trajectory_id)["steps"][0]["description"] == "Use cursor pagination"
+    assert mem.learning.get_trajectory(second.value.trajectory_id)["metrics"] == {}  # the refused metrics are not kept
+    # Not reflected on (its real outcome is unknown): the playbook learnt nothing from them.
+    assert mem.learning.get_playbook("pb")["size"] == 0
+
+
 def test_the_playbook_learns_across_processes(backend) -> None:
     path = backend.target
     with Memory(path, embedder="hashing") as m:

@@ -48,6 +48,22 @@ def test_rollback_makes_a_new_version_equal_to_the_old_one(mem) -> None:
         mem.learning.rollback_playbook("p", 99, agent_id="bot")
 
 
+def test_rolling_back_to_what_the_playbook_holds_writes_nothing(mem) -> None:
+    mem.learning.update_playbook([{"pattern": "Use cursor pagination", "confidence": 0.9, "evidence_count": 3}], "p", agent_id="bot")
+    before = mem.learning.get_playbook("p", agent_id="bot")
+    same = mem.learning.rollback_playbook("p", 1, agent_id="bot")
+    assert (same["version"], same["version_label"], same["rolled_back_to"]) == (1, "1.0", 1)
+    assert same["added"] == same["updated"] == same["removed"] == []
+    assert same["message"] == ("Playbook 'p' already holds the strategies of version 1: nothing to roll back, "
+                               "no version written (it stays at version 1).")
+    assert versions(mem) == [1] and mem.learning.get_playbook("p", agent_id="bot") == before  # nothing bumped
+    # After a change, back to version 1 writes version 3; rolling back to that one again writes nothing.
+    mem.learning.update_playbook(["Log every request"], "p", agent_id="bot")
+    back = mem.learning.rollback_playbook("p", 1, agent_id="bot")
+    assert back["version"] == 3 and [s["pattern"] for s in back["removed"]] == ["Log every request"] and "message" not in back
+    assert mem.learning.rollback_playbook("p", 3, agent_id="bot")["version"] == 3 and versions(mem) == [1, 2, 3]
+
+
 def test_retention_keeps_latest_five_majors_and_the_last_90_days(mem, clock) -> None:
     mem.learning.update_playbook(["v1"], "p", agent_id="bot")  # major (the first)
     clock.advance(days=1)

@@ -209,6 +209,17 @@ def test_heuristic_evaluator() -> None:
     assert HeuristicEvaluator().evaluate("t", "", "x").score == 100.0
 
 
+def test_evaluators_give_their_score_unrounded(fake_openai, llm) -> None:
+    # A threshold is compared with the score: 94.96 (or 189 of 199 criteria) is below 95.
+    fake_openai.script("responses", text({"success_criteria_met": 94.96, "identified_gaps": [], "summary": "almost"}))
+    result = LLMEvaluator(llm).evaluate("t", "Handles quoted fields", "def load(p): ...")
+    assert result.evaluator == "openai:gpt-5-mini" and result.score == 94.96 and not result.meets(95)
+    criteria = "\n".join(f"Mentions keyword{chr(97 + i % 26)}{chr(97 + i // 26)}zq" for i in range(199))
+    output = " ".join(f"keyword{chr(97 + i % 26)}{chr(97 + i // 26)}zq" for i in range(189))
+    heuristic = HeuristicEvaluator().evaluate("t", criteria, output)
+    assert len(heuristic.gaps) == 10 and heuristic.score == pytest.approx(100 * 189 / 199) and not heuristic.meets(95)
+
+
 # reflector and curator ------------------------------------------------------------------
 
 BULLETS = (Bullet("b-1", "Convert fractions to a common denominator first"), Bullet("b-2", "Add numerators and denominators"))

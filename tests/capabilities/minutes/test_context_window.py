@@ -68,6 +68,28 @@ def test_retrieved_for_the_task_when_not_already_shown(m):
     assert m.minutes.build_context("reviewer", project_id="apollo").sections["retrieved"] == []  # no task, no retrieval
 
 
+def test_a_window_for_an_earlier_time_fills_its_sections_from_what_was_known_then(m):
+    # Many later memories must not use up the sections' limits before they are left out.
+    early_facts = [m.add(f"early fact {i}: coder prefers tabs variant {i}", user_id="apollo", agent_id="coder", infer=False,
+                         timestamp=T0 - (10 - i) * 86_400)["results"][0]["id"] for i in range(3)]
+    for i in range(60):
+        m.add(f"later fact {i}: something learned on day {i}", user_id="apollo", agent_id="coder", infer=False,
+              timestamp=T0 + (i + 1) * 86_400)
+    relevant = [m.minutes.record("task_failed", agent_id="tester", project_id="apollo", memory_note=f"CSV importer quoting bug broke run {i}",
+                                 now=T0 - (200 - i) * 86_400)["id"] for i in range(5)]
+    for i in range(50):
+        m.minutes.record("status", agent_id="planner", project_id="apollo", memory_note=f"standup number {i} nothing notable",
+                         now=T0 - (100 - i) * 86_400)
+    for i in range(8):
+        m.minutes.record("task_failed", agent_id="tester", project_id="apollo", memory_note=f"CSV importer quoting bug broke run {100 + i}",
+                         now=T0 + (i + 1) * 86_400)
+    window = m.minutes.build_context("coder", "CSV importer quoting bug", project_id="apollo", now=T0)
+    assert ids(window.sections["agent"]) == early_facts[::-1]  # the coder's facts of then, newest first
+    assert sorted(ids(window.sections["retrieved"])) == sorted(relevant)  # five found, none of them later
+    every = [x for items in window.sections.values() for x in items]
+    assert all(x.get("ts", T0) <= T0 for x in every)
+
+
 def test_the_budget_cuts_lowest_priority_first_and_reports_it(m, project):
     full = m.minutes.build_context("coder", "quoted fields", project_id="apollo", now=T0 + 100)
     small = m.minutes.build_context("coder", "quoted fields", budget_tokens=300, project_id="apollo", now=T0 + 100)

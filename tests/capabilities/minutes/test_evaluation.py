@@ -84,6 +84,18 @@ def test_scores_of_a_run_follow_the_formulas(m):
     assert sb["composite"] == pytest.approx((1.0 + 1.0 + 0.8 + 0.5) / 4)
 
 
+def test_a_run_decides_on_the_unrounded_composite(m):
+    # recency 0.69996: the composite (0.69996 + 0 + 0.5 + 0) / 4 = 0.29999 is below 0.3, though it shows as 0.3.
+    age = (1 - 0.69996) * 4 * WEEK
+    s = score(age_seconds=age, retrieved=0, max_retrieved=0, outcome=None, referenced_by=0, max_referenced_by=0)
+    assert s.composite == pytest.approx(0.29999) and s.composite < 0.3 and s.to_dict()["composite"] == 0.3
+    assert [r.reason for r in plan([Candidate("x", T0, s.composite, None, False)], np.ones((1, 3)), EvaluationConfig())] == ["low_score"]
+    almost = rec(m, "weekly sync about the parser", days=age / 86400)
+    report = m.minutes.evaluate(project_id="apollo", now=T0, dry_run=True)
+    assert report["scores"][almost]["composite"] == 0.3  # shown rounded
+    assert report["removed"] == [{"id": almost, "reason": "low_score", "link": None, "composite": 0.3}]
+
+
 def test_a_run_prunes_from_the_index_never_the_log_and_logs_its_stats(m):
     old = rec(m, "ancient standup notes", days=40)
     fresh = rec(m, "fresh release checklist", days=0)

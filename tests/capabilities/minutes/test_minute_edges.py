@@ -13,8 +13,10 @@ from click.testing import CliRunner
 
 from memorist import ValidationError
 from memorist.cli import cli
+from memorist.llm.testing import ScriptedLLM
 from memorist.pipelines.minutes import CLOCK_SKEW
 from memorist.roles.evaluator import ScriptedEvaluator
+from memorist.roles.llm import LLMEvaluator
 
 T0 = 1_700_000_000.0  # 2023-11-14
 
@@ -109,6 +111,16 @@ def test_pair_compares_the_unrounded_score_with_its_threshold(m):
     done = m.minutes.pair("t", "c", "o", lambda output, improvements: output, threshold=95, max_rounds=3,
                           project_id="apollo", evaluator=ScriptedEvaluator([94.99, 95.0]))
     assert done.converged is True and len(done.rounds) == 2
+
+
+def test_pair_with_a_model_decides_on_its_unrounded_score(m):
+    reply = {"success_criteria_met": 94.96, "identified_gaps": [{"description": "edge case", "criterion": "c"}], "summary": "almost"}
+    evaluator = LLMEvaluator(ScriptedLLM(default=reply))
+    below = m.minutes.pair_round("t", "c", "o", threshold=95, project_id="apollo", evaluator=evaluator)
+    assert below["met"] is False and below["score"] == 94.96 and below["evaluator"] == "scripted:scripted"
+    result = m.minutes.pair("t", "c", "o", lambda output, improvements: output + "!", threshold=95, max_rounds=2,
+                            project_id="apollo", evaluator=evaluator)
+    assert result.converged is False and [r.score for r in result.rounds] == [94.96, 94.96]
 
 
 def test_the_context_window_and_evaluation_honour_now(m):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memorist import Memory, NotFoundError, ValidationError
-from memorist.model import Kind
+from memorist.model import Kind, Scope
 from memorist.policies.minutes import Category, Minute, categorize, derive_insights, minute_text
 from memorist.roles.evaluator import ScriptedEvaluator
 
@@ -56,6 +56,37 @@ def test_references_must_name_earlier_minutes(m):
     with pytest.raises(ValidationError, match="context_references"):
         record(m, context_references=[fact])  # a fact is not a minute
     assert m.minutes.history(project_id="apollo")["minutes"] == []  # nothing half-written
+
+
+def test_a_back_filled_minute_cannot_reference_a_later_one(m):
+    done = record(m, "task_completed", agent_id="coder", memory_note="Importer shipped", now=T0 + DAY)
+    with pytest.raises(ValidationError, match=f"'{done['id']}' happened at 2023-11-15T22:13:20\\+00:00, after this minute") as info:
+        record(m, "task_assigned", agent_id="planner", memory_note="Importer assigned", context_references=[done["id"]], now=T0)
+    assert info.value.field == "context_references"
+    assert [x["id"] for x in m.minutes.history(project_id="apollo")["minutes"]] == [done["id"]]  # nothing written
+    # Clocks of two machines drift apart: a reference a little ahead is taken, as a minute's own time is.
+    ahead = record(m, "status", agent_id="coder", now=T0 + 2 * DAY + 120)
+    assert record(m, "status", agent_id="planner", context_references=[ahead["id"]], now=T0 + 2 * DAY)["context_references"] == [ahead["id"]]
+
+
+def test_a_window_never_shows_a_minute_dated_after_its_time(m):
+    # A store written before references were checked may hold one to a later minute.
+    later = record(m, "task_completed", agent_id="coder", memory_note="Importer shipped", now=T0 + DAY)
+    earlier = record(m, "task_assigned", agent_id="planner", memory_note="Importer assigned", now=T0)
+    m.minutes.record("status", agent_id="planner", project_id="apollo", memory_note="waiting", now=T0 + 60,
+                     context_references=[earlier["id"]])
+    window = m.minutes.build_context("planner", "Importer", project_id="apollo", now=T0 + 3600)
+    shown = [x["id"] for items in window.sections.values() for x in items]
+    assert earlier["id"] in shown and later["id"] not in shown
+    payload = {k: v for k, v in m.minutes.get(earlier["id"]).items() if k not in ("seq", "indexed", "lineage")}
+    with m.store.transaction() as batch:  # the reference the check now refuses, written as an older store holds it
+        batch.event("minute", Scope(m.config.tenant_id, "apollo", "planner", ""), memory_id="old-style", actor="planner",
+                    payload={**payload, "id": "old-style", "ts": T0 + 120, "context_references": [later["id"]],
+                             "timestamp": "2023-11-14T22:15:20+00:00"})
+    window = m.minutes.build_context("planner", "Importer", project_id="apollo", now=T0 + 3600)
+    assert "old-style" in [x["id"] for x in window.sections["recent"]]
+    assert later["id"] not in [x["id"] for items in window.sections.values() for x in items]
+    assert "Importer shipped" not in window.text
 
 
 def test_history_pages_through_the_whole_log(m):
@@ -111,6 +142,16 @@ def test_insights_derived_and_given(m):
         ({"data": ["not", "an", "object"]}, "data"),
         ({"insights": [{"type": "rumour", "finding": "x"}]}, "insights[0].type"),
         ({"insights": [{"type": "outcome", "finding": "x", "confidence": 2}]}, "insights[0].confidence"),
+        ({"insights": [{"type": "outcome", "finding": "x", "contexts": 5}]}, "insights[0].contexts"),
+        ({"insights": [{"type": "outcome", "finding": "x", "contexts": "csv"}]}, "insights[0].contexts"),
+        ({"insights": [{"type": "outcome", "finding": "x", "contexts": ["csv", None]}]}, "insights[0].contexts[1]"),
+        ({"insights": [{"type": "outcome", "finding": "x", "applicable_contexts": 5}]}, "insights[0].applicable_contexts"),
+        ({"insights": [{"type": "outcome", "finding": "ok\x00bad"}]}, "insights[0].finding"),
+        ({"insights": [{"type": "outcome", "finding": "y" * 4001}]}, "insights[0].finding"),
+        ({"insights": [{"type": "outcome", "finding": "x", "contexts": ["a\x00b"]}]}, "insights[0].contexts[0]"),
+        ({"insights": [{"type": "outcome", "finding": "x", "contexts": ["c" * 257]}]}, "insights[0].contexts[0]"),
+        ({"insights": [{"type": "outcome", "finding": "x", "contexts": ["c"] * 101}]}, "insights[0].contexts"),
+        ({"insights": [{"type": "outcome", "finding": "x"}] * 101}, "insights"),
         ({"context_references": "abc"}, "context_references"),
         ({"project_id": ""}, "project_id"),
         ({"now": "not a date"}, "now"),

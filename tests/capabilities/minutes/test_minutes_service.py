@@ -90,6 +90,12 @@ def test_bad_input_is_422_naming_the_field(service):
     r = client.post("/api/pair/", json={"task": " ", "criteria": "c", "output": "o"}, headers=acme)
     assert r.status_code == 422 and r.json()["error"]["field"] == "task"
     assert client.get("/api/minutes/nope/", headers=acme).status_code == 404
+    for insight, field in (({"finding": "ok\u0000bad"}, "insights[0].finding"), ({"finding": "ok", "contexts": ["a\u0000b"]}, "insights[0].contexts[0]"),
+                           ({"finding": "y" * 4001}, "insights[0].finding")):
+        r = client.post("/api/minutes/", json={"event_type": "status", "insights": [{"type": "outcome", **insight}]}, headers=acme)
+        assert r.status_code == 422 and r.json()["error"]["field"] == field
+    r = client.put("/api/playbooks/p/", json={"strategies": [{"pattern": "x", "examples": ["t\u00001"]}]}, headers=acme)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "strategies[0].examples[0]"
 
 
 def test_context_and_evaluate_take_now_and_the_future_or_a_bad_outcome_is_a_422(service):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -13,6 +14,7 @@ from memorist.benchmarks import evolve as bench
 from memorist.benchmarks import tutoring
 from memorist.cli import cli
 
+ROOT = Path(__file__).resolve().parents[3]
 KEYS = {"bullets", "capacity", "near_duplicate_pct", "near_duplicate_pct_at_0_8", "max_new_in_turn", "capacity_exceeded", "recall_at_5", "recall_at_10"}
 
 
@@ -86,6 +88,38 @@ def test_evolve_json_shape_through_the_cli(tmp_path):
     assert missing.exit_code == 2 and "--data" in missing.output
 
 
+BAD_DATA = [
+    ("", "the file is empty"),
+    ("{not json", "not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"),
+    ('{"a": 1}', "it holds an object, not a list of conversations"),
+    ("[]", "it holds no conversation"),
+    ('[{"conversation": 5}]', "conversation 1 has no 'sample_id'"),
+    ('[{"sample_id": "x", "conversation": {"speaker_a": "A", "speaker_b": "B"}, "qa": []}]', "conversation 1 has no 'observation'"),
+    ('[{"sample_id": "x", "conversation": [], "observation": {}}]', "conversation 1's 'conversation' is a list, not an object"),
+    ('[{"sample_id": "x", "conversation": {"speaker_a": "A"}, "observation": {}}]', "conversation 1's conversation has no 'speaker_b' (a name)"),
+    ('[{"sample_id": "x", "conversation": {"speaker_a": "A", "speaker_b": "B"}, "observation": {"session_1_observation": {"A": ["fact"]}}}]',
+     "conversation 1's session_1_observation of 'A' is not a list of [fact, turn id] pairs"),
+    ('[{"sample_id": "x", "conversation": {"speaker_a": "A", "speaker_b": "B"}, "observation": {}, "qa": [{"q": 1}]}]',
+     "conversation 1's question 1 is not an object with a 'question'"),
+    ('[{"sample_id": "x", "conversation": {"speaker_a": "A", "speaker_b": "B"}, "observation": {}, "qa": []}]',
+     "it holds no question to measure recall with"),
+    ('[{"sample_id": "x", "conversation": {"speaker_a": "A", "speaker_b": "B"}, "observation": {}, "qa": [{"question": "q?"}]}]',
+     "it holds no observation to learn from"),
+]
+
+
+@pytest.mark.sqlite_only("the benchmark makes its own SQLite files in a folder")
+@pytest.mark.parametrize(("content", "problem"), BAD_DATA)
+def test_evolve_names_the_data_file_and_what_is_wrong_with_it(tmp_path, content, problem):
+    data = tmp_path / "locomo.json"
+    data.write_text(content)
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "x.db"), "bench", "evolve", "--stream", "locomo", "--embedder", "hashing", "--data", str(data)])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert isinstance(result.exception, SystemExit)  # an error message, no traceback
+    assert result.stderr.splitlines()[-1] == f"error: {data} is not LoCoMo data: {problem}"
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.sqlite_only("the benchmark makes its own SQLite files in a folder")
 def test_tutoring_run_on_a_small_stream(tmp_path):
     stream = tutoring.generate(3, conversations=1, turns_per_conversation=4)
@@ -96,13 +130,29 @@ def test_tutoring_run_on_a_small_stream(tmp_path):
     assert figures["per-learner"]["capacity_exceeded"] is False
 
 
-@pytest.mark.sqlite_only("the benchmark makes its own SQLite files in a folder")
-@pytest.mark.model
-def test_ltmbse_beats_the_baseline_on_the_tutoring_stream(tmp_path):
+@pytest.fixture(scope="module")
+def tutoring_with_minilm() -> dict:
+    """``memorist bench evolve --stream tutoring`` with its default embedder (about 10 s)."""
     from memorist.embed import resolve_embedder
 
-    result = bench.run(streams=("tutoring",), embedder=resolve_embedder("sentence-transformers"))
-    base, lt = result["streams"]["tutoring"]["baseline"], result["streams"]["tutoring"]["per-learner"]
+    return bench.run(streams=("tutoring",), embedder=resolve_embedder("sentence-transformers"))["streams"]["tutoring"]
+
+
+@pytest.mark.sqlite_only("the benchmark makes its own SQLite files in a folder")
+@pytest.mark.model
+def test_ltmbse_beats_the_baseline_on_the_tutoring_stream(tutoring_with_minilm):
+    base, lt = tutoring_with_minilm["baseline"], tutoring_with_minilm["per-learner"]
     assert lt["near_duplicate_pct"] <= 1.0 < base["near_duplicate_pct"]
     assert lt["recall_at_5"] > base["recall_at_5"] and lt["recall_at_10"] > base["recall_at_10"]
     assert lt["max_new_in_turn"] <= 2 and not lt["capacity_exceeded"]
+
+
+@pytest.mark.sqlite_only("the benchmark makes its own SQLite files in a folder")
+@pytest.mark.model
+def test_the_docs_quote_the_figures_it_prints(tutoring_with_minilm):
+    base, lt = tutoring_with_minilm["baseline"], tutoring_with_minilm["per-learner"]
+    recall = f"{lt['recall_at_10']:.2f} against {base['recall_at_10']:.2f}"
+    duplicates = f"{base['near_duplicate_pct']:.1f} %"
+    guide = (ROOT / "docs" / "guides" / "playbooks.md").read_text(encoding="utf-8")
+    assert f"(recall@10 {recall})" in guide and f"(the baseline: {duplicates} of its bullets)" in guide
+    assert f"| none against {duplicates}; {recall} | `memorist bench evolve` |" in (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")

@@ -69,6 +69,29 @@ def test_a_run_dated_before_a_memory_existed_leaves_it_alone(mem):
     assert (on_time["memories"], on_time["promoted"], on_time["expired"]) == (2, 1, 0)
 
 
+def test_get_status_and_health_count_the_retrievals_still_buffered(mem):
+    # Four searches are buffered (written every 32, or with the next write); a run counts them.
+    mid = mem.add("Kettle descaling happens every second Sunday", user_id="alex", infer=False)["results"][0]["id"]
+    for _ in range(4):
+        assert mem.search("kettle descaling sunday", user_id="alex")["results"]
+    got = mem.get(mid, user_id="alex")["energy"]
+    assert got == pytest.approx(3.0, abs=1e-3)  # 1.0 + 4 uses of 0.5, none of it decayed yet
+    assert mem.tiers.status(user_id="alex")["tiers"]["working"]["energy_max"] == pytest.approx(got, abs=1e-3)
+    (due,) = [c for c in mem.tiers.health()["checks"] if c["check"] == "due"]
+    assert due["promotions"] == 1  # above 2.0: the next run promotes it
+    assert mem.tiers.maintain()["promoted"] == 1
+
+
+def test_a_boost_dated_before_the_memory_existed_is_refused(mem):
+    mid = remember(mem, "beta fact", hours=10)
+    assert mem.tiers.maintain(now=at(0))["memories"] == 0  # a run then leaves it alone
+    with pytest.raises(ValidationError, match=r"now: 2026-01-01T00:00:00\+00:00 is before memory .* existed \(2026-01-01T10:00:00\+00:00\)") as info:
+        mem.tiers.boost(mid, now=at(0), user_id="alex")
+    assert info.value.field == "now"
+    assert [e["event"] for e in mem.history(mid)] == ["ADD"] and mem.get(mid, user_id="alex")["energy_at_last_decay"] == 1.0
+    assert mem.tiers.boost(mid, now=at(10), user_id="alex")["energy"] == pytest.approx(2.0)  # at its creation: taken
+
+
 def test_a_boost_above_the_cap_names_the_cap(mem):
     mid = remember(mem, "Renew the TLS certificate")
     with pytest.raises(ValidationError, match="amount: must be a number > 0 and ≤ 1,000,000,000, got 2000000000.0"):

@@ -155,3 +155,21 @@ def test_status_and_health_take_now_and_items_show_the_energy_now(served):
         assert r.status_code == 422 and r.json()["error"]["field"] == "now"
         r = client.post("/api/tiers/boost/", json={"memory_id": mid, "user_id": "alex", "amount": 2e9})
         assert r.status_code == 422 and "1000000000" in r.json()["error"]["message"].replace(",", "")
+
+
+def test_an_offset_typed_unencoded_in_the_query_string_is_taken(served):
+    # curl 'host/api/tiers/?now=+10h', as documented: the '+' arrives as a space.
+    with served() as client:
+        _add(client, "Renew the TLS certificate", metadata={"energy": 4.0})
+        for url in ("/api/tiers/?now=+10h", "/api/tiers/?now=%2B10h"):
+            r = client.get(url)
+            assert r.status_code == 200, r.text
+            assert r.json()["now"][:13] == time.strftime("%Y-%m-%dT%H", time.gmtime(time.time() + 36_000))
+        health = client.get("/api/tiers/health/?now=+10h")
+        assert health.status_code == 200 and next(c for c in health.json()["checks"] if c["check"] == "due")["expiries"] == 1
+        assert client.get("/api/trajectories/?since=+1d").json()["results"] == []  # none started from tomorrow on
+        # Only an offset: a space before anything else is still refused, naming the parameter.
+        for bad in ("/api/tiers/?now=+10", "/api/tiers/?now=%2010%20h%20x", "/api/tiers/?now=+2026-01-01"):
+            r = client.get(bad)
+            assert r.status_code == 422 and r.json()["error"]["field"] == "now", bad
+

@@ -528,6 +528,9 @@ class StoreContract:
         assert [r.id for r in store.list(F_ALEX, now=now - 2)] == ["ended", "new", "mid", "old", "renewed"]
         assert [r.id for r in store.list(F_ALEX, status=Status.DELETED)] == ["gone"]
         assert [r.id for r in store.iter_all(F_ALEX)] == [r.id for r in store.list(F_ALEX)]
+        # Created up to a time (a view as of then): the limit counts only those.
+        assert [r.id for r in store.list(F_ALEX, until=now - 500)] == ["mid", "old", "renewed"]
+        assert [r.id for r in store.list(F_ALEX, until=now - 500, limit=1)] == ["mid"]
 
     def test_find_by_hash_finds_active_memories_of_the_scope(self, store):
         add(store, record("a", "Likes sushi"), record("h", "likes sushi!", ALEX_HELPER),

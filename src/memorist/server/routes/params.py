@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import Path, Query
 
 from ...errors import ValidationError
+from ...validate import offset_seconds, time_text
 from .. import schemas as s
 
 
@@ -35,4 +36,14 @@ def json_query(name: str, raw: str | None) -> Any:
         raise ValidationError(name, f"must be JSON, e.g. {{\"source\": \"chat\"}} ({exc})") from None
 
 
-__all__ = ["json_query", "path_id", "query_id"]
+def query_time(raw: str | None) -> float | str | None:
+    """A time given in the query string, read as every surface reads one
+    (:func:`memorist.validate.time_text`). An offset typed as documented,
+    ``?now=+10h``, arrives as ``" 10h"`` (an unencoded ``+`` in a query string is a
+    space): a leading space before an offset is read as its ``+``."""
+    if raw is not None and raw[:1] == " " and raw[1:2].isdigit() and offset_seconds("+" + raw[1:]) is not None:
+        raw = "+" + raw[1:]
+    return time_text(raw)
+
+
+__all__ = ["json_query", "path_id", "query_id", "query_time"]

@@ -22,11 +22,11 @@ from typing import Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
-from ...validate import MAX_LIMIT, time_text
+from ...validate import MAX_LIMIT
 from .. import schemas as s
 from ..deps import ERRORS, Reach, ReachDep
 from ..errors import ApiError
-from .params import query_id
+from .params import query_id, query_time
 
 router = APIRouter()
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -78,14 +78,14 @@ def status(reach: ReachDep, test_only: bool = Query(False, description="The test
            now: str | None = _NOW_QUERY) -> Any:
     """How many memories each tier holds, and their energies (the tenant's; a
     user-bound key's: its user's only)."""
-    return JSONResponse(_energy(reach).scope().tiers.status(test_only=test_only, now=time_text(now)))
+    return JSONResponse(_energy(reach).scope().tiers.status(test_only=test_only, now=query_time(now)))
 
 
 @router.get("/api/tiers/health/", response_model=s.TierHealth, summary="Energy tiers: health checks", **_API)
 def health(reach: ReachDep, now: str | None = _NOW_QUERY) -> Any:
     """Configuration, counts, stale decays, due promotions, links, last run, log
     (a user-bound key: of its user's memories only)."""
-    return JSONResponse(_energy(reach).scope().tiers.health(now=time_text(now)))
+    return JSONResponse(_energy(reach).scope().tiers.health(now=query_time(now)))
 
 
 @router.get("/api/tiers/config/", response_model=s.TierConfig, summary="Energy tiers: configuration", **_API)

@@ -12,10 +12,10 @@ from typing import Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
-from ...validate import MAX_LIMIT, time_text
+from ...validate import MAX_LIMIT
 from .. import schemas as s
 from ..deps import ERRORS, ReachDep
-from .params import path_id, query_id
+from .params import path_id, query_id, query_time
 
 router = APIRouter()
 _API: dict[str, Any] = {"responses": ERRORS, "tags": ["trajectories"]}
@@ -42,7 +42,7 @@ def list_trajectories(
 ) -> Any:
     """Trajectories by agent, user, status, task type and time, newest first."""
     learning = reach.scope(user_id=user_id, agent_id=agent_id).learning
-    items = learning.query_trajectories(status=status, task_type=task_type, since=time_text(since), until=time_text(until), limit=limit)
+    items = learning.query_trajectories(status=status, task_type=task_type, since=query_time(since), until=query_time(until), limit=limit)
     return JSONResponse({"results": items})
 
 
