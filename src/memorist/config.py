@@ -346,6 +346,32 @@ def llm_spec() -> str | None:
     return os.environ.get("MEMORIST_LLM") or None
 
 
+#: The most seconds ``MEMORIST_LLM_TIMEOUT`` may give one model request.
+MAX_LLM_TIMEOUT = 3600.0
+
+
+def llm_bounds() -> dict[str, Any]:
+    """``MEMORIST_LLM_TIMEOUT`` (seconds each model request may take, above 0 and at
+    most an hour) and ``MEMORIST_LLM_RETRIES`` (times a request that timed out or
+    failed on the way is tried again, 0 to 10): the provider options of the set ones."""
+    bounds: dict[str, Any] = {}
+    raw = os.environ.get("MEMORIST_LLM_TIMEOUT", "").strip()
+    if raw:
+        try:
+            timeout = float(raw)
+        except ValueError:
+            timeout = float("nan")
+        if not finite_number(timeout) or not 0 < timeout <= MAX_LLM_TIMEOUT:
+            raise ConfigurationError(f"MEMORIST_LLM_TIMEOUT must be seconds above 0 and at most {MAX_LLM_TIMEOUT:g}, got {raw!r}")
+        bounds["timeout"] = timeout
+    raw = os.environ.get("MEMORIST_LLM_RETRIES", "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) > 10:
+            raise ConfigurationError(f"MEMORIST_LLM_RETRIES must be a whole number from 0 to 10, got {raw!r}")
+        bounds["max_retries"] = int(raw)
+    return bounds
+
+
 def openai_api_key() -> str | None:
     """``OPENAI_API_KEY``: the key of OpenAI's Responses API."""
     return os.environ.get("OPENAI_API_KEY")

@@ -13,6 +13,10 @@ heuristic roles":
 - ``"none"`` (or ``"off"``, ``"heuristic"``): no LLM;
 - ``None``: the ``MEMORIST_LLM`` environment variable, else no LLM.
 
+A model named by a string waits ``MEMORIST_LLM_TIMEOUT`` seconds for each request
+(60 when unset) and tries a request that timed out or failed on the way
+``MEMORIST_LLM_RETRIES`` more times (2 when unset); ``options`` given here win.
+
 Providers are imported only when named, and building one makes no network call.
 A missing key is a :class:`~memorist.errors.ConfigurationError` that names the
 variable to set; a missing ``openai`` SDK one that names the pip command.
@@ -46,6 +50,7 @@ def resolve_llm(spec: str | LLM | None, **options: Any) -> LLM | None:
     text = spec.strip()
     if not text or text.lower() in _OFF:
         return None
+    options = {**config.llm_bounds(), **options}
     provider, _, model = text.partition(":")
     provider = provider.strip().lower().replace("_", "-")
     model = model.strip()

@@ -51,6 +51,32 @@ def test_memorist_llm_names_the_provider(monkeypatch) -> None:
     assert resolve_llm(None).name == "openai:gpt-5-nano"
 
 
+def test_the_environment_bounds_every_model_named_by_a_string(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("GEMINI_API_KEY", "g-test")
+    assert (resolve_llm("openai").timeout, resolve_llm("openai").max_retries) == (60.0, 2)
+    monkeypatch.setenv("MEMORIST_LLM_TIMEOUT", "7.5")
+    monkeypatch.setenv("MEMORIST_LLM_RETRIES", "0")
+    for spec in ("openai", "gemini", "openai-compatible:llama3.1"):
+        llm = resolve_llm(spec, base_url="http://127.0.0.1:11434/v1") if "compatible" in spec else resolve_llm(spec)
+        assert (llm.timeout, llm.max_retries) == (7.5, 0), spec
+    assert resolve_llm("openai", timeout=3).timeout == 3  # an option given in code wins
+    model = ScriptedLLM()
+    assert resolve_llm(model) is model  # an object keeps its own
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("MEMORIST_LLM_TIMEOUT", "nan"), ("MEMORIST_LLM_TIMEOUT", "inf"), ("MEMORIST_LLM_TIMEOUT", "0"), ("MEMORIST_LLM_TIMEOUT", "-1"),
+    ("MEMORIST_LLM_TIMEOUT", "ten"), ("MEMORIST_LLM_TIMEOUT", "7200"), ("MEMORIST_LLM_RETRIES", "-1"), ("MEMORIST_LLM_RETRIES", "2.5"),
+    ("MEMORIST_LLM_RETRIES", "11"), ("MEMORIST_LLM_RETRIES", "many"),
+])
+def test_a_bad_model_bound_names_its_variable(monkeypatch, name, value) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigurationError, match=name):
+        resolve_llm("openai")
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
