@@ -445,6 +445,8 @@ def mcp_page() -> str:
             notes.append("idempotent")
         if hint.energy:
             notes.append("served only when the store runs the energy policy")
+        if hint.subject or hint.no_run:
+            notes.append("served only by a server with a user or an agent" + (" and no run" if hint.no_run else ""))
         out += ["Hints: " + ", ".join(notes) + ".", ""]
         for block in paragraphs(tool.description or ""):
             out += [block, ""]

@@ -18,6 +18,7 @@ caller's key, the MCP server from its configuration: the scope rule lives here.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import inspect
@@ -158,8 +159,9 @@ class MemoryAPI(Protocol):
 
     def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteResult:
         """Delete one memory. Its history stays readable through :meth:`history`.
-        The ids restrict it to the caller's memories, as in :meth:`get`; a memory
-        :meth:`get` hides (outside the ``decay_days`` window) is not found."""
+        The ids restrict it to the caller's memories, as in :meth:`get`; one that
+        :meth:`get` hides (archived by a consolidation, outside the ``decay_days``
+        window) is deleted too."""
         ...
 
     def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteAllResult:
@@ -679,11 +681,20 @@ def _filled(
             else:
                 arguments[key] = value
         if check is not None:
+            if inspect.iscoroutinefunction(target):  # an AsyncMemory's: the check reads the store off the loop
+                return _checked_first(check, arguments, target, ids)
             check(arguments)
         return target(**arguments, **ids)
 
     call.__signature__ = free  # type: ignore[attr-defined]
     return call
+
+
+async def _checked_first(check: Callable[[dict[str, Any]], None], arguments: dict[str, Any], target: Callable[..., Any],
+                         ids: Mapping[str, Any]) -> Any:
+    """``check`` in a worker thread, as an AsyncMemory's calls read the store, then the call."""
+    await asyncio.to_thread(check, arguments)
+    return await target(**arguments, **ids)
 
 
 for _call in CALLS:

@@ -228,6 +228,34 @@ class RetrievalConfig:
     fact_keys: bool = True  # the heuristic extractor's facts of the turn
 
 
+def _check_retrieval(r: RetrievalConfig) -> None:
+    """Refuse, naming the setting, a retrieval setting every search would fail or
+    misread on: a fraction where a count goes, no ranking left to fuse, a flag that is
+    not True or False (the string "no" would count as true)."""
+    for name in ("vector_weight", "text_weight", "time_weight", "speaker_weight", "episode_weight", "episode_gap"):
+        value = getattr(r, name)
+        if not finite_number(value) or value < 0:
+            raise ConfigurationError(f"retrieval.{name} must be a finite number >= 0, got {value!r}")
+    for name, low in (("rrf_k", 0), ("candidates", 1), ("episode_depth", 1)):
+        value = getattr(r, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigurationError(f"retrieval.{name} must be a whole number >= {low}, got {value!r}")
+    if not finite_number(r.score_weight) or not 0 <= r.score_weight <= 1:
+        raise ConfigurationError(f"retrieval.score_weight must be a number from 0 to 1, got {r.score_weight!r}")
+    if r.vector_weight == 0 and r.text_weight == 0:
+        # Every search ranks by vector and by keywords; time and speaker rankings only
+        # join when the query names a time or a speaker. With both off, most searches
+        # would silently find nothing.
+        raise ConfigurationError(
+            "retrieval.vector_weight and retrieval.text_weight are both 0: every search would find nothing; "
+            "give one of them a weight above 0"
+        )
+    for name in ("time_from_latest", "speaker_keys", "context_keys", "fact_keys"):
+        value = getattr(r, name)
+        if not isinstance(value, bool):
+            raise ConfigurationError(f"retrieval.{name} must be True or False, got {value!r}")
+
+
 @dataclass(slots=True)
 class MemoryConfig:
     path: str | None = None
@@ -292,16 +320,7 @@ class MemoryConfig:
         if not isinstance(tenant, str):
             raise ConfigurationError(f"tenant_id must be a string, got {type(tenant).__name__}")
         r = self.retrieval
-        for name in ("vector_weight", "text_weight", "time_weight", "speaker_weight", "rrf_k", "candidates", "episode_weight", "episode_gap", "episode_depth"):
-            value = getattr(r, name)
-            whole = name in ("candidates", "episode_depth")
-            if not finite_number(value) or value < (1 if whole else 0):
-                bound = ">= 1" if whole else ">= 0"
-                raise ConfigurationError(f"retrieval.{name} must be a finite number {bound}, got {value!r}")
-        if not isinstance(r.episode_depth, int):
-            raise ConfigurationError(f"retrieval.episode_depth must be a whole number >= 1, got {r.episode_depth!r}")
-        if not finite_number(r.score_weight) or not 0 <= r.score_weight <= 1:
-            raise ConfigurationError(f"retrieval.score_weight must be a number from 0 to 1, got {r.score_weight!r}")
+        _check_retrieval(r)
         for name in ("max_message_chars", "similar_k", "max_metadata_depth", "max_metadata_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

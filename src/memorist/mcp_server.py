@@ -3,19 +3,22 @@
 :func:`create_server` builds an MCP server (the official ``mcp`` SDK's
 ``MCPServer``) over one :class:`~memorist.Memory` and one scope — a user, an agent
 and/or a run, fixed when the server starts. Its tools are the Memory calls a model
-needs: ``add_memory``, ``search_memories``, ``list_memories``, ``get_memory``,
-``update_memory``, ``delete_memory`` and ``memory_history`` (and, under the energy
-policy, ``end_conversation``). Each is a function of this module whose first
-argument is the scoped handle (:class:`~memorist.api.Scoped`, built from the
-server's configuration); the server registers it with the handle bound.
+needs (:data:`TOOLS`): remembering, searching, listing, reading, correcting and
+forgetting memories, their history, erasure, undoing a merge; with a user or an
+agent, sharing (the relation tools) and, without a run, consolidation; under the
+energy policy, ``end_conversation``. A server lists only the tools that can work in
+its scope. Each is a function of this module whose first argument is the scoped
+handle (:class:`~memorist.api.Scoped`, built from the server's configuration); the
+server registers it with the handle bound.
 
 No tool takes a user, agent or run id: every call acts through the handle, inside
 the configured scope, so whatever the model sends, a host cannot reach another
 user's memories (a memory outside the scope is "not found", exactly like a missing
-one). The engine validates
-every argument as it does for the library; a :class:`~memorist.errors.MemoristError`
-becomes a tool error result whose text names the field or the id, never a crash of
-the server.
+one). Arguments are taken as the tool's schema states them, strictly: ``"3"`` is not
+the integer a ``limit`` takes, and an argument the tool does not take is refused by
+name, never ignored. The engine validates every argument as it does for the library;
+a :class:`~memorist.errors.MemoristError` becomes a tool error result whose text
+names the field or the id, never a crash of the server.
 
 >>> from memorist import Memory
 >>> from memorist.mcp_server import create_server
@@ -33,13 +36,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .api import Scoped
 from .errors import MemoristError, MissingDependencyError, ValidationError
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.tools import Tool
 
     from .memory import Memory
 
@@ -111,6 +115,18 @@ class _Hints:
     idempotent: bool = False
     #: Served only by a server whose Memory runs the energy policy.
     energy: bool = False
+    #: Served only by a server with a user or an agent: what it does is theirs (sharing).
+    subject: bool = False
+    #: Served only by a server with no run: it works on a user's or agent's whole scope.
+    no_run: bool = False
+
+    def served(self, ids: dict[str, Any], *, energy: bool) -> bool:
+        """Whether a server of scope ``ids`` (and policy) can serve this tool."""
+        if self.energy and not energy:
+            return False
+        if (self.subject or self.no_run) and not (ids.get("user_id") or ids.get("agent_id")):
+            return False
+        return not (self.no_run and ids.get("run_id"))
 
 
 #: The tools, in the order they are listed, each with its hints.
@@ -118,9 +134,9 @@ TOOLS: list[tuple[Callable[..., Any], _Hints]] = []
 
 
 def _tool(title: str, *, read_only: bool, destructive: bool = False, idempotent: bool = False,
-          energy: bool = False) -> Callable[[_F], _F]:
+          energy: bool = False, subject: bool = False, no_run: bool = False) -> Callable[[_F], _F]:
     def register(fn: _F) -> _F:
-        TOOLS.append((fn, _Hints(title, read_only, destructive, idempotent, energy)))
+        TOOLS.append((fn, _Hints(title, read_only, destructive, idempotent, energy, subject, no_run)))
         return fn
 
     return register
@@ -165,8 +181,15 @@ def add_memory(
             if messages is not None
             else "give messages (a list of {role, content}) or text",
         )
-    turn: Any = text if messages is None else [m.model_dump(exclude_none=True) for m in messages]
-    return handle.add(turn, metadata=metadata, infer=infer, importance=importance)
+    if messages is not None:
+        return handle.add([m.model_dump(exclude_none=True) for m in messages], metadata=metadata, infer=infer, importance=importance)
+    try:
+        return handle.add(text, metadata=metadata, infer=infer, importance=importance)
+    except ValidationError as exc:
+        if exc.field != "messages":
+            raise
+        # The library takes the text as its messages; the model gave it as text.
+        raise ValidationError("text", str(exc).split(": ", 1)[-1]) from exc
 
 
 @_tool("Search memories", read_only=True, idempotent=True)
@@ -276,7 +299,7 @@ def erase_memories(
     return handle.erase(dry_run=dry_run)
 
 
-# sharing: the server acts as its user and/or agent
+# sharing: the server acts as its user and/or agent (a server with neither lists no sharing tool)
 def _sharing(handle: Scoped) -> Any:
     """The relation calls of the server's subject (its user and/or agent)."""
     return handle.memory.as_subject(user_id=handle.ids["user_id"], agent_id=handle.ids["agent_id"]).relations
@@ -288,7 +311,7 @@ _OBJECT = Field(description="What: 'playbook:<agent>/<name>' (e.g. 'playbook:age
 _RELATION = Field(description="'viewer' (reads), 'editor' (reads and writes), 'owner' (also shares); 'member' of a group.")
 
 
-@_tool("Share", read_only=False, idempotent=True)
+@_tool("Share", read_only=False, idempotent=True, subject=True)
 def create_relation(handle: Scoped, subject: Annotated[str, _SUBJECT], relation: Annotated[str, _RELATION],
                     object: Annotated[str, _OBJECT]) -> dict[str, Any]:  # noqa: A002
     """Share something you own (your playbook, your memories, a group you own) with
@@ -296,14 +319,14 @@ def create_relation(handle: Scoped, subject: Annotated[str, _SUBJECT], relation:
     return _sharing(handle).create(subject, relation, object)
 
 
-@_tool("Stop sharing", read_only=False, destructive=True, idempotent=True)
+@_tool("Stop sharing", read_only=False, destructive=True, idempotent=True, subject=True)
 def delete_relation(handle: Scoped, subject: Annotated[str, _SUBJECT], relation: Annotated[str, _RELATION],
                     object: Annotated[str, _OBJECT]) -> dict[str, Any]:  # noqa: A002
     """Revoke a relation you created; the subject loses it at its next call."""
     return _sharing(handle).delete(subject, relation, object)
 
 
-@_tool("List shares", read_only=True, idempotent=True)
+@_tool("List shares", read_only=True, idempotent=True, subject=True)
 def list_relations(handle: Scoped, subject: Annotated[str | None, _SUBJECT] = None, relation: Annotated[str | None, _RELATION] = None,
                    object: Annotated[str | None, _OBJECT] = None,  # noqa: A002
                    limit: Annotated[int, Field(description="At most this many (default 100).")] = 100) -> dict[str, Any]:
@@ -311,7 +334,7 @@ def list_relations(handle: Scoped, subject: Annotated[str | None, _SUBJECT] = No
     return _sharing(handle).list(subject=subject, relation=relation, object=object, limit=limit)
 
 
-@_tool("Check access", read_only=True, idempotent=True)
+@_tool("Check access", read_only=True, idempotent=True, subject=True)
 def check_relation(handle: Scoped, subject: Annotated[str, _SUBJECT], relation: Annotated[str, _RELATION],
                    object: Annotated[str, _OBJECT]) -> dict[str, Any]:  # noqa: A002
     """Whether you (or someone, on what you own) may read ('viewer') or write
@@ -319,7 +342,7 @@ def check_relation(handle: Scoped, subject: Annotated[str, _SUBJECT], relation: 
     return _sharing(handle).check(subject, relation, object)
 
 
-@_tool("Consolidate memories", read_only=False)
+@_tool("Consolidate memories", read_only=False, no_run=True)
 def consolidate_memories(
     handle: Scoped,
     memory_type: Annotated[str | None, Field(description="Only memories of this kind: 'fact', 'preference', 'experience'... (default: all).")] = None,
@@ -388,6 +411,17 @@ def _bound(fn: Callable[..., Any], handle: Scoped, lock: threading.Lock) -> Call
     return tool
 
 
+def _strict(tool: Tool) -> Tool:
+    """``tool`` taking its arguments as its schema states them: no coercion (``"3"``
+    is not an integer, ``"yes"`` not a boolean, as in the library) and no argument it
+    does not take (refused by name; the schema says ``additionalProperties: false``)."""
+    loose = tool.fn_metadata.arg_model
+    model = type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid", strict=True), "__module__": __name__})
+    tool.fn_metadata.arg_model = model
+    tool.parameters = model.model_json_schema(by_alias=True)
+    return tool
+
+
 def create_server(
     memory: Memory,
     *,
@@ -404,23 +438,17 @@ def create_server(
     Tool calls are served one at a time (the Memory is shared).
     """
     MCPServer = require_sdk()
+    from mcp.server.mcpserver.tools import Tool
     from mcp.types import ToolAnnotations
 
     # Every tool acts through this handle: it takes no ids and reaches nothing outside the scope.
     handle = memory.scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
     lock = threading.Lock()
     shown = ", ".join(f"{k}={v!r}" for k, v in handle.ids.items() if v)
-    server = MCPServer(
-        name,
-        title="Memorist memory",
-        description=f"Long-term memory of {shown}",
-        instructions=INSTRUCTIONS,
-        version=_version(),
-        log_level="WARNING",
-    )
+    tools = []
     for fn, hints in TOOLS:
-        if hints.energy and not memory.energy:
-            continue
+        if not hints.served(handle.ids, energy=bool(memory.energy)):
+            continue  # it could only fail in this scope: not offered
         annotations = ToolAnnotations(
             title=hints.title,
             read_only_hint=hints.read_only,
@@ -428,8 +456,16 @@ def create_server(
             idempotent_hint=hints.idempotent,
             open_world_hint=False,
         )
-        server.add_tool(_bound(fn, handle, lock), title=hints.title, annotations=annotations)
-    return server
+        tools.append(_strict(Tool.from_function(_bound(fn, handle, lock), title=hints.title, annotations=annotations)))
+    return MCPServer(
+        name,
+        title="Memorist memory",
+        description=f"Long-term memory of {shown}",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        log_level="WARNING",
+        tools=tools,
+    )
 
 
 __all__ = ["INSTRUCTIONS", "TOOLS", "ChatMessage", "add_memory", "check_relation", "create_relation", "create_server", "delete_memory",

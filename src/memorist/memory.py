@@ -42,7 +42,7 @@ from .model import (
     is_fact,
 )
 from .pipelines.ingest import Ingestor
-from .pipelines.search import Searcher
+from .pipelines.search import Searcher, reported_similarity
 from .pipelines.settings import settle_policy
 from .policies.filters import compile_filters
 from .policies.ranking import RankingPolicy
@@ -322,6 +322,9 @@ class Memory:
             raise ValidationError("test", f"must be True or False, got {validate.show(test)}")
         tenant = self.config.tenant_id
         if test or meta.get("is_test") is True:
+            if not self.energy:  # a test memory is the energy tiers' (listed, maintained and deleted by them)
+                raise ValidationError("test", f"a test memory belongs to the energy tiers, and this store is under the {self.config.policy!r} "
+                                      "policy; switch it with Memory.set_policy('energy') or `memorist config set policy energy`")
             from .pipelines.tiers import test_tenant
 
             meta = {**meta, "is_test": True}
@@ -364,17 +367,21 @@ class Memory:
         for record, score in ranked:
             item = self._item(record, score, tiers=tiers)
             if record.id in similarity:
-                item["similarity"] = round(similarity[record.id], 6)
+                item["similarity"] = reported_similarity(similarity[record.id])
             results.append(item)
         return {"results": results}
 
     @implements(MemoryAPI.get)
     def get(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> MemoryItem:
-        if self.energy:
-            self.store.flush()  # buffered retrievals count in the energy shown, as a maintenance run counts them
         record = self._get_record(memory_id, user_id, agent_id, run_id)
         if not self._visible(record, time.time()):
             raise NotFoundError("memory", record.id)
+        if self.energy:
+            # Buffered retrievals count in the energy shown, as a maintenance run counts
+            # them (read from the buffer: a get writes nothing).
+            uses = self.store.buffered_uses(record.id)
+            if uses:
+                record = dataclasses.replace(record, access_count=record.access_count + uses)
         return self._item(record)
 
     @implements(MemoryAPI.get_all)
@@ -467,9 +474,9 @@ class Memory:
 
     @implements(MemoryAPI.delete)
     def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteResult:
+        # Any memory of the caller's by id, also one that get hides (archived by a
+        # consolidation, outside the decay window): deleting it brings nothing back.
         record = self._get_record(memory_id, user_id, agent_id, run_id)
-        if not self._visible(record, time.time()):  # as get (its text would be answered); delete_all and erase reach it
-            raise NotFoundError("memory", record.id)
         with self.store.transaction() as batch:
             # Inside the transaction: a promotion that committed since moved the memory.
             current = _current_in(batch, record.id)

@@ -122,6 +122,17 @@ def test_every_declared_mcp_tool_is_in_the_mcp_reference() -> None:
             assert f"- `{param}`: {reason}" in body
 
 
+
+def test_the_mcp_guide_names_every_tool_the_server_serves(reference: ModuleType) -> None:
+    """Before, docs/mcp.md named 7 tools of the 14 a server serves (erase_memories,
+    rollback and the sharing tools among those left out)."""
+    from memorist.mcp_server import TOOLS
+
+    served = {tool.name for tool in reference.mcp_tools()}  # a user's server, energy policy: every tool
+    assert served == {fn.__name__ for fn, _ in TOOLS}
+    guide = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert sorted(name for name in served if f"`{name}`" not in guide) == []
+
 def test_the_python_reference_names_every_public_name() -> None:
     import memorist
 

@@ -123,6 +123,7 @@ def test_what_is_not_arithmetic_is_left_alone(message):
     ("1e400 * 2", "more than 200 digits (1e400)"),  # never read as a float (infinity)
     ("1e999999999", "more than 200 digits"),  # refused before the digits are built
     ("1e-999999", "more than 200 digits"),
+    ("1e-200 + 1", "more than 200 digits"),  # a number too long, not "not plain decimal"
     ("9 ** 9 ** 9", "exponent above 64"),
     ("(" + "9" * 150 + ") ** 64", "more than 200 digits"),  # 9,600 digits: past what str() converts
     ("1_0.5e", "not arithmetic"),

@@ -149,3 +149,89 @@ def test_validation_happens_before_any_record_is_seen():
     # A bad operator deep in an OR branch that would never be evaluated still fails.
     with pytest.raises(ValidationError):
         compile_filters({"OR": [{"category": "food"}, {"priority": {"between": [1, 2]}}]})
+
+
+# What the operators mean (docs/concepts/scopes.md): ne is NOT eq, nin is NOT in, a
+# boolean is not a number, contains ignores case on a string and on a list's elements.
+TYPED = [
+    rec(id="list", metadata={"l": ["x", "y"], "n": [1, 3]}, tags=["diet", "Health"]),
+    rec(id="one", metadata={"n": 1, "l": "x"}),
+    rec(id="true", metadata={"n": True, "l": ["X"]}),
+    rec(id="zero", metadata={"n": 0}),
+    rec(id="false", metadata={"n": False}),
+    rec(id="float", metadata={"n": 1.0, "l": [True]}),
+    rec(id="none", metadata={"n": None}),
+    rec(id="nested", metadata={"n": [[1, True]], "l": {"a": 1}}),
+    rec(id="missing", metadata={}),
+]
+
+
+def typed(filters) -> set[str]:
+    pred = compile_filters(filters)
+    assert pred is not None
+    return {r.id for r in TYPED if pred(r)}
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [("l", "x"), ("l", "X"), ("l", ["x", "y"]), ("n", 3), ("n", 1), ("n", True), ("n", 0), ("n", False),
+     ("n", None), ("n", [1, True]), ("l", {"a": 1}), ("l", True), ("tags", "diet"), ("tags", "health")],
+)
+def test_ne_matches_exactly_what_eq_does_not(key, value):
+    """Before, ne compared a stored list whole while eq looked for an element:
+    {"l": "x"} and {"l": {"ne": "x"}} both matched ["x", "y"]."""
+    equal, unequal = typed({key: {"eq": value}}), typed({key: {"ne": value}})
+    assert equal.isdisjoint(unequal)
+    assert equal | unequal == {r.id for r in TYPED}
+    assert unequal == typed({"NOT": {key: {"eq": value}}})
+    if not isinstance(value, list | dict):  # in/nin look for a stored list's elements
+        assert typed({key: {"in": [value]}}) == equal
+        assert typed({key: {"nin": [value]}}) == unequal
+
+
+def test_a_list_holding_the_value_is_not_unequal_to_it():
+    assert "list" not in typed({"l": {"ne": "x"}})
+    assert "list" not in typed({"n": {"ne": 3}})
+    assert "list" in typed({"l": {"ne": "z"}})
+    assert typed({"tags": {"ne": "diet"}}) == {r.id for r in TYPED} - {"list"}
+
+
+@pytest.mark.parametrize(
+    "filters, expected",
+    [
+        ({"n": True}, {"true"}),
+        ({"n": 1}, {"list", "one", "float"}),  # 1 == 1.0, and the list [1, 3]
+        ({"n": False}, {"false"}),
+        ({"n": 0}, {"zero"}),
+        ({"n": {"in": [0]}}, {"zero"}),
+        ({"n": {"in": [True]}}, {"true"}),
+        ({"n": {"in": [1]}}, {"list", "one", "float"}),
+        ({"n": {"nin": [0, 1]}}, {"true", "false", "none", "nested", "missing"}),
+        ({"n": {"ne": True}}, {"list", "one", "zero", "false", "float", "none", "nested", "missing"}),
+        ({"n": [[1, True]]}, {"nested"}),
+        ({"n": [[True, 1]]}, set()),
+        ({"n": [[1, 1]]}, set()),  # true is not 1 inside a list either
+        ({"n": {"gte": 1}}, {"one", "float"}),  # comparisons never matched a boolean
+        ({"l": {"contains": True}}, {"float"}),
+        ({"l": {"contains": 1}}, set()),
+    ],
+)
+def test_booleans_are_not_numbers_in_any_operator(filters, expected):
+    """Before, {"n": True} matched n=1 and {"n": 0} matched n=false (Python's
+    True == 1), while {"n": {"gte": 1}} left true out."""
+    assert typed(filters) == expected
+
+
+@pytest.mark.parametrize(
+    "filters, expected",
+    [
+        ({"l": {"contains": "x"}}, {"list", "one", "true"}),  # a list element is matched as a string is
+        ({"l": {"contains": "X"}}, {"list", "one", "true"}),
+        ({"tags": {"contains": "HEALTH"}}, {"list"}),
+        ({"tags": {"contains": "heal"}}, set()),  # an element, not a part of one
+        ({"l": {"eq": "X"}}, {"true"}),  # eq stays exact
+    ],
+)
+def test_contains_ignores_case_on_a_list_element_as_on_a_string(filters, expected):
+    """Before, {"l": {"contains": "x"}} matched the string "X" but not the list ["X"]."""
+    assert typed(filters) == expected

@@ -7,7 +7,15 @@ import sqlite3
 
 import pytest
 
-from memorist.policies.text import STOPWORDS, content_hash, normalize, query_terms, stable_token, words
+from memorist.policies.text import (
+    STOPWORDS,
+    content_hash,
+    named_speakers,
+    normalize,
+    query_terms,
+    stable_token,
+    words,
+)
 
 
 def test_normalize_folds_case_space_width_and_trailing_punctuation():
@@ -100,3 +108,24 @@ def test_many_index_terms_gives_index_terms_of_each_text():
     assert many_index_terms(texts) == [index_terms(t) for t in texts]
     assert many_index_terms(texts[::-1]) == [index_terms(t) for t in texts[::-1]]  # stems remembered: same
 
+
+
+SPEAKERS = {"ann lee", "joann leeds", "caroline", "mel", "o'brien"}
+
+
+@pytest.mark.parametrize(
+    "query, named",
+    [
+        ("What did Joann Leeds start?", ["joann leeds"]),  # not "ann lee", inside it
+        ("What did Ann Lee adopt?", ["ann lee"]),
+        ("Did ann  LEE, and Caroline, meet?", ["ann lee", "caroline"]),
+        ("Did Annie Leeds come?", []),
+        ("What did Melanie paint?", []),  # "mel" is not a word of it
+        ("What did Mel paint?", ["mel"]),
+        ("What did O'Brien say?", ["o'brien"]),
+        ("What did Ann say to Lee?", []),  # the words of a name in a row
+    ],
+)
+def test_speakers_are_named_by_whole_words(query, named):
+    """Before, a name of several words matched as a substring: "Joann Leeds" named "Ann Lee"."""
+    assert named_speakers(query, SPEAKERS) == named

@@ -238,3 +238,58 @@ def test_windows_follow_the_reference_time() -> None:
     later = window("What did Caroline say last week?", at(2023, 6, 15))
     assert inside(at(2023, 5, 5), earlier) and not inside(at(2023, 5, 5), later)
     assert inside(at(2023, 6, 10), later) and not inside(at(2023, 6, 10), earlier)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What happened 5000 years ago?",
+        "The pyramids were built 4500 years ago",
+        "what happened 99999999999 days ago",
+        "plans for 31 December 9999",
+        "on December 31, 9999",
+        "January 1, 0001",
+        "the 1st of January 1",
+    ],
+)
+def test_a_window_outside_the_dates_python_holds_is_no_window(query: str) -> None:
+    """Before, these raised OverflowError, and every search holding them failed."""
+    assert query_window(query, REF) is None
+
+
+@pytest.mark.parametrize("query", ["What did I do today?", "this week", "this year", "in December", "tomorrow, last week"])
+def test_a_reference_at_the_end_of_time_does_not_crash(query: str) -> None:
+    end_of_time = datetime(9999, 12, 31, 12, tzinfo=UTC).timestamp()
+    found = query_window(query, end_of_time)
+    assert found is None or found[0] < found[1]
+
+
+def test_a_reference_no_date_holds_gives_no_window() -> None:
+    assert query_window("What did I do today?", 1e20) is None
+
+
+def test_last_march_said_in_march_is_the_year_befores() -> None:
+    """Before, "last March" asked in March 2024 was March 2024, the current month."""
+    check(
+        "What did we do last March?",
+        reference=at(2024, 3, 20),
+        contains=[at(2023, 3, 1, 1), at(2023, 3, 15), at(2023, 3, 31, 22)],
+        excludes=[at(2024, 3, 10), at(2023, 4, 2), at(2022, 3, 15)],
+    )
+    # After March, last March is this year's; before it, last year's (as before).
+    check("last March", reference=at(2024, 4, 1), contains=[at(2024, 3, 15)], excludes=[at(2023, 3, 15)])
+    check("last March", reference=at(2024, 2, 1), contains=[at(2023, 3, 15)], excludes=[at(2024, 3, 15)])
+    # "in March" asked in March is still this March.
+    check("in March", reference=at(2024, 3, 20), contains=[at(2024, 3, 10)], excludes=[at(2023, 3, 15)])
+
+
+def test_since_a_month_runs_until_the_question() -> None:
+    """Before, "since January" asked in June was January alone."""
+    check(
+        "What did I read since January?",
+        reference=at(2024, 6, 1, 15),
+        contains=[at(2024, 1, 1, 1), at(2024, 3, 15), at(2024, 5, 31), at(2024, 6, 1, 14)],
+        excludes=[at(2023, 12, 31), at(2024, 6, 3)],
+    )
+    # A month not reached yet this year: since last year's.
+    check("since August", reference=at(2024, 6, 1), contains=[at(2023, 8, 2), at(2024, 2, 1)], excludes=[at(2023, 7, 30)])

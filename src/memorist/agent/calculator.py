@@ -135,9 +135,10 @@ def _literal(node: ast.Constant, source: str) -> Fraction:
     if exponent and abs(int(exponent.group(1).replace("_", ""))) > MAX_DIGITS:
         raise ValidationError("expression", f"has a number of more than {MAX_DIGITS} digits ({written})")
     try:
-        return _check_size(Fraction(written))
+        value = Fraction(written)
     except ValueError:
         raise ValidationError("expression", f"has a number that is not plain decimal ({written})") from None
+    return _check_size(value)  # its own error (a ValidationError is a ValueError too)
 
 
 _ALLOWED = "only numbers and + - * / // % ** ( ) are allowed"

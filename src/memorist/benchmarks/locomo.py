@@ -306,7 +306,9 @@ def conversation_replay(conv: Conversation) -> str:
 
 
 def _top_k_context(hits: Sequence[dict[str, Any]], budget: int, count: Callable[[str], int]) -> str:
-    """Plain top-k: ``format_context`` lines in rank order while they fit."""
+    """Plain top-k: ``format_context`` lines in rank order while they fit, the title
+    line counted; empty when not one memory fits (as a packed context is), so it
+    never holds more than ``budget`` tokens."""
     from ..pipelines.context import TITLE
 
     lines = [f"## {TITLE}"]
@@ -319,7 +321,10 @@ def _top_k_context(hits: Sequence[dict[str, Any]], budget: int, count: Callable[
             break
         lines.append(line)
         used += cost
-    return "\n".join(lines)
+    # Lines are counted apart; a tokenizer may count their join differently.
+    while len(lines) > 1 and count("\n".join(lines)) > budget:
+        lines.pop()
+    return "\n".join(lines) if len(lines) > 1 else ""
 
 
 def budget_contexts(hits: Sequence[dict[str, Any]], budget: int, count: Callable[[str], int]) -> dict[str, str]:

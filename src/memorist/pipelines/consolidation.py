@@ -230,7 +230,7 @@ class Consolidator:
             taken[chosen] = True
             limit = min(MAX_MERGED_CHARS, settings.max_chars)
             longest = max(len(members[i].text) for i in chosen)
-            if longest > limit:  # no merge keeping all of it fits: none is made (nor a model asked)
+            if llm is None and longest > limit:  # the heuristic merge keeps every clause: it cannot fit
                 plan = _Plan([members[i] for i in chosen], reason=f"a source has {longest} characters; the limit of a merged memory is {limit}")
             else:
                 plan = _merge([members[i] for i in chosen], llm)

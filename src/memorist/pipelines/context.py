@@ -10,7 +10,7 @@ order they happened.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,8 +23,31 @@ NEAR_DUPLICATE = 0.85
 _WORDS = re.compile(r"\w+")
 
 
+def _results(results: Any) -> Sequence[Mapping[str, Any]]:
+    """The result items to render: the ``results`` list of a search, or the whole
+    search result (the mapping that holds it). Anything else is a
+    :class:`~memorist.errors.ValidationError` naming ``results``."""
+    if isinstance(results, Mapping):
+        if "results" not in results:
+            raise ValidationError(
+                "results", "give the search's results list (search(...)['results']) or the whole search result, "
+                f"not a mapping with keys {', '.join(map(repr, list(results)[:5])) or '(none)'}",
+            )
+        results = results["results"]
+    if results is None:
+        return []
+    if isinstance(results, str | bytes) or not isinstance(results, Iterable):
+        raise ValidationError("results", f"must be the search's results (a list of memories), got {type(results).__name__}")
+    if not isinstance(results, Sequence):
+        results = list(results)
+    for i, item in enumerate(results):
+        if not isinstance(item, Mapping) or "memory" not in item:
+            raise ValidationError(f"results[{i}]", "must be a search result item (a mapping with 'memory')")
+    return results
+
+
 def format_context(
-    results: Sequence[Mapping[str, Any]],
+    results: Sequence[Mapping[str, Any]] | Mapping[str, Any],
     *,
     title: str = TITLE,
     max_tokens: int | None = None,
@@ -36,8 +59,10 @@ def format_context(
     so the model can judge recency. With it: the block :func:`pack_context` builds
     within that many tokens (counted by ``count_tokens``, by default the embedding
     model's tokenizer when installed). Returns an empty string when there is nothing
-    to inject.
+    to inject. ``results`` is the search's ``results`` list, or the whole search
+    result.
     """
+    results = _results(results)
     if max_tokens is not None:
         return pack_context(results, max_tokens=max_tokens, count_tokens=count_tokens, title=title).text
     if not results:
@@ -96,7 +121,7 @@ def _duplicate(words: frozenset[str], speaker: str, kept: list[tuple[frozenset[s
 
 
 def pack_context(
-    results: Sequence[Mapping[str, Any]],
+    results: Sequence[Mapping[str, Any]] | Mapping[str, Any],
     *,
     max_tokens: int,
     count_tokens: Callable[[str], int] | None = None,
@@ -117,8 +142,10 @@ def pack_context(
     ``bullets=False`` a turn is a transcript line, ``Speaker: text``, one token less
     (memories of no speaker keep their bullet). On LoCoMo that holds 0.6 points more
     questions' evidence at 1,000 tokens but 0.2 fewer at 500, where a different set
-    of memories fits (bench/RESULTS.md, issue 29): not the default.
+    of memories fits (bench/RESULTS.md, issue 29): not the default. ``results`` is
+    the search's ``results`` list, or the whole search result.
     """
+    results = _results(results)
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValidationError("max_tokens", f"must be a positive whole number, got {max_tokens!r}")
     if order not in ORDERS:

@@ -98,12 +98,17 @@ def _after(minute: dict[str, Any], at: float) -> bool:
     return isinstance(ts, int | float) and ts > at
 
 
+#: The most records the agent's own section reads from its space.
+OWN_MEMORY_READ = 1_000
+
+
 def _own_memory(minutes: Minutes, space: Any, at: float, limit: int, seen: set[str]) -> list[tuple[float, dict[str, Any], str]]:
     """The agent's facts and minutes as of ``at``, newest first, at most ``limit``,
     none of ``seen``. The store is asked for what was created up to ``at`` only; the
     space also holds records the section does not show (playbooks, learning records),
     so a page that did not yield enough is read again, four times larger, until the
-    section is full or the space is read."""
+    section is full, the space is read, or :data:`OWN_MEMORY_READ` records were read
+    (a space of many other records shows what those held: the cost stays bounded)."""
     conf = minutes.host.config
     cutoff = validity_cutoff(at, conf.decay_days)
     page = 4 * limit + len(seen)
@@ -119,10 +124,10 @@ def _own_memory(minutes: Minutes, space: Any, at: float, limit: int, seen: set[s
             elif record.kind.value == "minute":
                 view = {**Minutes.result_view(record), "type": "minute"}
                 own.append((record.created_at, view, render_minute_line(view)))
-        if len(own) >= limit or len(records) < page:
+        if len(own) >= limit or len(records) < page or page >= OWN_MEMORY_READ:
             own.sort(key=lambda t: -t[0])
             return own[:limit]
-        page *= 4
+        page = min(4 * page, max(OWN_MEMORY_READ, 4 * limit + len(seen)))
 
 
 def build_context(

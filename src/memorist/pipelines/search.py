@@ -11,7 +11,9 @@ memories said in one stretch of time (an episode) rise toward that episode's bes
 match (:func:`~memorist.policies.fusion.episode_fusion`). Filters
 (:mod:`memorist.policies.filters`) then drop records, and the ranking policy's terms
 (:class:`~memorist.policies.ranking.RankingPolicy`) reorder the rest. A similarity
-``threshold`` drops every memory less similar to the query (cosine) before that.
+``threshold`` drops every memory less similar to the query (cosine) before that,
+compared as reported (:func:`reported_similarity`): a result shown with a similarity
+equal to the threshold is kept, one shown below it is not.
 
 Only facts are candidates (:func:`memorist.model.is_fact`): playbook strategies,
 trajectories and the other learning objects of the same space are dropped after
@@ -39,6 +41,16 @@ from ..store.base import ScopeFilter, Store
 from ..work import charge
 
 Ranked = list[tuple[MemoryRecord, float]]
+
+#: The digits a result's ``similarity`` is reported with.
+SIMILARITY_DIGITS = 6
+
+
+def reported_similarity(similarity: float) -> float:
+    """A cosine similarity as search results report it, and as ``threshold`` is
+    compared with: the reported value, reused as a threshold, keeps that result."""
+    return round(float(similarity), SIMILARITY_DIGITS)
+
 
 
 class Searcher:
@@ -137,7 +149,7 @@ class Searcher:
         similarity = dict(vector_hits)
         if threshold is not None:
             similarity.update(self.store.similarities(scope, qvec, [m for m in ordered if m not in similarity]))
-            ordered = [m for m in ordered if similarity.get(m, -2.0) >= threshold]
+            ordered = [m for m in ordered if reported_similarity(similarity.get(m, -2.0)) >= threshold]
         candidates: Ranked = []
         # Ranking terms may reorder the pool, so they need all of it; with no terms
         # only the first ``limit`` records are ever shown. With a filter, keep
@@ -193,4 +205,4 @@ class Searcher:
         return moved, self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, window=moved)
 
 
-__all__ = ["Searcher"]
+__all__ = ["SIMILARITY_DIGITS", "Searcher", "reported_similarity"]

@@ -108,14 +108,17 @@ _AUXILIARIES = frozenset(
     "is was are were has had have will would can could should shall may might must does did do isn't wasn't aren't "
     "weren't hasn't hadn't haven't won't wouldn't can't couldn't doesn't didn't and".split()
 )
-# Words that start a fact's sentence as its verb (the subject left out: "Bought a
-# car"): never the subject themselves.
-_VERBS = frozenset(
+# Words that start a sentence but never as a name: a fact's verb (the subject left
+# out: "Bought a car"), pronouns, quantifiers, question words.
+_NEVER_SUBJECTS = frozenset(
     "went bought took got made saw met had did said told gave found thought knew came left felt kept began ran wrote "
     "read drove flew ate drank paid sold sent spent built lost won wore taught caught brought chose grew heard held led "
     "meant rode sang sat slept spoke stood swam threw understood woke broke forgot fell fought hid hurt let put quit set "
     "shut cut hit became moved started stopped used wants needs plans hopes tries also then still often usually never "
-    "always once later now today yesterday tomorrow recently".split()
+    "always once later now today yesterday tomorrow recently "
+    "there here everyone everybody everything nothing nobody nowhere someone somebody something anyone anybody "
+    "anything what who whom whose which when where why how all both each every some many most none few several "
+    "another other such if so yet just only even maybe perhaps tonight".split()
 )
 _UNITS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -206,8 +209,11 @@ def _entities(text: str, *, subjects: bool = False) -> set[str]:
     sentence as the subject of a verb (what a merge must keep; importance counts
     only the names that are clear without it)."""
     found: set[str] = set()
-    cased = any(c.isupper() or c.islower() for c in text)
     words = list(_WORD.finditer(text))
+    # A word of a script without capitals is a name inside a text mostly in one with
+    # them ("王伟 lives in Lisbon"), not in a text of its own script.
+    cased_words = sum(1 for w in words if any(c.isupper() or c.islower() for c in w.group(0)))
+    cased = 2 * cased_words > len(words)
     for i, match in enumerate(words):
         word = match.group(0).strip("'’-")
         if not word:
@@ -223,7 +229,7 @@ def _entities(text: str, *, subjects: bool = False) -> set[str]:
         proper = word[0].isupper() and not starts and folded not in _COMMON
         inner_capital = word[0].islower() and any(c.isupper() for c in word[1:])  # iPhone, eBay
         caseless = cased and any(c.isalpha() for c in word) and not any(c.isupper() or c.islower() for c in word)
-        subject = subjects and starts and word[0].isupper() and folded not in _COMMON and folded not in _VERBS and (
+        subject = subjects and starts and word[0].isupper() and folded not in _COMMON and folded not in _NEVER_SUBJECTS and (
             possessive or _before_a_verb(folded, words[i + 1].group(0) if i + 1 < len(words) else "")
         )
         if (has_digit and not word.isdigit()) or acronym or proper or inner_capital or caseless or subject:

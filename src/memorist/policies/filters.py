@@ -13,7 +13,20 @@ Keys name memory fields (``kind``, ``memory_class``, ``run_id``, ``topic``,
 ``concept``, ``section``, ``tags``, ``created_at``, ``updated_at``, ``helpful``,
 ``harmful``, ``importance``) or, for anything else, metadata keys. ``metadata.KEY``
 always means the metadata key. Operators: eq, ne, in, nin, gt, gte, lt, lte,
-contains (substring of a string, or element of a list), exists.
+contains (substring of a string, or element of a list), exists. What they mean:
+
+- ``eq`` matches a stored value equal to the one given; a stored list matches when
+  the value is one of its elements (a list given compares with the whole list).
+  ``ne`` matches exactly what ``eq`` does not (``{"NOT": {key: value}}``): a missing
+  key, or a list that does not hold the value.
+- ``in`` matches a stored value equal to one of the values given (a stored list: one
+  of its elements is); ``nin`` matches exactly what ``in`` does not.
+- Values compare as JSON values: a boolean is not a number, so ``true`` never equals
+  ``1`` nor ``false`` ``0``, in every operator (``gt``/``gte``/``lt``/``lte`` take
+  numbers, strings or dates, and never match a stored boolean); ``1`` equals ``1.0``.
+- ``contains`` ignores case wherever it compares text: a substring of a stored string,
+  or an element of a stored list (a string element equal but for case; any other
+  element equal).
 
 :func:`compile_filters` validates the whole filter once and returns a predicate;
 malformed filters raise :class:`~memorist.errors.ValidationError` naming the part
@@ -290,13 +303,51 @@ def _comparable(value: Any) -> bool:
     return isinstance(value, int | float | str) and not isinstance(value, bool)
 
 
+def _equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: Python's ``True == 1`` is not JSON's, so a boolean
+    equals only a boolean (in lists and objects too); ``1`` still equals ``1.0``."""
+    if type(a) is str:  # the common case, first
+        return isinstance(b, str) and a == b
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_equal(v, b[k]) for k, v in a.items())
+    if isinstance(a, list | tuple | Mapping) or isinstance(b, list | tuple | Mapping):
+        return False
+    return bool(a == b)
+
+
+def _typed(value: Any) -> Any:
+    """A key under which equal JSON scalars (and only they) meet in a set: ``True``
+    and ``1`` get different keys. None for a list or object (compared one by one)."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    if value is None or isinstance(value, str):
+        return ("text", value)
+    return None
+
+
 def _membership(get: Callable[[MemoryRecord], Any], options: list[Any], *, negate: bool) -> Predicate:
+    # Scalars are looked up by their typed key; lists and objects compared one by one.
+    keys = {key for key in map(_typed, options) if key is not None}
+    compound = [o for o in options if _typed(o) is None]
+
+    def one_of(value: Any) -> bool:
+        key = _typed(value)
+        if key is not None:
+            return key in keys
+        return any(_equal(value, o) for o in compound)
+
     def check(r: MemoryRecord) -> bool:
         actual = get(r)
         if isinstance(actual, list):
-            hit = any(a in options for a in actual)
+            hit = any(one_of(a) for a in actual)
         else:
-            hit = actual is not _MISSING and actual in options
+            hit = actual is not _MISSING and one_of(actual)
         return hit != negate
 
     return check
@@ -306,19 +357,29 @@ def _contains(actual: Any, value: Any, folded: str | None, fold: Callable[[str],
     if isinstance(actual, str) and folded is not None:
         return len(folded) <= len(actual) * 3 and folded in fold(actual)  # casefold grows a string at most 3x
     if isinstance(actual, list | tuple):
-        return value in actual
+        if folded is not None:  # text: an element equal to it but for case, as in a string
+            return any(isinstance(a, str) and a.casefold() == folded for a in actual)
+        return any(_equal(a, value) for a in actual)
     return False
+
+
+def _equals(actual: Any, value: Any) -> bool:
+    """What ``eq`` matches: an equal value, or a list holding it (a list given is
+    compared whole)."""
+    if actual is _MISSING:
+        return False
+    if isinstance(actual, list) and not isinstance(value, list):
+        return any(_equal(a, value) for a in actual)
+    return _equal(actual, value)
 
 
 def _comparison(get: Callable[[MemoryRecord], Any], op: str, value: Any) -> Predicate:
     def check(r: MemoryRecord) -> bool:
         actual = get(r)
         if op == "eq":
-            if isinstance(actual, list) and not isinstance(value, list):
-                return value in actual
-            return actual is not _MISSING and actual == value
+            return _equals(actual, value)
         if op == "ne":
-            return actual is _MISSING or actual != value
+            return not _equals(actual, value)
         if actual is _MISSING or actual is None:
             return False
         # Compare numbers with numbers and strings with strings; anything else

@@ -144,8 +144,16 @@ def _escaped(text: str) -> str:
 
 
 def named_speakers(query: str, speakers: set[str]) -> list[str]:
-    """The known (casefolded) speaker names that the query mentions as whole words."""
+    """The known (casefolded) speaker names that the query mentions as whole words:
+    a name of several words as those words in a row ("Joann Leeds" does not name
+    "Ann Lee")."""
     if not speakers:
         return []
-    present = set(words(query))
-    return sorted(name for name in speakers if name in present or (" " in name and name in query.casefold()))
+    # The query's words between spaces: a name's words in a row are " a b " inside it.
+    spaced = f" {' '.join(words(query))} "
+    found = []
+    for name in speakers:
+        parts = words(name)
+        if parts and f" {' '.join(parts)} " in spaced:
+            found.append(name)
+    return sorted(found)

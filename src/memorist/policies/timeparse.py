@@ -4,6 +4,11 @@
 time, relative to when the question is asked, so that search can prefer what
 happened then. Windows are generous on purpose (people say "last week" of something
 nine days ago): a window only adds a ranking, it never hides anything.
+
+"Last March" is the most recent March before the current month (asked in March, the
+year before's); "since January" runs from the start of that month until the day of
+the question. An expression whose window falls outside the dates Python can hold
+("5000 years ago", "31 December 9999") gives no window: the search goes on without one.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", re.I), "dmy"),
     (re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I), "mdy"),
     (re.compile(rf"\b{_MONTH},?\s+(\d{{4}})\b", re.I), "my"),
-    (re.compile(rf"\b(?:in|during|since|from|of|last)\s+{_MONTH}(?!\s*\d)", re.I), "m"),
+    (re.compile(rf"\b(in|during|since|from|of|last)\s+{_MONTH}(?!\s*\d)", re.I), "m"),
     (re.compile(r"\b(?:in|during|of)\s+((?:19|20)\d{2})\b", re.I), "y"),
     (re.compile(r"\b(\d+|a|an|one|two|three|four|five|six|seven|ten)\s+(day|week|month|year)s?\s+ago\b", re.I), "ago"),
     (re.compile(r"\byesterday\b", re.I), "yesterday"),
@@ -58,7 +63,10 @@ def query_window(query: str, reference: float) -> tuple[float, float] | None:
     """
     if not _HINT.search(query):
         return None
-    ref = datetime.fromtimestamp(reference, UTC)
+    try:
+        ref = datetime.fromtimestamp(reference, UTC)
+    except (ValueError, OverflowError, OSError):
+        return None  # a moment no date can hold has no "last week"
     day_start = ref.replace(hour=0, minute=0, second=0, microsecond=0)
     for pattern, kind in _PATTERNS:
         match = pattern.search(query)
@@ -76,10 +84,14 @@ def query_window(query: str, reference: float) -> tuple[float, float] | None:
             if kind == "my":
                 return _month_window(int(match.group(2)), _MONTHS[match.group(1).lower()])
             if kind == "m":
-                month = _MONTHS[match.group(1).lower()]
-                # A month not yet reached this year means last year's.
-                year = ref.year if month <= ref.month else ref.year - 1
-                return _month_window(year, month)
+                word, month = match.group(1).lower(), _MONTHS[match.group(2).lower()]
+                # A month not yet reached this year means last year's; "last March"
+                # said in March means the March before this one.
+                year = ref.year if month < ref.month or (month == ref.month and word != "last") else ref.year - 1
+                start, end = _month_window(year, month)
+                if word == "since":  # from that month until the day asked
+                    return start, _ts(day_start + timedelta(days=1))
+                return start, end
             if kind == "y":
                 year = int(match.group(1))
                 return _ts(datetime(year, 1, 1, tzinfo=UTC)), _ts(datetime(year + 1, 1, 1, tzinfo=UTC))
@@ -108,6 +120,9 @@ def query_window(query: str, reference: float) -> tuple[float, float] | None:
             if unit == "month":
                 return _ts(day_start.replace(day=1)), _ts(day_start + timedelta(days=1))
             return _ts(datetime(ref.year, 1, 1, tzinfo=UTC)), _ts(day_start + timedelta(days=1))
-        except (ValueError, KeyError):
-            continue  # "31 February": not a date; try the next expression
+        except (ValueError, KeyError, OverflowError):
+            # "31 February" is not a date; "5000 years ago" and "31 December 9999"
+            # are dates no datetime holds (OverflowError): no window from this
+            # expression, try the next one.
+            continue
     return None

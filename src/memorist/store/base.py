@@ -396,6 +396,11 @@ class Store(abc.ABC):
         memory's latest access. A backend that does not buffer has nothing to do."""
         return None
 
+    def buffered_uses(self, memory_id: str) -> int:
+        """Retrievals of ``memory_id`` buffered and not yet in its ``access_count``
+        (read without writing them, unlike :meth:`flush`)."""
+        return 0
+
     # playbooks -----------------------------------------------------------------------
     @abc.abstractmethod
     def list_bullets(self, scope: ScopeFilter) -> list[tuple[MemoryRecord, np.ndarray | None]]:

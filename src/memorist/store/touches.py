@@ -52,6 +52,11 @@ class TouchBuffer:
         """Buffered retrievals, all spaces together."""
         return len(self._events)
 
+    def uses(self, memory_id: str) -> int:
+        """Buffered retrievals that returned ``memory_id``: what its stored
+        ``access_count`` does not count yet."""
+        return sum(touched[memory_id][1] for touched in self._touched.values() if memory_id in touched)
+
     def pending(self, space: Hashable) -> int:
         """Buffered retrievals of ``space``: what its stored clock does not count yet."""
         return self._counts.get(space, 0)

@@ -100,6 +100,18 @@ def test_bad_input_is_an_answer_the_model_reads_and_loses_nothing(memory, tool, 
     assert [m["id"] for m in memory.get_all(user_id="sam")["results"]] == [kept]
 
 
+
+def test_a_time_no_date_holds_is_remembered_and_searched(memory):
+    """Before, the add tool's repeat check and a model's search call raised
+    OverflowError on "4500 years ago": the fact could never be stored."""
+    tools = by_name(memory_tools(memory, user_id="sam"))
+    said = tools["add_memory"].invoke({"text": "The pyramids near our hotel were built 4500 years ago"})
+    assert json.loads(said)["results"][0]["event"] == "ADD"
+    call = {"name": "search_memories", "args": {"query": "what happened 5000 years ago"}, "id": "call_1", "type": "tool_call"}
+    message = tools["search_memories"].invoke(call)
+    assert isinstance(message, ToolMessage) and message.status == "success"
+    assert [r["memory"] for r in json.loads(message.content)["results"]] == ["The pyramids near our hotel were built 4500 years ago"]
+
 def test_another_users_memory_is_out_of_reach(memory):
     ann = memory.add("Has two dogs", user_id="ann", infer=False)["results"][0]["id"]
     delete = DeleteMemoryTool(memory, user_id="sam")

@@ -74,3 +74,17 @@ def test_the_llm_extractor_s_importance_is_stored_and_a_malformed_one_is_ignored
         found = {r["memory"]: m.store.get(r["id"]).importance for r in m.get_all(user_id="u")["results"]}
     assert found == {"Is allergic to penicillin": 0.97, "Likes jazz": 0.5, "Has a cat": 1.0, "Plays chess": 0.4}
     assert '"importance"' in json.dumps(fake_openai.requests[0].body)
+
+
+def test_a_model_may_merge_sources_longer_than_a_merged_memory_into_one_that_fits(backend, fake_openai) -> None:
+    """The length guard before any merge is the heuristic's (it keeps every clause);
+    a model is asked, and its merge is checked like any other."""
+    fake_openai.script("responses", text({"memory": "Drinks green tea every morning at 7am"}))
+    long = "Drinks green tea every morning at 7am. " * 120  # 4,680 characters
+    with Memory(backend.target, embedder="hashing", llm="openai:gpt-5-mini") as m:
+        m.add(long, user_id="u", infer=False, importance=0.2)
+        m.add(long + "Really.", user_id="u", infer=False, importance=0.2)
+        report = m.learning.consolidate(user_id="u")
+        assert report["rejected"] == [] and report["merged_count"] == 2, report["rejected"]
+        assert report["results"][0]["memory"] == "Drinks green tea every morning at 7am"
+    assert len(fake_openai.requests) == 1

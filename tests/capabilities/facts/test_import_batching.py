@@ -70,7 +70,7 @@ def test_a_line_s_own_message_time_and_metadata_win_over_the_line_s(tmp_path: Pa
 def test_scopes_and_call_level_metadata_split_batches(tmp_path: Path) -> None:
     lines = turns(5, user="alex") + turns(5, user="bob")
     lines[2] = {**lines[2], "metadata": {"is_test": True}}  # acts on the whole call: alone
-    with Memory(str(tmp_path / "m.db"), embedder="hashing") as m:
+    with Memory(str(tmp_path / "m.db"), embedder="hashing", policy="energy") as m:  # test memories are the tiers'
         summary = m.import_(lines)
         assert summary["added"] == 10
         assert summary["calls"] == 4  # alex 0-1, the test line, alex 3-4, bob

@@ -344,20 +344,33 @@ def test_bad_decay_argument_is_a_configuration_error(db_path, days):
         Memory(db_path, embedder="hashing", decay_days=days)
 
 
-def test_a_write_by_id_treats_a_memory_hidden_by_decay_as_not_found(aged_store):
-    """As get: an update never brings an expired memory back, nor answers its text,
-    and a delete does not either. Its history, the audit trail, stays readable."""
+def test_an_update_by_id_treats_a_memory_hidden_by_decay_as_not_found(aged_store):
+    """As get: an update never brings an expired memory back, nor answers its text.
+    A delete removes it (that brings nothing back); its history, the audit trail,
+    stays readable."""
     path, old, new = aged_store
     with Memory(path, embedder="hashing", decay_days=6) as m:
-        for write in (lambda: m.update(old, "Old note about gardening, revisited"), lambda: m.delete(old), lambda: m.get(old)):
+        for write in (lambda: m.update(old, "Old note about gardening, revisited"), lambda: m.get(old)):
             with pytest.raises(NotFoundError, match=old):
                 write()
         assert visible(m) == ({new}, {new})
         assert [e["event"] for e in m.history(old)] == ["ADD"]
         assert m.update(new, "A newer note")["event"] == "UPDATE"
-    with Memory(path, embedder="hashing") as m:  # outside the window only: there, as it was
-        assert [e["event"] for e in m.history(old)] == ["ADD"]
         assert m.delete(old)["event"] == "DELETE"
+        assert [e["event"] for e in m.history(old)] == ["ADD", "DELETE"]
+    with Memory(path, embedder="hashing") as m:  # outside the window: deleted, not back
+        assert visible(m) == ({new}, {new})
+
+
+def test_a_memory_archived_by_a_consolidation_can_be_deleted_by_id(db_path):
+    with Memory(db_path, embedder="hashing") as m:
+        for text in ("Drinks green tea every morning", "Drinks green tea every morning at 7am"):
+            m.add(text, user_id="u", infer=False, importance=0.3)
+        report = m.learning.consolidate(user_id="u")
+        source = report["results"][0]["consolidated_from"][0]
+        assert m.delete(source, user_id="u")["event"] == "DELETE"
+        with pytest.raises(NotFoundError):
+            m.delete(source, user_id="u")  # deleted already
 
 
 def test_from_config(aged_store):

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memorist import Memory
+from memorist import ConfigurationError, Memory
 from memorist.config import MemoryConfig, RetrievalConfig
 
 
@@ -482,3 +482,54 @@ def test_rrf_k_is_used_by_search(tmp_path: Path) -> None:
     assert scores[0] != scores[60]
     # A smaller rrf_k spreads the scores further apart.
     assert scores[0][0] - scores[0][-1] > scores[60][0] - scores[60][-1]
+
+
+def test_the_threshold_agrees_with_the_similarity_reported(tmp_path: Path) -> None:
+    """Before, the threshold was compared with the unrounded similarity: a result's
+    own reported similarity, used as the threshold, dropped it (9 of 25 here), and a
+    result could come back reported below the threshold asked for."""
+    with open_memory(tmp_path) as memory:
+        for text in ["tea hiking paris note0", "dog cat sushi note1", "guitar march running note2",
+                     "piano berlin tea note3", "coffee dog piano note4"]:
+            memory.add(text, user_id="u", infer=False)
+        for query in ["tea", "dog", "piano", "march", "coffee hiking", "note5"]:
+            for result in memory.search(query, user_id="u", limit=5)["results"]:
+                shown = result["similarity"]
+                kept = memory.search(query, user_id="u", limit=5, threshold=shown)["results"]
+                assert result["id"] in {r["id"] for r in kept}, (query, result["memory"], shown)
+                assert all(r["similarity"] >= shown for r in kept)
+                above = min(1.0, shown + 1e-10)
+                if above > shown:
+                    higher = memory.search(query, user_id="u", limit=5, threshold=above)["results"]
+                    assert result["id"] not in {r["id"] for r in higher}, (query, result["memory"], shown)
+                    assert all(r["similarity"] >= above for r in higher)
+
+
+@pytest.mark.parametrize(
+    "settings, named",
+    [
+        ({"rrf_k": 2.5}, "retrieval.rrf_k"),
+        ({"rrf_k": 10.0}, "retrieval.rrf_k"),
+        ({"rrf_k": True}, "retrieval.rrf_k"),
+        ({"candidates": 100.5}, "retrieval.candidates"),
+        ({"candidates": "100"}, "retrieval.candidates"),
+        ({"vector_weight": 0, "text_weight": 0}, "retrieval.vector_weight and retrieval.text_weight"),
+        ({"vector_weight": 0.0, "text_weight": 0.0, "time_weight": 1.0, "speaker_weight": 1.0}, "retrieval.vector_weight"),
+        ({"time_from_latest": "no"}, "retrieval.time_from_latest"),
+        ({"speaker_keys": 1}, "retrieval.speaker_keys"),
+        ({"context_keys": None}, "retrieval.context_keys"),
+        ({"fact_keys": "false"}, "retrieval.fact_keys"),
+    ],
+)
+def test_retrieval_settings_every_search_would_fail_or_misread_are_refused_by_name(tmp_path: Path, settings: dict[str, Any], named: str) -> None:
+    """Before, a fractional rrf_k or candidates was taken and every search then raised
+    TypeError; both weights at 0 made every search empty; "no" counted as true."""
+    with pytest.raises(ConfigurationError, match=named):
+        Memory(str(tmp_path / "m.db"), embedder="hashing", config=MemoryConfig.from_mapping({"retrieval": settings}))
+
+
+@pytest.mark.parametrize("settings", [{"rrf_k": 0}, {"candidates": 1}, {"vector_weight": 0}, {"text_weight": 0}, {"time_from_latest": False}])
+def test_whole_numbers_and_one_ranking_left_are_taken(tmp_path: Path, settings: dict[str, Any]) -> None:
+    with Memory(str(tmp_path / "m.db"), embedder="hashing", config=MemoryConfig.from_mapping({"retrieval": settings})) as memory:
+        memory.add("I like green tea", user_id="u", infer=False)
+        assert [r["memory"] for r in memory.search("green tea", user_id="u")["results"]] == ["I like green tea"]

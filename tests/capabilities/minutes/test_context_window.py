@@ -90,6 +90,29 @@ def test_a_window_for_an_earlier_time_fills_its_sections_from_what_was_known_the
     assert all(x.get("ts", T0) <= T0 for x in every)
 
 
+def test_the_agent_s_section_reads_a_bounded_number_of_records(m, monkeypatch):
+    """A space of many records the section does not show (trajectories) is read a page
+    at a time, never past OWN_MEMORY_READ: the section shows what those held."""
+    from memorist.pipelines import context_window
+
+    monkeypatch.setattr(context_window, "OWN_MEMORY_READ", 120)
+    fact = m.add("Prefers tabs", user_id="apollo", agent_id="coder", infer=False, timestamp=T0 - 86_400)["results"][0]["id"]
+    for i in range(200):
+        m.learning.start_trajectory(f"task {i}", user_id="apollo", agent_id="coder")
+    read: list[int] = []
+    listing = m.store.list
+
+    def counted(*args, **kwargs):
+        found = listing(*args, **kwargs)
+        read.append(len(found))
+        return found
+
+    monkeypatch.setattr(m.store, "list", counted)
+    window = m.minutes.build_context("coder", project_id="apollo")
+    assert max(read) <= 120 and sum(read) <= 4 * 120
+    assert fact not in ids(window.sections["agent"])  # older than the 120 records read: not shown
+
+
 def test_the_budget_cuts_lowest_priority_first_and_reports_it(m, project):
     full = m.minutes.build_context("coder", "quoted fields", project_id="apollo", now=T0 + 100)
     small = m.minutes.build_context("coder", "quoted fields", budget_tokens=300, project_id="apollo", now=T0 + 100)

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memorist import Memory, format_context
-from memorist.benchmarks.locomo import evidence_inside, run
+from memorist.benchmarks.locomo import budget_contexts, evidence_inside, run
 from memorist.cli import cli
 from memorist.embed.tokens import estimate_tokens, token_counter
 from memorist.errors import ValidationError
@@ -103,6 +103,43 @@ def test_bad_budgets_and_orders_are_refused_by_name():
     assert pack_context([], max_tokens=10, count_tokens=words).text == ""
     assert format_context([item("x")], max_tokens=1, count_tokens=words) == ""  # not even the title fits
 
+
+
+def test_the_whole_search_result_is_taken_and_anything_else_is_refused_by_name():
+    """Before, format_context(memory.search(...)), the dict, raised AttributeError:
+    'str' object has no attribute 'get'."""
+    results = [item("I adopted a greyhound"), item("I started theremin lessons", day="2023-05-09")]
+    whole = {"results": results}
+    assert format_context(whole) == format_context(results) != ""
+    assert format_context(whole, max_tokens=50, count_tokens=words) == format_context(results, max_tokens=50, count_tokens=words) != ""
+    assert pack_context(whole, max_tokens=50, count_tokens=words).kept == pack_context(results, max_tokens=50, count_tokens=words).kept
+    assert format_context({"results": []}) == "" == format_context(None)  # type: ignore[arg-type]
+    for bad, field in (
+        (item("a memory, not the results"), "results"),
+        ({"hits": results}, "results"),
+        ("- a text", "results"),
+        (3, "results"),
+        ([results[0], "x"], "results[1]"),
+        ([{"text": "no memory key"}], "results[0]"),
+    ):
+        for call in (lambda b: format_context(b), lambda b: format_context(b, max_tokens=50, count_tokens=words),
+                     lambda b: pack_context(b, max_tokens=50, count_tokens=words)):
+            with pytest.raises(ValidationError) as info:
+                call(bad)
+            assert info.value.field == field
+
+
+@pytest.mark.parametrize("budget", [1, 3, 5, 8, 12, 20])
+def test_every_bench_context_holds_at_most_its_budget(budget: int):
+    """Before, the plain top-k context always held its title line (7 tokens with the
+    real tokenizer), over budgets 1 and 5."""
+    count = token_counter(required=True)
+    hits = [item("I adopted a greyhound"), item("I started theremin lessons", day="2023-05-09")]
+    for way, text in budget_contexts(hits, budget, count).items():
+        assert count(text) <= budget, (way, text)
+    assert budget_contexts(hits, 1, count)["top_k"] == ""
+    wide = budget_contexts(hits, 400, count)["top_k"]
+    assert "greyhound" in wide and "theremin" in wide
 
 def test_the_bundled_tokenizer_counts_real_tokens():
     count = token_counter(required=True)

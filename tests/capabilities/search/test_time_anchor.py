@@ -94,3 +94,27 @@ def test_an_absolute_date_or_no_time_word_is_not_changed(tmp_path: Path, query: 
         memory.config.retrieval = dataclasses.replace(RetrievalConfig(), time_from_latest=False)
         off = [(r["id"], r["score"]) for r in memory.search(query, user_id="u", limit=10)["results"]]
         assert on == off
+
+
+@pytest.mark.parametrize(
+    "query, reference",
+    [
+        ("What happened 5000 years ago?", None),
+        ("The pyramids were built 4500 years ago", None),
+        ("what did Caroline paint 99999999999 days ago", None),
+        ("plans for 31 December 9999", None),
+        ("January 1, 0001", None),
+        ("What did Caroline say today?", "9999-12-31T12:00:00Z"),
+        ("What did Caroline paint this year?", "9999-12-31T23:59:59Z"),
+    ],
+)
+def test_a_time_no_date_holds_is_searched_without_a_window(tmp_path: Path, query: str, reference: str | None) -> None:
+    """Before, these raised OverflowError from every search (and so from the CLI, the
+    REST service, MCP and the LangChain tools): now the phrase gives no time window."""
+    with _open(tmp_path) as memory:
+        _fill(memory)
+        found = memory.search(query, user_id="u", limit=3, reference_time=reference)["results"]
+        assert len(found) == 3
+        memory.config.retrieval = dataclasses.replace(RetrievalConfig(), time_weight=0.0)
+        assert [r["id"] for r in memory.search(query, user_id="u", limit=3, reference_time=reference)["results"]] == [r["id"] for r in found]
+

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memorist import ConfigurationError, Memory
+from memorist import ConfigurationError, Memory, ValidationError
 from memorist.cli import cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -71,6 +71,11 @@ def test_every_tier_call_refuses_a_store_that_is_not_under_the_energy_policy(tar
             with pytest.raises(ConfigurationError) as info:
                 call(tiers)
             assert str(info.value).startswith(f"tiers.{name} needs the energy policy, and this store is under the 'default' policy")
+        # A test memory is the tiers' too: one that could not be listed or deleted is not made.
+        for add in (lambda: memory.add("probe", user_id="alex", infer=False, test=True),
+                    lambda: memory.add("probe", user_id="alex", infer=False, metadata={"is_test": True})):
+            with pytest.raises(ValidationError, match="test: a test memory belongs to the energy tiers, and this store is under the 'default'"):
+                add()
         assert memory.stats()["events"] == events
         assert memory.tiers.wait(0) is True  # nothing to wait for, on any store
     out = _cli(target, "tiers", "config", code=1)

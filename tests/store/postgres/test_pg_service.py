@@ -186,3 +186,33 @@ def test_healthz_says_unavailable_while_the_database_refuses_and_recovers_with_i
                 assert client.get("/api/memories/alex/").status_code == 200
     finally:
         app.state.service.close()
+
+
+def test_healthz_answers_ok_while_every_pooled_connection_is_busy(pg_url: str) -> None:
+    """A pool busy with slow requests is a database that answers: 200, at once."""
+    import threading
+
+    url = pg_url + ("&" if "?" in pg_url else "?") + "pool_size=2"
+    app = create_app(url, embedder="hashing", limits=ServerLimits(rate_per_minute=0))
+    try:
+        with TestClient(app) as client:
+            store = app.state.service.tenants.get("").store
+            taken = threading.Barrier(3)
+
+            def slow_request() -> None:
+                with store.connection() as conn:
+                    taken.wait()
+                    conn.execute("SELECT pg_sleep(3)")
+
+            threads = [threading.Thread(target=slow_request) for _ in range(2)]
+            for thread in threads:
+                thread.start()
+            taken.wait()
+            started = time.monotonic()
+            answer = client.get("/healthz")
+            assert answer.status_code == 200 and answer.json()["status"] == "ok", answer.text
+            assert time.monotonic() - started < 1.5
+            for thread in threads:
+                thread.join()
+    finally:
+        app.state.service.close()

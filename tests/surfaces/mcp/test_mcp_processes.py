@@ -112,7 +112,8 @@ def test_stdio_add_search_list_get_update_history_delete(tmp_path: Path) -> None
 
     async def bob(session: ClientSession) -> None:
         assert (await call(session, "list_memories"))["results"] == []
-        assert (await call(session, "search_memories", query="vegetarian nuts", user_id="alex"))["results"] == []
+        assert "user_id" in await error(session, "search_memories", query="vegetarian nuts", user_id="alex")  # not an argument
+        assert (await call(session, "search_memories", query="vegetarian nuts"))["results"] == []
         for memory_id in ids.values():
             assert "memory not found" in await error(session, "get_memory", memory_id=memory_id)
             assert "memory not found" in await error(session, "memory_history", memory_id=memory_id)

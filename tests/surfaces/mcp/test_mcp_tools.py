@@ -125,7 +125,9 @@ def test_engine_errors_are_tool_errors_naming_the_field_or_id(memory: Memory) ->
         for _ in range(20):
             deep = {"a": deep}
         assert "metadata: " in await error(client, "add_memory", text="x", metadata=deep)
-        assert "messages: holds a NUL character" in await error(client, "add_memory", text="tea\x00 time", infer=False)
+        # The field the model gave, text (before: "messages", which it never sent).
+        said = await error(client, "add_memory", text="tea\x00 time", infer=False)
+        assert "text: holds a NUL character" in said and "messages" not in said
         assert "NUL" in await error(client, "add_memory", text="tea time", metadata={"a": ["\x00"]}, infer=False)
         assert "NUL" in await error(client, "add_memory", text="tea time", metadata={"a\x00": 1}, infer=False)
         # The SDK checks the input schema first: a wrong type names the argument too.
@@ -145,18 +147,21 @@ def test_no_call_reaches_outside_the_configured_scope(memory: Memory) -> None:
     same_user_other_agent = memory.add("Alex via the travel agent", user_id="alex", agent_id="travel", infer=False)
 
     async def body(client: Client) -> None:
-        # A scope id sent by the model is not an argument: it is ignored.
-        assert (await call(client, "list_memories", user_id="bob"))["results"] == []
-        assert (await call(client, "search_memories", query="secret", user_id="bob"))["results"] == []
+        # A scope id sent by the model is not an argument: it is refused by name.
+        assert "user_id" in await error(client, "list_memories", user_id="bob")
+        assert "user_id" in await error(client, "search_memories", query="secret", user_id="bob")
+        assert (await call(client, "search_memories", query="secret"))["results"] == []
         for tool, extra in (
             ("get_memory", {}),
             ("update_memory", {"text": "pwned"}),
             ("delete_memory", {}),
             ("memory_history", {}),
         ):
-            message = await error(client, tool, memory_id=theirs, user_id="bob", **extra)
+            assert "user_id" in await error(client, tool, memory_id=theirs, user_id="bob", **extra)
+            message = await error(client, tool, memory_id=theirs, **extra)
             assert f"memory not found: '{theirs}'" in message
-        added = await call(client, "add_memory", text="Mine", infer=False, user_id="bob")
+        assert "user_id" in await error(client, "add_memory", text="Mine", infer=False, user_id="bob")
+        added = await call(client, "add_memory", text="Mine", infer=False)
         assert memory.get(added["results"][0]["id"])["user_id"] == "alex"
 
     run(memory, body, user_id="alex", agent_id="shop")
@@ -197,5 +202,75 @@ def test_under_the_energy_policy_end_conversation_consolidates_in_the_background
 def test_the_default_policy_has_no_end_conversation_tool(memory: Memory) -> None:
     async def body(client: Client) -> None:
         assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+
+    run(memory, body, user_id="alex")
+
+
+SHARING = {"create_relation", "delete_relation", "list_relations", "check_relation"}
+
+
+@pytest.mark.parametrize(
+    ("scope", "left_out"),
+    [
+        ({"run_id": "r1"}, SHARING | {"consolidate_memories"}),
+        ({"user_id": "alex", "run_id": "r1"}, {"consolidate_memories"}),
+        ({"agent_id": "shop", "run_id": "r1"}, {"consolidate_memories"}),
+        ({"agent_id": "shop"}, set()),
+        ({"user_id": "alex", "agent_id": "shop"}, set()),
+    ],
+)
+def test_a_server_lists_only_the_tools_that_can_work_in_its_scope(memory: Memory, scope: dict[str, str], left_out: set[str]) -> None:
+    """Before, a server of only --run listed the sharing tools and consolidate_memories,
+    and every call of them failed naming user_id, an argument no tool takes."""
+    memory.add("Likes tea", infer=False, **scope)
+
+    async def body(client: Client) -> None:
+        assert {t.name for t in (await client.list_tools()).tools} == TOOLS - left_out
+        # What is served works in that scope.
+        assert (await call(client, "search_memories", query="tea"))["results"]
+        if "consolidate_memories" not in left_out:
+            assert (await call(client, "consolidate_memories", dry_run=True))["merged_count"] == 0
+        if not left_out & SHARING:
+            assert (await call(client, "list_relations"))["results"] == []
+
+    run(memory, body, **scope)
+
+
+def test_arguments_are_taken_as_the_schema_states_them(memory: Memory) -> None:
+    """Before, {"limit": "3"} was coerced to 3 although the schema says integer and the
+    library refuses "3", and an argument no tool takes was silently ignored."""
+    memory.add("Likes tea", user_id="alex", infer=False)
+
+    async def body(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        for tool in tools.values():
+            assert tool.input_schema.get("additionalProperties") is False, tool.name
+        assert tools["search_memories"].input_schema["properties"]["limit"]["type"] == "integer"
+        for limit in ("3", 3.0, True):
+            said = await error(client, "search_memories", query="tea", limit=limit)
+            assert "limit" in said and "integer" in said
+        with pytest.raises(ValidationError, match="limit: must be a whole number"):
+            memory.search("tea", user_id="alex", limit="3")
+        assert len((await call(client, "search_memories", query="tea", limit=3))["results"]) == 1
+        assert "infer" in await error(client, "add_memory", text="Likes coffee", infer="false")
+        said = await error(client, "search_memories", query="tea", user_id="bob", top_k=2)
+        assert "user_id" in said and "top_k" in said and "Extra inputs are not permitted" in said
+        assert "bogus" in await error(client, "list_memories", bogus=1)
+        # Claude Desktop sends lists as JSON text: still taken.
+        added = await call(client, "add_memory", messages='[{"role": "user", "content": "Likes jazz"}]', infer=False)
+        assert [r["memory"] for r in added["results"]] == ["Likes jazz"]
+
+    run(memory, body, user_id="alex")
+
+
+def test_a_bad_text_is_named_text(memory: Memory) -> None:
+    """Before, add_memory {"text": "a\\u0000b"} answered "messages: holds a NUL
+    character", naming an argument the model never sent."""
+    async def body(client: Client) -> None:
+        for text in ("a\x00b", "x" * 200_001):
+            said = await error(client, "add_memory", text=text, infer=False)
+            assert "text: " in said and "messages" not in said, said
+        said = await error(client, "add_memory", messages=[{"role": "user", "content": "a\x00b"}], infer=False)
+        assert "messages[0].content" in said
 
     run(memory, body, user_id="alex")

@@ -176,8 +176,8 @@ def _vector_adapters(oid: int) -> tuple[type[Dumper], type[Loader], type[Loader]
 # options and messages ----------------------------------------------------------------
 logger = logging.getLogger(__name__)
 
-#: Seconds a health check waits for a pooled connection.
-_PING_TIMEOUT = 2.0
+#: Seconds a health check waits for the database to accept a connection.
+_PING_TIMEOUT = 2
 
 
 def _split_url(url: str) -> tuple[str, dict[str, str], str | None]:
@@ -612,13 +612,14 @@ class PostgresStore(Store):
         return psycopg.connect(self._conninfo, **self._connect_kwargs)
 
     def unreachable(self) -> str | None:
-        pool = self._pool
-        if pool is None:
+        if self._pool is None:
             return f"{self.label} is closed"
         try:
-            with pool.connection(timeout=_PING_TIMEOUT) as conn:
+            # A connection of its own, not the pool's: a pool busy with requests is no
+            # sign of a database that does not answer.
+            with psycopg.connect(self._conninfo, **{**self._connect_kwargs, "connect_timeout": _PING_TIMEOUT}) as conn:
                 conn.execute("SELECT 1")
-        except Exception as exc:  # the server down, the pool exhausted, a broken connection
+        except Exception as exc:  # the server down or refusing connections
             # The details (the server's address among them) to the log, not to whoever asks.
             logger.warning("%s", self._error(exc, "checking the database"))
             return "the database does not answer (the service's log says why)"
@@ -1247,6 +1248,10 @@ class PostgresStore(Store):
         return int(row[0]) + self._pending_touches(scope.space)
 
     @_translating("writing retrieval bookkeeping", decode=False)
+    def buffered_uses(self, memory_id: str) -> int:
+        with self._touch_lock:
+            return self._touches.uses(memory_id)
+
     def flush(self) -> None:
         """Write buffered retrieval bookkeeping now (unless the spaces are busy)."""
         with self._touch_lock:

@@ -1093,6 +1093,10 @@ class SQLiteStore(Store):
         """Why this store takes no write, or None."""
         return self._refused
 
+    def buffered_uses(self, memory_id: str) -> int:
+        with self._lock:
+            return self._touches.uses(memory_id)
+
     def flush(self, *, sync: bool = True) -> None:
         """Write buffered retrieval bookkeeping now (``sync``: on disk before returning)."""
         with self._lock:
