@@ -214,6 +214,29 @@ class RateLimiter:
             del self._buckets[key]
 
 
+class _Ticket:
+    """A request waiting its turn: the event loop it waits on (a service may run on
+    several, one a thread), its future there, and whether its turn was given."""
+
+    __slots__ = ("future", "granted", "loop")
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.future: asyncio.Future[None] = self.loop.create_future()
+        self.granted = False
+
+    def grant(self) -> None:
+        """Its turn: woken on its own loop (never a future of another loop set here);
+        RuntimeError if that loop is closed."""
+        self.loop.call_soon_threadsafe(_wake, self.future)
+        self.granted = True
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class _Share:
     """One caller's requests at work: how many run, those waiting their turn, and how
     many it may run at once (its window)."""
@@ -223,7 +246,7 @@ class _Share:
     def __init__(self) -> None:
         self.in_service = 0  # running or waiting
         self.running = 0
-        self.waiting: deque[asyncio.Future[None]] = deque()
+        self.waiting: deque[_Ticket] = deque()
         self.window = 1
 
 
@@ -239,10 +262,14 @@ class WorkShares:
     one at a time from the first: a tenant's store answers its reads one at a time,
     and a costly search keeps it while it checks its filter, so requests let in all
     at once would each keep every other caller of the tenant waiting, and would hold
-    as many threads. Cheap requests open the window within a few answers.
+    as many threads. Cheap requests open the window within a few answers; what a
+    caller's window became is kept while it is known (its first requests, or those
+    after a costly one, take turns even when they are only slow).
 
-    Counted on the event loop, which is one thread: no lock. What it knows of idle
-    callers (their windows) is forgotten when there are many.
+    The counts are kept under a lock and a waiter is woken on its own event loop: a
+    service may run requests on several loops (a test client used without ``with``
+    runs each on one of its own). What it knows of idle callers (their windows) is
+    forgotten when there are many.
     """
 
     _PRUNE_AT = 10_000
@@ -253,83 +280,94 @@ class WorkShares:
         self.costly_units = costly_units
         self.at_work = 0
         self._shares: dict[str, _Share] = {}
+        self._lock = threading.Lock()
 
     def enter(self, caller: str) -> str | None:
         """Count a request of ``caller`` as at work: None when it is, else which limit
         is reached: ``"service"`` (``total``) or ``"caller"`` (``per_caller``). A
         request counted must :meth:`leave`, and may run once :meth:`turn` says so."""
-        if self.at_work >= self.total:
-            return "service"
-        share = self._shares.get(caller)
-        if share is None:
-            if len(self._shares) >= self._PRUNE_AT:
-                self._prune()
-            share = self._shares[caller] = _Share()
-        if share.in_service >= self.per_caller:
-            return "caller"
-        share.in_service += 1
-        self.at_work += 1
-        return None
+        with self._lock:
+            if self.at_work >= self.total:
+                return "service"
+            share = self._shares.get(caller)
+            if share is None:
+                if len(self._shares) >= self._PRUNE_AT:
+                    self._prune()
+                share = self._shares[caller] = _Share()
+            if share.in_service >= self.per_caller:
+                return "caller"
+            share.in_service += 1
+            self.at_work += 1
+            return None
 
     async def turn(self, caller: str, gone: asyncio.Event) -> bool:
         """Wait until the request may run: True then (it runs), False if ``gone`` was
         set first (its client left; it never ran)."""
-        share = self._shares[caller]
-        if share.running < share.window and not share.waiting:
-            share.running += 1
-            return True
-        ticket: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        share.waiting.append(ticket)
+        with self._lock:
+            share = self._shares[caller]
+            if share.running < share.window and not share.waiting:
+                share.running += 1
+                return True
+            ticket = _Ticket()
+            share.waiting.append(ticket)
         left = asyncio.ensure_future(gone.wait())
         try:
-            await asyncio.wait((ticket, left), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((ticket.future, left), return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
             self._give_back(share, ticket)
             raise
         finally:
             left.cancel()
-        if ticket.done():
-            return True  # its turn came (running counts it): it runs, even if its client just left
+        with self._lock:
+            if ticket.granted:
+                return True  # its turn came (running counts it): it runs, even if its client just left
         self._give_back(share, ticket)
         return False
 
     def leave(self, caller: str, units: int | None) -> None:
         """A request :meth:`enter` counted is answered (or given up). ``units``: the work
         it did, None if it never ran."""
-        share = self._shares[caller]
-        share.in_service -= 1
-        self.at_work -= 1
-        if units is not None:
-            share.running -= 1
-            share.window = max(1, share.window // 2) if units >= self.costly_units else min(self.per_caller, share.window + 1)
-        self._next(share)
+        with self._lock:
+            share = self._shares[caller]
+            share.in_service -= 1
+            self.at_work -= 1
+            if units is not None:
+                share.running -= 1
+                share.window = max(1, share.window // 2) if units >= self.costly_units else min(self.per_caller, share.window + 1)
+            self._next(share)
 
     def window(self, caller: str) -> int:
         """The requests ``caller`` may run at once now."""
-        share = self._shares.get(caller)
-        return share.window if share is not None else 1
+        with self._lock:
+            share = self._shares.get(caller)
+            return share.window if share is not None else 1
 
     def running(self, caller: str) -> int:
         """``caller``'s requests running now (not those waiting their turn)."""
-        share = self._shares.get(caller)
-        return share.running if share is not None else 0
+        with self._lock:
+            share = self._shares.get(caller)
+            return share.running if share is not None else 0
 
-    def _give_back(self, share: _Share, ticket: asyncio.Future[None]) -> None:
-        """A waiter that will not run: out of the line, or its turn to the next."""
-        if ticket.done() and not ticket.cancelled():
-            share.running -= 1
-            self._next(share)
-        else:
-            ticket.cancel()
-            if ticket in share.waiting:
+    def _give_back(self, share: _Share, ticket: _Ticket) -> None:
+        """A waiter that will not run: out of the line, or, if its turn was given, the
+        turn to the next."""
+        with self._lock:
+            if ticket.granted:
+                share.running -= 1
+                self._next(share)
+            elif ticket in share.waiting:
                 share.waiting.remove(ticket)
+        ticket.future.cancel()
 
     def _next(self, share: _Share) -> None:
+        """Give turns while the window allows (the lock held)."""
         while share.waiting and share.running < share.window:
             ticket = share.waiting.popleft()
-            if not ticket.done():
-                share.running += 1
-                ticket.set_result(None)
+            try:
+                ticket.grant()
+            except RuntimeError:  # its loop is closed: nobody waits there any more
+                continue
+            share.running += 1
 
     def _prune(self) -> None:
         for caller in [c for c, share in self._shares.items() if not share.in_service]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from memorist import Memory
 from memorist.server import ServerLimits
@@ -134,3 +135,27 @@ def test_callers_within_their_shares_leave_a_worker_thread_for_the_next(make_app
     assert running == 45, f"only {running} of 45 requests at work got a thread"
     assert other == 200
     assert held == [200] * 45
+
+
+def test_requests_on_several_event_loops_all_finish(make_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test client used without ``with`` runs each request on an event loop of its
+    own, in its own thread: one client's requests, waiting their turns across loops,
+    are all answered (a turn given on another loop's thread used to wake nobody)."""
+    def costly_search(self: Memory, query: str, **_: Any) -> dict[str, Any]:
+        charge(COSTLY_UNITS)  # so each waits for the one before to end
+        time.sleep(0.3)
+        return {"results": []}
+
+    monkeypatch.setattr(Memory, "search", costly_search)
+    client = TestClient(make_app())  # no `with`: a loop per request
+    answers: dict[int, int] = {}
+
+    def one(i: int) -> None:
+        answers[i] = client.post("/api/memories/search/", json=SEARCH).status_code
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert answers == {0: 200, 1: 200, 2: 200}, f"answered: {answers}"
