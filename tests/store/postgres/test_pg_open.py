@@ -227,3 +227,16 @@ def test_close_is_idempotent_and_final(pg_url: str) -> None:
         pass
     with pytest.raises(StoreError, match="closed"):
         store.stats()
+
+
+def test_a_database_error_while_writing_retrievals_is_a_store_error(pg_url: str) -> None:
+    """The buffered retrievals' write (flush) says what failed as every store call does,
+    never with the driver's own exception."""
+    m = Memory(pg_url, embedder="hashing")
+    mid = m.add("I drink green tea", user_id="u", infer=False)["results"][0]["id"]
+    assert m.search("green tea", user_id="u")["results"]
+    assert m.store.buffered_uses(mid) == 1
+    m.store._pool.close()  # the database out of reach from here on
+    with pytest.raises(StoreError, match="is closed"):  # PoolClosed, said as a store error
+        m.store.flush()
+    m.close()

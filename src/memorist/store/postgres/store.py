@@ -1247,11 +1247,11 @@ class PostgresStore(Store):
             return 0
         return int(row[0]) + self._pending_touches(scope.space)
 
-    @_translating("writing retrieval bookkeeping", decode=False)
     def buffered_uses(self, memory_id: str) -> int:
         with self._touch_lock:
             return self._touches.uses(memory_id)
 
+    @_translating("writing retrieval bookkeeping", decode=False)
     def flush(self) -> None:
         """Write buffered retrieval bookkeeping now (unless the spaces are busy)."""
         with self._touch_lock:
