@@ -89,17 +89,21 @@ def sanitize_answer(text: Any) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
-def deterministic_answer(question: str, bullets: Sequence[Bullet]) -> str:
-    """The reply when no language model is configured: it says so, and lists what the
+#: How the learner is told to say what helped (``run-turn``'s field; the chat names its buttons).
+FEEDBACK_HINT = 'the "feedback" field'
+
+
+def deterministic_answer(question: str, bullets: Sequence[Bullet], *, failure: str | None = None,
+                         feedback_hint: str = FEEDBACK_HINT) -> str:
+    """The reply without a model's answer: why there is none (no model is configured;
+    or ``failure``, e.g. "it did not answer in time": the model failed), and what the
     learner's playbook holds for the question."""
-    head = (
-        "No language model is configured, so this is a deterministic reply from Memorist's "
-        "playbook, not a generated answer."
-    )
+    why = f"The language model could not answer ({failure})" if failure else "No language model is configured"
+    head = f"{why}, so this is a deterministic reply from Memorist's playbook, not a generated answer."
     if not bullets:
         return (
             f"{head} I have no lessons for this learner that fit this question yet; tell me what "
-            "helped or what did not (the \"feedback\" field) and I will remember it."
+            f"helped or what did not ({feedback_hint}) and I will remember it."
         )
     lines = [f"{head} What I have learned for this learner that fits this question:"]
     lines.extend(f"- {b.content}" for b in bullets)
@@ -225,4 +229,4 @@ def run_turn(playbook: PlaybookLike, payload: Mapping[str, Any], *, answerer: An
     }
 
 
-__all__ = ["DEFAULT_LEARNER", "SYSTEM_PROMPT", "PlaybookLike", "TurnLike", "check_turn", "deterministic_answer", "run_turn", "sanitize_answer"]
+__all__ = ["DEFAULT_LEARNER", "FEEDBACK_HINT", "SYSTEM_PROMPT", "PlaybookLike", "TurnLike", "check_turn", "deterministic_answer", "run_turn", "sanitize_answer"]

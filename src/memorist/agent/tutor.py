@@ -50,7 +50,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from ..ace.context import format_context
 from ..ace.playbook import Playbook
-from ..ace.runner import check_turn, sanitize_answer
+from ..ace.runner import FEEDBACK_HINT, check_turn, deterministic_answer, sanitize_answer
 from ..errors import (
     ConfigurationError,
     InvalidOutputError,
@@ -80,9 +80,6 @@ FACTS_K = 5
 #: let a model that hangs hold a turn for three minutes).
 DEFAULT_MODEL_TIMEOUT = 30.0
 DEFAULT_MODEL_RETRIES = 1
-#: Where the offline answer tells the learner to say what helped (``run-turn``'s field).
-FEEDBACK_HINT = 'the "feedback" field'
-_OFFLINE = "so this is a deterministic reply from Memorist's playbook, not a generated answer."
 
 _EXPLAIN = re.compile(r"\b(how (do|can|should|would) (i|we|you)|why|explain|understand|confus|what does|what is a|mean)\w*", re.I)
 _CHOICE = re.compile(r"\b(best way|ways to|approach(es)?|strateg(y|ies)|options?|compare|which (method|way)|plan|study|practice|prepare|improve|alternatives?)\b", re.I)
@@ -317,7 +314,8 @@ class Tutor:
         if not state["params"]["reveal_answer"]:
             answer, masked = mask_reveal(answer, state.get("tool_calls", []))
         if not answer:  # the solver answers something; should it not, say so truthfully
-            answer, answer_mode = sanitize_answer(offline_answer([], failure=state.get("model_error"), feedback_hint=self.feedback_hint)), "deterministic"
+            answer = deterministic_answer(state["question"], [], failure=state.get("model_error"), feedback_hint=self.feedback_hint)
+            answer, answer_mode = sanitize_answer(answer), "deterministic"
         log.info("[ACE Graph] critic masked=%s", masked)
         log.info("[ACE Runner] Answer mode=%s %s", answer_mode, preview(answer))
         return {"answer": answer, "answer_mode": answer_mode}
@@ -469,7 +467,7 @@ class Tutor:
         _thought(thoughts, f"{mode} {why}; {len(bullets)} playbook bullets and {len(facts)} facts would be used")
         for b in bullets:
             _thought(thoughts, f"{mode} would use bullet id={b.id} content={preview(b.content)}")
-        answer = refused + offline_answer(bullets, failure=failure, feedback_hint=self.feedback_hint)
+        answer = refused + deterministic_answer(question, bullets, failure=failure, feedback_hint=self.feedback_hint)
         if facts:
             answer += "\n\nWhat I know about you that fits:\n" + "\n".join(f"- {f['text']}" for f in facts)
         return answer
@@ -510,17 +508,6 @@ def model_failure(exc: BaseException) -> str:
     if isinstance(exc, TransientProviderError) and "connection failed" in str(exc):
         return "it could not be reached"
     return "it returned an error"
-
-
-def offline_answer(bullets: Sequence[Bullet], *, failure: str | None = None, feedback_hint: str = FEEDBACK_HINT) -> str:
-    """The answer without a model: why there is none (``failure``: the model failed,
-    e.g. "it did not answer in time"; None: none is configured), and what the
-    learner's playbook holds for the question."""
-    head = f"The language model could not answer ({failure}), {_OFFLINE}" if failure else f"No language model is configured, {_OFFLINE}"
-    if not bullets:
-        return (f"{head} I have no lessons for this learner that fit this question yet; tell me what helped or what "
-                f"did not ({feedback_hint}) and I will remember it.")
-    return "\n".join([f"{head} What I have learned for this learner that fits this question:", *(f"- {b.content}" for b in bullets)])
 
 
 def mask_reveal(answer: str, tool_calls: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
@@ -564,5 +551,5 @@ def build_tutor_graph(memory: Any, **options: Any) -> Any:
 
 __all__ = [
     "DEFAULT_MODEL_RETRIES", "DEFAULT_MODEL_TIMEOUT", "FACTS_AGENT", "FEEDBACK_HINT", "MODES", "Tutor", "TurnState",
-    "build_tutor_graph", "choose_mode", "clean_answer", "mask_reveal", "model_failure", "offline_answer",
+    "build_tutor_graph", "choose_mode", "clean_answer", "mask_reveal", "model_failure",
 ]
