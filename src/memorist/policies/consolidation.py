@@ -171,11 +171,14 @@ def _word_number(word: str) -> int | None:
     return None
 
 
+def _word_numbers(text: str) -> set[str]:
+    """The numbers ``text`` writes as words ("three" is "3")."""
+    return {str(v) for w in _WORD.findall(text) if (v := _word_number(w.strip("'’-"))) is not None}
+
+
 def _numbers(text: str) -> set[str]:
     """The numbers of ``text`` (digits or words), as :func:`_number_key` writes them."""
-    found = {_number_key(m.group(0)) for m in _NUMBER.finditer(text)}
-    found.update(str(v) for w in _WORD.findall(text) if (v := _word_number(w.strip("'’-"))) is not None)
-    return found
+    return {_number_key(m.group(0)) for m in _NUMBER.finditer(text)} | _word_numbers(text)
 
 
 def _abbreviation_before(text: str, end: int) -> bool:
@@ -260,8 +263,7 @@ def key_terms(text: str) -> set[str]:
         # A number inside a date ("2024" of "May 3, 2024") is kept with the date.
         if not any(d.start() <= m.start() < d.end() for d in dates):
             terms.add(_number_key(m.group(0)))
-    terms.update(str(v) for w in _WORD.findall(text) if (v := _word_number(w.strip("'’-"))) is not None)
-    return terms | _entities(text, subjects=True)
+    return terms | _word_numbers(text) | _entities(text, subjects=True)
 
 
 def _present(term: str, text: str, numbers: set[str]) -> bool:
