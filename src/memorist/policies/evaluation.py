@@ -69,7 +69,7 @@ class EvaluationConfig:
 
 @dataclass(frozen=True, slots=True)
 class MemoryScore:
-    """Spec 003's ``MemoryScore``: unrounded, since the run's decisions compare them
+    """A minute's scores, unrounded, since the run's decisions compare them
     (a composite of 0.29999 is below 0.3); :meth:`to_dict` rounds them to 4 places
     for display."""
 
