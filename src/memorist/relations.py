@@ -46,7 +46,7 @@ from typing import Any
 from . import validate
 from .api import CALLS, MemoryAPI, Scoped
 from .errors import NotFoundError, PermissionDeniedError, ValidationError
-from .model import RelationChange, RelationCheck, RelationList, RelationTuple
+from .model import RelationChange, RelationCheck, RelationList, RelationTuple, is_fact
 from .policies import relations as rules
 from .policies.relations import EDITOR, MEMBER, OWNER, VIEWER
 
@@ -399,9 +399,36 @@ def _memory_call(name: str) -> Callable[..., Any]:
                 return []
             raise NotFoundError("memory", validate.memory_id(arguments["memory_id"]))
         kw = {k: v for k, v in arguments.items() if signature.parameters[k].kind is not inspect.Parameter.VAR_KEYWORD}
+        if name == "events" and not rules.owns(self.subjects, target.user, target.agent):
+            return _shared_events(self.memory, kw)
         return getattr(self.memory, name)(**kw)
 
     return call
+
+
+def _shared_events(memory: Any, arguments: dict[str, Any]) -> list[Any]:
+    """The events of another owner's space that a relation shares: those of its
+    memories (facts: adds, updates, deletes, merges of them). The owner's other events
+    (searches, conversation turns, minutes, playbooks, trajectories, maintenance runs)
+    are not shared, as the calls that read those objects are not. Pages are read until
+    ``limit`` shared events are found or the log ends, so a page the filter empties
+    does not end a reader's paging early."""
+    limit = arguments.get("limit")
+    since = arguments.get("since", 0)
+    shared: list[Any] = []
+    while True:
+        page = memory.events(**{**arguments, "since": since})
+        ids = [e["memory_id"] for e in page if e["memory_id"]]
+        records = memory.store.get_many(ids) if ids else {}
+        for event in page:
+            record = records.get(event["memory_id"]) if event["memory_id"] else None
+            if record is not None and is_fact(record):
+                shared.append(event)
+                if limit is not None and len(shared) == limit:
+                    return shared
+        if limit is None or len(page) < limit:
+            return shared
+        since = page[-1]["seq"]
 
 
 for _call in CALLS:
