@@ -180,6 +180,45 @@ def test_the_cli_command_takes_the_declared_parameters(call: Call) -> None:
     assert {p.name for p in command.params} - COMMON == _expected(call, call.cli)
 
 
+def _numeric_defaults(call: Call, surface: Any) -> dict[str, float]:
+    """The declaration's numeric defaults (limits, thresholds, windows) by the names
+    ``surface`` serves them under: a surface that takes such a parameter must default
+    it alike, or the same call returns another number of results by where it is made."""
+    defaults: dict[str, float] = {}
+    for name, _, default in parameters(call.declared):
+        if name.startswith("_") or name in surface.omitted:
+            continue
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            for served in surface.renamed.get(name, name).split("|"):
+                defaults[served] = default
+    return defaults
+
+
+@pytest.mark.parametrize("call", CLI, ids=[c.qualname for c in CLI])
+def test_the_cli_command_defaults_the_declared_numbers_alike(call: Call) -> None:
+    from memorist.cli import cli
+
+    command: Any = cli
+    for word in call.cli.name.split():
+        command = command.commands[word]
+    served = {p.name: p.default for p in command.params}
+    for name, default in _numeric_defaults(call, call.cli).items():
+        assert served.get(name) == default, f"`memorist {call.cli.name}` --{name} defaults to {served.get(name)!r}, the call to {default!r}"
+
+
+@pytest.mark.parametrize("call", REST, ids=[c.qualname for c in REST])
+def test_the_rest_route_defaults_the_declared_numbers_alike(call: Call, openapi: dict[str, Any]) -> None:
+    method, path = call.rest.name.split(" ", 1)
+    operation = openapi["paths"][path][method.lower()]
+    served = {p["name"]: p.get("schema", {}).get("default") for p in operation.get("parameters", [])}
+    body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+    if body is not None:
+        properties = openapi["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]["properties"]
+        served |= {name: schema.get("default") for name, schema in properties.items()}
+    for name, default in _numeric_defaults(call, call.rest).items():
+        assert served.get(name) == default, f"{call.rest.name} {name} defaults to {served.get(name)!r}, the call to {default!r}"
+
+
 # A narrow core: the memory calls, the lifecycle, and one attribute per capability. ----------
 CORE = {
     # the memory calls (mem0's) and the scoped handle

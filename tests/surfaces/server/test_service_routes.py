@@ -61,6 +61,12 @@ def test_every_route_and_shape(client: TestClient, with_slash: bool) -> None:
     # the same list through the query form
     r = client.get(p("/api/memories/?user_id=alex"))
     assert [i["id"] for i in r.json()["results"]] == [i["id"] for i in items]
+    # filtered alike by both paths (the user's path once ignored them)
+    chat = {"filters": '{"source": "chat"}'}
+    by_user = client.get(p("/api/memories/alex/"), params=chat).json()["results"]
+    assert {i["memory"] for i in by_user} == {"Name is Alex", "Loves hiking"}
+    assert by_user == client.get(p("/api/memories/"), params={"user_id": "alex", **chat}).json()["results"]
+    assert_error(client.get(p("/api/memories/alex/"), params={"filters": "garbage"}), 422, "validation_error", "filters")
 
     # one memory, its update, its history
     r = client.get(p(f"/api/memories/alex/{newest['id']}/"))

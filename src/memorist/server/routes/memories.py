@@ -125,9 +125,11 @@ def list_user_memories(
     limit: int = Query(100, ge=1, le=MAX_LIMIT),
     agent_id: str = query_id("agent"),
     run_id: str = query_id("run"),
+    filters: str = Query(None, max_length=65_536, description='Metadata and field filters as a JSON object, e.g. {"source": "chat"}.'),
 ) -> Any:
-    """The user's memories, newest first."""
-    return JSONResponse(reach.scope(user_id=user_id, agent_id=agent_id, run_id=run_id).get_all(limit=limit))
+    """The user's memories, newest first (``GET /api/memories/?user_id=`` by another path)."""
+    handle = reach.scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
+    return JSONResponse(handle.get_all(limit=limit, filters=json_query("filters", filters)))
 
 
 # Declared before the memory route: a memory whose id is "events" is shadowed here.
