@@ -49,8 +49,11 @@ _bearer = HTTPBearer(auto_error=False, description="An Memorist API key: `Author
 _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="An Memorist API key in the `X-API-Key` header.")
 
 
-def current_caller(request: Request, _b: Annotated[Any, Depends(_bearer)], _k: Annotated[Any, Depends(_api_key)]) -> Caller:
-    """The caller the middleware admitted (the security dependencies only document the keys)."""
+async def current_caller(request: Request, _b: Annotated[Any, Depends(_bearer)], _k: Annotated[Any, Depends(_api_key)]) -> Caller:
+    """The caller the middleware admitted (the security dependencies only document the keys).
+
+    ``async``, as :func:`current_reach`: it only reads the request, and FastAPI would
+    otherwise run each on a worker thread, a thread hop per dependency per request."""
     return request.scope.get("memorist.caller") or Caller()
 
 
@@ -441,8 +444,8 @@ class _SharedScope(_RequestScope):
         raise NotFoundError("project", str(self.ids["user_id"]))
 
 
-def current_reach(request: Request, caller: CallerDep) -> Reach:
-    """What the request acts on (see :class:`Reach`)."""
+async def current_reach(request: Request, caller: CallerDep) -> Reach:
+    """What the request acts on (see :class:`Reach`; it opens nothing until used)."""
     return Reach(request_service(request), caller)
 
 
