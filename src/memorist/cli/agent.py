@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 from typing import Any
 
 import click
@@ -74,7 +75,8 @@ def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout:
     if not active and not local:
         raise CommandError(
             f"refusing to serve the chat on {host}: its store {app.label} holds no API key, so anyone could chat as "
-            "the one development user. Create a key first (`memorist keys create --tenant NAME --user ID`), or serve on 127.0.0.1."
+            f"the one development user. Create a key in it first (`memorist keys create --db {shlex.quote(app.label)} --tenant NAME --user ID`), "
+            "or serve on 127.0.0.1."
         )
     settings = chat_mod.ChatSettings.from_env(memory_url=memory_url, memory_timeout=memory_timeout, rate_per_minute=rate, burst=burst,
                                               model_timeout=model_timeout, model_retries=model_retries)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import shlex
 from typing import Any
 
 import click
@@ -146,8 +147,9 @@ def serve(
     \b
     With no API key in the store this is a development server: every request is
     allowed, and it listens on loopback only (it refuses another --host). Once
-    the store holds a key (`memorist keys create --tenant NAME`), every /api/
-    request needs one, in 'Authorization: Bearer <key>' or 'X-API-Key: <key>'.
+    the store holds a key (`memorist keys create --db PATH --tenant NAME`, with
+    the same --db), every /api/ request needs one, in 'Authorization: Bearer
+    <key>' or 'X-API-Key: <key>'.
     """
     settings = _environment_defaults({
         "rate_limit": rate_limit, "burst": burst, "max_body_bytes": max_body_bytes, "max_messages": max_messages,
@@ -230,8 +232,8 @@ def serve(
         service.close()
         raise CommandError(
             f"refusing to serve on {host}: the store {app.label} holds no API key, so this would be an open "
-            "development server reachable from other machines. Create a key first "
-            "(`memorist keys create --tenant NAME`), or serve on 127.0.0.1."
+            "development server reachable from other machines. Create a key in it first "
+            f"(`memorist keys create --db {shlex.quote(app.label)} --tenant NAME`), or serve on 127.0.0.1."
         )
     # Open one tenant's Memory now: the embedder (shared by all) loads before the
     # first request, and a store that cannot be served fails here, with its error.
@@ -246,7 +248,7 @@ def serve(
     else:
         click.echo(
             "  Development mode: the store holds no API key, so every request is allowed (loopback only).\n"
-            "  `memorist keys create --tenant NAME` turns keys on."
+            f"  `memorist keys create --db {shlex.quote(app.label)} --tenant NAME` turns keys on."
         )
     click.echo(f"  Memory panel: {url}/   API docs: {url}/docs   Health: {url}/healthz")
     if rate:

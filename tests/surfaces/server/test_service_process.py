@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -201,6 +202,13 @@ def test_no_keys_and_a_public_host_is_refused_before_binding(tmp_path: Path) -> 
     assert done.returncode != 0
     assert "refusing to serve on 0.0.0.0" in done.stderr and "memorist keys create" in done.stderr
     assert "Uvicorn running" not in done.stdout + done.stderr
+    # The command it suggests, run as written, puts the key in the store served (the
+    # store named by --db, not the default one).
+    suggested = re.search(r"`memorist (keys create [^`]+)`", " ".join(done.stderr.split())).group(1)
+    made = subprocess.run(memorist(*shlex.split(suggested.replace("NAME", "acme"))), capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    listed = subprocess.run(memorist("--db", str(tmp_path / "open.db"), "--json", "keys", "list"), capture_output=True, text=True, timeout=60)
+    assert [k["tenant_id"] for k in json.loads(listed.stdout)] == ["acme"]
 
 
 def test_the_refusal_never_reaches_uvicorn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
