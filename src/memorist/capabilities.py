@@ -248,9 +248,14 @@ class Minutes:
         chosen = evaluator_of(evaluator, HeuristicEvaluator())
         sources = [
             lambda q, k: [{**m, "source": "minute"} for m in self.engine.search(q, k, project_id=project)],
-            lambda q, k: [{**f, "source": "fact"} for f in self._host.search(q, user_id=project, limit=k)["results"]],
+            lambda q, k: [{**f, "source": "fact"} for f in self._pair_facts(q, k, project, agent)],
         ]
         return PairLoop(self._host.store, Scope(self._host.config.tenant_id, project, agent), chosen, combined_retriever(sources), memories_per_gap=per_gap)
+
+    def _pair_facts(self, query: str, k: int, project: str, agent: str) -> list[dict[str, Any]]:
+        """The facts a PAIR round retrieves for a gap: the project's, of all its agents
+        (a subject's minutes read only what it may: :class:`memorist.relations.SubjectMinutes`)."""
+        return list(self._host.search(query, user_id=project, limit=k)["results"])
 
     def pair(self, task: str, criteria: str, output: str, revise: Callable[[str, list[dict[str, Any]]], str], threshold: float = 95,
              max_rounds: int = 5, *, project_id: str | None = None, agent_id: str | None = None, evaluator: Any = None,

@@ -23,10 +23,13 @@ of, through groups of groups up to :data:`~memorist.policies.relations.MAX_GROUP
 - another space's memories and trajectories: a relation on a space that covers them
   (``scope`` objects); viewer reads, editor and owner write;
 - another owner's playbook: a relation on the playbook or on its space; a playbook's
-  ``visibility`` widens reading only: ``private`` (the owners and the relations),
-  ``shared`` (also every subject that shares a group with one of its owners),
-  ``tenant`` (every subject of the tenant). The tenant's and the global playbooks are
-  read by every subject; writing them takes editor on ``tenant/<name>``.
+  ``visibility`` widens reading only, and only an owner changes it: ``private`` (the
+  owners and the relations), ``shared`` (also the members of its owners' teams: a
+  group one of them holds ``owner`` of, or a group of the tenant's, which nobody holds
+  ``owner`` of, that one of them is a direct member of), ``tenant`` (every subject of
+  the tenant). The tenant's and the global playbooks are read by every subject;
+  writing them takes editor on ``tenant/<name>``. Curating one takes editor on it and
+  reading the space whose reflections are curated.
 - tuples: a subject creates and deletes tuples on what it owns (its spaces and
   playbooks) or holds ``owner`` of (a group, another's playbook); it lists the tuples
   of its own subjects and of the objects it manages.
@@ -45,8 +48,10 @@ from typing import Any
 
 from . import validate
 from .api import CALLS, MemoryAPI, Scoped
+from .capabilities import Minutes
 from .errors import NotFoundError, PermissionDeniedError, ValidationError
 from .model import RelationChange, RelationCheck, RelationList, RelationTuple, is_fact
+from .pipelines.minutes import project_of
 from .policies import relations as rules
 from .policies.relations import EDITOR, MEMBER, OWNER, VIEWER
 
@@ -106,20 +111,28 @@ class Access:
             return Target(path.user, path.agent, path.name, path.label)
         return None
 
-    def canonical(self, obj: tuple[str, str]) -> tuple[str, str]:
-        """A playbook named by its id becomes its path; other objects are already canonical."""
+    def canonical(self, obj: tuple[str, str], subjects: frozenset[tuple[str, str]] | None = None) -> tuple[str, str]:
+        """A playbook named by its id becomes its path; other objects are already canonical.
+        An id of another tenant's playbook (only the global ones are everyone's) is
+        not found; so is, for acting ``subjects``, one of a playbook they may not read,
+        exactly as a missing one (its path, owner and name are not told)."""
         if obj[0] == "playbook" and rules.parse_playbook(obj[1]) is None:
             record = self.memory.store.get(obj[1])
             from .model import Kind
 
-            if record is None or record.kind is not Kind.PLAYBOOK or record.scope.tenant_id not in (self.tenant, ""):
+            scope = record.scope if record is not None else None
+            everyones = scope is not None and scope.tenant_id == "" and not scope.user_id and not scope.agent_id
+            if record is None or record.kind is not Kind.PLAYBOOK or not (record.scope.tenant_id == self.tenant or everyones):
                 raise NotFoundError("playbook", obj[1])
             name = record.metadata.get("name")
             if record.scope.user_id or record.scope.agent_id:
                 label = "agent" if record.scope.agent_id else "user"
             else:  # the default tenant's playbooks are the global ones
                 label = "tenant" if record.scope.tenant_id == self.tenant else "global"
-            return Target(record.scope.user_id, record.scope.agent_id, str(name), label).key
+            target = Target(record.scope.user_id, record.scope.agent_id, str(name), label)
+            if subjects is not None and self.decide(subjects, VIEWER, target) is None:
+                raise NotFoundError("playbook", obj[1])
+            return target.key
         return obj
 
     def visibility(self, target: Target) -> str:
@@ -158,11 +171,25 @@ class Access:
             seen = self.visibility(target)
             if seen == "tenant":
                 return "visibility"
-            if seen == "shared" and groups:
-                owners = frozenset(rules.owners_of(target.user, target.agent))
-                if owners and set(self.groups(owners)) & set(groups):
-                    return "visibility"
+            if seen == "shared" and groups and self.teams_with(rules.owners_of(target.user, target.agent), groups):
+                return "visibility"
         return None
+
+    def teams_with(self, owners: list[tuple[str, str]], groups: dict[tuple[str, str], int]) -> bool:
+        """Whether one of ``groups`` (a subject's) is a team of ``owners`` (a playbook's),
+        one its owners agreed to share with: a group one of them holds ``owner`` of (it
+        chooses the members), or a group no subject holds ``owner`` of (the tenant
+        manages it) that one of them is a direct member of. A group someone else
+        manages is no team of theirs, whoever it enrolled: a subject cannot reach
+        another's ``shared`` playbook by adding its owner to a group of its own."""
+        candidates = list(groups)
+        if not owners or not candidates:
+            return False
+        store = self.memory.store
+        if store.relations(self.tenant, subjects=owners, relations=[OWNER], objects=candidates, limit=1):
+            return True
+        joined = store.relations(self.tenant, subjects=owners, relations=[MEMBER], objects=candidates, limit=rules.MAX_GROUPS)
+        return any(not store.relations(self.tenant, relations=[OWNER], objects=[row.object], limit=1) for row in joined)
 
 
 # the calls of memory.relations ------------------------------------------------------------
@@ -193,10 +220,14 @@ class Relations:
     def _access(self) -> Access:
         return Access(self._host)
 
+    def _object(self, obj: Any) -> tuple[str, str]:
+        """The canonical object (a playbook's id resolved: for a subject, only one it may read)."""
+        return self._access.canonical(rules.object_of(obj), self._subjects)
+
     def _tuple(self, subject: Any, relation: Any, obj: Any) -> RelationTuple:
         who = rules.subject_of(subject)
         rel = rules.relation_of(relation)
-        what = self._access.canonical(rules.object_of(obj))
+        what = self._object(obj)
         rules.check_tuple(who, rel, what)
         return RelationTuple(who[0], who[1], rel, what[0], what[1], time.time())
 
@@ -239,7 +270,7 @@ class Relations:
         count = validate.limit(limit)
         who = rules.subject_of(subject) if subject is not None else None
         rel = rules.relation_of(relation) if relation is not None else None
-        what = self._access.canonical(rules.object_of(object)) if object is not None else None
+        what = self._object(object) if object is not None else None
         subjects = [who] if who is not None else None
         if self._subjects is not None and not (what is not None and self._manages(what)):
             mine = [*self._subjects, *self._access.groups(self._subjects)]
@@ -255,7 +286,7 @@ class Relations:
         any subject on an object it manages."""
         who = rules.subject_of(subject)
         rel = rules.relation_of(relation)
-        what = self._access.canonical(rules.object_of(object))
+        what = self._object(object)
         if self._subjects is not None and who not in self._subjects and not self._manages(what):
             raise PermissionDeniedError("a subject checks its own access, or anyone's on what it manages")
         access = self._access
@@ -276,10 +307,12 @@ _PLAYBOOK_CALLS = {
     "create_playbook": True, "update_playbook": True, "curate_playbook": True, "rollback_playbook": True,
     "delete_playbook": True,
 }
+#: The learning calls on a space (True: they write it). Curation reads the space's
+#: reflections (and marks them curated) and writes the playbook, checked as a playbook write.
 _SPACE_CALLS = {
     "start_trajectory": True, "log_step": True, "complete_trajectory": True, "get_trajectory": False,
     "query_trajectories": False, "prune_trajectories": True, "reflect": True, "batch_reflect": True,
-    "execute_with_learning": True, "curate_playbook": True, "list_playbooks": False, "consolidate": True,
+    "execute_with_learning": True, "curate_playbook": False, "list_playbooks": False, "consolidate": True,
 }
 _PLAYBOOK_NAME = {"get_playbook": "name", "list_playbook_versions": "name", "get_playbook_version": "name",
                   "create_playbook": "name", "update_playbook": "name", "curate_playbook": "playbook_name",
@@ -343,8 +376,10 @@ class Subject:
 
     @property
     def minutes(self) -> Any:
-        """The minutes of the subject's user's project (``memory.scope(user_id=...).minutes``)."""
-        return Scoped(self.memory, user_id=self.ids["user_id"]).minutes
+        """The minutes of the subject's user's project (as ``memory.scope(user_id=...).minutes``),
+        whose context windows and PAIR rounds read only what the subject may read
+        (:class:`SubjectMinutes`)."""
+        return Scoped(_MinutesHost(self), user_id=self.ids["user_id"]).minutes
 
     def scope(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Scoped:
         """A handle bound to a scope whose calls act as this subject."""
@@ -436,6 +471,71 @@ for _call in CALLS:
 del _call
 
 
+class SubjectMinutes(Minutes):
+    """A subject's minutes calls: the project's log as ``memory.minutes`` (the minutes of
+    a project are its user's, and of all its agents), but what a context window or a
+    PAIR round reads of the project's *memories* is checked as the subject's reads are.
+
+    - ``build_context(agent_id)`` shows that agent's own memory: the subject must be
+      able to read the space of the project's user and that agent (another agent's,
+      without a relation, answers as an agent that does not exist);
+    - ``pair``/``pair_round`` log the round in the space of ``agent_id`` (checked the
+      same way; none given: the subject's own agent) and retrieve the facts of the whole
+      project only when the subject may read it all (its user's own, or a relation on
+      the user's scope); otherwise those of that agent's space only.
+    """
+
+    def __init__(self, subject: Subject) -> None:
+        super().__init__(subject.memory)
+        self._subject = subject
+
+    def _agent(self, agent_id: Any, project_id: Any) -> str | None:
+        """``agent_id`` (checked; None: the subject's own agent), refused as a missing agent
+        when the subject may not read its space of the project."""
+        agent = validate.scope_id("agent_id", agent_id) if agent_id is not None else self._subject.ids["agent_id"]
+        if agent is not None and not self._subject.may(Target(project_of(project_id), agent), False)[0]:
+            raise NotFoundError("agent", agent)
+        return agent
+
+    def build_context(self, agent_id: str, task: str | None = None, *, budget_tokens: int = 4000, project_id: str | None = None,
+                      now: Any = None) -> Any:
+        """:meth:`memorist.capabilities.Minutes.build_context`, for an agent whose space the subject may read."""
+        if agent_id is not None:
+            self._agent(agent_id, project_id)
+        return super().build_context(agent_id, task, budget_tokens=budget_tokens, project_id=project_id, now=now)
+
+    def pair(self, task: str, criteria: str, output: str, revise: Callable[[str, list[dict[str, Any]]], str], threshold: float = 95,
+             max_rounds: int = 5, *, project_id: str | None = None, agent_id: str | None = None, evaluator: Any = None,
+             memories_per_gap: int = 5) -> Any:
+        """:meth:`memorist.capabilities.Minutes.pair`, retrieving what the subject may read."""
+        return super().pair(task, criteria, output, revise, threshold, max_rounds, project_id=project_id,
+                            agent_id=self._agent(agent_id, project_id), evaluator=evaluator, memories_per_gap=memories_per_gap)
+
+    def pair_round(self, task: str, criteria: str, output: str, *, threshold: float = 95, project_id: str | None = None,
+                   agent_id: str | None = None, evaluator: Any = None, memories_per_gap: int = 5) -> dict[str, Any]:
+        """:meth:`memorist.capabilities.Minutes.pair_round`, retrieving what the subject may read."""
+        return super().pair_round(task, criteria, output, threshold=threshold, project_id=project_id,
+                                  agent_id=self._agent(agent_id, project_id), evaluator=evaluator, memories_per_gap=memories_per_gap)
+
+    def _pair_facts(self, query: str, k: int, project: str, agent: str) -> list[dict[str, Any]]:
+        subject = self._subject
+        if subject.may(Target(project, ""), False)[0]:
+            return super()._pair_facts(query, k, project, agent)
+        if not agent:
+            return []
+        return list(subject.search(query, user_id=project, agent_id=agent, limit=k)["results"])
+
+
+class _MinutesHost:
+    """What the subject's project handle (``Subject.minutes``) calls: its checked minutes."""
+
+    def __init__(self, subject: Subject) -> None:
+        self.minutes = SubjectMinutes(subject)
+
+    def __repr__(self) -> str:
+        return repr(self.minutes._subject)
+
+
 class SubjectLearning:
     """``Subject.learning``: the learning calls, checked for the subject."""
 
@@ -485,7 +585,9 @@ def _learning_call(subject: Subject, name: str, target: Callable[..., Any], sign
         elif not visible:
             if name == "query_trajectories":
                 return []
-            if name == "consolidate":
+            if name == "curate_playbook":
+                _curation_denied(subject, learning, signature, arguments, space)
+            if name in ("consolidate", "curate_playbook"):
                 raise _denied_write(space, False)
             raise NotFoundError("trajectory", str(arguments.get("trajectory_id")))
     if name in ("start_trajectory", "execute_with_learning") and arguments.get("parent_trajectory_id") is not None:
@@ -499,6 +601,9 @@ def _learning_call(subject: Subject, name: str, target: Callable[..., Any], sign
             raise _denied_write(book, visible)
         if name == "delete_playbook" and subject.access.decide(subject.subjects, OWNER, book) is None:
             raise PermissionDeniedError(f"playbook {book.key[1]!r}: only an owner deletes it (an editor changes its strategies)")
+        if name == "create_playbook" and _changes_visibility(subject, book, arguments.get("visibility")):
+            raise PermissionDeniedError(f"playbook {book.key[1]!r}: only an owner changes its visibility (who may read it); "
+                                        "an editor changes its strategies")
         if not visible:
             if name == "get_playbook":
                 from .pipelines.playbooks import PlaybookRef, playbook_view
@@ -510,6 +615,29 @@ def _learning_call(subject: Subject, name: str, target: Callable[..., Any], sign
                 return []
             raise NotFoundError("playbook version", f"{book.name} v{validate.limit(arguments.get('version'), name='version')}")
     return target(**arguments)
+
+
+def _changes_visibility(subject: Subject, book: Target, visibility: Any) -> bool:
+    """Whether a ``create_playbook`` by a subject that does not own ``book`` would change
+    its visibility (sharing it wider or narrower is its owner's decision, as tuples are)."""
+    if visibility is None or subject.access.decide(subject.subjects, OWNER, book) is not None:
+        return False
+    return visibility != subject.access.visibility(book)
+
+
+def _curation_denied(subject: Subject, learning: Any, signature: inspect.Signature, arguments: dict[str, Any], space: Target) -> None:
+    """Curation from a space whose reflections the subject may not read, into a playbook
+    it may see: a permission error (the playbook is no secret to it), naming the space
+    when it may write the playbook. A playbook it cannot see is left to the caller's
+    not-found answer."""
+    default = signature.parameters["playbook_name"].default
+    book = _playbook(learning, arguments.get("playbook_name", default), arguments)
+    visible, writable = subject.may(book, True)
+    if visible and not writable:
+        raise _denied_write(book, True)
+    if writable:
+        raise PermissionDeniedError(f"curate_playbook: the reflections are of {space.key[1]!r}, which this subject may not read "
+                                    "(it needs viewer on that space; its editor relation on the playbook lets it update and roll it back)")
 
 
 def _readable_parent(subject: Subject, parent: Any) -> None:
@@ -537,4 +665,4 @@ def _playbook(learning: Any, name: Any, arguments: dict[str, Any]) -> Target:
     return Target(ref.scope.user_id, ref.scope.agent_id, ref.name, ref.label)
 
 
-__all__ = ["Access", "Relations", "Subject", "SubjectLearning", "Target"]
+__all__ = ["Access", "Relations", "Subject", "SubjectLearning", "SubjectMinutes", "Target"]

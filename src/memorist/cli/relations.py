@@ -2,7 +2,9 @@
 
 The command line is the store's owner: it manages every tuple of its tenant. Subjects
 and objects are written ``type:id``: ``agent:agent_b``, ``group:team``,
-``playbook:agent_a/default``, ``scope:user:alex``.
+``playbook:agent_a/default``, ``scope:user:alex``. Inside a playbook path or a scope, a
+``/`` in an id or a name is written ``%2F`` (and ``%`` as ``%25``):
+``playbook:team%2Fops/default`` is agent ``team/ops``'s playbook.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from ..policies.relations import RELATIONS
 from .app import App, cli, pass_app
 
 _SUBJECT = "Who: user:<id>, agent:<id> or group:<id>."
-_OBJECT = "What: playbook:<agent>/<name>, playbook:user:<user>/<name>, scope:user:<id>, scope:agent:<id>, group:<id>."
+_OBJECT = ("What: playbook:<agent>/<name>, playbook:user:<user>/<name>, scope:user:<id>, scope:agent:<id>, group:<id> "
+           "(a '/' inside an id or a name written %2F).")
 
 
 @cli.group()

@@ -20,12 +20,22 @@ Object ids name what they share, so a tuple can be written before the thing exis
   ``global/<name>``; ``agent:<agent>/<name>`` and the playbook's id are accepted and
   stored in the canonical form above.
 
+Each id and name inside an object id is one *component*: in the stored (canonical)
+form ``%``, ``/`` and ``:`` inside a component are written ``%25``, ``%2F`` and ``%3A``
+(:func:`component`), so every object id names exactly one owner (agent ``team/ops``'s
+playbook is ``team%2Fops/default``, never agent ``team``'s ``ops/default``). An id
+without those characters is written as it is. Reading, ``%25``, ``%2F`` and ``%3A``
+are decoded and anything else kept, so a ``:`` inside a component may also be written
+plainly (``scope:user:user:123``); a ``/`` inside one must be ``%2F``. An agent whose
+id is ``tenant`` or ``global`` is written ``agent:tenant/<name>``.
+
 Everything here is pure: the store reads the tuples, :mod:`memorist.relations` decides
 with these rules.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +52,10 @@ OBJECT_TYPES = ("playbook", "scope", "group")
 MAX_GROUP_DEPTH = 8
 MAX_GROUPS = 1000
 MAX_ID_CHARS = 1024
+#: An object's id: a space or a playbook path holds up to three ids or names, each up to
+#: three times longer once its ``%``, ``/`` and ``:`` are escaped (a stored id read back
+#: by an import must pass).
+MAX_OBJECT_CHARS = 3 * 3 * MAX_ID_CHARS + 32
 
 
 def satisfying(relation: str) -> tuple[str, ...]:
@@ -56,7 +70,7 @@ def is_write(relation: str) -> bool:
 
 
 # parsing ---------------------------------------------------------------------------------
-def _pair(field: str, value: Any, types: tuple[str, ...]) -> tuple[str, str]:
+def _pair(field: str, value: Any, types: tuple[str, ...], max_chars: int = MAX_ID_CHARS) -> tuple[str, str]:
     """``("agent", "b")``, ``["agent", "b"]`` or ``"agent:b"``."""
     if isinstance(value, str):
         kind, sep, ident = value.partition(":")
@@ -70,8 +84,8 @@ def _pair(field: str, value: Any, types: tuple[str, ...]) -> tuple[str, str]:
         raise ValidationError(field, f"type must be one of {', '.join(types)}, got {kind!r}")
     if not ident.strip():
         raise ValidationError(field, "id must not be empty")
-    if len(ident) > MAX_ID_CHARS:
-        raise ValidationError(field, f"id is {len(ident):,} characters; the limit is {MAX_ID_CHARS}")
+    if len(ident) > max_chars:
+        raise ValidationError(field, f"id is {len(ident):,} characters; the limit is {max_chars:,}")
     if not ident.isprintable():
         raise ValidationError(field, "id must not hold control characters")
     return kind, ident
@@ -82,16 +96,24 @@ def subject_of(value: Any, field: str = "subject") -> tuple[str, str]:
 
 
 def object_of(value: Any, field: str = "object") -> tuple[str, str]:
-    kind, ident = _pair(field, value, OBJECT_TYPES)
+    """An object in its canonical form (a space or a playbook path re-encoded, see the
+    module; a playbook id and a group as given)."""
+    kind, ident = _pair(field, value, OBJECT_TYPES, MAX_OBJECT_CHARS)
     if kind == "scope":
         space = parse_space(ident)
         if space is None:
-            raise ValidationError(field, f"a scope is 'user:<user>', 'agent:<agent>' or 'user:<user>/agent:<agent>', got {ident!r}")
+            raise ValidationError(field, f"a scope is 'user:<user>', 'agent:<agent>' or 'user:<user>/agent:<agent>' "
+                                         f"(a '/' inside an id written %2F), got {ident!r}")
         return kind, space_key(*space)
     if kind == "playbook":
         path = parse_playbook(ident)
         if path is not None:
             return kind, playbook_key(path)
+        if "/" in ident:
+            raise ValidationError(field, "a playbook is '<agent>/<name>', 'user:<user>/<name>', 'user:<user>/agent:<agent>/<name>', "
+                                         f"'tenant/<name>', 'global/<name>' or its id (a '/' inside an id or a name written %2F), got {ident!r}")
+    if len(ident) > MAX_ID_CHARS:  # a group's id, or a playbook's
+        raise ValidationError(field, f"id is {len(ident):,} characters; the limit is {MAX_ID_CHARS:,}")
     return kind, ident
 
 
@@ -112,23 +134,51 @@ def check_tuple(subject: tuple[str, str], relation: str, obj: tuple[str, str]) -
 
 
 # spaces and playbooks -------------------------------------------------------------------
+_ENCODE = str.maketrans({"%": "%25", "/": "%2F", ":": "%3A"})
+_DECODE = re.compile(r"%(25|2[Ff]|3[Aa])")
+#: The heads of the playbook paths that are not an agent's id.
+_LABELS = ("tenant", "global")
+
+
+def component(text: str) -> str:
+    """``text`` (an id or a name) as one component of an object id: ``%``, ``/`` and
+    ``:`` written ``%25``, ``%2F``, ``%3A``; any other text unchanged."""
+    return text.translate(_ENCODE)
+
+
+def decoded(text: str) -> str:
+    """The id or name a component writes (:func:`component` undone; a ``%`` that begins
+    none of its three escapes is kept as it is)."""
+    return _DECODE.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
 def space_key(user: str, agent: str) -> str:
     """The canonical id of the space of ``user`` and ``agent`` (either may be empty)."""
     if user and agent:
-        return f"user:{user}/agent:{agent}"
-    return f"user:{user}" if user else f"agent:{agent}"
+        return f"user:{component(user)}/agent:{component(agent)}"
+    return f"user:{component(user)}" if user else f"agent:{component(agent)}"
+
+
+def _labelled(part: str, label: str) -> str | None:
+    """The id of a ``label:<id>`` component, or None when it is not one (or is empty)."""
+    prefix = label + ":"
+    if not part.startswith(prefix):
+        return None
+    return decoded(part[len(prefix):]) or None
 
 
 def parse_space(ident: str) -> tuple[str, str] | None:
     """``(user, agent)`` of a space id, or None when it is not one."""
-    if ident.startswith("user:"):
-        rest = ident[len("user:"):]
-        user, sep, agent = rest.partition("/agent:")
-        if not user or (sep and not agent):
-            return None
-        return user, agent
-    if ident.startswith("agent:") and len(ident) > len("agent:"):
-        return "", ident[len("agent:"):]
+    parts = ident.split("/")
+    if len(parts) == 1:
+        user = _labelled(parts[0], "user")
+        if user is not None:
+            return user, ""
+        agent = _labelled(parts[0], "agent")
+        return ("", agent) if agent is not None else None
+    if len(parts) == 2:
+        user, agent = _labelled(parts[0], "user"), _labelled(parts[1], "agent")
+        return (user, agent) if user is not None and agent is not None else None
     return None
 
 
@@ -144,33 +194,39 @@ class PlaybookPath:
 
 def playbook_key(path: PlaybookPath) -> str:
     """The canonical id of a playbook (see the module)."""
-    if path.label in ("tenant", "global"):
-        return f"{path.label}/{path.name}"
+    name = component(path.name)
+    if path.label in _LABELS:
+        return f"{path.label}/{name}"
     if path.user and path.agent:
-        return f"user:{path.user}/agent:{path.agent}/{path.name}"
+        return f"user:{component(path.user)}/agent:{component(path.agent)}/{name}"
     if path.user:
-        return f"user:{path.user}/{path.name}"
-    return f"{path.agent}/{path.name}"
+        return f"user:{component(path.user)}/{name}"
+    # An agent named like a label is written with its own label, so it is not that label's.
+    head = f"agent:{path.agent}" if path.agent in _LABELS else component(path.agent)
+    return f"{head}/{name}"
 
 
 def parse_playbook(ident: str) -> PlaybookPath | None:
     """The playbook a path names, or None (an id, or not a path)."""
-    head, sep, rest = ident.partition("/")
-    if not sep or not rest:
+    parts = ident.split("/")
+    name = decoded(parts[-1])
+    if len(parts) not in (2, 3) or not name:
         return None
-    if head in ("tenant", "global"):
-        return PlaybookPath(head, "", "", rest)
+    if len(parts) == 3:
+        user, agent = _labelled(parts[0], "user"), _labelled(parts[1], "agent")
+        return PlaybookPath("agent", user, agent, name) if user is not None and agent is not None else None
+    head = parts[0]
+    if head in _LABELS:
+        return PlaybookPath(head, "", "", name)
     if head.startswith("user:"):
-        user = head[len("user:"):]
-        if not user:
+        user = _labelled(head, "user")
+        # ``user:<u>/agent:<a>`` names a space, not a playbook: a user's playbook named
+        # like that is written ``user:<u>/agent%3A<a>``.
+        if user is None or parts[1].startswith("agent:"):
             return None
-        if rest.startswith("agent:"):
-            agent, sep, name = rest[len("agent:"):].partition("/")
-            return PlaybookPath("agent", user, agent, name) if agent and sep and name else None
-        return PlaybookPath("user", user, "", rest)
-    if head.startswith("agent:"):
-        head = head[len("agent:"):]
-    return PlaybookPath("agent", "", head, rest) if head else None
+        return PlaybookPath("user", user, "", name)
+    agent = _labelled(head, "agent") if head.startswith("agent:") else decoded(head)
+    return PlaybookPath("agent", "", agent, name) if agent else None
 
 
 def covering_scopes(user: str, agent: str) -> list[str]:
@@ -225,9 +281,9 @@ def owner_object_patterns(user: str, agent: str) -> list[tuple[str, str]]:
     if user:
         base = _like(space_key(user, ""))
         return [("scope", base), ("scope", base + "/%"), ("playbook", base + "/%")]
-    tail = _like(f"agent:{agent}")
-    return [("scope", tail), ("scope", "user:%/" + tail), ("playbook", _like(agent) + "/%"),
-            ("playbook", "agent:" + _like(agent) + "/%"), ("playbook", "user:%/" + tail + "/%")]
+    tail = _like(space_key("", agent))
+    return [("scope", tail), ("scope", "user:%/" + tail), ("playbook", _like(component(agent)) + "/%"),
+            ("playbook", tail + "/%"), ("playbook", "user:%/" + tail + "/%")]
 
 
 def names_owned(object_type: str, object_id: str, user: str, agent: str) -> bool:
@@ -250,7 +306,7 @@ def names_owned(object_type: str, object_id: str, user: str, agent: str) -> bool
 
 __all__ = [
     "ACCESS", "EDITOR", "MAX_GROUPS", "MAX_GROUP_DEPTH", "MEMBER", "OBJECT_TYPES", "OWNER", "RELATIONS", "SUBJECT_TYPES", "VIEWER",
-    "PlaybookPath", "check_tuple", "covering_scopes", "is_write", "names_owned", "object_of", "owner_object_patterns",
+    "PlaybookPath", "check_tuple", "component", "covering_scopes", "decoded", "is_write", "names_owned", "object_of", "owner_object_patterns",
     "owner_subjects", "owners_of", "owns", "parse_playbook",
     "parse_space", "playbook_key", "relation_of", "satisfying", "space_key", "subject_of",
 ]

@@ -367,13 +367,20 @@ class Reach:
 
         return sees
 
-    def project(self, project_id: str | None) -> Scoped | Memory:
+    def project(self, project_id: str | None) -> Scoped | Memory | _SubjectProject:
         """For a call on a project's minutes: a minute's project is Memorist's user (a
         bound key naming another project: 404 project). ``.minutes`` of the answer is
         that project's; a tenant key naming none acts on the default project. A key
-        bound to an agent alone has no project of its own (404); with a user, its user's."""
-        if self.caller.agent_id is not None and self.caller.user_id is None:
-            raise NotFoundError("project", project_id or "default")
+        bound to an agent alone has no project of its own (404); with a user, its
+        user's, whose context windows and PAIR rounds read only what its subject may
+        (another agent's memories: 404 agent unless a relation lets it read them)."""
+        if self.caller.agent_id is not None:
+            if self.caller.user_id is None:
+                raise NotFoundError("project", project_id or "default")
+            self._user(project_id, "project")
+            subject = self.subject()
+            assert subject is not None
+            return _SubjectProject(subject)
         return self._handle(self._user(project_id, "project"), None, None)
 
     def tenant(self, what: str, *, field: str | None = None) -> Memory:
@@ -442,6 +449,18 @@ class _SharedScope(_RequestScope):
     @property
     def minutes(self) -> Any:
         raise NotFoundError("project", str(self.ids["user_id"]))
+
+
+class _SubjectProject:
+    """The project of a key bound to an agent and a user: its user's minutes, read as
+    that subject (:attr:`memorist.relations.Subject.minutes`)."""
+
+    def __init__(self, subject: Subject) -> None:
+        self.subject = subject
+
+    @property
+    def minutes(self) -> Any:
+        return self.subject.minutes
 
 
 async def current_reach(request: Request, caller: CallerDep) -> Reach:

@@ -4,7 +4,10 @@ A minute's project is Memorist's ``user_id`` (see :mod:`memorist.pipelines.minut
 each route acts through ``reach.project(project_id)``, so a key bound to a user reads
 and writes the minutes of the project of that name only (naming another project
 answers 404, as for another user; naming none means the key's), and a tenant key
-names any project (none: ``"default"``).
+names any project (none: ``"default"``). A key bound to an agent and a user acts on
+its user's project as that subject: a context window for another agent, or a PAIR
+round naming one, is 404 unless a relation lets it read that agent's memories, and a
+PAIR round retrieves only the facts it may read (:class:`memorist.relations.SubjectMinutes`).
 
 - ``POST /api/minutes/``: record a minute; ``GET /api/minutes/?project_id=&agent_id=&n=``:
   the last ``n`` (oldest first); ``GET /api/minutes/history/?since=&limit=``: the
