@@ -9,16 +9,36 @@ is reported as ``remaining``). Each memory of a batch not yet grouped seeds a gr
 the candidates of its scope at least ``similarity`` alike to it (cosine of their
 embeddings; every member that close to the seed, not merely chained through others),
 wherever they are in the scope, at most ``MAX_GROUP``. The similarities are computed
-here, a batch against the scope, so the cost is the same on every backend. Each
-group becomes one ``consolidated`` memory:
+here, a batch against the scope, so the cost is the same on every backend.
+
+Alike is not enough: memories that are different facts however alike they read
+stay apart (:func:`_compatible`): another speaker (``metadata.name``, its presence
+too: an unattributed memory is not given a speaker), another value of any metadata
+key both hold (another role, session, type, source), and, for something that
+happened (an episodic memory: a conversation turn, an experience), another day (UTC):
+"I went there yesterday" said on two days is two events. A seed looks at its
+``5 * MAX_GROUP`` closest candidates at most, so that many alike memories that may not
+merge cost no more than a full group. Each group becomes one ``consolidated`` memory:
 
 - its text is the heuristic merge (every clause of every source once), or with an
   LLM the model's merge under the brevity-bias guard (:mod:`memorist.prompts.consolidation`);
   an LLM that fails falls back to the heuristic merge;
 - a merge that drops a named entity, number or date one of its sources had is
   rejected: the sources stay as they are and the report says which details were lost;
-- its importance is the highest of its sources', its counters their sums, its date
-  the oldest source's, its lineage ``consolidated_from`` the source ids;
+- its importance is the highest of its sources'; its counters their sums as they
+  are when it is written (retrievals not yet flushed included: the write flushes
+  them first), its per-class strengths and last accesses the highest; its metadata
+  theirs (they agree); its lineage ``consolidated_from`` the source ids;
+- its date (``created_at``) is the oldest source's, when it was first known, and its
+  ``updated_at`` the newest source's own date (when a source was last said or
+  renewed): a later source's date is kept, and the merged memory stays in view under
+  ``decay_days`` as long as its newest source would have, not renewed by the merge;
+- its search key says who said it when its sources' did (``"<name>: <text>"``);
+- its energy and tier (the energy policy) are the highest any source has when it is
+  written, decayed to then: it is never weaker, nor decays faster, than its strongest
+  source, and its decay counts from then (:meth:`EnergyTiers.prepare
+  <memorist.pipelines.tiers.EnergyTiers.prepare>`); without the policy, the highest
+  stored energy;
 - the sources are archived (never deleted) with ``consolidated_into`` in their lineage.
 
 Memories that searches no longer see (older than ``decay_days``, or past their
@@ -44,12 +64,15 @@ import numpy as np
 
 from ..embed.base import Embedder
 from ..errors import ProviderError
-from ..model import Kind, MemoryRecord, Scope, Status, is_fact, new_id
+from ..model import Kind, MemoryClass, MemoryRecord, Scope, Status, is_fact, new_id
 from ..policies.consolidation import MAX_GROUP, MAX_MERGED_CHARS, key_terms, merge_texts, missing_terms
+from ..policies.energy import LIVE_TIERS
+from ..policies.search_keys import memory_key
 from ..policies.text import content_hash
 from ..policies.validity import validity_cutoff
 from ..prompts import consolidation as prompt
 from ..store.base import ScopeFilter, Store
+from ..store.codec import speaker_of
 from .undo import UNDO, undo_payload
 
 logger = logging.getLogger("memorist.consolidation")
@@ -60,6 +83,8 @@ OP_CONSOLIDATE = "consolidate"
 MAX_BATCHES = 50
 #: Seeds compared with their scope at once.
 _BLOCK = 128
+#: The closest candidates a seed looks at (some may be other facts, see _compatible).
+_EXAMINED = 5 * MAX_GROUP
 
 
 @dataclass(slots=True)
@@ -105,8 +130,34 @@ def _merge(sources: Sequence[MemoryRecord], llm: Any) -> _Plan:
     return plan
 
 
-def _consolidated(plan: _Plan, run_id: str, now: float) -> MemoryRecord:
-    sources = plan.sources
+def _day(epoch: float) -> tuple[int, int, int]:
+    return time.gmtime(epoch)[:3]
+
+
+def _compatible(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """Whether ``a`` and ``b`` may be one memory (see the module's docstring): the same
+    speaker (or neither has one), no metadata key both hold with different values,
+    and, when either is episodic, the same day."""
+    if speaker_of(a.metadata) != speaker_of(b.metadata):
+        return False
+    if any(a.metadata[k] != b.metadata[k] for k in a.metadata.keys() & b.metadata.keys() if k != "name"):
+        return False
+    episodic = MemoryClass.EPISODIC in (a.memory_class, b.memory_class)
+    return not episodic or _day(a.created_at) == _day(b.created_at)
+
+
+def _key(plan: _Plan) -> str:
+    """The merged memory's search key: its text, after the speaker's name when every
+    source was keyed by it (as :func:`memorist.policies.search_keys.memory_key` keys a turn)."""
+    name = plan.sources[0].metadata.get("name")
+    if not isinstance(name, str) or not name:
+        return plan.text
+    keyed = all((s.search_text or s.text).startswith(f"{s.metadata.get('name')}: ") for s in plan.sources)
+    return memory_key(plan.text, name=name) if keyed else plan.text
+
+
+def _consolidated(plan: _Plan, sources: Sequence[MemoryRecord], run_id: str) -> MemoryRecord:
+    """The memory ``plan`` makes of ``sources`` (as read inside the writing transaction)."""
     first = sources[0]
     metadata: dict[str, Any] = {}
     for source in sources:
@@ -114,6 +165,7 @@ def _consolidated(plan: _Plan, run_id: str, now: float) -> MemoryRecord:
             metadata.setdefault(key, value)
     tags = list(dict.fromkeys(t for s in sources for t in s.tags))
     memory_class = Counter(s.memory_class for s in sources).most_common(1)[0][0]
+    key = _key(plan)
     return MemoryRecord(
         id=new_id(),
         scope=first.scope,
@@ -125,15 +177,18 @@ def _consolidated(plan: _Plan, run_id: str, now: float) -> MemoryRecord:
         tags=tags,
         helpful=sum(s.helpful for s in sources),
         harmful=sum(s.harmful for s in sources),
+        strengths={c: max(float(s.strengths.get(c, 0.0)) for s in sources) for c in {c for s in sources for c in s.strengths}},
+        last_access={c: max(int(s.last_access.get(c, 0)) for s in sources) for c in {c for s in sources for c in s.last_access}},
         access_count=sum(s.access_count for s in sources),
         importance=max(s.importance for s in sources),
         energy=max(s.energy for s in sources),
-        tier=first.tier,
+        tier=max((s.tier for s in sources), key=lambda t: LIVE_TIERS.index(t) if t in LIVE_TIERS else -1),
         created_at=min(s.created_at for s in sources),
-        updated_at=now,
+        updated_at=max(s.updated_at if s.updated_at is not None else s.created_at for s in sources),
         content_hash=content_hash(plan.text),
         metadata=metadata,
         lineage={"consolidated_from": [s.id for s in sources], "consolidation_run": run_id},
+        search_text=key if key != plan.text else "",
     )
 
 
@@ -148,11 +203,11 @@ class Consolidator:
     """One store's consolidation runs (see the module's docstring)."""
 
     def __init__(
-        self, store: Store, embedder: Embedder, *, prepare: Callable[[MemoryRecord], None] | None = None, decay_days: float | None = None
+        self, store: Store, embedder: Embedder, *, prepare: Callable[..., None] | None = None, decay_days: float | None = None
     ) -> None:
         self.store = store
         self.embedder = embedder
-        self.prepare = prepare
+        self.prepare = prepare  # the energy policy's hook (EnergyTiers.prepare), called with the merge's sources
         self.decay_days = decay_days  # memories it hides are not brought back by a merge
 
     def run(self, scope: ScopeFilter, settings: Settings, *, llm: Any = None, event_scope: Scope, actor: str = "consolidation") -> dict[str, Any]:
@@ -225,8 +280,15 @@ class Consolidator:
             close = close[close != seed]
             if not len(close):
                 continue
-            close = close[np.argsort(-sims[row][close], kind="stable")][: MAX_GROUP - 1]
-            chosen = [seed, *close.tolist()]
+            chosen = [seed]
+            for other in close[np.argsort(-sims[row][close], kind="stable")][:_EXAMINED].tolist():
+                if len(chosen) == MAX_GROUP:
+                    break
+                # Alike but another fact (another speaker, another day's event): left for another group.
+                if all(_compatible(members[other], members[i]) for i in chosen):
+                    chosen.append(other)
+            if len(chosen) == 1:
+                continue
             taken[chosen] = True
             limit = min(MAX_MERGED_CHARS, settings.max_chars)
             longest = max(len(members[i].text) for i in chosen)
@@ -248,9 +310,13 @@ class Consolidator:
             for plan in plans:
                 self._count(report, plan, None)
             return
-        merged_vectors = self.embedder.embed([p.text for p in plans])
+        merged_vectors = self.embedder.embed([_key(p) for p in plans])
         now = time.time()
         with self.store.transaction() as batch:
+            # The sources as they are now, not as the plan read them: a write transaction
+            # first writes the retrievals buffered before it (Store.flush), so their
+            # counters hold every retrieval up to here. (The buffer's own count must not
+            # be added: until the transaction commits it still holds what it is writing.)
             current = batch.get_many([s.id for p in plans for s in p.sources])
             before: list[MemoryRecord] = []
             created: list[str] = []
@@ -260,15 +326,15 @@ class Consolidator:
                                                "memory": plan.text, "reason": "a source changed during the run: the sources are kept",
                                                "missing": []})
                     continue
-                record = _consolidated(plan, run_id, now)
+                held = [current[s.id] for s in plan.sources]
+                record = _consolidated(plan, held, run_id)
                 if self.prepare is not None:
-                    self.prepare(record)
+                    self.prepare(record, sources=held, now=now)  # the energy policy: the sources' state, not a new memory's
                 batch.add(record, vector, actor=actor, payload={"run_id": run_id, "consolidated_from": [s.id for s in plan.sources]})
-                for source in plan.sources:
-                    held = current[source.id]
-                    before.append(held)
-                    retired = held.copy(status=Status.ARCHIVED, lineage={**held.lineage, "consolidated_into": record.id})
-                    batch.update(retired, None, old_text=held.text, op=OP_CONSOLIDATE, actor=actor,
+                for source in held:
+                    before.append(source)
+                    retired = source.copy(status=Status.ARCHIVED, lineage={**source.lineage, "consolidated_into": record.id})
+                    batch.update(retired, None, old_text=source.text, op=OP_CONSOLIDATE, actor=actor,
                                  payload={"run_id": run_id, "consolidated_into": record.id})
                 created.append(record.id)
                 self._count(report, plan, record.id)

@@ -54,7 +54,7 @@ from .playbooks import (
     strategy_entry,
     with_evidence,
 )
-from .undo import UNDO, undo_payload
+from .undo import OPERATION_ID, UNDO, new_operation_id, undo_payload
 
 #: When a neutral strategy becomes helpful: the share of its listed trajectories that
 #: succeeded, and the fewest trajectories.
@@ -251,6 +251,10 @@ class Curation:
             added = [rid for rid in new_ids if rid in records]
             removed: list[MemoryRecord] = []
             merged_into = {drop: kept for kept, drop in merged}
+            # A curation that merges or drops strategies is reversible: each of its
+            # events carries its id, so that once it is rolled back none of them stands
+            # in the way of rolling back an earlier one.
+            part = {OPERATION_ID: new_operation_id("curation")} if any(rid not in records for rid in before) else {}
             for rid, old in before.items():
                 if rid in records:
                     continue
@@ -259,15 +263,16 @@ class Curation:
                     kept = merged_into.get(kept)
                 if kept is not None:
                     gone = old.copy(status=Status.DELETED, updated_at=now, lineage={**old.lineage, "merged_into": kept})
-                    batch.update(gone, None, old_text=old.text, op="merge", actor="curator", payload={"playbook": ref.name, "kept": kept})
+                    batch.update(gone, None, old_text=old.text, op="merge", actor="curator", payload={"playbook": ref.name, "kept": kept, **part})
                 else:
-                    batch.delete(old, op="remove", actor="curator", payload={"playbook": ref.name, "reason": "replace" if replace else "capacity"})
+                    batch.delete(old, op="remove", actor="curator",
+                                 payload={"playbook": ref.name, "reason": "replace" if replace else "capacity", **part})
                 removed.append(old)
             for rid in added:
-                batch.add(records[rid], vectors.get(rid), actor="curator", payload={"playbook": ref.name, "delta": "new"})
+                batch.add(records[rid], vectors.get(rid), actor="curator", payload={"playbook": ref.name, "delta": "new", **part})
             updated_ids = [rid for rid in dict.fromkeys(touched + [k for k, _ in merged]) if rid in before and rid in records]
             for rid in updated_ids:
-                batch.update(records[rid], None, old_text=before[rid].text, op="reinforce", actor="curator", payload={"playbook": ref.name})
+                batch.update(records[rid], None, old_text=before[rid].text, op="reinforce", actor="curator", payload={"playbook": ref.name, **part})
             if within is not None:
                 within(batch)
             changed = bool(added or removed or updated_ids)
@@ -285,7 +290,7 @@ class Curation:
                 # A curation that merged or dropped strategies is undoable (memory.rollback):
                 # its last event holds every strategy it changed, as it was.
                 undo_seq = batch.event("curation", ref.scope, actor="curator", payload={
-                    "playbook": ref.name, "merged": [list(p) for p in merged], "removed": [r.id for r in removed],
+                    "playbook": ref.name, "merged": [list(p) for p in merged], "removed": [r.id for r in removed], **part,
                     UNDO: undo_payload([*removed, *(before[i] for i in updated_ids)], added),
                 })
         result = {

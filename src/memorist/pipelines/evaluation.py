@@ -23,7 +23,7 @@ from ..model import Scope, Status
 from ..policies.evaluation import Candidate, EvaluationConfig, Removal, plan, score
 from ..policies.minutes import Insight, is_negated, outcome_of
 from .minutes import OP_DUPLICATE, OP_LINK, OP_PRUNE, OP_SUPERSEDE, Minutes, minute_of
-from .undo import UNDO, undo_payload
+from .undo import OPERATION_ID, UNDO, new_operation_id, undo_payload
 
 OP_EVALUATION = "minute_evaluation"
 #: The event that lets an evaluation's removals be rolled back (memory.rollback).
@@ -120,6 +120,9 @@ def _write(minutes: Minutes, removals: list[Removal], scores: dict[str, Any], re
     stats = {k: report[k] for k in ("in_log", "in_index", "kept_in_index", "pruned", "deduplicated", "superseded",
                                     "pruned_low_score", "average_score")}
     removed = {x.id for x in removals}
+    # Every event of the run carries its id: once the run is rolled back, its
+    # per-minute events are no later change standing in the way of an earlier run's.
+    operation = new_operation_id("minute-evaluation")
     with minutes.store.transaction() as batch:
         # Read again inside the transaction: retrievals or a run that committed since
         # are kept, not overwritten; an entry another run already removed is left.
@@ -135,21 +138,22 @@ def _write(minutes: Minutes, removals: list[Removal], scores: dict[str, Any], re
             changed.append(record)
             minutes.remove_from_index(
                 batch, record, op=_OPS[removal.reason], lineage=with_links(record, extra), now=now,
-                payload={"reason": removal.reason, "link": removal.link, "scores": scores[removal.id].to_dict()},
+                payload={"reason": removal.reason, "link": removal.link, "scores": scores[removal.id].to_dict(), OPERATION_ID: operation},
             )
         for winner, links in gained.items():
             record = by_id.get(winner)
             if winner in removed or record is None:
                 continue  # its links went with its own removal above (or it is gone)
             changed.append(record)
-            batch.update(record.copy(lineage=with_links(record, {})), None, old_text=record.text, op=OP_LINK, payload=links)
+            batch.update(record.copy(lineage=with_links(record, {})), None, old_text=record.text, op=OP_LINK,
+                         payload={**links, OPERATION_ID: operation})
         scope = Scope(minutes.tenant, report["project_id"])
         report["event_seq"] = batch.event(OP_EVALUATION, scope, payload=stats)
         if changed:
             # The run's last event holds every entry it archived or linked, as it was:
             # memory.rollback(report["rollback_id"]) puts back what it dropped.
             report["rollback_id"] = batch.event(OP_EVALUATION_UNDO, scope, payload={"evaluation_event": report["event_seq"],
-                                                                                   UNDO: undo_payload(changed)})
+                                                                                   OPERATION_ID: operation, UNDO: undo_payload(changed)})
 
 
 __all__ = ["OP_EVALUATION", "OP_EVALUATION_UNDO", "evaluate"]

@@ -37,7 +37,7 @@ from ..policies.text import content_hash
 from ..roles.base import Extractor, Reconciler
 from ..store.base import Batch, ScopeFilter, Store
 from .llm_events import turn_flags, write_llm_calls
-from .undo import UNDO, undo_payload
+from .undo import BOOKKEEPING, UNDO, undo_payload
 
 logger = logging.getLogger("memorist")
 
@@ -446,7 +446,10 @@ class Ingestor:
         """A repeated fact under a decay window: the memory's validity restarts at ``at``.
 
         Without decay nothing expires by age, so nothing is written. The change is an
-        ``update`` of the memory's time only (its text and vector stay).
+        ``update`` of the memory's time only (its text and vector stay), marked as
+        bookkeeping: it does not stand in the way of rolling back an operation that made
+        or changed the memory (a consolidation, the reconciler's UPDATE), and that
+        rollback puts the memory back as it was.
         """
         if not self.decay_days:
             return None
@@ -457,7 +460,7 @@ class Ingestor:
         if at <= effective:
             return None
         renewed = current.copy(updated_at=at)
-        batch.update(renewed, None, old_text=current.text, payload={**payload, "reason": "repeated: validity renewed"})
+        batch.update(renewed, None, old_text=current.text, payload={**payload, "reason": "repeated: validity renewed", BOOKKEEPING: "validity"})
         return {"id": current.id, "memory": current.text, "event": "UPDATE", "previous_memory": current.text}
 
 

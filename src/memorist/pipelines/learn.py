@@ -63,7 +63,7 @@ from ..roles.learning import (
 )
 from ..store.base import Batch, ScopeFilter, Store
 from .playbooks import PlaybookRef, PlaybookStore, is_strategy_of
-from .undo import UNDO, undo_payload
+from .undo import OPERATION_ID, UNDO, new_operation_id, undo_payload
 
 memory_log = logging.getLogger("memorist.ace.memory")
 runner_log = logging.getLogger("memorist.ace.runner")
@@ -621,10 +621,14 @@ class LearningPipeline:
         ra, rb = fresh.get(a, state.records[a]), fresh.get(b, state.records[b])
         keep, drop = choose_first_seen(ra, rb) if cfg.dedup == "jaccard" else choose_survivor(ra, rb)
         merged = merge_into(keep, drop, normalise_tags=cfg.normalise_tags).copy(updated_at=now)
-        batch.update(merged, None, old_text=keep.text, op="merge", actor="dedup", payload={"merged": drop.id})
+        # Both events carry the merge's id: once it is rolled back, the survivor's
+        # update is not a later change standing in the way of an earlier merge's rollback.
+        operation = new_operation_id("merge")
+        batch.update(merged, None, old_text=keep.text, op="merge", actor="dedup", payload={"merged": drop.id, OPERATION_ID: operation})
         gone = drop.copy(status=Status.DELETED, updated_at=now, lineage={**drop.lineage, "merged_into": keep.id})
         # The merge's last event holds both bullets as they were: memory.rollback(seq) undoes it.
-        batch.update(gone, None, old_text=drop.text, op="merge", actor="dedup", payload={"kept": keep.id, UNDO: undo_payload([keep, drop])})
+        batch.update(gone, None, old_text=drop.text, op="merge", actor="dedup",
+                     payload={"kept": keep.id, OPERATION_ID: operation, UNDO: undo_payload([keep, drop])})
         state.remove(drop.id)
         state.put(merged, state.vectors.get(keep.id))
         memory_log.info("[ACE Memory][Dedup Merge] kept=%s merged=%s", keep.id, drop.id)

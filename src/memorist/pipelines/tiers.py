@@ -384,10 +384,26 @@ class EnergyTiers:
             batch.event(CONFIG_OP, Scope(self.tenant_id), payload={"config": config.to_dict(), "changes": {}, "reason": "first maintenance run"})
 
     # new memories -----------------------------------------------------------------------
-    def prepare(self, record: MemoryRecord) -> None:
+    def prepare(self, record: MemoryRecord, *, sources: Sequence[MemoryRecord] = (), now: float | None = None) -> None:
         """Give a new memory its start energy and tier (the ingest hook). Uses the
         configuration as last read (:meth:`check_start`, called by every add, reads
-        the store's latest): one read per add, not one per memory."""
+        the store's latest): one read per add, not one per memory.
+
+        A memory merged from ``sources`` (a consolidation, at ``now``) is no new
+        memory: it keeps their state. Its energy is the highest any source has at
+        ``now`` (decayed since its last decay, with the use boosts it earned), its
+        tier the highest of theirs, and it is decayed to ``now`` (``last_decay``, its
+        retrievals counted): never weaker, nor decaying faster, than its strongest
+        source, and not decayed again over the hours its sources already were."""
+        if sources:
+            at = time.time() if now is None else now
+            config = self.shown_config() or self._config  # a configuration that cannot work: as last read
+            record.energy = max(energy_now(s, at, config)[0] for s in sources)
+            live = [s.tier for s in sources if s.tier in LIVE_TIERS]
+            record.tier = max(live, key=LIVE_TIERS.index) if live else Tier.WORKING
+            record.lineage["last_decay"] = max(at, *(last_decay(s) for s in sources))
+            record.lineage["uses_counted"] = record.access_count
+            return
         energy, tier = start_energy(record.metadata, self._config)
         record.energy = energy
         record.tier = tier

@@ -13,6 +13,13 @@ or dropped strategies (``curation``), a playbook's dedup merge (``merge``), and 
 evaluation of the minutes (``minute_evaluation_undo``: its duplicates, superseded and
 pruned entries back in the index).
 
+An operation that writes several events (one per memory it changes, then its undo
+record) writes the same operation id in each (``payload["operation_id"]``; a
+consolidation's events carry its run id as ``run_id``), and its rollback records the
+ids it undid (``operation_ids``): once an operation is rolled back, none of its events
+counts as a later change of a memory, so operations undone newest first return the
+store to before the oldest.
+
 :func:`rollback` writes every snapshot back (the vector recomputed from the text),
 retires (deletes) what the operation made, and logs a ``rollback`` event naming the
 operation (``payload["rolled_back"]``) and on each memory it restored. It refuses:
@@ -22,11 +29,19 @@ operation (``payload["rolled_back"]``) and on each memory it restored. It refuse
 - an operation one of whose memories changed again since (ConflictError naming the
   later event): writing the old state back would silently lose that later change.
   Roll the later operation back first, or leave it.
+
+A later event that changed only a memory's bookkeeping is no such change: an energy
+``decay`` of a maintenance run, or the renewal of a fact's validity when it was said
+again (payload ``"bookkeeping"``). The rollback puts the memory back as it was,
+bookkeeping included: the next maintenance run decays it again from there, as it
+would have; a renewal of a merged or rewritten memory belonged to the text the
+rollback takes away.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any
@@ -40,8 +55,21 @@ from ..validate import MAX_SEQ
 
 UNDO = "undo"
 OP_ROLLBACK = "rollback"
+#: The payload key of the operation an event is part of (see the module's docstring).
+OPERATION_ID = "operation_id"
+#: The payload key of an event that changed only a memory's bookkeeping (its value
+#: says which: ``"validity"``); such an event never stands in the way of a rollback.
+BOOKKEEPING = "bookkeeping"
+#: Operations that change only bookkeeping, whatever their payload (a maintenance
+#: run's energy decay: its energy and the time it was decayed to).
+BOOKKEEPING_OPS = frozenset({"decay"})
 #: Most memories one operation may name (a consolidation batch is far below it).
 MAX_UNDO_MEMORIES = 100_000
+#: How far past one of an operation's events its undo record is looked for (it is the
+#: operation's last event, written in the same transaction): pages of the log, read
+#: only to name the operation in an answer.
+_SCAN_PAGE = 1_000
+_SCAN_PAGES = 1 + 4 * MAX_UNDO_MEMORIES // _SCAN_PAGE
 
 
 def snapshot(record: MemoryRecord) -> dict[str, Any]:
@@ -80,15 +108,57 @@ def undo_payload(before: Sequence[MemoryRecord], created: Sequence[str] = ()) ->
     return {"before": [snapshot(r) for r in before], "created": list(created)}
 
 
+def new_operation_id(kind: str) -> str:
+    """A fresh id for one reversible operation of ``kind`` (``"merge"``, ``"curation"``),
+    written in each of its events as ``payload[OPERATION_ID]``."""
+    return f"{kind}-{uuid.uuid4().hex}"
+
+
+def operation_of(event: EventRecord) -> str | None:
+    """The id of the operation ``event`` is part of (a consolidation's: its run id), or None."""
+    for key in (OPERATION_ID, "run_id"):
+        value = event.payload.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def is_bookkeeping(event: EventRecord) -> bool:
+    """Whether ``event`` changed only its memory's bookkeeping (see the module's docstring)."""
+    return event.op in BOOKKEEPING_OPS or bool(event.payload.get(BOOKKEEPING))
+
+
+def _undo_event(store: Store, event: EventRecord) -> EventRecord | None:
+    """The event holding the undo record of the operation ``event`` is part of:
+    ``event`` itself, or the event after it carrying the same operation id and the
+    undo record (an operation writes it last, in the same transaction)."""
+    if isinstance(event.payload.get(UNDO), dict):
+        return event
+    operation = event.payload.get(OPERATION_ID)
+    if not isinstance(operation, str) or not operation:
+        return None
+    since = event.seq
+    for _ in range(_SCAN_PAGES):
+        page = store.events(None, since=since, limit=_SCAN_PAGE)
+        for other in page:
+            if other.payload.get(OPERATION_ID) == operation and isinstance(other.payload.get(UNDO), dict):
+                return other
+        if len(page) < _SCAN_PAGE:
+            return None
+        since = page[-1].seq
+    return None
+
+
 def _event_by_seq(store: Store, seq: int) -> EventRecord | None:
     found = store.events(None, since=seq - 1, limit=1)
     return found[0] if found and found[0].seq == seq else None
 
 
 def find_operation(store: Store, target: Any, scope: ScopeFilter) -> tuple[list[EventRecord], Any]:
-    """The events of the reversible operation ``target`` names (a seq, or a run id:
-    a run may span several transactions, one event each) and the id its rollback
-    records. NotFoundError for anything else, and for an operation outside ``scope``."""
+    """The events of the reversible operation ``target`` names (the seq of any of its
+    events, or a run id: a run may span several transactions, one event each) and the
+    id its rollback records. NotFoundError for anything else, and for an operation
+    outside ``scope``."""
     if isinstance(target, bool) or target is None or not isinstance(target, int | str):
         raise ValidationError("event_or_run_id", f"must be an event's seq number or a run id, got {target!r}")
     label: Any = target
@@ -99,12 +169,14 @@ def find_operation(store: Store, target: Any, scope: ScopeFilter) -> tuple[list[
         if not 1 <= label <= MAX_SEQ:
             raise ValidationError("event_or_run_id", f"an event's seq number is from 1 to {MAX_SEQ:,}, got {label}")
         event = _event_by_seq(store, label)
-        if event is not None and isinstance(event.payload.get(UNDO), dict):
-            run = event.payload.get("run_id")
-            if isinstance(run, str) and run == event.memory_id:
-                label = run  # one transaction of a run: the run is what is rolled back
-            else:
-                events = [event]
+        run = event.payload.get("run_id") if event is not None else None
+        if isinstance(run, str) and run:
+            label = run  # an event of a run (one transaction's, one memory's): the run is what is rolled back
+        elif event is not None:
+            # Any event of a multi-event operation names the operation.
+            undo = _undo_event(store, event)
+            if undo is not None:
+                events, label = [undo], undo.seq
     if isinstance(label, str):
         label = label.strip()
         if not label or len(label) > 200:
@@ -119,6 +191,7 @@ def _later_change(store: Store, events: Sequence[EventRecord], label: Any) -> No
     """Refuse when the operation was rolled back already, or one of its memories
     changed after it."""
     seqs = {e.seq for e in events}
+    own = {op for op in map(operation_of, events) if op is not None}
     run = label if isinstance(label, str) else None
     if run is not None:
         for other in store.history(run):
@@ -131,19 +204,24 @@ def _later_change(store: Store, events: Sequence[EventRecord], label: Any) -> No
         for mid in ids:
             history = store.history(mid)
             # A later operation that was rolled back, and its rollback, changed nothing:
-            # its reversible events, and the events of a run it rolled back (the
-            # memory's own "consolidate" event of a consolidation run).
+            # its reversible events, and every other event of an operation it rolled
+            # back (a run's "consolidate" events, a merge's update of the survivor,
+            # an evaluation's per-minute events), found by their operation id.
             rollbacks = [e for e in history if e.op == OP_ROLLBACK]
             undone = {int(s) for e in rollbacks for s in e.payload.get("event_seqs", ())}
-            undone_runs = {e.payload["rolled_back"] for e in rollbacks if isinstance(e.payload.get("rolled_back"), str)}
+            undone_ops = {e.payload["rolled_back"] for e in rollbacks if isinstance(e.payload.get("rolled_back"), str)}
+            undone_ops.update(str(o) for e in rollbacks for o in e.payload.get("operation_ids", ()))
             for other in history:
                 if other.seq <= event.seq or other.seq in seqs:
                     continue
                 if other.op == OP_ROLLBACK and (event.seq in other.payload.get("event_seqs", ()) or (run and other.payload.get("rolled_back") == run)):
                     raise ConflictError(f"operation {label} was already rolled back (event {other.seq})")
-                if other.seq in undone or other.payload.get("run_id") in undone_runs:
+                operation = operation_of(other)
+                if other.seq in undone or (operation is not None and (operation in undone_ops or operation in own)):
                     continue
-                if other.op == OP_ROLLBACK and set(other.payload.get("event_seqs", ())) <= undone:
+                if other.op == OP_ROLLBACK and other.payload.get("event_seqs") and set(other.payload["event_seqs"]) <= undone:
+                    continue  # (a playbook's return to a version names no event: it is a change)
+                if is_bookkeeping(other):
                     continue
                 if later is None or other.seq < later.seq:
                     later = other
@@ -167,7 +245,8 @@ def _reversible(store: Store, event: EventRecord) -> str | None:
     run = event.payload.get("run_id")
     if isinstance(run, str) and any(isinstance(e.payload.get(UNDO), dict) for e in store.history(run)):
         return f"run {run}"
-    return None
+    undo = _undo_event(store, event)
+    return f"event {undo.seq}" if undo is not None else None
 
 
 def rollback(store: Store, target: Any, scope: ScopeFilter, embed: Callable[[list[str]], np.ndarray], *, actor: str = "rollback") -> dict[str, Any]:
@@ -193,6 +272,9 @@ def rollback(store: Store, target: Any, scope: ScopeFilter, embed: Callable[[lis
     vector_of = {r.id: vectors[i] for i, r in enumerate(active)} if vectors is not None else {}
     first = min(events, key=lambda e: e.seq)
     payload: dict[str, Any] = {"rolled_back": label, "operation": first.op, "event_seqs": sorted(e.seq for e in events)}
+    operations = sorted({op for op in map(operation_of, events) if op is not None})
+    if operations:
+        payload["operation_ids"] = operations
     retired: list[str] = []
     with store.transaction() as batch:
         current = batch.get_many([*final, *created])
@@ -213,4 +295,18 @@ def rollback(store: Store, target: Any, scope: ScopeFilter, embed: Callable[[lis
             "retired": retired, "rollback_seq": seq}
 
 
-__all__ = ["OP_ROLLBACK", "UNDO", "find_operation", "restored", "rollback", "snapshot", "undo_payload"]
+__all__ = [
+    "BOOKKEEPING",
+    "BOOKKEEPING_OPS",
+    "OPERATION_ID",
+    "OP_ROLLBACK",
+    "UNDO",
+    "find_operation",
+    "is_bookkeeping",
+    "new_operation_id",
+    "operation_of",
+    "restored",
+    "rollback",
+    "snapshot",
+    "undo_payload",
+]
