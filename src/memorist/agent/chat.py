@@ -27,9 +27,9 @@ Keys: the chat checks its own keys (``memorist --db CHAT_DB keys create --tenant
 all; each key names its user, who owns the conversations it starts. With no key in
 the chat's store it is a development server: loopback only, one user, ``default``.
 
-Routes: ``POST /api/ai/chat``; ``GET /api/ai/memories`` and ``DELETE
-/api/ai/memories/{id}`` (the page's memory drawer, the caller's memories in the
-memory service); ``GET /healthz``; the page at ``/``; the API's documentation at
+Routes: ``POST /api/ai/chat``; ``GET /api/ai/memories`` (``limit``, at most 500, and
+``more`` when there are others) and ``DELETE /api/ai/memories/{id}`` (the page's memory
+drawer, the caller's memories in the memory service); ``GET /healthz``; the page at ``/``; the API's documentation at
 ``/docs`` and ``/redoc``, from the package's files as ``memorist serve`` serves them,
 and every answer with the service's security headers (content-security policy, no
 framing).
@@ -315,21 +315,24 @@ def _decayed(rows: list[dict[str, Any]], days: float) -> list[dict[str, Any]]:
 
 def _memories(request: Request, user: Caller, query: Annotated[str | None, Query(max_length=1000)] = None,
               limit: Annotated[int, Query(ge=1, le=500)] = 100) -> dict[str, Any]:
+    """The caller's newest ``limit`` memories, or its ``limit`` best matches of ``query``;
+    ``more``: there are others beyond them (one more row is asked for, never a count)."""
     service: ChatService = request.app.state.chat
     try:
         with service.client() as client:
-            if query and query.strip():
-                rows = client.search(query, user_id=user.learner_id, agent_id=CHAT_AGENT, limit=limit)["results"]
+            searching = bool(query and query.strip())
+            if searching:
+                rows = client.search(query, user_id=user.learner_id, agent_id=CHAT_AGENT, limit=limit + 1)["results"]
             else:
-                rows = client.get_all(user_id=user.learner_id, agent_id=CHAT_AGENT, limit=limit)["results"]
+                rows = client.get_all(user_id=user.learner_id, agent_id=CHAT_AGENT, limit=limit + 1)["results"]
     except StoreError as exc:
         log.warning("[Chat] memory unavailable: %s", preview(exc))
         raise ApiError(503, "long-term memory is unavailable right now: the memory service cannot be reached") from None
     rows = _decayed(rows, service.settings.decay_days)
-    if not query:
+    if not searching:
         rows.sort(key=lambda r: r.get("created_at") or "", reverse=True)
     keep = ("id", "memory", "created_at", "updated_at", "metadata", "run_id")
-    return {"results": [{k: r.get(k) for k in keep} for r in rows]}
+    return {"results": [{k: r.get(k) for k in keep} for r in rows[:limit]], "more": len(rows) > limit}
 
 
 def _delete_memory(request: Request, memory_id: str, user: Caller) -> dict[str, Any]:

@@ -7,6 +7,7 @@ Without ``/usr/bin/chromium`` the tests skip locally and fail when ``CI`` is set
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 
@@ -41,7 +42,7 @@ def page(browser, chat):
     errors: list[str] = []
     foreign: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    pg.on("request", lambda req: None if req.url.startswith(url) or req.url.startswith("data:") else foreign.append(req.url))
+    pg.on("request", lambda req: None if req.url.startswith((url, "data:", "blob:" + url)) else foreign.append(req.url))
     pg.set_default_timeout(10_000)
     yield pg
     context.close()
@@ -126,7 +127,7 @@ def test_the_drawer_lists_what_the_conversation_added_newest_first(page, chat):
     expect(drawer.get_by_role("status")).to_have_text("3 memories, newest first.")
 
     drawer.get_by_role("button", name="Delete memory: Likes chess").click()
-    expect(drawer.get_by_role("status")).to_have_text("Deleted: Likes chess")
+    expect(drawer.get_by_role("status")).to_have_text("Deleted “Likes chess”. 2 memories, newest first.")
     expect(items).to_have_count(2)
     with Memory(memory.db, embedder="hashing", tenant_id="school") as m:
         assert "Likes chess" not in [r["memory"] for r in m.get_all(user_id="school/alice")["results"]]
@@ -204,3 +205,213 @@ def test_the_last_answer_can_be_marked_helpful_and_the_playbook_learns_from_it(p
     page.get_by_role("button", name="New conversation").click()
     expect(outcome).to_be_hidden()
     assert not refused, refused
+
+
+def _hold_chat(page) -> list:
+    """Hold every chat request until the test lets it go (route.continue_())."""
+    held: list = []
+    page.route("**/api/ai/chat", lambda route: held.append(route))
+    return held
+
+
+def _wait_for(page, held: list, n: int = 1) -> None:
+    for _ in range(200):
+        if len(held) >= n:
+            return
+        page.wait_for_timeout(25)
+    raise AssertionError("the chat request never came")
+
+
+def test_new_conversation_drops_a_reply_still_on_its_way(page, chat):
+    """Before, the late reply landed in the cleared conversation, and the next message
+    went with the old conversation id and history."""
+    url, keys, _ = chat
+    _login(page, url, keys.alice)
+    _send(page, "Explain fractions")
+    held = _hold_chat(page)
+    page.get_by_label("Your message").fill("Explain decimals")
+    page.get_by_label("Your message").press("Enter")
+    _wait_for(page, held)
+    page.get_by_role("button", name="New conversation").click()
+    expect(page.locator(".message")).to_have_count(0)
+    expect(page.get_by_label("Your message")).to_be_focused()
+    late = {"response": "A LATE REPLY", "conversationId": "the-old-one", "metadata": {}}
+    with contextlib.suppress(Exception):  # the page aborted it: dropped either way
+        held[0].fulfill(status=200, json=late)
+    page.wait_for_timeout(300)
+    expect(page.locator(".message")).to_have_count(0)
+    expect(page.get_by_text("A LATE REPLY")).to_have_count(0)
+    expect(page.get_by_role("group", name="Did my last answer help?")).to_be_hidden()
+    page.unroute("**/api/ai/chat")
+    sent = _send(page, "Explain percentages")
+    assert sent["conversationId"] is None and sent["conversationHistory"] == []
+    expect(page.locator(".message")).to_have_count(2)
+
+
+def test_a_new_key_is_a_new_user_with_a_new_conversation(page, chat):
+    """Before, the conversation went on under the new key: its id was refused (404)
+    until "New conversation", and the first user's messages were sent as the second's."""
+    url, keys, _ = chat
+    _login(page, url, keys.alice)
+    page.evaluate("localStorage.setItem('memorist.chat.memoryEnabled', 'true')")
+    page.reload()
+    first = _send(page, "What is 6 times 7?")
+    assert first["conversationId"] is None
+    _send(page, "And 6 times 8?")
+    page.get_by_role("button", name="Agent Memory Enabled").click()
+    drawer = page.get_by_role("dialog", name="Project Long Term Memory")
+    expect(drawer.locator(".memory-text", has_text="Likes chess")).to_have_count(1)
+    drawer.get_by_role("button", name="Close").click()
+
+    page.get_by_role("button", name="Settings").click()
+    page.get_by_label("API key").fill(keys.bob)
+    page.get_by_label("API key").press("Enter")  # Enter in the field is Done too
+    expect(page.get_by_role("dialog", name="Settings")).to_be_hidden()
+    assert page.evaluate("sessionStorage.getItem('memorist.chat.apiKey')") == keys.bob
+    expect(page.locator(".message")).to_have_count(0)
+    with page.expect_response(lambda r: r.url.endswith("/api/ai/chat")) as answered:
+        sent = _send(page, "What is 2 plus 3?")
+    assert answered.value.status == 200
+    assert sent["conversationId"] is None and sent["conversationHistory"] == []
+    expect(page.locator("#chat-error")).to_be_hidden()
+    # The drawer holds bob's memories, not alice's.
+    page.get_by_role("button", name="Agent Memory Enabled").click()
+    expect(drawer.get_by_role("status")).not_to_have_text("Loading…")
+    expect(drawer.locator(".memory-text", has_text="Likes chess")).to_have_count(0)
+
+
+def test_a_reply_leaves_the_focus_in_the_open_drawer(page, chat):
+    """Before, a reply arriving while the drawer (a modal) was open moved the focus to
+    the message box behind it."""
+    url, keys, _ = chat
+    _login(page, url, keys.alice)
+    page.evaluate("localStorage.setItem('memorist.chat.memoryEnabled', 'true')")
+    page.reload()
+    held = _hold_chat(page)
+    page.get_by_label("Your message").fill("Explain decimals")
+    page.get_by_label("Your message").press("Enter")
+    _wait_for(page, held)
+    page.get_by_role("button", name="Agent Memory Enabled").click()
+    drawer = page.get_by_role("dialog", name="Project Long Term Memory")
+    close = drawer.get_by_role("button", name="Close")
+    expect(close).to_be_focused()
+    held[0].continue_()
+    expect(page.locator(".message.assistant")).to_have_count(1)
+    page.wait_for_timeout(200)
+    expect(close).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(drawer).to_be_hidden()
+    expect(page.get_by_role("button", name="Agent Memory Enabled")).to_be_focused()
+
+
+def test_a_message_that_was_not_sent_goes_back_to_the_box(page, chat):
+    """Before, a refused message (401, 429, the service out of reach) stayed in the
+    conversation as if sent, the box was emptied, and the next message's history left
+    it out."""
+    url, keys, _ = chat
+    page.goto(url + "/")
+    box = page.get_by_label("Your message")
+    error = page.locator("#chat-error")
+    question = "A long question I typed carefully: what is 17 times 23?"
+    with page.expect_response(lambda r: r.url.endswith("/api/ai/chat")) as answered:
+        box.fill(question)
+        box.press("Enter")
+    assert answered.value.status == 401  # the chat has keys; none is set
+    expect(error).to_be_visible()
+    expect(error).to_contain_text("needs an API key")
+    expect(error).to_contain_text("Settings")
+    expect(page.locator(".message")).to_have_count(0)
+    expect(box).to_have_value(question)
+    expect(box).to_be_focused()
+
+    # A refused key says so.
+    page.evaluate("sessionStorage.setItem('memorist.chat.apiKey', 'ek_wrong')")
+    with page.expect_response(lambda r: r.url.endswith("/api/ai/chat")):
+        box.press("Enter")
+    expect(error).to_contain_text("refused the API key")
+    expect(error).to_contain_text("unknown or revoked")
+    expect(box).to_have_value(question)
+
+    # A rate limit, and the service out of reach, the same.
+    page.evaluate(f"sessionStorage.setItem('memorist.chat.apiKey', {keys.alice!r})")
+    page.route("**/api/ai/chat", lambda route: route.fulfill(
+        status=429, headers={"Retry-After": "3"},
+        json={"error": {"type": "rate_limited", "message": "too many requests for this user; retry in 3.0 s", "field": None}}))
+    box.press("Enter")
+    expect(error).to_contain_text("retry in 3.0 s")
+    expect(page.locator(".message")).to_have_count(0)
+    expect(box).to_have_value(question)
+    page.unroute("**/api/ai/chat")
+    page.route("**/api/ai/chat", lambda route: route.abort())
+    box.press("Enter")
+    expect(error).to_contain_text("could not be reached")
+    expect(page.locator(".message")).to_have_count(0)
+    expect(box).to_have_value(question)
+    page.unroute("**/api/ai/chat")
+
+    # Sent at last: the view and the history hold it once.
+    with page.expect_request(lambda r: r.url.endswith("/api/ai/chat")) as req:
+        box.press("Enter")
+    expect(page.locator(".message.assistant")).to_have_count(1)
+    expect(error).to_be_hidden()
+    assert json.loads(req.value.post_data)["conversationHistory"] == []
+    expect(page.locator(".message.user")).to_have_count(1)
+    sent = _send(page, "and 2 plus 2?")
+    assert [m["content"] for m in sent["conversationHistory"]][:1] == [question]
+    assert len(sent["conversationHistory"]) == 2
+
+
+def test_the_drawer_says_when_there_are_more_and_counts_after_a_delete(page, chat):
+    """Before, the drawer showed the newest 100 and said "100 memories", kept that
+    count after a delete, and named each delete button with the whole memory."""
+    url, keys, memory = chat
+    long_text = "A very long memory " + "about fractions " * 500
+    now = time.time()
+    with Memory(memory.db, embedder="hashing", tenant_id="school") as m:
+        for i in range(104):
+            m.add(f"Fact number {i:03d}", user_id="school/alice", agent_id="chat", infer=False, timestamp=now - 3600 + i)
+        m.add(long_text, user_id="school/alice", agent_id="chat", infer=False, timestamp=now)
+    _login(page, url, keys.alice)
+    page.evaluate("localStorage.setItem('memorist.chat.memoryEnabled', 'true')")
+    page.reload()
+    with page.expect_response(lambda r: "/api/ai/memories" in r.url) as listed:
+        page.get_by_role("button", name="Agent Memory Enabled").click()
+    assert listed.value.json()["more"] is True
+    drawer = page.get_by_role("dialog", name="Project Long Term Memory")
+    status = drawer.get_by_role("status")
+    items = drawer.locator(".memory")
+    expect(items).to_have_count(100)
+    expect(status).to_have_text("The newest 100 memories; there are more.")
+    more = drawer.get_by_role("button", name="Show more")
+    expect(more).to_be_visible()
+
+    # The delete buttons' names are short.
+    labels = drawer.locator(".delete").evaluate_all("bs => bs.map(b => b.getAttribute('aria-label'))")
+    assert max(len(label) for label in labels) <= len("Delete memory: ") + 60
+    first = drawer.locator(".delete").first
+    assert first.get_attribute("aria-label") == "Delete memory: " + long_text[:59] + "…"
+    first.click()
+    expect(status).to_have_text("Deleted “" + long_text[:59] + "…”. The newest 99 memories; there are more.")
+    expect(items).to_have_count(99)
+
+    more.click()
+    expect(items).to_have_count(105)  # 104 facts and "Likes chess"
+    expect(status).to_have_text("105 memories, newest first.")
+    expect(more).to_be_hidden()
+    expect(items.nth(99).locator(".delete")).to_be_focused()  # the first the click brought
+    expect(items.last.locator(".memory-text")).to_have_text("Likes chess")
+
+
+def test_the_chats_api_docs_load_nothing_from_elsewhere(page, chat):
+    """Before, /redoc tried to load ReDoc's logo from its CDN (refused by the policy,
+    a broken image). The page fixture fails on any request to another origin."""
+    url = chat[0]
+    refused: list[str] = []
+    page.on("console", lambda msg: refused.append(msg.text) if "Content Security Policy" in msg.text else None)
+    page.goto(url + "/docs")
+    expect(page.get_by_text("/api/ai/chat").first).to_be_visible()
+    page.goto(url + "/redoc")
+    expect(page.get_by_text("API docs by Redocly")).to_be_visible()
+    page.wait_for_timeout(300)
+    assert not refused, refused
+    assert "cdn.redoc.ly" not in page.request.get(url + "/docs-assets/redoc.standalone.js").text()

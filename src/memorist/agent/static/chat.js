@@ -9,6 +9,9 @@
 (function () {
   const MEMORY_SETTING = "memorist.chat.memoryEnabled";
   const KEY_STORAGE = "memorist.chat.apiKey";
+  const PAGE = 100;        // memories per page of the drawer
+  const PAGE_MAX = 500;    // the most the drawer lists; search finds the others
+  const LABEL_MAX = 60;    // characters of a memory in a delete button's name
   const $ = (id) => document.getElementById(id);
   const el = {
     messages: $("messages"), composer: $("composer"), message: $("message"), send: $("send"),
@@ -16,10 +19,19 @@
     settings: $("settings"), openSettings: $("open-settings"), memoryEnabled: $("memory-enabled"), apiKey: $("api-key"),
     indicator: $("memory-indicator"), drawer: $("memory-drawer"), backdrop: $("drawer-backdrop"), closeDrawer: $("close-drawer"),
     search: $("memory-search"), query: $("memory-query"), clear: $("memory-clear"), status: $("memory-status"),
-    list: $("memory-list"), template: $("memory-item"),
+    list: $("memory-list"), more: $("memory-more"), template: $("memory-item"),
     outcome: $("outcome"), outcomeButtons: { success: $("outcome-success"), failure: $("outcome-failure") },
   };
-  const state = { conversationId: null, history: [], busy: false, ticket: 0, outcome: null };
+  const state = {
+    conversationId: null, history: [], outcome: null,
+    busy: false,
+    turn: 0,            // the message on its way; a reply to an older one is dropped
+    controller: null,   // aborts the message on its way
+    ticket: 0,          // the drawer's latest load; an older answer is dropped
+    limit: PAGE,        // memories the drawer asks for
+    more: false,        // the drawer's list goes on beyond what it shows
+    query: "",          // the drawer's search shown ("": the newest first)
+  };
 
   // ------------------------------------------------------------ settings
 
@@ -39,6 +51,31 @@
     const s = storage("session");
     return (s && s.getItem(KEY_STORAGE)) || "";
   }
+  function storeKey(key) {
+    const s = storage("session");
+    if (!s) return;
+    if (key) s.setItem(KEY_STORAGE, key); else s.removeItem(KEY_STORAGE);
+  }
+  // A new key is a new user: their own conversation, and their own memories in the drawer.
+  function applyKey() {
+    const key = el.apiKey.value.trim();
+    if (!storage("session") || key === apiKey()) return;
+    storeKey(key);
+    newConversation();
+    state.ticket++;  // a load of the other user's memories, still on its way, is dropped
+    state.more = false;
+    el.list.replaceChildren();
+    el.more.hidden = true;
+    el.status.textContent = "";
+    if (!el.drawer.hidden) loadMemories();
+  }
+  function dialogOpen() {
+    return el.settings.open || !el.drawer.hidden;
+  }
+  function short(text) {
+    text = String(text ?? "");
+    return text.length > LABEL_MAX ? text.slice(0, LABEL_MAX - 1) + "…" : text;
+  }
   function showIndicator() {
     const on = memoryEnabled();
     el.memoryEnabled.checked = on;
@@ -48,24 +85,43 @@
 
   // ------------------------------------------------------------ the API
 
-  async function api(method, path, body) {
+  class ApiError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;  // 0: not reached
+    }
+  }
+
+  async function api(method, path, body, signal) {
     const headers = { Accept: "application/json" };
     const key = apiKey();
     if (key) headers.Authorization = "Bearer " + key;
     if (body !== undefined) headers["Content-Type"] = "application/json";
     let response;
     try {
-      response = await fetch(path, { method, headers, cache: "no-store", body: body === undefined ? undefined : JSON.stringify(body) });
+      response = await fetch(path, { method, headers, cache: "no-store", signal, body: body === undefined ? undefined : JSON.stringify(body) });
     } catch (_) {
-      throw new Error("The chat service could not be reached.");
+      throw new ApiError(0, "The chat service could not be reached.");
     }
     let data = null;
     try { data = await response.json(); } catch (_) { data = null; }
     if (!response.ok) {
       const err = data && data.error && typeof data.error.message === "string" ? data.error.message : response.statusText;
-      throw new Error(err || "The request failed.");
+      throw new ApiError(response.status, err || "The request failed.");
     }
     return data;
+  }
+
+  // Why a message was not sent, and what to do.
+  function notSent(err) {
+    const back = " Your message is back in the message box.";
+    if (err.status === 401) {
+      return apiKey()
+        ? "Not sent: the chat refused the API key (" + err.message + "). Set a valid key in Settings, then send again." + back
+        : "Not sent: the chat needs an API key. Set it in Settings, then send again." + back;
+    }
+    const said = String(err.message || "").trim();
+    return "Not sent: " + said + (/[.!?)]$/.test(said) ? "" : ".") + back;
   }
 
   // ------------------------------------------------------------ the conversation
@@ -86,6 +142,7 @@
     }
     el.messages.appendChild(li);
     li.scrollIntoView({ block: "end" });
+    return li;
   }
 
   // ------------------------------------------------------------ the outcome of the last answer
@@ -104,10 +161,13 @@
     event.preventDefault();
     const text = el.message.value.trim();
     if (!text || state.busy) return;
+    const turn = ++state.turn;
+    const controller = new AbortController();
+    state.controller = controller;
     state.busy = true;
     el.send.disabled = true;
     el.error.hidden = true;
-    addMessage("user", text);
+    const bubble = addMessage("user", text);
     el.message.value = "";
     const body = {
       message: text,
@@ -117,7 +177,8 @@
     };
     if (state.outcome) body.outcome = state.outcome;
     try {
-      const data = await api("POST", "api/ai/chat", body);
+      const data = await api("POST", "api/ai/chat", body, controller.signal);
+      if (turn !== state.turn) return;  // a new conversation began meanwhile
       state.conversationId = data.conversationId;
       state.history.push({ role: "user", content: text }, { role: "assistant", content: data.response });
       const memory = data.metadata && data.metadata.memory;
@@ -128,22 +189,39 @@
       el.outcome.hidden = false;
       if (!el.drawer.hidden) loadMemories();
     } catch (err) {
-      el.error.textContent = err.message;
+      if (turn !== state.turn) return;
+      // Not sent: the view keeps what the history keeps, and the text is not lost
+      // (with anything typed since after it).
+      bubble.remove();
+      const typed = el.message.value.trim();
+      el.message.value = typed ? text + "\n\n" + typed : text;
+      el.error.textContent = notSent(err);
       el.error.hidden = false;
     } finally {
-      state.busy = false;
-      el.send.disabled = false;
-      el.message.focus();
+      if (turn === state.turn) {
+        state.busy = false;
+        state.controller = null;
+        el.send.disabled = false;
+        // Not behind an open dialog or drawer: focus stays where the user is.
+        if (!dialogOpen()) el.message.focus();
+      }
     }
   }
 
+  // A fresh conversation: a reply still on its way is dropped, not shown in it.
   function newConversation() {
+    state.turn++;
+    if (state.controller) state.controller.abort();
+    state.controller = null;
+    state.busy = false;
+    el.send.disabled = false;
     state.conversationId = null;
     state.history = [];
     el.messages.replaceChildren();
+    el.error.hidden = true;
+    el.error.textContent = "";
     setOutcome(null);
     el.outcome.hidden = true;
-    el.message.focus();
   }
 
   // ------------------------------------------------------------ the drawer
@@ -176,22 +254,53 @@
     return isNaN(d) ? "" : d.toLocaleString();
   }
 
-  async function loadMemories() {
+  // The newest PAGE memories (or best matches); "Show more" asks for PAGE more, up to PAGE_MAX.
+  async function loadMemories({ more = false } = {}) {
     const ticket = ++state.ticket;
-    const q = el.query.value.trim();
+    const q = more ? state.query : el.query.value.trim();
+    const shown = el.list.children.length;
+    state.limit = more ? Math.min(state.limit + PAGE, PAGE_MAX) : PAGE;
     el.status.textContent = "Loading…";
+    const params = new URLSearchParams({ limit: String(state.limit) });
+    if (q) params.set("query", q);
     try {
-      const data = await api("GET", "api/ai/memories" + (q ? "?query=" + encodeURIComponent(q) : ""));
+      const data = await api("GET", "api/ai/memories?" + params);
       if (ticket !== state.ticket) return;
-      render(data.results || [], q);
+      state.query = q;
+      state.more = !!(data && data.more);
+      render((data && data.results) || []);
+      if (more) {
+        // Focus moves to the first memory the click brought (the button may be gone).
+        const first = el.list.children[shown];
+        const target = first ? first.querySelector(".delete") : null;
+        if (target) target.focus();
+      }
     } catch (err) {
       if (ticket !== state.ticket) return;
       el.list.replaceChildren();
+      state.more = false;
+      el.more.hidden = true;
       el.status.textContent = err.message;
     }
   }
 
-  function render(rows, q) {
+  function plural(n) {
+    return n + (n === 1 ? " memory" : " memories");
+  }
+
+  // What the drawer shows, counted from its list (so a delete updates it).
+  function countText() {
+    const n = el.list.querySelectorAll(".memory").length;
+    const q = state.query;
+    if (!state.more) {
+      if (!n) return q ? "No memory matches." : "No memories yet.";
+      return plural(n) + (q ? " match." : ", newest first.");
+    }
+    const rest = state.limit >= PAGE_MAX ? "; search to find the others." : "; there are more.";
+    return (q ? "The " + n + " best matches" : "The newest " + plural(n)) + rest;
+  }
+
+  function render(rows) {
     el.list.replaceChildren();
     for (const row of rows) {
       const node = el.template.content.firstElementChild.cloneNode(true);
@@ -201,13 +310,12 @@
       time.textContent = formatTime(row.created_at);
       time.setAttribute("datetime", row.created_at || "");
       const del = node.querySelector(".delete");
-      del.setAttribute("aria-label", "Delete memory: " + row.memory);
+      del.setAttribute("aria-label", "Delete memory: " + short(row.memory));
       del.addEventListener("click", () => remove(row, node, del));
       el.list.appendChild(node);
     }
-    const n = rows.length;
-    el.status.textContent = n === 0 ? (q ? "No memory matches." : "No memories yet.")
-      : n + (n === 1 ? " memory" : " memories") + (q ? " match." : ", newest first.");
+    el.more.hidden = !state.more || state.limit >= PAGE_MAX;
+    el.status.textContent = countText();
   }
 
   async function remove(row, node, button) {
@@ -216,9 +324,10 @@
       await api("DELETE", "api/ai/memories/" + encodeURIComponent(row.id));
       const next = node.nextElementSibling || node.previousElementSibling;
       node.remove();
-      el.status.textContent = "Deleted: " + row.memory;
+      el.status.textContent = "Deleted “" + short(row.memory) + "”. " + countText();
       const target = next ? next.querySelector(".delete") : el.query;
       target.focus();
+      if (!next && state.more) loadMemories();  // the page is empty; the rest is not
     } catch (err) {
       button.disabled = false;
       el.status.textContent = err.message;
@@ -231,7 +340,7 @@
   el.message.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); el.composer.requestSubmit(); }
   });
-  el.newConversation.addEventListener("click", newConversation);
+  el.newConversation.addEventListener("click", () => { newConversation(); el.message.focus(); });
   el.outcomeButtons.success.addEventListener("click", () => toggleOutcome("success"));
   el.outcomeButtons.failure.addEventListener("click", () => toggleOutcome("failure"));
   el.openSettings.addEventListener("click", () => {
@@ -240,16 +349,15 @@
     el.settings.showModal();
   });
   el.memoryEnabled.addEventListener("change", () => setMemoryEnabled(el.memoryEnabled.checked));
-  el.apiKey.addEventListener("change", () => {
-    const s = storage("session");
-    if (s) { if (el.apiKey.value.trim()) s.setItem(KEY_STORAGE, el.apiKey.value.trim()); else s.removeItem(KEY_STORAGE); }
-  });
+  el.apiKey.addEventListener("change", applyKey);
+  $("settings-form").addEventListener("submit", applyKey);  // Done, or Enter in the key field
   el.settings.addEventListener("close", () => el.openSettings.focus());
   el.indicator.addEventListener("click", openDrawer);
   el.closeDrawer.addEventListener("click", closeDrawer);
   el.backdrop.addEventListener("click", closeDrawer);
   el.drawer.addEventListener("keydown", trapFocus);
   el.search.addEventListener("submit", (e) => { e.preventDefault(); loadMemories(); });
+  el.more.addEventListener("click", () => loadMemories({ more: true }));
   el.clear.addEventListener("click", () => { el.query.value = ""; loadMemories(); el.query.focus(); });
   window.addEventListener("storage", (e) => { if (e.key === MEMORY_SETTING) showIndicator(); });
   showIndicator();

@@ -8,6 +8,7 @@
   const PAGE = 100;          // memories per page of the list
   const SEARCH_LIMIT = 20;   // results of a search
   const CHIP_MAX = 80;       // characters of a metadata value shown in a chip
+  const USERS_MAX = 1000;    // projects in the picker; beyond, they are opened by their id
 
   const $ = (id) => document.getElementById(id);
   const el = {
@@ -27,6 +28,7 @@
     query: "",         // the search shown ("" = the newest-first list)
     limit: PAGE,
     ticket: 0,         // the latest load; an older answer arriving late is dropped
+    usersTicket: 0,    // the same for the list of projects
     lastLoad: null,    // what Retry repeats
     pending: null,     // {item, button} of the delete being confirmed
   };
@@ -78,8 +80,10 @@
       const message = typeof err.message === "string" && err.message
         ? err.message
         : response.statusText || "The request failed.";
+      // A 429's wait, unless the service's message says it already ("…; retry in 1 s").
       const wait = response.status === 429 ? Number(response.headers.get("Retry-After")) : NaN;
-      const hint = Number.isFinite(wait) && wait > 0 ? ` Try again in ${Math.ceil(wait)} s.` : "";
+      const said = /\b(retry|try again)\b/i.test(message);
+      const hint = Number.isFinite(wait) && wait > 0 && !said ? ` Try again in ${Math.ceil(wait)} s.` : "";
       throw new ApiError(response.status, String(err.type || "http"), message + hint, err.field);
     }
     return data;
@@ -101,12 +105,29 @@
     let text = `${what}: ${err.message}${where}`;
     el.enterKey.hidden = err.status !== 401;
     if (err.status === 401) {
-      text = `This service needs an API key. ${err.message}${where}`;
-      el.key.setAttribute("aria-invalid", "true");
+      // With a key set, the service refused that key: say so, not that one is missing.
+      text = apiKey()
+        ? `The service refused the API key: ${err.message}${where}`
+        : `This service needs an API key. ${err.message}${where}`;
+      keyRefused(err);
     }
     el.errorMessage.textContent = text;
     el.error.hidden = false;
     announce("");
+  }
+
+  // The key field is marked invalid, and says why, when the service refuses the key
+  // (or asks for one).
+  function keyRefused(err) {
+    el.key.setAttribute("aria-invalid", "true");
+    el.enterKey.textContent = apiKey() ? "Change the API key" : "Enter an API key";
+    if (apiKey()) el.keyState.textContent = `The service refused this key: ${err.message}`;
+  }
+
+  function keyAccepted() {
+    if (el.key.getAttribute("aria-invalid") !== "true") return;
+    el.key.removeAttribute("aria-invalid");
+    el.keyState.textContent = keyStateText();
   }
 
   function clearError() {
@@ -212,7 +233,9 @@
       if (kind === "search") {
         data = await api("POST", "api/memories/search/", { query: state.query, user_id: state.user, limit: SEARCH_LIMIT });
       } else {
-        data = await api("GET", `api/memories/${enc(state.user)}/?limit=${state.limit}`);
+        // The user id goes in the query, never the path: any id ("school/alice", "..",
+        // "search") reaches the service as it is.
+        data = await api("GET", `api/memories/?user_id=${enc(state.user)}&limit=${state.limit}`);
       }
       if (ticket !== state.ticket) return;
       const results = Array.isArray(data && data.results) ? data.results : [];
@@ -224,7 +247,7 @@
         el.more.hidden = results.length < state.limit;
         announce(results.length ? `${count(results.length)}, newest first.` : "No memories for this project yet.");
       }
-      el.key.removeAttribute("aria-invalid");
+      keyAccepted();
     } catch (err) {
       if (ticket !== state.ticket) return;
       showError(err, kind === "search" ? "Search failed" : "Could not load the memories");
@@ -236,20 +259,35 @@
   }
 
   async function loadUsers() {
+    const ticket = ++state.usersTicket;
     el.projectState.textContent = "";
     let users = [];
     try {
-      const data = await api("GET", "api/users/");
+      // One more than the picker shows: that one says the list goes on.
+      const data = await api("GET", `api/users/?limit=${USERS_MAX + 1}`);
       users = Array.isArray(data && data.results) ? data.results : [];
     } catch (err) {
+      if (ticket !== state.usersTicket) return;
       fillPicker([]);
-      el.projectState.textContent = err.status === 401
-        ? "Enter an API key to list the projects, or open a user id."
-        : `Could not list the projects (${err.message}); open a user id instead.`;
+      if (err.status === 401 && apiKey()) {
+        keyRefused(err);
+        el.projectState.textContent = `The service refused the API key (${err.message}); enter another key to list the projects.`;
+      } else {
+        el.projectState.textContent = err.status === 401
+          ? "Enter an API key to list the projects, or open a user id."
+          : `Could not list the projects (${err.message}); open a user id instead.`;
+      }
       return;
     }
+    if (ticket !== state.usersTicket) return;
+    keyAccepted();
+    const truncated = users.length > USERS_MAX;
+    if (truncated) users = users.slice(0, USERS_MAX);
     fillPicker(users);
     if (!users.length) el.projectState.textContent = "No projects yet; open a user id to look at one.";
+    else if (truncated) {
+      el.projectState.textContent = `The first ${USERS_MAX.toLocaleString("en")} projects by id are listed; there are more: open one by its user id below.`;
+    }
     if (!state.user && users.length) {
       openUser(String(users[0].user_id), { focus: false });
     }
@@ -338,6 +376,8 @@
     el.dialogDelete.disabled = true;
     el.dialogError.textContent = "";
     try {
+      // The memory id is the service's own (UUID-shaped), safe in the path; the user
+      // id, any text, goes in the query.
       await api("DELETE", `api/memories/${enc(id)}/?user_id=${enc(state.user)}`);
     } catch (err) {
       el.dialogDelete.disabled = false;
@@ -362,12 +402,15 @@
 
   // ---------------------------------------------------------------- wiring
 
-  function showKeyState() {
-    const key = apiKey();
-    el.key.value = key;
-    el.keyState.textContent = key
+  function keyStateText() {
+    return apiKey()
       ? "A key is set for this tab; it is sent as Authorization: Bearer."
       : "No key: fine for a local development server.";
+  }
+
+  function showKeyState() {
+    el.key.value = apiKey();
+    el.keyState.textContent = keyStateText();
   }
 
   el.keyForm.addEventListener("submit", (event) => {
@@ -392,6 +435,7 @@
     } catch (_) {
       /* nothing stored */
     }
+    el.key.removeAttribute("aria-invalid");
     showKeyState();
     announce("Key forgotten.");
     loadUsers();

@@ -8,5 +8,6 @@ window.ui = SwaggerUIBundle({
   deepLinking: true,
   showExtensions: true,
   showCommonExtensions: true,
+  validatorUrl: null,  // no badge from validator.swagger.io: nothing leaves this origin
   presets: [SwaggerUIBundle.presets.apis, SwaggerUIBundle.SwaggerUIStandalonePreset],
 });
