@@ -67,3 +67,14 @@ class ReSTRoles(griffe.Extension):
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if obj.docstring is not None:
             obj.docstring.value = fence_doctests(plain(obj.docstring.value))
+
+    def on_class_members(self, *, cls: griffe.Class, **kwargs: Any) -> None:
+        # Aliases kept for code written against a former name (``PlaybookConfig.ltmbse``
+        # is ``per_learner_preset``) still work but are not documented.
+        for name in FORMER_NAMES.get(cls.name, ()):
+            if name in cls.members:
+                cls.del_member(name)
+
+
+#: Class members kept under a former name only for old code, by class.
+FORMER_NAMES: dict[str, tuple[str, ...]] = {"PlaybookConfig": ("ltmbse",)}

@@ -28,6 +28,10 @@ PREVIOUS_PG_SCHEMA = PREVIOUS_NAME
 #: The PostgreSQL trigger functions, without the name prefix they carry.
 PG_FUNCTIONS = ("docs_counted", "vectors_added", "vectors_removed", "vectors_moved", "events_append_only")
 
+#: The name the per-learner preset's playbooks are stored under (a learner's bullets
+#: carry it): the name the preset had when stores were first written with it.
+PER_LEARNER_PLAYBOOK = "ltmbse"
+
 #: The run of playbook headers (:mod:`memorist.pipelines.playbooks`).
 RUN_PLAYBOOKS = f"{RUN_PREFIX}playbook"
 

@@ -79,3 +79,13 @@ def test_the_python_reference_renders_the_docstrings(site: Path) -> None:
     roles = re.findall(r":(?:class|meth|func|attr|mod|data|exc):`", text)
     assert not roles, f"reST roles rendered as text: {roles[:5]}"
     assert ">>>" in text  # the examples are there, as code
+
+
+def test_the_reference_pages_do_not_name_the_design_documents(site: Path) -> None:
+    # What the pages render beyond the docstrings (signatures, defaults, member names)
+    # is read too: a former name kept as an alias or a stored default once showed here.
+    from test_user_words import offending
+
+    found = {name: lines for name in ("python", "cli", "rest", "mcp")
+             if (lines := offending(_text(site / "reference" / name / "index.html")))}
+    assert not found, f"a reference page names a design document or code name: {found}"

@@ -31,7 +31,7 @@ from .onnx_model import OnnxModel, check_layout
 
 logger = logging.getLogger("memorist")
 
-_INSTALL = 'pip install "memorist[torch,onnx]" -c constraints.txt'
+_INSTALL = 'pip install "memorist[torch,onnx]" (from a source checkout: add -c constraints.txt, for a CPU torch)'
 
 
 def available() -> bool:

@@ -125,7 +125,7 @@ class OnnxModel:
             except ImportError as exc:
                 raise MissingDependencyError(
                     f"the tokenizer of {model_dir} is not BERT's and needs tokenizers; run: "
-                    'pip install "memorist[onnx]" -c constraints.txt'
+                    'pip install "memorist[onnx]"'
                 ) from exc
             tokenizer = Tokenizer.from_file(path)
             tokenizer.no_padding()

@@ -41,7 +41,7 @@ logger = logging.getLogger("memorist")
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 RUNTIMES = ("auto", "onnx", "torch")
-_INSTALL = 'pip install "memorist[torch]" -c constraints.txt'
+_INSTALL = 'pip install "memorist[torch]" (from a source checkout: add -c constraints.txt, for a CPU torch)'
 #: What installs the bundled ONNX model: the default install, or in a checkout its package.
 INSTALL_MODEL = "pip install memorist-model-minilm-l6-v2 (in a source checkout: pip install ./packages/memorist-minilm)"
 

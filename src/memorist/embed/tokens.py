@@ -51,7 +51,7 @@ def _tokenizer_file(path: str, name: str) -> TokenCounter:
     except ImportError as exc:
         raise MissingDependencyError(
             f"counting tokens with the tokenizer {path} (not BERT's) needs tokenizers; run: "
-            'pip install "memorist[onnx]" -c constraints.txt'
+            'pip install "memorist[onnx]"'
         ) from exc
     try:
         tokenizer = Tokenizer.from_file(path)

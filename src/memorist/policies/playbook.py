@@ -2,7 +2,7 @@
 
 Two named presets (configuration is data):
 
-- :meth:`PlaybookConfig.ltmbse` — spec 000's proposed method: one playbook per
+- :meth:`PlaybookConfig.per_learner_preset` — the default: one playbook per
   learner, reinforce-over-clone curation with a cap on new bullets per turn,
   canonical semantic dedup, one memory class per bullet, state loaded once a turn.
 - :meth:`PlaybookConfig.baseline` — the ACE baseline it improves on: one playbook
@@ -22,6 +22,7 @@ from typing import Any
 from .. import config
 from ..errors import ConfigurationError
 from ..model import MemoryClass
+from ..reserved import PER_LEARNER_PLAYBOOK
 from ..validate import finite_number
 from .decay import decay_rates
 
@@ -109,10 +110,11 @@ class PlaybookConfig:
     ``max_new`` None means: ``ACE_CURATOR_MAX_NEW`` from the environment when the
     playbook is built, else 2. ``use_llm`` None means: ``ACE_CURATOR_USE_LLM``
     (default false). ``dedup_threshold`` is a cosine for ``dedup="semantic"`` and a
-    word Jaccard for ``dedup="jaccard"``.
+    word Jaccard for ``dedup="jaccard"``. ``name`` is the name the playbooks are stored
+    under; empty (the default) means the per-learner preset's own.
     """
 
-    name: str = "ltmbse"
+    name: str = ""
     per_learner: bool = True  # False: one playbook shared by every learner
     shared_user_id: str = "ace-shared"  # the shared playbook's user id
     agent_id: str = ""  # the agent whose playbooks these are ("" for none)
@@ -132,11 +134,15 @@ class PlaybookConfig:
     use_llm: bool | None = None
     weights: ContextWeights = field(default_factory=ContextWeights)
 
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", PER_LEARNER_PLAYBOOK)
+
     @property
     def preset_name(self) -> str:
         """The preset as users name it: ``"per-learner"`` for the default configuration
         (whose stored playbooks keep their original name, ``name``), else ``name``."""
-        return "per-learner" if self.name == "ltmbse" else self.name
+        return "per-learner" if self.name == PER_LEARNER_PLAYBOOK else self.name
 
     @property
     def new_cap(self) -> int | None:
