@@ -6,6 +6,7 @@ file of spec 004's minimal version; ``etienne`` is the format's former name, sti
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import sys
 from typing import Any
@@ -54,10 +55,24 @@ def _format_option(func: Any) -> Any:
     default=None,
     help='Default for conversation lines without "infer" [default: --infer].',
 )
+@click.option(
+    "--from-line",
+    "from_line",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Start at line N of FILE: to go on after an import that stopped at a bad line N, once it is fixed.",
+)
 @_format_option
 @pass_app
 def import_(
-    app: App, file: Any, user_id: str | None, agent_id: str | None, run_id: str | None, infer: bool | None, file_format: str
+    app: App,
+    file: Any,
+    user_id: str | None,
+    agent_id: str | None,
+    run_id: str | None,
+    infer: bool | None,
+    from_line: int | None,
+    file_format: str,
 ) -> None:
     """Add memories from FILE, JSON lines ('-' reads stdin).
 
@@ -75,8 +90,14 @@ def import_(
     written unless the store holds it. Event lines of `export --events` are skipped.
 
     A line without user_id, agent_id and run_id gets --user/--agent/--run.
-    Consecutive verbatim turns of one scope are added in batches. A bad line
-    stops the import with an error naming it; the lines before it stay imported.
+    Verbatim turns ("infer": false) are added in batches, one per scope, in the
+    file's order. A verbatim turn with a time that the store already holds (same
+    scope, text, time, role and speaker) is left alone, as a memory line is: a
+    second run adds nothing twice.
+
+    A bad line stops the import with an error naming it: the lines before it
+    stay imported, none after it is. Once it is fixed, --from-line N goes on
+    from it (line numbers stay the file's).
 
     With --format memories-json, FILE is a memories.json file, one JSON
     array of {id, memory, user_id, created_at, updated_at?, metadata?}: each
@@ -87,36 +108,51 @@ def import_(
     if file_format == "memories-json":
         if infer is not None:
             raise click.UsageError("--infer/--no-infer is for conversation lines; a memories-json file holds memories")
+        if from_line is not None:
+            raise click.UsageError("--from-line is for JSON lines; a memories-json file is checked and imported whole")
         _import_etienne(app, file, scope(user_id, agent_id, run_id))
         return
     # Read whole first: a file that is not UTF-8 imports nothing (split as reading it by lines would).
     lines = io.StringIO(read_file(file)).readlines()
+    skip = 0 if from_line is None else from_line - 1
+    if skip and skip >= len(lines):
+        raise click.UsageError(f"--from-line {from_line}: {file_name(file)} has {len(lines)} lines")
+    # The lines before are read as blank lines: the numbers in messages stay the file's.
+    source = itertools.chain(itertools.repeat("", skip), itertools.islice(lines, skip, None))
     memory = app.memory(create=True)
     # The model loads now, not inside the first batch: the bar's first estimate is
     # the import's rate, not the model's loading time spread over the file.
     memory.embedder.embed(["warm up"])
     try:
-        with progress("importing", len(lines)) as update:
+        with progress("importing", len(lines) - skip) as update:
+
+            def report(n: int) -> None:
+                if n > skip:  # the bar counts the lines read from --from-line on
+                    update(n - skip)
+
             # Only a bar that is drawn (a terminal) needs progress, and the small
             # first batches that keep its estimate right.
             summary = memory.import_(
-                lines, **scope(user_id, agent_id, run_id), infer=infer, progress=update if update.drawn else None,
+                source, **scope(user_id, agent_id, run_id), infer=infer, progress=report if update.drawn else None,
             )
     except ImportLineError as exc:
         done = exc.summary
         click.echo(
             f"{done['added']} memories added and {done['updated']} updated from the lines before line {exc.line}; "
-            "they stay in the store.",
+            f"they stay in the store, and no line after it was imported. Once line {exc.line} is fixed, "
+            f"run the import again with --from-line {exc.line} to go on from it.",
             err=True,
         )
         raise CommandError(cli_message(exc)) from exc
+    summary = {**summary, "lines": summary["lines"] - skip}
     parts = [f"added {summary['added']} memories"]
     labels = (("updated", "updated"), ("deleted", "deleted"), ("unchanged", "already there"), ("skipped", "deleted here since, skipped"))
     parts += [f"{summary[key]} {label}" for key, label in labels if summary[key]]
     if summary.get("relations"):
         parts.append(f"{summary['relations']} relation tuples")
     note = f"; {summary['events']} event lines not replayed" if summary["events"] else ""
-    app.emit(summary, lambda: click.echo(f"Read {summary['lines']} lines; " + ", ".join(parts) + note + "."))
+    start = f" from line {from_line}" if skip else ""
+    app.emit(summary, lambda: click.echo(f"Read {summary['lines']} lines{start}; " + ", ".join(parts) + note + "."))
 
 
 def _import_etienne(app: App, file: Any, ids: dict[str, str | None]) -> None:

@@ -9,9 +9,13 @@ doubles anything, and export → import → export gives the same file. An impor
 moves a memory: an id the store gives to a memory of another scope is a bad line.
 
 An import file may also hold conversation turns, ``{"messages": [...] | "text": ...}``,
-which go through :meth:`memorist.Memory.add` like any conversation (consecutive
-verbatim turns of one scope in one batched call), and the event lines of an export
-with events. Event lines are not replayed: the event log records what happened to
+which go through :meth:`memorist.Memory.add` like any conversation (verbatim turns
+in batched calls, one per scope, each scope's in the file's order, see
+:class:`Importer`), and the event lines of an export with events. A verbatim turn
+with a time is idempotent too: a memory of its scope with its text, time, role and
+speaker is "already there" (counted ``unchanged``), so running an import again adds
+nothing twice; a turn to infer from goes through the reconciler again, which
+decides. Event lines are not replayed: the event log records what happened to
 *this* store, and the import itself writes an ``add`` (or ``update``) event per
 memory, with ``{"import": true}`` in its payload.
 
@@ -24,15 +28,18 @@ another tenant is refused. A playbook is named by its path there
 (``agent_a/default``), as exports write it.
 
 A bad line stops the import with an :class:`~memorist.errors.ImportLineError` naming
-it; the lines before it stay imported.
+it; the lines before it stay imported and none after it is (``memorist import
+--from-line`` goes on from it once it is fixed).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import Any
 
 from .. import validate
@@ -43,6 +50,7 @@ from ..model import (
     Kind,
     MemoryClass,
     MemoryRecord,
+    Message,
     RelationTuple,
     Scope,
     Status,
@@ -68,6 +76,12 @@ FIRST_TURN_BATCH = 16
 #: attempt already waits the store's busy timeout for the lock; a batch is one
 #: transaction, so a failed attempt wrote nothing and the batch is retried whole.
 IMPORT_BUSY_ATTEMPTS = 3
+#: Verbatim conversation lines wait in one buffer per scope (lines of several users
+#: interleaved in a file still go in large calls). When more scopes than this wait,
+#: the oldest buffer is written; when more messages than MAX_WAITING_MESSAGES wait
+#: in all of them (with a progress function: more than one batch may hold), the largest.
+MAX_WAITING_SCOPES = 256
+MAX_WAITING_MESSAGES = 4 * IMPORT_BATCH
 _SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 _EXPORT_STATUSES = (Status.ACTIVE, Status.ARCHIVED)
 _MAX_NUMBER = 1.7976931348623157e308  # the largest finite float
@@ -270,20 +284,22 @@ def _same(a: MemoryRecord, b: MemoryRecord) -> bool:
     return export_item(a) == export_item(b)
 
 
+#: A verbatim line waiting: its number, its messages (its metadata and time folded
+#: into them) and the same messages as add() checks them.
+_Line = tuple[int, list[dict[str, Any]], list[Message]]
+
+
 @dataclass
 class _Pending:
-    """Consecutive verbatim message lines that can go in one ``add`` call."""
+    """Verbatim message lines of one scope (and importance) waiting for one ``add``
+    call: each line with its messages (its metadata and time folded into them, see
+    :func:`_folded`) and the same messages as ``add`` checked them."""
 
     key: tuple[Any, ...]
+    scope: Scope
     kwargs: dict[str, Any]
-    lines: list[tuple[int, list[Any]]] = field(default_factory=list)
-    # Each line as it was read, with its own add() arguments: replayed alone if the
-    # batch fails, so that the error names the line and its own fields.
-    originals: list[tuple[int, list[Any], dict[str, Any]]] = field(default_factory=list)
-
-    @property
-    def size(self) -> int:
-        return sum(len(m) for _, m in self.lines)
+    lines: list[_Line] = field(default_factory=list)
+    size: int = 0  # messages
 
 
 @dataclass
@@ -293,6 +309,16 @@ class Importer:
     ``add`` is :meth:`memorist.Memory.add` (conversation lines go through it);
     ``defaults`` is the scope of lines that name none; ``infer`` the default of
     conversation lines without ``"infer"`` (None: infer).
+
+    Verbatim conversation lines wait in one buffer per scope (and importance), so
+    that lines of several users interleaved in a file still go in large ``add``
+    calls, each scope's lines in the file's order; memory lines wait in a buffer of
+    their own, relation lines in another. Every line is checked as it is read, and
+    a line ``add`` would refuse, or that must see the lines before it (an inferred
+    turn: its reconciler reads the store), is written alone after everything read
+    before it. So when line N is bad, every line before it is written and none
+    after it; a memory line whose id another scope holds, found when its buffer is
+    written, is the one check made late, and the writes stop at it the same way.
     """
 
     store: Store
@@ -308,11 +334,17 @@ class Importer:
         default_factory=lambda: {"added": 0, "updated": 0, "unchanged": 0, "skipped": 0, "deleted": 0, "events": 0, "relations": 0}
     )
     calls: int = 0
-    _turns: _Pending | None = None
+    _turns: dict[tuple[Any, ...], _Pending] = field(default_factory=dict)  # oldest first
+    _waiting: int = 0  # messages in _turns
     _turn_batches: int = 0  # batches of turns written
     ramp: bool = False  # small first batches (see FIRST_TURN_BATCH): set when progress is reported
     _records: list[tuple[int, MemoryRecord]] = field(default_factory=list)
-    _relations: list[RelationTuple] = field(default_factory=list)
+    _relations: list[tuple[int, RelationTuple]] = field(default_factory=list)
+    # Whether each scope held no active memory when the import first wrote to it
+    # (then none of its lines can be there already), and, for the others, how many
+    # more occurrences of each verbatim memory (see _already) are there already.
+    _fresh: dict[Scope, bool] = field(default_factory=dict)
+    _there: dict[bytes, int] = field(default_factory=dict)
 
     # the lines ---------------------------------------------------------------------------
     def feed(self, line_no: int, raw: str | dict[str, Any]) -> None:
@@ -354,8 +386,9 @@ class Importer:
             tenant = obj.get("tenant_id") or ""
             if tenant != self.tenant_id:
                 raise _Bad(f"the relation belongs to tenant {validate.show(tenant)}, not this Memory's tenant {self.tenant_id!r}")
-            self._relations.append(relation_from_item(obj))
+            self._relations.append((line_no, relation_from_item(obj)))
             if len(self._relations) >= IMPORT_BATCH:
+                self._flush_records()  # a memory line before them is checked first
                 self._flush_relations()
             return
         present = [k for k in ("messages", "text", "memory") if k in obj]
@@ -379,7 +412,6 @@ class Importer:
             # An exported memory of an older format, or written by hand: it gets an
             # id derived from what it is, so importing it twice is still idempotent.
             obj = {**obj, "id": _derived_id(obj)}
-        self._flush_turns()
         record = record_from_item(
             obj,
             self.tenant_id,
@@ -392,7 +424,6 @@ class Importer:
             self._flush_records()
 
     def _turn(self, line_no: int, obj: dict[str, Any], messages: Any) -> None:
-        self._flush_records()
         ids = {k: obj.get(k) for k in _SCOPE_KEYS}
         if not any(v is not None for v in ids.values()):
             ids = dict(self.defaults)
@@ -402,49 +433,84 @@ class Importer:
         kwargs = {**ids, "metadata": metadata, "infer": infer, "timestamp": timestamp}
         if obj.get("importance") is not None:
             kwargs["importance"] = obj["importance"]  # add() checks it
-        batchable = infer is False and isinstance(messages, list) and all(isinstance(m, dict) for m in messages)
-        if not batchable:
-            self._flush_turns()
-            self._call(messages, kwargs)
-            return
-        original = (line_no, messages, kwargs)
-        folded = _folded(messages, metadata, timestamp)
-        if folded is not None:
-            # The line's metadata and time ride on its messages: lines of one scope
-            # go in one call whatever their times (each line of a conversation log
-            # usually has its own). Its importance acts on the whole call: lines share
-            # a call only with lines of the same.
+        if infer is False and isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
+            # The line's metadata and time ride on its messages: lines of one scope go
+            # in one call whatever their times (each line of a conversation log usually
+            # has its own). Its importance acts on the whole call: lines share a call
+            # only with lines of the same.
+            folded = _folded(messages, metadata, timestamp)
             importance = kwargs.get("importance")
-            messages, key = folded, (tuple(ids.values()), json.dumps(importance, default=str))
-            kwargs = {**ids, "metadata": None, "infer": False, "timestamp": None,
-                      **({"importance": importance} if importance is not None else {})}
-        else:
-            try:
-                key = (tuple(ids.values()), json.dumps(metadata, sort_keys=True, default=str), json.dumps(timestamp, default=str),
-                       json.dumps(kwargs.get("importance"), default=str))
-            except (TypeError, ValueError, RecursionError):
-                # Metadata or a timestamp that is not JSON: add() names what is wrong.
-                self._flush_turns()
-                self._call(messages, kwargs)
+            checked = None if folded is None else self._checked(ids, importance, folded)
+            if checked is not None:
+                self._wait(line_no, ids, importance, folded, checked)
                 return
+        # Alone, after every line read before it: an inferred turn's reconciler must
+        # see them, and a line add() refuses stops the import with the lines before
+        # it written (add() names what is wrong with it).
+        self.flush()
+        self._alone(messages, kwargs)
+
+    def _checked(self, ids: dict[str, Any], importance: Any, folded: list[dict[str, Any]]) -> list[Message] | None:
+        """The folded messages as ``add`` reads them; None when add would refuse
+        them (the line is then added alone, and add names what is wrong)."""
+        try:
+            validate.require_scope(*ids.values())
+            validate.importance(importance)
+            checked, _ = validate.messages(
+                folded, max_chars=self.max_chars, max_metadata_depth=self.max_metadata_depth, max_metadata_bytes=self.max_metadata_bytes
+            )
+        except MemoristError:
+            return None
+        return checked
+
+    def _wait(self, line_no: int, ids: dict[str, Any], importance: Any, folded: list[dict[str, Any]], checked: list[Message]) -> None:
+        """Put a checked verbatim line in its scope's buffer; write buffers that are full."""
+        scope = Scope(self.tenant_id, *(ids[k] or "" for k in _SCOPE_KEYS))
+        key = (scope, json.dumps(importance))
         room = min(IMPORT_BATCH, FIRST_TURN_BATCH << min(self._turn_batches, 16)) if self.ramp else IMPORT_BATCH
-        if self._turns is not None and (self._turns.key != key or self._turns.size + len(messages) > room):
-            self._flush_turns()
-        if self._turns is None:
-            self._turns = _Pending(key, kwargs)
-        self._turns.lines.append((line_no, messages))
-        self._turns.originals.append(original)
+        pending = self._turns.get(key)
+        if pending is not None and pending.size + len(folded) > room:
+            self._flush_turns(pending)
+            pending = None
+        if pending is None:
+            kwargs = {**ids, "metadata": None, "infer": False, "timestamp": None, **({"importance": importance} if importance is not None else {})}
+            pending = self._turns[key] = _Pending(key, scope, kwargs)
+        pending.lines.append((line_no, folded, checked))
+        pending.size += len(folded)
+        self._waiting += len(folded)
+        # Bounded: too many scopes waiting writes the oldest buffer, too many messages the
+        # largest. Under a progress bar no more wait in all the buffers than in one (the
+        # lines read but not written yet, which make the bar's first rate too high).
+        if len(self._turns) > MAX_WAITING_SCOPES:
+            self._flush_turns(next(iter(self._turns.values())))
+        elif self._waiting > (min(room, MAX_WAITING_MESSAGES) if self.ramp else MAX_WAITING_MESSAGES):
+            self._flush_turns(max(self._turns.values(), key=lambda p: p.size))
 
     # the writes ----------------------------------------------------------------------------
     def flush(self) -> None:
+        """Write every line waiting: memory lines first (the one late check), then each
+        scope's turns, oldest buffer first, then relation tuples."""
         self._flush_records()
-        self._flush_turns()
+        for pending in list(self._turns.values()):
+            self._write_turns(pending)
         self._flush_relations()
 
+    def _flush_before(self, line_no: int) -> None:
+        """Before stopping at ``line_no``: write the turns and relation tuples of the
+        lines before it, drop those of the lines after it (memory lines are written
+        before any turn, so none waits here)."""
+        for pending in list(self._turns.values()):
+            self._write_turns(pending, before=line_no)
+        self._write_relations([row for n, row in self._relations if n < line_no])
+        self._relations = []
+
     def _flush_relations(self) -> None:
+        pending, self._relations = self._relations, []
+        self._write_relations([row for _, row in pending])
+
+    def _write_relations(self, pending: list[RelationTuple]) -> None:
         """Write the tuples the store does not hold yet, in one transaction
         (``relations`` counts them; one already there changes nothing)."""
-        pending, self._relations = self._relations, []
         if not pending:
             return
         now = time.time()
@@ -464,31 +530,160 @@ class Importer:
             if key:
                 self.counts[key] += 1
 
-    def _flush_turns(self) -> None:
-        batch, self._turns = self._turns, None
-        if batch is None:
-            return
-        if len(batch.lines) == 1:
-            self._replay(batch.originals)
-            return
-        self._turn_batches += 1
-        try:
-            self._call([m for _, ms in batch.lines for m in ms], batch.kwargs)
-        except MemoristError as exc:
-            if is_busy(exc):
-                raise  # no line is bad: the store stayed locked
-            # The batch wrote nothing; replay it line by line so the lines before
-            # the bad one are kept and the error names the bad line.
-            self._replay(batch.originals)
+    def _alone(self, messages: Any, kwargs: dict[str, Any]) -> None:
+        """Add one line by itself; a verbatim one without what the store already
+        holds of it (see :meth:`_new_messages`)."""
+        if kwargs.get("infer") is False:
+            messages = self._new_messages(messages, kwargs)
+            if messages is None:
+                return
+        self._call(messages, kwargs)
 
-    def _replay(self, lines: list[tuple[int, list[Any], dict[str, Any]]]) -> None:
-        for line_no, messages, kwargs in lines:
+    def _flush_turns(self, pending: _Pending) -> None:
+        """Write one scope's buffer (before the import reads on)."""
+        # A memory line read before these lines is checked before they are written.
+        self._flush_records()
+        self._write_turns(pending)
+
+    def _write_turns(self, pending: _Pending, *, before: int | None = None) -> None:
+        """Write a buffer's lines (those before line ``before``) in one add call."""
+        if self._turns.pop(pending.key, None) is pending:
+            self._waiting -= pending.size
+        lines = pending.lines if before is None else [line for line in pending.lines if line[0] < before]
+        if lines and not self._fresh_scope(pending.scope):
+            lines = self._unseen(pending.scope, lines)
+        if not lines:
+            return
+        self._turn_batches += 1  # the ramp grows by calls, however many scopes share the room
+        if len(lines) > 1:
             try:
-                self._call(messages, kwargs)
+                self._call([m for _, ms, _ in lines for m in ms], pending.kwargs)
+                return
+            except MemoristError as exc:
+                if is_busy(exc):
+                    raise  # no line is bad: the store stayed locked
+                # The batch wrote nothing (its lines were checked: a model or the
+                # store failed); line by line, the error names the line it fails at.
+        for line_no, messages, _ in lines:
+            try:
+                self._call(messages, pending.kwargs)
             except MemoristError as exc:
                 if is_busy(exc):
                     raise
+                self._flush_before(line_no)
                 raise ImportLineError(line_no, str(exc), self.summary()) from exc
+
+    # lines already imported ----------------------------------------------------------------
+    def _fresh_scope(self, scope: Scope) -> bool:
+        """Whether ``scope`` held no active memory when the import first wrote a
+        verbatim line to it: then none of its lines can be there already, and they
+        are not looked up. Asked before the first write, answered once."""
+        fresh = self._fresh.get(scope)
+        if fresh is None:
+            fresh = self._fresh[scope] = not self.store.list(_exactly(scope), limit=1)
+        return fresh
+
+    def _unseen(self, scope: Scope, lines: list[_Line]) -> list[_Line]:
+        """A buffer's lines without the messages the store already holds. When it
+        holds no memory of the scope in the span of their times (one read: a new
+        conversation of a known user), none is looked up."""
+        times = [m.timestamp for _, _, checked in lines for m in checked if _kept(m) and m.timestamp is not None]
+        if not times:
+            return lines
+        newest = self.store.list(_exactly(scope), until=max(times), limit=1)
+        look = bool(newest) and newest[0].created_at >= min(times)
+        return [line for line in map(self._new_lines, repeat(scope), lines, repeat(look)) if line is not None]
+
+    def _new_lines(self, scope: Scope, line: _Line, look: bool) -> _Line | None:
+        """A waiting line without the messages the store already holds; None when
+        it holds them all. Its messages carry their times, so leaving one out moves
+        no other. ``look``: False when the store holds none of their times."""
+        line_no, folded, checked = line
+        out: list[dict[str, Any]] = []
+        out_checked: list[Message] = []
+        new = False
+        for raw, message in zip(folded, checked, strict=True):
+            if _kept(message):
+                meta = message.metadata or {}
+                if message.timestamp is not None and self._already(
+                    scope, Kind.TURN, message.content, message.timestamp, *_speaker(meta, message), look=look
+                ):
+                    continue
+                new = True
+            out.append(raw)
+            out_checked.append(message)
+        return (line_no, out, out_checked) if new else None
+
+    def _new_messages(self, messages: Any, kwargs: dict[str, Any]) -> Any:
+        """A verbatim line added alone, without the messages the store already holds
+        (their times written into the others, so that leaving one out moves none);
+        None when it holds them all. A line add() refuses is returned as it is."""
+        try:
+            u, a, r = validate.require_scope(*(kwargs.get(k) for k in _SCOPE_KEYS))
+            checked, plain = validate.messages(
+                messages, max_chars=self.max_chars, max_metadata_depth=self.max_metadata_depth, max_metadata_bytes=self.max_metadata_bytes
+            )
+            meta = validate.metadata(kwargs.get("metadata"), max_depth=self.max_metadata_depth, max_bytes=self.max_metadata_bytes)
+            at = validate.timestamp(kwargs.get("timestamp"))
+        except MemoristError:
+            return messages  # add() says what is wrong
+        scope = Scope(self.tenant_id, u or "", a or "", r or "")
+        if meta.get("is_test") is True or self._fresh_scope(scope):
+            return messages  # a test memory goes to the test tenant: not looked up
+        if plain:
+            if at is None or not self._already(scope, Kind.FACT, checked[0].content, at, meta.get("role"), meta.get("name")):
+                return messages
+            return None
+        raws = [messages] if isinstance(messages, dict) else list(messages)
+        out: list[Any] = []
+        dropped = new = False
+        i = 0
+        for raw, message in zip(raws, checked, strict=True):
+            if not _kept(message):
+                out.append(raw)
+                continue
+            when = message.timestamp if message.timestamp is not None else None if at is None else at + i * _STEP
+            i += 1
+            if when is not None and self._already(scope, Kind.TURN, message.content, when, *_speaker({**meta, **(message.metadata or {})}, message)):
+                dropped = True
+                continue
+            new = True
+            out.append(raw if when is None or raw.get("timestamp") is not None else {**raw, "timestamp": when})
+        if not new:
+            return None
+        return out if dropped else messages
+
+    def _already(self, scope: Scope, kind: Kind, text: str, when: float, role: Any, name: Any, *, look: bool = True) -> bool:
+        """Whether the store already holds this verbatim memory: one of ``scope`` and
+        ``kind`` with this text, time (``created_at``), role and speaker (metadata
+        ``role``, ``name``). Counted as ``unchanged``.
+
+        A file may hold the same memory twice (the same words said twice at one
+        time): the i-th occurrence is there already when the store held at least i
+        before the import wrote any (read at the first occurrence, through the
+        content-hash index, unless ``look`` is False: the store holds none); later
+        ones are added."""
+        try:
+            key = json.dumps([scope.tenant_id, scope.user_id, scope.agent_id, scope.run_id, kind.value, role, name, text, when], default=str)
+        except (TypeError, ValueError, RecursionError):
+            return False
+        digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        left = self._there.get(digest)
+        if left is None and not look:
+            left = 0
+        elif left is None:
+            left = sum(
+                1
+                for r in self.store.find_by_hash(_exactly(scope), content_hash(text))
+                if r.scope == scope and r.kind is kind and r.text == text and r.created_at == when
+                and (r.metadata.get("role"), r.metadata.get("name")) == (role, name)
+            )
+        if left:
+            self._there[digest] = left - 1
+            self.counts["unchanged"] += 1
+            return True
+        self._there[digest] = 0
+        return False
 
     def _flush_records(self) -> None:
         pending, self._records = self._records, []
@@ -511,6 +706,7 @@ class Importer:
                 # user's copy, or a file edited to copy memories to a new user).
                 first_line = {r.id: n for n, r in reversed(pending)}
                 line_no = first_line[record.id]
+                self._flush_before(line_no)
                 self.flush_writes([w for w in writes if first_line[w[0].id] < line_no])
                 raise ImportLineError(line_no, _taken(record.id, old, self.tenant_id), self.summary())
             elif old.status is Status.DELETED:
@@ -550,13 +746,17 @@ class Importer:
     def stopped(self, exc: MemoristError, line_no: int) -> StoreError:
         """The error ending an import that found the store locked, batch after retry.
 
-        Not an :class:`ImportLineError`: no line is bad. The lines written before
-        stay; the batch that failed wrote nothing.
+        Not an :class:`ImportLineError`: no line is bad. The batches written before
+        stay; the batch that failed wrote nothing. Lines of several scopes wait at
+        once, so what was written is not all the lines before ``line_no``: running the
+        import again finishes it (memory lines and verbatim turns with a time are
+        not added twice).
         """
         done = self.summary()
         return StoreError(
             f"{exc} (tried {IMPORT_BUSY_ATTEMPTS} times); the import stopped at line {line_no}: "
-            f"what the lines before its batch wrote stays ({done['added']} added, {done['updated']} updated)"
+            f"the batches written before it stay ({done['added']} added, {done['updated']} updated), "
+            "and running the import again adds the rest"
         )
 
 
@@ -586,17 +786,39 @@ def _folded(messages: list[Any], metadata: Any, timestamp: Any) -> list[dict[str
     except ValidationError:
         return None
     out = []
-    for i, message in enumerate(messages):
+    i = 0  # add counts the messages it keeps (not system ones, not blank ones)
+    for message in messages:
         own = message.get("metadata")
         if own is not None and not isinstance(own, dict):
             return None
         folded = dict(message)
         if metadata:
             folded["metadata"] = {**metadata, **(own or {})}
-        if at is not None and message.get("timestamp") is None:
-            folded["timestamp"] = at + i * _STEP
+        content = message.get("content")
+        if message.get("role") != "system" and (not isinstance(content, str) or content.strip()):
+            if at is not None and message.get("timestamp") is None:
+                folded["timestamp"] = at + i * _STEP
+            i += 1
         out.append(folded)
     return out
+
+
+def _kept(message: Message) -> bool:
+    """Whether add() stores ``message`` (it leaves out system and blank messages)."""
+    return message.role != "system" and bool(message.content.strip())
+
+
+def _speaker(meta: dict[str, Any], message: Message) -> tuple[Any, Any]:
+    """The ``role`` and ``name`` add() writes in the metadata of a verbatim turn's
+    memory, from its metadata (``meta``: the call's under the message's own)."""
+    role = meta.get("role", message.role)
+    name = meta.get("name", message.name or None)
+    return role, name
+
+
+def _exactly(scope: Scope) -> ScopeFilter:
+    """The filter of this one scope (its run too)."""
+    return ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id, scope.run_id)
 
 
 def _taken(mid: str, old: MemoryRecord, tenant_id: str) -> str:

@@ -8,6 +8,8 @@ import json
 import re
 import subprocess
 import sys
+import uuid
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -94,15 +96,17 @@ def test_a_bad_line_in_a_batch_is_named_and_the_lines_before_it_stay(tmp_path: P
         assert len(m.get_all(user_id="alex")["results"]) == 30
 
 
-def test_the_first_batches_are_small(monkeypatch) -> None:
+def test_the_first_batches_are_small(tmp_path: Path) -> None:
     sizes: list[int] = []
 
     def add(messages, **kwargs):
         sizes.append(len(messages))
         return {"results": [{"event": "ADD"} for _ in messages]}
 
+    store = Memory(str(tmp_path / "m.db"), embedder="hashing").store  # empty: asked whether a line is there already
+
     def importer() -> transfer.Importer:
-        return transfer.Importer(None, None, "", add, {"user_id": None, "agent_id": None, "run_id": None})  # type: ignore[arg-type]
+        return transfer.Importer(store, None, "", add, {"user_id": None, "agent_id": None, "run_id": None})  # type: ignore[arg-type]
 
     lines = [json.dumps(t) for t in turns(2000)]
     transfer.import_lines(importer(), lines, progress=lambda n: None)  # a progress bar: small first batches
@@ -111,6 +115,23 @@ def test_the_first_batches_are_small(monkeypatch) -> None:
     sizes.clear()
     transfer.import_lines(importer(), lines)  # nobody watching: whole batches from the start
     assert sizes == [transfer.IMPORT_BATCH] * 4
+
+
+def test_under_a_progress_bar_lines_of_several_scopes_wait_no_more_than_one_batch(tmp_path: Path) -> None:
+    written: list[int] = []
+    lag: list[int] = []  # lines read but not written yet, as each line is read: the bar counts them as done
+
+    def add(messages, **kwargs):
+        written.append(len(messages))
+        return {"results": [{"event": "ADD"} for _ in messages]}
+
+    store = Memory(str(tmp_path / "m.db"), embedder="hashing").store
+    importer = transfer.Importer(store, None, "", add, {"user_id": None, "agent_id": None, "run_id": None})  # type: ignore[arg-type]
+    lines = [json.dumps(line) for line in rotating(3000)]
+    transfer.import_lines(importer, lines, progress=lambda n: lag.append(n - 1 - sum(written)))
+    assert sum(written) == 3000 and max(written) <= transfer.IMPORT_BATCH
+    assert max(lag) <= transfer.IMPORT_BATCH  # as for one scope's lines: the bar's first rate stays the import's
+    assert len(written) < 3000 / 50  # still batched
 
 
 def test_each_line_keeps_its_own_importance_when_lines_are_batched(tmp_path: Path) -> None:
@@ -154,3 +175,126 @@ def test_off_a_terminal_the_import_writes_its_label_once_and_no_bar(tmp_path: Pa
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "Read 3000 lines; added 3000 memories."
     assert proc.stderr == "importing\n"  # for a log: what ran, without a bar's redraws
+
+
+# lines of several scopes at once, a second run, and where an import stops ------------------
+USERS = ("ann", "bo", "cy")
+
+
+def rotating(n: int, *, start: float = 1_683_561_360.0) -> list[dict]:
+    """Verbatim turns whose users take turns line by line, each with its own time."""
+    return [
+        {
+            "messages": [{"role": "user", "content": f"{USERS[i % 3]} says turn {i} about topic{i % 7}", "name": ("Caroline", "Melanie")[i % 2]}],
+            "user_id": USERS[i % 3],
+            "timestamp": start + 60 * i,
+            "metadata": {"dia_id": f"D1:{i + 1}"},
+            "infer": False,
+        }
+        for i in range(n)
+    ]
+
+
+def stored(m: Memory, users=USERS) -> Counter:
+    """Every memory of the users, as (user, text, time), with how many times the store holds it."""
+    return Counter((u, r["memory"], r["created_at"]) for u in users for r in m.get_all(user_id=u, limit=10_000)["results"])
+
+
+def expected(lines: list[dict]) -> Counter:
+    """What importing ``lines`` stores, each line added alone (the reference)."""
+    with Memory(":memory:", embedder="hashing") as one:
+        for line in lines:
+            one.add(line.get("messages", line.get("text")), user_id=line["user_id"], metadata=line.get("metadata"),
+                    timestamp=line.get("timestamp"), infer=False)
+        return stored(one)
+
+
+def test_running_an_import_again_after_it_stopped_adds_nothing_twice(backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transfer, "IMPORT_BATCH", 8)  # each user's lines in several batches
+    lines = rotating(60)
+    lines[10] = {"text": "A plain note", "user_id": "ann", "infer": False, "timestamp": "2024-01-01T10:00:00Z"}
+    lines[12] = {  # a system message is not stored; the two others are, a microsecond apart
+        "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "Where to?", "name": "Caroline"},
+                     {"role": "assistant", "content": "Porto"}],
+        "user_id": "bo", "timestamp": "2024-01-01T10:00:00Z", "infer": False,
+    }
+    lines[14] = {**lines[3], "user_id": "bo"}  # the same words at the same time, of another user
+    lines[50] = dict(lines[20])  # the same words twice at one time: the store keeps both
+    bad = 40  # line 41 of the file
+    text = [json.dumps(line) for line in lines]
+    broken = [*text[:bad], '{"messages": [{"role": "user", "content": "broken', *text[bad + 1 :]]
+    with Memory(backend.target, embedder="hashing") as m:
+        with pytest.raises(ImportLineError) as err:
+            m.import_(broken)
+        assert err.value.line == bad + 1
+        before = expected(lines[:bad])
+        assert stored(m) == before and err.value.summary["added"] == before.total()
+        again = m.import_(text)  # the fixed file, whole
+        assert (again["added"], again["unchanged"]) == (expected(lines).total() - before.total(), before.total())
+        assert stored(m) == expected(lines)
+        assert [key[1] for key, n in stored(m).items() if n == 2] == [lines[20]["messages"][0]["content"]]
+        third = m.import_(text)
+        assert (third["added"], third["unchanged"]) == (0, expected(lines).total())
+        assert stored(m) == expected(lines)
+
+
+def test_interleaved_scopes_and_formats_end_as_the_same_lines_grouped(backend) -> None:
+    turns_ = rotating(60)
+    memory_lines = [
+        {"type": "memory", "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"m{i}")), "memory": f"Fact {i} of {USERS[i % 3]}",
+         "user_id": USERS[i % 3], "created_at": f"2024-02-{i + 1:02d}T08:00:00+00:00", "metadata": {"n": i}}
+        for i in range(20)
+    ]
+    interleaved = [line for pair in zip(turns_[::3], turns_[1::3], turns_[2::3], memory_lines, strict=True) for line in pair]
+    assert {line["user_id"] for line in interleaved[:3]} == set(USERS)  # each line another user's, a memory line between
+    grouped = sorted(interleaved, key=lambda line: USERS.index(line["user_id"]))  # stable: each user's in the file's order
+
+    def imported(lines: list[dict], target: str) -> tuple[dict, list[dict]]:
+        with Memory(target, embedder="hashing") as m:
+            summary = m.import_(lines)
+            items = [{k: v for k, v in item.items() if k not in ("id", "lineage")} if item["kind"] == "turn" else item
+                     for item in m.export(all_scopes=True)]
+        # The turns get new ids (and their turn event); everything else is the same.
+        return summary, sorted(items, key=lambda i: (i["user_id"], i["created_at"], i["memory"]))
+
+    mixed, mixed_items = imported(interleaved, backend.target)
+    apart, apart_items = imported(grouped, backend.fresh())
+    assert mixed_items == apart_items
+    assert mixed["added"] == apart["added"] == 80
+    assert mixed["calls"] == apart["calls"] == 3  # one add call per user, as for the grouped file
+
+
+@pytest.mark.parametrize("how", ["bad JSON", "refused by add", "id of another scope"])
+def test_a_bad_line_keeps_exactly_the_lines_before_it_whatever_their_scopes(backend, how: str) -> None:
+    lines: list = rotating(30)
+    lines.insert(3, {"type": "relation", "subject": ["user", "bo"], "relation": "member", "object": ["group", "team"]})
+    lines.insert(25, {"type": "relation", "subject": ["user", "cy"], "relation": "member", "object": ["group", "team"]})
+    bad = 18  # line 19 of the file; lines of every user wait around it
+    with Memory(backend.target, embedder="hashing") as m:
+        other = m.add("Zed's own memory", user_id="zed", infer=False)["results"][0]["id"]
+        if how == "bad JSON":
+            lines.insert(bad, '{"messages": [')
+        elif how == "refused by add":
+            lines.insert(bad, {**lines[0], "messages": [{"role": "robot", "content": "beep"}]})
+        else:  # found only when memory lines are written: after the lines that follow it were read
+            lines.insert(bad, {"type": "memory", "id": other, "memory": "Not zed's", "user_id": "ann", "created_at": "2024-01-01T00:00:00Z"})
+        with pytest.raises(ImportLineError) as err:
+            m.import_([line if isinstance(line, str) else json.dumps(line) for line in lines])
+        assert err.value.line == bad + 1
+        turns_before = [line for line in lines[:bad] if isinstance(line, dict) and "messages" in line]
+        assert stored(m) == expected(turns_before)
+        assert err.value.summary["added"] == len(turns_before)
+        assert [t["subject"] for t in m.relations.list(limit=10)["results"]] == [["user", "bo"]]  # the tuple before it only
+        assert err.value.summary["calls"] <= len(USERS)  # and the lines before it went in batches
+
+
+def test_a_new_conversation_of_a_known_user_is_not_looked_up_line_by_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(str(tmp_path / "m.db"), embedder="hashing") as m:
+        m.add("Ann's first words", user_id="ann", infer=False, timestamp=1_600_000_000)
+        lookups = []
+        find = m.store.find_by_hash
+        monkeypatch.setattr(m.store, "find_by_hash", lambda *a: lookups.append(a) or find(*a))
+        lines = rotating(90)
+        assert m.import_(lines)["added"] == 90
+        assert lookups == []  # the store held nothing of these times: one read a batch, none a line
+        assert m.import_(lines)["unchanged"] == 90 and len(lookups) == 90  # a second run looks each one up

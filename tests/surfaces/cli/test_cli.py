@@ -404,6 +404,29 @@ def test_import_bad_line_names_it_and_keeps_earlier_lines(memorist: Memorist, tm
     assert sorted(m["memory"] for m in memorist.memories()) == ["Line one", "Line two"]
 
 
+def test_import_from_line_goes_on_where_the_import_stopped(memorist: Memorist, tmp_path: Path) -> None:
+    def note(text: str) -> dict:
+        return {"text": text, "infer": False}  # no time: a second run of the whole file would add it again
+
+    path = tmp_path / "in.jsonl"
+    write_lines(path, note("Line one"), note("Line two"), '{"text": "Line three", ', note("Line four"))
+    result = memorist("import", str(path), "--user", "alex", code=1)
+    assert "error: line 3:" in result.stderr
+    assert "run the import again with --from-line 3 to go on from it" in result.stderr
+    write_lines(path, note("Line one"), note("Line two"), note("Line three"), note("Line four"))
+    done = memorist("import", str(path), "--user", "alex", "--from-line", "3")
+    assert "Read 2 lines from line 3; added 2 memories." in done.stdout
+    assert sorted(m["memory"] for m in memorist.memories()) == ["Line four", "Line one", "Line three", "Line two"]
+    assert memorist.json("import", str(path), "--user", "cy", "--from-line", "2")["lines"] == 3  # the lines read
+    # Line numbers stay the file's.
+    write_lines(path, note("Line one"), note("Line two"), note("Line three"), '{"text": 4}')
+    result = memorist("import", str(path), "--user", "bo", "--from-line", "3", code=1)
+    assert "error: line 4:" in result.stderr and "1 memories added and 0 updated from the lines before line 4" in result.stderr
+    assert [m["memory"] for m in memorist.memories("bo")] == ["Line three"]
+    result = memorist("import", str(path), "--user", "alex", "--from-line", "9", code=2)
+    assert "--from-line 9" in result.stderr and "has 4 lines" in result.stderr
+
+
 def test_import_line_rejected_by_the_engine_inside_a_batch(memorist: Memorist, tmp_path: Path) -> None:
     def msg(text: str, role: str = "user") -> dict:
         return {"messages": [{"role": role, "content": text}], "infer": False}
