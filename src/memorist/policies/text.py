@@ -49,15 +49,11 @@ def words(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """The distinct content words of a query, in order, stop words removed.
 
-    Falls back to all words when the query is made only of stop words, so that
-    "who am I" still searches for something.
+    A query made only of stop words ("who am I") has none: no index holds stop words
+    (:func:`index_terms`), so every text ranking, on every backend and whatever the
+    scope spans, finds nothing for it and the vector ranking alone ranks.
     """
-    tokens = words(text)
-    kept = [t for t in tokens if t not in STOPWORDS]
-    seen: dict[str, None] = {}
-    for t in kept or tokens:
-        seen.setdefault(t, None)
-    return list(seen)
+    return list(dict.fromkeys(t for t in words(text) if t not in STOPWORDS))
 
 
 def stable_token(prefix: str, value: str) -> str:

@@ -682,6 +682,16 @@ class StoreContract:
         assert tsearch(store, "", scope) == []
         assert tsearch(store, "zebra", scope) == []
 
+    @pytest.mark.parametrize("scope", [F_ALEX_ONLY, F_ALEX, F_TENANT], ids=["one space", "a user's spaces", "many spaces"])
+    def test_a_query_of_stop_words_only_matches_nothing_whatever_the_scope(self, store, scope):
+        # Once SQLite's path for several spaces matched stop words and no other did:
+        # the same search ranked otherwise by the scope's shape and the backend.
+        add(store, record("a", "I love hiking in the Alps"), record("m", "The meeting with Bob is on Friday"),
+            record("h", "note for the bot", ALEX_HELPER), record("b", "who is on the team", BOB))
+        for query in ("the", "who am I", "is it on"):
+            assert tsearch(store, query, scope) == [], query
+        assert tsearch(store, "the meeting", scope) == ["m"]
+
     def test_text_search_keeps_valid_memories_effective_since_the_cutoff(self, store):
         now = time.time()
         add(store,
