@@ -223,6 +223,39 @@ def test_no_statistic_the_database_sampled_before_keeps_the_erased_text(pg_url) 
         assert _found(scan(m), "ordinary")
 
 
+def test_a_scrub_cut_short_after_the_erasure_committed_is_done_by_the_next_erasure(pg_url, monkeypatch) -> None:
+    """A process that dies between the erasure's commit and the tables' rewrite leaves
+    the text in dead row versions: the next erasure, even of someone already erased
+    (no row changed), rewrites them, and the one after has nothing owed."""
+
+    def scan(m: Memory) -> dict[str, bytes]:
+        return dict(zip(("tables", "relation files"), _pg_bytes(m), strict=True))
+
+    with Memory(pg_url, embedder="hashing") as m:
+        for i in range(50):
+            m.add(f"Vorpelquist lives by the canal {i}", user_id="victim", infer=False)
+            m.add(f"An ordinary note {i}", user_id="carol", infer=False)
+        scrub = type(m.store)._scrub_tables
+
+        def killed(self, conn):
+            raise KeyboardInterrupt  # as the process killed right after the commit
+
+        monkeypatch.setattr(type(m.store), "_scrub_tables", killed)
+        with pytest.raises(KeyboardInterrupt):
+            m.erase(user_id="victim")
+        monkeypatch.setattr(type(m.store), "_scrub_tables", scrub)
+        assert m.get_all(user_id="victim")["results"] == []
+        assert _found(scan(m), "Vorpelquist"), "the cut scrub left the text in the files (what this test is about)"
+
+    with Memory(pg_url, embedder="hashing") as m:  # another process, later
+        again = m.erase(user_id="victim")
+        assert sum(again["erased"].values()) == 0
+        assert again["store"]["complete"] is True and again["store"]["vacuum"] == "full", again["store"]
+        assert not _found(scan(m), "Vorpelquist")
+        assert _found(scan(m), "ordinary")
+        assert m.erase(user_id="victim")["store"]["vacuum"] == "not needed (no row changed)"
+
+
 def test_erase_survives_reopening_and_a_second_erase_finds_nothing(filled, backend) -> None:
     filled.erase(user_id="alex")
     filled.close()

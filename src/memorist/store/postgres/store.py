@@ -1424,6 +1424,16 @@ class PostgresStore(Store):
                         (TOMBSTONE, wider, TOMBSTONE),
                     ).rowcount
                     counts = Erased(counts.memories, counts.vectors, counts.events + len(wider), counts.spaces)
+                if changed:
+                    # Owed until the tables are rewritten: a process that dies between
+                    # this commit and the scrub leaves the text in dead row versions,
+                    # and the next erasure (even one changing no row) rewrites them.
+                    conn.execute(
+                        "INSERT INTO meta (key, value) VALUES ('scrub_owed', %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        (str(time.time()),),
+                    )
+                else:
+                    changed = conn.execute("SELECT 1 FROM meta WHERE key = 'scrub_owed'").fetchone() is not None
                 # Logged even without ``log`` (then in no space): the event is what tells
                 # other processes that their text indexes hold memories no later event names.
                 space = None if log is None else _PostgresBatch(self, conn)._space(log, bump=False)
@@ -1436,8 +1446,10 @@ class PostgresStore(Store):
                 for space in spaces:
                     self._text.forget(space)
             # An erasure that changed no row (an owner erased before, or none) has
-            # nothing to scrub: the tables are not rewritten again for it.
+            # nothing to scrub, unless an earlier one's scrub is still owed.
             scrub = self._scrub_tables(conn) if changed else {"complete": True, "vacuum": "not needed (no row changed)"}
+            if changed and scrub["complete"]:
+                conn.execute("DELETE FROM meta WHERE key = 'scrub_owed'")
         return Erased(counts.memories, counts.vectors, counts.events, counts.spaces, seq, scrub)
 
     @staticmethod
