@@ -25,7 +25,9 @@ Errors, from the service's ``{"error": {"type", "message", "field"}}``::
 
 Arguments are checked here first with the checks Memory uses (:mod:`memorist.validate`),
 so a bad one fails the same way without a round trip; the service stays the
-authority (lengths, limits, filters, ownership). Needs the ``client`` extra (httpx).
+authority (lengths, limits, filters, ownership), and keeps Memory's order where it
+matters: an update's text string is judged after the memory is found (a missing
+memory is not found, whatever the text). Needs the ``client`` extra (httpx).
 """
 
 from __future__ import annotations
@@ -133,12 +135,18 @@ def _json_default(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def _encode(body: dict[str, Any], *, free: str) -> bytes:
+def _encode(body: dict[str, Any], *, free: str, filters: Mapping[str, Any] | None = None) -> bytes:
     """``body`` as JSON. Every part but ``free`` was checked already; a part that is
-    not JSON data can only be that one (filters: datetimes go as ISO strings)."""
+    not JSON data can only be that one (filters: datetimes go as ISO strings; filters
+    that are not JSON data fail Memory's check of them, which names the part that is
+    wrong, as ``filters.a.eq``)."""
     try:
         return json.dumps(body, default=_json_default, allow_nan=False, separators=(",", ":")).encode()
     except (TypeError, ValueError, RecursionError) as exc:
+        if filters is not None:
+            from .policies.filters import compile_filters
+
+            compile_filters(filters)
         raise ValidationError(free, f"must be JSON data (dict, list, str, finite number, bool, None, datetime): {exc}") from None
 
 
@@ -232,7 +240,7 @@ class _Calls:
         threshold = validate.threshold(threshold)
         if threshold is not None:
             body["threshold"] = threshold
-        return _Call("POST", f"{_API}/search/", {}, _encode(body, free="filters"), _results)
+        return _Call("POST", f"{_API}/search/", {}, _encode(body, free="filters", filters=filters), _results)
 
     @staticmethod
     def get(memory_id: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
@@ -251,14 +259,17 @@ class _Calls:
         if filters is not None:
             if not isinstance(filters, Mapping):
                 raise ValidationError("filters", f"must be a mapping, got {type(filters).__name__}")
-            params["filters"] = _encode(dict(filters), free="filters").decode("utf-8")  # the service compiles (and judges) them
+            # the service compiles (and judges) them
+            params["filters"] = _encode(dict(filters), free="filters", filters=filters).decode("utf-8")
         return _Call("GET", f"{_API}/", params, None, _results)
 
     @staticmethod
     def update(memory_id: Any, text: Any, metadata: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
         mid = _segment("memory_id", validate.memory_id(memory_id))
         ids = _ids(user_id, agent_id, run_id)
-        body: dict[str, Any] = {"text": validate.text("text", text, max_chars=_ANY_LENGTH)}
+        # Memory looks the memory up before it judges the text (a missing one is not
+        # found, whatever the text): a string goes as it is, for the service to judge.
+        body: dict[str, Any] = {"text": text if isinstance(text, str) else validate.text("text", text, max_chars=_ANY_LENGTH)}
         if metadata is not None:
             body["metadata"] = validate.metadata(metadata)
         return _Call("PUT", f"{_API}/{mid}/", ids, _encode(body, free="metadata"), _object, memory_id)

@@ -31,6 +31,20 @@ Labels are stored as a list, never joined, so ops given to ``batch`` directly ma
 hold periods (a user id such as ``"sam.lee@example.com"``); LangGraph's own ``put`` /
 ``get`` / ``search`` refuse them before any store sees them.
 
+One item per (namespace, key), as in LangGraph's stores, also under concurrent
+writes: the store's writes of one key are serialised in the process (threads,
+``abatch``, parallel graph nodes), and several processes sharing one store (a SQLite
+file, a PostgreSQL database, a served Memorist) converge on one copy: should two of
+them add the same key at once, the copy created last is the item, every write makes
+sure its value ends in that copy, and each write, ``get`` and delete removes the other
+copies (a delete removes every copy).
+
+Values are kept as JSON, as LangGraph's PostgreSQL store keeps them (tuples become
+lists, non-string keys strings; NaN, NUL and lone surrogates are kept); the limits
+that remain (the first label is a Memorist user id; keys and labels hold no NUL or
+lone surrogate; a value's size) are checked here first and named ``namespace``,
+``key`` or ``value`` (docs/integrations.md lists them).
+
 ``memory`` is anything with Memorist's memory calls: a :class:`~memorist.Memory`, or a
 :class:`~memorist.Client` of a served Memorist. The store has no TTL
 (``supports_ttl`` is False); Memorist's own validity window (``decay_days``) still
@@ -40,7 +54,10 @@ applies.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import threading
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -65,6 +82,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
         "memorist.integrations.langgraph needs LangGraph: pip install 'memorist[agent]'"
     ) from exc
 
+from .. import validate
 from ..errors import NotFoundError, ValidationError
 from ..validate import MAX_LIMIT
 
@@ -72,16 +90,41 @@ from ..validate import MAX_LIMIT
 MAX_SCAN = 10_000
 #: The agent id of the store's memories.
 DEFAULT_AGENT = "langgraph"
+#: The most copies of one key read at once (more only after concurrent writes of
+#: several processes; the extra ones are removed as they are found).
+MAX_COPIES = 100
+# How often a write starts again when a concurrent write of another process moved
+# its item (each round ends with the value in the newest copy, or the item deleted).
+_ROUNDS = 8
 
 _NS = "lg_namespace"  # the labels after the first
 _KEY = "lg_key"
-_VALUE = "lg_value"
+_VALUE = "lg_value"  # the value, when it is metadata Memorist takes as it is
+_JSON = "lg_json"  # else the value as JSON text
+_TEXT_AT = "lg_text_at"  # the value's field that is the memory's text (a large value)
 _NOINDEX = "lg_noindex"
 _DEPTH = "lg_depth"
+
+# The store's writes of one (agent, namespace, key) are serialised in the process by
+# one of these locks (a fixed set, shared by every store of the process).
+_LOCKS = tuple(threading.Lock() for _ in range(64))
+
+
+def _lock(agent: str, namespace: tuple[str, ...], key: str) -> threading.Lock:
+    return _LOCKS[hash((agent, namespace, key)) % len(_LOCKS)]
 
 
 def _prefix_key(n: int) -> str:
     return f"lg_p{n}"
+
+
+def _storable(name: str, text: str) -> str | None:
+    """Why ``text`` cannot be stored as text (a NUL, a lone surrogate), or None."""
+    try:
+        validate.unicode(name, text)
+    except ValidationError as exc:
+        return str(exc).split(": ", 1)[1]
+    return None
 
 
 def _check_namespace(namespace: Any, *, empty_ok: bool = False) -> tuple[str, ...]:
@@ -93,9 +136,25 @@ def _check_namespace(namespace: Any, *, empty_ok: bool = False) -> tuple[str, ..
     for label in namespace:
         if not isinstance(label, str) or not label:
             raise InvalidNamespaceError(f"Namespace labels must be non-empty strings, got {label!r} in {namespace}")
-        if "\x00" in label:
-            raise InvalidNamespaceError(f"Namespace label {label!r} in {namespace} contains a NUL byte")
+        why = _storable("namespace", label)
+        if why:
+            raise InvalidNamespaceError(f"namespace: the label {validate.show(label)} {why}")
     return namespace
+
+
+def _not_a_user(label: str) -> str | None:
+    """Why ``label``, a namespace's first label, cannot be a Memorist user id, or None."""
+    try:
+        validate.scope_id("user_id", label)
+    except ValidationError as exc:
+        return f"namespace: its first label is a Memorist user id, and {validate.show(label)} {str(exc).split(': ', 1)[1]}"
+    return None
+
+
+def _check_key(key: Any) -> str:
+    if not isinstance(key, str) or not key:
+        raise ValidationError("key", f"must be a non-empty string, got {validate.show(key)}")
+    return key
 
 
 def _path(labels: Sequence[str]) -> str:
@@ -112,6 +171,40 @@ def _texts(value: Any) -> list[str]:
     if isinstance(value, list | tuple):
         return [t for v in value for t in _texts(v)]
     return []
+
+
+def _as_json(value: Any) -> str:
+    """``value`` as JSON text Memorist can store (NUL and lone surrogates escaped)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:
+        raise ValidationError("value", "nests too deep to be stored as JSON") from None
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("value", f"must be JSON data (dicts, lists, strings, numbers, booleans, None): {exc}") from None
+    if _storable("value", text):  # a lone surrogate: \\uXXXX escapes instead
+        text = json.dumps(value, separators=(",", ":"))
+    return text
+
+
+def _searchable(text: str, max_chars: int) -> str:
+    """``text`` as a memory's text: NUL dropped, a lone surrogate replaced (U+FFFD), at
+    most ``max_chars`` characters (the value keeps the rest, only unsearched)."""
+    if _storable("text", text):
+        text = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text.replace("\x00", ""))
+    return text[:max_chars]
+
+
+def _dumps(value: Any, **options: Any) -> str:
+    """``json.dumps(value, **options)`` when it can, else :func:`_as_json`."""
+    try:
+        text = json.dumps(value, **options)
+    except (TypeError, ValueError, RecursionError):
+        return _as_json(value)
+    return text if not _storable("value", text) else _as_json(value)
+
+
+def _blank(text: str) -> bool:
+    return not any(not (c.isspace() or unicodedata.category(c) in ("Cc", "Cf")) for c in text)
 
 
 def _matches(item_value: Any, wanted: Any) -> bool:
@@ -144,6 +237,12 @@ def _when(text: Any) -> datetime:
     return datetime.fromisoformat(text) if isinstance(text, str) else text
 
 
+def _age(row: Mapping[str, Any]) -> tuple[datetime, str]:
+    """The order of the copies of one key: the copy created last (then the greatest
+    id) is the item, in every process that sees them."""
+    return _when(row["created_at"]), str(row["id"])
+
+
 class MemoristStore(BaseStore):
     """A LangGraph ``BaseStore`` over a Memorist memory (see the module docstring).
 
@@ -164,6 +263,15 @@ class MemoristStore(BaseStore):
         self.memory = memory
         self.agent_id = agent_id
         self.index_fields = list(index_fields) if index_fields else None
+        config = getattr(memory, "config", None)  # a Client's service has its own: the defaults
+
+        def setting(name: str, default: int) -> int:
+            value = getattr(config, name, default)
+            return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+        self._max_depth = setting("max_metadata_depth", validate.METADATA_DEPTH)
+        self._max_bytes = setting("max_metadata_bytes", validate.METADATA_BYTES)
+        self._max_chars = setting("max_message_chars", 100_000)
 
     # the operations ------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -194,75 +302,206 @@ class MemoristStore(BaseStore):
     def _prefix_filter(self, namespace: tuple[str, ...]) -> dict[str, Any] | None:
         return {_prefix_key(len(namespace)): _path(namespace)} if len(namespace) >= 2 else None
 
-    def _find(self, namespace: tuple[str, ...], key: str) -> dict[str, Any] | None:
-        if len(namespace) == 1 and not key.startswith(_KEY):
-            # A memory of the scope written without the store: its key is its id.
-            try:
-                row = self.memory.get(key, **self._scope(namespace[0]))
-            except (NotFoundError, ValidationError):
-                row = None
-            if row is not None and _KEY not in (row.get("metadata") or {}):
-                return row
+    def _unscoped(self, namespace: tuple[str, ...], key: str) -> dict[str, Any] | None:
+        """The memory of the scope written without the store that ``key`` names (its id)."""
+        if len(namespace) != 1 or key.startswith(_KEY):
+            return None
+        try:
+            row = self.memory.get(key, **self._scope(namespace[0]))
+        except (NotFoundError, ValidationError):
+            return None
+        return row if row is not None and _KEY not in (row.get("metadata") or {}) else None
+
+    def _copies(self, namespace: tuple[str, ...], key: str) -> list[dict[str, Any]]:
+        """The store's memories of (namespace, key), the item first (see :func:`_age`):
+        one, but for a moment after concurrent writes of several processes."""
         filters = {_DEPTH: len(namespace), _KEY: key, **(self._prefix_filter(namespace) or {})}
-        rows = self.memory.get_all(**self._scope(namespace[0]), filters=filters, limit=1)["results"]
-        return rows[0] if rows else None
+        rows = self.memory.get_all(**self._scope(namespace[0]), filters=filters, limit=MAX_COPIES)["results"]
+        return sorted((r for r in rows if self._namespace_of(r) == namespace), key=_age, reverse=True)
+
+    def _drop(self, rows: Iterable[Mapping[str, Any]], scope: Mapping[str, Any]) -> None:
+        for row in rows:
+            with contextlib.suppress(NotFoundError):  # removed by another process meanwhile
+                self.memory.delete(row["id"], **scope)
 
     @staticmethod
-    def _namespace_of(row: Mapping[str, Any]) -> tuple[str, ...]:
+    def _namespace_of(row: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The namespace of a memory, or None for one that is no item of the store (no
+        user; store metadata that is not the store's shape)."""
+        user = row.get("user_id")
+        if not isinstance(user, str) or not user:
+            return None
         meta = row.get("metadata") or {}
-        return (row["user_id"], *meta.get(_NS, ())) if _KEY in meta else (row["user_id"],)
+        if _KEY not in meta:
+            return (user,)
+        rest = meta.get(_NS, [])
+        if not isinstance(meta[_KEY], str) or not isinstance(rest, list) or not all(isinstance(x, str) and x for x in rest):
+            return None
+        return (user, *rest)
+
+    @staticmethod
+    def _value_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
+        meta = row.get("metadata") or {}
+        if _KEY not in meta:
+            return {"text": row["memory"]}
+        value: Any = meta.get(_VALUE, {})
+        if isinstance(meta.get(_JSON), str):
+            try:
+                value = json.loads(meta[_JSON])
+            except ValueError:
+                return None
+        if not isinstance(value, dict):
+            return None
+        at = meta.get(_TEXT_AT)
+        if isinstance(at, str):
+            value[at] = row["memory"]
+        return value
 
     def _item(self, row: Mapping[str, Any], cls: type = Item, **extra: Any) -> Any:
+        """``row`` as an item, or None for a memory that is no item of the store."""
+        namespace, value = self._namespace_of(row), self._value_of(row)
+        if namespace is None or value is None:
+            return None
         meta = row.get("metadata") or {}
-        if _KEY in meta:
-            key, value = meta[_KEY], meta.get(_VALUE, {})
-        else:
-            key, value = row["id"], {"text": row["memory"]}
-        return cls(namespace=self._namespace_of(row), key=key, value=value,
+        key = meta[_KEY] if _KEY in meta else row["id"]
+        return cls(namespace=namespace, key=key, value=value,
                    created_at=_when(row["created_at"]), updated_at=_when(row["updated_at"]), **extra)
 
     def _text(self, value: Mapping[str, Any], index: Sequence[str] | None) -> str:
         fields = list(index) if index else self.index_fields
         if fields:
-            parts = [t for f in fields for t in (get_text_at_path(value, tokenize_path(f)) if f != "$" else [json.dumps(value)])]
+            parts = [t for f in fields for t in (get_text_at_path(value, tokenize_path(f)) if f != "$" else [_dumps(value)])]
         else:
             main = next((value[k] for k in ("text", "content", "memory") if isinstance(value.get(k), str)), None)
             parts = [main] if main else _texts(value)
-        text = "\n".join(p for p in parts if isinstance(p, str) and p.strip())
-        return text or json.dumps(value, ensure_ascii=False, sort_keys=True)
+        text = _searchable("\n".join(p for p in parts if isinstance(p, str) and p.strip()), self._max_chars)
+        return text if not _blank(text) else _searchable(_dumps(value, ensure_ascii=False, sort_keys=True), self._max_chars)
+
+    def _meta(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], text: str, noindex: bool) -> dict[str, Any]:
+        """The metadata of an item, within Memorist's metadata limits; the value as
+        metadata when Memorist takes it as it is, else as JSON text, and when that is
+        too large, without the field that is the memory's text."""
+        meta: dict[str, Any] = {_KEY: key, _NS: list(namespace[1:]), _DEPTH: len(namespace), _NOINDEX: noindex,
+                                _VALUE: None, _JSON: None, _TEXT_AT: None}
+        for n in range(2, len(namespace) + 1):
+            meta[_prefix_key(n)] = _path(namespace[:n])
+        base = self._size(meta)
+        if base > self._max_bytes // 2:
+            name = "key" if len(key.encode("utf-8", "replace")) > base // 2 else "namespace"
+            raise ValidationError(name, f"is too large: the key and the namespace's labels may take at most "
+                                        f"{self._max_bytes // 2:,} bytes as JSON, these take {base:,}")
+        at = next((k for k, v in value.items() if isinstance(k, str) and v == text), None)
+        for elided in (None, at) if at is not None else (None,):
+            stored = {**value, elided: None} if elided is not None else value
+            try:  # as metadata when Memorist takes it as it is (deep, NaN, NUL... it does not)
+                fields = {_VALUE: validate.json_value("value", stored, max_depth=self._max_depth - 1, max_bytes=self._max_bytes)}
+            except ValidationError:
+                fields = {_JSON: _as_json(stored)}
+            candidate = {**meta, **fields, _TEXT_AT: elided}
+            size = self._size(candidate)
+            if size <= self._max_bytes:
+                return candidate
+        limit = self._max_bytes - base
+        raise ValidationError("value", f"is {size - base:,} bytes as JSON; the limit is {limit:,} (a value's "
+                                       f"main text, 'text' or 'content', may be longer: up to {self._max_chars:,} characters)")
+
+    @staticmethod
+    def _size(meta: Mapping[str, Any]) -> int:
+        return len(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
     # get / put ----------------------------------------------------------------------------
     def _get(self, op: GetOp) -> Item | None:
-        namespace = _check_namespace(op.namespace)
-        row = self._find(namespace, op.key)
+        namespace, key = _check_namespace(op.namespace), _check_key(op.key)
+        if _storable("key", key) or _not_a_user(namespace[0]):
+            return None  # such an item is never stored
+        row = self._unscoped(namespace, key)
+        if row is None:
+            copies = self._copies(namespace, key)
+            if len(copies) > 1:  # left by concurrent writes of several processes
+                with _lock(self.agent_id, namespace, key):
+                    copies = self._copies(namespace, key)
+                    self._drop(copies[1:], self._scope(namespace[0]))
+            row = copies[0] if copies else None
         return None if row is None else self._item(row)
 
     def _put(self, op: PutOp) -> None:
-        namespace = _check_namespace(op.namespace)
-        if not isinstance(op.key, str) or not op.key:
-            raise ValidationError("key", f"must be a non-empty string, got {op.key!r}")
-        row = self._find(namespace, op.key)
-        scope = self._scope(namespace[0])
+        namespace, key = _check_namespace(op.namespace), _check_key(op.key)
         if op.value is None:
-            if row is not None:
-                self.memory.delete(row["id"], **scope)
+            if not (_storable("key", key) or _not_a_user(namespace[0])):  # else never stored
+                with _lock(self.agent_id, namespace, key):
+                    self._delete(namespace, key)
             return
+        why = _not_a_user(namespace[0])
+        if why:
+            raise InvalidNamespaceError(why)
+        why = _storable("key", key)
+        if why:
+            raise ValidationError("key", f"{why} (a key is matched by Memorist's metadata filters, which refuse it)")
         if not isinstance(op.value, Mapping):
             raise ValidationError("value", f"must be a dict, got {type(op.value).__name__}")
         value = dict(op.value)
         text = self._text(value, op.index if isinstance(op.index, list) else None)
-        if row is not None and _KEY not in (row.get("metadata") or {}):
-            # A memory written without the store: its text is what the store may change.
-            self.memory.update(row["id"], str(value.get("text", text)), None, **scope)
+        scope = self._scope(namespace[0])
+        with _lock(self.agent_id, namespace, key):
+            row = self._unscoped(namespace, key)
+            if row is not None:
+                # A memory written without the store: its text is what the store may change.
+                main = value.get("text")
+                main = _searchable(main, self._max_chars) if isinstance(main, str) else ""
+                self._write(self.memory.update, row["id"], main if not _blank(main) else text, None, **scope)
+                return
+            meta = self._meta(namespace, key, value, text, op.index is False)
+            self._write_item(namespace, key, text, meta, scope)
+
+    def _write(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+        """``call``, its refusal of the memory's text or metadata named as the value's."""
+        try:
+            return call(*args, **kwargs)
+        except ValidationError as exc:
+            if exc.field.split(".")[0].split("[")[0] in ("messages", "text", "metadata"):
+                raise ValidationError("value", f"cannot be stored: {exc}") from None
+            raise
+
+    def _write_item(self, namespace: tuple[str, ...], key: str, text: str, meta: dict[str, Any], scope: dict[str, Any]) -> None:
+        """Leave the value in the item's one copy. Within the process the key's lock
+        makes this the only write of it; another process may add a copy at the same
+        moment: then the copy created last is the item, and whichever write sees two
+        copies leaves its value in that one and removes the others."""
+        for _ in range(_ROUNDS):
+            copies = self._copies(namespace, key)
+            if copies:
+                try:
+                    self._write(self.memory.update, copies[0]["id"], text, meta, **scope)
+                except NotFoundError:  # deleted meanwhile by another process: look again
+                    continue
+                # A copy another process adds from now on comes from a write at the
+                # same time as this one, which may come after it: nothing to check.
+                self._drop(copies[1:], scope)
+                return
+            fresh = {k: v for k, v in meta.items() if v is not None}  # None only overwrites an update's old fields
+            added = self._write(self.memory.add, text, **scope, metadata=fresh, infer=False)["results"]
+            if not added:
+                raise ValidationError("value", "was not stored")
+            mine = added[0]["id"]
+            after = self._copies(namespace, key)
+            if not after:
+                return  # a delete of another process came after this write
+            if after[0]["id"] == mine:
+                self._drop(after[1:], scope)
+                return
+            # Another process added a newer copy meanwhile: the value goes there.
+
+    def _delete(self, namespace: tuple[str, ...], key: str) -> None:
+        scope = self._scope(namespace[0])
+        row = self._unscoped(namespace, key)
+        if row is not None:
+            self._drop([row], scope)
             return
-        meta: dict[str, Any] = {_KEY: op.key, _VALUE: value, _NS: list(namespace[1:]), _DEPTH: len(namespace),
-                                _NOINDEX: op.index is False}
-        for n in range(2, len(namespace) + 1):
-            meta[_prefix_key(n)] = _path(namespace[:n])
-        if row is None:
-            self.memory.add(text, **scope, metadata=meta, infer=False)
-        else:
-            self.memory.update(row["id"], text, meta, **scope)
+        for _ in range(_ROUNDS):
+            copies = self._copies(namespace, key)
+            self._drop(copies, scope)
+            if len(copies) < MAX_COPIES:
+                return
 
     # search -------------------------------------------------------------------------------
     def _search(self, op: SearchOp) -> list[SearchItem]:
@@ -272,8 +511,8 @@ class MemoristStore(BaseStore):
                 raise ValidationError(name, f"must be a whole number >= 0, got {value!r}")
         if op.filter is not None and not isinstance(op.filter, Mapping):
             raise ValidationError("filter", f"must be a mapping, got {type(op.filter).__name__}")
-        if op.limit == 0:
-            return []
+        if op.limit == 0 or (prefix and _not_a_user(prefix[0])):
+            return []  # no item has such a first label
         want = op.offset + op.limit
         scan = min(MAX_SCAN, MAX_LIMIT) if op.filter else want
         filters = self._prefix_filter(prefix)
@@ -283,10 +522,21 @@ class MemoristStore(BaseStore):
             rows = self.memory.search(op.query, **scope, limit=scan, filters=qfilters)["results"]
         else:
             rows = self.memory.get_all(**scope, limit=scan, filters=filters)["results"]
+        # One item per key: of copies left by concurrent writes, the newest (see _age).
+        newest: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+        for row in rows:
+            meta = row.get("metadata") or {}
+            ident = (self._namespace_of(row), meta[_KEY] if _KEY in meta else ("id", row["id"]))
+            if ident not in newest or _age(row) > _age(newest[ident]):
+                newest[ident] = row
         items = []
         for row in rows:
+            meta = row.get("metadata") or {}
+            ident = (self._namespace_of(row), meta[_KEY] if _KEY in meta else ("id", row["id"]))
+            if newest.get(ident) is not row:
+                continue
             item = self._item(row, SearchItem, score=row.get("similarity") if op.query else None)
-            if op.filter and not all(_matches(item.value.get(k), v) for k, v in op.filter.items()):
+            if item is None or (op.filter and not all(_matches(item.value.get(k), v) for k, v in op.filter.items())):
                 continue
             items.append(item)
             if len(items) >= want:
@@ -301,12 +551,14 @@ class MemoristStore(BaseStore):
         user = None
         for c in conditions:
             if c.match_type == "prefix" and c.path and c.path[0] != "*":
+                if _not_a_user(c.path[0]):
+                    return []  # no item has such a first label
                 user = c.path[0]
         rows = self.memory.get_all(**self._scope(user), limit=MAX_LIMIT)["results"]
         found: set[tuple[str, ...]] = set()
         for row in rows:
             ns = self._namespace_of(row)
-            if all(_condition(c, ns) for c in conditions):
+            if ns is not None and all(_condition(c, ns) for c in conditions):
                 found.add(ns[: op.max_depth] if op.max_depth is not None else ns)
         return sorted(found)[op.offset: op.offset + op.limit]
 
@@ -321,4 +573,4 @@ def _condition(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     return all(p == "*" or n == p for n, p in pairs)
 
 
-__all__ = ["DEFAULT_AGENT", "MAX_SCAN", "MemoristStore"]
+__all__ = ["DEFAULT_AGENT", "MAX_COPIES", "MAX_SCAN", "MemoristStore"]

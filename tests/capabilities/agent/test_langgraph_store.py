@@ -6,6 +6,12 @@ Memorist-backed store does."""
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
+import json
+import subprocess
+import sys
+import threading
 
 import pytest
 from langgraph.graph import START, StateGraph
@@ -262,3 +268,210 @@ def test_langgraphs_own_rules_on_namespaces_hold(backend):
         assert store.get(("foo", "langgraph", "foo"), "bar").value == {"foo": "bar"}
         store.delete(("foo", "langgraph", "foo"), "bar")
         assert store.get(("foo", "langgraph", "foo"), "bar") is None
+
+
+# One item per key under concurrent writes ------------------------------------------------
+def test_concurrent_puts_of_one_key_leave_one_item_as_in_langgraph(backend):
+    async def race(store, ns):
+        await asyncio.gather(*[store.aput(ns, "same", {"text": f"value {i}", "i": i}) for i in range(8)])
+        found = await store.asearch(ns, limit=100)
+        value = (await store.aget(ns, "same")).value
+        await store.adelete(ns, "same")
+        return len(found), value, await store.aget(ns, "same"), await store.asearch(ns, limit=100)
+
+    with Memory(backend.target, embedder="hashing") as memory:
+        ours, theirs = MemoristStore(memory), InMemoryStore()
+        for store in (ours, theirs):
+            for n in range(5):
+                count, value, gone, left = asyncio.run(race(store, ("sam", f"facts{n}")))
+                assert count == 1 and value == {"text": f"value {value['i']}", "i": value["i"]}
+                assert gone is None and left == []
+        assert memory.get_all(user_id="sam", agent_id="langgraph")["results"] == []
+        ours.put(("sam", "facts"), "same", {"text": "first"})
+        ours.put(("sam", "facts"), "same", {"text": "last"})  # the last write wins
+        assert ours.get(("sam", "facts"), "same").value == {"text": "last"}
+
+
+def _as_separate_processes(monkeypatch):
+    """Writers that do not share the process's lock of a key: as several processes on
+    one store (or one service) are."""
+    from memorist.integrations import langgraph
+
+    monkeypatch.setattr(langgraph, "_lock", lambda *key: contextlib.nullcontext(), raising=False)
+
+
+def _race(store, rounds=6, writers=6):
+    """``writers`` threads put each round's key at once; the values they wrote."""
+    for r in range(rounds):
+        start = threading.Barrier(writers)
+
+        def put(w, r=r, start=start):
+            start.wait()
+            store.put(("sam", "facts"), f"k{r}", {"text": f"writer {w} round {r}", "w": w})
+
+        threads = [threading.Thread(target=put, args=(w,)) for w in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+
+def copies(memory, user="sam"):
+    rows = memory.get_all(user_id=user, agent_id="langgraph", limit=1000)["results"]
+    return collections.Counter(r["metadata"]["lg_key"] for r in rows)
+
+
+def test_writers_of_several_processes_converge_on_one_copy(backend, monkeypatch):
+    _as_separate_processes(monkeypatch)
+    with Memory(backend.target, embedder="hashing") as memory:
+        store = MemoristStore(memory)
+        _race(store)
+        assert copies(memory) == {f"k{r}": 1 for r in range(6)}
+        for r in range(6):
+            item = store.get(("sam", "facts"), f"k{r}")
+            assert item.value == {"text": f"writer {item.value['w']} round {r}", "w": item.value["w"]}
+        assert len(store.search(("sam",), limit=100)) == 6
+
+
+def test_copies_left_by_other_processes_are_healed_and_all_deleted(backend):
+    """Copies a crashed writer of another process left (or an older version of the
+    store): the newest is the item, a read removes the others, a delete removes all."""
+    with Memory(backend.target, embedder="hashing") as memory:
+        store = MemoristStore(memory)
+        store.put(("sam", "facts"), "k", {"text": "first"})
+        meta = memory.get_all(user_id="sam", agent_id="langgraph")["results"][0]["metadata"]
+        memory.add("second", user_id="sam", agent_id="langgraph", metadata={**meta, "lg_value": {"text": "second"}}, infer=False)
+        assert [i.value for i in store.search(("sam",), limit=10)] == [{"text": "second"}]
+        assert store.get(("sam", "facts"), "k").value == {"text": "second"} and copies(memory) == {"k": 1}
+        for text in ("a", "b"):
+            memory.add(text, user_id="sam", agent_id="langgraph", metadata={**meta, "lg_value": {"text": text}}, infer=False)
+        store.delete(("sam", "facts"), "k")
+        assert store.get(("sam", "facts"), "k") is None and copies(memory) == {}
+
+
+_WRITER = """
+import os, sys, time
+from memorist import Memory
+from memorist.integrations.langgraph import MemoristStore
+path, folder, me, writers, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+with Memory(path, embedder="hashing") as memory:
+    store = MemoristStore(memory)
+    for r in range(rounds):
+        open(os.path.join(folder, f"{r}-{me}"), "w").close()
+        while sum(os.path.exists(os.path.join(folder, f"{r}-{w}")) for w in range(writers)) < writers:
+            time.sleep(0.001)
+        store.put(("sam", "facts"), f"k{r}", {"text": f"writer {me} round {r}"})
+"""
+
+
+@pytest.mark.sqlite_only("processes share one store file")
+def test_processes_sharing_a_store_file_keep_one_item_per_key(tmp_path):
+    path, rounds, writers = str(tmp_path / "shared.db"), 12, 3
+    Memory(path, embedder="hashing").close()
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, path, str(tmp_path), str(w), str(writers), str(rounds)],
+                              stderr=subprocess.PIPE, text=True) for w in range(writers)]
+    for p in procs:
+        assert p.wait(timeout=120) == 0, p.stderr.read()
+    with Memory(path, embedder="hashing") as memory:
+        assert copies(memory) == {f"k{r}": 1 for r in range(rounds)}
+
+
+# Memories that are no items of the store ---------------------------------------------------
+def test_memories_that_are_no_items_are_skipped(backend):
+    with Memory(backend.target, embedder="hashing") as memory:
+        ours, theirs = MemoristStore(memory), InMemoryStore()
+        memory.add("Agent-level note", agent_id="langgraph", infer=False)  # the store's agent, no user
+        memory.add("Odd one", user_id="sam", agent_id="langgraph", metadata={"lg_key": 5, "lg_depth": 2}, infer=False)
+        memory.add("Odd two", user_id="sam", agent_id="langgraph", metadata={"lg_key": "k", "lg_namespace": "x"}, infer=False)
+        for store in (ours, theirs):
+            store.put(("sam", "facts"), "k", {"text": "hello"})
+        for store in (ours, theirs):
+            assert [i.namespace for i in store.search(())] == [("sam", "facts")]
+            assert store.list_namespaces() == [("sam", "facts")]
+            assert store.list_namespaces(suffix=("facts",)) == [("sam", "facts")]
+            assert [(i.namespace, i.key) for i in store.search(("sam",), query="odd one")] == [(("sam", "facts"), "k")]
+
+
+# Values as LangGraph's stores take them ------------------------------------------------------
+def _deep(n):
+    value = 1
+    for _ in range(n):
+        value = {"a": value}
+    return value
+
+
+VALUES = {
+    "deep16": _deep(16),
+    "deep200": _deep(200),
+    "70KB text": {"text": "word " * 14_000, "n": 1},
+    "70KB of one string": {"blob": "word " * 14_000},
+    "NaN and infinity": {"x": float("nan"), "y": float("inf")},
+    "NUL": {"text": "a\x00b", "z": "\x00"},
+    "lone surrogate": {"text": "a\ud800b", "list": ["\udfff"]},
+    "big integer": {"n": 2**70},
+    "no text": {},
+    "empty text": {"text": ""},
+}
+
+
+def _same(a, b):
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+@pytest.mark.parametrize("name", VALUES)
+def test_values_langgraph_takes_are_kept(backend, name):
+    value = VALUES[name]
+    with Memory(backend.target, embedder="hashing") as memory:
+        ours, theirs = MemoristStore(memory), InMemoryStore()
+        for store in (ours, theirs):
+            store.put(("sam", "facts"), "k", value)
+            assert _same(store.get(("sam", "facts"), "k").value, value)
+            assert _same(store.search(("sam",))[0].value, value)
+        ours.put(("sam", "facts"), "k", {"text": "small again"})  # each form of the value replaces the other
+        assert ours.get(("sam", "facts"), "k").value == {"text": "small again"}
+        ours.put(("sam", "facts"), "k", value)
+        assert _same(ours.get(("sam", "facts"), "k").value, value)
+        assert copies(memory) == {"k": 1}
+
+
+def test_values_are_kept_as_json_as_langgraphs_postgres_store_keeps_them(backend):
+    with Memory(backend.target, embedder="hashing") as memory:
+        store = MemoristStore(memory)
+        store.put(("sam", "facts"), "k", {"m": {1: "a"}, "t": (1, (2, 3))})
+        assert store.get(("sam", "facts"), "k").value == {"m": {"1": "a"}, "t": [1, [2, 3]]}
+
+
+def test_a_large_value_is_searched_by_its_text(backend):
+    with Memory(backend.target, embedder="hashing") as memory:
+        store = MemoristStore(memory)
+        store.put(("sam", "docs"), "big", {"text": "zebra " * 14_000, "source": "upload"})
+        store.put(("sam", "docs"), "small", {"text": "about dogs"})
+        found = store.search(("sam",), query="zebra")
+        assert found[0].key == "big" and found[0].value["source"] == "upload"
+
+
+def test_limits_that_remain_are_named_and_checked_first(backend):
+    with Memory(backend.target, embedder="hashing") as memory:
+        store = MemoristStore(memory)
+        with pytest.raises(ValidationError, match=r"value: is [\d,]+ bytes as JSON; the limit is [\d,]+") as info:
+            store.put(("sam", "f"), "k", {"text": "short", "blob": "x" * 70_000})
+        assert info.value.field == "value"
+        with pytest.raises(ValidationError) as info:
+            store.put(("sam", "f"), "k", {"when": object()})
+        assert info.value.field == "value"
+        for key in ("a\x00b", "a\ud800"):
+            with pytest.raises(ValidationError) as info:
+                store.put(("sam", "f"), key, {"text": "x"})
+            assert info.value.field == "key"
+            assert store.get(("sam", "f"), key) is None  # never stored, as InMemoryStore would not have it
+        with pytest.raises(ValidationError, match="key: is too large") as info:
+            store.put(("sam", "f"), "k" * 40_000, {"text": "x"})
+        for label in ("a\tb", " ", "u" * 300):
+            with pytest.raises(InvalidNamespaceError, match="namespace: its first label is a Memorist user id"):
+                store.put((label, "f"), "k", {"text": "x"})
+            assert store.get((label, "f"), "k") is None and store.search((label,)) == []
+            assert store.list_namespaces(prefix=(label,)) == []
+            store.delete((label, "f"), "k")
+        store.put(("sam", "a\tb"), "k\tk", {"text": "x"})  # later labels and keys may hold them
+        assert store.get(("sam", "a\tb"), "k\tk").value == {"text": "x"}
+        assert store.list_namespaces() == [("sam", "a\tb")]

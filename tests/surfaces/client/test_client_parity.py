@@ -174,6 +174,14 @@ def _errors() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("search", ("q",), {"user_id": "u", "filters": {"AND": "x"}}),
         ("get", ("no-such-id",), {"user_id": "u"}),
         ("update", ("no-such-id", "text"), {"user_id": "u"}),
+        # Memory looks the memory up before it judges the text: a missing one is not found
+        ("update", ("no-such-id", ""), {"user_id": "u"}),
+        ("update", ("no-such-id", "x" * 100_001), {"user_id": "u"}),
+        ("update", ("no-such-id", "a\x00b"), {"user_id": "u"}),
+        # filters that are not JSON data: Memory's check names the part
+        ("search", ("q",), {"user_id": "u", "filters": {"a": object()}}),
+        ("search", ("q",), {"user_id": "u", "filters": {"OR": [{"a": {"in": [float("nan")]}}]}}),
+        ("get_all", (), {"user_id": "u", "filters": {"a": {"gte": object()}}}),
         ("delete", ("no-such-id",), {"user_id": "u"}),
         ("history", ("no-such-id",), {"user_id": "u"}),
     ]
