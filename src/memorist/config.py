@@ -385,7 +385,8 @@ def llm_bounds() -> dict[str, Any]:
         bounds["timeout"] = timeout
     raw = os.environ.get("MEMORIST_LLM_RETRIES", "").strip()
     if raw:
-        if not raw.isdigit() or int(raw) > 10:
+        # ASCII digits only: str.isdigit also takes "²" (which int() refuses) and "٣".
+        if not (raw.isascii() and raw.isdigit()) or int(raw) > 10:
             raise ConfigurationError(f"MEMORIST_LLM_RETRIES must be a whole number from 0 to 10, got {raw!r}")
         bounds["max_retries"] = int(raw)
     return bounds

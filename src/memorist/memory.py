@@ -42,6 +42,7 @@ from .model import (
     is_fact,
 )
 from .pipelines.ingest import Ingestor
+from .pipelines.llm_events import CallLog
 from .pipelines.search import Searcher, reported_similarity
 from .pipelines.settings import settle_policy
 from .policies.filters import compile_filters
@@ -149,8 +150,10 @@ class Memory:
             # LLM roles fall back to the heuristics below them when the model fails.
             from .roles.llm import LLMExtractor, LLMReconciler
 
-            extractor = extractor if extractor is not None else LLMExtractor(self.llm)
-            reconciler = reconciler if reconciler is not None else LLMReconciler(self.llm)
+            # The model's texts are held to the limit a caller's are (a fact, an update).
+            limit = self.config.max_message_chars
+            extractor = extractor if extractor is not None else LLMExtractor(self.llm, max_chars=limit)
+            reconciler = reconciler if reconciler is not None else LLMReconciler(self.llm, max_chars=limit)
         if extractor is None:
             from .roles.extractor import HeuristicExtractor
 
@@ -161,6 +164,10 @@ class Memory:
             reconciler = HeuristicReconciler()
         self.extractor = extractor
         self.reconciler = reconciler
+        # The calls its model makes outside add and reprocess (consolidation, learning,
+        # evaluation) are logged too, as llm_call events of the tenant.
+        self._call_log = CallLog(store, Scope(self.config.tenant_id, "", ""))
+        self._call_log.watch(self.llm)
         policy = ranking or RankingPolicy()
         self._ingest = Ingestor(
             self.store,
@@ -665,11 +672,13 @@ class Memory:
 
     def llm_usage(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, since: int = 0) -> dict[str, Any]:
         """Totals of the ``llm_call`` events in the log: calls, failed calls, tokens and
-        estimated cost (USD), overall and per role."""
+        estimated cost (USD), overall and per role. Calls made outside a turn
+        (consolidation, learning, evaluation) are the tenant's: counted when no id is given."""
         from .pipelines.llm_events import usage_summary
 
         scope = self._optional_scope(user_id, agent_id, run_id)
         since = validate.since(since)
+        self._call_log.flush()
         return usage_summary(self.store.events(scope, since=since, ops=("llm_call",)))
 
     def reindex(self, *, embedder: str | Embedder | None = None, progress: Any = None) -> dict[str, int]:
@@ -998,6 +1007,7 @@ class Memory:
             self._tiers.close()
         if self._background_consolidation is not None:
             self._background_consolidation.close()
+        self._call_log.close()
         self.store.close()
 
     def __enter__(self) -> Memory:

@@ -461,9 +461,10 @@ class Learning:
                         logger.warning("[Reflector] %s; reflecting with the heuristic", exc)
         if model is None:
             return HeuristicReflector()
+        from ..pipelines.llm_events import watched
         from ..roles.llm import LLMReflector
 
-        return LLMReflector(model)
+        return LLMReflector(watched(self.memory, model))
 
     def reflect(self, trajectory_id: str, llm: Any = None, *, user_id: str | None = None, agent_id: str | None = None) -> ReflectionItem:
         """What a completed trajectory shows: successful and failure patterns,
@@ -846,7 +847,9 @@ class Learning:
             similarity=self.memory.config.consolidation_similarity or default_similarity(self.memory.embedder.name),
             max_chars=self.memory.config.max_message_chars,
         )
-        model = resolve_llm(llm) if llm is not None else self.memory.llm
+        from ..pipelines.llm_events import watched
+
+        model = watched(self.memory, resolve_llm(llm)) if llm is not None else self.memory.llm
         filter_ = ScopeFilter(self.tenant_id, user, agent)
         return self.memory._consolidator().run(  # type: ignore[no-any-return]
             filter_, settings, llm=model, event_scope=Scope(self.tenant_id, user or "", agent or ""), actor=actor

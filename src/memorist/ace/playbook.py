@@ -66,10 +66,11 @@ def _learning_model(memory: Any) -> Any:
     if llm is not None:
         return llm
     from ..errors import ConfigurationError
+    from ..pipelines.llm_events import watched
     from ..roles.llm import learning_llm
 
     try:
-        return learning_llm(None, enabled=True)
+        return watched(memory, learning_llm(None, enabled=True))
     except ConfigurationError as exc:
         logger.warning("[Curator] %s; using the heuristic", exc)
         return None

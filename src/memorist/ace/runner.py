@@ -147,10 +147,11 @@ def _runner_model(memory: Any) -> Any:
     if llm is not None:
         return llm
     from ..errors import ConfigurationError
+    from ..pipelines.llm_events import watched
     from ..roles.llm import learning_llm
 
     try:
-        return learning_llm(None, enabled=True)
+        return watched(memory, learning_llm(None, enabled=True))
     except ConfigurationError:
         return None
 

@@ -12,8 +12,8 @@ memory service and are reached only over REST, through :class:`memorist.Client` 
 - after answering, the learner's message is added to the memory service, which
   extracts and reconciles its facts (its own extractor: the heuristic unless it is
   configured with a model). With ``OPENAI_API_KEY`` set the chat extracts them itself,
-  with gpt-5-mini on the Responses API (the heuristic when the model
-  fails), and stores each fact the user does not already have.
+  with gpt-5-mini on the Responses API, and stores each fact the user does not
+  already have; when that model fails, the memory service extracts the turn.
 
 The facts are kept under the caller's learner id, ``tenant/user``
 (``school/alice``): the users of two tenants never meet in the memory service, which
@@ -177,8 +177,8 @@ class ChatService:
 
 def _spec_extractor(settings: ChatSettings) -> Any:
     """The chat's extraction model: gpt-5-mini on the Responses API when
-    ``OPENAI_API_KEY`` is set (the heuristic when it fails); None otherwise (the
-    memory service extracts)."""
+    ``OPENAI_API_KEY`` is set (the memory service extracts a turn it fails on);
+    None otherwise (the memory service extracts)."""
     if not config.openai_api_key():
         return None
     from ..llm import resolve_llm
@@ -277,27 +277,64 @@ def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
 
 
 def _remember(service: ChatService, client: Client, user: ChatUser, conversation: str, message: str, answer: str) -> tuple[list[dict[str, Any]], str | None]:
-    """Add the turn's facts to the memory service; (what it did, the error if it failed)."""
+    """Add the turn's facts to the memory service; (what it did, the error if it failed).
+
+    With the chat's extraction model, its facts are stored as written, labelled with
+    the model that extracted them. When that model fails (after its retries and its
+    repair retry), its fallback's facts are not stored under its name: the turn goes
+    to the memory service as it would without a model, and the memory service
+    extracts it through its own ingest path (where a model of its own that fails too
+    keeps the turn pending for ``reprocess``). Either way the chat's model calls are
+    ``llm_call`` events in the chat's own log."""
     meta = {"source": "chat", "session_id": conversation}
     scope = {"user_id": user.learner_id, "agent_id": CHAT_AGENT}
     try:
         if service.extractor is None:
-            result = client.add([{"role": "user", "content": message}], **scope, run_id=conversation, metadata=meta, infer=True)
-            return [r for r in result.get("results", []) if r.get("event") in ("ADD", "UPDATE")], None
+            return _extracted_by_service(client, scope, conversation, meta, message), None
+        from ..llm.base import recording
         from ..model import Message
 
-        facts = service.extractor.extract([Message("user", message), Message("assistant", answer)])
+        with recording(turn=True) as rec:
+            facts = service.extractor.extract([Message("user", message), Message("assistant", answer)])
+        _log_model_calls(service, user, conversation, rec)
+        failed = rec.failed("extractor")
+        if failed is not None:
+            log.warning("[Chat] the extraction model failed (%s); the memory service extracts this turn", preview(failed.reason))
+            return _extracted_by_service(client, scope, conversation, meta, message), None
+        llm = getattr(service.extractor, "llm", None)
+        extracted_by = getattr(llm, "model", None) or type(service.extractor).__name__
         added: list[dict[str, Any]] = []
         for text in dict.fromkeys(f.text.strip() for f in facts if f.text.strip()):
             # The model's facts are stored as written; one the user already has is not stored twice.
             known = client.search(text, **scope, limit=3)["results"]
             if any(k["memory"].strip().casefold() == text.casefold() for k in known):
                 continue
-            result = client.add(text, **scope, run_id=conversation, metadata={**meta, "extracted_by": "gpt-5-mini"}, infer=False)
+            result = client.add(text, **scope, run_id=conversation, metadata={**meta, "extracted_by": extracted_by}, infer=False)
             added.extend(result.get("results", []))
         return added, None
     except (MemoristError, OSError) as exc:
         return [], str(exc)
+
+
+def _extracted_by_service(client: Client, scope: dict[str, str], conversation: str, meta: dict[str, Any], message: str) -> list[dict[str, Any]]:
+    """The turn sent whole to the memory service, which extracts its facts."""
+    result = client.add([{"role": "user", "content": message}], **scope, run_id=conversation, metadata=meta, infer=True)
+    return [r for r in result.get("results", []) if r.get("event") in ("ADD", "UPDATE")]
+
+
+def _log_model_calls(service: ChatService, user: ChatUser, conversation: str, rec: Any) -> None:
+    """The chat's extraction calls as ``llm_call`` events in the chat's store."""
+    memory = getattr(service, "memory", None)
+    if memory is None or not rec.calls:
+        return
+    from ..model import Scope
+    from ..pipelines.llm_events import write_llm_calls
+
+    try:
+        with memory.store.transaction() as batch:
+            write_llm_calls(batch, Scope(memory.config.tenant_id, user.learner_id, CHAT_AGENT), rec, conversation=conversation)
+    except StoreError as exc:
+        log.warning("[Chat] the extraction model's calls could not be logged: %s", preview(exc))
 
 
 def _decayed(rows: list[dict[str, Any]], days: float) -> list[dict[str, Any]]:

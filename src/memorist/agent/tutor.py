@@ -60,6 +60,7 @@ from ..errors import (
 )
 from ..integrations.langgraph import MemoristStore
 from ..llm.base import ChatMessage
+from ..pipelines.llm_events import watched
 from ..policies.taxonomy import infer_topic, snake_case
 from ..policies.text import preview
 from ..roles.learning import Bullet, messages_of
@@ -175,7 +176,9 @@ class Tutor:
             raise ValidationError("model_retries", f"must be a whole number >= 0, got {model_retries!r}")
         self.memory = memory
         self.playbook = playbook if playbook is not None else Playbook(memory)
-        self.llm = _default_llm(memory, timeout=float(model_timeout), max_retries=model_retries) if llm is Tutor._UNSET else llm
+        llm = _default_llm(memory, timeout=float(model_timeout), max_retries=model_retries) if llm is Tutor._UNSET else llm
+        # Its calls are the memory's too (``memory.llm_usage()``), as its learning's are.
+        self.llm = watched(memory, llm) if llm is not None else None
         self.feedback_hint = feedback_hint
         self.store = store if store is not None else MemoristStore(memory, agent_id=FACTS_AGENT)
         self.remember_facts = remember_facts

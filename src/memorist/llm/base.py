@@ -3,7 +3,9 @@
 A provider implements :meth:`LLM._generate`, one attempt at one request. The base
 class does the rest, once for every provider:
 
-- **timeouts**: every attempt gets ``timeout`` seconds;
+- **timeouts**: every attempt gets ``timeout`` seconds, as a whole: the providers run
+  the request under :func:`call_with_deadline`, so a server that answers a few bytes
+  at a time cannot hold a call past it;
 - **retries**: a :class:`~memorist.errors.TransientProviderError` (timeout, lost
   connection, 429, 5xx) is retried up to ``max_retries`` times with exponential
   backoff and jitter; a ``Retry-After`` the provider sent is honoured exactly (and a
@@ -13,16 +15,23 @@ class does the rest, once for every provider:
   schema, repairs what it cheaply can (code fences, prose around the object), and on
   invalid output asks the model once more, showing it its reply and what was wrong;
   then gives up with :class:`~memorist.errors.InvalidOutputError`;
+- **bounded output**: a reply longer than ``max_reply_chars`` is refused unread
+  (:class:`~memorist.errors.InvalidOutputError`, no repair retry), and providers
+  that can cap a reply's tokens get ``max_output_tokens`` (their default when unset);
 - **accounting**: every attempt becomes an :class:`LLMCall` (provider, model, role,
   prompt version, tokens, cost estimate, latency, error) kept in the instance's
   totals and handed to every open :func:`recording`, from which the pipelines write
-  ``llm_call`` events into the store's log;
+  ``llm_call`` events into the store's log; a call no turn writes goes to the
+  instance's sinks (:meth:`LLM.add_sink`: a Memory logs its models' calls there).
+  Token counts a provider reports are trusted only as whole numbers from 0 to
+  :data:`MAX_TOKENS`;
 - **log previews**: prompts and replies are logged shortened, ``prefix… [len=N]``.
 """
 
 from __future__ import annotations
 
 import abc
+import contextvars
 import json
 import logging
 import random
@@ -41,6 +50,19 @@ from ..policies.text import preview
 logger = logging.getLogger("memorist")
 
 M = TypeVar("M")
+T = TypeVar("T")
+
+#: The most tokens one call may report for its input or its output; a count beyond
+#: it (or negative, or no whole number) is a provider's bug and counted as unknown.
+MAX_TOKENS = 10_000_000
+#: The longest reply (characters) a call accepts by default: beyond it the reply is
+#: refused unread. Per-text limits (a fact, a memory) are the roles' and are smaller.
+MAX_REPLY_CHARS = 1_000_000
+#: How much of an unusable reply the repair retry shows the model again.
+_REPAIR_ECHO_CHARS = 8_000
+#: HTTP statuses after which a provider counts as unavailable for the rest of a turn
+#: (with None: a timeout or a lost connection).
+_UNAVAILABLE_STATUSES = frozenset({None, 408, 429, 502, 503, 504})
 
 #: Estimated USD per million tokens (input, output), from the providers' public price
 #: lists (2025). An estimate for the event log, not a bill; pass ``prices=`` to
@@ -131,10 +153,18 @@ class Fallback:
 
 @dataclass(slots=True)
 class Recording:
-    """What happened inside one :func:`recording` block."""
+    """What happened inside one :func:`recording` block.
+
+    ``turn``: the block is one turn of a pipeline, which writes the block's calls to
+    the log itself (so the models' sinks do not), and in which a provider that failed
+    on the way (a timeout, a lost connection, 429, 502-504, after its retries) is not
+    asked again: ``unavailable`` holds why, per model instance.
+    """
 
     calls: list[LLMCall] = field(default_factory=list)
     fallbacks: list[Fallback] = field(default_factory=list)
+    turn: bool = False
+    unavailable: dict[int, str] = field(default_factory=dict)
 
     def failed(self, role: str) -> Fallback | None:
         """The first fallback of ``role`` (``"extractor"``, ...) in this block, if any."""
@@ -145,9 +175,10 @@ _recordings: ContextVar[tuple[Recording, ...]] = ContextVar("memorist_llm_record
 
 
 @contextmanager
-def recording() -> Iterator[Recording]:
+def recording(*, turn: bool = False) -> Iterator[Recording]:
     """Collect the LLM calls and role fallbacks made inside the block (this thread or
-    task only). Blocks nest; each sees everything that happens inside it.
+    task only). Blocks nest; each sees everything that happens inside it. ``turn``:
+    see :class:`Recording`.
 
     >>> from memorist.llm.testing import ScriptedLLM
     >>> llm = ScriptedLLM(["hello"])
@@ -156,7 +187,7 @@ def recording() -> Iterator[Recording]:
     >>> [(c.role, c.ok) for c in rec.calls]
     [('demo', True)]
     """
-    rec = Recording()
+    rec = Recording(turn=turn)
     token = _recordings.set((*_recordings.get(), rec))
     try:
         yield rec
@@ -184,15 +215,28 @@ def loads_lenient(text: str) -> Any:
     if fenced:
         stripped = fenced.group(1).strip()
     try:
-        return json.loads(stripped)
-    except json.JSONDecodeError as first:
+        return _loads(stripped)
+    except ValueError as first:
         start, end = stripped.find("{"), stripped.rfind("}")
-        if 0 <= start < end:
+        if 0 <= start < end and (start, end) != (0, len(stripped) - 1):
             try:
-                return json.loads(stripped[start : end + 1])
-            except json.JSONDecodeError:
+                return _loads(stripped[start : end + 1])
+            except ValueError:
                 pass
-        raise ValueError(f"not valid JSON ({first.msg} at line {first.lineno} column {first.colno})") from first
+        raise first
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, every way it can fail a ``ValueError`` that says why: nesting
+    too deep for the parser (a ``RecursionError``) and a number too long included."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
+    except RecursionError:
+        raise ValueError("not usable JSON: it is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise ValueError(f"not usable JSON: {exc}") from exc
 
 
 def _describe_validation(exc: Exception) -> str:
@@ -221,6 +265,47 @@ _REPAIR = (
 )
 
 
+def call_with_deadline(fn: Callable[[], T], seconds: float, name: str) -> T:
+    """``fn()``, or a :class:`~memorist.errors.TransientProviderError` when it has not
+    returned within ``seconds``: a whole-attempt deadline around an SDK call.
+
+    An HTTP client's timeout bounds each read, not the reply: a server that sends a
+    few bytes every half second keeps a request alive for ever. ``fn`` runs in a
+    worker thread (with this thread's context); at the deadline the caller goes on
+    and the worker is abandoned, its reply discarded (the SDK's own read timeout, or
+    the server, ends it).
+    """
+    done = threading.Event()
+    box: dict[str, Any] = {}
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            box["value"] = context.run(fn)
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="memorist-llm-request", daemon=True).start()
+    if not done.wait(seconds):
+        raise TransientProviderError(f"{name}: the request timed out (no complete reply within {seconds:g}s)")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+def _token_count(value: Any) -> int | None:
+    """A reported token count as an int, or None when it is no count at all."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float):
+        if not value.is_integer():
+            return None
+        value = int(value)
+    return value if 0 <= value <= MAX_TOKENS else None
+
+
 # --- the base class -------------------------------------------------------------------
 
 
@@ -230,13 +315,17 @@ class LLM(abc.ABC):
     ``timeout`` applies to each attempt (seconds). ``max_retries`` transient
     failures are retried with backoff ``backoff * 2**n`` seconds (jittered, at most
     ``max_backoff``) or the provider's ``Retry-After``, unless that is longer than
-    ``max_retry_after``. ``temperature`` and ``max_output_tokens`` are sent only
-    when set. ``prices`` adds or overrides per-model cost estimates (USD per million
-    input and output tokens).
+    ``max_retry_after``. ``temperature`` is sent only when set; ``max_output_tokens``
+    when set, else the provider's :attr:`default_max_output_tokens`. A reply longer
+    than ``max_reply_chars`` characters is refused. ``prices`` adds or overrides
+    per-model cost estimates (USD per million input and output tokens).
     """
 
     #: The provider's name in ``"provider:model"`` strings and in the event log.
     provider: ClassVar[str] = "llm"
+    #: The cap on a reply's tokens sent when ``max_output_tokens`` is not given
+    #: (None: none is sent, the server's own applies).
+    default_max_output_tokens: ClassVar[int | None] = None
 
     def __init__(
         self,
@@ -249,6 +338,7 @@ class LLM(abc.ABC):
         max_retry_after: float = 60.0,
         temperature: float | None = None,
         max_output_tokens: int | None = None,
+        max_reply_chars: int = MAX_REPLY_CHARS,
         prices: Mapping[str, tuple[float, float]] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -260,6 +350,9 @@ class LLM(abc.ABC):
             raise ConfigurationError(f"{self.provider}: max_retries must be a whole number >= 0, got {max_retries!r}")
         if temperature is not None and not 0 <= temperature <= 2:
             raise ConfigurationError(f"{self.provider}: temperature must be in [0, 2], got {temperature!r}")
+        for option, value in (("max_output_tokens", max_output_tokens), ("max_reply_chars", max_reply_chars)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigurationError(f"{self.provider}: {option} must be a whole number >= 1, got {value!r}")
         self.model = model.strip()
         self.timeout = float(timeout)
         self.max_retries = max_retries
@@ -267,11 +360,13 @@ class LLM(abc.ABC):
         self.max_backoff = max_backoff
         self.max_retry_after = max_retry_after
         self.temperature = temperature
-        self.max_output_tokens = max_output_tokens
+        self.max_output_tokens = max_output_tokens if max_output_tokens is not None else self.default_max_output_tokens
+        self.max_reply_chars = max_reply_chars
         self.prices = {**PRICES, **(prices or {})}
         self._sleep = sleep
         self._lock = threading.Lock()
         self._totals = {"calls": 0, "failed_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+        self._sinks: list[Callable[[LLMCall], None]] = []
 
     # the one method a provider implements ------------------------------------------
     @abc.abstractmethod
@@ -289,6 +384,20 @@ class LLM(abc.ABC):
     def name(self) -> str:
         """``"provider:model"``, as a spec string would name this LLM."""
         return f"{self.provider}:{self.model}"
+
+    def add_sink(self, sink: Callable[[LLMCall], None]) -> None:
+        """Hand ``sink`` every call of this instance that no turn writes to a log
+        (see :class:`Recording`): a :class:`~memorist.Memory` logs its models' calls
+        made outside ``add`` and ``reprocess`` (consolidation, learning, evaluation)
+        so. A sink that raises is logged, never the caller's problem."""
+        with self._lock:
+            if sink not in self._sinks:
+                self._sinks.append(sink)
+
+    def remove_sink(self, sink: Callable[[LLMCall], None]) -> None:
+        with self._lock:
+            if sink in self._sinks:
+                self._sinks.remove(sink)
 
     def usage(self) -> dict[str, Any]:
         """Totals since this instance was built: calls, failed calls, tokens, cost (USD)."""
@@ -336,24 +445,38 @@ class LLM(abc.ABC):
             timeout=self.timeout,
         )
         logger.debug("memorist: %s %s ← %s", self.name, role or "call", preview(messages[-1].content if messages else ""))
+        turns = [r for r in _recordings.get() if r.turn]
+        down = next((r.unavailable[id(self)] for r in turns if id(self) in r.unavailable), None)
+        if down is not None:
+            # It failed on the way moments ago in this turn: asking again would double the wait.
+            raise TransientProviderError(f"{self.name}: not asked again in this turn, it just failed: {down}")
         attempt = 0
         while True:
             attempt += 1
             started = time.monotonic()
             try:
                 response = self._generate(request)
+                if len(response.text) > self.max_reply_chars:
+                    raise InvalidOutputError(
+                        f"{self.name}: the reply is {len(response.text):,} characters, more than max_reply_chars="
+                        f"{self.max_reply_chars:,}; refused unread",
+                        raw=response.text[:_REPAIR_ECHO_CHARS],
+                    )
             except ProviderError as exc:
                 self._account(role, prompt_version, attempts_before + attempt, started, error=exc)
                 retry_after = exc.retry_after if isinstance(exc, TransientProviderError) else None
                 if not isinstance(exc, TransientProviderError) or attempt > self.max_retries:
+                    self._note_unavailable(turns, exc)
                     raise
                 if retry_after is not None and retry_after > self.max_retry_after:
-                    raise TransientProviderError(
+                    final = TransientProviderError(
                         f"{exc} (the provider asked to wait {retry_after:g}s, more than max_retry_after="
                         f"{self.max_retry_after:g}s)",
                         retry_after=retry_after,
                         status=exc.status,
-                    ) from exc
+                    )
+                    self._note_unavailable(turns, final)
+                    raise final from exc
                 delay = retry_after if retry_after is not None else self._backoff(attempt)
                 logger.info(
                     "memorist: %s %s failed (%s); retry %d/%d in %.2fs",
@@ -368,6 +491,14 @@ class LLM(abc.ABC):
             self._account(role, prompt_version, attempts_before + attempt, started, response=response)
             logger.debug("memorist: %s %s → %s", self.name, role or "call", preview(response.text))
             return response.text, attempt
+
+    def _note_unavailable(self, turns: Sequence[Recording], exc: ProviderError) -> None:
+        """Mark this model unavailable for the rest of the open turns, when ``exc``
+        says it is (a timeout, a lost connection, a rate limit, a gateway error)."""
+        if turns and isinstance(exc, TransientProviderError) and exc.status in _UNAVAILABLE_STATUSES:
+            reason = preview(str(exc), 200)
+            for rec in turns:
+                rec.unavailable.setdefault(id(self), reason)
 
     def generate_json(
         self,
@@ -403,7 +534,9 @@ class LLM(abc.ABC):
             "memorist: %s %s returned unusable output (%s); asking once more. Raw output: %s",
             self.name, role or "call", preview(problem, 300), preview(text, 300),
         )
-        messages += [ChatMessage("assistant", text), ChatMessage("user", _REPAIR.format(problem=problem))]
+        # What the model said is shown again, shortened: a huge reply is not sent back whole.
+        echo = text if len(text) <= _REPAIR_ECHO_CHARS else f"{text[:_REPAIR_ECHO_CHARS]}… [cut: the reply had {len(text):,} characters]"
+        messages += [ChatMessage("assistant", echo), ChatMessage("user", _REPAIR.format(problem=preview(problem, 2000)))]
         text, _ = self._run(messages, system, role, prompt_version, json_schema, name, temperature, attempts)
         if on_reply is not None:
             on_reply(text)
@@ -424,10 +557,15 @@ class LLM(abc.ABC):
         data = loads_lenient(text)
         try:
             value = schema.model_validate(data)  # type: ignore[attr-defined]
+        except RecursionError:
+            raise ValueError("the JSON does not match the schema: it is nested too deeply") from None
         except Exception as exc:  # pydantic.ValidationError is a ValueError; be general
             raise ValueError(f"the JSON does not match the schema: {_describe_validation(exc)}") from exc
         if check is not None:
-            check(value)
+            try:
+                check(value)
+            except RecursionError:
+                raise ValueError("the reply is nested too deeply to be checked") from None
         return value  # type: ignore[no-any-return]
 
     def _backoff(self, attempt: int) -> float:
@@ -456,12 +594,19 @@ class LLM(abc.ABC):
     ) -> None:
         latency = round((time.monotonic() - started) * 1000, 1)
         if response is not None:
+            # Counts are the provider's word: a negative, fractional or absurd one is
+            # no count (unknown), or it would corrupt every total and cost estimate.
+            input_tokens, output_tokens = _token_count(response.input_tokens), _token_count(response.output_tokens)
+            for what, reported, kept in (("input", response.input_tokens, input_tokens), ("output", response.output_tokens, output_tokens)):
+                if reported is not None and kept is None:
+                    logger.warning("memorist: %s reported %s tokens %s, which is no token count; counted as unknown",
+                                   self.name, what, preview(repr(reported), 60))
             # The model the request named, not a dated snapshot name: prices key on it.
-            cost = self.estimate_cost(self.model, response.input_tokens, response.output_tokens)
+            cost = self.estimate_cost(self.model, input_tokens, output_tokens)
             call = LLMCall(
                 provider=self.provider, model=self.model, role=role, prompt=prompt_version, attempt=attempt,
-                ok=True, latency_ms=latency, input_tokens=response.input_tokens,
-                output_tokens=response.output_tokens, cost_usd=cost, response_id=response.response_id,
+                ok=True, latency_ms=latency, input_tokens=input_tokens,
+                output_tokens=output_tokens, cost_usd=cost, response_id=response.response_id,
             )
         else:
             call = LLMCall(
@@ -474,14 +619,24 @@ class LLM(abc.ABC):
             self._totals["input_tokens"] += call.input_tokens or 0
             self._totals["output_tokens"] += call.output_tokens or 0
             self._totals["cost_usd"] += call.cost_usd or 0.0
-        for rec in _recordings.get():
+            sinks = list(self._sinks)
+        recordings = _recordings.get()
+        for rec in recordings:
             rec.calls.append(call)
+        if sinks and not any(rec.turn for rec in recordings):
+            for sink in sinks:
+                try:
+                    sink(call)
+                except Exception:
+                    logger.warning("memorist: an llm_call sink of %s failed", self.name, exc_info=True)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r})"
 
 
 __all__ = [
+    "MAX_REPLY_CHARS",
+    "MAX_TOKENS",
     "PRICES",
     "ChatMessage",
     "Fallback",
@@ -490,6 +645,7 @@ __all__ = [
     "LLMRequest",
     "LLMResponse",
     "Recording",
+    "call_with_deadline",
     "loads_lenient",
     "note_fallback",
     "recording",

@@ -36,13 +36,15 @@ def env_temperature(default: float = DEFAULT_TEMPERATURE) -> float:
 
 
 class GeminiLLM(OpenAICompatibleLLM):
-    """Gemini models (spec 000's ``GEMINI_API_KEY``, ``GEMINI_MODEL``, ``ACE_LLM_TEMPERATURE``).
+    """Gemini models (``GEMINI_API_KEY``, ``GEMINI_MODEL``, ``ACE_LLM_TEMPERATURE``);
+    ``max_output_tokens`` defaults to 16,384 (thinking tokens count in it).
 
     >>> GeminiLLM(api_key="test-key").name   # no network call is made
     'gemini:gemini-2.5-flash'
     """
 
     provider = "gemini"
+    default_max_output_tokens = 16_384
 
     def __init__(
         self,

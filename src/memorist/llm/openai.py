@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import config
 from ..errors import ConfigurationError, MissingDependencyError, ProviderError, TransientProviderError
-from .base import LLM, LLMRequest, LLMResponse
+from .base import LLM, LLMRequest, LLMResponse, call_with_deadline
 
 #: Spec 004: "ALWAYS performed with the gpt-5-mini model".
 DEFAULT_MODEL = "gpt-5-mini"
@@ -117,6 +117,26 @@ def translate_error(openai: Any, exc: Exception, name: str) -> ProviderError:
     return ProviderError(f"{name}: {type(exc).__name__}: {exc}")
 
 
+def not_json(name: str, reply: str) -> ProviderError:
+    """The error for a 200 reply whose body was no JSON (the SDK hands such a body back
+    as text): a proxy's or a gateway's page, a wrong base URL."""
+    return ProviderError(
+        f"{name}: the reply was not JSON in the provider's format (a web page? the base URL may be wrong): "
+        f"{' '.join(reply.split())[:120]!r}"
+    )
+
+
+def create(openai: Any, call: Any, request: LLMRequest, name: str) -> Any:
+    """``call()`` (an SDK request) under the whole-attempt deadline of ``request``,
+    its failures mapped onto Memorist's errors."""
+    try:
+        return call_with_deadline(call, request.timeout, name)
+    except TransientProviderError:
+        raise
+    except Exception as exc:
+        raise translate_error(openai, exc, name) from exc
+
+
 def output_text(response: Any) -> str:
     """The text of a Responses API reply: the SDK's ``output_text`` (every
     ``output_text`` part of every ``message`` item, joined), else a top-level
@@ -141,6 +161,7 @@ class OpenAIResponsesLLM(LLM):
     call; ``client=`` passes a ready ``openai.OpenAI``.
     ``reasoning_effort`` (``"minimal"``, ``"low"``, ...) is sent when set.
     ``temperature`` is sent only when set: GPT-5 models refuse it.
+    ``max_output_tokens`` defaults to 16,384 (reasoning tokens count in it).
     Responses are not stored on OpenAI's side (``store=False``).
 
     >>> OpenAIResponsesLLM(api_key="sk-test").name  # no network call is made
@@ -148,6 +169,7 @@ class OpenAIResponsesLLM(LLM):
     """
 
     provider = "openai"
+    default_max_output_tokens = 16_384
 
     def __init__(
         self,
@@ -204,15 +226,20 @@ class OpenAIResponsesLLM(LLM):
         if self.reasoning_effort:
             params["reasoning"] = {"effort": self.reasoning_effort}
         openai, client = self._client.get()
-        try:
-            response = client.responses.create(**params)
-        except Exception as exc:
-            raise translate_error(openai, exc, self.name) from exc
+        response = create(openai, lambda: client.responses.create(**params), request, self.name)
+        if isinstance(response, str):
+            raise not_json(self.name, response)
+        if getattr(response, "output", None) is None and not output_text(response):
+            raise ProviderError(f"{self.name}: the reply was not in the Responses API's format (it has no output)")
         status = getattr(response, "status", None)
         error = getattr(response, "error", None)
         if status == "failed" or error:
             message = getattr(error, "message", None) or str(error)
             raise TransientProviderError(f"{self.name}: the response failed: {message}")
+        if status == "incomplete":
+            # Cut off (max_output_tokens, a content filter): what is there is no whole answer.
+            why = getattr(getattr(response, "incomplete_details", None), "reason", None) or "no reason given"
+            raise ProviderError(f"{self.name}: the reply is incomplete ({why}; max_output_tokens={request.max_output_tokens})")
         usage = getattr(response, "usage", None)
         return LLMResponse(
             text=output_text(response),
@@ -223,4 +250,7 @@ class OpenAIResponsesLLM(LLM):
         )
 
 
-__all__ = ["DEFAULT_MODEL", "LazyClient", "OpenAIResponsesLLM", "import_openai", "output_text", "require_openai", "translate_error"]
+__all__ = [
+    "DEFAULT_MODEL", "LazyClient", "OpenAIResponsesLLM", "create", "import_openai", "not_json", "output_text", "require_openai",
+    "translate_error",
+]

@@ -21,7 +21,7 @@ from typing import Any
 from .. import config
 from ..errors import ConfigurationError, TransientProviderError
 from .base import LLM, LLMRequest, LLMResponse
-from .openai import LazyClient, require_openai, translate_error
+from .openai import LazyClient, create, not_json, require_openai
 
 _JSON_MODES = ("schema", "object", "off")
 _NO_KEY = "not-needed"  # the SDK insists on a key; local servers ignore it
@@ -100,10 +100,9 @@ class OpenAICompatibleLLM(LLM):
         if request.max_output_tokens is not None:
             params["max_tokens"] = request.max_output_tokens
         openai, client = self._client.get()
-        try:
-            completion = client.chat.completions.create(**params)
-        except Exception as exc:
-            raise translate_error(openai, exc, self.name) from exc
+        completion = create(openai, lambda: client.chat.completions.create(**params), request, self.name)
+        if isinstance(completion, str):
+            raise not_json(self.name, completion)
         choices = getattr(completion, "choices", None) or []
         if not choices:
             raise TransientProviderError(f"{self.name}: the completion had no choices")

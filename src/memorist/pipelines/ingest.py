@@ -198,7 +198,10 @@ class Ingestor:
         #: values: the energy policy sets energy and tier). None: nothing.
         self.prepare: Callable[[MemoryRecord], None] | None = None
 
-    def _turn_payload(self, messages: Sequence[Message], metadata: dict[str, Any], at: float, infer: bool) -> dict[str, Any]:
+    def _turn_payload(self, messages: Sequence[Message], metadata: dict[str, Any], at: float, infer: bool,
+                      importance: float | None = None) -> dict[str, Any]:
+        """The turn event's payload: what reprocessing needs to run the turn again as
+        ``add`` ran it (messages, metadata, time, the caller's importance)."""
         return {
             "messages": [
                 {
@@ -213,6 +216,7 @@ class Ingestor:
             "metadata": metadata,
             "timestamp": from_epoch(at).isoformat(),
             "infer": infer,
+            **({"importance": importance} if importance is not None else {}),
         }
 
     def _keys(self, kept: Sequence[Message], *, conversation: bool, at: float) -> list[str]:
@@ -256,7 +260,7 @@ class Ingestor:
         kind = Kind.FACT if plain_text else Kind.TURN
         results = []
         with self.store.transaction() as batch:
-            turn = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, False))
+            turn = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, False, importance))
             for i, (message, vector) in enumerate(zip(kept, vectors, strict=True)):
                 meta = {**metadata, **(message.metadata or {})}
                 if not plain_text:
@@ -289,8 +293,10 @@ class Ingestor:
         """
         space = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
         # The recording sees the LLM calls and role fallbacks of this turn: a failed
-        # extraction leaves the turn pending (see pipelines/reprocess.py).
-        with recording() as rec:
+        # extraction leaves the turn pending (see pipelines/reprocess.py). The turn's
+        # calls are written with it; a model that just failed on the way is not asked
+        # again in it (the reconciler then decides heuristically).
+        with recording(turn=True) as rec:
             facts = self.extractor.extract(messages, timestamp=from_epoch(at))
             vectors = self.embedder.embed([f.text for f in facts]) if facts else np.zeros((0, self.embedder.dim), np.float32)
             turn = _Turn(self, scope, space, facts, vectors)
@@ -318,7 +324,8 @@ class Ingestor:
                 raise _ScopeMoved  # rolls back; nothing was written yet
             allowed = {e.id for group in turn.existing for e in group}
             flags = turn_flags(rec)
-            seq = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, True) | {"facts": [f.text for f in turn.facts]} | flags)
+            seq = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, True, importance)
+                              | {"facts": [f.text for f in turn.facts]} | flags)
             for decision in turn.decisions:
                 outcome = self.apply(batch, decision, scope=scope, metadata=metadata, at=at, turn=seq, vector_of=turn.vector_of, allowed=allowed,
                                      importance=importance)

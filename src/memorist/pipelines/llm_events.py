@@ -4,16 +4,27 @@
   model, role, prompt version, tokens, cost estimate, latency, error), in the
   transaction of the turn it served, with ``payload["turn_event"]`` naming the turn;
 - flags on the turn itself: ``fallback`` lists the roles that fell back to their
-  heuristic, and a failed extraction marks the turn ``pending`` with its ``reason``.
+  heuristic, and a failed extraction marks the turn ``pending`` with its ``reason``;
+- every other call a Memory's models make (consolidation, reflection, curation,
+  evaluation, answers) one ``llm_call`` event too, under the tenant, written as it
+  happens by the Memory's :class:`CallLog`.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import weakref
 from typing import Any
 
-from ..llm.base import Recording
+from ..llm.base import LLMCall, Recording
 from ..model import Scope
-from ..store.base import Batch
+from ..store.base import Batch, Store
+
+logger = logging.getLogger("memorist")
+
+#: Calls a CallLog keeps while its store refuses them (they are written with the next).
+_MAX_BUFFERED = 10_000
 
 
 def turn_flags(rec: Recording) -> dict[str, Any]:
@@ -33,6 +44,74 @@ def write_llm_calls(batch: Batch, scope: Scope, rec: Recording, **payload: Any) 
     for call in rec.calls:
         batch.event("llm_call", scope, payload=call.to_payload() | payload)
     return len(rec.calls)
+
+
+class CallLog:
+    """The ``llm_call`` events of the calls a Memory's models make outside a turn.
+
+    :meth:`watch` makes it a sink of a model (:meth:`memorist.llm.LLM.add_sink`):
+    every call of that model that no turn writes itself (``add`` and ``reprocess``
+    write theirs in the turn's transaction) is appended to the log in a transaction
+    of its own, under ``scope`` (the tenant). A call the store refuses is kept and
+    written with the next one, or by :meth:`flush`; :meth:`close` writes what is
+    left and lets go of the models.
+    """
+
+    def __init__(self, store: Store, scope: Scope) -> None:
+        # Weakly: a model outliving a Memory that was never closed must not keep its store.
+        self._store = weakref.ref(store)
+        self.scope = scope
+        self._pending: list[LLMCall] = []
+        self._lock = threading.Lock()
+        self._models: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def watch(self, llm: Any) -> Any:
+        """Log ``llm``'s calls from now on (None, or a model with no sinks: nothing);
+        returns ``llm``."""
+        if llm is not None and callable(getattr(llm, "add_sink", None)) and llm not in self._models:
+            llm.add_sink(self)
+            self._models.add(llm)
+        return llm
+
+    def __call__(self, call: LLMCall) -> None:
+        with self._lock:
+            self._pending.append(call)
+            del self._pending[:-_MAX_BUFFERED]
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the calls not written yet (quietly kept when the store refuses)."""
+        with self._lock:
+            calls, self._pending = self._pending, []
+        if not calls:
+            return
+        store = self._store()
+        if store is None:  # the Memory is gone: nothing to log into any more
+            self.close()
+            return
+        try:
+            with store.transaction() as batch:
+                for call in calls:
+                    batch.event("llm_call", self.scope, payload=call.to_payload())
+        except Exception as exc:
+            with self._lock:
+                self._pending[:0] = calls
+                del self._pending[:-_MAX_BUFFERED]
+            logger.debug("memorist: %d llm_call event(s) not written yet: %s", len(calls), exc)
+
+    def close(self) -> None:
+        if self._store() is not None:
+            self.flush()
+        for llm in list(self._models):
+            llm.remove_sink(self)
+        self._models = weakref.WeakSet()
+
+
+def watched(memory: Any, llm: Any) -> Any:
+    """``llm``, its calls logged by ``memory``'s :class:`CallLog` (when it has one):
+    for the models a Memory's learning and maintenance resolve beside its own."""
+    log = getattr(memory, "_call_log", None)
+    return log.watch(llm) if isinstance(log, CallLog) else llm
 
 
 def usage_summary(events: list[Any]) -> dict[str, Any]:
@@ -55,4 +134,4 @@ def usage_summary(events: list[Any]) -> dict[str, Any]:
     return total | {"by_role": by_role}
 
 
-__all__ = ["turn_flags", "usage_summary", "write_llm_calls"]
+__all__ = ["CallLog", "turn_flags", "usage_summary", "watched", "write_llm_calls"]

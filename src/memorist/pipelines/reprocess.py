@@ -13,7 +13,8 @@ from the messages stored in its event:
 - if it succeeds, in one transaction: the provisional memories the turn added that
   nobody has changed since are kept when the model extracted the same fact and
   retracted otherwise (a ``delete`` event saying why); the model's other facts are
-  reconciled with the scope's memories as in ``add``; a ``turn_processed`` event
+  reconciled with the scope's memories as in ``add`` (with the importance the caller
+  gave ``add``, which the turn keeps); a ``turn_processed`` event
   names the turn, which resolves it. Changes the fallback made to *older* memories
   (a heuristic UPDATE or DELETE) stay; their history keeps the earlier text.
 """
@@ -76,13 +77,22 @@ def provisional_memories(ingestor: Ingestor, event: EventRecord) -> list[MemoryR
     ]
 
 
+def _importance(payload: dict[str, Any]) -> float | None:
+    """The importance the caller gave ``add`` (kept in the turn's payload), if any."""
+    value = payload.get("importance")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        return None
+    return float(value)
+
+
 def reprocess_turn(ingestor: Ingestor, event: EventRecord) -> dict[str, Any]:
     """Run one pending turn again; see the module docstring."""
     seq, scope, payload = event.seq, event.scope, event.payload
     messages = _messages(payload)
     at = _when(event)
     metadata = payload.get("metadata") if isinstance(payload.get("metadata"), dict) else {}
-    with recording() as rec:
+    importance = _importance(payload)
+    with recording(turn=True) as rec:
         facts = ingestor.extractor.extract(messages, timestamp=from_epoch(at))
         failed = rec.failed("extractor")
         if failed is None:
@@ -119,7 +129,8 @@ def reprocess_turn(ingestor: Ingestor, event: EventRecord) -> dict[str, Any]:
         for record in retract:
             batch.delete(record, payload={"turn_event": seq, "reason": RETRACT_REASON})
         for decision in decisions:
-            outcome = ingestor.apply(batch, decision, scope=scope, metadata=metadata, at=at, turn=seq, vector_of=vector_of, allowed=allowed)
+            outcome = ingestor.apply(batch, decision, scope=scope, metadata=metadata, at=at, turn=seq, vector_of=vector_of, allowed=allowed,
+                                     importance=importance)
             if outcome is not None:
                 results.append(outcome)
                 counts[outcome["event"]] = counts.get(outcome["event"], 0) + 1

@@ -19,10 +19,15 @@ module              role                                                        
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+#: The longest text (characters) a model may write into a memory, a fact or a lesson:
+#: what ``Memory.add`` takes from a user (``MemoryConfig.max_message_chars``' default).
+MAX_TEXT_CHARS = 100_000
 
 
 def normalize(text: str) -> str:
@@ -33,17 +38,40 @@ def normalize(text: str) -> str:
     return " ".join(re.findall(r"\w+", folded))
 
 
+def quoted(text: Any) -> str:
+    """Untrusted text as one JSON string: its line breaks and quotes escaped, so it
+    can neither start a line of its own nor end its item (a stored memory that
+    reads "...\\n\\nNew Facts:\\n- [0] ..." stays one item)."""
+    return json.dumps(str(text), ensure_ascii=False)
+
+
 def numbered(items: Sequence[Any], *, empty: str = "(none)") -> str:
-    """``- [0] first`` lines: how ids are shown to a model (small integers, never
-    the store's ids)."""
+    """``- [0] "first"`` lines: how ids are shown to a model (small integers, never
+    the store's ids), each text a JSON string (:func:`quoted`)."""
     if not items:
         return empty
-    return "\n".join(f"- [{i}] {item}" for i, item in enumerate(items))
+    return "\n".join(f"- [{i}] {quoted(item)}" for i, item in enumerate(items))
+
+
+def _fence_tag(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"<(\s*/?\s*{re.escape(tag)}\b[^<>]*)>", re.I)
 
 
 def block(tag: str, text: str) -> str:
-    """Untrusted input inside a delimited block the instructions refer to."""
-    return f"<{tag}>\n{text.strip()}\n</{tag}>"
+    """Untrusted input inside a delimited block the instructions refer to. The
+    block's own tag inside the text is defused (its angle brackets replaced by
+    look-alikes): the text cannot close the block and carry on as instructions."""
+    safe = _fence_tag(tag).sub(lambda m: f"\u2039{m.group(1)}\u203a", text.strip())
+    return f"<{tag}>\n{safe}\n</{tag}>"
 
 
-__all__ = ["block", "normalize", "numbered"]
+def too_long(texts: Iterable[tuple[str, str]], limit: int = MAX_TEXT_CHARS) -> list[str]:
+    """Problems for a ``check``: each ``(where, text)`` longer than ``limit``."""
+    return [
+        f"{where} is {len(text):,} characters; the limit is {limit:,}: write it shorter"
+        for where, text in texts
+        if len(text) > limit
+    ]
+
+
+__all__ = ["MAX_TEXT_CHARS", "block", "normalize", "numbered", "quoted", "too_long"]

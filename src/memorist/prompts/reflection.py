@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from . import block, numbered
+from . import MAX_TEXT_CHARS, block, numbered, too_long
 
-VERSION = "reflection/1"
+VERSION = "reflection/2"
 
 SYSTEM = """\
 Analyze the following task execution trajectory and extract insights.
@@ -28,7 +28,7 @@ Please identify:
 4. What should be done next time? (Recommendations)
 5. What did this turn reveal about the learner (difficulties, misconceptions, preferences)?
 
-Also judge each playbook bullet that was in the prompt (listed as "- [id] ..."): "helpful" if it clearly helped, "harmful" if it clearly hurt or misled, "neutral" otherwise. Use ONLY the listed ids.
+Also judge each playbook bullet that was in the prompt (listed as "- [id] \"...\"", each text a JSON string): "helpful" if it clearly helped, "harmful" if it clearly hurt or misled, "neutral" otherwise. Use ONLY the listed ids.
 
 Write every pattern as one short, general, reusable sentence (at most 25 words) that would help on a similar task; no references to "this answer" or "the above". Only include what the trajectory supports; empty lists are fine.
 
@@ -124,11 +124,18 @@ def render(
     return "\n\n".join(parts)
 
 
-def check(result: ReflectionResult, shown: int) -> None:
+PATTERN_LISTS = ("successful_patterns", "failure_patterns", "neutral_observations", "recommendations", "learner_observations")
+
+
+def check(result: ReflectionResult, shown: int, *, max_chars: int = MAX_TEXT_CHARS) -> None:
+    """Reject bullet ids that were not listed and patterns longer than ``max_chars``."""
+    problems = too_long(((f"{name}[{i}]", text) for name in PATTERN_LISTS for i, text in enumerate(getattr(result, name))), max_chars)
     bad = [t.id for t in result.bullet_tags if not (t.id.isdigit() and int(t.id) < shown)]
     if bad:
         listed = f"ids 0-{shown - 1}" if shown else "no bullets were listed"
-        raise ValueError(f"bullet_tags name ids that were not listed: {', '.join(map(repr, bad))} ({listed}); never invent ids")
+        problems.append(f"bullet_tags name ids that were not listed: {', '.join(map(repr, bad))} ({listed}); never invent ids")
+    if problems:
+        raise ValueError("; ".join(problems[:8]))
 
 
-__all__ = ["SYSTEM", "VERSION", "BulletVerdict", "ReflectionResult", "check", "render"]
+__all__ = ["PATTERN_LISTS", "SYSTEM", "VERSION", "BulletVerdict", "ReflectionResult", "check", "render"]

@@ -15,16 +15,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from ..errors import ProviderError
 from ..llm.base import LLM
 from ..model import Decision, Existing, Fact, Message
 from ..policies.text import preview
+from ..prompts import MAX_TEXT_CHARS, normalize, too_long
 from ..prompts import curation as curation_prompt
 from ..prompts import evaluation as evaluation_prompt
 from ..prompts import extraction as extraction_prompt
 from ..prompts import memory_update as update_prompt
-from ..prompts import normalize
 from ..prompts import reflection as reflection_prompt
 from ..prompts import trajectory as trajectory_prompt
 from .base import Extractor, FallbackRole, Reconciler
@@ -68,11 +69,15 @@ class LLMExtractor(_ModelRole, Extractor):
     ``fallback`` (default :class:`~memorist.roles.extractor.HeuristicExtractor`) answers
     when the model fails; with ``fallback=None`` a failed extraction yields no facts
     (the turn stays in the log, pending, for :meth:`memorist.Memory.reprocess`).
+    A reply with a fact longer than ``max_chars`` is unusable (repair retry, then the
+    fallback). Repeated facts are dropped, then the first ``max_facts`` kept (the cut
+    is logged).
     """
 
     role = "extractor"
 
-    def __init__(self, llm: LLM, *, fallback: Extractor | None | str = "heuristic", max_facts: int = 50) -> None:
+    def __init__(self, llm: LLM, *, fallback: Extractor | None | str = "heuristic", max_facts: int = 50,
+                 max_chars: int = MAX_TEXT_CHARS) -> None:
         if fallback == "heuristic":
             from .extractor import HeuristicExtractor
 
@@ -80,6 +85,7 @@ class LLMExtractor(_ModelRole, Extractor):
         self.llm = llm
         self.fallback: Extractor | None = fallback  # type: ignore[assignment]
         self.max_facts = max_facts
+        self.max_chars = max_chars
 
     def extract(self, messages: Sequence[Message], *, timestamp: datetime | None = None) -> list[Fact]:
         kept = [m for m in messages if m.role != "system" and m.content.strip()]
@@ -93,6 +99,11 @@ class LLMExtractor(_ModelRole, Extractor):
             without=[],
         )
 
+    def _check(self, result: extraction_prompt.ExtractionResult) -> None:
+        problems = too_long(((f"facts[{i}]", f.text) for i, f in enumerate(result.facts)), self.max_chars)
+        if problems:
+            raise ValueError("; ".join(problems[:8]))
+
     def _ask(self, kept: Sequence[Message], timestamp: datetime | None) -> list[Fact]:
         result = self.llm.generate_json(
             extraction_prompt.ExtractionResult,
@@ -100,15 +111,23 @@ class LLMExtractor(_ModelRole, Extractor):
             system=extraction_prompt.SYSTEM,
             role=self.role,
             prompt_version=extraction_prompt.VERSION,
+            check=self._check,
         )
         facts: list[Fact] = []
         seen: set[str] = set()
-        for item in result.facts[: self.max_facts]:
+        # Repeats first, the cap second: fifty copies of one fact must not crowd out the next.
+        for item in result.facts:
             text = " ".join(item.text.split())
             key = normalize(text)
             if key and key not in seen:
                 seen.add(key)
                 facts.append(Fact(text, kind=item.kind, source_role=item.source_role, importance=item.importance))
+        if len(facts) > self.max_facts:
+            logger.warning(
+                "memorist: %s extractor returned %d distinct facts; keeping the first max_facts=%d, dropping: %s",
+                self.llm.name, len(facts), self.max_facts, preview("; ".join(f.text for f in facts[self.max_facts:]), 300),
+            )
+            del facts[self.max_facts:]
         return facts
 
 
@@ -119,18 +138,22 @@ class LLMReconciler(_ModelRole, Reconciler):
     :func:`memorist.prompts.memory_update.check` rejects any other id (and a fact left
     without a decision), which earns the model one repair retry and then the
     heuristic. With no stored memory to compare against, no model is called: the
-    heuristic's de-duplication of the new facts is all there is to decide.
+    heuristic's de-duplication of the new facts is all there is to decide. A reply
+    that deletes or changes more memories than the new facts can justify, or writes
+    a memory longer than ``max_chars``, is refused the same way
+    (:func:`memorist.prompts.memory_update.check`).
     """
 
     role = "reconciler"
 
-    def __init__(self, llm: LLM, *, fallback: Reconciler | None = None) -> None:
+    def __init__(self, llm: LLM, *, fallback: Reconciler | None = None, max_chars: int = MAX_TEXT_CHARS) -> None:
         if fallback is None:
             from .reconciler import HeuristicReconciler
 
             fallback = HeuristicReconciler()
         self.llm = llm
         self.fallback = fallback
+        self.max_chars = max_chars
 
     def reconcile(self, facts: Sequence[Fact], existing: Sequence[Sequence[Existing]]) -> list[Decision]:
         if not facts:
@@ -147,7 +170,7 @@ class LLMReconciler(_ModelRole, Reconciler):
             system=update_prompt.SYSTEM,
             role=self.role,
             prompt_version=update_prompt.VERSION,
-            check=lambda r: update_prompt.check(r, shown, facts),
+            check=lambda r: update_prompt.check(r, shown, facts, max_chars=self.max_chars),
         )
         return update_prompt.to_decisions(result, shown, facts)
 
@@ -228,7 +251,7 @@ class LLMReflector(Reflector):
             system=reflection_prompt.SYSTEM,
             role=self.role,
             prompt_version=reflection_prompt.VERSION,
-            check=lambda r: reflection_prompt.check(r, len(bullets)),
+            check=lambda r: reflection_prompt.check(r, len(bullets), max_chars=MAX_TEXT_CHARS),
             on_reply=lambda raw: logger.info("[Reflector][LLM] raw output: %s", preview(raw, 500)),
         )
         lessons: list[Lesson] = []
@@ -265,6 +288,7 @@ class LLMReflector(Reflector):
             system=trajectory_prompt.SYSTEM,
             role=self.role,
             prompt_version=trajectory_prompt.VERSION,
+            check=_patterns_fit,
             on_reply=lambda raw: logger.info("[Reflector][LLM] raw output: %s", preview(raw, 500)),
         )
         return Insights(
@@ -286,7 +310,7 @@ class LLMReflector(Reflector):
             system=trajectory_prompt.BATCH_SYSTEM,
             role=self.role,
             prompt_version=trajectory_prompt.BATCH_VERSION,
-            check=lambda r: trajectory_prompt.check_batch(r, len(listed)),
+            check=lambda r: _patterns_fit(r) or trajectory_prompt.check_batch(r, len(listed)),
             on_reply=lambda raw: logger.info("[Reflector][LLM] raw output: %s", preview(raw, 500)),
         )
         lists: dict[str, tuple[str, ...]] = {}
@@ -313,6 +337,18 @@ class LLMReflector(Reflector):
         return tuple(out)
 
 
+def _patterns_fit(result: Any) -> None:
+    """Reject a trajectory reflection with a pattern longer than a memory may be."""
+    texts = (
+        (f"{name}[{i}]", item if isinstance(item, str) else item.pattern)
+        for name in ("successful_patterns", "failure_patterns", "neutral_observations", "recommendations")
+        for i, item in enumerate(getattr(result, name))
+    )
+    problems = too_long(texts)
+    if problems:
+        raise ValueError("; ".join(problems[:8]))
+
+
 class LLMCurator(Curator):
     """Spec 000's curator by a model, JSON only: current bullets + lessons → a delta.
 
@@ -322,8 +358,11 @@ class LLMCurator(Curator):
     similar to an existing bullet reinforces it instead; past ``max_new`` new
     bullets the overflow reinforces the nearest bullet (``LLM ReinforceOverflow``);
     the reflection's helpful/harmful tags are counted as the heuristic counts them;
-    an id that was not shown is rejected (repair retry, then the heuristic). The
-    raw output is logged. The :class:`Curator` base falls back to ``fallback``.
+    an id that was not shown is rejected (repair retry, then the heuristic). A
+    bullet reinforced several times in one reply counts once per lesson, and the
+    reply adds at most ``MAX_INCREMENT`` (5) to any bullet's helpful and harmful
+    counters. The raw output is logged. The :class:`Curator` base falls back to
+    ``fallback``.
     """
 
     label = "Curator"
@@ -387,21 +426,54 @@ class LLMCurator(Curator):
                 count(tag.id, helpful=1)
             elif tag.tag == HARMFUL:
                 count(tag.id, harmful=1)
+        # One reinforcement per (bullet, lesson), and at most MAX_INCREMENT per bullet
+        # from the whole reply: repeating an entry must not inflate a counter.
+        cap = curation_prompt.MAX_INCREMENT
+        given: dict[str, list[int]] = {}
+        seen_pairs: set[tuple[str, int | None]] = set()
+
+        def reinforce(bullet_id: str, lesson_no: int | None, helpful: int, harmful: int, source: str | None) -> bool:
+            if (bullet_id, lesson_no) in seen_pairs:
+                return False
+            seen_pairs.add((bullet_id, lesson_no))
+            so_far = given.setdefault(bullet_id, [0, 0])
+            helpful, harmful = min(helpful, cap - so_far[0]), min(harmful, cap - so_far[1])
+            so_far[0] += helpful
+            so_far[1] += harmful
+            count(bullet_id, helpful, harmful, source)
+            return True
+
+        repeated = 0
         for r in result.reinforce:
             lesson = lessons[r.lesson] if r.lesson is not None and r.lesson < len(lessons) else None
-            count(ids[int(r.id)], r.helpful, r.harmful, lesson.source if lesson else None)
-            logger.info("[Curator][LLM Reinforce] id=%s content=%s", ids[int(r.id)], texts[int(r.id)])
+            if reinforce(ids[int(r.id)], r.lesson, r.helpful, r.harmful, lesson.source if lesson else None):
+                logger.info("[Curator][LLM Reinforce] id=%s content=%s", ids[int(r.id)], texts[int(r.id)])
+            else:
+                repeated += 1
         new: list[NewBullet] = []
         added: set[str] = set()
+        # One new bullet per lesson (each lesson gets one decision), as many unnumbered
+        # ones as there are lessons: past the cap on new bullets each would reinforce.
+        decided: set[int] = set()
+        unnumbered = 0
         for out in result.new_bullets:
+            if out.lesson is not None and out.lesson in decided or out.lesson is None and unnumbered >= len(lessons):
+                repeated += 1
+                continue
+            if out.lesson is None:
+                unnumbered += 1
+            else:
+                decided.add(out.lesson)
             lesson = lessons[out.lesson] if out.lesson is not None and out.lesson < len(lessons) else None
             near = candidates[out.lesson] if lesson is not None else []
             best = max(near, key=lambda c: c[1], default=None)
             source = lesson.source if lesson else None
             threshold = data.reinforce_threshold
             if best is not None and threshold is not None and best[1] >= threshold:
-                count(ids[best[0]], helpful=1, source=source)
-                logger.info("[Curator][LLM Reinforce] id=%s score=%.3f content=%s", ids[best[0]], best[1], out.content)
+                if reinforce(ids[best[0]], out.lesson, 1, 0, source):
+                    logger.info("[Curator][LLM Reinforce] id=%s score=%.3f content=%s", ids[best[0]], best[1], out.content)
+                else:
+                    repeated += 1
                 continue
             key = normalize(out.content)
             if not key or key in added:
@@ -419,6 +491,8 @@ class LLMCurator(Curator):
                 source=source,
             )
             new.append(new_bullet(base, topic=data.topic, index=out.lesson if lesson is not None else None))
+        if repeated:
+            logger.warning("[Curator][LLM] %d repeated reinforcement(s) ignored", repeated)
         removals = tuple(dict.fromkeys(ids[int(r.id)] for r in result.remove if ids[int(r.id)] not in counts))
         for r in result.remove:
             logger.info("[Curator][LLM Remove] id=%s reason=%s", ids[int(r.id)], preview(r.reason, 200))

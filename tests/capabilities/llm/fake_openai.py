@@ -41,6 +41,8 @@ class Reply:
     delay: float = 0.0
     usage: tuple[int, int] | None = None  # (input, output) tokens; estimated when None
     tool_calls: list[dict[str, str]] | None = None  # the model calls functions: [{"call_id", "name", "arguments"}]
+    drip: float = 0.0  # > 0: the body is sent a few bytes at a time, this many seconds apart
+    content_type: str | None = None  # a raw ``body`` (str) sent as is with this type (e.g. an HTML page)
 
 
 def text(output: str | dict | list, *, usage: tuple[int, int] | None = None, delay: float = 0.0) -> Reply:
@@ -69,6 +71,18 @@ def error(status: int, message: str = "", *, headers: dict[str, str] | None = No
 def delay(seconds: float, reply: Reply) -> Reply:
     reply.delay = seconds
     return reply
+
+
+def drip(seconds: float, reply: Reply) -> Reply:
+    """``reply`` sent 40 bytes at a time, ``seconds`` apart: a server that never goes
+    silent long enough for a read timeout, yet takes ages to finish."""
+    reply.drip = seconds
+    return reply
+
+
+def html(page: str, status: int = 200) -> Reply:
+    """A web page where the API's JSON should be (a proxy's or a gateway's)."""
+    return Reply(status=status, body=page, content_type="text/html")
 
 
 @dataclass
@@ -270,10 +284,10 @@ class FakeOpenAIServer:
     def app(self) -> Any:
         from starlette.applications import Starlette
         from starlette.requests import Request as StarletteRequest
-        from starlette.responses import JSONResponse
+        from starlette.responses import JSONResponse, Response, StreamingResponse
         from starlette.routing import Route
 
-        async def handle(request: StarletteRequest) -> JSONResponse:
+        async def handle(request: StarletteRequest) -> Response:
             raw = await request.body()
             try:
                 body = json.loads(raw) if raw else None
@@ -290,11 +304,25 @@ class FakeOpenAIServer:
             if reply.delay:
                 await asyncio.sleep(reply.delay)
             extra = {"x-request-id": f"req_{uuid.uuid4().hex}", **reply.headers}
+            if reply.content_type is not None:
+                return Response(reply.body, status_code=reply.status, headers=extra, media_type=reply.content_type)
             if reply.status != 200 or reply.text is None:
-                return JSONResponse(reply.body, status_code=reply.status, headers=extra)
-            usage = reply.usage or (_estimate(Request("", {}, body).prompt_text()), _estimate(reply.text))
-            build = _responses_body if endpoint == "responses" else _chat_body
-            return JSONResponse(build(body, reply.text, usage, reply.tool_calls), headers=extra)
+                payload: Any = reply.body
+            else:
+                usage = reply.usage or (_estimate(Request("", {}, body).prompt_text()), _estimate(reply.text))
+                build = _responses_body if endpoint == "responses" else _chat_body
+                payload = build(body, reply.text, usage, reply.tool_calls)
+            if reply.drip:
+                data = json.dumps(payload).encode()
+
+                async def chunks() -> Any:
+                    for i in range(0, len(data), 40):
+                        yield data[i:i + 40]
+                        await asyncio.sleep(reply.drip)
+
+                return StreamingResponse(chunks(), status_code=reply.status, media_type="application/json",
+                                         headers={**extra, "content-length": str(len(data))})
+            return JSONResponse(payload, status_code=reply.status, headers=extra)
 
         async def not_found(request: StarletteRequest) -> JSONResponse:
             with self._lock:

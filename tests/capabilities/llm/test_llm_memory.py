@@ -3,6 +3,8 @@ token accounting in the log, failures that never lose a turn, and reprocess."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from fake_openai import error, text
 
@@ -20,7 +22,7 @@ def behaving_model(body: dict):
     fact on the update prompt."""
     if "memory manager" in body.get("instructions", ""):
         facts = [line for line in body["input"][0]["content"].split("New Facts:")[1].splitlines() if line.startswith("- [")]
-        return text({"memory": [{"event": "ADD", "text": f.split("] ", 1)[1], "fact": i} for i, f in enumerate(facts)]})
+        return text({"memory": [{"event": "ADD", "text": json.loads(f.split("] ", 1)[1]), "fact": i} for i, f in enumerate(facts)]})
     return text(FACTS)
 
 
@@ -72,7 +74,7 @@ def test_a_second_turn_is_reconciled_by_the_model(mem, fake_openai) -> None:
 
     def update(body):
         user = body["input"][0]["content"]
-        assert "- [0] Lives in California" in user
+        assert '- [0] "Lives in California"' in user
         return text({"memory": [{"id": "0", "event": "UPDATE", "text": "Lives in San Francisco",
                                  "old_memory": "Lives in California", "fact": 0}]})
 

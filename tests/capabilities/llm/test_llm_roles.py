@@ -112,9 +112,9 @@ def test_reconciler_happy_path_maps_small_ids_to_store_ids(fake_openai, llm) -> 
     assert decisions[0].old_text == "Lives in California"
     assert decisions[1].fact == FACTS[1]
     user = fake_openai.requests[0].body["input"][0]["content"]
-    assert "- [0] Lives in California" in user and "- [1] Loves pizza" in user
+    assert '- [0] "Lives in California"' in user and '- [1] "Loves pizza"' in user
     assert "mem-aaa" not in user and "mem-bbb" not in user  # store ids never reach the model
-    assert "- [2] Name is John" in user
+    assert '- [2] "Name is John"' in user
     assert "smart memory manager" in fake_openai.requests[0].body["instructions"]
 
 
@@ -248,7 +248,7 @@ def test_reflector_happy_path(fake_openai, llm) -> None:
     assert {(t.id, t.tag) for t in reflection.bullet_tags} == {("b-1", "helpful"), ("b-2", "harmful")}
     assert reflection.outcome == "success"
     content = fake_openai.requests[0].body["input"][0]["content"]
-    assert "- [0] Convert fractions to a common denominator first" in content and "b-1" not in content
+    assert '- [0] "Convert fractions to a common denominator first"' in content and "b-1" not in content
     assert "Helpful patterns" in fake_openai.requests[0].body["instructions"]
 
 
