@@ -27,7 +27,7 @@ from .. import config
 from ..errors import MissingDependencyError, ProviderError
 from . import onnx_export
 from .onnx_export import EXPORT_FORMAT
-from .onnx_model import OnnxModel, check_layout
+from .onnx_model import OnnxModel, check_layout, import_onnxruntime
 
 logger = logging.getLogger("memorist")
 
@@ -92,7 +92,7 @@ def load(model_dir: str, *, threads: int | None = None) -> OnnxModel:
     converted = prebuilt(model_dir)
     if converted is not None:
         return OnnxModel(model_dir, converted, max_length=layout["max_length"], threads=threads)
-    import onnxruntime as ort
+    ort = import_onnxruntime()
 
     folder = cache_root() / cache_key(model_dir, ort.__version__)
     path = folder / "model.onnx"

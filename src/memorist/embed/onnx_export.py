@@ -116,7 +116,9 @@ def export_here(model_dir: str, dest: str | os.PathLike[str]) -> dict[str, Any]:
     """:func:`export`, in this process (it imports torch and transformers)."""
     layout = check_layout(model_dir)  # before the imports: a wrong folder fails at once
 
-    import onnxruntime
+    from .onnx_model import import_onnxruntime
+
+    onnxruntime = import_onnxruntime()
     import torch
     import transformers
     from transformers import AutoModel, AutoTokenizer

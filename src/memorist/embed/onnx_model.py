@@ -99,11 +99,26 @@ def session_options(ort: Any, threads: int) -> Any:
     return options
 
 
+def import_onnxruntime() -> Any:
+    """The ``onnxruntime`` module, imported with its telemetry off.
+
+    On Linux and macOS, ONNX Runtime's own telemetry writes a device id and queued
+    events under ``~/.cache/Microsoft`` and looks up Microsoft's collector from the
+    first import; Memorist makes no network call it was not asked for, so
+    ``ORT_DISABLE_TELEMETRY`` is set (unless the process set it already) before the
+    first import. A process that imported onnxruntime before Memorist keeps its own
+    setting."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    import onnxruntime as ort
+
+    return ort
+
+
 class OnnxModel:
     """A loaded model: its tokenizer and its ONNX Runtime session. Thread-safe."""
 
     def __init__(self, model_dir: str, onnx_path: str | os.PathLike[str], *, max_length: int, threads: int | None = None) -> None:
-        import onnxruntime as ort
+        ort = import_onnxruntime()
 
         # tokenizer.json may carry a fixed padding and a shorter truncation of its
         # own; sentence-transformers cuts at max_seq_length and pads to the longest

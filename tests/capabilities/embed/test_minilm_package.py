@@ -95,6 +95,21 @@ def test_a_process_that_adds_and_searches_imports_no_torch(tmp_path: Path) -> No
     assert not (tmp_path / "cache").exists()
 
 
+def test_a_process_that_adds_and_searches_leaves_onnx_runtime_s_telemetry_off(tmp_path: Path) -> None:
+    # ONNX Runtime's telemetry (on by default on Linux and macOS) writes a device id and
+    # queued events under ~/.cache/Microsoft and looks up its collector on the network.
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), "MEMORIST_CACHE_DIR": str(tmp_path / "cache")}
+    for name in ("MEMORIST_EMBED_RUNTIME", "ORT_DISABLE_TELEMETRY"):
+        env.pop(name, None)
+    run = subprocess.run([sys.executable, "-c", _FIRST_SEARCH + "\nimport os, time; time.sleep(2); print('ORT', os.environ['ORT_DISABLE_TELEMETRY'])"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "ORT 1" in run.stdout
+    assert not any(home.rglob("*")), sorted(str(p) for p in home.rglob("*"))
+
+
 def test_the_model_folder_is_what_its_build_recorded() -> None:
     folder = Path(ONNX_MODEL)
     record = json.loads((folder / "conversion.json").read_text())
