@@ -219,6 +219,36 @@ def test_the_rest_route_defaults_the_declared_numbers_alike(call: Call, openapi:
         assert served.get(name) == default, f"{call.rest.name} {name} defaults to {served.get(name)!r}, the call to {default!r}"
 
 
+@pytest.fixture(scope="module")
+def mcp_defaults() -> dict[str, dict[str, Any]]:
+    from memorist.mcp_server import create_server
+
+    memory = Memory(":memory:", embedder="hashing", policy="energy")
+    try:
+        tools = asyncio.run(create_server(memory, user_id="u").list_tools())
+    finally:
+        memory.close()
+    return {t.name: {n: p.get("default") for n, p in t.input_schema["properties"].items()} for t in tools}
+
+
+@pytest.mark.parametrize("call", MCP, ids=[c.qualname for c in MCP])
+def test_the_mcp_tool_defaults_the_declared_numbers_alike(call: Call, mcp_defaults: dict[str, dict[str, Any]]) -> None:
+    served = mcp_defaults[call.mcp.name]
+    for name, default in _numeric_defaults(call, call.mcp).items():
+        assert served.get(name) == default, f"MCP tool {call.mcp.name} {name} defaults to {served.get(name)!r}, the call to {default!r}"
+
+
+def test_the_user_s_list_route_takes_what_the_list_route_takes(openapi: dict[str, Any]) -> None:
+    # GET /api/memories/{id}/ is GET /api/memories/?user_id= by another path: the same
+    # parameters (the user in the path) and the same defaults.
+    def parameters(path: str) -> dict[str, Any]:
+        return {p["name"]: p.get("schema", {}).get("default") for p in openapi["paths"][path]["get"]["parameters"]}
+
+    by_user, listed = parameters("/api/memories/{id}/"), parameters("/api/memories/")
+    assert by_user.pop("id", "missing") is None and listed.pop("user_id", "missing") is None
+    assert by_user == listed
+
+
 # A narrow core: the memory calls, the lifecycle, and one attribute per capability. ----------
 CORE = {
     # the memory calls (mem0's) and the scoped handle
