@@ -27,8 +27,10 @@ logger = logging.getLogger("memorist")
 
 #: The event that records the store's configuration.
 CONFIG_OP = "store_config"
-#: The energy tiers' own events: a store that has any was used under the energy policy.
-_ENERGY_OPS = ("tiers_config", "maintenance")
+#: The energy tiers' own events: a store that has any was used under the energy policy
+#: (a store of release 0.1.0 took a boost only under it, and maintenance logs each
+#: memory's decay and promotion; "expire" is not one: the trajectories' retention logs it).
+ENERGY_OPS = ("tiers_config", "maintenance", "boost", "decay", "promote")
 _STORE_WIDE = ScopeFilter("", "", "")
 
 
@@ -49,7 +51,7 @@ def _record(store: Store, policy: str, *, previous: str | None, reason: str) -> 
 def _history_policy(store: Store) -> str | None:
     """For a store with no record: ``energy`` if its log has energy-tier events,
     ``default`` if it holds anything else, None if it is empty."""
-    if store.events(None, ops=_ENERGY_OPS, limit=1):
+    if store.events(None, ops=ENERGY_OPS, limit=1):
         return "energy"
     return "default" if store.events(None, limit=1) else None
 
