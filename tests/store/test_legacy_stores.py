@@ -69,6 +69,34 @@ def test_a_sqlite_store_of_release_0_1_0_opens_and_migrates(tmp_path) -> None:
         _writes_find_what_was_there(memory)
 
 
+def test_an_unmigrated_store_is_not_damaged_and_the_service_serves_it_for_writes(tmp_path) -> None:
+    # `memorist check` on a store of the earlier release said DAMAGED (exit 1) for its
+    # older schema, and `memorist serve` took it for damaged and refused every write.
+    from click.testing import CliRunner
+
+    from memorist.cli import cli
+    from memorist.server import create_app
+    from memorist.server.app import service_of
+    from memorist.server.deps import store_damage
+
+    path = tmp_path / "old.db"
+    shutil.copy(FIXTURES / "legacy-0.1.0.db", path)
+    done = CliRunner().invoke(cli, ["--db", str(path), "check"])
+    assert done.exit_code == 0, done.output
+    assert "note: schema version 2 is older" in done.output and "healthy" in done.output
+    assert store_damage(str(path)) is None
+    app = create_app(str(path), embedder="hashing")
+    try:
+        from fastapi.testclient import TestClient
+
+        with TestClient(app) as client:
+            added = client.post("/api/memories/", json={"messages": "I like tea", "user_id": "sam", "infer": False})
+            assert added.status_code == 200, added.text
+            assert client.get("/healthz").json()["status"] == "ok"
+    finally:
+        service_of(app).close()
+
+
 def test_a_store_under_the_energy_policy_keeps_its_tiers(tmp_path) -> None:
     path = tmp_path / "energy.db"
     shutil.copy(FIXTURES / "legacy-0.1.0-energy.db", path)

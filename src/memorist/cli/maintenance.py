@@ -40,6 +40,8 @@ def check(app: App, quick: bool) -> None:
         if counts:
             shown = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
             click.echo(f"{report['path']}: {shown}.")
+        for note in report.get("notes", ()):
+            click.echo(f"note: {note}.")
         if report["problems"]:
             app.table(
                 [("check", {"no_wrap": True}), ("count", {"justify": "right"}), ("problem", {"overflow": "fold"}), ("examples", {"overflow": "fold"})],

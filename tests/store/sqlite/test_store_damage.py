@@ -270,7 +270,6 @@ def test_check_finds_a_memory_missing_from_the_text_index_and_reindex_repairs_it
         ("UPDATE memories SET text = 'Something else entirely' WHERE id = '{4}'", "rows", "content hash"),
         ("UPDATE memories SET kind = 'gibberish' WHERE id = '{4}'", "rows", "cannot be decoded"),
         ("DROP TRIGGER events_no_update", "schema", "missing"),
-        ("UPDATE meta SET value = '1' WHERE key = 'schema_version'", "schema", "older"),
     ],
     ids=[
         "vector-missing",
@@ -282,7 +281,6 @@ def test_check_finds_a_memory_missing_from_the_text_index_and_reindex_repairs_it
         "text-changed",
         "kind-unknown",
         "trigger-dropped",
-        "schema-old",
     ],
 )
 def test_check_finds_each_broken_invariant(tmp_path: Path, damage: str, check: str, words: str) -> None:

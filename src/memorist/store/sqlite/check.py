@@ -78,6 +78,7 @@ class _Report:
         self.path = path
         self.quick = quick
         self.problems: list[Problem] = []
+        self.notes: list[str] = []  # what is not damage but worth saying (an older schema)
         self.counts: dict[str, int] = {}
         self.schema_version: int | None = None
         self.embedder: tuple[str, int] | None = None
@@ -98,6 +99,7 @@ class _Report:
             "dim": self.embedder[1] if self.embedder else None,
             "counts": self.counts,
             "problems": [p.to_item() for p in self.problems],
+            "notes": self.notes,
             "seconds": round(time.monotonic() - started, 3),
         }
 
@@ -230,7 +232,9 @@ def _schema(conn: sqlite3.Connection, report: _Report, objects: set[tuple[str, s
         report.add("schema", f"schema version {version} is newer than this Memorist understands ({SCHEMA_VERSION}); upgrade memorist")
         return False
     if version < SCHEMA_VERSION:
-        report.add("schema", f"schema version {version} is older than this Memorist's ({SCHEMA_VERSION}); opening the store with Memorist migrates it")
+        # Not damage: a store of an earlier release, which any other command migrates.
+        report.notes.append(f"schema version {version} is older than this Memorist's ({SCHEMA_VERSION}); opening the store "
+                            "with Memorist (any other command) migrates it")
     missing = [f"table {n}" for n in _TABLES if ("table", n) not in objects]
     missing += [f"index {n}" for n in _INDEXES if ("index", n) not in objects]
     if version >= 2:
