@@ -76,13 +76,13 @@ def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host and not host.startswith("[") else f"http://{host}:{port}"
 
 
-def _server_modules() -> Any:
+def _server_modules(command: str = "serve") -> Any:
     try:
         import uvicorn  # noqa: F401
 
         from .. import server
     except ImportError as exc:
-        raise CommandError(f"memorist serve needs the server extra: pip install 'memorist[server]' ({exc})") from exc
+        raise CommandError(f"memorist {command} needs the server extra: pip install 'memorist[server]' ({exc})") from exc
     return server
 
 
@@ -287,7 +287,7 @@ def keys() -> None:
 
 
 def _key_store(app: App, *, create: bool = False) -> Any:
-    server = _server_modules()
+    server = _server_modules("keys")
     if app.db == ":memory:":
         raise CommandError("API keys live in a store file; name one with --db")
     if not create:
