@@ -430,3 +430,209 @@ def test_an_index_file_keeps_any_id(tmp_path: Path, ids: list[str]) -> None:
     copy = SpaceIndex.from_image(image, 1, 9)
     assert copy.search_text(["kayak"], k=None) == index.search_text(["kayak"], k=None)
     assert [copy.run_of(i) for i in ids] == [""] * 3 and len(copy) == 3  # each id found
+
+
+# A file's bytes not as written ------------------------------------------------------
+
+
+def parts(file: Path) -> tuple[dict, int]:  # type: ignore[type-arg]
+    """An index file's header and where its parts start (after the header and its checksum)."""
+    import json
+    import struct
+
+    data = file.read_bytes()
+    start = len(index_file.MAGIC)
+    (length,) = struct.unpack("<Q", data[start : start + 8])
+    return json.loads(data[start + 8 : start + 8 + length]), -(-(start + 8 + length + 4) // 64) * 64
+
+
+def damage(file: Path, part: str, edit) -> None:  # type: ignore[no-untyped-def]
+    """Change part ``part`` of ``file`` in place (an array as its dtype, "strings" or
+    "ids" as bytes), as a disk or a person would: its checksum is left as it was."""
+    header, start = parts(file)
+    data = bytearray(file.read_bytes())
+    if part in ("strings", "ids"):
+        at, length = header[part]
+        view = np.frombuffer(data, dtype=np.uint8, count=length, offset=start + at)
+    else:
+        dtype, shape, at = header["arrays"][part]
+        view = np.frombuffer(data, dtype=np.dtype(dtype), count=int(np.prod(shape)), offset=start + at).reshape(shape)
+    edit(view)
+    file.write_bytes(bytes(data))
+
+
+def _replace(view: np.ndarray, old: bytes, new: bytes) -> None:
+    """Replace the first ``old`` in ``view`` (bytes) by ``new``, of the same length."""
+    at = view.tobytes().index(old)
+    view[at : at + len(new)] = np.frombuffer(new, dtype=np.uint8)
+
+
+DAMAGES = {
+    # What the reviewer did to a file of 30,000 rows, and the like for every other part.
+    "valid_to": lambda a: a.__setitem__(slice(0, a.shape[0] // 2), 1.0),  # half the rows ended long ago
+    "effective": lambda a: a.__setitem__(slice(0, a.shape[0] // 2), 5.0),
+    "codes": lambda a: a.__setitem__(slice(5, None), np.random.default_rng(1).integers(-127, 127, a[5:].shape, dtype=np.int8)),
+    "posting_tfs": lambda a: a.__setitem__(slice(0, a.shape[0] // 2), 50.0),
+    "term_ids": lambda a: a.__setitem__(slice(0, a.shape[0] // 2), 0),
+    "vectors": lambda a: a.__setitem__(a.shape[0] // 2 + 1, 0.05),
+    "ids": lambda a: a.__setitem__(40, a[40] ^ 1),  # a character of the second id
+    "strings": lambda a: _replace(a, b"greyhound", b"greyhounx"),  # a term
+}
+
+
+@pytest.mark.parametrize("part", list(DAMAGES))
+def test_a_file_not_as_written_is_refused(path: str, part: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Each part of a file changed in place, its shapes and ranges still whole: the file
+    is refused and removed, and searches are the store's."""
+    file = files(path)[0]
+    damage(file, part, DAMAGES[part])
+    want = from_store(path)
+    with caplog.at_level(logging.WARNING, logger="memorist"), Memory(path, embedder="hashing") as reader:
+        reader.search("pottery", user_id="maya")  # opens the file
+        assert reader.store._indexes.wait_for_checks(30)  # type: ignore[attr-defined]
+        assert found(reader) == want
+        assert not opened_from_file(reader)
+        assert not file.exists()  # not left for the next process
+    assert "not used" in caplog.text and "damaged" in caplog.text
+    with Memory(path, embedder="hashing") as again:  # the file written on that close, from the store
+        assert found(again) == want
+        assert opened_from_file(again)
+
+
+@pytest.fixture
+def gated(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The vectors' and codes' checksums compared only once the test sets the event;
+    two rows sampled when a file is opened (a damage the samples miss)."""
+    import threading
+
+    monkeypatch.setattr(sqlite_index, "_SAMPLED_ROWS", 2)
+    monkeypatch.setattr(index_file, "SAMPLED_CODES", 2)
+    gate = threading.Event()
+    compare = index_file.Checksums._compare
+
+    def waiting(self: index_file.Checksums, parts: list) -> bool:  # type: ignore[type-arg]
+        if parts is self._late:
+            gate.wait(30)
+        return compare(self, parts)
+
+    monkeypatch.setattr(index_file.Checksums, "_compare", waiting)
+    yield gate
+    gate.set()
+
+
+def flip_a_low_bit(vectors: np.ndarray) -> None:
+    """The last bit of one component of a middle row: its int8 codes stay the same."""
+    vectors.view(np.uint32)[vectors.shape[0] // 2, 3] ^= 1
+
+
+def test_vectors_changed_past_the_samples_are_refused_once_their_checksum_is_compared(
+    path: str, gated, caplog: pytest.LogCaptureFixture  # type: ignore[no-untyped-def]
+) -> None:
+    file = files(path)[0]
+    damage(file, "vectors", flip_a_low_bit)
+    want = from_store(path)
+    with caplog.at_level(logging.WARNING, logger="memorist"), Memory(path, embedder="hashing") as reader:
+        reader.search("pottery", user_id="maya")
+        assert opened_from_file(reader)  # used while the checksum is compared
+        gated.set()
+        assert reader.store._indexes.wait_for_checks(30)  # type: ignore[attr-defined]
+        assert not file.exists()
+        assert found(reader) == want  # read from the store now
+        assert not opened_from_file(reader)
+    assert "vectors are not those written" in caplog.text
+
+
+def test_an_index_read_from_a_file_that_fails_its_check_is_not_written_again(path: str, gated) -> None:  # type: ignore[no-untyped-def]
+    file = files(path)[0]
+    damage(file, "vectors", flip_a_low_bit)
+    with Memory(path, embedder="hashing") as reader:
+        reader.search("pottery", user_id="maya")
+        reader.add(turns(notes(6, start=900)), user_id="maya", infer=False)  # enough for a new file on close
+        reader.search("pottery", user_id="maya")
+        assert opened_from_file(reader)
+        gated.set()
+    # Closing waited for the check: no file from the index read from the damaged one.
+    assert files(path) == []
+    with Memory(path, embedder="hashing") as again:
+        assert found(again) == from_store(path)
+
+
+def test_a_good_file_passes_its_checks_and_stays_in_use(path: str) -> None:
+    file = files(path)[0]
+    with Memory(path, embedder="hashing") as reader:
+        reader.search("pottery", user_id="maya")
+        assert reader.store._indexes.wait_for_checks(30)  # type: ignore[attr-defined]
+        assert found(reader) == from_store(path)
+        assert opened_from_file(reader)
+        assert file.exists()
+
+
+def write_version_2(file: Path, image: vector_index.IndexImage, meta: dict) -> None:  # type: ignore[type-arg]
+    """``image`` in an index file as version 2 wrote them: no checksums."""
+    import json
+    import struct
+
+    def aligned(n: int) -> int:
+        return -(-n // 64) * 64
+
+    arrays = {name: np.ascontiguousarray(getattr(image, name)) for name in index_file._ARRAYS if getattr(image, name) is not None}
+    strings = json.dumps({"ids": None, "runs": image.runs, "speakers": image.speakers, "vocab": image.vocab}).encode()
+    ids = "\n".join(image.ids).encode()
+    places, offset = {}, 0
+    for name, array in arrays.items():
+        places[name] = [array.dtype.str, list(array.shape), offset]
+        offset = aligned(offset + array.nbytes)
+    header = json.dumps(
+        {"version": 2, "dim": image.dim, "meta": meta, "arrays": places, "strings": [offset, len(strings)],
+         "ids": [offset + len(strings), len(ids)]}
+    ).encode()
+    start = aligned(len(index_file.MAGIC) + 8 + len(header))
+    data = bytearray(start + offset)
+    data[: len(index_file.MAGIC) + 8 + len(header)] = index_file.MAGIC + struct.pack("<Q", len(header)) + header
+    for name, array in arrays.items():
+        data[start + places[name][2] : start + places[name][2] + array.nbytes] = array.tobytes()
+    file.write_bytes(bytes(data) + strings + ids)
+
+
+def test_a_file_of_the_previous_version_is_refused_and_written_again(path: str, caplog: pytest.LogCaptureFixture) -> None:
+    file = files(path)[0]
+    write_version_2(file, *index_file.read(file))
+    want = from_store(path)
+    with caplog.at_level(logging.WARNING, logger="memorist"), Memory(path, embedder="hashing") as reader:
+        assert found(reader) == want
+        assert not opened_from_file(reader)
+    assert f"is version 2, not {index_file.VERSION}" in caplog.text
+    with Memory(path, embedder="hashing") as again:  # written again, in this version
+        assert found(again) == want
+        assert opened_from_file(again)
+
+
+def flip_a_middle_bit(part: np.ndarray) -> None:
+    data = part.reshape(-1).view(np.uint8)
+    data[data.shape[0] // 2] ^= 1
+
+
+def test_every_part_of_an_index_file_is_checked(tmp_path: Path) -> None:
+    """One bit changed anywhere in a part of a file (an array, the strings, the ids,
+    the header) and :func:`index_file.read` refuses it."""
+    index = SpaceIndex(8, 1, 3)
+    vectors = np.random.default_rng(3).normal(size=(24, 8)).astype(np.float32)
+    index.upsert([Row(f"m{i}", "r1" if i % 2 else "", float(i), None, notes(1, start=i)[0], vectors[i], speaker="maya") for i in range(24)])
+    good = tmp_path / "space-1.index"
+    index_file.write(good, index.image(), {"seq": 3})
+    header, start = parts(good)
+    names = [*header["arrays"], "strings", "ids"]
+    assert len(names) == len(header["sums"])
+    for name in [*names, "header"]:
+        file = tmp_path / f"{name}.index"
+        file.write_bytes(good.read_bytes())
+        if name == "header":  # the meta (still a valid header)
+            data = file.read_bytes()
+            file.write_bytes(data.replace(b'"seq": 3', b'"seq": 4', 1))
+        else:
+            damage(file, name, flip_a_middle_bit)
+        assert file.read_bytes() != good.read_bytes()
+        with pytest.raises(index_file.IndexFileError):
+            index_file.read(file)
+    image, meta = index_file.read(good)
+    assert image.ids == index.image().ids and meta == {"seq": 3}
