@@ -535,3 +535,11 @@ def chat_environment() -> dict[str, Any]:
         "memory_api_key": os.environ.get("MEMORY_API_KEY") or None,
         "decay_days": _env_decay_days() or 0.0,
     }
+
+
+def quiet_onnxruntime() -> None:
+    """Turn ONNX Runtime's own telemetry off for this process before it is first
+    imported (``ORT_DISABLE_TELEMETRY``), unless the process chose already: on Linux
+    and macOS it writes a device id under ``~/.cache/Microsoft`` and looks up its
+    collector on the network, and Memorist makes no network call it was not asked for."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")

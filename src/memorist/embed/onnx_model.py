@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import config
 from ..errors import ConfigurationError, MissingDependencyError
 from . import wordpiece
 
@@ -100,15 +101,10 @@ def session_options(ort: Any, threads: int) -> Any:
 
 
 def import_onnxruntime() -> Any:
-    """The ``onnxruntime`` module, imported with its telemetry off.
-
-    On Linux and macOS, ONNX Runtime's own telemetry writes a device id and queued
-    events under ``~/.cache/Microsoft`` and looks up Microsoft's collector from the
-    first import; Memorist makes no network call it was not asked for, so
-    ``ORT_DISABLE_TELEMETRY`` is set (unless the process set it already) before the
-    first import. A process that imported onnxruntime before Memorist keeps its own
-    setting."""
-    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    """The ``onnxruntime`` module, imported with its telemetry off
+    (:func:`memorist.config.quiet_onnxruntime`). A process that imported onnxruntime
+    before Memorist keeps its own setting."""
+    config.quiet_onnxruntime()
     import onnxruntime as ort
 
     return ort
