@@ -203,13 +203,14 @@ def test_erase_forgets_everything_of_the_user_and_nothing_of_the_other(filled, b
     assert all(_found({k: v}, KEPT) for k, v in blobs.items())
 
 
+def _pg_scan(m: Memory) -> dict[str, bytes]:
+    return dict(zip(("tables", "relation files"), _pg_bytes(m), strict=True))
+
+
 def test_no_statistic_the_database_sampled_before_keeps_the_erased_text(pg_url) -> None:
     """PostgreSQL's ANALYZE (autovacuum's, or an earlier erasure's) samples the tables'
     values into pg_statistic: the erasure rewrites that too."""
-
-    def scan(m: Memory) -> dict[str, bytes]:
-        return dict(zip(("tables", "relation files"), _pg_bytes(m), strict=True))
-
+    scan = _pg_scan
     with Memory(pg_url, embedder="hashing") as m:
         for i in range(100):
             m.add(f"Quetzalgrimp visited the harbour {i}", user_id="bob", infer=False)
@@ -227,10 +228,7 @@ def test_a_scrub_cut_short_after_the_erasure_committed_is_done_by_the_next_erasu
     """A process that dies between the erasure's commit and the tables' rewrite leaves
     the text in dead row versions: the next erasure, even of someone already erased
     (no row changed), rewrites them, and the one after has nothing owed."""
-
-    def scan(m: Memory) -> dict[str, bytes]:
-        return dict(zip(("tables", "relation files"), _pg_bytes(m), strict=True))
-
+    scan = _pg_scan
     with Memory(pg_url, embedder="hashing") as m:
         for i in range(50):
             m.add(f"Vorpelquist lives by the canal {i}", user_id="victim", infer=False)

@@ -15,13 +15,6 @@ from memorist.policies import relations as rules
 from memorist.relations import Target
 
 
-@pytest.fixture
-def mem(backend):
-    m = Memory(backend.target, embedder="hashing")
-    yield m
-    m.close()
-
-
 def _patterns(book: dict) -> list[str]:
     return [s["pattern"] for cat in ("helpful", "harmful", "neutral") for s in book["strategies"][cat]]
 

@@ -11,13 +11,6 @@ from memorist import Memory, NotFoundError, PermissionDeniedError, ValidationErr
 A_BOOK = ("playbook", "agent_a/default")
 
 
-@pytest.fixture
-def mem(backend):
-    m = Memory(backend.target, embedder="hashing")
-    yield m
-    m.close()
-
-
 def _patterns(book: dict) -> list[str]:
     return [s["pattern"] for cat in ("helpful", "harmful", "neutral") for s in book["strategies"][cat]]
 

@@ -4,16 +4,7 @@ trajectories or searches, and pages through them as the owner pages through all.
 
 from __future__ import annotations
 
-import pytest
-
 from memorist import Memory
-
-
-@pytest.fixture
-def mem(backend):
-    m = Memory(backend.target, embedder="hashing")
-    yield m
-    m.close()
 
 
 def _bob_with_everything(mem: Memory) -> list[str]:
