@@ -11,6 +11,7 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,6 +53,17 @@ def test_a_cleanup_that_merged_three_bullets_is_undone_merge_by_merge_newest_fir
             mem.rollback(older.seq)
 
 
+def _undone_newest_first(mem: Memory, first: Any, second: Any, middle: Any, before: Any) -> None:
+    """The older curation cannot go first (the refusal names the newer); the newer, then
+    the older, give back the playbook as it was before each."""
+    with pytest.raises(ConflictError, match=f"roll event {second.seq} back first"):
+        mem.rollback(first.seq, user_id="u")
+    mem.rollback(second.seq, user_id="u")
+    assert strategies(mem) == middle
+    mem.rollback(first.seq, user_id="u")
+    assert strategies(mem) == before
+
+
 def test_curations_that_replaced_a_playbook_are_undone_newest_first(backend) -> None:
     with Memory(backend.target, embedder="hashing") as mem:
         mem.learning.update_playbook([{"pattern": "Validate the input before calling the API", "category": "helpful"},
@@ -61,12 +73,7 @@ def test_curations_that_replaced_a_playbook_are_undone_newest_first(backend) -> 
         middle = strategies(mem)
         mem.learning.update_playbook([{"pattern": "Cache the answers for an hour", "category": "helpful"}], "p", False, user_id="u")
         first, second = sorted(mem.store.events(None, ops=["curation"]), key=lambda e: e.seq)
-        with pytest.raises(ConflictError, match=f"roll event {second.seq} back first"):
-            mem.rollback(first.seq, user_id="u")
-        mem.rollback(second.seq, user_id="u")
-        assert strategies(mem) == middle
-        mem.rollback(first.seq, user_id="u")
-        assert strategies(mem) == before
+        _undone_newest_first(mem, first, second, middle, before)
 
 
 def test_a_curation_that_reinforced_what_an_earlier_one_made_is_undone_first(backend) -> None:
@@ -82,12 +89,7 @@ def test_a_curation_that_reinforced_what_an_earlier_one_made_is_undone_first(bac
         mem.learning.update_playbook([{"pattern": "Log every request", "category": "helpful"}], "p", user_id="u")
         first, second = sorted(mem.store.events(None, ops=["curation"]), key=lambda e: e.seq)
         assert [e.op for e in mem.store.history(second.payload["undo"]["before"][-1]["id"])][-1] == "reinforce"
-        with pytest.raises(ConflictError, match=f"roll event {second.seq} back first"):
-            mem.rollback(first.seq, user_id="u")
-        mem.rollback(second.seq, user_id="u")
-        assert strategies(mem) == middle
-        mem.rollback(first.seq, user_id="u")
-        assert strategies(mem) == before
+        _undone_newest_first(mem, first, second, middle, before)
 
 
 def test_a_playbook_returned_to_a_version_since_is_a_later_change_a_curation_s_rollback_does_not_overwrite(backend) -> None:
