@@ -229,6 +229,37 @@ def parse_playbook(ident: str) -> PlaybookPath | None:
     return PlaybookPath("agent", "", agent, name) if agent else None
 
 
+def rekeyed(object_type: str, object_id: str) -> str:
+    """A relation's object id as stored before ids were percent-encoded in keys (release
+    0.2.0), written as keys are now: read by the rules it was written under (an id or
+    a name as it was, the first ``/agent:`` or ``/`` splitting), then encoded. A
+    playbook id, a group, or an id those rules did not read is returned as it is."""
+    if object_type == "scope":
+        if object_id.startswith("user:"):
+            user, sep, agent = object_id[len("user:"):].partition("/agent:")
+            return object_id if not user or (sep and not agent) else space_key(user, agent)
+        if object_id.startswith("agent:") and len(object_id) > len("agent:"):
+            return space_key("", object_id[len("agent:"):])
+        return object_id
+    if object_type != "playbook":
+        return object_id
+    head, sep, rest = object_id.partition("/")
+    if not sep or not rest:
+        return object_id
+    if head in ("tenant", "global"):
+        return playbook_key(PlaybookPath(head, "", "", rest))
+    if head.startswith("user:"):
+        user = head[len("user:"):]
+        if not user:
+            return object_id
+        if rest.startswith("agent:"):
+            agent, sep, name = rest[len("agent:"):].partition("/")
+            return playbook_key(PlaybookPath("agent", user, agent, name)) if agent and sep and name else object_id
+        return playbook_key(PlaybookPath("user", user, "", rest))
+    agent = head[len("agent:"):] if head.startswith("agent:") else head
+    return playbook_key(PlaybookPath("agent", "", agent, rest)) if agent else object_id
+
+
 def covering_scopes(user: str, agent: str) -> list[str]:
     """The space ids whose grant covers the memories of ``user`` and ``agent``
     (empty: any): the exact space and each of its ids alone. Memories of a user across

@@ -24,6 +24,7 @@ import hashlib
 from typing import Any
 
 from ...errors import ConfigurationError, CorruptStoreError
+from ...policies.relations import rekeyed
 from ...reserved import (
     PG_FUNCTIONS,
     PREVIOUS_NAME,
@@ -292,9 +293,32 @@ END $$;
 # (memorist.store.postgres.text).
 V6 = "CREATE INDEX events_unnamed ON events (seq) WHERE op IN ('erase', 'adopt');"
 
+def relation_keys(conn: Any) -> None:
+    """Version 7: relation objects keyed as ids are now (their ``%``, ``/`` and ``:``
+    percent-encoded, :func:`memorist.policies.relations.rekeyed`); a tuple written
+    before keeps the owner it named then."""
+    rows = conn.execute(
+        "SELECT tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at FROM relations "
+        "WHERE object_type IN ('scope', 'playbook')"
+    ).fetchall()
+    for tenant, subject_type, subject_id, relation, kind, ident, created in rows:
+        new = rekeyed(kind, ident)
+        if new != ident:
+            conn.execute(
+                "DELETE FROM relations WHERE tenant_id = %s AND subject_type = %s AND subject_id = %s AND relation = %s "
+                "AND object_type = %s AND object_id = %s",
+                (tenant, subject_type, subject_id, relation, kind, ident),
+            )
+            conn.execute(
+                "INSERT INTO relations (tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (tenant, subject_type, subject_id, relation, kind, new, created),
+            )
+
+
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
 #: transaction with the store's search path.
-MIGRATIONS: list[Any] = [V1, V2, v3_rename, relations_table, V5, V6]
+MIGRATIONS: list[Any] = [V1, V2, v3_rename, relations_table, V5, V6, relation_keys]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 DEFAULT_SCHEMA = "memorist"

@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Callable
 
 from ...model import Scope
+from ...policies.relations import rekeyed
 from ...reserved import (
     PREVIOUS_RUN_PREFIX,
     RUN_PREFIX,
@@ -188,7 +189,23 @@ CREATE TABLE relations (
 # Version 5: the event log's rule lets an erasure's tombstones through (APPEND_ONLY).
 V5 = "DROP TRIGGER IF EXISTS events_no_update;\n" + APPEND_ONLY + ";\n"
 
+def relation_keys(conn: sqlite3.Connection) -> None:
+    """Version 6: relation objects keyed as ids are now (their ``%``, ``/`` and ``:``
+    percent-encoded, :func:`memorist.policies.relations.rekeyed`); a tuple written
+    before keeps the owner it named then."""
+    rows = conn.execute("SELECT rowid, object_type, object_id FROM relations WHERE object_type IN ('scope', 'playbook')").fetchall()
+    for rowid, kind, ident in rows:
+        new = rekeyed(kind, ident)
+        if new != ident:
+            conn.execute(
+                "INSERT OR IGNORE INTO relations (tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at) "
+                "SELECT tenant_id, subject_type, subject_id, relation, object_type, ?, created_at FROM relations WHERE rowid = ?",
+                (new, rowid),
+            )
+            conn.execute("DELETE FROM relations WHERE rowid = ?", (rowid,))
+
+
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
 #: transaction.
-MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [V1, V2, v3_rename, relations_table, V5]
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [V1, V2, v3_rename, relations_table, V5, relation_keys]
 SCHEMA_VERSION = len(MIGRATIONS)
