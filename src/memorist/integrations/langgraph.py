@@ -237,6 +237,18 @@ def _when(text: Any) -> datetime:
     return datetime.fromisoformat(text) if isinstance(text, str) else text
 
 
+def _identity(namespace: Any, row: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """``(namespace, key)`` of a row, ``(namespace, ("id", memory id))`` for a memory
+    the store did not key, or None for a row that is no item (no namespace, or a key
+    that is not a string)."""
+    if namespace is None:
+        return None
+    meta = row.get("metadata") or {}
+    if _KEY not in meta:
+        return namespace, ("id", row["id"])
+    return (namespace, meta[_KEY]) if isinstance(meta[_KEY], str) else None
+
+
 def _age(row: Mapping[str, Any]) -> tuple[datetime, str]:
     """The order of the copies of one key: the copy created last (then the greatest
     id) is the item, in every process that sees them."""
@@ -360,10 +372,10 @@ class MemoristStore(BaseStore):
     def _item(self, row: Mapping[str, Any], cls: type = Item, **extra: Any) -> Any:
         """``row`` as an item, or None for a memory that is no item of the store."""
         namespace, value = self._namespace_of(row), self._value_of(row)
-        if namespace is None or value is None:
+        ident = _identity(namespace, row)
+        if ident is None or value is None:
             return None
-        meta = row.get("metadata") or {}
-        key = meta[_KEY] if _KEY in meta else row["id"]
+        key = ident[1] if isinstance(ident[1], str) else row["id"]
         return cls(namespace=namespace, key=key, value=value,
                    created_at=_when(row["created_at"]), updated_at=_when(row["updated_at"]), **extra)
 
@@ -525,15 +537,13 @@ class MemoristStore(BaseStore):
         # One item per key: of copies left by concurrent writes, the newest (see _age).
         newest: dict[tuple[Any, ...], Mapping[str, Any]] = {}
         for row in rows:
-            meta = row.get("metadata") or {}
-            ident = (self._namespace_of(row), meta[_KEY] if _KEY in meta else ("id", row["id"]))
-            if ident not in newest or _age(row) > _age(newest[ident]):
+            ident = _identity(self._namespace_of(row), row)
+            if ident is not None and (ident not in newest or _age(row) > _age(newest[ident])):
                 newest[ident] = row
         items = []
         for row in rows:
-            meta = row.get("metadata") or {}
-            ident = (self._namespace_of(row), meta[_KEY] if _KEY in meta else ("id", row["id"]))
-            if newest.get(ident) is not row:
+            ident = _identity(self._namespace_of(row), row)
+            if ident is None or newest.get(ident) is not row:
                 continue
             item = self._item(row, SearchItem, score=row.get("similarity") if op.query else None)
             if item is None or (op.filter and not all(_matches(item.value.get(k), v) for k, v in op.filter.items())):

@@ -383,6 +383,9 @@ def test_memories_that_are_no_items_are_skipped(backend):
         memory.add("Agent-level note", agent_id="langgraph", infer=False)  # the store's agent, no user
         memory.add("Odd one", user_id="sam", agent_id="langgraph", metadata={"lg_key": 5, "lg_depth": 2}, infer=False)
         memory.add("Odd two", user_id="sam", agent_id="langgraph", metadata={"lg_key": "k", "lg_namespace": "x"}, infer=False)
+        # A key that is not a string (a list cannot even be a dictionary key).
+        memory.add("Odd three", user_id="sam", agent_id="langgraph", metadata={"lg_key": ["x"], "lg_ns": ["facts"], "lg_depth": 2},
+                   infer=False)
         for store in (ours, theirs):
             store.put(("sam", "facts"), "k", {"text": "hello"})
         for store in (ours, theirs):
