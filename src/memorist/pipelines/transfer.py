@@ -468,6 +468,10 @@ class Importer:
         scope = Scope(self.tenant_id, *(ids[k] or "" for k in _SCOPE_KEYS))
         key = (scope, json.dumps(importance))
         room = min(IMPORT_BATCH, FIRST_TURN_BATCH << min(self._turn_batches, 16)) if self.ramp else IMPORT_BATCH
+        # One buffer a scope at a time: a line of another importance writes the scope's
+        # buffer first, so the scope's lines are stored in the file's order.
+        for other in [p for k, p in self._turns.items() if k[0] == scope and k != key]:
+            self._flush_turns(other)
         pending = self._turns.get(key)
         if pending is not None and pending.size + len(folded) > room:
             self._flush_turns(pending)

@@ -238,6 +238,16 @@ def test_running_an_import_again_after_it_stopped_adds_nothing_twice(backend, mo
         assert stored(m) == expected(lines)
 
 
+def test_a_scope_s_lines_of_another_importance_keep_the_file_s_order(backend) -> None:
+    lines = [{"messages": [{"role": "user", "content": word}], "user_id": "alex", "infer": False, **extra}
+             for word, extra in (("first", {}), ("second", {"importance": 0.9}), ("third", {}), ("fourth", {"importance": 0.9}))]
+    with Memory(backend.target, embedder="hashing") as m:
+        m.import_(lines)
+        rows = sorted(m.get_all(user_id="alex")["results"], key=lambda r: r["created_at"])
+    assert [r["memory"] for r in rows] == ["first", "second", "third", "fourth"]
+    assert [r["importance"] for r in rows][1::2] == [0.9, 0.9]
+
+
 def test_interleaved_scopes_and_formats_end_as_the_same_lines_grouped(backend) -> None:
     turns_ = rotating(60)
     memory_lines = [
