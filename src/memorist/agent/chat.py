@@ -332,7 +332,7 @@ def _log_model_calls(service: ChatService, user: ChatUser, conversation: str, re
 
     try:
         with memory.store.transaction() as batch:
-            write_llm_calls(batch, Scope(memory.config.tenant_id, user.learner_id, CHAT_AGENT), rec, conversation=conversation)
+            write_llm_calls(batch, Scope(memory.config.tenant_id, user.learner_id, CHAT_AGENT), rec.calls, conversation=conversation)
     except StoreError as exc:
         log.warning("[Chat] the extraction model's calls could not be logged: %s", preview(exc))
 

@@ -332,7 +332,7 @@ class Ingestor:
                 if outcome is not None:
                     results.append(outcome)
                     counts[outcome["event"]] = counts.get(outcome["event"], 0) + 1
-            write_llm_calls(batch, scope, rec, turn_event=seq)
+            write_llm_calls(batch, scope, rec.calls, turn_event=seq)
         out: dict[str, Any] = {"results": results, "message": _summary(counts)}
         if flags.get("pending"):
             out["pending"] = {"turn_event": seq, "reason": flags["reason"]}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 from ..llm.base import LLMCall, Recording
@@ -39,11 +40,12 @@ def turn_flags(rec: Recording) -> dict[str, Any]:
     return flags
 
 
-def write_llm_calls(batch: Batch, scope: Scope, rec: Recording, **payload: Any) -> int:
-    """Append one ``llm_call`` event per recorded call; returns how many."""
-    for call in rec.calls:
+def write_llm_calls(batch: Batch, scope: Scope, calls: Sequence[LLMCall], **payload: Any) -> int:
+    """Append one ``llm_call`` event per call (a turn's recording's, or a CallLog's);
+    returns how many."""
+    for call in calls:
         batch.event("llm_call", scope, payload=call.to_payload() | payload)
-    return len(rec.calls)
+    return len(calls)
 
 
 class CallLog:
@@ -91,8 +93,7 @@ class CallLog:
             return
         try:
             with store.transaction() as batch:
-                for call in calls:
-                    batch.event("llm_call", self.scope, payload=call.to_payload())
+                write_llm_calls(batch, self.scope, calls)
         except Exception as exc:
             with self._lock:
                 self._pending[:0] = calls

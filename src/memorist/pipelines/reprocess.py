@@ -118,7 +118,7 @@ def reprocess_turn(ingestor: Ingestor, event: EventRecord) -> dict[str, Any]:
     if failed is not None:
         with ingestor.store.transaction() as batch:
             batch.event("reprocess_failed", scope, payload={"turn_event": seq, "reason": failed.reason})
-            write_llm_calls(batch, scope, rec, turn_event=seq)
+            write_llm_calls(batch, scope, rec.calls, turn_event=seq)
         logger.warning("memorist: turn %d is still pending: %s", seq, failed.reason)
         return {"turn_event": seq, "status": "failed", "reason": failed.reason}
     vector_of = {f.text: vectors[i] for i, f in enumerate(new_facts)}
@@ -146,7 +146,7 @@ def reprocess_turn(ingestor: Ingestor, event: EventRecord) -> dict[str, Any]:
                 **flags,
             },
         )
-        write_llm_calls(batch, scope, rec, turn_event=seq)
+        write_llm_calls(batch, scope, rec.calls, turn_event=seq)
     retracted = [{"id": r.id, "memory": r.text, "event": "DELETE", "reason": "retracted"} for r in retract]
     return {"turn_event": seq, "status": "processed", "results": retracted + results, "kept": len(kept)}
 
