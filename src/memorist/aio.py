@@ -204,10 +204,14 @@ class AsyncMemory:
         run_id: str | None = None,
         infer: bool | None = None,
         progress: Callable[[int], None] | None = None,
+        from_line: int = 1,
     ) -> dict[str, int]:
         """:meth:`memorist.Memory.import_`, awaited (``source`` is read and ``progress``
         called in the worker thread)."""
-        return await self._run(self.memory.import_, source, user_id=user_id, agent_id=agent_id, run_id=run_id, infer=infer, progress=progress)
+        return await self._run(
+            self.memory.import_, source, user_id=user_id, agent_id=agent_id, run_id=run_id, infer=infer, progress=progress,
+            from_line=from_line,
+        )
 
     # integrity and backup -------------------------------------------------------------
     async def check(self, *, quick: bool = False) -> dict[str, Any]:

@@ -38,11 +38,19 @@ class ValidationError(MemoristError, ValueError):
 
 class ImportLineError(ValidationError):
     """A line of an import that cannot be imported. ``line`` is its number (from 1);
-    ``summary`` counts what the lines before it imported (they stay in the store)."""
+    ``summary`` counts what the lines before it imported (they stay in the store).
 
-    def __init__(self, line: int, message: str, summary: dict[str, int]) -> None:
+    ``later``: None, or the last line after it that was imported too. Lines of several
+    scopes wait in batches of their own, and a line can fail only when its batch is
+    written (a model or the store failing on it): by then another scope's batch,
+    with lines after it, may have been written. Those stay."""
+
+    def __init__(self, line: int, message: str, summary: dict[str, int], *, later: int | None = None) -> None:
         self.line = line
         self.summary = summary
+        self.later = later
+        if later is not None:
+            message += f" (lines of other scopes after it, up to line {later}, were imported before it failed)"
         super().__init__(f"line {line}", message)
 
 

@@ -897,6 +897,7 @@ class Memory:
         run_id: str | None = None,
         infer: bool | None = None,
         progress: Callable[[int], None] | None = None,
+        from_line: int = 1,
     ) -> dict[str, int]:
         """Import JSON lines: a path, an open text file, or an iterable of lines or dicts.
 
@@ -914,7 +915,12 @@ class Memory:
         (deleted here since), ``deleted`` (by reconciliation), ``events`` (event lines,
         which are not replayed), ``relations`` (tuples written) and ``calls``. A bad line raises
         :class:`~memorist.ImportLineError` naming it; the lines before
-        it stay imported. ``progress(lines_read)`` is called as each line is read (a function that raises stops the import with a ValidationError).
+        it stay imported. ``progress(line)`` is called as each line is read, with its number (a function that raises stops the import with a ValidationError).
+
+        ``from_line``: the first line imported; the lines before it are read and left
+        alone, and line numbers (in errors, in ``progress``) stay the source's. To go
+        on after an import that stopped at a bad line N, once it is fixed:
+        ``from_line=N``. ``lines`` then counts the lines from it on.
         """
         import os
 
@@ -926,6 +932,7 @@ class Memory:
             raise ValidationError("infer", f"must be True, False or None, got {validate.show(infer)}")
         if progress is not None and not callable(progress):
             raise ValidationError("progress", f"must be a function of the lines read, got {type(progress).__name__}")
+        validate.line_number(from_line)
         importer = Importer(
             self.store,
             self.embedder,
@@ -941,7 +948,7 @@ class Memory:
             try:
                 # surrogateescape: a line that is not UTF-8 fails as that line.
                 with open(source, encoding="utf-8", errors="surrogateescape") as handle:
-                    return import_lines(importer, handle, progress=progress)
+                    return import_lines(importer, handle, progress=progress, from_line=from_line)
             except OSError as exc:
                 raise ValidationError("source", f"cannot read {validate.show(os.fspath(source))}: {exc.strerror or exc}") from exc
             except (UnicodeEncodeError, ValueError) as exc:
@@ -951,7 +958,7 @@ class Memory:
                 raise ValidationError("source", f"is not a usable path: {validate.show(source)}") from exc
         if isinstance(source, bytes | dict) or not hasattr(source, "__iter__"):
             raise ValidationError("source", f"must be a path, a text file or an iterable of lines, got {type(source).__name__}")
-        return import_lines(importer, source, progress=progress)
+        return import_lines(importer, source, progress=progress, from_line=from_line)
 
     # integrity and backup -------------------------------------------------------------
     def _sqlite_store(self, what: str) -> SQLiteStore:

@@ -144,6 +144,13 @@ def limit(value: Any, *, name: str = "limit") -> int:
     return value
 
 
+def line_number(value: Any, *, name: str = "from_line") -> int:
+    """A line of a file, counted from 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SEQ:
+        raise ValidationError(name, f"must be a whole number from 1 (a line of the source), got {show(value)}")
+    return value
+
+
 def since(value: Any, *, name: str = "since") -> int:
     """An event sequence number to read after: a whole number from 0."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEQ:

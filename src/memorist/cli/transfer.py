@@ -6,7 +6,6 @@ file of spec 004's minimal version; ``etienne`` is the format's former name, sti
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import sys
 from typing import Any
@@ -117,8 +116,6 @@ def import_(
     skip = 0 if from_line is None else from_line - 1
     if skip and skip >= len(lines):
         raise click.UsageError(f"--from-line {from_line}: {file_name(file)} has {len(lines)} lines")
-    # The lines before are read as blank lines: the numbers in messages stay the file's.
-    source = itertools.chain(itertools.repeat("", skip), itertools.islice(lines, skip, None))
     memory = app.memory(create=True)
     # The model loads now, not inside the first batch: the bar's first estimate is
     # the import's rate, not the model's loading time spread over the file.
@@ -127,24 +124,29 @@ def import_(
         with progress("importing", len(lines) - skip) as update:
 
             def report(n: int) -> None:
-                if n > skip:  # the bar counts the lines read from --from-line on
-                    update(n - skip)
+                update(n - skip)  # the bar counts the lines read from --from-line on
 
             # Only a bar that is drawn (a terminal) needs progress, and the small
             # first batches that keep its estimate right.
             summary = memory.import_(
-                source, **scope(user_id, agent_id, run_id), infer=infer, progress=report if update.drawn else None,
+                lines, **scope(user_id, agent_id, run_id), infer=infer, progress=report if update.drawn else None, from_line=skip + 1,
             )
     except ImportLineError as exc:
         done = exc.summary
+        counts = f"{done['added']} memories added and {done['updated']} updated"
+        if exc.later is None:
+            kept = f"{counts} from the lines before line {exc.line}; they stay in the store, and no line after it was imported."
+        else:  # another scope's batch, with lines after it, was written before it failed
+            kept = (
+                f"{counts} from the lines before line {exc.line} and from lines of other scopes after it, up to line "
+                f"{exc.later}, written before it failed; they stay in the store (going on from line {exc.line} leaves "
+                "those with a time alone, and adds those without one again)."
+            )
         click.echo(
-            f"{done['added']} memories added and {done['updated']} updated from the lines before line {exc.line}; "
-            f"they stay in the store, and no line after it was imported. Once line {exc.line} is fixed, "
-            f"run the import again with --from-line {exc.line} to go on from it.",
+            f"{kept} Once line {exc.line} is fixed, run the import again with --from-line {exc.line} to go on from it.",
             err=True,
         )
         raise CommandError(cli_message(exc)) from exc
-    summary = {**summary, "lines": summary["lines"] - skip}
     parts = [f"added {summary['added']} memories"]
     labels = (("updated", "updated"), ("deleted", "deleted"), ("unchanged", "already there"), ("skipped", "deleted here since, skipped"))
     parts += [f"{summary[key]} {label}" for key, label in labels if summary[key]]

@@ -337,6 +337,7 @@ class Importer:
     _turns: dict[tuple[Any, ...], _Pending] = field(default_factory=dict)  # oldest first
     _waiting: int = 0  # messages in _turns
     _turn_batches: int = 0  # batches of turns written
+    _through: int = 0  # the last line of the turns written
     ramp: bool = False  # small first batches (see FIRST_TURN_BATCH): set when progress is reported
     _records: list[tuple[int, MemoryRecord]] = field(default_factory=list)
     _relations: list[tuple[int, RelationTuple]] = field(default_factory=list)
@@ -562,6 +563,7 @@ class Importer:
         if len(lines) > 1:
             try:
                 self._call([m for _, ms, _ in lines for m in ms], pending.kwargs)
+                self._through = max(self._through, lines[-1][0])
                 return
             except MemoristError as exc:
                 if is_busy(exc):
@@ -575,7 +577,9 @@ class Importer:
                 if is_busy(exc):
                     raise
                 self._flush_before(line_no)
-                raise ImportLineError(line_no, str(exc), self.summary()) from exc
+                later = self._through if self._through > line_no else None
+                raise ImportLineError(line_no, str(exc), self.summary(), later=later) from exc
+            self._through = max(self._through, line_no)
 
     # lines already imported ----------------------------------------------------------------
     def _fresh_scope(self, scope: Scope) -> bool:
@@ -851,8 +855,11 @@ def _derived_id(obj: dict[str, Any]) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, "memorist-import:" + basis))
 
 
-def import_lines(importer: Importer, lines: Iterable[str | dict[str, Any]], *, progress: Callable[[int], None] | None = None) -> dict[str, int]:
-    """Feed every line to ``importer`` and flush; returns the summary."""
+def import_lines(
+    importer: Importer, lines: Iterable[str | dict[str, Any]], *, progress: Callable[[int], None] | None = None, from_line: int = 1,
+) -> dict[str, int]:
+    """Feed every line from line ``from_line`` on to ``importer`` and flush; returns
+    the summary (``lines``: the lines read from ``from_line`` on)."""
     n = 0
     importer.ramp = progress is not None
     iterator = iter(lines)
@@ -868,6 +875,8 @@ def import_lines(importer: Importer, lines: Iterable[str | dict[str, Any]], *, p
             importer.flush()
             raise ImportLineError(n + 1, f"the text from here on is not UTF-8 ({exc.reason})", importer.summary()) from exc
         n += 1
+        if n < from_line:
+            continue  # read, not imported: the numbers in errors stay the source's
         if progress is not None:  # told before the line is fed: a failing function changes nothing of it
             try:
                 progress(n)
@@ -883,7 +892,9 @@ def import_lines(importer: Importer, lines: Iterable[str | dict[str, Any]], *, p
         if is_busy(exc):
             raise importer.stopped(exc, n) from exc
         raise ImportLineError(n, str(exc), importer.summary()) from exc
-    return {"lines": n, **importer.summary()}
+    if n < from_line:
+        raise ValidationError("from_line", f"is {from_line}, but the source has {n} lines; nothing was imported")
+    return {"lines": n - from_line + 1, **importer.summary()}
 
 
 # spec 004's .etienne/memories.json ----------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memorist import ImportLineError, Memory
+from memorist import ImportLineError, Memory, ValidationError
 from memorist.pipelines import transfer
 from terminal_helpers import run_in_terminal
 
@@ -308,3 +308,68 @@ def test_a_new_conversation_of_a_known_user_is_not_looked_up_line_by_line(tmp_pa
         assert m.import_(lines)["added"] == 90
         assert lookups == []  # the store held nothing of these times: one read a batch, none a line
         assert m.import_(lines)["unchanged"] == 90 and len(lookups) == 90  # a second run looks each one up
+
+
+def test_an_import_goes_on_from_a_line_with_the_source_s_line_numbers(tmp_path: Path) -> None:
+    whole = turns(12)
+    lines = [json.dumps(line) for line in whole]
+    lines[7] = '{"messages": ['
+    with Memory(str(tmp_path / "m.db"), embedder="hashing") as m:
+        with pytest.raises(ImportLineError) as err:
+            m.import_(lines)
+        assert err.value.line == 8
+        lines[7], lines[10] = json.dumps(whole[7]), '{"text": 4}'
+        seen: list[int] = []
+        with pytest.raises(ImportLineError, match=r"^line 11: ") as err:
+            m.import_(lines, from_line=8, progress=seen.append)
+        assert seen == [8, 9, 10, 11]  # the source's numbers, from the first line imported
+        assert err.value.summary["added"] == 3 and err.value.later is None
+        lines[10] = json.dumps(whole[10])
+        summary = m.import_(lines, from_line=11)
+        assert (summary["lines"], summary["added"], summary["unchanged"]) == (2, 2, 0)
+        with Memory(str(tmp_path / "whole.db"), embedder="hashing") as reference:
+            reference.import_(whole)
+            assert memories(m, "alex") == memories(reference, "alex")
+        path = tmp_path / "in.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        again = m.import_(path, from_line=12)  # a file: its last line, already there
+        assert (again["lines"], again["added"], again["unchanged"]) == (1, 0, 1)
+        for bad in (0, -1, True, 1.5, "3", None):
+            with pytest.raises(ValidationError, match=r"^from_line: must be a whole number from 1"):
+                m.import_(lines, from_line=bad)
+        with pytest.raises(ValidationError, match=r"^from_line: is 13, but the source has 12 lines; nothing was imported"):
+            m.import_(lines, from_line=13)
+        assert len(m.get_all(user_id="alex", limit=100)["results"]) == 12
+
+
+def test_a_line_failing_as_its_batch_is_written_names_the_later_lines_of_other_scopes_that_stay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from memorist.cli import cli
+    from memorist.errors import StoreError
+
+    monkeypatch.setattr(transfer, "IMPORT_BATCH", 8)
+    real_add = Memory.add
+
+    def add(self: Memory, messages, **kwargs):  # the store fails on one line, once its batch is written
+        if any("poisoned" in m["content"] for m in messages):
+            raise StoreError("the disk is full")
+        return real_add(self, messages, **kwargs)
+
+    monkeypatch.setattr(Memory, "add", add)
+    first = {"messages": [{"role": "user", "content": "ann's poisoned turn"}], "user_id": "ann", "infer": False}
+    lines = [first, *[line for line in rotating(27) if line["user_id"] == "bo"]]  # ann's line 1, then bo's 2 to 10
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    with Memory(str(tmp_path / "m.db"), embedder="hashing") as m:
+        with pytest.raises(ImportLineError, match=r"^line 1: the disk is full \(lines of other scopes after it, up to line 9,") as err:
+            m.import_(path)
+        assert (err.value.line, err.value.later, err.value.summary["added"]) == (1, 9, 8)
+        assert len(m.get_all(user_id="bo")["results"]) == 8 and not m.get_all(user_id="ann")["results"]
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "cli.db"), "--embedder", "hashing", "import", str(path)])
+    assert result.exit_code == 1
+    assert ("8 memories added and 0 updated from the lines before line 1 and from lines of other scopes after it, "
+            "up to line 9, written before it failed") in result.output
+    assert "no line after it was imported" not in result.output
