@@ -84,9 +84,7 @@ class Searcher:
         """
         # One group of reads: the store checks for other writers once, not per call.
         with self.store.reading():
-            ranked, similarity, short = self._retrieve(scope, query, qvec, limit, predicate, reference, now, threshold)
-            if short:  # learning objects filled the candidate pools: rank every memory by vector
-                ranked, similarity, _ = self._retrieve(scope, query, qvec, limit, predicate, reference, now, threshold, whole=True)
+            ranked, similarity = self._retrieve(scope, query, qvec, limit, predicate, reference, now, threshold)
             missing = [r.id for r, _ in ranked if r.id not in similarity]
             if missing:  # found by keywords, time or speaker only
                 similarity.update(self.store.similarities(scope, qvec, missing))
@@ -104,21 +102,74 @@ class Searcher:
         reference: float | None,
         now: float,
         threshold: float | None = None,
-        *,
-        whole: bool = False,
-    ) -> tuple[Ranked, dict[str, float], bool]:
-        """The ranked records, the cosine similarity of those found by vector (of
-        every candidate, with a ``threshold``), and whether non-facts may have kept
-        facts out (fewer than ``limit`` facts from a vector ranking that was cut)."""
+    ) -> tuple[Ranked, dict[str, float]]:
+        """The ranked records, and the cosine similarity of those found by vector (of
+        every candidate, with a ``threshold``).
+
+        The vector and keyword rankings are read ``pool`` deep. When the records
+        they bring are too few once a filter, or the learning objects that are not
+        facts, took some out, they are read again eight times deeper, and so on
+        until enough are left or nothing more is there: a filter that keeps most
+        memories costs what a search without it does, and one that keeps 2 % of
+        100,000 reads a few thousand, not all of them. What was read stays decided."""
         conf = self.config.retrieval
         cutoff = validity_cutoff(now, self.config.decay_days)
         pool = max(conf.candidates, 4 * limit)
-        # A filter may reject most candidates: then rank everything by vector.
-        vector_k = None if predicate or whole else pool
-        vector_hits = self.store.vector_search(scope, qvec, k=vector_k, cutoff=cutoff, now=now)
-        text_hits = self.store.text_search(scope, query, k=pool * 4 if predicate else pool, cutoff=cutoff, now=now)
-        charge(len(vector_hits) + len(text_hits))  # the work meter: cost, and a caller that left
-        scored = {"vector": vector_hits, "text": text_hits}
+        # Ranking terms may reorder the pool, so they need all of it; with none, only
+        # the first ``limit`` records are ever shown.
+        need = pool if self.ranking.terms else limit
+        # Filters and ranking terms may read any field; showing results only needs
+        # what the search index holds.
+        exact = predicate is not None or bool(self.ranking.terms)
+        signals = self._signals(scope, query, qvec, pool=pool, reference=reference, cutoff=cutoff, now=now)
+        decided: dict[str, MemoryRecord | None] = {}  # the records read: None when not a candidate
+        depth = pool
+        while True:
+            vector_hits = self.store.vector_search(scope, qvec, k=depth, cutoff=cutoff, now=now)
+            text_hits = self.store.text_search(scope, query, k=depth, cutoff=cutoff, now=now)
+            charge(len(vector_hits) + len(text_hits))  # the work meter: cost, and a caller that left
+            fused, ordered = self._fuse(scope, {"vector": vector_hits, "text": text_hits, **signals})
+            similarity = dict(vector_hits)
+            if threshold is not None:
+                similarity.update(self.store.similarities(scope, qvec, [m for m in ordered if m not in similarity]))
+                ordered = [m for m in ordered if reported_similarity(similarity.get(m, -2.0)) >= threshold]
+            candidates: Ranked = []
+            for start in range(0, len(ordered), pool if exact else need):
+                chunk = ordered[start : start + (pool if exact else need)]
+                unread = [m for m in chunk if m not in decided]
+                if unread:
+                    charge(len(unread))
+                    records = self.store.get_many(unread, scope=scope, exact_access=exact)
+                    for mid in unread:
+                        record = records.get(mid)
+                        keep = record is not None and is_fact(record) and (predicate is None or predicate(record))
+                        decided[mid] = record if keep else None
+                candidates += [(record, fused[mid]) for mid in chunk if (record := decided[mid]) is not None]
+                if len(candidates) >= need:
+                    break
+            cut = len(vector_hits) >= depth or len(text_hits) >= depth
+            if threshold is not None and vector_hits and reported_similarity(vector_hits[-1][1]) < threshold:
+                cut = False  # nothing deeper is as similar as the threshold asks
+            rejected = any(record is None for record in decided.values())
+            if len(candidates) >= need or not cut or not rejected:
+                return self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit], similarity
+            depth *= 8
+
+    def _signals(
+        self,
+        scope: ScopeFilter,
+        query: str,
+        qvec: np.ndarray,
+        *,
+        pool: int,
+        reference: float | None,
+        cutoff: float | None,
+        now: float,
+    ) -> dict[str, list[tuple[str, float]]]:
+        """The rankings beside vector and keywords, ``pool`` deep: the memories of the
+        query's time window and of the speakers it names."""
+        conf = self.config.retrieval
+        scored: dict[str, list[tuple[str, float]]] = {}
         window = query_window(query, reference if reference is not None else now) if conf.time_weight else None
         if window is not None:
             timed = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, window=window)
@@ -130,6 +181,11 @@ class Searcher:
                 # With a time window too, "what did Caroline say last week" asks
                 # for Caroline's turns of that week: both conditions at once.
                 scored["speaker:" + speaker] = self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, speaker=speaker, window=window)
+        return scored
+
+    def _fuse(self, scope: ScopeFilter, scored: dict[str, list[tuple[str, float]]]) -> tuple[dict[str, float], list[str]]:
+        """The rankings fused: each memory's score, and the memories best first."""
+        conf = self.config.retrieval
         weights = {"vector": conf.vector_weight, "text": conf.text_weight, "time": conf.time_weight}
         weights.update({name: conf.speaker_weight for name in scored if name.startswith("speaker:")})
         fused = reciprocal_rank_fusion({name: [m for m, _ in hits] for name, hits in scored.items()}, weights, k=conf.rrf_k)
@@ -146,37 +202,7 @@ class Searcher:
             times = self.store.created_times(scope, head)
             fused.update(episode_fusion(fused, times, weight=conf.episode_weight, gap=conf.episode_gap))
             ordered[: len(head)] = sorted(head, key=fused.__getitem__, reverse=True)
-        similarity = dict(vector_hits)
-        if threshold is not None:
-            similarity.update(self.store.similarities(scope, qvec, [m for m in ordered if m not in similarity]))
-            ordered = [m for m in ordered if reported_similarity(similarity.get(m, -2.0)) >= threshold]
-        candidates: Ranked = []
-        # Ranking terms may reorder the pool, so they need all of it; with no terms
-        # only the first ``limit`` records are ever shown. With a filter, keep
-        # reading ranked chunks until enough records pass it.
-        exact = predicate is not None or bool(self.ranking.terms)
-        step = pool if exact else limit
-        skipped = 0
-        for start in range(0, len(ordered), step):
-            chunk = ordered[start : start + step]
-            charge(len(chunk))
-            # Filters and ranking terms may read any field; showing results only
-            # needs what the search index holds.
-            records = self.store.get_many(chunk, scope=scope, exact_access=exact)
-            for mid in chunk:
-                record = records.get(mid)
-                if record is None:
-                    continue
-                if not is_fact(record):
-                    skipped += 1
-                    continue
-                if predicate is None or predicate(record):
-                    candidates.append((record, fused[mid]))
-            if (predicate is None and not skipped) or len(candidates) >= step:
-                break
-        ranked = self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit]
-        short = bool(skipped) and len(ranked) < limit and vector_k is not None and len(vector_hits) >= vector_k
-        return ranked, similarity, short
+        return fused, ordered
 
     def _from_latest(
         self,

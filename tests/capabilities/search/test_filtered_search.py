@@ -1,0 +1,102 @@
+"""Searches with a filter: the best memories that pass it, found without reading every
+memory of the scope when the filter keeps a fair share of them.
+
+The rankings are read as deep as an unfiltered search reads them; only when too few
+of the memories they bring pass the filter are they read deeper (eight times, and so
+on), until enough pass or the scope has nothing more. So a filter that keeps every
+memory gives what no filter gives, and a filter keeping a few memories still finds
+them, however low they rank.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from memorist import Memory
+
+WORDS = ["kayak", "pottery", "sourdough", "chess", "lighthouse", "theremin", "greyhound", "marathon", "orchard", "violin"]
+QUERIES = ["kayak trip on the lake", "pottery class", "baking sourdough bread", "a chess game", "the old lighthouse"]
+
+
+def group(i: int) -> int:
+    """One of 50 groups, whatever the memory's words."""
+    return random.Random(i).randrange(50)
+
+
+def fill(memory: Memory, count: int, *, user: str = "maya") -> None:
+    for start in range(0, count, 1000):
+        memory.add(
+            [{"role": "user", "content": f"Maya {WORDS[i % 10]} {WORDS[(i // 10) % 10]} note {i}", "metadata": {"n": i, "group": group(i)}}
+             for i in range(start, min(count, start + 1000))],
+            user_id=user,
+            infer=False,
+        )
+
+
+def reads(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many records each search reads from the store (its get_many calls), appended to."""
+    counted: list[int] = []
+    get_many = memory.store.get_many
+
+    def counting(ids: Any, *args: Any, **kwargs: Any) -> Any:
+        counted.append(len(ids))
+        return get_many(ids, *args, **kwargs)
+
+    monkeypatch.setattr(memory.store, "get_many", counting)
+    return counted
+
+
+def found(memory: Memory, query: str, **kwargs: Any) -> list[tuple[str, float]]:
+    return [(r["id"], r["score"]) for r in memory.search(query, user_id="maya", **kwargs)["results"]]
+
+
+def test_a_filter_that_keeps_every_memory_gives_what_no_filter_gives(backend) -> None:
+    with Memory(backend.target, embedder="hashing") as memory:
+        fill(memory, 1500)
+        for query in QUERIES:
+            for limit in (1, 10, 40):
+                assert found(memory, query, limit=limit, filters={"n": {"gte": 0}}) == found(memory, query, limit=limit)
+
+
+def test_where_the_rankings_hold_the_whole_scope_the_filter_keeps_the_unfiltered_order(backend) -> None:
+    with Memory(backend.target, embedder="hashing") as memory:
+        fill(memory, 80)
+        for query in QUERIES:
+            everything = memory.search(query, user_id="maya", limit=80)["results"]
+            passing = [r["id"] for r in everything if r["metadata"]["group"] in (3, 7, 11)]
+            got = [r["id"] for r in memory.search(query, user_id="maya", limit=5, filters={"group": {"in": [3, 7, 11]}})["results"]]
+            assert got == passing[:5]
+
+
+def test_a_filter_keeping_two_percent_of_the_memories_reads_a_few_hundred_not_all(backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(backend.target, embedder="hashing") as memory:
+        fill(memory, 5000)
+        counted = reads(memory, monkeypatch)
+        for query in QUERIES:
+            counted.clear()
+            results = memory.search(query, user_id="maya", limit=10, filters={"group": 7})["results"]
+            assert len(results) == 10 and all(r["metadata"]["group"] == 7 for r in results)
+            assert sum(counted) <= 1500, f"{query!r}: {sum(counted)} memories read for 10 results"
+
+
+def test_a_filter_keeping_one_memory_finds_it_however_low_it_ranks(backend) -> None:
+    with Memory(backend.target, embedder="hashing") as memory:
+        fill(memory, 3000)
+        memory.add("Zebra crossing by the harbour", user_id="maya", metadata={"n": -1, "group": 99}, infer=False)
+        for query in QUERIES:
+            results = memory.search(query, user_id="maya", limit=5, filters={"group": 99})["results"]
+            assert [r["memory"] for r in results] == ["Zebra crossing by the harbour"]
+        assert memory.search("kayak", user_id="maya", filters={"group": 1000})["results"] == []
+
+
+def test_with_a_threshold_the_rankings_are_not_read_below_it(backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(backend.target, embedder="hashing") as memory:
+        fill(memory, 3000)
+        counted = reads(memory, monkeypatch)
+        # Nothing passes the filter: without a threshold every memory is read; with
+        # one, no deeper than the first memory less similar than it.
+        assert memory.search("kayak trip", user_id="maya", filters={"group": 1000}, threshold=0.9)["results"] == []
+        assert sum(counted) <= 1000
