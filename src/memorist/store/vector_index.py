@@ -250,18 +250,20 @@ class _Postings:
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         return self.docs[: self.size], self.tfs[: self.size]
 
-    def weights(self, lengths: np.ndarray, avg_length: float, live: int) -> tuple[np.ndarray, np.ndarray]:
+    def weights(self, lengths: np.ndarray, avg_length: float, live: int, containing: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Positions and their BM25 contributions (term weight times idf).
 
-        They depend on the average document length and the number of live
-        documents, so they are cached for exactly those: recomputed after a write,
-        reused by every search in between.
+        They depend on the average document length, the number of live documents
+        and of those ``containing`` the term (by default this index's), so they are
+        cached for exactly those: recomputed after a write, reused by every search in
+        between.
         """
         docs, tfs = self.arrays()
-        key = (avg_length, live, self.live, self.size)
+        df = self.live if containing is None else containing
+        key = (avg_length, live, df, self.size)
         if self._weights is None or self._weights[0] != key:
             norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[docs] / avg_length)
-            idf = math.log(1.0 + (live - self.live + 0.5) / (self.live + 0.5))
+            idf = math.log(1.0 + (live - df + 0.5) / (df + 0.5))
             self._weights = (key, tfs * (BM25_K1 + 1.0) / (tfs + norm) * np.float32(idf))
         return docs, self._weights[1]
 
@@ -346,6 +348,25 @@ class _RowTerms:
 
     def extend(self, terms: list[list[str]]) -> None:
         self._added.extend(terms)
+
+
+@dataclass(frozen=True, slots=True)
+class TextStats:
+    """What BM25 scores with: the live rows, their total length in terms, and how
+    many of them contain each query term (None: the index's own counts)."""
+
+    live: int
+    total_length: float
+    containing: dict[str, int] | None
+
+    @staticmethod
+    def pooled(parts: list[TextStats]) -> TextStats:
+        """The statistics of several indexes searched as one."""
+        containing: dict[str, int] = {}
+        for part in parts:
+            for term, count in (part.containing or {}).items():
+                containing[term] = containing.get(term, 0) + count
+        return TextStats(sum(p.live for p in parts), sum(p.total_length for p in parts), containing)
 
 
 @dataclass(slots=True)
@@ -1116,6 +1137,15 @@ class SpaceIndex:
         positions = [p for p in (self._pos.get(m) for m in memory_ids) if p is not None and self._alive[p]]
         return dict(zip(self._ids[positions].tolist(), self._created[positions].tolist(), strict=True))
 
+    def text_stats(self, terms: list[str]) -> TextStats:
+        """This index's BM25 statistics for ``terms`` (summed over several indexes by
+        :meth:`TextStats.pooled`)."""
+        containing = {}
+        for term in dict.fromkeys(terms):
+            postings = self._postings.get(term)
+            containing[term] = 0 if postings is None else max(postings.live, 0)
+        return TextStats(len(self._pos), self._total_length, containing)
+
     def search_text(
         self,
         terms: list[str],
@@ -1124,19 +1154,27 @@ class SpaceIndex:
         run_id: str | None = None,
         cutoff: float | None = None,
         now: float | None = None,
+        stats: TextStats | None = None,
     ) -> list[tuple[str, float]]:
-        """BM25 over the live rows; only rows containing at least one term are returned."""
+        """BM25 over the live rows; only rows containing at least one term are returned.
+
+        ``stats``: the statistics to score with, when several indexes are searched as
+        one (:meth:`TextStats.pooled`): their scores then compare, and are those one
+        index holding all their rows would give."""
         live = len(self._pos)
         if live == 0 or not terms:
             return []
-        avg_length = max(self._total_length / live, 1e-9)
+        if stats is None:
+            stats = TextStats(live, self._total_length, None)
+        avg_length = max(stats.total_length / max(stats.live, 1), 1e-9)
         docs: list[np.ndarray] = []
         weights: list[np.ndarray] = []
         for term in dict.fromkeys(terms):
             postings = self._postings.get(term)
             if postings is None or postings.live <= 0:
                 continue
-            positions, contributions = postings.weights(self._length, avg_length, live)
+            containing = None if stats.containing is None else stats.containing.get(term)
+            positions, contributions = postings.weights(self._length, avg_length, stats.live, containing)
             docs.append(positions)
             weights.append(contributions)
         if not docs:

@@ -22,6 +22,7 @@ from memorist.store import open_store
 from memorist.store.base import ScopeFilter
 from memorist.store.codec import scope_key
 from memorist.store.sqlite import SQLiteStore
+from memorist.store.sqlite import store as store_module
 from memorist.store.sqlite.schema import SCHEMA_VERSION, V1
 from memorist.store.sqlite.store import _split_sql
 
@@ -289,12 +290,22 @@ def test_foreign_sqlite_database_is_left_byte_identical(tmp_path):
     assert p.read_bytes() == before
 
 
-# the two text-search paths ---------------------------------------------------------------------
-# One space (one user) is served by the in-process BM25 index, a scope spanning
-# several spaces by SQLite's FTS5 table.
+# the text-search paths -------------------------------------------------------------------------
+# One space (one user) is served by its in-process BM25 index, a scope spanning a few
+# spaces by theirs, scored with the statistics of all of them, and one spanning more
+# than POOLED_SPACES by SQLite's FTS5 table.
 
 
-def test_both_text_paths_find_the_same_memories(store):
+@pytest.fixture
+def fts_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every scope of more than one space searched through FTS5."""
+    monkeypatch.setattr(store_module, "POOLED_SPACES", 1)
+
+
+@pytest.mark.parametrize("through", ["indexes", "fts5"])
+def test_every_text_path_finds_the_same_memories(store, through: str, monkeypatch: pytest.MonkeyPatch):
+    if through == "fts5":
+        monkeypatch.setattr(store_module, "POOLED_SPACES", 1)
     add(store, record("a", "Likes sushi"), record("b", "Likes ramen"), record("c", "Plays chess"),
         record("h", "Helper notes", ALEX_HELPER))
     old = store.get("a")
@@ -305,7 +316,25 @@ def test_both_text_paths_find_the_same_memories(store):
         assert set(tsearch(store, query, F_ALEX_ONLY)) == set(tsearch(store, query, F_ALEX)), query
 
 
-def test_reindex_rebuilds_the_full_text_index(store, path):
+def test_a_few_spaces_score_as_one_index_holding_all_their_rows(reopen, tmp_path: Path):
+    texts = [f"{w} {v} note {i}" for i, (w, v) in enumerate(
+        (w, v) for w in ("kayak", "pottery", "sourdough", "chess", "orchard") for v in ("lake", "kiln", "bread", "club", "apples", "kayak"))]
+    one, split = reopen(str(tmp_path / "one.db")), reopen(str(tmp_path / "split.db"))
+    add(one, *[record(f"m{i}", t) for i, t in enumerate(texts)])
+    spread = (ALEX, ALEX_HELPER, Scope(user_id="alex", agent_id="coach"))
+    add(split, *[record(f"m{i}", t, spread[i % 3]) for i, t in enumerate(texts)])
+    now = time.time()
+    for query in ("kayak", "kayak lake", "pottery kiln apples", "note 7", "bread club"):
+        alone = one.text_search(F_ALEX, query, k=50, cutoff=None, now=now)
+        pooled = split.text_search(F_ALEX, query, k=50, cutoff=None, now=now)
+        assert len(split._spaces(F_ALEX)) == 3  # type: ignore[attr-defined]
+        assert {m: round(s, 4) for m, s in pooled} == {m: round(s, 4) for m, s in alone}, query
+        assert [s for _, s in pooled] == sorted((s for _, s in pooled), reverse=True)
+        best = split.text_search(F_ALEX, query, k=3, cutoff=None, now=now)
+        assert [s for _, s in best] == [s for _, s in pooled[:3]]  # (memories of equal scores in any order)
+
+
+def test_reindex_rebuilds_the_full_text_index(store, path, fts_only):
     add(store, record("a", "Likes sushi"), record("b", "Plays chess", BOB))
     with raw(path) as c:
         c.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")

@@ -56,7 +56,7 @@ from ..sql import (
     validity_where,
 )
 from ..touches import FLUSH_EVERY, TouchBuffer
-from ..vector_index import Row, SpaceIndex
+from ..vector_index import Row, SpaceIndex, TextStats
 from .checkpoint import BACKSTOP_PAGES, Checkpointer, LogSync
 from .errors import backoff, is_busy, is_corrupt
 from .index import NAMED_SINCE, IndexCache, index_entry, last_seq, log_reaches
@@ -227,6 +227,9 @@ _LOCK_POLL_FIRST = 0.001
 _LOCK_POLL_CAP = 0.02
 #: The page cache's ceiling per connection, in KiB (see __init__).
 CACHE_KIB = 64 * 1024
+#: Spaces a scope may span for its keyword ranking to be read from their in-process
+#: indexes (which its vector ranking loads anyway); beyond, from the FTS5 index.
+POOLED_SPACES = 64
 
 
 def _store_errors(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -919,6 +922,17 @@ class SQLiteStore(Store):
                 # The common case, one user's space: BM25 on the in-process index.
                 index = self._index(*spaces[0])
                 return index.search_text(index_terms(query), k=k, run_id=scope.run_id, cutoff=cutoff, now=now)
+            if 1 < len(spaces) <= POOLED_SPACES:
+                # A few spaces (a user's memories with each of its agents, say): each
+                # in-process index scored with the statistics of all of them, so the
+                # scores compare and are those of one index holding every row.
+                terms = index_terms(query)
+                indexes = [self._index(*space) for space in spaces]
+                stats = TextStats.pooled([index.text_stats(terms) for index in indexes])
+                hits = [hit for index in indexes for hit in index.search_text(
+                    terms, k=k, run_id=scope.run_id, cutoff=cutoff, now=now, stats=stats)]
+                hits.sort(key=lambda hit: -hit[1])
+                return hits[:k]
         if not spaces:
             return []
         # A scope spanning many spaces (an agent across all its users, say) asks
