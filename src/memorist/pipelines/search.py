@@ -17,8 +17,8 @@ equal to the threshold is kept, one shown below it is not.
 
 Only facts are candidates (:func:`memorist.model.is_fact`): playbook strategies,
 trajectories and the other learning objects of the same space are dropped after
-fusion; when they crowded the rankings so that fewer than ``limit`` facts are left,
-the vector ranking is read whole once.
+fusion; when they, or a filter, left fewer than ``limit`` records, the rankings are
+read deeper (:meth:`Searcher._retrieve`).
 
 The facade (:meth:`memorist.Memory.search`) checks the arguments, embeds the query
 and turns the records into result items; everything between is here.
@@ -108,10 +108,12 @@ class Searcher:
 
         The vector and keyword rankings are read ``pool`` deep. When the records
         they bring are too few once a filter, or the learning objects that are not
-        facts, took some out, they are read again eight times deeper, and so on
-        until enough are left or nothing more is there: a filter that keeps most
-        memories costs what a search without it does, and one that keeps 2 % of
-        100,000 reads a few thousand, not all of them. What was read stays decided."""
+        facts, took some out, they are read again eight times deeper, then 64 times,
+        then the vector ranking whole (exactly, as a large space's approximate graph
+        may skip some): a filter that keeps most memories costs what a search
+        without it does, one that keeps 2 % of 100,000 reads a few hundred, and one
+        that keeps almost nothing still finds what it keeps. What was read stays
+        decided."""
         conf = self.config.retrieval
         cutoff = validity_cutoff(now, self.config.decay_days)
         pool = max(conf.candidates, 4 * limit)
@@ -123,10 +125,9 @@ class Searcher:
         exact = predicate is not None or bool(self.ranking.terms)
         signals = self._signals(scope, query, qvec, pool=pool, reference=reference, cutoff=cutoff, now=now)
         decided: dict[str, MemoryRecord | None] = {}  # the records read: None when not a candidate
-        depth = pool
-        while True:
+        for depth in (pool, 8 * pool, 64 * pool, None):
             vector_hits = self.store.vector_search(scope, qvec, k=depth, cutoff=cutoff, now=now)
-            text_hits = self.store.text_search(scope, query, k=depth, cutoff=cutoff, now=now)
+            text_hits = self.store.text_search(scope, query, k=depth or 64 * pool, cutoff=cutoff, now=now)
             charge(len(vector_hits) + len(text_hits))  # the work meter: cost, and a caller that left
             fused, ordered = self._fuse(scope, {"vector": vector_hits, "text": text_hits, **signals})
             similarity = dict(vector_hits)
@@ -147,13 +148,11 @@ class Searcher:
                 candidates += [(record, fused[mid]) for mid in chunk if (record := decided[mid]) is not None]
                 if len(candidates) >= need:
                     break
-            cut = len(vector_hits) >= depth or len(text_hits) >= depth
-            if threshold is not None and vector_hits and reported_similarity(vector_hits[-1][1]) < threshold:
-                cut = False  # nothing deeper is as similar as the threshold asks
+            cut = depth is not None and (len(vector_hits) >= depth or len(text_hits) >= depth)
             rejected = any(record is None for record in decided.values())
             if len(candidates) >= need or not cut or not rejected:
-                return self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit], similarity
-            depth *= 8
+                break
+        return self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit], similarity
 
     def _signals(
         self,

@@ -337,7 +337,7 @@ class Importer:
     _turns: dict[tuple[Any, ...], _Pending] = field(default_factory=dict)  # oldest first
     _waiting: int = 0  # messages in _turns
     _turn_batches: int = 0  # batches of turns written
-    _through: int = 0  # the last line of the turns written
+    _through: int = 0  # the last line written
     ramp: bool = False  # small first batches (see FIRST_TURN_BATCH): set when progress is reported
     _records: list[tuple[int, MemoryRecord]] = field(default_factory=list)
     _relations: list[tuple[int, RelationTuple]] = field(default_factory=list)
@@ -506,12 +506,15 @@ class Importer:
         before any turn, so none waits here)."""
         for pending in list(self._turns.values()):
             self._write_turns(pending, before=line_no)
-        self._write_relations([row for n, row in self._relations if n < line_no])
+        before = [(n, row) for n, row in self._relations if n < line_no]
+        self._write_relations([row for _, row in before])
+        self._wrote(before)
         self._relations = []
 
     def _flush_relations(self) -> None:
         pending, self._relations = self._relations, []
         self._write_relations([row for _, row in pending])
+        self._wrote(pending)
 
     def _write_relations(self, pending: list[RelationTuple]) -> None:
         """Write the tuples the store does not hold yet, in one transaction
@@ -726,6 +729,7 @@ class Importer:
                 self.counts["unchanged"] += 1
         self.counts["unchanged"] += len(pending) - len(latest)
         self.flush_writes(writes)
+        self._wrote(pending)
 
     def flush_writes(self, writes: list[tuple[MemoryRecord, MemoryRecord | None]]) -> None:
         """Write new memories and newer copies, in one transaction."""
@@ -747,6 +751,11 @@ class Importer:
         retry_busy(write, attempts=IMPORT_BUSY_ATTEMPTS)  # one transaction: retried whole
         for _, old in writes:
             self.counts["added" if old is None else "updated"] += 1
+
+    def _wrote(self, lines: list[tuple[int, Any]]) -> None:
+        """Note lines written (for :attr:`ImportLineError.later`)."""
+        if lines:
+            self._through = max(self._through, max(n for n, _ in lines))
 
     def summary(self) -> dict[str, int]:
         return {**self.counts, "calls": self.calls}
@@ -892,7 +901,7 @@ def import_lines(
         if is_busy(exc):
             raise importer.stopped(exc, n) from exc
         raise ImportLineError(n, str(exc), importer.summary()) from exc
-    if n < from_line:
+    if from_line > 1 and n < from_line:  # (an empty source, read from its start, imports nothing)
         raise ValidationError("from_line", f"is {from_line}, but the source has {n} lines; nothing was imported")
     return {"lines": n - from_line + 1, **importer.summary()}
 

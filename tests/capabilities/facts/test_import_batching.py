@@ -373,3 +373,47 @@ def test_a_line_failing_as_its_batch_is_written_names_the_later_lines_of_other_s
     assert ("8 memories added and 0 updated from the lines before line 1 and from lines of other scopes after it, "
             "up to line 9, written before it failed") in result.output
     assert "no line after it was imported" not in result.output
+
+
+def test_an_empty_source_imports_nothing_and_says_so(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    with Memory(str(tmp_path / "m.db"), embedder="hashing") as m:
+        for source in ([], empty, iter(())):
+            assert m.import_(source)["lines"] == 0
+        with pytest.raises(ValidationError, match=r"^from_line: is 2, but the source has 0 lines"):
+            m.import_([], from_line=2)
+
+
+def test_memory_and_relation_lines_written_before_a_failed_turn_are_named_as_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memorist.errors import StoreError
+
+    monkeypatch.setattr(transfer, "IMPORT_BATCH", 8)
+    real_add = Memory.add
+
+    def add(self: Memory, messages, **kwargs):
+        if any("poisoned" in m["content"] for m in messages):
+            raise StoreError("the disk is full")
+        return real_add(self, messages, **kwargs)
+
+    monkeypatch.setattr(Memory, "add", add)
+    first = {"messages": [{"role": "user", "content": "ann's poisoned turn"}], "user_id": "ann", "infer": False}
+    memory_lines = [
+        {"type": "memory", "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"later{i}")), "memory": f"Fact {i}", "user_id": "bo",
+         "created_at": "2024-02-01T08:00:00+00:00"}
+        for i in range(9)
+    ]
+    relation = {"type": "relation", "subject": ["user", "cy"], "relation": "member", "object": ["group", "team"]}
+    with Memory(str(tmp_path / "m.db"), embedder="hashing") as m:
+        # Lines 2-9 are memory lines of another user, written as their batch fills
+        # while the turn of line 1 still waits in its own.
+        with pytest.raises(ImportLineError) as err:
+            m.import_([first, *memory_lines[:8]])
+        assert (err.value.line, err.value.later, err.value.summary["added"]) == (1, 9, 8)
+    monkeypatch.setattr(transfer, "IMPORT_BATCH", 2)
+    with Memory(str(tmp_path / "r.db"), embedder="hashing") as m:
+        with pytest.raises(ImportLineError) as err:
+            m.import_([first, relation, {**relation, "subject": ["user", "di"]}])
+        assert (err.value.line, err.value.later) == (1, 3)

@@ -100,3 +100,35 @@ def test_with_a_threshold_the_rankings_are_not_read_below_it(backend, monkeypatc
         # one, no deeper than the first memory less similar than it.
         assert memory.search("kayak trip", user_id="maya", filters={"group": 1000}, threshold=0.9)["results"] == []
         assert sum(counted) <= 1000
+
+
+@pytest.mark.sqlite_only("the approximate graph is the SQLite store's in-process index")
+def test_a_filter_and_a_threshold_find_every_memory_they_keep_in_a_space_with_a_graph(
+    backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A space's approximate graph may skip memories: when too few pass, the last
+    reading of the vector ranking is exact."""
+    import time
+
+    from memorist.pipelines.search import reported_similarity
+    from memorist.store import vector_index
+
+    monkeypatch.setattr(vector_index, "DEFAULT_THRESHOLD", 500)
+    with Memory(backend.target, embedder="hashing") as memory:
+        fill(memory, 3000)
+        scope = memory._scope_filter("maya", None, None)
+        index = memory.store._index(*memory.store._spaces(scope)[0])  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 60
+        while index._ann is None or index._ann.covered() < len(index):
+            assert time.monotonic() < deadline, "the graph was not built in a minute"
+            memory.search("kayak", user_id="maya")  # (searches let the graph's builder go on)
+            time.sleep(0.05)
+        records = memory.store.list(scope, now=time.time())
+        kept = [1, 2, 3]
+        for query, threshold in (("zzzz unrelated", 0.12), ("orchard violin lake", 0.4), ("kayak kiln", 0.34), ("chess club apples", 0.29)):
+            similarity = memory.store.similarities(scope, memory._query_vector(query), [r.id for r in records])
+            truth = {r.id for r in records if r.metadata["group"] in kept and reported_similarity(similarity[r.id]) >= threshold}
+            assert 0 < len(truth) < 10, (query, len(truth))
+            found_ids = {r["id"] for r in memory.search(query, user_id="maya", limit=10, filters={"group": {"in": kept}},
+                                                        threshold=threshold)["results"]}
+            assert found_ids == truth, query
