@@ -95,8 +95,10 @@ def import_(
     second run adds nothing twice.
 
     A bad line stops the import with an error naming it: the lines before it
-    stay imported, none after it is. Once it is fixed, --from-line N goes on
-    from it (line numbers stay the file's).
+    stay imported, none after it is (a line that fails only as its batch is
+    written may find lines of other scopes after it written: the message says
+    up to which). Once it is fixed, --from-line N goes on from it (line numbers
+    stay the file's).
 
     With --format memories-json, FILE is a memories.json file, one JSON
     array of {id, memory, user_id, created_at, updated_at?, metadata?}: each

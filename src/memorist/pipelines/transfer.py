@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
 from typing import Any
@@ -566,7 +566,7 @@ class Importer:
         if len(lines) > 1:
             try:
                 self._call([m for _, ms, _ in lines for m in ms], pending.kwargs)
-                self._through = max(self._through, lines[-1][0])
+                self._wrote(lines)
                 return
             except MemoristError as exc:
                 if is_busy(exc):
@@ -582,7 +582,7 @@ class Importer:
                 self._flush_before(line_no)
                 later = self._through if self._through > line_no else None
                 raise ImportLineError(line_no, str(exc), self.summary(), later=later) from exc
-            self._through = max(self._through, line_no)
+            self._wrote([(line_no,)])
 
     # lines already imported ----------------------------------------------------------------
     def _fresh_scope(self, scope: Scope) -> bool:
@@ -752,10 +752,10 @@ class Importer:
         for _, old in writes:
             self.counts["added" if old is None else "updated"] += 1
 
-    def _wrote(self, lines: list[tuple[int, Any]]) -> None:
-        """Note lines written (for :attr:`ImportLineError.later`)."""
+    def _wrote(self, lines: Sequence[tuple[Any, ...]]) -> None:
+        """Note lines written, each ``(line number, ...)`` (for :attr:`ImportLineError.later`)."""
         if lines:
-            self._through = max(self._through, max(n for n, _ in lines))
+            self._through = max(self._through, *(line[0] for line in lines))
 
     def summary(self) -> dict[str, int]:
         return {**self.counts, "calls": self.calls}
