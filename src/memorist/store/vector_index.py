@@ -1162,7 +1162,7 @@ class SpaceIndex:
         one (:meth:`TextStats.pooled`): their scores then compare, and are those one
         index holding all their rows would give."""
         live = len(self._pos)
-        if live == 0 or not terms:
+        if live == 0 or not terms or (k is not None and k <= 0):
             return []
         if stats is None:
             stats = TextStats(live, self._total_length, None)

@@ -332,6 +332,9 @@ def test_a_few_spaces_score_as_one_index_holding_all_their_rows(reopen, tmp_path
         assert [s for _, s in pooled] == sorted((s for _, s in pooled), reverse=True)
         best = split.text_search(F_ALEX, query, k=3, cutoff=None, now=now)
         assert [s for _, s in best] == [s for _, s in pooled[:3]]  # (memories of equal scores in any order)
+    for store in (one, split):
+        assert store.text_search(F_ALEX, "kayak", k=0, cutoff=None, now=now) == []
+        assert store.text_search(F_ALEX, "kayak", k=-1, cutoff=None, now=now) == []
 
 
 def test_reindex_rebuilds_the_full_text_index(store, path, fts_only):

@@ -916,6 +916,8 @@ class SQLiteStore(Store):
 
     @_store_errors
     def text_search(self, scope: ScopeFilter, query: str, *, k: int, cutoff: float | None, now: float) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
         with self._lock:
             spaces = self._spaces(scope)
             if len(spaces) == 1:
