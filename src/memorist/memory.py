@@ -312,9 +312,32 @@ class Memory:
         test: bool = False,
         importance: float | None = None,
     ) -> AddResult:
+        return self._add(messages, user_id=user_id, agent_id=agent_id, run_id=run_id, metadata=metadata, infer=infer,
+                         timestamp=timestamp, test=test, importance=importance)
+
+    def _add_texts(self, messages: Any, **kwargs: Any) -> AddResult:
+        """:meth:`add` of several plain texts at once, given as user messages (each
+        with its own metadata and time): stored as ``add(text)`` stores each, in one
+        transaction (imports batch their text lines through it)."""
+        return self._add(messages, plain=True, **kwargs)
+
+    def _add(
+        self,
+        messages: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        timestamp: Any = None,
+        test: bool = False,
+        importance: float | None = None,
+        plain: bool = False,
+    ) -> AddResult:
         u, a, r = validate.require_scope(user_id, agent_id, run_id)
         weight = validate.importance(importance)
-        msgs, plain = validate.messages(
+        msgs, plain_text = validate.messages(
             messages,
             max_chars=self.config.max_message_chars,
             max_metadata_depth=self.config.max_metadata_depth,
@@ -342,7 +365,7 @@ class Memory:
         if infer:
             result = self._ingest.add_inferred(msgs, scope, metadata=meta, at=at, importance=weight)
         else:
-            result = self._ingest.add_verbatim(msgs, scope, metadata=meta, at=at, plain_text=plain, importance=weight)
+            result = self._ingest.add_verbatim(msgs, scope, metadata=meta, at=at, plain_text=plain_text or plain, importance=weight)
         self._consolidation_trigger(scope, result)
         return result
 
@@ -940,6 +963,7 @@ class Memory:
             self.add,
             defaults,
             infer,
+            add_texts=self._add_texts,
             max_chars=self.config.max_message_chars,
             max_metadata_depth=self.config.max_metadata_depth,
             max_metadata_bytes=self.config.max_metadata_bytes,

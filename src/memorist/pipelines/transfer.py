@@ -298,6 +298,7 @@ class _Pending:
     key: tuple[Any, ...]
     scope: Scope
     kwargs: dict[str, Any]
+    plain: bool = False  # text lines ({"text": ...}): stored as add(text) stores them
     lines: list[_Line] = field(default_factory=list)
     size: int = 0  # messages
 
@@ -330,6 +331,9 @@ class Importer:
     max_chars: int = 100_000
     max_metadata_depth: int = validate.METADATA_DEPTH
     max_metadata_bytes: int = validate.METADATA_BYTES
+    # Several text lines in one call, each stored as add(text) stores it (None: each
+    # text line is added alone).
+    add_texts: Callable[..., dict[str, Any]] | None = None
     counts: dict[str, int] = field(
         default_factory=lambda: {"added": 0, "updated": 0, "unchanged": 0, "skipped": 0, "deleted": 0, "events": 0, "relations": 0}
     )
@@ -445,18 +449,30 @@ class Importer:
             if checked is not None:
                 self._wait(line_no, ids, importance, folded, checked)
                 return
+        if infer is False and isinstance(messages, str) and self.add_texts is not None:
+            # A text line: a user message carrying the line's metadata and time,
+            # written with other text lines of its scope as add(text) writes each.
+            folded = _folded([{"role": "user", "content": messages}], metadata, timestamp)
+            importance = kwargs.get("importance")
+            checked = None if folded is None else self._checked(ids, importance, folded, text=messages)
+            if checked is not None:
+                self._wait(line_no, ids, importance, folded, checked, plain=True)
+                return
         # Alone, after every line read before it: an inferred turn's reconciler must
         # see them, and a line add() refuses stops the import with the lines before
         # it written (add() names what is wrong with it).
         self.flush()
         self._alone(messages, kwargs)
 
-    def _checked(self, ids: dict[str, Any], importance: Any, folded: list[dict[str, Any]]) -> list[Message] | None:
+    def _checked(self, ids: dict[str, Any], importance: Any, folded: list[dict[str, Any]], *, text: str | None = None) -> list[Message] | None:
         """The folded messages as ``add`` reads them; None when add would refuse
-        them (the line is then added alone, and add names what is wrong)."""
+        them (the line is then added alone, and add names what is wrong). ``text``:
+        the line's text, for a text line (checked as add(text) checks it)."""
         try:
             validate.require_scope(*ids.values())
             validate.importance(importance)
+            if text is not None:
+                validate.messages(text, max_chars=self.max_chars)
             checked, _ = validate.messages(
                 folded, max_chars=self.max_chars, max_metadata_depth=self.max_metadata_depth, max_metadata_bytes=self.max_metadata_bytes
             )
@@ -464,10 +480,12 @@ class Importer:
             return None
         return checked
 
-    def _wait(self, line_no: int, ids: dict[str, Any], importance: Any, folded: list[dict[str, Any]], checked: list[Message]) -> None:
+    def _wait(
+        self, line_no: int, ids: dict[str, Any], importance: Any, folded: list[dict[str, Any]], checked: list[Message], *, plain: bool = False,
+    ) -> None:
         """Put a checked verbatim line in its scope's buffer; write buffers that are full."""
         scope = Scope(self.tenant_id, *(ids[k] or "" for k in _SCOPE_KEYS))
-        key = (scope, json.dumps(importance))
+        key = (scope, json.dumps(importance), plain)
         room = min(IMPORT_BATCH, FIRST_TURN_BATCH << min(self._turn_batches, 16)) if self.ramp else IMPORT_BATCH
         # One buffer a scope at a time: a line of another importance writes the scope's
         # buffer first, so the scope's lines are stored in the file's order.
@@ -479,7 +497,7 @@ class Importer:
             pending = None
         if pending is None:
             kwargs = {**ids, "metadata": None, "infer": False, "timestamp": None, **({"importance": importance} if importance is not None else {})}
-            pending = self._turns[key] = _Pending(key, scope, kwargs)
+            pending = self._turns[key] = _Pending(key, scope, kwargs, plain)
         pending.lines.append((line_no, folded, checked))
         pending.size += len(folded)
         self._waiting += len(folded)
@@ -529,9 +547,10 @@ class Importer:
 
         self.counts["relations"] += retry_busy(write, attempts=IMPORT_BUSY_ATTEMPTS)
 
-    def _call(self, messages: Any, kwargs: dict[str, Any]) -> None:
+    def _call(self, messages: Any, kwargs: dict[str, Any], *, plain: bool = False) -> None:
         # One add is one transaction: retried whole while the store is locked.
-        result = retry_busy(lambda: self.add(messages, **kwargs), attempts=IMPORT_BUSY_ATTEMPTS)
+        add = self.add_texts if plain and self.add_texts is not None else self.add
+        result = retry_busy(lambda: add(messages, **kwargs), attempts=IMPORT_BUSY_ATTEMPTS)
         self.calls += 1
         for item in result["results"]:
             key = {"ADD": "added", "UPDATE": "updated", "DELETE": "deleted"}.get(item["event"])
@@ -559,13 +578,13 @@ class Importer:
             self._waiting -= pending.size
         lines = pending.lines if before is None else [line for line in pending.lines if line[0] < before]
         if lines and not self._fresh_scope(pending.scope):
-            lines = self._unseen(pending.scope, lines)
+            lines = self._unseen(pending.scope, lines, plain=pending.plain)
         if not lines:
             return
         self._turn_batches += 1  # the ramp grows by calls, however many scopes share the room
         if len(lines) > 1:
             try:
-                self._call([m for _, ms, _ in lines for m in ms], pending.kwargs)
+                self._call([m for _, ms, _ in lines for m in ms], pending.kwargs, plain=pending.plain)
                 self._wrote(lines)
                 return
             except MemoristError as exc:
@@ -575,7 +594,7 @@ class Importer:
                 # store failed); line by line, the error names the line it fails at.
         for line_no, messages, _ in lines:
             try:
-                self._call(messages, pending.kwargs)
+                self._call(messages, pending.kwargs, plain=pending.plain)
             except MemoristError as exc:
                 if is_busy(exc):
                     raise
@@ -594,7 +613,7 @@ class Importer:
             fresh = self._fresh[scope] = not self.store.list(_exactly(scope), limit=1)
         return fresh
 
-    def _unseen(self, scope: Scope, lines: list[_Line]) -> list[_Line]:
+    def _unseen(self, scope: Scope, lines: list[_Line], *, plain: bool = False) -> list[_Line]:
         """A buffer's lines without the messages the store already holds. When it
         holds no memory of the scope in the span of their times (one read: a new
         conversation of a known user), none is looked up."""
@@ -603,9 +622,9 @@ class Importer:
             return lines
         newest = self.store.list(_exactly(scope), until=max(times), limit=1)
         look = bool(newest) and newest[0].created_at >= min(times)
-        return [line for line in map(self._new_lines, repeat(scope), lines, repeat(look)) if line is not None]
+        return [line for line in map(self._new_lines, repeat(scope), lines, repeat(look), repeat(plain)) if line is not None]
 
-    def _new_lines(self, scope: Scope, line: _Line, look: bool) -> _Line | None:
+    def _new_lines(self, scope: Scope, line: _Line, look: bool, plain: bool = False) -> _Line | None:
         """A waiting line without the messages the store already holds; None when
         it holds them all. Its messages carry their times, so leaving one out moves
         no other. ``look``: False when the store holds none of their times."""
@@ -616,9 +635,9 @@ class Importer:
         for raw, message in zip(folded, checked, strict=True):
             if _kept(message):
                 meta = message.metadata or {}
-                if message.timestamp is not None and self._already(
-                    scope, Kind.TURN, message.content, message.timestamp, *_speaker(meta, message), look=look
-                ):
+                # A text line's memory is a fact, with no role or name but its metadata's.
+                kind, speaker = (Kind.FACT, (meta.get("role"), meta.get("name"))) if plain else (Kind.TURN, _speaker(meta, message))
+                if message.timestamp is not None and self._already(scope, kind, message.content, message.timestamp, *speaker, look=look):
                     continue
                 new = True
             out.append(raw)

@@ -417,3 +417,56 @@ def test_memory_and_relation_lines_written_before_a_failed_turn_are_named_as_lat
         with pytest.raises(ImportLineError) as err:
             m.import_([first, relation, {**relation, "subject": ["user", "di"]}])
         assert (err.value.line, err.value.later) == (1, 3)
+
+
+def text_lines(n: int) -> list[dict]:
+    """Text lines ({"text": ...}), verbatim, with their own times and metadata; some without a time."""
+    return [
+        {"text": f"Note {i} about topic{i % 11}", "user_id": USERS[i % 2], "infer": False,
+         **({"timestamp": 1_683_561_360.0 + 60 * i} if i % 5 else {}), **({"metadata": {"n": i, "role": "note"}} if i % 3 else {}),
+         **({"importance": 0.8} if i < 2 else {})}
+        for i in range(n)
+    ]
+
+
+def kept(m: Memory) -> list[tuple]:
+    """Every memory as export shows it, but its id, lineage and (for lines without a time) its dates."""
+    items = []
+    for item in m.export(all_scopes=True):
+        if item.get("type", "memory") != "memory":
+            continue
+        timed = item["metadata"].get("n", 0) % 5 if isinstance(item["metadata"].get("n"), int) else None
+        drop = {"id", "lineage"} | ({"created_at", "updated_at"} if timed == 0 or "n" not in item["metadata"] else set())
+        items.append(json.dumps({k: v for k, v in item.items() if k not in drop}, sort_keys=True))
+    return sorted(items)
+
+
+def test_text_lines_are_batched_and_stored_as_add_of_each_text_stores_it(backend) -> None:
+    lines = text_lines(300)
+    with Memory(backend.target, embedder="hashing") as m:
+        summary = m.import_(lines)
+        assert summary["added"] == 300
+        assert summary["calls"] == 4  # each user's first line (its importance), then the rest of its lines
+        batched = kept(m)
+        kinds = {r["kind"] for r in m.export(all_scopes=True) if r.get("type", "memory") == "memory"}
+        again = m.import_(lines)  # the lines with a time are there already
+        assert (again["unchanged"], again["added"]) == (240, 60)
+    with Memory(backend.fresh(), embedder="hashing") as one:
+        for line in lines:
+            one.add(line["text"], user_id=line["user_id"], metadata=line.get("metadata"), timestamp=line.get("timestamp"),
+                    infer=False, importance=line.get("importance"))
+        assert batched == kept(one)
+        assert kinds == {r["kind"] for r in one.export(all_scopes=True) if r.get("type", "memory") == "memory"} == {"fact"}
+        hits = one.search("Note 7 about topic7", user_id="bo", limit=1)["results"]
+    with Memory(backend.fresh(), embedder="hashing") as m:
+        m.import_(lines)
+        assert m.search("Note 7 about topic7", user_id="bo", limit=1)["results"][0]["memory"] == hits[0]["memory"]
+
+
+def test_a_bad_text_line_stops_the_import_with_the_text_lines_before_it_written(tmp_path: Path) -> None:
+    lines = text_lines(40)
+    lines[25] = {**lines[25], "text": "   "}
+    with Memory(str(tmp_path / "m.db"), embedder="hashing") as m:
+        with pytest.raises(ImportLineError, match=r"^line 26: messages"):
+            m.import_(lines)
+        assert sum(len(m.get_all(user_id=u)["results"]) for u in USERS[:2]) == 25
