@@ -2,12 +2,13 @@
 progress bar's first time estimate against the truth.
 
 Run:  python bench/import_speed.py [--lines 5000] [--embedder hashing] [--batch 500]
-                                   [--cli-lines 5000,50000]
+                                   [--cli-lines 5000,50000] [--kind messages|text]
 
 - ``add``: the lines' messages added with ``Memory.add(list, infer=False)`` in calls
   of ``--batch`` messages into a fresh store (the batched rate);
 - ``import_``: ``Memory.import_`` of the file (one conversation turn a line, each
-  with its own timestamp and metadata, ``"infer": false``) into a fresh store;
+  with its own timestamp and metadata, ``"infer": false``; with ``--kind text``,
+  ``{"text": ...}`` lines, stored as ``add(text)`` stores them) into a fresh store;
 - ``cli``: ``memorist import`` of a file of each of ``--cli-lines`` lines in a new
   process whose stderr is a terminal (a pty), so that it draws its bar: the first
   time estimate the bar shows, and the time the import actually took from then on.
@@ -48,11 +49,11 @@ def seconds_shown(match: re.Match[bytes]) -> float:
     return 3600 * hours + 60 * minutes + seconds
 
 
-def lines_of(texts: list[str]) -> list[dict]:
+def lines_of(texts: list[str], kind: str = "messages") -> list[dict]:
     start = 1_683_561_360  # 8 May 2023
     return [
         {
-            "messages": [{"role": "user", "content": t, "name": ("Caroline", "Melanie")[i % 2]}],
+            **({"text": t} if kind == "text" else {"messages": [{"role": "user", "content": t, "name": ("Caroline", "Melanie")[i % 2]}]}),
             "user_id": "importer",
             "timestamp": start + 60 * i,
             "metadata": {"dia_id": f"D{i // 20 + 1}:{i % 20 + 1}"},
@@ -128,15 +129,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--no-cli", action="store_true")
     parser.add_argument("--cli-lines", default="5000,50000", help="sizes of the CLI imports timed against their bar")
+    parser.add_argument("--kind", choices=("messages", "text"), default="messages", help="the lines' kind of turn")
     args = parser.parse_args()
     words, weights, _ = corpus_model()
     rng = random.Random(args.seed)
     texts = [sentence(rng, words, weights) for _ in range(args.lines)]
     print(f"# bench/import_speed.py: memorist from {Path(memorist.__file__).resolve().parents[1]}, "
-          f"{args.lines} lines, embedder {args.embedder}", file=sys.stderr)
+          f"{args.lines} {args.kind} lines, embedder {args.embedder}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="memorist-import-") as tmp:
         path = Path(tmp) / "turns.jsonl"
-        path.write_text("".join(json.dumps(line) + "\n" for line in lines_of(texts)), encoding="utf-8")
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines_of(texts, args.kind)), encoding="utf-8")
         added = add_rate(texts, args.embedder, args.batch)
         imported, count = import_rate(path, args.embedder)
         print("| lines | add batched lines/s | import lines/s | import / add | memories added |")
@@ -151,7 +153,7 @@ def main() -> None:
                 if size != args.lines:
                     cli_texts = [sentence(rng, words, weights) for _ in range(max(size - len(texts), 0))]
                     cli_path = Path(tmp) / f"turns-{size}.jsonl"
-                    cli_path.write_text("".join(json.dumps(line) + "\n" for line in lines_of((texts + cli_texts)[:size])), encoding="utf-8")
+                    cli_path.write_text("".join(json.dumps(line) + "\n" for line in lines_of((texts + cli_texts)[:size], args.kind)), encoding="utf-8")
                 eta, rest, whole = cli_estimate(cli_path, args.embedder)
                 if eta is None or rest <= 0:
                     ratio = "no estimate shown"
