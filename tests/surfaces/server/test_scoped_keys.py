@@ -53,14 +53,14 @@ def test_a_user_key_reads_its_own_tier_figures_only(served, store) -> None:
 def test_a_minute_cannot_reference_another_projects_minute(served, store) -> None:
     tenant, alex = key_headers(store, "acme"), key_headers(store, "acme", "alex")
     secret = served.post("/api/minutes/", json={"event_type": "decision", "project_id": "sam",
-                                                 "memory_note": "Sam's launch code is 4711"}, headers=tenant)
+                                                 "memory_note": "Sam's launch code is swordfish"}, headers=tenant)
     assert secret.status_code == 200, secret.text
     secret_id = secret.json()["id"]
 
     r = served.post("/api/minutes/", json={"event_type": "handoff", "memory_note": "see the earlier decision",
                                            "context_references": [secret_id]}, headers=alex)
     assert r.status_code == 422 and r.json()["error"]["field"] == "context_references", r.text
-    assert "4711" not in r.text
+    assert "swordfish" not in r.text  # (a word no id holds: ids are hex digits)
 
     own = served.post("/api/minutes/", json={"event_type": "decision", "memory_note": "Alex picks SQLite"}, headers=alex)
     ref = served.post("/api/minutes/", json={"event_type": "handoff", "memory_note": "following up",
@@ -68,7 +68,7 @@ def test_a_minute_cannot_reference_another_projects_minute(served, store) -> Non
     assert ref.status_code == 200, ref.text
     context = served.post("/api/context/", json={"agent_id": "planner", "budget_tokens": 4000}, headers=alex)
     assert context.status_code == 200, context.text
-    assert "4711" not in context.text and "Alex picks SQLite" in context.text
+    assert "swordfish" not in context.text and "Alex picks SQLite" in context.text
 
 
 def test_a_tenant_key_cannot_smuggle_a_reference_across_projects(served, store) -> None:
