@@ -45,7 +45,7 @@ from .pipelines.ingest import Ingestor
 from .pipelines.llm_events import CallLog
 from .pipelines.search import Searcher, reported_similarity
 from .pipelines.settings import settle_policy
-from .policies.filters import compile_filters
+from .policies.filters import Filter, compile_filters
 from .policies.ranking import RankingPolicy
 from .policies.search_keys import memory_key
 from .policies.text import content_hash
@@ -62,6 +62,10 @@ _QUERY_CACHE = 256
 _CHECK_EVERY = 100
 #: How far by-id calls follow a promoted memory's ``promoted_to`` link.
 _MAX_HOPS = 16
+#: How many memories a filtered listing (``get_all(filters=...)``) takes from the
+#: store's own check of the filter; when it keeps more, the listing reads the scope
+#: newest first instead, and fills its page long before the end.
+NARROWED_READ = 10_000
 
 
 def _promoted(record: MemoryRecord | None, get: Callable[[str], MemoryRecord | None]) -> MemoryRecord | None:
@@ -432,16 +436,57 @@ class Memory:
         if predicate is None:
             records = self._list_facts(scope, limit=limit, cutoff=cutoff, now=now)
         else:
-            records = []
-            for record in self.store.list(scope, cutoff=cutoff, now=now):
-                if is_fact(record) and predicate(record):
-                    records.append(record)
-                    if len(records) >= limit:
-                        break
+            records = self._list_filtered(scope, predicate, limit=limit, cutoff=cutoff, now=now)
         # A page's cost to the work meter: its records and its text (a unit per 1,000 characters).
         charge(len(records) + sum(len(r.text) for r in records) // 1000)
         tiers = self._tier_view()
         return {"results": [self._item(r, tiers=tiers) for r in records]}
+
+    def _list_filtered(
+        self, scope: ScopeFilter, predicate: Filter, *, limit: int, cutoff: float | None, now: float
+    ) -> list[MemoryRecord]:
+        """The scope's newest ``limit`` facts that ``predicate`` keeps: of the memories
+        the store narrowed the filter to when it can (a few thousand at most), else of
+        all of them, newest first, read until the page is full."""
+        narrowed = None
+        if predicate.narrowing is not None:
+            narrowed = self.store.narrowed_ids(scope, predicate.narrowing, cutoff=cutoff, now=now, limit=NARROWED_READ)
+        if narrowed is None:
+            rows = self._list_paged(scope, first=4 * limit, cutoff=cutoff, now=now)
+        else:
+            charge(len(narrowed))
+            rows = self._read_in_order(narrowed, scope)
+        records = []
+        for record in rows:
+            if is_fact(record) and predicate(record):
+                records.append(record)
+                if len(records) >= limit:
+                    break
+        return records
+
+    def _list_paged(self, scope: ScopeFilter, *, first: int, cutoff: float | None, now: float) -> Iterator[MemoryRecord]:
+        """The scope's memories newest first, listed ``first`` at a time, then eight
+        times more each time (a page read again only in part): a caller that stops
+        early reads little more than it took."""
+        seen: set[str] = set()
+        want = first
+        while True:
+            rows = self.store.list(scope, limit=want, cutoff=cutoff, now=now)
+            for record in rows:
+                if record.id not in seen:  # a write between two pages may shift them
+                    seen.add(record.id)
+                    yield record
+            if len(rows) < want:
+                return
+            want *= 8
+
+    def _read_in_order(self, memory_ids: list[str], scope: ScopeFilter) -> Iterator[MemoryRecord]:
+        """The records of ``memory_ids`` still active, in their order, read a page at a time."""
+        for start in range(0, len(memory_ids), 100):
+            page = memory_ids[start : start + 100]
+            records = self.store.get_many(page, scope=scope)
+            # (One deleted since the ids were read is left out, as a listing would.)
+            yield from (r for mid in page if (r := records.get(mid)) is not None and r.status is Status.ACTIVE)
 
     def _list_facts(self, scope: ScopeFilter, *, limit: int, cutoff: float | None, now: float) -> list[MemoryRecord]:
         """The scope's newest ``limit`` facts: playbooks and trajectories share the

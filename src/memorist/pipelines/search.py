@@ -26,12 +26,11 @@ and turns the records into result items; everything between is here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from ..config import MemoryConfig
 from ..model import MemoryRecord, is_fact
+from ..policies.filters import Filter
 from ..policies.fusion import episode_fusion, normalized_score_fusion, reciprocal_rank_fusion
 from ..policies.ranking import RankContext, RankingPolicy
 from ..policies.text import named_speakers
@@ -72,7 +71,7 @@ class Searcher:
         qvec: np.ndarray,
         *,
         limit: int,
-        predicate: Callable[[MemoryRecord], bool] | None,
+        predicate: Filter | None,
         reference: float | None,
         now: float,
         threshold: float | None = None,
@@ -98,7 +97,7 @@ class Searcher:
         query: str,
         qvec: np.ndarray,
         limit: int,
-        predicate: Callable[[MemoryRecord], bool] | None,
+        predicate: Filter | None,
         reference: float | None,
         now: float,
         threshold: float | None = None,
@@ -113,7 +112,15 @@ class Searcher:
         may skip some): a filter that keeps most memories costs what a search
         without it does, one that keeps 2 % of 100,000 reads a few hundred, and one
         that keeps almost nothing still finds what it keeps. What was read stays
-        decided."""
+        decided.
+
+        Before reading 64 times deeper, a filter whose conditions the store can
+        check itself
+        (:meth:`Store.narrowed_ids`) is narrowed there; when that keeps
+        at most ``64 * pool`` memories, the last reading ranks those alone (the vector
+        ranking whole and exact), so a filter keeping a handful of 100,000 memories,
+        or none, reads that handful.
+        """
         conf = self.config.retrieval
         cutoff = validity_cutoff(now, self.config.decay_days)
         pool = max(conf.candidates, 4 * limit)
@@ -123,11 +130,29 @@ class Searcher:
         # Filters and ranking terms may read any field; showing results only needs
         # what the search index holds.
         exact = predicate is not None or bool(self.ranking.terms)
+        narrowing = predicate.narrowing if predicate is not None else None
+        among: set[str] | None = None  # the memories the store narrowed the filter to
         signals = self._signals(scope, query, qvec, pool=pool, reference=reference, cutoff=cutoff, now=now)
         decided: dict[str, MemoryRecord | None] = {}  # the records read: None when not a candidate
         for depth in (pool, 8 * pool, 64 * pool, None):
-            vector_hits = self.store.vector_search(scope, qvec, k=depth, cutoff=cutoff, now=now)
-            text_hits = self.store.text_search(scope, query, k=depth or 64 * pool, cutoff=cutoff, now=now)
+            if narrowing is not None and (depth is None or depth > 8 * pool):
+                # Reading deeper costs more than the store's own check of the filter.
+                narrowed = self.store.narrowed_ids(scope, narrowing, cutoff=cutoff, now=now, limit=64 * pool)
+                narrowing = None
+                if narrowed is not None:
+                    charge(len(narrowed))
+                    if not narrowed:
+                        return [], {}
+                    among = set(narrowed)
+                    signals = {name: [hit for hit in hits if hit[0] in among] for name, hits in signals.items()}
+            if among is None:
+                vector_hits = self.store.vector_search(scope, qvec, k=depth, cutoff=cutoff, now=now)
+                text_hits = self.store.text_search(scope, query, k=depth or 64 * pool, cutoff=cutoff, now=now)
+            else:
+                # The narrowed memories only, each with its similarity: a last reading, exact.
+                depth = None
+                vector_hits = sorted(self.store.similarities(scope, qvec, list(among)).items(), key=lambda hit: (-hit[1], hit[0]))
+                text_hits = [hit for hit in self.store.text_search(scope, query, k=64 * pool, cutoff=cutoff, now=now) if hit[0] in among]
             charge(len(vector_hits) + len(text_hits))  # the work meter: cost, and a caller that left
             fused, ordered = self._fuse(scope, {"vector": vector_hits, "text": text_hits, **signals})
             similarity = dict(vector_hits)

@@ -44,11 +44,18 @@ condition reading a long text or list counting as several: one more per 256
 characters or list item); past either bound the call fails with a :class:`~memorist.errors.ValidationError`
 naming ``filters``. The checks are also counted on the call's work meter
 (:mod:`memorist.work`), which a service uses to charge and to cancel.
+
+A compiled filter also carries its :class:`Narrowing` (:func:`narrowing`): what its
+conditions say in a form a store can check in its own query language, so that a
+filter keeping a few memories of a large scope is answered from the store's index
+of rows instead of by reading every memory. A narrowing keeps every memory the
+filter keeps and may keep more; the predicate still decides.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
@@ -97,10 +104,12 @@ class Filter:
     raises, before the check that would go over it.
     """
 
-    __slots__ = ("_left", "_predicate", "_reads", "field", "nodes")
+    __slots__ = ("_left", "_predicate", "_reads", "field", "narrowing", "nodes")
 
-    def __init__(self, predicate: Predicate, state: _State) -> None:
+    def __init__(self, predicate: Predicate, state: _State, narrowing: Narrowing | None = None) -> None:
         self._predicate = predicate
+        #: What a store can check of this filter in its own queries (None: nothing).
+        self.narrowing = narrowing
         self.nodes = state.nodes
         self.field = state.field
         # The fields whose values can be long, each with the conditions that read it.
@@ -171,7 +180,7 @@ def compile_filters(filters: Mapping[str, Any] | None, *, field: str = "filters"
         return None
     state = _State(field)
     predicate = _compile(filters, field, 1, state)
-    return Filter(predicate, state)
+    return Filter(predicate, state, narrowing(filters))
 
 
 def _compile(node: Any, path: str, depth: int, count: _State) -> Predicate:
@@ -398,3 +407,99 @@ def _comparison(get: Callable[[MemoryRecord], Any], op: str, value: Any) -> Pred
         return actual <= value
 
     return check
+
+
+# Narrowings ---------------------------------------------------------------------------
+
+#: The memory fields a store keeps in a column of their own, and how a filter names
+#: them. The other record fields (``run_id``, ``agent_id``, ``tags``) are not narrowed.
+COLUMN_FIELDS = frozenset({"created_at", "updated_at", "importance", "helpful", "harmful", "kind", "memory_class",
+                           "topic", "concept", "section"})
+
+#: The largest integer a narrowing carries (a store's 64-bit integers); a filter
+#: comparing with a larger one is not narrowed by that condition.
+_INT_RANGE = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Narrowing:
+    """A condition every memory a filter keeps meets, in a form a store's query
+    language can check (SQL on both backends).
+
+    ``op`` is ``"all"`` or ``"any"`` of ``parts``, or a condition on one field:
+    ``key`` names a memory column (:data:`COLUMN_FIELDS`, ``column`` true) or a
+    metadata key. On a column, ``"in"`` keeps a value equal to one of ``values``
+    and ``"gt"``/``"gte"``/``"lt"``/``"lte"`` compare with ``values[0]``. On a
+    metadata key, ``"in"`` keeps a stored value equal to one of ``values`` (strings,
+    booleans or numbers) and any stored list; the comparisons keep a stored value of
+    the same type (number or string) on that side of ``values[0]``; ``"exists"``
+    keeps a value other than null; ``"contains"`` keeps a string or a list
+    (``values[0]`` a string) or any list. A store may keep more than a narrowing
+    says, never less: numbers may compare within a rounding error.
+    """
+
+    op: str
+    key: str = ""
+    column: bool = False
+    values: tuple[Any, ...] = ()
+    parts: tuple[Narrowing, ...] = ()
+
+
+def narrowing(filters: Mapping[str, Any]) -> Narrowing | None:
+    """The narrowing of a valid filter (one :func:`compile_filters` took), or None
+    when none of its conditions can be checked by a store: the conditions joined by
+    AND that can, an OR when each of its branches can; ``NOT``, ``ne``, ``nin``,
+    ``exists: false``, and comparisons with null, lists or objects never narrow."""
+    parts: list[Narrowing] = []
+    for key, value in filters.items():
+        upper = key.upper()
+        if upper == "AND":
+            parts += [part for sub in value if (part := narrowing(sub)) is not None]
+        elif upper == "OR":
+            branches = [narrowing(sub) for sub in value]
+            if all(branch is not None for branch in branches):
+                parts.append(_join("any", branches))  # type: ignore[arg-type]
+        elif upper != "NOT":
+            parts += _field_narrowings(key, value)
+    return _join("all", parts) if parts else None
+
+
+def _join(op: str, parts: list[Narrowing]) -> Narrowing:
+    return parts[0] if len(parts) == 1 else Narrowing(op, parts=tuple(parts))
+
+
+def _field_narrowings(key: str, spec: Any) -> list[Narrowing]:
+    if key.startswith("metadata."):
+        name, column = key[len("metadata.") :], False
+    elif key in _RECORD_FIELDS:
+        if key not in COLUMN_FIELDS:
+            return []
+        name, column = key, True
+    else:
+        name, column = key, False
+    if not isinstance(spec, Mapping):
+        spec = {"eq": spec}
+    out: list[Narrowing] = []
+    for op, raw in spec.items():
+        if op in ("eq", "in"):
+            options = raw if op == "in" else [raw]
+            values = [_coerce(key, v, key) for v in options]
+            if all(_narrowable(v) for v in values):
+                out.append(Narrowing("in", name, column, tuple(values)))
+        elif op in ("gt", "gte", "lt", "lte"):
+            value = _coerce(key, raw, key)
+            if _narrowable(value) and not isinstance(value, bool):
+                out.append(Narrowing(op, name, column, (value,)))
+        elif op == "exists" and raw is True and not column:
+            out.append(Narrowing("exists", name))
+        elif op == "contains" and not column:
+            out.append(Narrowing("contains", name, values=(raw,)))
+    return out
+
+
+def _narrowable(value: Any) -> bool:
+    """A value a store compares as the filter does: a string, a boolean, or a number
+    its integers hold."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -_INT_RANGE <= value <= _INT_RANGE
+    return isinstance(value, str | bool | float)

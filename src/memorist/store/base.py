@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..model import EventRecord, MemoryRecord, RelationTuple, Scope, Status
+from ..policies.filters import Narrowing
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +300,18 @@ class Store(abc.ABC):
         """``(memory_id, cosine)`` of active, valid memories, best first; ``window``
         keeps those created inside it, ``speaker`` those whose metadata ``name``
         is that (casefolded) speaker."""
+
+    def narrowed_ids(
+        self, scope: ScopeFilter, narrowing: Narrowing, *, cutoff: float | None, now: float, limit: int
+    ) -> list[str] | None:
+        """Ids of the scope's active memories, valid at ``now`` and effective since
+        ``cutoff``, that ``narrowing`` keeps (and maybe a few more), newest first; None
+        when more than ``limit`` are, or when the backend cannot check it. A filtered
+        read then checks only these memories, not the whole scope.
+
+        This default checks nothing: every filter reads memories one by one.
+        """
+        return None
 
     def speakers(self, scope: ScopeFilter) -> set[str]:
         """Casefolded speaker names (metadata ``name``, the rule of

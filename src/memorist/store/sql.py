@@ -7,13 +7,18 @@ psycopg), so each builder takes it. Values always travel as parameters.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..model import LEARNING_KINDS, MINUTE_KINDS
+from ..policies.filters import Narrowing
 from .base import ScopeFilter
 from .codec import COLUMNS, FROM_MEMORIES
 
-__all__ = ["COLUMNS", "FROM_MEMORIES", "active_hash_sql", "event_scope_where", "scope_where", "user_counts_sql", "validity_where"]
+__all__ = [
+    "COLUMNS", "COMPARISONS", "FROM_MEMORIES", "NUMBER_SLACK", "active_hash_sql", "event_scope_where", "narrowing_where", "scope_where", "user_counts_sql",
+    "validity_where",
+]
 
 
 def scope_where(scope: ScopeFilter, mark: str = "?") -> tuple[str, list[Any]]:
@@ -50,6 +55,61 @@ def validity_where(cutoff: float | None, now: float | None, mark: str = "?") -> 
         sql += f" AND (m.valid_to IS NULL OR m.valid_to > {mark})"
         args.append(now)
     return sql, args
+
+
+#: The memory columns a narrowing compares with numbers, and those it compares with text.
+_NUMBER_COLUMNS = frozenset({"created_at", "updated_at", "importance", "helpful", "harmful"})
+_TEXT_COLUMNS = frozenset({"kind", "memory_class", "topic", "concept", "section"})
+#: How far apart two numbers a narrowing compares may be and still count as equal:
+#: a store reading a number from its JSON text may round it otherwise than Python.
+NUMBER_SLACK = 1e-9
+
+Condition = tuple[str, list[Any]]
+#: A narrowing's comparison operators in SQL.
+COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+
+def narrowing_where(
+    narrowing: Narrowing, metadata: Callable[[Narrowing], Condition | None], mark: str = "?", collate: str = ""
+) -> Condition | None:
+    """The condition on ``memories m`` that keeps every memory ``narrowing`` keeps
+    (:class:`~memorist.policies.filters.Narrowing`), or None when nothing of it can
+    be said. ``metadata`` says a condition on a metadata key in the engine's own
+    JSON functions (None: it cannot); column conditions are written here, text
+    compared in the order ``collate`` names (Python's, code point by code point:
+    SQLite's default; PostgreSQL's ``COLLATE "C"``). A part
+    of an AND that cannot be said is left out (the rest still narrows); an OR with
+    such a branch cannot be said."""
+    if narrowing.op in ("all", "any"):
+        parts = [narrowing_where(part, metadata, mark, collate) for part in narrowing.parts]
+        if narrowing.op == "any" and any(part is None for part in parts):
+            return None
+        said = [part for part in parts if part is not None]
+        if not said:
+            return None
+        joiner = " AND " if narrowing.op == "all" else " OR "
+        return "(" + joiner.join(sql for sql, _ in said) + ")", [arg for _, args in said for arg in args]
+    if not narrowing.column:
+        return metadata(narrowing)
+    return _column_where(narrowing, mark, collate)
+
+
+def _column_where(narrowing: Narrowing, mark: str, collate: str) -> Condition:
+    column = "m." + narrowing.key
+    # A filter compares numbers with numbers and text with text: a value of the
+    # other type never matches, and is left out (an engine may refuse to compare it).
+    if narrowing.key in _NUMBER_COLUMNS:
+        values = [v for v in narrowing.values if isinstance(v, int | float) and not isinstance(v, bool)]
+    else:
+        values = [v for v in narrowing.values if isinstance(v, str)]
+    if narrowing.op == "in":
+        if not values:
+            return "1 = 0", []
+        return f"{column} IN ({', '.join([mark] * len(values))})", values
+    if not values:
+        return "1 = 0", []
+    order = collate if narrowing.key in _TEXT_COLUMNS else ""
+    return f"{column}{order} {COMPARISONS[narrowing.op]} {mark}", values
 
 
 def active_hash_sql(mark: str = "?") -> str:

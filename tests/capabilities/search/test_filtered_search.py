@@ -5,7 +5,9 @@ The rankings are read as deep as an unfiltered search reads them; only when too 
 of the memories they bring pass the filter are they read deeper (eight times, and so
 on), until enough pass or the scope has nothing more. So a filter that keeps every
 memory gives what no filter gives, and a filter keeping a few memories still finds
-them, however low they rank.
+them, however low they rank. Before reading deeper than eight times, the store is
+asked to check the filter's conditions itself: a filter keeping a few memories, or
+none, of a large scope then reads those few, not the scope.
 """
 
 from __future__ import annotations
@@ -90,6 +92,64 @@ def test_a_filter_keeping_one_memory_finds_it_however_low_it_ranks(backend) -> N
             results = memory.search(query, user_id="maya", limit=5, filters={"group": 99})["results"]
             assert [r["memory"] for r in results] == ["Zebra crossing by the harbour"]
         assert memory.search("kayak", user_id="maya", filters={"group": 1000})["results"] == []
+
+
+def test_a_filter_keeping_none_or_a_few_memories_reads_those_not_the_scope(backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(backend.target, embedder="hashing") as memory:
+        fill(memory, 6000)
+        memory.add("Zebra crossing by the harbour", user_id="maya", metadata={"n": -1, "group": 99, "tag": "rare"}, infer=False)
+        memory.add("Kayak pottery at dawn", user_id="maya", metadata={"n": -2, "group": 99, "tag": ["rare", "x"]}, infer=False)
+        counted = reads(memory, monkeypatch)
+        cases = [
+            ({"group": 1000}, set()),
+            ({"tag": "none-such"}, set()),
+            ({"group": 99}, {"Zebra crossing by the harbour", "Kayak pottery at dawn"}),
+            ({"tag": "rare", "n": {"lt": -1}}, {"Kayak pottery at dawn"}),  # an element of a list, and a comparison
+            ({"OR": [{"n": -1}, {"group": 1000}]}, {"Zebra crossing by the harbour"}),
+            ({"group": 99, "NOT": {"n": -1}}, {"Kayak pottery at dawn"}),  # a NOT the store does not check
+        ]
+        for query in QUERIES:
+            for filters, expected in cases:
+                counted.clear()
+                results = memory.search(query, user_id="maya", limit=5, filters=filters)["results"]
+                assert {r["memory"] for r in results} == expected, filters
+                # The first two readings (vector and keyword rankings 100, then 800
+                # deep), then the few the store kept: not the scope's 6,002.
+                assert sum(counted) <= 1800 + len(expected), f"{filters}: {sum(counted)} memories read"
+        for filters, expected in cases:
+            counted.clear()
+            assert {r["memory"] for r in memory.get_all(user_id="maya", filters=filters)["results"]} == expected
+            assert sum(counted) <= len(expected) + 2, f"{filters}: {sum(counted)} memories read to list {len(expected)}"
+
+
+def test_a_filtered_listing_is_newest_first_and_reads_little_more_than_its_page(backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(backend.target, embedder="hashing") as memory:
+        fill(memory, 3000)
+        newest = [r["id"] for r in memory.get_all(user_id="maya", limit=3000)["results"]]
+        listed = memory.store.list
+        seen: list[int] = []
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            rows = listed(*args, **kwargs)
+            seen.append(len(rows))
+            return rows
+
+        monkeypatch.setattr(memory.store, "list", counting)
+        by_id = {r["id"]: r for r in memory.get_all(user_id="maya", limit=3000)["results"]}
+        for filters in ({"n": {"gte": 0}}, {"group": {"in": [1, 2, 3, 4, 5]}}, {"NOT": {"group": 7}}):
+            seen.clear()
+            page = [r["id"] for r in memory.get_all(user_id="maya", limit=20, filters=filters)["results"]]
+            keep = [mid for mid in newest if _passes(by_id[mid]["metadata"], filters)]
+            assert page == keep[:20], filters
+            assert sum(seen) <= 1000, f"{filters}: {sum(seen)} memories listed for a page of 20"
+
+
+def _passes(metadata: dict[str, Any], filters: dict[str, Any]) -> bool:
+    if "NOT" in filters:
+        return metadata["group"] != filters["NOT"]["group"]
+    if "n" in filters:
+        return metadata["n"] >= 0
+    return metadata["group"] in filters["group"]["in"]
 
 
 def test_with_a_threshold_the_rankings_are_not_read_below_it(backend, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,6 +27,7 @@ import pytest
 
 from memorist import EmbedderMismatchError, HashingEmbedder, StoreError
 from memorist.model import Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
+from memorist.policies.filters import Narrowing, compile_filters
 from memorist.policies.text import content_hash
 from memorist.store import open_store
 from memorist.store.base import ScopeFilter, Store
@@ -54,6 +55,12 @@ def record(mid: str, text: str, scope: Scope = ALEX, *, at: float | None = None,
         id=mid, scope=scope, text=text, created_at=time.time() if at is None else at,
         content_hash=content_hash(text), **kw,
     )
+
+
+def narrowing(filters: dict[str, Any]) -> Narrowing:
+    compiled = compile_filters(filters)
+    assert compiled is not None and compiled.narrowing is not None
+    return compiled.narrowing
 
 
 def vec(text: str) -> np.ndarray:
@@ -705,6 +712,41 @@ class StoreContract:
         add(store, record("bob", "sushi bob", BOB, at=now))  # now the tenant spans two spaces
         assert set(tsearch(store, "sushi", F_TENANT, cutoff=now - 600, now=now)) == {"mid", "new", "bob"}
 
+    def test_narrowed_ids_are_the_scopes_valid_active_memories_its_conditions_keep_newest_first(self, store):
+        now = time.time()
+        add(store,
+            record("old", "sushi one", at=now - 1000, metadata={"n": 1, "tag": "x"}),
+            record("mid", "sushi two", at=now - 500, metadata={"n": 2, "tag": ["x", "y"]}),
+            record("new", "sushi three", at=now - 10, metadata={"n": 3}),
+            record("ended", "sushi four", at=now - 5, valid_to=now - 1, metadata={"n": 4, "tag": "x"}),
+            record("gone", "sushi five", at=now - 3, metadata={"n": 5, "tag": "x"}),
+            record("bob", "sushi bob", BOB, at=now, metadata={"n": 6, "tag": "x"}))
+        delete(store, "gone")
+
+        def ids(filters: dict[str, Any], **kw: Any) -> list[str] | None:
+            return store.narrowed_ids(F_ALEX, narrowing(filters), cutoff=kw.get("cutoff"), now=kw.get("now", now),
+                                      limit=kw.get("limit", 100))
+
+        # The contract lets a backend answer None (it checks nothing); both of
+        # memorist's backends check these conditions.
+        assert ids({"tag": "x"}) == ["mid", "old"]  # a list holding the value passes; newest first
+        assert ids({"tag": "x"}, now=now - 2) == ["ended", "mid", "old"]
+        assert ids({"tag": "x"}, cutoff=now - 600) == ["mid"]
+        assert ids({"n": {"gte": 2}}) == ["new", "mid"]
+        assert ids({"OR": [{"n": 1}, {"n": 3.0}]}) == ["new", "old"]
+        assert ids({"n": 1, "created_at": {"gt": now - 2000}}) == ["old"]
+        assert ids({"n": 99}) == []
+        assert ids({"tag": "x"}, limit=1) is None  # more than the limit: no partial answer
+        assert ids({"tag": "x"}, limit=2) == ["mid", "old"]
+
+    def test_narrowed_ids_inside_a_transaction_see_its_writes(self, store):
+        now = time.time()
+        add(store, record("kept", "sushi one", at=now - 10, metadata={"tag": "x"}))
+        with store.transaction() as b:
+            b.add(record("pending", "sushi two", at=now - 5, metadata={"tag": "x"}), vec("sushi two"))
+            assert store.narrowed_ids(F_ALEX, narrowing({"tag": "x"}), cutoff=None, now=now, limit=10) == ["pending", "kept"]
+        assert store.narrowed_ids(F_ALEX, narrowing({"tag": "x"}), cutoff=None, now=now, limit=10) == ["pending", "kept"]
+
     # scopes ---------------------------------------------------------------------------------
 
     SCOPED = (
@@ -737,8 +779,10 @@ class StoreContract:
     def test_scopes_never_leak(self, store, scope, expected):
         with store.transaction() as b:
             for mid, s in self.SCOPED:
-                b.add(record(mid, "likes sushi", s), vec("likes sushi"))
+                b.add(record(mid, "likes sushi", s, metadata={"food": "sushi"}), vec("likes sushi"))
         assert {r.id for r in store.list(scope)} == expected
+        narrowed = store.narrowed_ids(scope, narrowing({"food": "sushi"}), cutoff=None, now=time.time(), limit=100)
+        assert narrowed is None or set(narrowed) == expected
         assert set(vsearch(store, "likes sushi", scope)) == expected
         assert set(tsearch(store, "sushi", scope)) == expected
         assert {r.id for r in store.find_by_hash(scope, content_hash("likes sushi"))} == expected

@@ -30,6 +30,7 @@ import numpy as np
 
 from ...errors import ConfigurationError, CorruptStoreError, EmbedderMismatchError, MemoristError, StoreError
 from ...model import EventRecord, MemoryRecord, RelationTuple, Scope, Status
+from ...policies.filters import Narrowing
 from ...policies.text import index_terms, query_terms, stable_token
 from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of
 from ..codec import (
@@ -44,8 +45,12 @@ from ..codec import (
     stored_row,
 )
 from ..sql import (
+    COMPARISONS,
+    NUMBER_SLACK,
+    Condition,
     active_hash_sql,
     event_scope_where,
+    narrowing_where,
     relation_delete_sql,
     relation_insert_sql,
     relation_payload,
@@ -63,6 +68,8 @@ from .index import NAMED_SINCE, IndexCache, index_entry, last_seq, log_reaches
 from .schema import APPEND_ONLY, MIGRATIONS, SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
+#: How many idle connections for long reads a store keeps open (see SQLiteStore._reader).
+_IDLE_READERS = 4
 
 
 class _SQLiteBatch(Batch):
@@ -342,6 +349,7 @@ class SQLiteStore(Store):
         self._space_cache: dict[tuple[str, str | None, str | None], list[tuple[int, int]]] = {}
         self._data_version = -1
         self._reading = 0  # depth of reading() blocks: inside, the cache was checked once
+        self._readers: list[sqlite3.Connection] = []  # idle connections for long reads (_reader)
         try:
             # The busy timeout covers what waits inside SQLite (opening, reads during
             # another process's WAL recovery); writes wait in _begin.
@@ -752,6 +760,59 @@ class SQLiteStore(Store):
             args.append(limit)
         with self._lock:
             return [row_to_record(r) for r in self._conn.execute(sql, args)]
+
+    @_store_errors
+    def narrowed_ids(
+        self, scope: ScopeFilter, narrowing: Narrowing, *, cutoff: float | None, now: float, limit: int
+    ) -> list[str] | None:
+        said = narrowing_where(narrowing, _json_condition)
+        if said is None:
+            return None
+        where, args = scope_where(scope)
+        valid, valid_args = validity_where(cutoff, now)
+        sql = (f"SELECT m.id {FROM_MEMORIES} WHERE {where} AND m.status = 'active'{valid} AND {said[0]} "
+               "ORDER BY m.created_at DESC, m.rowid DESC LIMIT ?")
+        # Every row of the scope is read (tens of milliseconds at 100,000): on a
+        # connection of its own, so that the store's other reads go on meanwhile.
+        with self._reader() as conn:
+            try:
+                rows = conn.execute(sql, [*args, *valid_args, *said[1], limit + 1]).fetchall()
+            except sqlite3.OperationalError as exc:
+                if is_busy(exc) or is_corrupt(exc):
+                    raise
+                # A row whose metadata SQLite's JSON functions cannot read (or a
+                # condition too deep for its parser): the filter checks every memory.
+                log.debug("a filter's narrowing was not checked: %s", exc)
+                return None
+        return None if len(rows) > limit else [row[0] for row in rows]
+
+    @contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        """A connection for a long read that needs no lock of the store's: one of
+        the idle ones, or a new one. The store's own connection (under its lock)
+        when another would not see the same rows: in memory, inside a transaction
+        of this store, or in a child process."""
+        with self._lock:
+            shared = self.path == ":memory:" or self._conn.in_transaction or self._pid != os.getpid()
+            if shared:
+                yield self._conn
+                return
+            conn = self._readers.pop() if self._readers else None
+        if conn is None:
+            try:
+                conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
+                conn.execute("PRAGMA query_only = ON")
+            except sqlite3.Error as exc:
+                raise self._error(exc, "read") from exc
+        try:
+            yield conn
+        finally:
+            with self._lock:
+                if self._conn is not None and len(self._readers) < _IDLE_READERS:
+                    self._readers.append(conn)
+                    conn = None
+            if conn is not None:
+                conn.close()
 
     @_store_errors
     def find_by_hash(self, scope: ScopeFilter, content_hash: str) -> list[MemoryRecord]:
@@ -1398,6 +1459,9 @@ class SQLiteStore(Store):
                     self._log_sync.close()
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
+                for reader in self._readers:
+                    reader.close()
+                self._readers.clear()
                 self._indexes.clear()
 
     def _save_index_files(self) -> None:
@@ -1427,3 +1491,41 @@ def _split_sql(script: str) -> list[str]:
     if current:
         statements.append("\n".join(current).strip())
     return statements
+
+
+def _json_condition(narrowing: Narrowing) -> Condition | None:
+    """A narrowing's condition on a metadata key in SQLite's JSON functions, or None
+    for a key a JSON path cannot name (one holding a double quote or a backslash)."""
+    key = narrowing.key
+    if '"' in key or "\\" in key or not key.isprintable():
+        return None
+    path = f'$."{key}"'
+    value, kind = "json_extract(m.metadata, ?)", "json_type(m.metadata, ?)"
+    if narrowing.op == "in":
+        said: list[str] = [f"{kind} = 'array'"]
+        args: list[Any] = [path]
+        texts = [v for v in narrowing.values if isinstance(v, str)]
+        if texts:
+            said.append(f"{value} IN ({', '.join('?' * len(texts))})")
+            args += [path, *texts]
+        for v in narrowing.values:
+            if isinstance(v, bool):
+                said.append(f"{kind} = ?")
+                args += [path, "true" if v else "false"]
+            elif isinstance(v, int | float):
+                slack = abs(v) * NUMBER_SLACK
+                said.append(f"{value} BETWEEN ? AND ?")
+                args += [path, v - slack, v + slack]
+        return "(" + " OR ".join(said) + ")", args
+    if narrowing.op in ("gt", "gte", "lt", "lte"):
+        (v,) = narrowing.values
+        below = narrowing.op.startswith("l")
+        if isinstance(v, str):
+            return f"({kind} = 'text' AND {value} {COMPARISONS[narrowing.op]} ?)", [path, path, v]
+        slack = abs(v) * NUMBER_SLACK
+        return f"({kind} IN ('integer', 'real') AND {value} {'<=' if below else '>='} ?)", [path, path, v + slack if below else v - slack]
+    if narrowing.op == "exists":
+        return f"{kind} <> 'null'", [path]
+    if narrowing.op == "contains":
+        return (f"{kind} IN ('text', 'array')" if isinstance(narrowing.values[0], str) else f"{kind} = 'array'"), [path]
+    return None
