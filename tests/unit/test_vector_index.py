@@ -107,6 +107,26 @@ def test_masks_run_cutoff_and_valid_to():
     assert ids() == {"r1-old", "r1-new", "r2", "expired", "expiring"}
 
 
+def test_a_runs_rows_follow_every_write_between_two_searches():
+    # A run's (and a speaker's) rows are kept as a mask between searches: each write
+    # of the index, one row or many, a removal, a compaction, an image, must show.
+    idx = SpaceIndex(DIM, 0)
+    upsert(idx, [row("a", "r1"), row("b", "r2")], np.stack([unit(0)] * 2))
+    ids = lambda index=idx: {h[0] for h in index.search(unit(0), k=None, run_id="r1")}  # noqa: E731
+    assert ids() == ids() == {"a"}
+    upsert(idx, [row("c", "r1")], np.stack([unit(0)]))  # one row
+    assert ids() == {"a", "c"}
+    upsert(idx, [row(f"m{i}", "r1" if i % 2 else "r2") for i in range(50)], np.stack([unit(0)] * 50))  # many
+    assert ids() == {"a", "c"} | {f"m{i}" for i in range(1, 50, 2)}
+    upsert(idx, [row("a", "r2")], np.stack([unit(0)]))  # a row moved to another run
+    assert "a" not in ids()
+    idx.remove([f"m{i}" for i in range(50)])  # compacts: rows renumbered
+    assert ids() == {"c"}
+    copy = SpaceIndex.from_image(idx.image(), 0, 0)
+    assert ids(copy) == {"c"}
+    assert {h[0] for h in idx.search(unit(0), k=None, run_id="r2")} == {"a", "b"}
+
+
 def test_re_upsert_moves_a_row_into_and_out_of_the_window():
     idx = SpaceIndex(DIM, 0)
     upsert(idx, [row("a", at=10.0)], np.stack([unit(0)]))
