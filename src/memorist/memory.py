@@ -465,20 +465,23 @@ class Memory:
         return records
 
     def _list_paged(self, scope: ScopeFilter, *, first: int, cutoff: float | None, now: float) -> Iterator[MemoryRecord]:
-        """The scope's memories newest first, listed ``first`` at a time, then eight
-        times more each time (a page read again only in part): a caller that stops
-        early reads little more than it took."""
+        """The scope's memories newest first, ``first`` at a time, then each page
+        from where the last one ended (``until`` its oldest moment) and twice as
+        large: a caller that stops early reads little more than it took, and one
+        that reads all reads each memory about once."""
         seen: set[str] = set()
-        want = first
+        want, until = first, None
         while True:
-            rows = self.store.list(scope, limit=want, cutoff=cutoff, now=now)
-            for record in rows:
-                if record.id not in seen:  # a write between two pages may shift them
-                    seen.add(record.id)
-                    yield record
+            rows = self.store.list(scope, limit=want, cutoff=cutoff, now=now, until=until)
+            fresh = [record for record in rows if record.id not in seen]  # (a page's first moment was the last one's)
+            for record in fresh:
+                seen.add(record.id)
+                yield record
             if len(rows) < want:
                 return
-            want *= 8
+            # A page of one moment's memories only: the next takes more of that moment.
+            want = want * 2 if fresh else want * 8
+            until = rows[-1].created_at
 
     def _read_in_order(self, memory_ids: list[str], scope: ScopeFilter) -> Iterator[MemoryRecord]:
         """The records of ``memory_ids`` still active, in their order, read a page at a time."""

@@ -83,6 +83,10 @@ class Tier(enum.StrEnum):
     EXPIRED = "expired"
 
 
+#: The metadata key under which a stored metadata text that cannot be decoded is
+#: shown, whole (:func:`memorist.store.codec.loads`): the memory stays readable.
+UNREADABLE_KEY = "_unreadable"
+
 #: The memory class a kind gets when none is given.
 DEFAULT_CLASS: dict[Kind, MemoryClass] = {
     Kind.FACT: MemoryClass.SEMANTIC,

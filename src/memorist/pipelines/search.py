@@ -144,21 +144,19 @@ class Searcher:
                     if not narrowed:
                         return [], {}
                     among = set(narrowed)
-                    signals = {name: [hit for hit in hits if hit[0] in among] for name, hits in signals.items()}
-            if among is None:
-                vector_hits = self.store.vector_search(scope, qvec, k=depth, cutoff=cutoff, now=now)
-                text_hits = self.store.text_search(scope, query, k=depth or 64 * pool, cutoff=cutoff, now=now)
-            else:
-                # The narrowed memories only, each with its similarity: a last reading, exact.
-                depth = None
-                vector_hits = sorted(self.store.similarities(scope, qvec, list(among)).items(), key=lambda hit: (-hit[1], hit[0]))
-                text_hits = [hit for hit in self.store.text_search(scope, query, k=64 * pool, cutoff=cutoff, now=now) if hit[0] in among]
+                    if len(among) < need:
+                        depth = None  # this reading could not fill the page: the last one now
+            vector_hits = self.store.vector_search(scope, qvec, k=depth, cutoff=cutoff, now=now)
+            text_hits = self.store.text_search(scope, query, k=depth or 64 * pool, cutoff=cutoff, now=now)
             charge(len(vector_hits) + len(text_hits))  # the work meter: cost, and a caller that left
             fused, ordered = self._fuse(scope, {"vector": vector_hits, "text": text_hits, **signals})
             similarity = dict(vector_hits)
             if threshold is not None:
                 similarity.update(self.store.similarities(scope, qvec, [m for m in ordered if m not in similarity]))
                 ordered = [m for m in ordered if reported_similarity(similarity.get(m, -2.0)) >= threshold]
+            if among is not None:
+                # The rest cannot pass: ranked as before, but never read.
+                ordered = [m for m in ordered if m in among]
             candidates: Ranked = []
             for start in range(0, len(ordered), pool if exact else need):
                 chunk = ordered[start : start + (pool if exact else need)]
@@ -174,8 +172,8 @@ class Searcher:
                 if len(candidates) >= need:
                     break
             cut = depth is not None and (len(vector_hits) >= depth or len(text_hits) >= depth)
-            rejected = any(record is None for record in decided.values())
-            if len(candidates) >= need or not cut or not rejected:
+            rejected = among is not None or any(record is None for record in decided.values())
+            if len(candidates) >= need or not cut or not rejected or (among is not None and among <= decided.keys()):
                 break
         return self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit], similarity
 

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
-from ..model import MemoryRecord
+from ..model import UNREADABLE_KEY, MemoryRecord
 from ..validate import json_value, show, timestamp, unicode
 from ..work import charge
 
@@ -445,18 +445,36 @@ class Narrowing:
     parts: tuple[Narrowing, ...] = ()
 
 
+#: The most conditions and values a narrowing holds: a store checks them on every
+#: row of the scope, so a larger filter is checked memory by memory instead, within
+#: the bounds of :data:`MAX_CHECKS`.
+MAX_NARROWING = 64
+
+
 def narrowing(filters: Mapping[str, Any]) -> Narrowing | None:
     """The narrowing of a valid filter (one :func:`compile_filters` took), or None
     when none of its conditions can be checked by a store: the conditions joined by
     AND that can, an OR when each of its branches can; ``NOT``, ``ne``, ``nin``,
-    ``exists: false``, and comparisons with null, lists or objects never narrow."""
+    ``exists: false``, and comparisons with null, lists or objects never narrow.
+    None too past :data:`MAX_NARROWING` conditions and values."""
+    found = _narrowing(filters)
+    return found if found is not None and _weight(found) <= MAX_NARROWING else None
+
+
+def _weight(narrowing: Narrowing) -> int:
+    if narrowing.parts:
+        return 1 + sum(_weight(part) for part in narrowing.parts)
+    return 1 + len(narrowing.values)
+
+
+def _narrowing(filters: Mapping[str, Any]) -> Narrowing | None:
     parts: list[Narrowing] = []
     for key, value in filters.items():
         upper = key.upper()
         if upper == "AND":
-            parts += [part for sub in value if (part := narrowing(sub)) is not None]
+            parts += [part for sub in value if (part := _narrowing(sub)) is not None]
         elif upper == "OR":
-            branches = [narrowing(sub) for sub in value]
+            branches = [_narrowing(sub) for sub in value]
             if all(branch is not None for branch in branches):
                 parts.append(_join("any", branches))  # type: ignore[arg-type]
         elif upper != "NOT":
@@ -477,6 +495,8 @@ def _field_narrowings(key: str, spec: Any) -> list[Narrowing]:
         name, column = key, True
     else:
         name, column = key, False
+    if not column and name == UNREADABLE_KEY:
+        return []  # a row Python could not decode shows its text under this key only
     if not isinstance(spec, Mapping):
         spec = {"eq": spec}
     out: list[Narrowing] = []
@@ -498,8 +518,10 @@ def _field_narrowings(key: str, spec: Any) -> list[Narrowing]:
 
 
 def _narrowable(value: Any) -> bool:
-    """A value a store compares as the filter does: a string, a boolean, or a number
-    its integers hold."""
+    """A value a store compares as the filter does: a string (with no NUL, where
+    SQLite's JSON functions end a string), a boolean, or a number its integers hold."""
     if isinstance(value, int) and not isinstance(value, bool):
         return -_INT_RANGE <= value <= _INT_RANGE
-    return isinstance(value, str | bool | float)
+    if isinstance(value, str):
+        return "\x00" not in value
+    return isinstance(value, bool | float)

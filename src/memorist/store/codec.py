@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from ..model import Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
+from ..model import UNREADABLE_KEY, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
 from ..policies.text import stable_token
 
 CLASS_NAMES = tuple(c.value for c in MemoryClass)
@@ -51,11 +51,6 @@ _KINDS = {k.value: k for k in Kind}
 _CLASSES = {c.value: c for c in MemoryClass}
 _TIERS = {t.value: t for t in Tier}
 _STATUSES = {s.value: s for s in Status}
-
-
-#: The key under which :func:`loads` returns a stored JSON text it cannot decode.
-UNREADABLE_KEY = "_unreadable"
-
 
 def loads(text: str) -> Any:
     # Most rows carry empty tags and metadata: skip the decoder for them.

@@ -7,7 +7,10 @@ psycopg), so each builder takes it. Values always travel as parameters.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..model import LEARNING_KINDS, MINUTE_KINDS
@@ -17,7 +20,7 @@ from .codec import COLUMNS, FROM_MEMORIES
 
 __all__ = [
     "COLUMNS", "COMPARISONS", "FROM_MEMORIES", "NUMBER_SLACK", "active_hash_sql", "event_scope_where", "narrowing_where", "scope_where", "user_counts_sql",
-    "validity_where",
+    "JsonDialect", "metadata_where", "number_bounds", "validity_where",
 ]
 
 
@@ -60,28 +63,101 @@ def validity_where(cutoff: float | None, now: float | None, mark: str = "?") -> 
 #: The memory columns a narrowing compares with numbers, and those it compares with text.
 _NUMBER_COLUMNS = frozenset({"created_at", "updated_at", "importance", "helpful", "harmful"})
 _TEXT_COLUMNS = frozenset({"kind", "memory_class", "topic", "concept", "section"})
+#: The number columns holding whole numbers (64-bit integers), and their range.
+_WHOLE_COLUMNS = frozenset({"helpful", "harmful"})
+_WHOLE_RANGE = 2**63 - 1
 #: How far apart two numbers a narrowing compares may be and still count as equal:
 #: a store reading a number from its JSON text may round it otherwise than Python.
 NUMBER_SLACK = 1e-9
 
 Condition = tuple[str, list[Any]]
+
+
+def number_bounds(value: float) -> tuple[float, float]:
+    """The numbers a store should count as equal to ``value`` when it reads numbers
+    from JSON text (:data:`NUMBER_SLACK` either side, and never past the largest
+    float: a bound must stay a number the engine can compare with)."""
+    slack = abs(value) * NUMBER_SLACK
+    return max(value - slack, -sys.float_info.max), min(value + slack, sys.float_info.max)
+
 #: A narrowing's comparison operators in SQL.
 COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
 
-def narrowing_where(
-    narrowing: Narrowing, metadata: Callable[[Narrowing], Condition | None], mark: str = "?", collate: str = ""
-) -> Condition | None:
+@dataclass(frozen=True, slots=True)
+class JsonDialect:
+    """How one engine reads a metadata key, for :func:`metadata_where`.
+
+    ``path`` turns a key into the parameter the engine names it by (None: it cannot
+    name it); ``value``, ``text`` and ``kind`` are the SQL of the key's value (as
+    JSON, or as the engine compares it), of its value as text, and of its JSON type,
+    each taking that parameter once; ``string`` and ``numbers`` are the engine's names
+    of those JSON types; ``boolean`` is the condition that the key holds the boolean
+    ``{b}``; ``number`` is the SQL of a number parameter in ``value``'s terms, and
+    ``number_arg`` that parameter; ``collate`` orders text by code point."""
+
+    path: Callable[[str], str | None]
+    value: str
+    text: str
+    kind: str
+    string: str
+    numbers: str
+    boolean: str
+    number: str
+    number_arg: Callable[[float], Any]
+    collate: str
+    mark: str
+
+
+def metadata_where(narrowing: Narrowing, dialect: JsonDialect) -> Condition | None:
+    """A narrowing's condition on a metadata key (``"in"``, a comparison, ``"exists"``,
+    ``"contains"``) in an engine's JSON functions; None when the engine cannot name
+    the key."""
+    key = dialect.path(narrowing.key)
+    if key is None:
+        return None
+    d, mark = dialect, dialect.mark
+    if narrowing.op == "in":
+        said: list[str] = [f"{d.kind} = 'array'"]
+        args: list[Any] = [key]
+        texts = [v for v in narrowing.values if isinstance(v, str)]
+        if texts:
+            said.append(f"({d.kind} = '{d.string}' AND {d.text} IN ({', '.join([mark] * len(texts))}))")
+            args += [key, key, *texts]
+        for v in narrowing.values:
+            if isinstance(v, bool):
+                said.append(d.boolean.format(b="true" if v else "false"))
+                args.append(key)
+            elif isinstance(v, int | float):
+                low, high = number_bounds(v)
+                said.append(f"({d.kind} IN ({d.numbers}) AND {d.value} BETWEEN {d.number} AND {d.number})")
+                args += [key, key, d.number_arg(low), d.number_arg(high)]
+        return "(" + " OR ".join(said) + ")", args
+    if narrowing.op in COMPARISONS:
+        (v,) = narrowing.values
+        if isinstance(v, str):
+            return f"({d.kind} = '{d.string}' AND {d.text}{d.collate} {COMPARISONS[narrowing.op]} {mark})", [key, key, v]
+        low, high = number_bounds(v)
+        below = narrowing.op.startswith("l")
+        bound = d.number_arg(high if below else low)
+        return f"({d.kind} IN ({d.numbers}) AND {d.value} {'<=' if below else '>='} {d.number})", [key, key, bound]
+    if narrowing.op == "exists":
+        return f"{d.kind} <> 'null'", [key]
+    if narrowing.op == "contains":
+        types = f"'{d.string}', 'array'" if isinstance(narrowing.values[0], str) else "'array'"
+        return f"{d.kind} IN ({types})", [key]
+    return None
+
+
+def narrowing_where(narrowing: Narrowing, dialect: JsonDialect) -> Condition | None:
     """The condition on ``memories m`` that keeps every memory ``narrowing`` keeps
     (:class:`~memorist.policies.filters.Narrowing`), or None when nothing of it can
-    be said. ``metadata`` says a condition on a metadata key in the engine's own
-    JSON functions (None: it cannot); column conditions are written here, text
-    compared in the order ``collate`` names (Python's, code point by code point:
-    SQLite's default; PostgreSQL's ``COLLATE "C"``). A part
+    be said, in the engine's terms (``dialect``; its ``collate`` orders text as
+    Python does, code point by code point). A part
     of an AND that cannot be said is left out (the rest still narrows); an OR with
     such a branch cannot be said."""
     if narrowing.op in ("all", "any"):
-        parts = [narrowing_where(part, metadata, mark, collate) for part in narrowing.parts]
+        parts = [narrowing_where(part, dialect) for part in narrowing.parts]
         if narrowing.op == "any" and any(part is None for part in parts):
             return None
         said = [part for part in parts if part is not None]
@@ -90,8 +166,8 @@ def narrowing_where(
         joiner = " AND " if narrowing.op == "all" else " OR "
         return "(" + joiner.join(sql for sql, _ in said) + ")", [arg for _, args in said for arg in args]
     if not narrowing.column:
-        return metadata(narrowing)
-    return _column_where(narrowing, mark, collate)
+        return metadata_where(narrowing, dialect)
+    return _column_where(narrowing, dialect.mark, dialect.collate)
 
 
 def _column_where(narrowing: Narrowing, mark: str, collate: str) -> Condition:
@@ -102,14 +178,26 @@ def _column_where(narrowing: Narrowing, mark: str, collate: str) -> Condition:
         values = [v for v in narrowing.values if isinstance(v, int | float) and not isinstance(v, bool)]
     else:
         values = [v for v in narrowing.values if isinstance(v, str)]
-    if narrowing.op == "in":
+    op = narrowing.op
+    if narrowing.key in _WHOLE_COLUMNS:
+        # Whole numbers compared as whole numbers: an engine comparing a 64-bit
+        # integer with a float as two floats would round large counts.
+        if op == "in":
+            values = [int(v) for v in values if float(v).is_integer() and abs(v) <= _WHOLE_RANGE]
+        elif values:
+            v = values[0]
+            if abs(v) > _WHOLE_RANGE:  # past every stored count
+                return ("1 = 1" if (v > 0) == (op in ("lt", "lte")) else "1 = 0"), []
+            # x > 2.5 is x > 2 and x >= 2.5 is x >= 3 for a whole x (and alike below).
+            values = [math.floor(v) if op in ("gt", "lte") else math.ceil(v)]
+    if op == "in":
         if not values:
             return "1 = 0", []
         return f"{column} IN ({', '.join([mark] * len(values))})", values
     if not values:
         return "1 = 0", []
     order = collate if narrowing.key in _TEXT_COLUMNS else ""
-    return f"{column}{order} {COMPARISONS[narrowing.op]} {mark}", values
+    return f"{column}{order} {COMPARISONS[op]} {mark}", values
 
 
 def active_hash_sql(mark: str = "?") -> str:

@@ -142,6 +142,45 @@ def test_a_filtered_listing_is_newest_first_and_reads_little_more_than_its_page(
             keep = [mid for mid in newest if _passes(by_id[mid]["metadata"], filters)]
             assert page == keep[:20], filters
             assert sum(seen) <= 1000, f"{filters}: {sum(seen)} memories listed for a page of 20"
+        # A filter the store does not check, keeping nothing: each memory listed about once.
+        seen.clear()
+        assert memory.get_all(user_id="maya", limit=5, filters={"NOT": {"n": {"gte": 0}}})["results"] == []
+        assert sum(seen) <= 3100, f"{sum(seen)} memories listed to find none of 3,000"
+
+
+@pytest.mark.sqlite_only("SQLite counts its scan as it goes (a progress handler); PostgreSQL counts the ids it returns")
+def test_the_stores_check_of_a_filter_counts_on_the_work_meter(backend) -> None:
+    from memorist.work import metered
+
+    with Memory(backend.target, embedder="hashing") as memory:
+        fill(memory, 6000)
+        with metered() as meter:
+            assert memory.get_all(user_id="maya", filters={"group": 1000})["results"] == []
+        assert meter.units >= 100, meter.units  # (0 when the scan went uncounted)
+
+
+def test_a_filtered_listing_pages_through_memories_of_one_moment(backend) -> None:
+    with Memory(backend.target, embedder="hashing") as memory:
+        memory.add([{"role": "user", "content": f"Maya note {i}", "timestamp": "2024-05-01T10:00:00Z", "metadata": {"n": i}}
+                    for i in range(300)], user_id="maya", infer=False)
+        newest = [r["id"] for r in memory.get_all(user_id="maya", limit=300)["results"]]
+        by_id = {r["id"]: r["metadata"]["n"] for r in memory.get_all(user_id="maya", limit=300)["results"]}
+        for limit in (5, 20, 300):
+            page = [r["id"] for r in memory.get_all(user_id="maya", limit=limit, filters={"NOT": {"n": {"gte": 250}}})["results"]]
+            assert page == [mid for mid in newest if by_id[mid] < 250][:limit]
+
+
+def test_narrowed_and_unnarrowed_filters_keeping_the_same_memories_give_the_same_results(backend) -> None:
+    with Memory(backend.target, embedder="hashing") as memory:
+        fill(memory, 3000)
+        for i in range(12):
+            memory.add(f"Maya {WORDS[i % 10]} and the harbour {i}", user_id="maya", metadata={"n": -1 - i, "group": 99}, infer=False)
+        for query in QUERIES:
+            for limit in (3, 10):
+                # The store checks the first (a few of 3,012), never the second (NOT).
+                narrowed = found(memory, query, limit=limit, filters={"group": 99})
+                checked = found(memory, query, limit=limit, filters={"NOT": {"group": {"ne": 99}}})
+                assert narrowed == checked
 
 
 def _passes(metadata: dict[str, Any], filters: dict[str, Any]) -> bool:

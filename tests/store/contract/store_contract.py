@@ -736,6 +736,13 @@ class StoreContract:
         assert ids({"OR": [{"n": 1}, {"n": 3.0}]}) == ["new", "old"]
         assert ids({"n": 1, "created_at": {"gt": now - 2000}}) == ["old"]
         assert ids({"n": 99}) == []
+        # Counters compared as whole numbers, however large (a float bound rounds).
+        with store.transaction() as b:
+            b.update(store.get("mid").copy(helpful=2**53 + 1), None, old_text="sushi two")
+        assert ids({"helpful": {"gt": 2.0**53}}) == ["mid"]
+        assert ids({"helpful": {"gte": 2**53 + 0.5}}) == ["mid"]
+        assert ids({"helpful": 2**53 + 1}) == ["mid"]
+        assert ids({"helpful": {"gt": 1e300}}) == []
         assert ids({"tag": "x"}, limit=1) is None  # more than the limit: no partial answer
         assert ids({"tag": "x"}, limit=2) == ["mid", "old"]
 

@@ -365,3 +365,20 @@ def test_results_shown_from_the_index_lag_only_in_their_access_marks(store):
     assert shown.access_count == 7  # shown from the index, which did not read it again
     lagging = {"access_count": 0, "last_access": {}}
     assert shown.copy(**lagging) == read.copy(**lagging)
+
+
+def test_a_filter_checked_by_the_store_reads_the_same_file_after_a_change_of_directory(tmp_path, monkeypatch):
+    from memorist import Memory
+
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(work)
+    memory = Memory("mem.db", embedder="hashing")  # a relative path
+    memory.add("Maya likes kayaks", user_id="maya", metadata={"tag": "x"}, infer=False)
+    monkeypatch.chdir(elsewhere)
+    try:
+        assert [r["memory"] for r in memory.get_all(user_id="maya", filters={"tag": "x"})["results"]] == ["Maya likes kayaks"]
+        assert not (elsewhere / "mem.db").exists()  # no stray store made where the process went
+    finally:
+        memory.close()

@@ -109,7 +109,7 @@ def _uri(path: str, **params: str) -> str:
     return "file:" + urllib.parse.quote(os.path.abspath(path)) + ("?" + query if query else "")
 
 
-def _connect_reader(path: str, timeout: float) -> sqlite3.Connection:
+def connect_reader(path: str, timeout: float) -> sqlite3.Connection:
     """A connection that cannot change the store (``query_only``).
 
     Not a read-only (``mode=ro``) one: that cannot remove the ``-wal`` and ``-shm``
@@ -152,7 +152,7 @@ def check_store(path: str, *, quick: bool = False, conn: sqlite3.Connection | No
             report.add("open", f"no store file at {path}")
             return report.result(started)
         try:
-            conn = _connect_reader(str(path), busy_timeout)
+            conn = connect_reader(str(path), busy_timeout)
         except sqlite3.Error as exc:
             report.add("open", f"cannot open {path}: {exc}")
             return report.result(started)
@@ -522,7 +522,7 @@ def backup_store(
     own = isinstance(source, str)
     try:
         try:
-            src = _connect_reader(source, busy_timeout) if isinstance(source, str) else source
+            src = connect_reader(source, busy_timeout) if isinstance(source, str) else source
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {origin}: {exc}") from exc
         try:

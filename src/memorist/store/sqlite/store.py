@@ -32,6 +32,7 @@ from ...errors import ConfigurationError, CorruptStoreError, EmbedderMismatchErr
 from ...model import EventRecord, MemoryRecord, RelationTuple, Scope, Status
 from ...policies.filters import Narrowing
 from ...policies.text import index_terms, query_terms, stable_token
+from ...work import charge
 from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of
 from ..codec import (
     AT,
@@ -45,9 +46,7 @@ from ..codec import (
     stored_row,
 )
 from ..sql import (
-    COMPARISONS,
-    NUMBER_SLACK,
-    Condition,
+    JsonDialect,
     active_hash_sql,
     event_scope_where,
     narrowing_where,
@@ -62,6 +61,7 @@ from ..sql import (
 )
 from ..touches import FLUSH_EVERY, TouchBuffer
 from ..vector_index import Row, SpaceIndex, TextStats
+from .check import connect_reader
 from .checkpoint import BACKSTOP_PAGES, Checkpointer, LogSync
 from .errors import backoff, is_busy, is_corrupt
 from .index import NAMED_SINCE, IndexCache, index_entry, last_seq, log_reaches
@@ -70,6 +70,11 @@ from .schema import APPEND_ONLY, MIGRATIONS, SCHEMA_VERSION
 log = logging.getLogger(__name__)
 #: How many idle connections for long reads a store keeps open (see SQLiteStore._reader).
 _IDLE_READERS = 4
+#: A scan of the rows for a filter (narrowed_ids) counts _SCAN_UNITS units of work
+#: every _SCAN_STEPS steps of SQLite's machine (about 10 steps a row and condition:
+#: a unit is a record read, about 40 times a row's check in SQL).
+_SCAN_STEPS = 1000
+_SCAN_UNITS = 4
 
 
 class _SQLiteBatch(Batch):
@@ -350,6 +355,7 @@ class SQLiteStore(Store):
         self._data_version = -1
         self._reading = 0  # depth of reading() blocks: inside, the cache was checked once
         self._readers: list[sqlite3.Connection] = []  # idle connections for long reads (_reader)
+        self._file = ""  # the database file's absolute path ("" in memory)
         try:
             # The busy timeout covers what waits inside SQLite (opening, reads during
             # another process's WAL recovery); writes wait in _begin.
@@ -366,6 +372,9 @@ class SQLiteStore(Store):
             # not wait for it (the connection already reads): wait here.
             self._when_unlocked("PRAGMA journal_mode = WAL")
             database = self._conn.execute("SELECT file FROM pragma_database_list WHERE name = 'main'").fetchone()[0]
+            # Where the file is, whatever the working directory becomes (connections
+            # for long reads open it there; none in memory).
+            self._file = database
             if database and self._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
                 # NORMAL syncs the log at checkpoints only; every commit's sync is
                 # LogSync's, taken once the write lock is free (checkpoint.py).
@@ -765,7 +774,7 @@ class SQLiteStore(Store):
     def narrowed_ids(
         self, scope: ScopeFilter, narrowing: Narrowing, *, cutoff: float | None, now: float, limit: int
     ) -> list[str] | None:
-        said = narrowing_where(narrowing, _json_condition)
+        said = narrowing_where(narrowing, _JSON)
         if said is None:
             return None
         where, args = scope_where(scope)
@@ -773,39 +782,61 @@ class SQLiteStore(Store):
         sql = (f"SELECT m.id {FROM_MEMORIES} WHERE {where} AND m.status = 'active'{valid} AND {said[0]} "
                "ORDER BY m.created_at DESC, m.rowid DESC LIMIT ?")
         # Every row of the scope is read (tens of milliseconds at 100,000): on a
-        # connection of its own, so that the store's other reads go on meanwhile.
+        # connection of its own, with the store's lock let go, so that the store's
+        # other reads go on meanwhile; counted on the call's work meter as it goes,
+        # and stopped there if the call is given up.
+        given_up: list[BaseException] = []
+
+        def progress() -> int:
+            try:
+                charge(_SCAN_UNITS)
+            except BaseException as exc:  # the meter's cancellation, kept for the caller
+                given_up.append(exc)
+                return 1  # interrupts the statement
+            return 0
+
         with self._reader() as conn:
+            conn.set_progress_handler(progress, _SCAN_STEPS)
             try:
                 rows = conn.execute(sql, [*args, *valid_args, *said[1], limit + 1]).fetchall()
             except sqlite3.OperationalError as exc:
+                if given_up:
+                    raise given_up[0] from None
                 if is_busy(exc) or is_corrupt(exc):
                     raise
                 # A row whose metadata SQLite's JSON functions cannot read (or a
                 # condition too deep for its parser): the filter checks every memory.
                 log.debug("a filter's narrowing was not checked: %s", exc)
                 return None
+            finally:
+                conn.set_progress_handler(None, 0)
         return None if len(rows) > limit else [row[0] for row in rows]
 
     @contextmanager
     def _reader(self) -> Iterator[sqlite3.Connection]:
         """A connection for a long read that needs no lock of the store's: one of
-        the idle ones, or a new one. The store's own connection (under its lock)
-        when another would not see the same rows: in memory, inside a transaction
-        of this store, or in a child process."""
+        the idle ones, or a new one, with the store's lock let go while it is used.
+        The store's own connection, under its lock, when another would not see the
+        same rows: in memory, inside a transaction of this store, or in a child
+        process."""
         with self._lock:
-            shared = self.path == ":memory:" or self._conn.in_transaction or self._pid != os.getpid()
+            if self._conn is None:
+                raise StoreError(f"{self.path} is closed")
+            shared = not self._file or self._conn.in_transaction or self._pid != os.getpid()
             if shared:
                 yield self._conn
                 return
             conn = self._readers.pop() if self._readers else None
         if conn is None:
             try:
-                conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
-                conn.execute("PRAGMA query_only = ON")
+                conn = connect_reader(self._file, self.busy_timeout)
             except sqlite3.Error as exc:
                 raise self._error(exc, "read") from exc
         try:
-            yield conn
+            # The store's lock let go meanwhile, however deeply this thread holds it
+            # (a search holds it throughout): the read needs nothing of it.
+            with self._lock, self._unlocked():
+                yield conn
         finally:
             with self._lock:
                 if self._conn is not None and len(self._readers) < _IDLE_READERS:
@@ -1459,8 +1490,9 @@ class SQLiteStore(Store):
                     self._log_sync.close()
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
-                for reader in self._readers:
-                    reader.close()
+                if self._pid == os.getpid():  # (a child leaves its parent's connections alone)
+                    for reader in self._readers:
+                        reader.close()
                 self._readers.clear()
                 self._indexes.clear()
 
@@ -1493,39 +1525,16 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
-def _json_condition(narrowing: Narrowing) -> Condition | None:
-    """A narrowing's condition on a metadata key in SQLite's JSON functions, or None
-    for a key a JSON path cannot name (one holding a double quote or a backslash)."""
-    key = narrowing.key
-    if '"' in key or "\\" in key or not key.isprintable():
-        return None
-    path = f'$."{key}"'
-    value, kind = "json_extract(m.metadata, ?)", "json_type(m.metadata, ?)"
-    if narrowing.op == "in":
-        said: list[str] = [f"{kind} = 'array'"]
-        args: list[Any] = [path]
-        texts = [v for v in narrowing.values if isinstance(v, str)]
-        if texts:
-            said.append(f"{value} IN ({', '.join('?' * len(texts))})")
-            args += [path, *texts]
-        for v in narrowing.values:
-            if isinstance(v, bool):
-                said.append(f"{kind} = ?")
-                args += [path, "true" if v else "false"]
-            elif isinstance(v, int | float):
-                slack = abs(v) * NUMBER_SLACK
-                said.append(f"{value} BETWEEN ? AND ?")
-                args += [path, v - slack, v + slack]
-        return "(" + " OR ".join(said) + ")", args
-    if narrowing.op in ("gt", "gte", "lt", "lte"):
-        (v,) = narrowing.values
-        below = narrowing.op.startswith("l")
-        if isinstance(v, str):
-            return f"({kind} = 'text' AND {value} {COMPARISONS[narrowing.op]} ?)", [path, path, v]
-        slack = abs(v) * NUMBER_SLACK
-        return f"({kind} IN ('integer', 'real') AND {value} {'<=' if below else '>='} ?)", [path, path, v + slack if below else v - slack]
-    if narrowing.op == "exists":
-        return f"{kind} <> 'null'", [path]
-    if narrowing.op == "contains":
-        return (f"{kind} IN ('text', 'array')" if isinstance(narrowing.values[0], str) else f"{kind} = 'array'"), [path]
-    return None
+def _json_path(key: str) -> str | None:
+    """The JSON path naming a metadata key; None for one a path cannot name (holding
+    a double quote, a backslash or a character that is not printable)."""
+    return None if '"' in key or "\\" in key or not key.isprintable() else f'$."{key}"'
+
+
+#: Metadata keys in SQLite's JSON functions (a value read as a number is a number,
+#: as text text, so one expression serves both).
+_JSON = JsonDialect(
+    path=_json_path, value="json_extract(m.metadata, ?)", text="json_extract(m.metadata, ?)",
+    kind="json_type(m.metadata, ?)", string="text", numbers="'integer', 'real'", boolean="json_type(m.metadata, ?) = '{b}'",
+    number="?", number_arg=float, collate="", mark="?",
+)
