@@ -144,8 +144,6 @@ class Searcher:
                     if not narrowed:
                         return [], {}
                     among = set(narrowed)
-                    if len(among) < need:
-                        depth = None  # this reading could not fill the page: the last one now
             vector_hits = self.store.vector_search(scope, qvec, k=depth, cutoff=cutoff, now=now)
             text_hits = self.store.text_search(scope, query, k=depth or 64 * pool, cutoff=cutoff, now=now)
             charge(len(vector_hits) + len(text_hits))  # the work meter: cost, and a caller that left
@@ -154,13 +152,14 @@ class Searcher:
             if threshold is not None:
                 similarity.update(self.store.similarities(scope, qvec, [m for m in ordered if m not in similarity]))
                 ordered = [m for m in ordered if reported_similarity(similarity.get(m, -2.0)) >= threshold]
-            if among is not None:
-                # The rest cannot pass: ranked as before, but never read.
-                ordered = [m for m in ordered if m in among]
             candidates: Ranked = []
             for start in range(0, len(ordered), pool if exact else need):
                 chunk = ordered[start : start + (pool if exact else need)]
                 unread = [m for m in chunk if m not in decided]
+                if among is not None:
+                    # The rest cannot pass: ranked as before, but never read.
+                    decided.update((m, None) for m in unread if m not in among)
+                    unread = [m for m in unread if m in among]
                 if unread:
                     charge(len(unread))
                     records = self.store.get_many(unread, scope=scope, exact_access=exact)
@@ -172,8 +171,8 @@ class Searcher:
                 if len(candidates) >= need:
                     break
             cut = depth is not None and (len(vector_hits) >= depth or len(text_hits) >= depth)
-            rejected = among is not None or any(record is None for record in decided.values())
-            if len(candidates) >= need or not cut or not rejected or (among is not None and among <= decided.keys()):
+            rejected = any(record is None for record in decided.values())
+            if len(candidates) >= need or not cut or not rejected:
                 break
         return self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit], similarity
 

@@ -1016,7 +1016,11 @@ class SpaceIndex:
 
             if n >= _COARSE_ROWS:
                 sims = self._outside_lock(unlocked, product)
-                mask = self._mask(*mask_args)  # as rows are now (some may have gone meanwhile)
+                # As rows are now (some may have gone meanwhile), over the n scored
+                # (rows appended meanwhile came after this search began).
+                mask = self._mask(*mask_args)
+                if mask is not None:
+                    mask = mask[:n]
             else:
                 sims = product()
             self._last_sims = (query.copy(), n, sims)
