@@ -127,6 +127,25 @@ def test_a_runs_rows_follow_every_write_between_two_searches():
     assert {h[0] for h in idx.search(unit(0), k=None, run_id="r2")} == {"a", "b"}
 
 
+def test_a_whole_ranking_leaves_out_rows_appended_while_it_multiplied(monkeypatch):
+    # A large space multiplies with the store's lock let go; a write may append rows
+    # meanwhile. The ranking is of the rows it scored (it raised a "damaged" error).
+    from contextlib import contextmanager
+
+    monkeypatch.setattr(vector_index, "_COARSE_ROWS", 32)
+    idx = SpaceIndex(DIM, 0)
+    upsert(idx, [row(f"m{i}", "r1") for i in range(40)], np.stack([unit(0)] * 40))
+
+    @contextmanager
+    def another_thread_writes():
+        upsert(idx, [row(f"late{i}", "r1") for i in range(5)], np.stack([unit(0)] * 5))
+        yield
+
+    hits = idx.search(unit(1), k=None, run_id="r1", unlocked=another_thread_writes)
+    assert {h[0] for h in hits} == {f"m{i}" for i in range(40)}
+    assert len(idx.search(unit(1), k=None, run_id="r1")) == 45  # the next search sees them
+
+
 def test_re_upsert_moves_a_row_into_and_out_of_the_window():
     idx = SpaceIndex(DIM, 0)
     upsert(idx, [row("a", at=10.0)], np.stack([unit(0)]))
