@@ -19,8 +19,8 @@ from .base import ScopeFilter
 from .codec import COLUMNS, FROM_MEMORIES
 
 __all__ = [
-    "COLUMNS", "COMPARISONS", "FROM_MEMORIES", "NUMBER_SLACK", "active_hash_sql", "event_scope_where", "narrowing_where", "scope_where", "user_counts_sql",
-    "JsonDialect", "metadata_where", "number_bounds", "validity_where",
+    "COLUMNS", "COMPARISONS", "FROM_MEMORIES", "NUMBER_SLACK", "JsonDialect", "active_hash_sql", "event_scope_where",
+    "metadata_where", "narrowing_where", "number_bounds", "scope_where", "user_counts_sql", "validity_where",
 ]
 
 
@@ -79,6 +79,7 @@ def number_bounds(value: float) -> tuple[float, float]:
     float: a bound must stay a number the engine can compare with)."""
     slack = abs(value) * NUMBER_SLACK
     return max(value - slack, -sys.float_info.max), min(value + slack, sys.float_info.max)
+
 
 #: A narrowing's comparison operators in SQL.
 COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
@@ -153,9 +154,8 @@ def narrowing_where(narrowing: Narrowing, dialect: JsonDialect) -> Condition | N
     """The condition on ``memories m`` that keeps every memory ``narrowing`` keeps
     (:class:`~memorist.policies.filters.Narrowing`), or None when nothing of it can
     be said, in the engine's terms (``dialect``; its ``collate`` orders text as
-    Python does, code point by code point). A part
-    of an AND that cannot be said is left out (the rest still narrows); an OR with
-    such a branch cannot be said."""
+    Python does, code point by code point). A part of an AND that cannot be said is
+    left out (the rest still narrows); an OR with such a branch cannot be said."""
     if narrowing.op in ("all", "any"):
         parts = [narrowing_where(part, dialect) for part in narrowing.parts]
         if narrowing.op == "any" and any(part is None for part in parts):
