@@ -41,6 +41,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from core import corpus_model, pct, peak_rss_mb, sentence, store_at  # noqa: E402
@@ -62,8 +63,9 @@ def load(memory: Memory, user: str, texts: list[str], questions: list[str], *, l
     return time.perf_counter() - began
 
 
-def burst(memory: Memory, user: str, questions: list[str], searches: int, clients: int) -> list[float]:
-    """``searches`` searches from ``clients`` threads started together; each one's ms."""
+def burst(memory: Memory, user: str, questions: list[str], searches: int, clients: int, **search: Any) -> list[float]:
+    """``searches`` searches from ``clients`` threads started together (``search``:
+    more arguments of each, such as ``filters``); each one's ms."""
     todo = list(enumerate(questions[i % len(questions)] for i in range(searches)))
     lock = threading.Lock()
     times: list[float] = []
@@ -77,7 +79,7 @@ def burst(memory: Memory, user: str, questions: list[str], searches: int, client
                     return
                 _, q = todo.pop(0)
             t = time.perf_counter()
-            memory.search(q, user_id=user, limit=10)
+            memory.search(q, user_id=user, limit=10, **search)
             elapsed = (time.perf_counter() - t) * 1000
             with lock:
                 times.append(elapsed)

@@ -23,12 +23,12 @@ import platform
 import random
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bulk_load import burst  # noqa: E402
 from core import corpus_model, pct, sentence, store_at  # noqa: E402
 
 import memorist  # noqa: E402
@@ -58,35 +58,6 @@ def load(memory: Memory, user: str, size: int, words: list[str], weights: list[f
     return time.perf_counter() - began
 
 
-def burst(memory: Memory, user: str, questions: list[str], filters: Any, searches: int, clients: int) -> tuple[list[float], int]:
-    todo = [questions[i % len(questions)] for i in range(searches)]
-    lock = threading.Lock()
-    times: list[float] = []
-    found = [0]
-    start = threading.Barrier(clients)
-
-    def client() -> None:
-        start.wait()
-        while True:
-            with lock:
-                if not todo:
-                    return
-                query = todo.pop()
-            began = time.perf_counter()
-            results = memory.search(query, user_id=user, limit=10, filters=filters)["results"]
-            elapsed = (time.perf_counter() - began) * 1000
-            with lock:
-                times.append(elapsed)
-                found[0] = max(found[0], len(results))
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return times, found[0]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=100_000)
@@ -108,7 +79,8 @@ def main() -> None:
         for name, filters in FILTERS:
             if only and not any(word in name for word in only):
                 continue
-            times, found = burst(memory, "u", questions, filters, args.searches, args.clients)
+            found = len(memory.search(questions[0], user_id="u", limit=10, filters=filters)["results"])
+            times = burst(memory, "u", questions, args.searches, args.clients, filters=filters)
             listed = []
             for _ in range(max(3, args.searches // 4)):
                 began = time.perf_counter()
