@@ -20,7 +20,7 @@ from .codec import COLUMNS, FROM_MEMORIES
 
 __all__ = [
     "COLUMNS", "COMPARISONS", "FROM_MEMORIES", "NUMBER_SLACK", "JsonDialect", "active_hash_sql", "event_scope_where",
-    "metadata_where", "narrowing_where", "number_bounds", "scope_where", "user_counts_sql", "validity_where",
+    "metadata_where", "narrowed_ids_sql", "narrowing_where", "number_bounds", "scope_where", "user_counts_sql", "validity_where",
 ]
 
 
@@ -95,7 +95,10 @@ class JsonDialect:
     each taking that parameter once; ``string`` and ``numbers`` are the engine's names
     of those JSON types; ``boolean`` is the condition that the key holds the boolean
     ``{b}``; ``number`` is the SQL of a number parameter in ``value``'s terms, and
-    ``number_arg`` that parameter; ``collate`` orders text by code point."""
+    ``number_arg`` that parameter; ``collate`` orders text by code point. ``rows``
+    joins what the expressions read to ``memories m`` (nothing when they read the
+    column itself), and ``unparsed`` is the condition of a row the engine could not
+    parse, kept for the filter to decide (empty: none is ever kept so)."""
 
     path: Callable[[str], str | None]
     value: str
@@ -108,6 +111,8 @@ class JsonDialect:
     number_arg: Callable[[float], Any]
     collate: str
     mark: str
+    rows: str = ""
+    unparsed: str = ""
 
 
 def metadata_where(narrowing: Narrowing, dialect: JsonDialect) -> Condition | None:
@@ -168,6 +173,24 @@ def narrowing_where(narrowing: Narrowing, dialect: JsonDialect) -> Condition | N
     if not narrowing.column:
         return metadata_where(narrowing, dialect)
     return _column_where(narrowing, dialect.mark, dialect.collate)
+
+
+def narrowed_ids_sql(
+    scope: ScopeFilter, narrowing: Narrowing, dialect: JsonDialect, *, cutoff: float | None, now: float, limit: int
+) -> Condition | None:
+    """The query of :meth:`~memorist.store.base.Store.narrowed_ids`: the ids of the
+    scope's active memories, valid at ``now`` and effective since ``cutoff``, that
+    ``narrowing`` keeps, newest first, one more than ``limit`` at most (so that the
+    caller sees there were more); None when nothing of the narrowing can be said."""
+    said = narrowing_where(narrowing, dialect)
+    if said is None:
+        return None
+    where, args = scope_where(scope, dialect.mark)
+    valid, valid_args = validity_where(cutoff, now, dialect.mark)
+    condition = f"({dialect.unparsed} OR {said[0]})" if dialect.unparsed else said[0]
+    sql = (f"SELECT m.id {FROM_MEMORIES}{dialect.rows} WHERE {where} AND m.status = 'active'{valid} AND {condition} "
+           f"ORDER BY m.created_at DESC, m.rowid DESC LIMIT {dialect.mark}")
+    return sql, [*args, *valid_args, *said[1], limit + 1]
 
 
 def _column_where(narrowing: Narrowing, mark: str, collate: str) -> Condition:

@@ -88,7 +88,7 @@ from ..sql import (
     JsonDialect,
     active_hash_sql,
     event_scope_where,
-    narrowing_where,
+    narrowed_ids_sql,
     relation_delete_sql,
     relation_insert_sql,
     relation_payload,
@@ -844,23 +844,15 @@ class PostgresStore(Store):
     def narrowed_ids(
         self, scope: ScopeFilter, narrowing: Narrowing, *, cutoff: float | None, now: float, limit: int
     ) -> list[str] | None:
-        said = narrowing_where(narrowing, _JSONB)
-        if said is None:
+        query = narrowed_ids_sql(scope, narrowing, _JSONB, cutoff=cutoff, now=now, limit=limit)
+        if query is None:
             return None
-        where, args = scope_where(scope, M)
-        valid, valid_args = validity_where(cutoff, now, M)
-        # Metadata is stored as text; a row whose text jsonb refuses (a value it
-        # cannot hold) is kept, for the filter to decide. OFFSET 0 keeps the planner
-        # from inlining the parse into every use of x.j: each row is parsed once.
-        sql = (f"SELECT m.id {FROM_MEMORIES} CROSS JOIN LATERAL (SELECT CASE WHEN pg_input_is_valid(m.metadata, 'jsonb') "
-               f"THEN m.metadata::jsonb END AS j OFFSET 0) x WHERE {where} AND m.status = 'active'{valid} "
-               f"AND (x.j IS NULL OR {said[0]}) ORDER BY m.created_at DESC, m.rowid DESC LIMIT %s")
         with self._connection() as conn:
             if conn.info.server_version < 160000:  # pg_input_is_valid came with PostgreSQL 16
                 return None
             try:
                 with conn.transaction():  # a savepoint inside a reading block's transaction
-                    rows = conn.execute(sql, [*args, *valid_args, *said[1], limit + 1]).fetchall()
+                    rows = conn.execute(*query).fetchall()
             except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded, psycopg.errors.StatementTooComplex) as exc:
                 logger.debug("a filter's narrowing was not checked: %s", exc)
                 return None
@@ -1606,8 +1598,14 @@ __all__ = ["PostgresStore"]
 
 #: Metadata keys in PostgreSQL's jsonb operators (``x.j``: the row's metadata parsed
 #: once); a key holding a NUL names nothing stored (PostgreSQL text holds none).
+#: Metadata is stored as text: a row whose text jsonb refuses (a value it cannot
+#: hold) is kept, for the filter to decide; OFFSET 0 keeps the planner from inlining
+#: the parse into every use of x.j, so each row is parsed once.
 _JSONB = JsonDialect(
     path=lambda key: None if "\x00" in key else key, value=f"(x.j -> {M})", text=f"(x.j ->> {M})",
     kind=f"jsonb_typeof(x.j -> {M})", string="string", numbers="'number'", boolean=f"(x.j -> {M}) = '{{b}}'::jsonb",
     number=f"to_jsonb({M}::numeric)", number_arg=repr, collate=' COLLATE "C"', mark=M,
+    rows=(" CROSS JOIN LATERAL (SELECT CASE WHEN pg_input_is_valid(m.metadata, 'jsonb') THEN m.metadata::jsonb END"
+          " AS j OFFSET 0) x"),
+    unparsed="x.j IS NULL",
 )

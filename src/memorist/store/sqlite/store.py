@@ -49,7 +49,7 @@ from ..sql import (
     JsonDialect,
     active_hash_sql,
     event_scope_where,
-    narrowing_where,
+    narrowed_ids_sql,
     relation_delete_sql,
     relation_insert_sql,
     relation_payload,
@@ -774,13 +774,9 @@ class SQLiteStore(Store):
     def narrowed_ids(
         self, scope: ScopeFilter, narrowing: Narrowing, *, cutoff: float | None, now: float, limit: int
     ) -> list[str] | None:
-        said = narrowing_where(narrowing, _JSON)
-        if said is None:
+        query = narrowed_ids_sql(scope, narrowing, _JSON, cutoff=cutoff, now=now, limit=limit)
+        if query is None:
             return None
-        where, args = scope_where(scope)
-        valid, valid_args = validity_where(cutoff, now)
-        sql = (f"SELECT m.id {FROM_MEMORIES} WHERE {where} AND m.status = 'active'{valid} AND {said[0]} "
-               "ORDER BY m.created_at DESC, m.rowid DESC LIMIT ?")
         # Every row of the scope is read (tens of milliseconds at 100,000): on a
         # connection of its own, with the store's lock let go, so that the store's
         # other reads go on meanwhile; counted on the call's work meter as it goes,
@@ -798,7 +794,7 @@ class SQLiteStore(Store):
         with self._reader() as conn:
             conn.set_progress_handler(progress, _SCAN_STEPS)
             try:
-                rows = conn.execute(sql, [*args, *valid_args, *said[1], limit + 1]).fetchall()
+                rows = conn.execute(*query).fetchall()
             except sqlite3.OperationalError as exc:
                 if given_up:
                     raise given_up[0] from None
