@@ -115,11 +115,11 @@ class Searcher:
         decided.
 
         Before reading 64 times deeper, a filter whose conditions the store can
-        check itself
-        (:meth:`Store.narrowed_ids`) is narrowed there; when that keeps
-        at most ``64 * pool`` memories, the last reading ranks those alone (the vector
-        ranking whole and exact), so a filter keeping a handful of 100,000 memories,
-        or none, reads that handful.
+        check itself (:meth:`Store.narrowed_ids`) is narrowed there; when that keeps
+        at most ``64 * pool`` memories, the deeper readings rank and stop exactly as
+        before but read only those (the others cannot pass): a filter keeping a
+        handful of 100,000 memories reads that handful, and one keeping none reads
+        nothing more.
         """
         conf = self.config.retrieval
         cutoff = validity_cutoff(now, self.config.decay_days)
