@@ -181,16 +181,17 @@ class HnswIndexes:
         self._maintained = 0.0  # when a search last started the maintenance pass
         self._looks: dict[int, tuple[int, float]] = {}  # space -> (version, since when), for QUIET
 
-    def ready(self, conn: Any, dim: int, large: Sequence[int]) -> dict[int, int]:
+    def ready(self, conn: Any, dim: int, large: Sequence[int], *, build: Sequence[int] | None = None) -> dict[int, int]:
         """The ``large`` spaces that have a usable HNSW index, with its watermark (the
-        newest, while a successor's build is under way); the others get one built (in
-        the background) and are searched exactly until it is ready."""
+        newest, while a successor's build is under way); the others (of ``build``, if
+        given) get one built (in the background) and are searched exactly until it is
+        ready."""
         wanted = {int(space_id) for space_id in large}
         ready: dict[int, int] = {}
         for d, space_id, watermark, valid in vector_indexes(conn).values():
             if valid and d == dim and space_id in wanted:
                 ready[space_id] = max(ready.get(space_id, 0), watermark)
-        if len(ready) < len(wanted):
+        if wanted.difference(ready, () if build is None else wanted.difference(build)):
             self._build_later()
         return dict(sorted(ready.items()))
 

@@ -6,8 +6,8 @@ pool. The server needs the pgvector extension (0.5 or newer). Options, as keywor
 arguments or URL query parameters (which libpq never sees): ``pool_size`` (most
 connections, 8), ``pool_min`` (kept open, 1), ``schema`` (the PostgreSQL schema of
 Memorist's tables, ``memorist``), ``lock_timeout`` (seconds a writer waits for another
-one, 30), ``text_index_above`` and ``text_index_rows`` (the in-process full-text
-index of large spaces, see Full text below; 0 turns it off).
+one, 30), ``text_index_above`` and ``text_index_rows`` (the in-process index, text
+and vectors, of large spaces, see Full text below; 0 turns it off).
 
 How the contract's rules are kept (see :mod:`memorist.store.base`):
 
@@ -34,16 +34,17 @@ How the contract's rules are kept (see :mod:`memorist.store.base`):
   ready that space is searched exactly, and no add waits for a graph insert
   (:mod:`memorist.store.postgres.hnsw` tells how, and why one index per space). If
   the validity filter leaves fewer than ``k`` of an index's candidates, the exact
-  search answers. Scores are cosine similarities; stored vectors are unit length
+  search answers. A space of ``text_index_above`` memories or more is searched by
+  this process's in-process index instead (Full text below), vectors included. Scores are cosine similarities; stored vectors are unit length
   (every Memorist embedder normalises), so the exact path's inner product is the
   cosine; the HNSW path reports ``1 - cosine distance``.
 - **Full text** is a ``tsvector`` of the stemmed terms SQLite's index holds, ranked
   by BM25 computed in the database with SQLite's formula and statistics. A space of
   ``text_index_above`` active memories (10,000) or more is ranked instead by an
-  in-process index of this process, kept current from the event log whoever wrote,
-  same scores; at most ``text_index_rows`` memories (2,000,000) are held that way
-  per store (:mod:`memorist.store.postgres.text` tells how, and why not
-  ``ts_rank``).
+  in-process index of this process, which holds the space's vectors too, kept
+  current from the event log whoever wrote, same scores; at most
+  ``text_index_rows`` memories (1,000,000) are held that way per store
+  (:mod:`memorist.store.postgres.text` tells how, and why not ``ts_rank``).
 - **Retrieval bookkeeping** (access clock, touches) is buffered as in SQLite
   (:mod:`memorist.store.touches`) and written in its own short transaction before the
   next write, under a short lock timeout: when other writers hold those spaces it
@@ -99,9 +100,21 @@ from ..sql import (
     validity_where,
 )
 from ..touches import FLUSH_EVERY, TouchBuffer
+from ..vector_index import SpaceIndex
 from . import hnsw
 from . import schema as pg_schema
-from .text import BM25, TEXT_INDEX_ABOVE, TEXT_INDEX_ROWS, TextIndexes, full_text, query_terms, tsquery
+from .text import (
+    BM25,
+    TEXT_INDEX_ABOVE,
+    TEXT_INDEX_ROWS,
+    VECTORS_REWRITTEN,
+    Space,
+    TextIndexes,
+    full_text,
+    one_space,
+    query_terms,
+    tsquery,
+)
 
 try:
     import psycopg
@@ -225,6 +238,7 @@ class _Local(threading.local):
     conn: Any = None  # the connection this thread's reads use (a transaction's, a reading block's)
     batch: _PostgresBatch | None = None
     reading = False  # conn holds a reading block's snapshot
+    spaces: dict[tuple[str, tuple[Any, ...]], Space | None] | None = None  # one_space's answers in that snapshot
     flush_due = False
 
 
@@ -264,6 +278,8 @@ class _PostgresBatch(Batch):
         self._locked: set[tuple[str, str, str]] = set()
         self._ids: dict[tuple[str, str, str], int] = {}
         self._bumped: set[tuple[str, str, str]] = set()
+        #: Memories written per space id (adds, updates, deletes): see TextIndexes.after_write.
+        self.written: dict[int, int] = {}
 
     # spaces: the lock first, then anything read or written ----------------------------
     def _lock(self, space: tuple[str, str, str]) -> None:
@@ -304,6 +320,12 @@ class _PostgresBatch(Batch):
         self._ids[space] = int(row[0])
         return self._ids[space]
 
+    def _written(self, scope: Scope) -> int:
+        """:meth:`_space` for a memory's write, counted."""
+        space = self._space(scope)
+        self.written[space] = self.written.get(space, 0) + 1
+        return space
+
     def _append(self, op: str, space: int | None, scope: Scope, memory_id: str | None, old: str | None, new: str | None, actor: str, payload: dict[str, Any] | None) -> int:
         row = self._conn.execute(
             "INSERT INTO events (ts, op, space_id, memory_id, run_id, actor, old_text, new_text, payload) "
@@ -323,7 +345,7 @@ class _PostgresBatch(Batch):
 
     # writes ------------------------------------------------------------------------
     def add(self, record: MemoryRecord, vector: np.ndarray | None, *, actor: str = "", payload: dict[str, Any] | None = None) -> None:
-        space = self._space(record.scope)
+        space = self._written(record.scope)
         row = self._conn.execute(_INSERT_MEMORY, _memory_values(record, space)).fetchone()
         if row is None:
             raise StoreError(f"memory id already exists: {record.id!r}")
@@ -332,7 +354,7 @@ class _PostgresBatch(Batch):
         self._append("add", space, record.scope, record.id, None, record.text, actor, payload)
 
     def update(self, record: MemoryRecord, vector: np.ndarray | None, *, old_text: str, op: str = "update", actor: str = "", payload: dict[str, Any] | None = None) -> None:
-        space = self._space(record.scope)
+        space = self._written(record.scope)
         row = self._conn.execute(_UPDATE_MEMORY, _memory_values(record, space)).fetchone()
         if row is None:
             raise StoreError(f"memory not found for update: {record.id!r}")
@@ -346,7 +368,7 @@ class _PostgresBatch(Batch):
         self._append(op, space, record.scope, record.id, old_text, record.text, actor, payload)
 
     def delete(self, record: MemoryRecord, *, op: str = "delete", actor: str = "", payload: dict[str, Any] | None = None) -> None:
-        space = self._space(record.scope)
+        space = self._written(record.scope)
         row = self._conn.execute(
             "UPDATE memories SET status = 'deleted', updated_at = %s, terms = '', term_count = 0 "
             "WHERE id = %s AND status <> 'deleted' RETURNING rowid",
@@ -445,6 +467,10 @@ _UPDATE_MEMORY = (
     + " FROM old WHERE m.rowid = old.rowid RETURNING m.rowid, old.space_id"
 )
 _SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+# Active memories by id, found through the id's index before anything else is joined:
+# right after a bulk load the planner's statistics are those of a small table, and it
+# walked the whole space by its index instead (60 ms at 100,000 memories).
+_BY_ID_FIRST = "WITH wanted AS MATERIALIZED (SELECT * FROM memories WHERE id = ANY(%s) AND status = 'active')"
 _EVENT_COLUMNS = (
     "SELECT e.seq, e.ts, e.op, e.memory_id, e.run_id, e.actor, e.old_text, e.new_text, "
     "e.payload, s.tenant_id, s.user_id, s.agent_id FROM events e LEFT JOIN spaces s ON s.id = e.space_id"
@@ -454,6 +480,13 @@ _EVENT_COLUMNS = (
 def _lookup_ids(memory_ids: Sequence[str]) -> list[str]:
     """Distinct ids worth looking up (an id holding NUL names no stored memory)."""
     return [m for m in dict.fromkeys(memory_ids) if isinstance(m, str) and "\x00" not in m]
+
+
+def _in_run(index: SpaceIndex, values: dict[str, float], scope: ScopeFilter) -> dict[str, float]:
+    """``values`` of the memories of ``scope``'s run (all, without one)."""
+    if scope.run_id is None:
+        return values
+    return {m: v for m, v in values.items() if index.run_of(m) == scope.run_id}
 
 
 def _space_filter(scope: ScopeFilter) -> tuple[str, list[Any]]:
@@ -694,7 +727,7 @@ class PostgresStore(Store):
                     yield from self._transaction(conn)
                 finally:
                     conn.execute(_SNAPSHOT)
-                    self._local.conn, self._local.reading = conn, True
+                    self._local.conn, self._local.reading, self._local.spaces = conn, True, {}
             else:
                 with self._pool_connection() as conn:
                     yield from self._transaction(conn)
@@ -716,6 +749,8 @@ class PostgresStore(Store):
         finally:
             self._local.conn = None
             self._local.batch = None
+        if batch.written:
+            self._text.after_write(conn, batch.written)
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -727,11 +762,11 @@ class PostgresStore(Store):
         try:
             with self._pool_connection() as conn:
                 conn.execute(_SNAPSHOT)
-                self._local.conn, self._local.reading = conn, True
+                self._local.conn, self._local.reading, self._local.spaces = conn, True, {}
                 try:
                     yield
                 finally:
-                    self._local.conn, self._local.reading = None, False
+                    self._local.conn, self._local.reading, self._local.spaces = None, False, None
                     with suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
         except MemoristError:
@@ -825,18 +860,30 @@ class PostgresStore(Store):
 
     @_translating("list")
     def list(self, scope: ScopeFilter, *, limit: int | None = None, cutoff: float | None = None, now: float | None = None, status: Status = Status.ACTIVE, until: float | None = None) -> list[MemoryRecord]:
-        where, args = scope_where(scope, M)
-        where += " AND m.status = %s"
-        args.append(status.value)
+        keep, keep_args = "m.status = %s", [status.value]
+        if scope.run_id is not None:
+            keep += " AND m.run_id = %s"
+            keep_args.append(scope.run_id)
         if until is not None:
-            where += " AND m.created_at <= %s"
-            args.append(until)
+            keep += " AND m.created_at <= %s"
+            keep_args.append(until)
         valid, valid_args = validity_where(cutoff, now, M)
-        sql = f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE {where}{valid} ORDER BY m.created_at DESC, m.rowid DESC"
-        args += valid_args
-        if limit is not None:
-            sql += " LIMIT %s"
-            args.append(int(limit))
+        keep += valid
+        keep_args += valid_args
+        order = "ORDER BY m.created_at DESC, m.rowid DESC"
+        if limit is None:
+            where, args = scope_where(scope, M)
+            sql, args = f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE {where} AND {keep} {order}", [*args, *keep_args]
+        else:
+            # The newest of each space first, read in the order of its index on
+            # (space_id, status, created_at): joined to its spaces, the planner read
+            # and sorted the whole scope for the newest (60 ms at 100k memories).
+            spaces, space_args = _space_filter(scope)
+            sql = (
+                f"SELECT {COLUMNS} FROM spaces s CROSS JOIN LATERAL (SELECT * FROM memories m "
+                f"WHERE m.space_id = s.id AND {keep} {order} LIMIT %s) m WHERE {spaces} {order} LIMIT %s"
+            )
+            args = [*keep_args, int(limit), *space_args, int(limit)]
         with self._connection() as conn:
             return [_record(r) for r in conn.execute(sql, args)]
 
@@ -955,6 +1002,12 @@ class PostgresStore(Store):
         query = np.ascontiguousarray(vector, dtype=np.float32)
         spaces, space_args = _space_filter(scope)
         with self._connection() as conn:
+            if self._indexed(scope):
+                hits = self._text.search_vectors(
+                    conn, self._one_space(conn, scope), query, k=k, run_id=scope.run_id, cutoff=cutoff, now=now, window=window, speaker=speaker
+                )
+                if hits is not None:
+                    return hits
             dim, in_scope, large, in_large = conn.execute(
                 "SELECT (SELECT value FROM meta WHERE key = 'embedder_dim'), COALESCE(sum(s.vectors), 0), "
                 "COALESCE(array_agg(ARRAY[s.id, s.vectors]) FILTER (WHERE s.vectors > %s), '{}'), "
@@ -981,7 +1034,10 @@ class PostgresStore(Store):
             if k is None or window is not None or speaker is not None or scope.run_id is not None or not np.any(query):
                 return self._exact(conn, query, where, args, k)
             size = {int(space_id): int(n) for space_id, n in large}
-            indexed = self._hnsw.ready(conn, dim, list(size)) if size else {}
+            # A space this process is loading into its in-process index is searched
+            # exactly meanwhile: an HNSW build would only compete with the load (and
+            # its searches) for the cores, for an index its searches will not use.
+            indexed = self._hnsw.ready(conn, dim, list(size), build=[i for i in size if not self._text.loading(i)]) if size else {}
             hits: list[tuple[str, float]] = []
             for space_id, watermark in indexed.items():
                 found = self._hnsw.search(conn, dim, space_id, watermark, query, filters, filter_args, k, size[space_id])
@@ -1046,12 +1102,19 @@ class PostgresStore(Store):
         if not ids:
             return {}
         query = np.ascontiguousarray(vector, dtype=np.float32)
-        where, args = scope_where(scope, M)
         with self._connection() as conn:
+            if self._indexed(scope):
+                found = self._text.read(
+                    conn, self._one_space(conn, scope),
+                    lambda index, _: _in_run(index, index.similarities(query, ids), scope) if index.dim == query.shape[0] else None,
+                )
+                if found is not None:
+                    return found
+            where, args = scope_where(scope, M)
             rows = conn.execute(
-                f"SELECT m.id, -(e.vector <#> %b) {FROM_MEMORIES} JOIN embeddings e ON e.memory_rowid = m.rowid "
-                f"WHERE {where} AND m.status = 'active' AND m.id = ANY(%s) AND vector_dims(e.vector) = %s",
-                [query, *args, ids, query.shape[0]],
+                f"{_BY_ID_FIRST} SELECT m.id, -(e.vector <#> %b) FROM wanted m JOIN spaces s ON s.id = m.space_id "
+                f"JOIN embeddings e ON e.memory_rowid = m.rowid WHERE {where} AND vector_dims(e.vector) = %s",
+                [ids, query, *args, query.shape[0]],
             ).fetchall()
         return {mid: float(score) for mid, score in rows}
 
@@ -1060,13 +1123,35 @@ class PostgresStore(Store):
         ids = _lookup_ids(memory_ids)
         if not ids:
             return {}
-        where, args = scope_where(scope, M)
         with self._connection() as conn:
+            if self._indexed(scope):
+                found = self._text.read(conn, self._one_space(conn, scope), lambda index, _: _in_run(index, index.created_times(ids), scope))
+                if found is not None:
+                    return found
+            where, args = scope_where(scope, M)
             rows = conn.execute(
-                f"SELECT m.id, m.created_at {FROM_MEMORIES} WHERE {where} AND m.status = 'active' AND m.id = ANY(%s)",
-                [*args, ids],
+                f"{_BY_ID_FIRST} SELECT m.id, m.created_at FROM wanted m JOIN spaces s ON s.id = m.space_id WHERE {where}",
+                [ids, *args],
             ).fetchall()
         return {mid: float(created) for mid, created in rows}
+
+    def _indexed(self, scope: ScopeFilter) -> bool:
+        """Whether ``scope`` may be read from an in-process index (memorist.store.postgres.text):
+        they are on, and not inside a write transaction (they hold committed writes only)."""
+        return self._text.enabled and self._local.batch is None
+
+    def _one_space(self, conn: Any, scope: ScopeFilter) -> Space | None:
+        """The one space ``scope`` sees (None: none or several), as ``conn``'s snapshot
+        holds it; read once per reading block (a search asks for it several times)."""
+        spaces, args = _space_filter(scope)
+        key = (spaces, tuple(args))
+        cache = self._local.spaces if self._local.reading and conn is self._local.conn else None
+        if cache is not None and key in cache:
+            return cache[key]
+        found = one_space(conn, spaces, args)
+        if cache is not None:
+            cache[key] = found
+        return found
 
     @_translating("speakers")
     def speakers(self, scope: ScopeFilter) -> set[str]:
@@ -1085,10 +1170,8 @@ class PostgresStore(Store):
             return []
         spaces, space_args = _space_filter(scope)
         with self._connection() as conn:
-            if self._text.enabled and self._local.batch is None:
-                # One large space: its in-process index (memorist.store.postgres.text). Not
-                # inside a write transaction: the index holds committed writes only.
-                hits = self._text.search(conn, spaces, space_args, terms, k=int(k), run_id=scope.run_id, cutoff=cutoff, now=now)
+            if self._indexed(scope):
+                hits = self._text.search(conn, self._one_space(conn, scope), terms, k=int(k), run_id=scope.run_id, cutoff=cutoff, now=now)
                 if hits is not None:
                     return hits
             keep, keep_args = validity_where(cutoff, now, M)
@@ -1334,9 +1417,14 @@ class PostgresStore(Store):
                                 progress(re_embedded, len(rows))
                     if name is not None and dim is not None:
                         self._write_identity(conn, name, dim)
-                    conn.execute(
-                        "INSERT INTO events (ts, op, payload) VALUES (%s, 'reindex', %s)",
+                    seq = conn.execute(
+                        "INSERT INTO events (ts, op, payload) VALUES (%s, 'reindex', %s) RETURNING seq",
                         (time.time(), dumps({"embedder": name, "re_embedded": re_embedded})),
+                    ).fetchone()[0]
+                    # Every process's in-process indexes reload (no event of a space names these vectors).
+                    conn.execute(
+                        "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                        (VECTORS_REWRITTEN, str(seq)),
                     )
             indexed = conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0]
         self.build_indexes()  # the large spaces' HNSW indexes, missing or damaged ones too

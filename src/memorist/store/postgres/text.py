@@ -1,5 +1,5 @@
 """Full text in the PostgreSQL store: the terms it writes, BM25 in SQL, and the
-in-process BM25 indexes of its large spaces.
+in-process indexes (BM25 and vectors) of its large spaces.
 
 A memory's terms are a ``tsvector`` of :func:`memorist.policies.text.index_terms`
 (the same stemmed terms SQLite's index holds), written by the store with positions
@@ -12,9 +12,12 @@ frequency, and LoCoMo's recall fell 1.5 to 4.6 points with it (bench/RESULTS.md)
 BM25 in SQL reads and scores every memory holding a query term: ~5 ms at 10k memories, ~70 ms at 100k and ~600 ms at a
 million in one space (bench/RESULTS.md), because common words are held by a large
 share of a space. The same ranking over an in-process inverted index
-(:class:`~memorist.store.vector_index.SpaceIndex`, the one SQLite's store keeps,
-here without vectors) takes ~2 ms at a million. So a space of at least
-``above`` active memories is ranked in this process:
+(:class:`~memorist.store.vector_index.SpaceIndex`, the one SQLite's store keeps)
+takes ~2 ms at a million. Vectors likewise: pgvector scans a space exactly until its
+HNSW index is built (hundreds of ms a search at 100k, and the build takes about a
+minute), where the in-process index ranks by int8 codes, then exactly, in a few ms,
+and by its own approximate graph once built (the ``ann`` extra). So a space of at
+least ``above`` active memories is ranked in this process, by text and by vector:
 
 - **Loaded** the first time a search needs it: at once when it is small enough
   (:data:`INLINE_LOAD` memories, under a second), on the search's own snapshot;
@@ -27,36 +30,48 @@ here without vectors) takes ~2 ms at a million. So a space of at least
   ``seq`` order: a snapshot that holds one of them holds every earlier one, and no
   later commit can land below a position read. Terms are computed here from the
   memory's search text by this process's own :func:`~memorist.policies.text.index_terms`.
+- **Warmed by bulk writes**: a write of :data:`WARM_AFTER` memories or more to one
+  space brings its index up to date as soon as it commits (loading it once the space
+  reaches ``above``), so the first search after a bulk load finds it ready.
 - **Bounded**: at most ``max_rows`` memories over all loaded spaces (about 0.7 KB
-  each for sentence-length memories, bench/RESULTS.md); the least recently searched
+  each for sentence-length memories, and 1.9 KB more for a 384-dimension vector,
+  bench/RESULTS.md); the least recently searched
   space goes first, but not one searched in the last :data:`KEEP_FOR` seconds: a
   space that would need that stays in SQL, as does one larger than the bound, so
   two large spaces searched in turn do not reload each other forever. One space
   loads at a time (on one pooled connection); searches of the others go on in SQL.
 - **Committed state only**: a search inside a write transaction is answered by SQL,
   which sees the transaction's own writes; the shared index holds none of them.
+- **Reloaded after a reindex** that wrote every vector again, or when the store's
+  first vector is written (:class:`Space`'s ``vectors``): no event of the space
+  names those changes.
 
 Scores are those of SQLite's index, and of the SQL path except for texts holding a
 term more than 256 times or running past 16,383 terms (a ``tsvector`` keeps 256
 positions of a term, up to position 16,383: SQL counts such a term less often).
-Equal scores may come in another order.
+Equal scores may come in another order. Vector scores are the cosines SQL gives
+(float32); equal ones may come in another order too.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, ExitStack
-from typing import Any
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
 
 from ...policies.text import index_terms
 from ..base import UNNAMED_CHANGES_SQL
 from ..vector_index import Row, SpaceIndex
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 # tsvector limits: a lexeme is at most 2,047 bytes, positions run to 16,383.
 _LEXEME_BYTES = 2046
@@ -125,27 +140,33 @@ BM25 = (
 #: Active memories from which a space is ranked in process (0: never).
 TEXT_INDEX_ABOVE = 10_000
 #: The most memories held by the loaded indexes of one store (0: none).
-TEXT_INDEX_ROWS = 2_000_000
+TEXT_INDEX_ROWS = 1_000_000
 #: Spaces of at most this many memories load inside the search that needs them.
 INLINE_LOAD = 50_000
 #: A catch-up naming more memories than this reloads the space instead.
 CATCH_UP_MOST = 50_000
+#: A write of at least this many memories to one space brings its index up to date at
+#: once, loading it if it reached ``above`` (a bulk load: the first search after it
+#: finds the space indexed); fewer are caught up by the next search.
+WARM_AFTER = 100
+#: The ``meta`` key a reindex that writes every vector again sets (see :class:`Space`).
+VECTORS_REWRITTEN = "vectors_rewritten"
 #: Seconds before a space whose load failed is tried again.
 RETRY_AFTER = 60.0
 #: A space searched this recently is not evicted to make room for another.
 KEEP_FOR = 60.0
 _CHUNK = 8192
 
-_COLUMNS = "m.id, m.run_id, m.created_at, m.updated_at, m.valid_to, m.search_text"
-_LOAD = f"SELECT {_COLUMNS} FROM memories m WHERE m.space_id = %s AND m.status = 'active' ORDER BY m.rowid"
+_COLUMNS = "m.id, m.run_id, m.created_at, m.updated_at, m.valid_to, m.search_text, m.speaker, e.vector"
+_FROM = "FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.rowid"
+_LOAD = f"SELECT {_COLUMNS} {_FROM} WHERE m.space_id = %s AND m.status = 'active' ORDER BY m.rowid"
 # Two steps, each on its own index whatever the planner thinks of a freshly loaded
 # table: the memories the space's events name (events_space), then those rows by id.
 _NAMED_SINCE = (
     "SELECT DISTINCT memory_id FROM events WHERE space_id = %s AND seq > %s AND seq <= %s "
     "AND memory_id IS NOT NULL LIMIT %s"
 )
-_BY_ID = f"SELECT {_COLUMNS}, m.status FROM memories m WHERE m.id = ANY(%s) AND m.space_id = %s"
-_LOG_END = "SELECT COALESCE(max(seq), 0) FROM events WHERE space_id = %s"
+_BY_ID = f"SELECT {_COLUMNS}, m.status {_FROM} WHERE m.id = ANY(%s) AND m.space_id = %s"
 # The last event that changed memories without naming each (memorist.store.base.
 # UNNAMED_CHANGES; found through the events_unnamed index): an index loaded before it
 # reloads instead of catching up.
@@ -153,17 +174,37 @@ _UNNAMED_END = f"SELECT COALESCE(max(seq), 0) FROM events WHERE {UNNAMED_CHANGES
 
 
 class _Entry:
-    __slots__ = ("index", "lock", "unnamed", "used")
+    __slots__ = ("index", "lock", "unnamed", "used", "vectors")
 
-    def __init__(self, index: SpaceIndex, unnamed: int) -> None:
+    def __init__(self, index: SpaceIndex, unnamed: int, vectors: tuple[str | None, str | None]) -> None:
         self.index = index
         self.lock = threading.Lock()
         self.unnamed = unnamed  # the last such event when the index was loaded
         self.used = time.monotonic()  # when last searched
+        self.vectors = vectors  # the store's vectors when loaded (see Space.vectors)
+
+
+class Space(NamedTuple):
+    """One space as a snapshot shows it."""
+
+    id: int
+    generation: int
+    docs: int  # active memories
+    end: int  # its last event
+    #: The store's vector dimension and the last rewrite of every vector (a reindex):
+    #: an index loaded under other values reloads (no event of the space names them).
+    vectors: tuple[str | None, str | None]
+
+
+_SPACE = (
+    "SELECT s.id, s.generation, s.docs, (SELECT COALESCE(max(e.seq), 0) FROM events e WHERE e.space_id = s.id), "
+    f"(SELECT value FROM meta WHERE key = 'embedder_dim'), (SELECT value FROM meta WHERE key = '{VECTORS_REWRITTEN}') "
+    "FROM spaces s WHERE {spaces} LIMIT 2"
+)
 
 
 class TextIndexes:
-    """The loaded BM25 indexes of one PostgreSQL store, by space id.
+    """The loaded in-process indexes (BM25 and vectors) of one PostgreSQL store, by space id.
 
     ``connect`` gives a pooled connection (for background loads); ``decode`` turns a
     stored text column back into the text (the store's NUL escape).
@@ -195,50 +236,110 @@ class TextIndexes:
 
     # searching ---------------------------------------------------------------------------
     def search(
+        self, conn: Any, found: Space | None, terms: list[str], *, k: int, run_id: str | None, cutoff: float | None, now: float
+    ) -> list[tuple[str, float]] | None:
+        """BM25 of ``terms`` over the space ``found`` (:func:`one_space`), from its
+        in-process index; None when SQL must answer (several spaces, a small one, one
+        still loading or too large, an index newer than ``conn``'s snapshot)."""
+        return self.read(conn, found, lambda index, _: index.search_text(terms, k=k, run_id=run_id, cutoff=cutoff, now=now))
+
+    def search_vectors(
         self,
         conn: Any,
-        spaces: str,
-        space_args: Sequence[Any],
-        terms: list[str],
+        found: Space | None,
+        query: np.ndarray,
         *,
-        k: int,
+        k: int | None,
         run_id: str | None,
         cutoff: float | None,
         now: float,
+        window: tuple[float, float] | None,
+        speaker: str | None,
     ) -> list[tuple[str, float]] | None:
-        """BM25 of ``terms`` over the one space ``spaces`` (a condition on ``spaces s``)
-        selects, from its in-process index; None when SQL must answer (several spaces,
-        a small one, one still loading or too large, an index newer than ``conn``'s
-        snapshot)."""
-        found = _space(conn, spaces, space_args)
-        if found is None:
-            return None
-        space, generation, docs, end = found
-        entry = self._entry(space)
-        if entry is None:
-            if docs < self.above:
-                return None
-            if docs > INLINE_LOAD:
-                if self._admit(space, docs, inline=False):
-                    self._start_loading(space)
-                return None
-            if not self._admit(space, docs, inline=True):
-                return None
-            entry = self._load_inline(conn, space, generation, end)
-            if entry is None:
-                return None
+        """The ``k`` memories (None: all) of the space ``found`` nearest to ``query``
+        by cosine, from its in-process index, as the SQLite store ranks them; None
+        when SQL must answer (as for :meth:`search`, and when the index holds no
+        vectors of the query's dimension)."""
+
+        def nearest(index: SpaceIndex, unlocked: Callable[[], AbstractContextManager[Any]]) -> list[tuple[str, float]] | None:
+            if index.dim != query.shape[0]:
+                return None  # SQL answers (and says what is wrong)
+            return index.search(query, k=k, run_id=run_id, cutoff=cutoff, now=now, window=window, speaker=speaker, unlocked=unlocked)
+
+        return self.read(conn, found, nearest)
+
+    def read(
+        self, conn: Any, found: Space | None, read: Callable[[SpaceIndex, Callable[[], AbstractContextManager[Any]]], _T]
+    ) -> _T | None:
+        """``read(index, unlocked)`` of the space ``found``'s in-process index as
+        ``conn``'s snapshot holds it (``unlocked``: a context letting the index's lock
+        go, see :meth:`SpaceIndex.search`); None when SQL must answer."""
+        with self._current(conn, found) as current:
+            return None if current is None else read(*current)
+
+    @contextmanager
+    def _current(self, conn: Any, found: Space | None) -> Iterator[tuple[SpaceIndex, Callable[[], AbstractContextManager[Any]]] | None]:
+        """The index of ``found`` as ``conn``'s snapshot holds it, with its lock held,
+        and a context that lets that lock go (while a search multiplies vectors:
+        :meth:`SpaceIndex.search`); None when SQL must answer."""
+        entry = None if found is None else self._ready(conn, found)
+        if found is None or entry is None:
+            yield None
+            return
         with entry.lock:
             index = entry.index
-            if index.seq > end:
-                return None  # caught up past this search's snapshot: SQL reads the snapshot
-            if index.generation != generation:
+            if index.seq > found.end:
+                yield None  # caught up past this snapshot: SQL reads the snapshot
+                return
+            if index.generation != found.generation:
                 grown = len(index)
-                if not self._catch_up(conn, entry, space, generation, end):
-                    self.forget(space)
-                    return None
+                if not self._catch_up(conn, entry, found):
+                    self.forget(found.id)
+                    yield None
+                    return
                 if len(index) > grown:
-                    self._trim(space)
-            return index.search_text(terms, k=k, run_id=run_id, cutoff=cutoff, now=now)
+                    self._trim(found.id)
+            yield index, functools.partial(_released, entry.lock)
+
+    def _ready(self, conn: Any, found: Space) -> _Entry | None:
+        """The space's loaded index (loaded now if small enough, in the background if
+        large); None while there is none."""
+        space = found.id
+        entry = self._entry(space)
+        if entry is not None and entry.vectors != found.vectors:
+            self.forget(space)  # every vector was written again, or the first one
+            entry = None
+        if entry is None:
+            if found.docs < self.above:
+                return None
+            if found.docs > INLINE_LOAD:
+                if self._admit(space, found.docs, inline=False):
+                    self._start_loading(space)
+                return None
+            if not self._admit(space, found.docs, inline=True):
+                return None
+            entry = self._load_inline(conn, found)
+        return entry
+
+    def after_write(self, conn: Any, written: dict[int, int]) -> None:
+        """Bring up to date, right after a write committed, the indexes of the spaces
+        it wrote :data:`WARM_AFTER` memories or more to (``written``: space id ->
+        memories written), loading those that reached ``above``: the first search after
+        a bulk load finds its space indexed (fewer writes are caught up by the next
+        search). ``conn``: an autocommit connection, out of any transaction. A
+        failure is logged, never raised: the write is done."""
+        for space, count in written.items():
+            if count < WARM_AFTER or not self.enabled or self._closed:
+                continue
+            try:
+                with conn.transaction():
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    with self._current(conn, one_space(conn, "s.id = %s", [space])):
+                        pass
+            except Exception as exc:
+                self.forget(space)
+                logger.warning("%s: updating space %d's in-process index after a write failed (the next search does it): %s",
+                               self.label, space, _first_line(exc))
 
     def _entry(self, space: int) -> _Entry | None:
         with self._lock:
@@ -271,11 +372,12 @@ class TextIndexes:
                 self._loading[space] = None
             return True
 
-    def _load_inline(self, conn: Any, space: int, generation: int, end: int) -> _Entry | None:
+    def _load_inline(self, conn: Any, found: Space) -> _Entry | None:
         """Load a small space inside the search that needs it; None (SQL answers)
         when that failed and SQL still can."""
+        space = found.id
         try:
-            return self._load(conn, space, generation, end)
+            return self._load(conn, found)
         except _Closed:
             return None
         except Exception as exc:
@@ -300,34 +402,41 @@ class TextIndexes:
                 if held <= self.max_rows:
                     break
                 if other != keep:
-                    held -= len(self._entries.pop(other).index)
+                    gone = self._entries.pop(other).index
+                    held -= len(gone)
+                    gone.close()
 
-    def _catch_up(self, conn: Any, entry: _Entry, space: int, generation: int, end: int) -> bool:
+    def _catch_up(self, conn: Any, entry: _Entry, found: Space) -> bool:
         """Apply the space's changes logged after the index's last event, up to
-        ``end``; False when so many changed that a reload is cheaper, or memories
+        ``found.end``; False when so many changed that a reload is cheaper, or memories
         were erased or moved since the load (no event of the space names them)."""
-        index = entry.index
+        index, space, end = entry.index, found.id, found.end
         if int(conn.execute(_UNNAMED_END).fetchone()[0]) > entry.unnamed:
             return False
         if end > index.seq:
             named = [r[0] for r in conn.execute(_NAMED_SINCE, (space, index.seq, end, CATCH_UP_MOST + 1))]
             if len(named) > CATCH_UP_MOST:
                 return False
-            changed = conn.execute(_BY_ID, (named, space)).fetchall()
-            index.remove([r[0] for r in changed if r[6] != "active"])
-            live = [self._row(r) for r in changed if r[6] == "active"]
+            changed = conn.execute(_BY_ID, (named, space), binary=True).fetchall()
+            index.remove([r[0] for r in changed if r[8] != "active"])
+            live = [self._row(r, index.dim) for r in changed if r[8] == "active"]
             if live:
                 index.upsert(live)
             index.seq = end
-        index.generation = generation
+        index.generation = found.generation
         return True
 
     # loading -------------------------------------------------------------------------------
-    def _row(self, r: Sequence[Any]) -> Row:
-        mid, run_id, created, updated, valid_to, text = r[:6]
-        return Row(mid, run_id, created if updated is None else updated, valid_to, self._decode(text), created_at=created)
+    def _row(self, r: Sequence[Any], dim: int) -> Row:
+        mid, run_id, created, updated, valid_to, text, speaker, vector = r[:8]
+        if vector is not None and vector.shape[0] != dim:
+            vector = None  # not of the store's dimension: not searched by vector (as in SQL)
+        return Row(
+            mid, run_id, created if updated is None else updated, valid_to, self._decode(text), vector,
+            created_at=created, speaker=self._decode(speaker) or "",
+        )
 
-    def _rows(self, conn: Any, space: int) -> Iterator[list[Row]]:
+    def _rows(self, conn: Any, space: int, dim: int) -> Iterator[list[Row]]:
         """The space's active memories, in chunks streamed by a named cursor (the
         caller's transaction, or one opened here on an autocommit connection)."""
         from psycopg.pq import TransactionStatus  # the postgres extra, there when a store is
@@ -335,30 +444,40 @@ class TextIndexes:
         with ExitStack() as stack:
             if conn.info.transaction_status == TransactionStatus.IDLE:
                 stack.enter_context(conn.transaction())
-            cur = stack.enter_context(conn.cursor(name=f"memorist_text_{space}"))
+            # Binary: a vector as text takes ten times as long to parse.
+            cur = stack.enter_context(conn.cursor(name=f"memorist_text_{space}", binary=True))
             cur.itersize = _CHUNK
             cur.execute(_LOAD, (space,))
             while chunk := cur.fetchmany(_CHUNK):
                 if self._closed:
                     raise _Closed
-                yield [self._row(r) for r in chunk]
+                yield [self._row(r, dim) for r in chunk]
 
-    def _load(self, conn: Any, space: int, generation: int, end: int) -> _Entry:
-        """Load the space on ``conn`` as of ``end``, the space's last event in a
+    def _load(self, conn: Any, found: Space) -> _Entry:
+        """Load the space on ``conn`` as of ``found.end``, the space's last event in a
         snapshot no older than the rows'."""
         # Before the rows: an erasure committed between the two only makes the next
         # search reload once more.
         unnamed = int(conn.execute(_UNNAMED_END).fetchone()[0])
-        index = SpaceIndex(0, generation, end, ann_threshold=0)
-        for rows in self._rows(conn, space):
-            index.upsert(rows)
-        entry = _Entry(index, unnamed)
+        dim = int(found.vectors[0] or 0)
+        index = SpaceIndex(dim, found.generation, found.end)
+        try:
+            for rows in self._rows(conn, found.id, dim):
+                index.upsert(rows)
+        except BaseException:
+            index.close()  # (its graph's thread, if it started one)
+            raise
+        entry = _Entry(index, unnamed, found.vectors)
         with self._lock:
             if self._closed:
+                index.close()
                 raise _Closed
-            self._entries[space] = entry
-            self._failed.pop(space, None)
-        self._trim(space)
+            replaced = self._entries.pop(found.id, None)
+            self._entries[found.id] = entry
+            self._failed.pop(found.id, None)
+        if replaced is not None:
+            replaced.index.close()
+        self._trim(found.id)
         return entry
 
     def _start_loading(self, space: int) -> None:
@@ -373,9 +492,11 @@ class TextIndexes:
             with self._connect() as conn, conn.transaction():
                 # The log's end first: whatever the rows miss commits after it, and the
                 # next search catches up from there (generation -1: it always looks).
-                end = int(conn.execute(_LOG_END, (space,)).fetchone()[0])
-                entry = self._load(conn, space, -1, end)
-            logger.info("%s: space %d's full-text index loaded (%d memories, %.1f s)", self.label, space, len(entry.index), time.perf_counter() - started)
+                found = one_space(conn, "s.id = %s", [space])
+                if found is None:
+                    return  # the space went (reset) meanwhile
+                entry = self._load(conn, found._replace(generation=-1))
+            logger.info("%s: space %d's in-process index loaded (%d memories, %.1f s)", self.label, space, len(entry.index), time.perf_counter() - started)
         except _Closed:
             pass
         except Exception as exc:  # a search goes on in SQL; tried again later
@@ -391,14 +512,14 @@ class TextIndexes:
     def load(self, conn: Any, spaces: str, space_args: Sequence[Any]) -> bool:
         """Load the one space ``spaces`` selects now, whatever its size (within the
         bound); True when its searches are now ranked in process."""
-        found = _space(conn, spaces, space_args) if self.enabled else None
+        found = one_space(conn, spaces, space_args) if self.enabled else None
         if found is None:
             return False
-        space, generation, docs, end = found
-        if self._entry(space) is None:
-            if docs > self.max_rows:
+        entry = self._entry(found.id)
+        if entry is None or entry.vectors != found.vectors:
+            if found.docs > self.max_rows:
                 return False
-            self._load(conn, space, generation, end)
+            self._load(conn, found)
         return True
 
     # upkeep --------------------------------------------------------------------------------
@@ -406,9 +527,18 @@ class TextIndexes:
         """Drop one space's index (None: every index)."""
         with self._lock:
             if space is None:
+                gone = list(self._entries.values())
                 self._entries.clear()
             else:
-                self._entries.pop(space, None)
+                entry = self._entries.pop(space, None)
+                gone = [] if entry is None else [entry]
+        for entry in gone:
+            entry.index.close()
+
+    def loading(self, space: int) -> bool:
+        """Whether the space's index is being loaded (in the background, or by a search)."""
+        with self._lock:
+            return space in self._loading
 
     def stats(self) -> dict[str, int]:
         with self._lock:
@@ -427,24 +557,33 @@ class TextIndexes:
         with self._lock:
             self._closed = True
             threads = [t for t in self._loading.values() if t is not None]
+            gone = list(self._entries.values())
             self._entries.clear()
+        for entry in gone:
+            entry.index.close()
         deadline = time.monotonic() + 5.0
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-def _space(conn: Any, spaces: str, space_args: Sequence[Any]) -> tuple[int, int, int, int] | None:
-    """The id, generation, active memories and last event of the one space ``spaces``
-    (a condition on ``spaces s``) selects, read in one snapshot; None unless exactly one."""
-    rows = conn.execute(
-        "SELECT s.id, s.generation, s.docs, (SELECT COALESCE(max(e.seq), 0) FROM events e WHERE e.space_id = s.id) "
-        f"FROM spaces s WHERE {spaces} LIMIT 2",
-        list(space_args),
-    ).fetchall()
+def one_space(conn: Any, spaces: str, space_args: Sequence[Any]) -> Space | None:
+    """The one space ``spaces`` (a condition on ``spaces s``) selects, read in one
+    snapshot; None unless exactly one."""
+    rows = conn.execute(_SPACE.format(spaces=spaces), list(space_args)).fetchall()
     if len(rows) != 1:
         return None
-    space, generation, docs, end = (int(v) for v in rows[0])
-    return space, generation, docs, end
+    space, generation, docs, end, dim, rewritten = rows[0]
+    return Space(int(space), int(generation), int(docs), int(end), (dim, rewritten))
+
+
+@contextmanager
+def _released(lock: threading.Lock) -> Iterator[None]:
+    """``lock``, held by the caller, let go meanwhile."""
+    lock.release()
+    try:
+        yield
+    finally:
+        lock.acquire()
 
 
 def _first_line(exc: BaseException) -> str:
