@@ -1081,7 +1081,9 @@ class SpaceIndex:
         None when an exact search over every row is the better way: no graph yet,
         or filters that leave too many rows to gather but too few for the graph.
         """
-        assert self._ann is not None
+        ann = self._ann  # (once: close() may clear it meanwhile, from another thread)
+        if ann is None:
+            return None
         n = self._size
         if mask is None:
             ok = None  # every live row with a vector: no O(n) mask to build
@@ -1095,9 +1097,9 @@ class SpaceIndex:
                 return self._best(self._gathered(query, positions), positions, k)
         if eligible == 0:
             return []
-        covered = self._ann.covered()
+        covered = ann.covered()
         if covered == 0:
-            self._ann.notify()  # (a forked child has rows for a graph it never fed)
+            ann.notify()  # (a forked child has rows for a graph it never fed)
             return None  # the graph is still being built: exact meanwhile
         in_graph = eligible - self._eligible_from(covered, ok).shape[0]
         if 2 * in_graph < eligible or (self._codes is not None and eligible - in_graph >= _COARSE_ROWS):
@@ -1106,11 +1108,11 @@ class SpaceIndex:
             # the coarse pass over every row costs less than a float32 product over
             # that many rows the graph lacks.
             return None
-        fetch = fetch_size(k, self._ann.keys(), in_graph, self._ann.params)
+        fetch = fetch_size(k, ann.keys(), in_graph, ann.params)
         while in_graph > 0:
             if fetch > _MAX_FETCH:
                 return None
-            found = self._ann.search(query, fetch)
+            found = ann.search(query, fetch)
             if found is None:
                 return None
             positions, covered, keys = found

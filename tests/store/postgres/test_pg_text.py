@@ -11,10 +11,10 @@ import threading
 import time
 
 import pytest
+from pg_records import add, mixed, record
 
 from memorist import HashingEmbedder
-from memorist.model import MemoryRecord, Scope, Status
-from memorist.policies.text import content_hash
+from memorist.model import Scope, Status
 from memorist.store import open_store
 from memorist.store.base import ScopeFilter
 from memorist.store.postgres import text as pg_text
@@ -23,19 +23,6 @@ EMB = HashingEmbedder()
 ALEX, BOB = Scope(user_id="alex"), Scope(user_id="bob")
 F_ALEX, F_BOB = ScopeFilter("", "alex"), ScopeFilter("", "bob")
 WORDS = "tea coffee sushi ramen chess painting beach camping hiking guitar piano novel garden dog cat rain".split()
-
-
-def record(mid: str, text: str, scope: Scope = ALEX, **kw) -> MemoryRecord:
-    kw.setdefault("created_at", time.time())
-    return MemoryRecord(
-        id=mid, scope=scope, text=text, content_hash=content_hash(text), search_text=text, **kw
-    )
-
-
-def add(store, *records):
-    with store.transaction() as b:
-        for r in records:
-            b.add(r, EMB.embed_one(r.text))
 
 
 def search(store, query, scope=F_ALEX, k=10, **kw):
@@ -60,17 +47,7 @@ def corpus(n: int, seed: int = 3) -> list[str]:
 def test_in_process_ranking_is_the_sql_ranking(opened):
     indexed, plain = opened(text_index_above=1), opened(text_index_above=0)
     now = time.time()
-    records = [
-        record(
-            f"m{i}",
-            text,
-            Scope(user_id="alex", run_id="r1") if i % 3 == 0 else ALEX,
-            created_at=now - 1000 + i,
-            valid_to=now - 1 if i % 7 == 0 else None,
-        )
-        for i, text in enumerate(corpus(120))
-    ]
-    add(indexed, *records)
+    add(indexed, *mixed(corpus(120), now))
     for query in (
         "tea and sushi",
         "chess piano",

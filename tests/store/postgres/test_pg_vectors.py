@@ -6,33 +6,23 @@ read for a search's similarities and times as well."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from pg_records import EMB, add, mixed, record
 
-from memorist import HashingEmbedder
-from memorist.model import MemoryRecord, Scope, Status
-from memorist.policies.text import content_hash
+from memorist.model import Scope, Status
+from memorist.store import ann as ann_mod
+from memorist.store import vector_index as vi
 from memorist.store.base import ScopeFilter
 from memorist.store.postgres import PostgresStore
 from memorist.store.postgres import text as pg_text
 
-EMB = HashingEmbedder()
-ALEX = Scope(user_id="alex")
 F_ALEX = ScopeFilter("", "alex")
 WORDS = "tea coffee sushi ramen chess painting beach camping hiking guitar piano novel garden dog cat rain".split()
-
-
-def record(mid: str, text: str, scope: Scope = ALEX, **kw) -> MemoryRecord:
-    kw.setdefault("created_at", time.time())
-    return MemoryRecord(id=mid, scope=scope, text=text, content_hash=content_hash(text), search_text=text, **kw)
-
-
-def add(store, *records):
-    with store.transaction() as b:
-        for r in records:
-            b.add(r, EMB.embed_one(r.text))
 
 
 def nearest(store, query, scope=F_ALEX, k=10, **kw):
@@ -67,18 +57,7 @@ def texts(n: int) -> list[str]:
 def test_in_process_vector_ranking_is_the_sql_ranking(opened):
     indexed, plain = opened(text_index_above=1), opened(text_index_above=0)
     now = time.time()
-    records = [
-        record(
-            f"m{i}",
-            text,
-            Scope(user_id="alex", run_id="r1") if i % 3 == 0 else ALEX,
-            created_at=now - 1000 + i,
-            valid_to=now - 1 if i % 7 == 0 else None,
-            metadata={"name": "Alex" if i % 2 else "Bo"},
-        )
-        for i, text in enumerate(texts(150))
-    ]
-    add(indexed, *records)
+    add(indexed, *mixed(texts(150), now))
     for query in ("tea and sushi", "chess piano", "rain garden dog", "what about the novel?"):
         for kw in (
             {},
@@ -204,7 +183,7 @@ def test_a_failed_update_after_a_write_loses_nothing(opened, monkeypatch, caplog
     add(store, *(record(f"s{i}", t) for i, t in enumerate(texts(120))))
     assert store.stats()["text_indexes"]["spaces"] == 1
 
-    def broken(self, conn, found):
+    def broken(self, conn, found, **kw):
         raise RuntimeError("index gone wrong")
 
     monkeypatch.setattr(pg_text.TextIndexes, "_ready", broken)
@@ -234,3 +213,143 @@ def test_the_newest_memories_across_several_spaces(opened):
         assert [r.id for r in store.list(F_ALEX, limit=limit)] == everything[:limit]
     assert [r.id for r in store.list(ScopeFilter("", "alex", run_id="r"), limit=2)] == ["r1"]
     assert [r.id for r in store.list(F_ALEX, limit=2, until=now - 2.5)] == ["a1", "r1"]
+
+
+def test_searches_wait_for_their_space_loading_in_the_background(opened, monkeypatch):
+    monkeypatch.setattr(pg_text, "INLINE_LOAD", 0)
+    writer = opened(text_index_above=0)
+    add(writer, *(record(f"s{i}", t) for i, t in enumerate(texts(50))))
+    reader = opened(text_index_above=1)
+    answered = in_sql(monkeypatch)
+    # A load that takes a while: the search waits for it, then ranks in process.
+    original = pg_text.TextIndexes._load
+
+    def slow_load(self, *args):
+        time.sleep(0.3)
+        return original(self, *args)
+
+    monkeypatch.setattr(pg_text.TextIndexes, "_load", slow_load)
+    assert len(nearest(reader, "tea", k=None)) == 50
+    assert answered == [] and reader.stats()["text_indexes"]["spaces"] == 1
+    # One that takes longer than LOAD_WAIT: SQL answers meanwhile.
+    monkeypatch.setattr(pg_text, "LOAD_WAIT", 0.05)
+    slow = opened(text_index_above=1)
+    started = time.monotonic()
+    assert len(nearest(slow, "tea", k=None)) == 50
+    assert time.monotonic() - started < 0.3 and answered == ["_exact"]
+    slow._text.wait(10)
+    assert slow.stats()["text_indexes"]["spaces"] == 1
+
+
+def nearest_in(store, text, k=10):
+    return store.vector_search(F_ALEX, EMB.embed_one(text), k=k, cutoff=None, now=time.time())
+
+
+def _hook_release(monkeypatch, work):
+    """Run ``work`` in another thread the first time a search lets the entry lock go."""
+    orig = pg_text._released
+    state = {"done": False}
+
+    @contextmanager
+    def hooked(*args):
+        with orig(*args):
+            if not state["done"]:
+                state["done"] = True
+                t = threading.Thread(target=work)
+                t.start()
+                t.join()
+            yield
+
+    monkeypatch.setattr(pg_text, "_released", hooked)
+    return state
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_search_sees_writes_newer_than_its_snapshot(opened, monkeypatch, compact):
+    # Stands for a space of >= 16,384 memories (the size from which SpaceIndex lets the lock go).
+    monkeypatch.setattr(vi, "_COARSE_ROWS", 64)
+    store = opened(text_index_above=1)
+    n = 1200
+    recs = [record(f"m{i}", f"memory number {i} about topic {i % 37}") for i in range(n)]
+    add(store, *recs)
+    assert store.stats()["text_indexes"]["spaces"] == 1
+    target = recs[5]
+
+    def write():
+        with store.transaction() as b:
+            for r in (recs[:700] if compact else [target]):
+                b.delete(r)
+            for j in range(120):
+                r = record(f"new{j}", target.text + f" again {j}", created_at=time.time())
+                b.add(r, EMB.embed_one(target.text))
+
+    state = _hook_release(monkeypatch, write)
+    with store.reading():
+        assert store.get_many(["m5"])  # the snapshot starts here and holds m5
+        hits = [m for m, _ in nearest_in(store, target.text, k=10)]
+        in_snapshot = store.get_many(hits)
+        m5_in_snapshot = "m5" in store.get_many(["m5"])
+    assert state["done"]
+    newer = [m for m in hits if m not in in_snapshot]
+    assert m5_in_snapshot
+    # m5 (cosine 1.0 in the snapshot) is found, and nothing committed after it.
+    assert "m5" in hits and not newer, (hits, newer)
+
+
+def test_close_races_a_graph_search(opened, pg_url, monkeypatch):
+    monkeypatch.setattr(vi, "DEFAULT_THRESHOLD", 100)  # stands for 20,000
+    store = opened(text_index_above=1)
+    writer = opened(text_index_above=0)
+    recs = [record(f"m{i}", f"memory number {i} about topic {i % 37}") for i in range(400)]
+    add(store, *recs)
+    (entry,) = store._text._entries.values()
+    assert entry.index.catch_up_ann(timeout=30)
+    orig = ann_mod.AnnIndex.covered
+    state = {"done": False}
+
+    def other_search():
+        nearest_in(store, "memory number 3")  # a fresh snapshot: sees the reindex, forgets the entry
+
+    def covered(self):
+        if not state["done"]:
+            state["done"] = True
+            t = threading.Thread(target=other_search)
+            t.start()
+            t.join()
+        return orig(self)
+
+    with store.reading():
+        store.count(F_ALEX)  # the snapshot, before the reindex
+        writer.reindex(lambda batch: EMB.embed(batch))
+        monkeypatch.setattr(ann_mod.AnnIndex, "covered", covered)
+        assert nearest_in(store, "memory number 3")  # its index closed meanwhile by the other search
+
+
+def test_autocommit_inline_load_is_labelled_older_than_its_rows(opened, monkeypatch):
+    from memorist.store.postgres import store as pg_store
+
+    store = opened(text_index_above=1)
+    writer = opened(text_index_above=0)
+    add(writer, *(record(f"m{i}", f"memory number {i}") for i in range(20)))  # < WARM_AFTER: not loaded
+    assert store.stats()["text_indexes"]["spaces"] == 0
+    orig = pg_store.one_space
+    state = {"done": False}
+
+    def one_space(conn, spaces, args):
+        found = orig(conn, spaces, args)
+        if not state["done"]:
+            state["done"] = True
+            add(writer, record("late", "green tea at dawn"))  # commits between the two reads
+        return found
+
+    with store.reading():
+        store.count(F_ALEX)  # reader R's snapshot: before "late"
+        monkeypatch.setattr(pg_store, "one_space", one_space)
+        t = threading.Thread(target=lambda: nearest_in(store, "green tea at dawn"))  # outside any reading block
+        t.start()
+        t.join()
+        monkeypatch.setattr(pg_store, "one_space", orig)
+        hits = [m for m, _ in nearest_in(store, "green tea at dawn", k=3)]
+        visible = store.get_many(hits)
+    assert state["done"]
+    assert "late" not in hits, (hits, "late" in visible)

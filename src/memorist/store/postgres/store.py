@@ -113,6 +113,7 @@ from .text import (
     full_text,
     one_space,
     query_terms,
+    snapshot,
     tsquery,
 )
 
@@ -1003,9 +1004,10 @@ class PostgresStore(Store):
         spaces, space_args = _space_filter(scope)
         with self._connection() as conn:
             if self._indexed(scope):
-                hits = self._text.search_vectors(
-                    conn, self._one_space(conn, scope), query, k=k, run_id=scope.run_id, cutoff=cutoff, now=now, window=window, speaker=speaker
-                )
+                with snapshot(conn):
+                    hits = self._text.search_vectors(
+                        conn, self._one_space(conn, scope), query, k=k, run_id=scope.run_id, cutoff=cutoff, now=now, window=window, speaker=speaker
+                    )
                 if hits is not None:
                     return hits
             dim, in_scope, large, in_large = conn.execute(
@@ -1104,10 +1106,11 @@ class PostgresStore(Store):
         query = np.ascontiguousarray(vector, dtype=np.float32)
         with self._connection() as conn:
             if self._indexed(scope):
-                found = self._text.read(
-                    conn, self._one_space(conn, scope),
-                    lambda index, _: _in_run(index, index.similarities(query, ids), scope) if index.dim == query.shape[0] else None,
-                )
+                with snapshot(conn):
+                    found = self._text.read(
+                        conn, self._one_space(conn, scope),
+                        lambda index, _: _in_run(index, index.similarities(query, ids), scope) if index.dim == query.shape[0] else None,
+                    )
                 if found is not None:
                     return found
             where, args = scope_where(scope, M)
@@ -1125,7 +1128,8 @@ class PostgresStore(Store):
             return {}
         with self._connection() as conn:
             if self._indexed(scope):
-                found = self._text.read(conn, self._one_space(conn, scope), lambda index, _: _in_run(index, index.created_times(ids), scope))
+                with snapshot(conn):
+                    found = self._text.read(conn, self._one_space(conn, scope), lambda index, _: _in_run(index, index.created_times(ids), scope))
                 if found is not None:
                     return found
             where, args = scope_where(scope, M)
@@ -1171,7 +1175,8 @@ class PostgresStore(Store):
         spaces, space_args = _space_filter(scope)
         with self._connection() as conn:
             if self._indexed(scope):
-                hits = self._text.search(conn, self._one_space(conn, scope), terms, k=int(k), run_id=scope.run_id, cutoff=cutoff, now=now)
+                with snapshot(conn):
+                    hits = self._text.search(conn, self._one_space(conn, scope), terms, k=int(k), run_id=scope.run_id, cutoff=cutoff, now=now)
                 if hits is not None:
                     return hits
             keep, keep_args = validity_where(cutoff, now, M)

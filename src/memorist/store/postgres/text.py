@@ -21,7 +21,8 @@ least ``above`` active memories is ranked in this process, by text and by vector
 
 - **Loaded** the first time a search needs it: at once when it is small enough
   (:data:`INLINE_LOAD` memories, under a second), on the search's own snapshot;
-  a larger one in a background thread while searches go on ranking in SQL.
+  a larger one in a background thread, which its searches wait for up to
+  :data:`LOAD_WAIT` seconds before SQL answers them.
 - **Kept current from the event log**, whichever process or machine wrote: each
   search reads the space's generation (moved by every write to it) and its last
   event in the same statement; when the generation moved, the memories named by
@@ -143,6 +144,10 @@ TEXT_INDEX_ABOVE = 10_000
 TEXT_INDEX_ROWS = 1_000_000
 #: Spaces of at most this many memories load inside the search that needs them.
 INLINE_LOAD = 50_000
+#: Seconds a search waits for a background load of its space before SQL answers it
+#: (100,000 memories load in about 4 s here: SQL's searches meanwhile, an exact
+#: scan each, took as long and slowed the load down).
+LOAD_WAIT = 5.0
 #: A catch-up naming more memories than this reloads the space instead.
 CATCH_UP_MOST = 50_000
 #: A write of at least this many memories to one space brings its index up to date at
@@ -275,14 +280,21 @@ class TextIndexes:
         ``conn``'s snapshot holds it (``unlocked``: a context letting the index's lock
         go, see :meth:`SpaceIndex.search`); None when SQL must answer."""
         with self._current(conn, found) as current:
-            return None if current is None else read(*current)
+            if current is None:
+                return None
+            try:
+                return read(*current)
+            except _Overtaken:
+                return None  # caught up past the snapshot while its lock was let go: SQL reads it
 
     @contextmanager
-    def _current(self, conn: Any, found: Space | None) -> Iterator[tuple[SpaceIndex, Callable[[], AbstractContextManager[Any]]] | None]:
+    def _current(
+        self, conn: Any, found: Space | None, *, wait: bool = True
+    ) -> Iterator[tuple[SpaceIndex, Callable[[], AbstractContextManager[Any]]] | None]:
         """The index of ``found`` as ``conn``'s snapshot holds it, with its lock held,
         and a context that lets that lock go (while a search multiplies vectors:
-        :meth:`SpaceIndex.search`); None when SQL must answer."""
-        entry = None if found is None else self._ready(conn, found)
+        :meth:`SpaceIndex.search`); None when SQL must answer. ``wait``: see :meth:`_ready`."""
+        entry = None if found is None else self._ready(conn, found, wait=wait)
         if found is None or entry is None:
             yield None
             return
@@ -299,11 +311,12 @@ class TextIndexes:
                     return
                 if len(index) > grown:
                     self._trim(found.id)
-            yield index, functools.partial(_released, entry.lock)
+            yield index, functools.partial(_released, entry, index, found.end)
 
-    def _ready(self, conn: Any, found: Space) -> _Entry | None:
+    def _ready(self, conn: Any, found: Space, *, wait: bool = True) -> _Entry | None:
         """The space's loaded index (loaded now if small enough, in the background if
-        large); None while there is none."""
+        large, waited for up to :data:`LOAD_WAIT` seconds with ``wait``); None while
+        there is none."""
         space = found.id
         entry = self._entry(space)
         if entry is not None and entry.vectors != found.vectors:
@@ -315,11 +328,20 @@ class TextIndexes:
             if found.docs > INLINE_LOAD:
                 if self._admit(space, found.docs, inline=False):
                     self._start_loading(space)
-                return None
+                return self._loaded(space) if wait else None
             if not self._admit(space, found.docs, inline=True):
                 return None
             entry = self._load_inline(conn, found)
         return entry
+
+    def _loaded(self, space: int) -> _Entry | None:
+        """The space's index once its background load ends, waited for up to
+        :data:`LOAD_WAIT` seconds (None: not loaded by then; SQL answers)."""
+        with self._lock:
+            thread = self._loading.get(space)
+        if thread is not None:
+            thread.join(LOAD_WAIT)
+        return self._entry(space)
 
     def after_write(self, conn: Any, written: dict[int, int]) -> None:
         """Bring up to date, right after a write committed, the indexes of the spaces
@@ -332,10 +354,8 @@ class TextIndexes:
             if count < WARM_AFTER or not self.enabled or self._closed:
                 continue
             try:
-                with conn.transaction():
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    with self._current(conn, one_space(conn, "s.id = %s", [space])):
-                        pass
+                with snapshot(conn), self._current(conn, one_space(conn, "s.id = %s", [space]), wait=False):
+                    pass
             except Exception as exc:
                 self.forget(space)
                 logger.warning("%s: updating space %d's in-process index after a write failed (the next search does it): %s",
@@ -377,7 +397,9 @@ class TextIndexes:
         when that failed and SQL still can."""
         space = found.id
         try:
-            return self._load(conn, found)
+            # In a savepoint: a failed load leaves the search's snapshot usable by SQL.
+            with conn.transaction():
+                return self._load(conn, found)
         except _Closed:
             return None
         except Exception as exc:
@@ -577,13 +599,34 @@ def one_space(conn: Any, spaces: str, space_args: Sequence[Any]) -> Space | None
 
 
 @contextmanager
-def _released(lock: threading.Lock) -> Iterator[None]:
-    """``lock``, held by the caller, let go meanwhile."""
-    lock.release()
+def _released(entry: _Entry, index: SpaceIndex, end: int) -> Iterator[None]:
+    """``entry``'s lock, held by the caller, let go meanwhile; :class:`_Overtaken` if
+    its index was caught up past ``end`` (the reader's snapshot) or replaced."""
+    entry.lock.release()
     try:
         yield
     finally:
-        lock.acquire()
+        entry.lock.acquire()
+    if entry.index is not index or index.seq > end:
+        raise _Overtaken
+
+
+@contextmanager
+def snapshot(conn: Any) -> Iterator[None]:
+    """The reads inside in one repeatable-read snapshot on ``conn``, unless it is in
+    a transaction already (a search's reading block, a write's)."""
+    from psycopg.pq import TransactionStatus  # the postgres extra, there when a store is
+
+    if conn.info.transaction_status != TransactionStatus.IDLE:
+        yield
+        return
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        yield
+
+
+class _Overtaken(Exception):
+    """An index was caught up past a reader's snapshot while the reader let its lock go."""
 
 
 def _first_line(exc: BaseException) -> str:
