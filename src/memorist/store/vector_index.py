@@ -877,6 +877,12 @@ class SpaceIndex:
         pos = self._pos.get(memory_id)
         return None if pos is None else self._run[pos]
 
+    def in_run(self, values: dict[str, _T], run_id: str | None) -> dict[str, _T]:
+        """``values`` (by memory id) of the live rows of run ``run_id`` (None: all of them)."""
+        if run_id is None:
+            return values
+        return {m: v for m, v in values.items() if self.run_of(m) == run_id}
+
     def speakers(self) -> set[str]:
         """The casefolded speaker names of the live rows."""
         return set(self._speakers)

@@ -191,7 +191,10 @@ class HnswIndexes:
         for d, space_id, watermark, valid in vector_indexes(conn).values():
             if valid and d == dim and space_id in wanted:
                 ready[space_id] = max(ready.get(space_id, 0), watermark)
-        if wanted.difference(ready, () if build is None else wanted.difference(build)):
+        missing = wanted.difference(ready)
+        if build is not None:
+            missing.intersection_update(build)
+        if missing:
             self._build_later()
         return dict(sorted(ready.items()))
 

@@ -35,9 +35,10 @@ How the contract's rules are kept (see :mod:`memorist.store.base`):
   (:mod:`memorist.store.postgres.hnsw` tells how, and why one index per space). If
   the validity filter leaves fewer than ``k`` of an index's candidates, the exact
   search answers. A space of ``text_index_above`` memories or more is searched by
-  this process's in-process index instead (Full text below), vectors included. Scores are cosine similarities; stored vectors are unit length
-  (every Memorist embedder normalises), so the exact path's inner product is the
-  cosine; the HNSW path reports ``1 - cosine distance``.
+  this process's in-process index instead (Full text below), vectors included.
+  Scores are cosine similarities; stored vectors are unit length (every Memorist
+  embedder normalises), so the exact path's inner product is the cosine; the HNSW
+  path reports ``1 - cosine distance``.
 - **Full text** is a ``tsvector`` of the stemmed terms SQLite's index holds, ranked
   by BM25 computed in the database with SQLite's formula and statistics. A space of
   ``text_index_above`` active memories (10,000) or more is ranked instead by an
@@ -66,8 +67,8 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager, suppress
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import numpy as np
@@ -128,6 +129,7 @@ except ImportError as _exc:  # pragma: no cover - exercised without the extra
     ) from _exc
 
 M = "%s"  # psycopg's parameter mark, for the shared SQL builders
+_T = TypeVar("_T")
 
 #: How long buffered retrievals wait for other writers' space locks before they
 #: stay buffered for the next write.
@@ -481,13 +483,6 @@ _EVENT_COLUMNS = (
 def _lookup_ids(memory_ids: Sequence[str]) -> list[str]:
     """Distinct ids worth looking up (an id holding NUL names no stored memory)."""
     return [m for m in dict.fromkeys(memory_ids) if isinstance(m, str) and "\x00" not in m]
-
-
-def _in_run(index: SpaceIndex, values: dict[str, float], scope: ScopeFilter) -> dict[str, float]:
-    """``values`` of the memories of ``scope``'s run (all, without one)."""
-    if scope.run_id is None:
-        return values
-    return {m: v for m, v in values.items() if index.run_of(m) == scope.run_id}
 
 
 def _space_filter(scope: ScopeFilter) -> tuple[str, list[Any]]:
@@ -1003,13 +998,17 @@ class PostgresStore(Store):
         query = np.ascontiguousarray(vector, dtype=np.float32)
         spaces, space_args = _space_filter(scope)
         with self._connection() as conn:
-            if self._indexed(scope):
-                with snapshot(conn):
-                    hits = self._text.search_vectors(
-                        conn, self._one_space(conn, scope), query, k=k, run_id=scope.run_id, cutoff=cutoff, now=now, window=window, speaker=speaker
-                    )
-                if hits is not None:
-                    return hits
+
+            def nearest(index: SpaceIndex, unlocked: Callable[[], AbstractContextManager[Any]]) -> list[tuple[str, float]] | None:
+                if index.dim != query.shape[0]:
+                    return None  # SQL answers (and says what is wrong)
+                return index.search(
+                    query, k=k, run_id=scope.run_id, cutoff=cutoff, now=now, window=window, speaker=speaker, unlocked=unlocked
+                )
+
+            hits = self._from_index(conn, scope, nearest)
+            if hits is not None:
+                return hits
             dim, in_scope, large, in_large = conn.execute(
                 "SELECT (SELECT value FROM meta WHERE key = 'embedder_dim'), COALESCE(sum(s.vectors), 0), "
                 "COALESCE(array_agg(ARRAY[s.id, s.vectors]) FILTER (WHERE s.vectors > %s), '{}'), "
@@ -1105,14 +1104,11 @@ class PostgresStore(Store):
             return {}
         query = np.ascontiguousarray(vector, dtype=np.float32)
         with self._connection() as conn:
-            if self._indexed(scope):
-                with snapshot(conn):
-                    found = self._text.read(
-                        conn, self._one_space(conn, scope),
-                        lambda index, _: _in_run(index, index.similarities(query, ids), scope) if index.dim == query.shape[0] else None,
-                    )
-                if found is not None:
-                    return found
+            found = self._from_index(
+                conn, scope, lambda index, _: index.in_run(index.similarities(query, ids), scope.run_id) if index.dim == query.shape[0] else None
+            )
+            if found is not None:
+                return found
             where, args = scope_where(scope, M)
             rows = conn.execute(
                 f"{_BY_ID_FIRST} SELECT m.id, -(e.vector <#> %b) FROM wanted m JOIN spaces s ON s.id = m.space_id "
@@ -1127,11 +1123,9 @@ class PostgresStore(Store):
         if not ids:
             return {}
         with self._connection() as conn:
-            if self._indexed(scope):
-                with snapshot(conn):
-                    found = self._text.read(conn, self._one_space(conn, scope), lambda index, _: _in_run(index, index.created_times(ids), scope))
-                if found is not None:
-                    return found
+            found = self._from_index(conn, scope, lambda index, _: index.in_run(index.created_times(ids), scope.run_id))
+            if found is not None:
+                return found
             where, args = scope_where(scope, M)
             rows = conn.execute(
                 f"{_BY_ID_FIRST} SELECT m.id, m.created_at FROM wanted m JOIN spaces s ON s.id = m.space_id WHERE {where}",
@@ -1139,10 +1133,16 @@ class PostgresStore(Store):
             ).fetchall()
         return {mid: float(created) for mid, created in rows}
 
-    def _indexed(self, scope: ScopeFilter) -> bool:
-        """Whether ``scope`` may be read from an in-process index (memorist.store.postgres.text):
-        they are on, and not inside a write transaction (they hold committed writes only)."""
-        return self._text.enabled and self._local.batch is None
+    def _from_index(
+        self, conn: Any, scope: ScopeFilter, read: Callable[[SpaceIndex, Callable[[], AbstractContextManager[Any]]], _T | None]
+    ) -> _T | None:
+        """``read(index, unlocked)`` of the one space ``scope`` sees, from its in-process
+        index (memorist.store.postgres.text) in one snapshot; None when SQL answers,
+        always inside a write transaction (the indexes hold committed writes only)."""
+        if not self._text.enabled or self._local.batch is not None:
+            return None
+        with snapshot(conn):
+            return self._text.read(conn, self._one_space(conn, scope), read)
 
     def _one_space(self, conn: Any, scope: ScopeFilter) -> Space | None:
         """The one space ``scope`` sees (None: none or several), as ``conn``'s snapshot
@@ -1174,11 +1174,9 @@ class PostgresStore(Store):
             return []
         spaces, space_args = _space_filter(scope)
         with self._connection() as conn:
-            if self._indexed(scope):
-                with snapshot(conn):
-                    hits = self._text.search(conn, self._one_space(conn, scope), terms, k=int(k), run_id=scope.run_id, cutoff=cutoff, now=now)
-                if hits is not None:
-                    return hits
+            hits = self._from_index(conn, scope, lambda index, _: index.search_text(terms, k=int(k), run_id=scope.run_id, cutoff=cutoff, now=now))
+            if hits is not None:
+                return hits
             keep, keep_args = validity_where(cutoff, now, M)
             if scope.run_id is not None:
                 keep += " AND m.run_id = %s"

@@ -65,8 +65,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any, NamedTuple, TypeVar
 
-import numpy as np
-
 from ...policies.text import index_terms
 from ..base import UNNAMED_CHANGES_SQL
 from ..vector_index import Row, SpaceIndex
@@ -239,46 +237,15 @@ class TextIndexes:
     def enabled(self) -> bool:
         return self.above > 0 and self.max_rows > 0
 
-    # searching ---------------------------------------------------------------------------
-    def search(
-        self, conn: Any, found: Space | None, terms: list[str], *, k: int, run_id: str | None, cutoff: float | None, now: float
-    ) -> list[tuple[str, float]] | None:
-        """BM25 of ``terms`` over the space ``found`` (:func:`one_space`), from its
-        in-process index; None when SQL must answer (several spaces, a small one, one
-        still loading or too large, an index newer than ``conn``'s snapshot)."""
-        return self.read(conn, found, lambda index, _: index.search_text(terms, k=k, run_id=run_id, cutoff=cutoff, now=now))
-
-    def search_vectors(
-        self,
-        conn: Any,
-        found: Space | None,
-        query: np.ndarray,
-        *,
-        k: int | None,
-        run_id: str | None,
-        cutoff: float | None,
-        now: float,
-        window: tuple[float, float] | None,
-        speaker: str | None,
-    ) -> list[tuple[str, float]] | None:
-        """The ``k`` memories (None: all) of the space ``found`` nearest to ``query``
-        by cosine, from its in-process index, as the SQLite store ranks them; None
-        when SQL must answer (as for :meth:`search`, and when the index holds no
-        vectors of the query's dimension)."""
-
-        def nearest(index: SpaceIndex, unlocked: Callable[[], AbstractContextManager[Any]]) -> list[tuple[str, float]] | None:
-            if index.dim != query.shape[0]:
-                return None  # SQL answers (and says what is wrong)
-            return index.search(query, k=k, run_id=run_id, cutoff=cutoff, now=now, window=window, speaker=speaker, unlocked=unlocked)
-
-        return self.read(conn, found, nearest)
-
+    # reading ------------------------------------------------------------------------------
     def read(
         self, conn: Any, found: Space | None, read: Callable[[SpaceIndex, Callable[[], AbstractContextManager[Any]]], _T]
     ) -> _T | None:
-        """``read(index, unlocked)`` of the space ``found``'s in-process index as
-        ``conn``'s snapshot holds it (``unlocked``: a context letting the index's lock
-        go, see :meth:`SpaceIndex.search`); None when SQL must answer."""
+        """``read(index, unlocked)`` of the space ``found``'s (:func:`one_space`)
+        in-process index as ``conn``'s snapshot holds it (``unlocked``: a context
+        letting the index's lock go, see :meth:`SpaceIndex.search`); None when SQL must
+        answer: several spaces, a small one, one still loading or too large, an index
+        newer than the snapshot (or ``read`` answered None)."""
         with self._current(conn, found) as current:
             if current is None:
                 return None

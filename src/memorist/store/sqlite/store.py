@@ -996,10 +996,7 @@ class SQLiteStore(Store):
                 if len(found) == len(wanted):
                     break
                 index = self._index(space, generation)
-                values = read(index, [m for m in wanted if m not in found])
-                if scope.run_id is not None:
-                    values = {m: v for m, v in values.items() if index.run_of(m) == scope.run_id}
-                found.update(values)
+                found.update(index.in_run(read(index, [m for m in wanted if m not in found]), scope.run_id))
         return found
 
     @_store_errors
