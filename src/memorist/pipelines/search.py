@@ -26,6 +26,8 @@ and turns the records into result items; everything between is here.
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from ..config import MemoryConfig
@@ -33,7 +35,7 @@ from ..model import MemoryRecord, is_fact
 from ..policies.filters import Filter
 from ..policies.fusion import episode_fusion, normalized_score_fusion, reciprocal_rank_fusion
 from ..policies.ranking import RankContext, RankingPolicy
-from ..policies.text import named_speakers
+from ..policies.text import asks, named_speakers
 from ..policies.timeparse import query_window
 from ..policies.validity import validity_cutoff
 from ..store.base import ScopeFilter, Store
@@ -134,6 +136,23 @@ class Searcher:
         among: set[str] | None = None  # the memories the store narrowed the filter to
         signals = self._signals(scope, query, qvec, pool=pool, reference=reference, cutoff=cutoff, now=now)
         decided: dict[str, MemoryRecord | None] = {}  # the records read: None when not a candidate
+
+        def candidates_of(chunk: list[str], fused: dict[str, float]) -> Ranked:
+            """The candidates among ``chunk`` with their scores, each record read once."""
+            unread = [m for m in chunk if m not in decided]
+            if among is not None:
+                # The rest cannot pass: ranked as before, but never read.
+                decided.update((m, None) for m in unread if m not in among)
+                unread = [m for m in unread if m in among]
+            if unread:
+                charge(len(unread))
+                records = self.store.get_many(unread, scope=scope, exact_access=exact)
+                for mid in unread:
+                    record = records.get(mid)
+                    keep = record is not None and is_fact(record) and (predicate is None or predicate(record))
+                    decided[mid] = record if keep else None
+            return [(record, self._discounted(record, fused[mid])) for mid in chunk if (record := decided[mid]) is not None]
+
         for depth in (pool, 8 * pool, 64 * pool, None):
             if narrowing is not None and (depth is None or depth > 8 * pool):
                 # Reading deeper costs more than the store's own check of the filter.
@@ -153,28 +172,31 @@ class Searcher:
                 similarity.update(self.store.similarities(scope, qvec, [m for m in ordered if m not in similarity]))
                 ordered = [m for m in ordered if reported_similarity(similarity.get(m, -2.0)) >= threshold]
             candidates: Ranked = []
-            for start in range(0, len(ordered), pool if exact else need):
-                chunk = ordered[start : start + (pool if exact else need)]
-                unread = [m for m in chunk if m not in decided]
-                if among is not None:
-                    # The rest cannot pass: ranked as before, but never read.
-                    decided.update((m, None) for m in unread if m not in among)
-                    unread = [m for m in unread if m in among]
-                if unread:
-                    charge(len(unread))
-                    records = self.store.get_many(unread, scope=scope, exact_access=exact)
-                    for mid in unread:
-                        record = records.get(mid)
-                        keep = record is not None and is_fact(record) and (predicate is None or predicate(record))
-                        decided[mid] = record if keep else None
-                candidates += [(record, fused[mid]) for mid in chunk if (record := decided[mid]) is not None]
-                if len(candidates) >= need:
-                    break
+            step = pool if exact else need
+            read = 0  # how much of ``ordered`` was looked at
+            while read < len(ordered) and len(candidates) < need:
+                candidates += candidates_of(ordered[read : read + step], fused)
+                read += step
+            if len(candidates) >= need and conf.question_discount:
+                # Some of those read may have been lowered for asking: the next ones
+                # fused above the ``need``-th score left could still rank among the
+                # best. One more read (more candidates only raise that score).
+                floor = heapq.nlargest(need, (score for _, score in candidates))[-1]
+                end = read
+                while end < len(ordered) and fused[ordered[end]] > floor:
+                    end += 1
+                candidates += candidates_of(ordered[read:end], fused)
             cut = depth is not None and (len(vector_hits) >= depth or len(text_hits) >= depth)
             rejected = any(record is None for record in decided.values())
             if len(candidates) >= need or not cut or not rejected:
                 break
         return self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit], similarity
+
+    def _discounted(self, record: MemoryRecord, relevance: float) -> float:
+        """A candidate's fused score, lowered when it asks a question
+        (``retrieval.question_discount``)."""
+        discount = self.config.retrieval.question_discount
+        return relevance * (1.0 - discount) if discount and asks(record.text) else relevance
 
     def _signals(
         self,

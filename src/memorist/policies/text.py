@@ -153,3 +153,14 @@ def named_speakers(query: str, speakers: set[str]) -> list[str]:
         if parts and f" {' '.join(parts)} " in spaced:
             found.append(name)
     return sorted(found)
+
+
+# A question mark that ends a sentence ("How did it go?", "Really?!", "…go?)"), not
+# one inside a word or a link ("/search?q=tea"); the full-width one anywhere (Chinese
+# and Japanese put no space after it, and links do not use it).
+_ASKS = re.compile(r"\?[?!]*(?=[\s\"'”’)\]]|$)|？")
+
+
+def asks(text: str) -> bool:
+    """Whether ``text`` asks a question: one of its sentences ends in ``?``."""
+    return _ASKS.search(text) is not None

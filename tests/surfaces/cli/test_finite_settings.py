@@ -34,7 +34,7 @@ def test_the_decay_window_from_the_environment(variable, raw, monkeypatch) -> No
 def test_settings_given_to_the_library(value) -> None:
     with pytest.raises(ConfigurationError, match="decay_days"):
         Memory(":memory:", embedder="hashing", decay_days=value)
-    for name in ("vector_weight", "text_weight", "time_weight", "speaker_weight", "score_weight"):
+    for name in ("vector_weight", "text_weight", "time_weight", "speaker_weight", "score_weight", "question_discount"):
         retrieval = RetrievalConfig(**{name: value})
         with pytest.raises(ConfigurationError, match=f"retrieval.{name}"):
             Memory(config=MemoryConfig(path=":memory:", embedder="hashing", retrieval=retrieval))

@@ -1,0 +1,98 @@
+"""retrieval.question_discount: a memory that asks a question ranks below the ones that
+tell, when they match a query about equally."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from memorist import Memory
+from memorist.config import MemoryConfig, RetrievalConfig
+from memorist.errors import ConfigurationError
+from memorist.policies.text import asks
+
+# The asking turn shares more of the query's words than the telling one: without the
+# discount it ranks first.
+ASKING = "What did you paint last week at the lake? The lake painting?"
+TELLING = "I painted a sunset over the water, my best one yet."
+QUERY = "What did Caroline paint at the lake?"
+
+
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        ("How did it go?", True),
+        ("That's great! How did it go? Tell me everything.", True),
+        ("Really?!", True),
+        ("She said (really?) twice.", True),
+        ('"Why not?" she asked.', True),
+        ("¿Qué pintaste?", True),
+        ("你画了什么？我很好奇。", True),
+        ("We went camping.", False),
+        ("See https://example.com/search?q=tea for the recipe.", False),
+        ("", False),
+    ],
+)
+def test_asks_is_a_sentence_ending_in_a_question_mark(text, asked):
+    assert asks(text) is asked
+
+
+def _memory(tmp_path, discount: float | None = None, *, extra: tuple[str, ...] = ()) -> Memory:
+    memory = Memory(str(tmp_path / "m.db"), embedder="hashing")
+    if discount is not None:
+        memory.config.retrieval = dataclasses.replace(RetrievalConfig(), question_discount=discount)
+    # Far apart in time: no episode lifts one toward the other.
+    memory.add([{"role": "user", "content": ASKING}], user_id="u", infer=False, timestamp=1_000_000)
+    memory.add([{"role": "user", "content": TELLING}], user_id="u", infer=False, timestamp=2_000_000)
+    for i, text in enumerate(extra):
+        memory.add([{"role": "user", "content": text}], user_id="u", infer=False, timestamp=3_000_000 + i * 10_000)
+    return memory
+
+
+def test_on_by_default_and_checked():
+    assert RetrievalConfig().question_discount == 0.25
+    for bad in (-0.1, 1.5, float("nan"), "0.2", True):
+        with pytest.raises(ConfigurationError, match="retrieval.question_discount"):
+            Memory(config=MemoryConfig(path=":memory:", embedder="hashing", retrieval=RetrievalConfig(question_discount=bad)))
+
+
+def test_the_telling_memory_ranks_above_the_asking_one(tmp_path):
+    memory = _memory(tmp_path, 0.0)
+    try:
+        hits = memory.search(QUERY, user_id="u", limit=2)["results"]
+        assert [h["memory"] for h in hits] == [ASKING, TELLING]  # off: the words decide
+        off = {h["memory"]: h["score"] for h in hits}
+        memory.config.retrieval = RetrievalConfig()
+        hits = memory.search(QUERY, user_id="u", limit=2)["results"]
+        assert [h["memory"] for h in hits] == [TELLING, ASKING]
+        on = {h["memory"]: h["score"] for h in hits}
+        # Only the asking memory's score is lowered, and by the discount.
+        assert on[ASKING] / off[ASKING] * (off[TELLING] / on[TELLING]) == pytest.approx(0.75, rel=1e-6)
+    finally:
+        memory.close()
+
+
+def test_a_search_for_one_reads_past_a_first_result_that_asks(tmp_path):
+    """With ``limit=1`` only the first fused candidate would be read: the one after it
+    must be read too, since it may rank above a first one that asks."""
+    memory = _memory(tmp_path, extra=("The weather was cold in March.", "My brother bought a red bike."))
+    try:
+        assert [h["memory"] for h in memory.search(QUERY, user_id="u", limit=1)["results"]] == [TELLING]
+        memory.config.retrieval = dataclasses.replace(RetrievalConfig(), question_discount=0.0)
+        assert [h["memory"] for h in memory.search(QUERY, user_id="u", limit=1)["results"]] == [ASKING]
+    finally:
+        memory.close()
+
+
+def test_a_discount_of_one_keeps_asking_memories_found(tmp_path):
+    """The discount orders; it never hides: an asking memory is still found when it is
+    all there is."""
+    memory = Memory(str(tmp_path / "m.db"), embedder="hashing")
+    try:
+        memory.config.retrieval = dataclasses.replace(RetrievalConfig(), question_discount=1.0)
+        memory.add([{"role": "user", "content": ASKING}], user_id="u", infer=False)
+        hits = memory.search(QUERY, user_id="u", limit=5)["results"]
+        assert [h["memory"] for h in hits] == [ASKING]
+    finally:
+        memory.close()
