@@ -8,7 +8,9 @@ no reference time and nothing of the scope in that window, relative to the scope
 newest memory); and
 a speaker's memories when the query names a known speaker. Among the best few,
 memories said in one stretch of time (an episode) rise toward that episode's best
-match (:func:`~memorist.policies.fusion.episode_fusion`). Filters
+match (:func:`~memorist.policies.fusion.episode_fusion`). A memory that asks a
+question (:func:`~memorist.policies.text.asks`) ranks with its fused score lowered by
+``retrieval.question_discount``. Filters
 (:mod:`memorist.policies.filters`) then drop records, and the ranking policy's terms
 (:class:`~memorist.policies.ranking.RankingPolicy`) reorder the rest. A similarity
 ``threshold`` drops every memory less similar to the query (cosine) before that,
@@ -122,6 +124,11 @@ class Searcher:
         before but read only those (the others cannot pass): a filter keeping a
         handful of 100,000 memories reads that handful, and one keeping none reads
         nothing more.
+
+        A candidate that asks a question is scored lower when it is read
+        (``retrieval.question_discount``), so the candidates after the first
+        ``limit`` (or ``pool``) whose fused score is still above the lowest score
+        kept could overtake it: they are read too, up to ``pool`` more.
         """
         conf = self.config.retrieval
         cutoff = validity_cutoff(now, self.config.decay_days)
@@ -180,10 +187,11 @@ class Searcher:
             if len(candidates) >= need and conf.question_discount:
                 # Some of those read may have been lowered for asking: the next ones
                 # fused above the ``need``-th score left could still rank among the
-                # best. One more read (more candidates only raise that score).
+                # best. One more read (more candidates only raise that score), of
+                # at most ``pool`` records (a large discount lowers the floor far).
                 floor = heapq.nlargest(need, (score for _, score in candidates))[-1]
-                end = read
-                while end < len(ordered) and fused[ordered[end]] > floor:
+                end, last = read, min(len(ordered), read + pool)
+                while end < last and fused[ordered[end]] > floor:
                     end += 1
                 candidates += candidates_of(ordered[read:end], fused)
             cut = depth is not None and (len(vector_hits) >= depth or len(text_hits) >= depth)

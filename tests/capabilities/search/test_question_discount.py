@@ -4,6 +4,8 @@ tell, when they match a query about equally."""
 from __future__ import annotations
 
 import dataclasses
+import random
+import time
 
 import pytest
 
@@ -27,15 +29,29 @@ QUERY = "What did Caroline paint at the lake?"
         ("Really?!", True),
         ("She said (really?) twice.", True),
         ('"Why not?" she asked.', True),
+        ("How was it?😊", True),
+        ("**Why?** Because.", True),
+        ('She said "why?", then left.', True),
         ("¿Qué pintaste?", True),
         ("你画了什么？我很好奇。", True),
         ("We went camping.", False),
         ("See https://example.com/search?q=tea for the recipe.", False),
+        ("/find?=all", False),
+        ("Wow!! Great news!", False),
         ("", False),
     ],
 )
 def test_asks_is_a_sentence_ending_in_a_question_mark(text, asked):
     assert asks(text) is asked
+
+
+def test_asks_costs_linear_time():
+    """A long run of marks not ending a sentence: a backtracking pattern took 78 s on
+    100,000 of them, and every search looks at each candidate's text."""
+    for text in ("?" * 100_000 + "a", "?!" * 50_000 + "a", "!" * 100_000 + "?a", "a?" * 50_000 + "b"):
+        started = time.monotonic()
+        assert asks(text) is False
+        assert time.monotonic() - started < 0.5, text[:10]
 
 
 def _memory(tmp_path, discount: float | None = None, *, extra: tuple[str, ...] = ()) -> Memory:
@@ -94,5 +110,31 @@ def test_a_discount_of_one_keeps_asking_memories_found(tmp_path):
         memory.add([{"role": "user", "content": ASKING}], user_id="u", infer=False)
         hits = memory.search(QUERY, user_id="u", limit=5)["results"]
         assert [h["memory"] for h in hits] == [ASKING]
+    finally:
+        memory.close()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_search_for_a_few_equals_the_best_few_of_all(tmp_path, seed):
+    """``search(limit=k)`` reads only a few candidates past ``k``; it must give the
+    first ``k`` of the same search that reads every candidate (a scope smaller than
+    the rankings' depth: the fused scores are the same at any limit)."""
+    rng = random.Random(seed)
+    vocab = "lake paint sunset river boat dog park tea guitar class book train bike garden".split()
+    texts = []
+    for _ in range(60):
+        words = " ".join(rng.choices(vocab, k=rng.randint(3, 8))).capitalize()
+        texts.append(words + ("?" if rng.random() < 0.5 else "."))
+    memory = Memory(str(tmp_path / "m.db"), embedder="hashing")
+    try:
+        # Apart in time: no episodes, which would only lift the best few.
+        for i, text in enumerate(texts):
+            memory.add([{"role": "user", "content": text}], user_id="u", infer=False, timestamp=1_000_000 + i * 100_000)
+        for discount in (0.25, 0.5, 0.9):
+            memory.config.retrieval = dataclasses.replace(RetrievalConfig(), question_discount=discount)
+            for query in rng.sample(vocab, 4):
+                everything = [h["id"] for h in memory.search(query, user_id="u", limit=60)["results"]]
+                for k in (1, 2, 3, 5, 8):
+                    assert [h["id"] for h in memory.search(query, user_id="u", limit=k)["results"]] == everything[:k], (discount, query, k)
     finally:
         memory.close()
