@@ -114,18 +114,30 @@ def test_a_discount_of_one_keeps_asking_memories_found(tmp_path):
         memory.close()
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def where(request, tmp_path) -> tuple[str, dict]:
+    """A store's location, and the options it is opened with: SQLite, or PostgreSQL
+    with its in-process index answering every search (``text_index_above=1``)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "m.db"), {}
+    return request.getfixturevalue("pg_url"), {"text_index_above": 1}
+
+
 @pytest.mark.parametrize("seed", range(4))
-def test_a_search_for_a_few_equals_the_best_few_of_all(tmp_path, seed):
+def test_a_search_for_a_few_equals_the_best_few_of_all(where, seed):
     """``search(limit=k)`` reads only a few candidates past ``k``; it must give the
     first ``k`` of the same search that reads every candidate (a scope smaller than
     the rankings' depth: the fused scores are the same at any limit)."""
+    from memorist.store import open_store
+
     rng = random.Random(seed)
     vocab = "lake paint sunset river boat dog park tea guitar class book train bike garden".split()
     texts = []
     for _ in range(60):
         words = " ".join(rng.choices(vocab, k=rng.randint(3, 8))).capitalize()
         texts.append(words + ("?" if rng.random() < 0.5 else "."))
-    memory = Memory(str(tmp_path / "m.db"), embedder="hashing")
+    url, options = where
+    memory = Memory(url, embedder="hashing", store=open_store(url, **options))
     try:
         # Apart in time: no episodes, which would only lift the best few.
         for i, text in enumerate(texts):
