@@ -413,6 +413,9 @@ def run(
     from ..memory import Memory
 
     per_k: dict[int, dict[str, list[float]]] = {k: {} for k in ks}
+    # Overall recall per conversation, and on the even- and odd-numbered questions of
+    # each (halves A and B): a setting tuned on one half is checked on the other.
+    by_group: dict[int, dict[str, list[float]]] = {k: {} for k in ks}
     context_tokens: dict[int, list[int]] = {k: [] for k in ks}
     full_tokens: list[int] = []
     latencies: list[float] = []
@@ -438,7 +441,7 @@ def run(
                     assert count is not None
                     replay = conversation_replay(conv)
                     texts = {t["dia_id"]: " ".join(turn_text(t).split()) for _, _, turns in conv.sessions for t in turns}
-                for qa in conv.questions:
+                for number, qa in enumerate(conv.questions):
                     evidence, bad = parse_evidence(qa.get("evidence", []))
                     category = CATEGORIES.get(int(qa.get("category", 0)), "other")
                     start = time.perf_counter()
@@ -461,6 +464,8 @@ def run(
                         r = question_recall(evidence, retrieved_keys(hits[:k], unit), bad=bad, unit=unit)
                         per_k[k].setdefault(category, []).append(r)
                         per_k[k].setdefault("overall", []).append(r)
+                        for group in (f"conversation {conv.sample_id}", "half A" if number % 2 == 0 else "half B"):
+                            by_group[k].setdefault(group, []).append(r)
                         context_tokens[k].append(sum(count_tokens(h["memory"]) for h in hits[:k]))
                     full_tokens.append(conv_tokens)
                     done += 1
@@ -475,28 +480,33 @@ def run(
             finally:
                 memory.close()
     recall = {
-        str(k): {name: (sum(v) / len(v) if v else 0.0) for name, v in sorted(per_k[k].items())}
+        str(k): {name: _mean(v) for name, v in sorted(per_k[k].items())}
         for k in ks
     }
     for k in ks:  # every category key is present, even when a data set lacks one
         for name in CATEGORIES.values():
             recall[str(k)].setdefault(name, 0.0)
+    groups = sorted({group for k in ks for group in by_group[k]})
+    by_conversation = {
+        group.removeprefix("conversation "): {str(k): _mean(by_group[k][group]) for k in ks}
+        for group in groups if group.startswith("conversation ")
+    }
+    halves = {group.removeprefix("half "): {str(k): _mean(by_group[k].get(group, [])) for k in ks} for group in ("half A", "half B")}
     latencies.sort()
     extra: dict[str, Any] = {}
     if budgets:
-        mean = lambda v: sum(v) / len(v) if v else 0.0  # noqa: E731
         extra["budget"] = {
             str(b): {
                 way: {
-                    "all_evidence": {name: mean(v) for name, v in sorted(inside[b][way].items())},
-                    "evidence_share": mean(inside_share[b][way]),
-                    "tokens": mean(used[b][way]),
+                    "all_evidence": {name: _mean(v) for name, v in sorted(inside[b][way].items())},
+                    "evidence_share": _mean(inside_share[b][way]),
+                    "tokens": _mean(used[b][way]),
                 }
                 for way in BUDGET_WAYS
             }
             for b in budgets
         }
-        extra["replay"] = {"tokens": mean(replay_tokens), "all_evidence": mean(replay_inside)}
+        extra["replay"] = {"tokens": _mean(replay_tokens), "all_evidence": _mean(replay_inside)}
         extra["tokenizer"] = getattr(token_counter, "name", None) or getattr(count, "name", "given")
     return {
         **extra,
@@ -505,10 +515,16 @@ def run(
         "conversations": len(conversations),
         "embedder": embedder_name,
         "recall": recall,
-        "context_tokens": {str(k): (sum(v) / len(v) if v else 0.0) for k, v in context_tokens.items()},
+        "by_conversation": by_conversation,
+        "halves": halves,
+        "context_tokens": {str(k): _mean(v) for k, v in context_tokens.items()},
         "full_tokens": (sum(full_tokens) / len(full_tokens)) if full_tokens else 0.0,
         "search_ms_p50": latencies[len(latencies) // 2] * 1000 if latencies else 0.0,
     }
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
 
 
 def _cached(count: Callable[[str], int]) -> Callable[[str], int]:
@@ -570,4 +586,16 @@ def format_table(result: dict[str, Any]) -> str:
     lines.append(
         f"full conversation: {result['full_tokens']:.0f} tokens on average; search p50 {result['search_ms_p50']:.1f} ms"
     )
+    # Overall recall on each half of the questions and in each conversation.
+    conversations = list(result["by_conversation"])
+    lines += [
+        "",
+        "| k | half A | half B | " + " | ".join(conversations) + " |",
+        "|---" * (len(conversations) + 3) + "|",
+    ]
+    for k in result["recall"]:
+        cells = [result["halves"]["A"][k], result["halves"]["B"][k]] + [result["by_conversation"][c][k] for c in conversations]
+        lines.append(f"| {k} | " + " | ".join(f"{100 * v:.1f}" for v in cells) + " |")
+    lines.append("")
+    lines.append("half A / B: the even- / odd-numbered questions of each conversation (tune on one, check on the other)")
     return "\n".join(lines)

@@ -216,6 +216,13 @@ def check_shape(result: dict[str, Any], unit: str, ks: tuple[str, ...] = ("1", "
         assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in row.values()), row
         assert result["context_tokens"][k] > 0
     assert result["full_tokens"] > 0
+    # Overall recall per conversation and on each half of every conversation's
+    # questions (even- and odd-numbered), the halves weighted by their questions.
+    assert set(result["halves"]) == {"A", "B"}
+    for k in ks:
+        overall = result["recall"][k]["overall"]
+        assert result["by_conversation"]["conv-test"][k] == pytest.approx(overall)
+        assert (3 * result["halves"]["A"][k] + 2 * result["halves"]["B"][k]) / 5 == pytest.approx(overall)
     json.dumps(result)  # JSON-ready
 
 
@@ -266,6 +273,7 @@ def test_run_keeps_each_conversation_in_its_own_space(tmp_path: Path) -> None:
     result = run(path, unit="dialog", ks=(1, 3), embedder="hashing")
     assert result["questions"] == 5
     assert_recall(result, EXPECTED)
+    assert list(result["by_conversation"]) == ["conv-test"]  # the other asks nothing
 
 
 def test_run_reports_progress(data: Path) -> None:
@@ -326,8 +334,11 @@ def test_cli_prints_a_table_without_json(data: Path) -> None:
     for name in (*CATEGORY_NAMES, "overall"):
         assert name in out
     rows = [line for line in out.splitlines() if line.startswith(("| 1 |", "| 3 |"))]
-    assert len(rows) == 2, out
+    assert len(rows) == 4, out  # per category, then per half and conversation
     assert "80.0" in rows[0] and "90.0" in rows[1], rows  # overall R@1 and R@3 in percent
+    assert "| k | half A | half B | conv-test |" in out
+    # Half A: questions 1, 3, 5 (all found at 1); half B: 2 and 4.
+    assert rows[2:] == ["| 1 | 100.0 | 50.0 | 80.0 |", "| 3 | 100.0 | 75.0 | 90.0 |"], rows
 
 
 @pytest.mark.parametrize("k", ["0", "a", "1,x", "-5", ""])
