@@ -415,7 +415,8 @@ def run(
     per_k: dict[int, dict[str, list[float]]] = {k: {} for k in ks}
     # Overall recall per conversation, and on the even- and odd-numbered questions of
     # each (halves A and B): a setting tuned on one half is checked on the other.
-    by_group: dict[int, dict[str, list[float]]] = {k: {} for k in ks}
+    per_conversation: dict[str, dict[int, list[float]]] = {}
+    per_half: dict[str, dict[int, list[float]]] = {half: {k: [] for k in ks} for half in ("A", "B")}
     context_tokens: dict[int, list[int]] = {k: [] for k in ks}
     full_tokens: list[int] = []
     latencies: list[float] = []
@@ -464,8 +465,8 @@ def run(
                         r = question_recall(evidence, retrieved_keys(hits[:k], unit), bad=bad, unit=unit)
                         per_k[k].setdefault(category, []).append(r)
                         per_k[k].setdefault("overall", []).append(r)
-                        for group in (f"conversation {conv.sample_id}", "half A" if number % 2 == 0 else "half B"):
-                            by_group[k].setdefault(group, []).append(r)
+                        per_conversation.setdefault(conv.sample_id, {n: [] for n in ks})[k].append(r)
+                        per_half["A" if number % 2 == 0 else "B"][k].append(r)
                         context_tokens[k].append(sum(count_tokens(h["memory"]) for h in hits[:k]))
                     full_tokens.append(conv_tokens)
                     done += 1
@@ -486,12 +487,6 @@ def run(
     for k in ks:  # every category key is present, even when a data set lacks one
         for name in CATEGORIES.values():
             recall[str(k)].setdefault(name, 0.0)
-    groups = sorted({group for k in ks for group in by_group[k]})
-    by_conversation = {
-        group.removeprefix("conversation "): {str(k): _mean(by_group[k][group]) for k in ks}
-        for group in groups if group.startswith("conversation ")
-    }
-    halves = {group.removeprefix("half "): {str(k): _mean(by_group[k].get(group, [])) for k in ks} for group in ("half A", "half B")}
     latencies.sort()
     extra: dict[str, Any] = {}
     if budgets:
@@ -515,8 +510,8 @@ def run(
         "conversations": len(conversations),
         "embedder": embedder_name,
         "recall": recall,
-        "by_conversation": by_conversation,
-        "halves": halves,
+        "by_conversation": {name: {str(k): _mean(v) for k, v in per.items()} for name, per in per_conversation.items()},
+        "halves": {half: {str(k): _mean(v) for k, v in per.items()} for half, per in per_half.items()},
         "context_tokens": {str(k): _mean(v) for k, v in context_tokens.items()},
         "full_tokens": (sum(full_tokens) / len(full_tokens)) if full_tokens else 0.0,
         "search_ms_p50": latencies[len(latencies) // 2] * 1000 if latencies else 0.0,
