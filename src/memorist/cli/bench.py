@@ -50,6 +50,11 @@ def locomo(app: App, data: str | None, unit: str, k: str, budget: str | None) ->
     questions about them): each conversation in its own user space, each question searched there.
 
     \b
+    A second table gives overall recall on two halves of the questions (the even-
+    and odd-numbered questions of each conversation: tune on one, check on the
+    other) and in each conversation.
+
+    \b
     In a temporary SQLite file, unless --db names a store (a file or a
     postgresql:// URL): then in a tenant of its own, deleted afterwards.
 
