@@ -155,15 +155,29 @@ def named_speakers(query: str, speakers: set[str]) -> list[str]:
     return sorted(found)
 
 
-# A run of question and exclamation marks holding a "?" that ends a sentence: not
-# followed by a letter, a digit or "=" ("How did it go?", "Really?!", "Why?**",
-# "Fun?😊"), unlike one inside a word or a link ("/search?q=tea"). Each run is tried
-# once, from its start, and taken whole (possessive): linear in the text, where a
-# backtracking pattern took seconds on a long run of "?". The question marks of
-# other scripts count anywhere (no space follows them in Chinese or Japanese).
-_ASKS = re.compile(r"(?<![?!])(?=!*\?)[?!]++(?![\w=])|[？؟﹖⁇]")
+# Question marks of other scripts, which count anywhere (no space follows them in
+# Chinese or Japanese).
+_OTHER_QUESTION_MARKS = ("？", "؟", "﹖", "⁇")
 
 
 def asks(text: str) -> bool:
-    """Whether ``text`` asks a question: one of its sentences ends in ``?``."""
-    return _ASKS.search(text) is not None
+    """Whether ``text`` asks a question: a run of ``?`` and ``!`` holding a ``?`` ends
+    a sentence ("How did it go?", "Really?!", "Why?**", "Fun?😊"): it is not followed
+    by a letter, a digit, ``_`` or ``=`` (as inside a word or a link:
+    "/search?q=tea"). The question marks of other scripts count anywhere.
+
+    One pass over the text (every search looks at each candidate's): each run is
+    looked at once, where a backtracking pattern took seconds on a long run of "?".
+    """
+    if any(mark in text for mark in _OTHER_QUESTION_MARKS):
+        return True
+    end = len(text)
+    at = text.find("?")
+    while at != -1:
+        after = at + 1
+        while after < end and text[after] in "?!":
+            after += 1
+        if after == end or not (text[after].isalnum() or text[after] in "_="):
+            return True
+        at = text.find("?", after)
+    return False

@@ -45,6 +45,18 @@ def test_asks_is_a_sentence_ending_in_a_question_mark(text, asked):
     assert asks(text) is asked
 
 
+def test_asks_is_a_run_of_marks_holding_a_question_mark_not_followed_by_a_word():
+    """Against the plain pattern (quadratic on long runs, exact on short texts)."""
+    import re
+
+    pattern = re.compile(r"(?<![?!])[?!]*\?[?!]*(?![?!])(?![\w=])|[？؟﹖⁇]")
+    rng = random.Random(5)
+    alphabet = list("a?!= .😊_1？\n\"'é")
+    for _ in range(20_000):
+        text = "".join(rng.choices(alphabet, k=rng.randint(0, 12)))
+        assert asks(text) is (pattern.search(text) is not None), repr(text)
+
+
 def test_asks_costs_linear_time():
     """A long run of marks not ending a sentence: a backtracking pattern took 78 s on
     100,000 of them, and every search looks at each candidate's text."""
