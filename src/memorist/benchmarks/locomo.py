@@ -194,11 +194,19 @@ def read(path: str | Path, *, learn: bool = False) -> list[dict[str, Any]]:
     if not data:
         raise DataError(f"{path} is not LoCoMo data: it holds no conversation")
     questions = facts = 0
+    seen: dict[str, int] = {}
     for i, item in enumerate(data):
         try:
             q, f = _check_conversation(f"conversation {i + 1}", item, learn=learn)
         except ValueError as exc:
             raise DataError(f"{path} is not LoCoMo data: {exc}") from None
+        # Each conversation is stored in the user space its id names: two with one id
+        # would be searched as one.
+        first = seen.setdefault(str(item["sample_id"]), i + 1)
+        if first != i + 1:
+            raise DataError(
+                f"{path} is not LoCoMo data: conversations {first} and {i + 1} have the same sample_id {item['sample_id']!r}"
+            )
         questions, facts = questions + q, facts + f
     if not questions:
         raise DataError(f"{path} is not LoCoMo data: it holds no question to measure recall with")
@@ -511,7 +519,7 @@ def run(
         "embedder": embedder_name,
         "recall": recall,
         "by_conversation": {name: {str(k): _mean(v) for k, v in per.items()} for name, per in per_conversation.items()},
-        "halves": {half: {str(k): _mean(v) for k, v in per.items()} for half, per in per_half.items()},
+        "halves": {half: {str(k): _mean_or_none(v) for k, v in per.items()} for half, per in per_half.items()},
         "context_tokens": {str(k): _mean(v) for k, v in context_tokens.items()},
         "full_tokens": (sum(full_tokens) / len(full_tokens)) if full_tokens else 0.0,
         "search_ms_p50": latencies[len(latencies) // 2] * 1000 if latencies else 0.0,
@@ -520,6 +528,11 @@ def run(
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
+
+
+def _mean_or_none(values: Sequence[float]) -> float | None:
+    """The mean, or None for no values (a half without questions was not measured)."""
+    return _mean(values) if values else None
 
 
 def _cached(count: Callable[[str], int]) -> Callable[[str], int]:
@@ -585,12 +598,15 @@ def format_table(result: dict[str, Any]) -> str:
     conversations = list(result["by_conversation"])
     lines += [
         "",
-        "| k | half A | half B | " + " | ".join(conversations) + " |",
+        "| k | half A | half B | " + " | ".join(c.replace("|", "\\|") for c in conversations) + " |",
         "|---" * (len(conversations) + 3) + "|",
     ]
     for k in result["recall"]:
         cells = [result["halves"]["A"][k], result["halves"]["B"][k]] + [result["by_conversation"][c][k] for c in conversations]
-        lines.append(f"| {k} | " + " | ".join(f"{100 * v:.1f}" for v in cells) + " |")
+        lines.append(f"| {k} | " + " | ".join("–" if v is None else f"{100 * v:.1f}" for v in cells) + " |")
     lines.append("")
-    lines.append("half A / B: the even- / odd-numbered questions of each conversation (tune on one, check on the other)")
+    lines.append(
+        "half A: the 1st, 3rd, 5th... question of each conversation; half B: the 2nd, 4th... "
+        "(tune on one, check on the other)"
+    )
     return "\n".join(lines)

@@ -50,9 +50,9 @@ def locomo(app: App, data: str | None, unit: str, k: str, budget: str | None) ->
     questions about them): each conversation in its own user space, each question searched there.
 
     \b
-    A second table gives overall recall on two halves of the questions (the even-
-    and odd-numbered questions of each conversation: tune on one, check on the
-    other) and in each conversation.
+    A second table gives overall recall on two halves of the questions (half A:
+    the 1st, 3rd, 5th... question of each conversation; half B: the 2nd, 4th...;
+    tune on one, check on the other) and in each conversation.
 
     \b
     In a temporary SQLite file, unless --db names a store (a file or a

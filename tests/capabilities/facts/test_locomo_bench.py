@@ -17,7 +17,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from memorist.benchmarks.locomo import load, parse_evidence, question_recall, retrieved_keys, run
+from memorist.benchmarks.locomo import (
+    format_table,
+    load,
+    parse_evidence,
+    question_recall,
+    retrieved_keys,
+    run,
+)
 from memorist.cli import cli
 
 CATEGORY_NAMES = {"single_hop", "multi_hop", "temporal", "open_domain", "adversarial"}
@@ -376,6 +383,9 @@ def test_cli_reports_a_malformed_data_file(tmp_path: Path) -> None:
          "conversation 1's session_1 has no session_1_date_time such as '1:56 pm on 8 May, 2023'"),
         ('[{"sample_id": "x", "conversation": {}, "qa": [{"question": "q?", "category": "one"}]}]',
          "conversation 1's question 1 has an 'evidence' that is not a list or a 'category' that is not a number"),
+        ('[{"sample_id": "x", "conversation": {}, "qa": [{"question": "q?"}]}, {"sample_id": "y", "conversation": {}}, '
+         '{"sample_id": "x", "conversation": {}, "qa": [{"question": "p?"}]}]',
+         "conversations 1 and 3 have the same sample_id 'x'"),
     ],
 )
 def test_cli_names_the_data_file_and_what_is_wrong_with_it(tmp_path: Path, content: str, problem: str) -> None:
@@ -385,3 +395,19 @@ def test_cli_names_the_data_file_and_what_is_wrong_with_it(tmp_path: Path, conte
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), (result.exit_code, result.exception)
     assert result.stderr.splitlines()[-1] == f"error: {data} is not LoCoMo data: {problem}"
     assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_a_half_without_questions_is_not_reported_as_nothing_found(tmp_path: Path) -> None:
+    """One question: half B holds none. It is null in JSON and a dash in the table, not
+    a measured 0 %; a conversation id with a "|" keeps the table's columns."""
+    one = copy.deepcopy(CONVERSATION)
+    one["sample_id"] = "conv|one"
+    one["qa"] = one["qa"][:1]
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps([one]), encoding="utf-8")
+    result = run(path, unit="dialog", ks=(1,), embedder="hashing")
+    assert result["halves"] == {"A": {"1": 1.0}, "B": {"1": None}}
+    assert result["by_conversation"] == {"conv|one": {"1": 1.0}}
+    table = format_table(result)
+    assert "| k | half A | half B | conv\\|one |" in table
+    assert "| 1 | 100.0 | – | 100.0 |" in table
