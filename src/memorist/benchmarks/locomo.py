@@ -421,8 +421,9 @@ def run(
     from ..memory import Memory
 
     per_k: dict[int, dict[str, list[float]]] = {k: {} for k in ks}
-    # Overall recall per conversation, and on the even- and odd-numbered questions of
-    # each (halves A and B): a setting tuned on one half is checked on the other.
+    # Overall recall per conversation, and on two halves of each one's questions (A:
+    # the 1st, 3rd, 5th...; B: the 2nd, 4th...): a setting tuned on one half is
+    # checked on the other.
     per_conversation: dict[str, dict[int, list[float]]] = {}
     per_half: dict[str, dict[int, list[float]]] = {half: {k: [] for k in ks} for half in ("A", "B")}
     context_tokens: dict[int, list[int]] = {k: [] for k in ks}
