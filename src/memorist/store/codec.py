@@ -52,6 +52,7 @@ _CLASSES = {c.value: c for c in MemoryClass}
 _TIERS = {t.value: t for t in Tier}
 _STATUSES = {s.value: s for s in Status}
 
+
 def loads(text: str) -> Any:
     # Most rows carry empty tags and metadata: skip the decoder for them.
     if text == "{}":

@@ -420,12 +420,17 @@ def migrate(conn: Any, schema: str, label: str) -> str:
                 step(conn)
             else:
                 conn.execute(step)
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('schema_version', %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                (str(version),),
-            )
+            set_meta(conn, schema_version=str(version))
     return path
+
+
+def set_meta(conn: Any, **values: str) -> None:
+    """Set keys of the ``meta`` table (inserted, or replaced)."""
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES " + ", ".join(["(%s, %s)"] * len(values))
+        + " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+        [part for pair in values.items() for part in pair],
+    )
 
 
 __all__ = [
@@ -437,4 +442,5 @@ __all__ = [
     "quote_ident",
     "schema_version",
     "search_path",
+    "set_meta",
 ]

@@ -817,11 +817,7 @@ class PostgresStore(Store):
 
     @staticmethod
     def _write_identity(conn: Any, name: str, dim: int) -> None:
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('embedder_name', %s), ('embedder_dim', %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            (name, str(dim)),
-        )
+        pg_schema.set_meta(conn, embedder_name=name, embedder_dim=str(dim))
         # Indexes of another dimension index nothing the searches can ask for now.
         hnsw.drop_vector_indexes(conn, keep_dim=dim)
 
@@ -1425,10 +1421,7 @@ class PostgresStore(Store):
                         (time.time(), dumps({"embedder": name, "re_embedded": re_embedded})),
                     ).fetchone()[0]
                     # Every process's in-process indexes reload (no event of a space names these vectors).
-                    conn.execute(
-                        "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                        (VECTORS_REWRITTEN, str(seq)),
-                    )
+                    pg_schema.set_meta(conn, **{VECTORS_REWRITTEN: str(seq)})
             indexed = conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0]
         self.build_indexes()  # the large spaces' HNSW indexes, missing or damaged ones too
         return {"indexed": int(indexed), "re_embedded": re_embedded}
@@ -1540,10 +1533,7 @@ class PostgresStore(Store):
                     # Owed until the tables are rewritten: a process that dies between
                     # this commit and the scrub leaves the text in dead row versions,
                     # and the next erasure (even one changing no row) rewrites them.
-                    conn.execute(
-                        "INSERT INTO meta (key, value) VALUES ('scrub_owed', %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                        (str(time.time()),),
-                    )
+                    pg_schema.set_meta(conn, scrub_owed=str(time.time()))
                 else:
                     changed = conn.execute("SELECT 1 FROM meta WHERE key = 'scrub_owed'").fetchone() is not None
                 # Logged even without ``log`` (then in no space): the event is what tells
