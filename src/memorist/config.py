@@ -234,6 +234,38 @@ class RetrievalConfig:
     context_keys: bool = True  # the turn it replies to
     fact_keys: bool = True  # the heuristic extractor's facts of the turn
 
+    def __post_init__(self) -> None:
+        _check_retrieval(self)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A setting changed on a live config (``memory.config.retrieval.rrf_k = 0``)
+        # is checked as one given at the start, and a refused one leaves the old.
+        try:
+            before = getattr(self, name)
+        except AttributeError:  # being built: __post_init__ checks the whole
+            object.__setattr__(self, name, value)
+            return
+        object.__setattr__(self, name, value)
+        try:
+            _check_retrieval(self)
+        except ConfigurationError:
+            object.__setattr__(self, name, before)
+            raise
+
+
+def retrieval_config(value: Any) -> RetrievalConfig:
+    """``value`` as a RetrievalConfig: one as it is, or a mapping of its settings
+    (unknown keys refused, each setting checked)."""
+    if isinstance(value, RetrievalConfig):
+        return value
+    if isinstance(value, Mapping):
+        known = {f.name for f in fields(RetrievalConfig)}
+        bad = sorted(set(value) - known, key=str)
+        if bad:
+            raise ConfigurationError(f"unknown retrieval key(s) {', '.join(map(str, bad))}; known: {', '.join(sorted(known))}")
+        return RetrievalConfig(**value)
+    raise ConfigurationError(f"retrieval must be a RetrievalConfig or a mapping of its settings, got {type(value).__name__}")
+
 
 def _check_retrieval(r: RetrievalConfig) -> None:
     """Refuse, naming the setting, a retrieval setting every search would fail or
@@ -309,15 +341,12 @@ class MemoryConfig:
             raise ConfigurationError(
                 f"unknown config key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
             )
-        values = dict(data)
-        retrieval = values.get("retrieval")
-        if isinstance(retrieval, Mapping):
-            rknown = {f.name for f in fields(RetrievalConfig)}
-            bad = sorted(set(retrieval) - rknown)
-            if bad:
-                raise ConfigurationError(f"unknown retrieval key(s) {', '.join(bad)}; known: {', '.join(sorted(rknown))}")
-            values["retrieval"] = RetrievalConfig(**retrieval)
-        return cls(**values)
+        return cls(**data)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # ``retrieval`` is read by every search: a mapping of its settings becomes a
+        # checked RetrievalConfig, anything else is refused, when given or changed.
+        object.__setattr__(self, name, retrieval_config(value) if name == "retrieval" else value)
 
     def resolved(self) -> MemoryConfig:
         """A copy with environment defaults filled in and values checked."""

@@ -8,6 +8,7 @@ all-MiniLM-L6-v2 model.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -533,3 +534,42 @@ def test_whole_numbers_and_one_ranking_left_are_taken(tmp_path: Path, settings: 
     with Memory(str(tmp_path / "m.db"), embedder="hashing", config=MemoryConfig.from_mapping({"retrieval": settings})) as memory:
         memory.add("I like green tea", user_id="u", infer=False)
         assert [r["memory"] for r in memory.search("green tea", user_id="u")["results"]] == ["I like green tea"]
+
+
+def test_a_retrieval_setting_changed_on_a_live_memory_is_checked_and_a_refused_one_changes_nothing(tmp_path: Path) -> None:
+    """Settings were checked only when the Memory was built: ``rrf_k = -1`` set on its
+    config afterwards was taken, and a dict assigned as ``retrieval`` made every
+    search raise AttributeError."""
+    with Memory(str(tmp_path / "m.db"), embedder="hashing") as memory:
+        memory.add("I like green tea", user_id="u", infer=False)
+        retrieval = memory.config.retrieval
+        for name, bad in (("rrf_k", -1), ("candidates", 0), ("question_discount", float("nan")), ("fact_keys", "no")):
+            before = getattr(retrieval, name)
+            with pytest.raises(ConfigurationError, match=f"retrieval.{name}"):
+                setattr(retrieval, name, bad)
+            assert getattr(retrieval, name) == before
+        retrieval.vector_weight = 0
+        with pytest.raises(ConfigurationError, match="retrieval.vector_weight and retrieval.text_weight"):
+            retrieval.text_weight = 0
+        assert retrieval.text_weight == 1.0
+        retrieval.vector_weight = 1.0
+        with pytest.raises(ConfigurationError, match="retrieval.candidates"):
+            RetrievalConfig(candidates=0)
+        with pytest.raises(ConfigurationError, match="retrieval.rrf_k"):
+            dataclasses.replace(retrieval, rrf_k=2.5)
+        for bad, named in (("fast", "RetrievalConfig or a mapping"), (None, "RetrievalConfig or a mapping"), ({"rrf": 5}, "unknown retrieval key"), ({"rrf_k": -3}, "retrieval.rrf_k")):
+            with pytest.raises(ConfigurationError, match=named):
+                memory.config.retrieval = bad
+            assert memory.config.retrieval is retrieval
+        memory.config.retrieval = {"rrf_k": 7}  # a mapping of settings, as at the start
+        assert memory.config.retrieval == RetrievalConfig(rrf_k=7)
+        assert [r["memory"] for r in memory.search("green tea", user_id="u")["results"]] == ["I like green tea"]
+
+
+def test_a_mapping_given_as_the_retrieval_of_a_memory_config_is_taken_and_checked(tmp_path: Path) -> None:
+    config = MemoryConfig(path=str(tmp_path / "m.db"), embedder="hashing", retrieval={"candidates": 50})
+    assert config.retrieval == RetrievalConfig(candidates=50)
+    with Memory(config=config) as memory:
+        assert memory.config.retrieval.candidates == 50
+    with pytest.raises(ConfigurationError, match=r"unknown retrieval key\(s\) 1"):
+        MemoryConfig(retrieval={1: 2})

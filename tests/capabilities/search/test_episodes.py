@@ -65,6 +65,8 @@ def test_memories_stored_together_keep_their_order(tmp_path: Any) -> None:
     [("episode_weight", -0.1), ("episode_weight", float("nan")), ("episode_gap", float("inf")), ("episode_depth", 0), ("episode_depth", 2.5), ("episode_depth", True)],
 )
 def test_bad_episode_settings_are_refused_by_name(tmp_path: Any, setting: str, value: Any) -> None:
-    config = MemoryConfig(retrieval=RetrievalConfig(**{setting: value}))
+    # Refused where the setting is given (the RetrievalConfig), before any Memory.
     with pytest.raises(ConfigurationError, match=f"retrieval.{setting}"):
-        Memory(str(tmp_path / "t.db"), embedder="hashing", config=config)
+        RetrievalConfig(**{setting: value})
+    with pytest.raises(ConfigurationError, match=f"retrieval.{setting}"):
+        Memory(str(tmp_path / "t.db"), embedder="hashing", config=MemoryConfig.from_mapping({"retrieval": {setting: value}}))
