@@ -195,3 +195,28 @@ def test_a_store_with_playbooks_trajectories_and_reflections_is_healthy(tmp_path
         memory.learning.reflect(tid, agent_id="tutor")
         report = memory.check()
     assert report["healthy"], report["problems"]
+
+
+def test_a_store_after_a_consolidation_and_its_rollback_is_healthy(tmp_path) -> None:
+    """The consolidation run's event, and the rollback of the run, name the run (what
+    `memorist rollback` takes) where other events name a memory: the check called
+    every consolidated store damaged (exit 1 from `memorist check`)."""
+    with Memory(str(tmp_path / "merged.db"), embedder="hashing") as memory:
+        memory.add("I love green tea in the morning", user_id="kim", infer=False, importance=0.3)
+        memory.add("I love green tea in the mornings", user_id="kim", infer=False, importance=0.3)
+        run = memory.learning.consolidate(user_id="kim")
+        assert run["consolidated_count"] == 1
+        assert memory.check()["healthy"], memory.check()["problems"]
+        memory.rollback(run["run_id"], user_id="kim")
+        report = memory.check()
+        assert report["healthy"], report["problems"]
+    # A memory the log names that is really gone is still reported.
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "merged.db")
+    with conn:
+        conn.execute("DELETE FROM memories WHERE id = (SELECT memory_id FROM events WHERE op = 'add' LIMIT 1)")
+    conn.close()
+    with Memory(str(tmp_path / "merged.db"), embedder="hashing") as memory:
+        problems = memory.check()["problems"]
+    assert any(p["problem"] == "events naming a memory that does not exist" for p in problems), problems

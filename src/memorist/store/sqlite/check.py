@@ -463,7 +463,11 @@ def _events(conn: sqlite3.Connection, report: _Report) -> None:
             "SELECT DISTINCT e.memory_id FROM events e WHERE e.memory_id IS NOT NULL "
             "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = e.memory_id) "
             # An erased memory's events stay, as tombstones (Store.erase).
-            "AND NOT (e.old_text IS NULL AND e.new_text IS NULL AND e.payload = ?)",
+            "AND NOT (e.old_text IS NULL AND e.new_text IS NULL AND e.payload = ?) "
+            # A consolidation run's event, and the one of a rollback of a run or an
+            # operation, name the run or operation (what `memorist rollback` takes).
+            "AND NOT (e.op = 'consolidation' AND json_valid(e.payload) AND json_extract(e.payload, '$.run_id') = e.memory_id) "
+            "AND NOT (e.op = 'rollback' AND json_valid(e.payload) AND json_extract(e.payload, '$.rolled_back') = e.memory_id)",
             (TOMBSTONE,),
         )
     ]
