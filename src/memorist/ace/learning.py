@@ -97,6 +97,9 @@ _LIST_CATEGORY = {
     "neutral_observations": NEUTRAL,
 }
 _SCORES_KEPT = 10
+#: The most evidence a strategy given to ``update_playbook`` may declare (counts are
+#: summed into whole-number columns: a larger one overflowed them).
+MAX_EVIDENCE_COUNT = 1_000_000_000
 _NAME_CHARS = 256
 _TYPE_CHARS = 64
 
@@ -637,8 +640,8 @@ class Learning:
             validate.unicode(f"{where}.context", context)
             conf = _score(item.get("confidence"), f"{where}.confidence")
             count = item.get("evidence_count", 1 if conf is not None else 0)
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                raise ValidationError(f"{where}.evidence_count", f"must be a whole number >= 0, got {validate.show(count)}")
+            if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_EVIDENCE_COUNT:
+                raise ValidationError(f"{where}.evidence_count", f"must be a whole number from 0 to {MAX_EVIDENCE_COUNT:,}, got {validate.show(count)}")
             examples = item.get("examples") or []
             if not isinstance(examples, list | tuple) or not all(isinstance(x, str) for x in examples):
                 raise ValidationError(f"{where}.examples", "must be a list of trajectory ids")

@@ -41,6 +41,10 @@ def test_update_playbook_adds_and_merges_at_085(mapped_mem, embedder) -> None:
         ({"pattern": "p", "context": "x" * 100_001}, "strategies[0].context"),
         ({"pattern": "p", "examples": ["t-1", "t\x002"]}, "strategies[0].examples[1]"),
         ({"pattern": "p", "examples": ["t" * 257]}, "strategies[0].examples[0]"),
+        # Summed into whole-number columns: 2**64 - 1 raised OverflowError (a 500 from the service).
+        ({"pattern": "p", "evidence_count": 2**64 - 1}, "strategies[0].evidence_count"),
+        ({"pattern": "p", "evidence_count": 2**63}, "strategies[0].evidence_count"),
+        ({"pattern": "p", "evidence_count": 1_000_000_001}, "strategies[0].evidence_count"),
     ],
 )
 def test_a_strategy_holds_no_nul_and_no_unbounded_text(mem, strategy, field) -> None:
@@ -48,7 +52,9 @@ def test_a_strategy_holds_no_nul_and_no_unbounded_text(mem, strategy, field) -> 
         mem.learning.update_playbook([strategy], "p", agent_id="bot")
     assert info.value.field == field
     assert mem.learning.get_playbook("p", agent_id="bot")["size"] == 0  # nothing written
-    mem.learning.update_playbook([{"pattern": "p", "context": "x" * 100_000, "examples": ["t" * 256]}], "p", agent_id="bot")
+    mem.learning.update_playbook([{"pattern": "p", "context": "x" * 100_000, "examples": ["t" * 256], "evidence_count": 1_000_000_000}],
+                                 "p", agent_id="bot")
+    assert mem.learning.get_playbook("p", agent_id="bot")["size"] == 1
 
 
 def test_replace_makes_a_major_version(mapped_mem) -> None:
