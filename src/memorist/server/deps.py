@@ -112,8 +112,8 @@ class Service:
         self.keys = keys
         self.limits = limits
         self.limiter = RateLimiter(limits.rate_per_minute, limits.burst)
-        # Failed key guesses, per client address: a guesser is stopped there, while a
-        # key holder elsewhere is never refused for it (their address has its own bucket).
+        # Wrong keys, per client address: past the limit that address's wrong keys are
+        # refused (429) before they are counted; a valid key is never refused for it.
         failures = limits.auth_failures_per_minute
         self.guesses = RateLimiter(failures, max(1, round(failures)))
         # Once keys were seen (or the server was started for them) they stay
@@ -133,18 +133,20 @@ class Service:
                 presented = _presented_key(headers)
                 if presented is None:
                     return error_response(401, "an API key is required: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'")
-                # Refused before the key is looked at: a guesser past the limit learns
-                # nothing, not even that a guess was right.
-                guessing = self.guesses.wait(f"address:{client}")
-                if guessing is not None:
-                    return error_response(
-                        429,
-                        f"too many requests with a wrong API key from this address ({self.limits.auth_failures_per_minute:g} "
-                        f"per minute); retry in {max(1, round(guessing))} s",
-                        headers=retry_after(guessing),
-                    )
                 record = self.keys.authenticate(presented)
                 if record is None:
+                    # Wrong keys are limited per address; a valid key never is: behind
+                    # a proxy every client shares one address, and one client sending a
+                    # revoked key must not lock the others out. (A key's secret is 256
+                    # random bits: no guess finds one, the limit bounds their cost.)
+                    guessing = self.guesses.wait(f"address:{client}")
+                    if guessing is not None:
+                        return error_response(
+                            429,
+                            f"too many requests with a wrong API key from this address ({self.limits.auth_failures_per_minute:g} "
+                            f"per minute); retry in {max(1, round(guessing))} s",
+                            headers=retry_after(guessing),
+                        )
                     self.guesses.acquire(f"address:{client}")
                     return error_response(401, "the API key is not valid (unknown, malformed or revoked)")
                 bucket = f"key:{record.key_id}"
