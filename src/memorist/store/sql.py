@@ -223,6 +223,29 @@ def _column_where(narrowing: Narrowing, mark: str, collate: str) -> Condition:
     return f"{column}{order} {COMPARISONS[op]} {mark}", values
 
 
+#: How each engine reads a key of an event's JSON payload (``{key}``) as text.
+SQLITE_JSON = "json_extract(e.payload, '$.{key}')"
+POSTGRES_JSON = "(e.payload::jsonb ->> '{key}')"
+#: The payloads :func:`changed_by_run_sql` reads (a LIKE pattern, as a parameter).
+TURN_NAMED = '%"turn_event"%'
+
+
+def changed_by_run_sql(mark: str, spaces: str, *, json: str) -> str:
+    """The ids of the memories of other runs that a turn of one run changed or deleted:
+    events of the spaces (``spaces``: the condition on ``space_id``, its marks given
+    twice) outside the run whose payload names a ``turn`` event of the run (a validity
+    renewal, bookkeeping, writes no text of it). Parameters: the spaces, the run,
+    :data:`TURN_NAMED`, the spaces, the run."""
+    turn, bookkeeping = json.format(key="turn_event"), json.format(key="bookkeeping")
+    return (
+        "SELECT DISTINCT e.memory_id FROM events e "
+        f"WHERE e.space_id {spaces} AND e.run_id <> {mark} AND e.memory_id IS NOT NULL "
+        f"AND e.payload LIKE {mark} "
+        f"AND {bookkeeping} IS NULL AND CAST({turn} AS BIGINT) IN "
+        f"(SELECT t.seq FROM events t WHERE t.space_id {spaces} AND t.run_id = {mark} AND t.op = 'turn')"
+    )
+
+
 def active_hash_sql(mark: str = "?") -> str:
     """The id of an active memory of one space (tenant, user, agent) with a content
     hash; its parameters are the space's three ids and the hash."""

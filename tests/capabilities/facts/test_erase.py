@@ -280,6 +280,43 @@ def test_erasing_an_agent_or_a_run_takes_only_theirs(backend) -> None:
         assert [r["memory"] for r in m.get_all(user_id="sam")["results"]] == ["Run two said Plimzorg"]
 
 
+def test_erasing_a_run_takes_what_its_turns_changed_in_other_runs(backend) -> None:
+    """A turn of one run may update or delete a memory another run made (reconciling
+    is per user and agent, across conversations): the memory then holds that run's
+    words, in rows of the other run. Erasing the run left them: erasing Tuesday kept
+    "Plays chess every Sunday at the Plimzorg club", readable and in the file."""
+    with Memory(backend.target, embedder="hashing") as m:
+        m.add("I play chess.", user_id="alex", run_id="mon")
+        changed = m.add("I play chess every Sunday at the Plimzorg club.", user_id="alex", run_id="tue")["results"]
+        assert [(r["event"], r["memory"]) for r in changed] == [("UPDATE", "Plays chess every Sunday at the Plimzorg club")]
+        m.add("I drink coffee.", user_id="alex", run_id="mon")
+        dropped = m.add("I no longer drink coffee, Vexmorlk says it is bad.", user_id="alex", run_id="tue")["results"]
+        assert "DELETE" in [r["event"] for r in dropped]
+        m.add("I live in Lyon.", user_id="alex", run_id="wed")
+        m.add("I live in Lyon.", user_id="alex", run_id="tue")  # a repeat: renews, writes no text of tue
+        m.add("I play the flute.", user_id="sam", run_id="tue")  # another user's run of that name
+        if backend.name == "sqlite":
+            before = _sqlite_bytes(backend.target)
+            assert b"Plimzorg" in before and b"Vexmorlk" in before  # the scan below is not blind
+        planned = m.erase(user_id="alex", run_id="tue", dry_run=True)
+        done = m.erase(user_id="alex", run_id="tue")
+        assert (planned["erased"], planned["vectors"], planned["events"]) == (done["erased"], done["vectors"], done["events"])
+        left = {r["memory"]: r["run_id"] for r in m.get_all(user_id="alex")["results"]}
+        assert left == {"Lives in Lyon": "wed"}, left
+        assert "Plimzorg" not in json.dumps(_export(m, "alex")) and "Vexmorlk" not in json.dumps(_export(m, "alex"))
+        assert [r["memory"] for r in m.get_all(user_id="sam")["results"]] == ["Plays the flute"]
+        if backend.name == "sqlite":
+            assert m.check()["healthy"], m.check()["problems"]
+            after = _sqlite_bytes(backend.target)
+            assert b"Plimzorg" not in after and b"Vexmorlk" not in after
+            assert b"Lyon" in after
+        else:
+            tables, files = _pg_bytes(m)
+            for word in (b"Plimzorg", b"Vexmorlk"):
+                assert word not in tables and word not in files
+            assert b"Lyon" in tables
+
+
 def test_erase_takes_a_scope_and_a_boolean_dry_run(backend) -> None:
     with Memory(backend.target, embedder="hashing") as m:
         m.add("Kept", user_id="alex", infer=False)

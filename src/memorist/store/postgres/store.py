@@ -87,8 +87,11 @@ from .. import redact
 from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of
 from ..codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
 from ..sql import (
+    POSTGRES_JSON,
+    TURN_NAMED,
     JsonDialect,
     active_hash_sql,
+    changed_by_run_sql,
     event_scope_where,
     narrowed_ids_sql,
     relation_delete_sql,
@@ -1500,11 +1503,13 @@ class PostgresStore(Store):
         with self._pool_connection() as conn:
             if dry_run:
                 with conn.transaction():
-                    counts = self._erased(conn, self._owned(conn, owners))
+                    owned = self._owned(conn, owners)
+                    counts = self._erased(conn, owned, self._changed_by_runs(conn, owned))
                     return Erased(counts.memories, counts.vectors, counts.events + len(self._wider(conn, owners)), counts.spaces)
             with conn.transaction():
                 owned = self._owned(conn, owners, lock=True)
-                counts = self._erased(conn, owned)
+                changed_by_runs = self._changed_by_runs(conn, owned)
+                counts = self._erased(conn, owned, changed_by_runs)
                 changed = 0
                 for spaces, run in owned:
                     where, args = "space_id = ANY(%s)", [spaces]
@@ -1519,6 +1524,16 @@ class PostgresStore(Store):
                         [TOMBSTONE, *args, TOMBSTONE],
                     ).rowcount
                     conn.execute("UPDATE spaces SET generation = generation + 1 WHERE id = ANY(%s)", (spaces,))
+                # Memories of other runs that a turn of an erased run changed or
+                # deleted hold its words: they go whole, with their history.
+                if changed_by_runs:
+                    conn.execute("DELETE FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories WHERE id = ANY(%s))", (changed_by_runs,))
+                    changed += conn.execute("DELETE FROM memories WHERE id = ANY(%s)", (changed_by_runs,)).rowcount
+                    changed += conn.execute(
+                        "UPDATE events SET old_text = NULL, new_text = NULL, payload = %s WHERE memory_id = ANY(%s) "
+                        "AND NOT (old_text IS NULL AND new_text IS NULL AND payload IS NOT DISTINCT FROM %s)",
+                        (TOMBSTONE, changed_by_runs, TOMBSTONE),
+                    ).rowcount
                 # Copies of the owner's memories logged beyond its spaces (the undo
                 # snapshots of an operation run over a wider scope) go too.
                 wider = self._wider(conn, owners)
@@ -1588,16 +1603,32 @@ class PostgresStore(Store):
         return out
 
     @staticmethod
-    def _erased(conn: Any, owned: list[tuple[list[int], str | None]]) -> Erased:
+    def _changed_by_runs(conn: Any, owned: list[tuple[list[int], str | None]]) -> list[str]:
+        """The memories of other runs that a turn of an owner's run changed or deleted
+        (their events name that turn): they hold what was said in it."""
+        found: list[str] = []
+        for spaces, run in owned:
+            if run is not None:
+                found += [r[0] for r in conn.execute(changed_by_run_sql("%s", "= ANY(%s)", json=POSTGRES_JSON), (spaces, run, TURN_NAMED, spaces, run))]
+        return list(dict.fromkeys(found))
+
+    @staticmethod
+    def _erased(conn: Any, owned: list[tuple[list[int], str | None]], changed_by_runs: Sequence[str] = ()) -> Erased:
         memories: dict[tuple[str, str, bool], int] = {}
         vectors = events = 0
         spaces: set[int] = set()
+        # (the memories' condition, its arguments)
+        kept: list[tuple[str, list[Any]]] = []
         for ids, run in owned:
             spaces.update(ids)
             where, args = "m.space_id = ANY(%s)", [ids]
             if run is not None:
                 where += " AND m.run_id = %s"
                 args.append(run)
+            kept.append((where, args))
+        if changed_by_runs:
+            kept.append(("m.id = ANY(%s)", [list(changed_by_runs)]))
+        for where, args in kept:
             rows = conn.execute(
                 "SELECT s.tenant_id, m.kind, m.section <> '', count(*), count(e.memory_rowid) FROM memories m "
                 "JOIN spaces s ON s.id = m.space_id LEFT JOIN embeddings e ON e.memory_rowid = m.rowid "
@@ -1608,7 +1639,7 @@ class PostgresStore(Store):
                 key = (tenant, kind, bool(bullet))
                 memories[key] = memories.get(key, 0) + int(n)
                 vectors += int(vectored)
-            events += conn.execute(f"SELECT count(*) FROM events e WHERE {where.replace('m.', 'e.')}", args).fetchone()[0]
+            events += conn.execute(f"SELECT count(*) FROM events e WHERE {where.replace('m.id', 'e.memory_id').replace('m.', 'e.')}", args).fetchone()[0]
         return Erased(memories, vectors, int(events), len(spaces))
 
     def _scrub_tables(self, conn: Any) -> dict[str, Any]:

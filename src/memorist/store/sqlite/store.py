@@ -46,8 +46,11 @@ from ..codec import (
     stored_row,
 )
 from ..sql import (
+    SQLITE_JSON,
+    TURN_NAMED,
     JsonDialect,
     active_hash_sql,
+    changed_by_run_sql,
     event_scope_where,
     narrowed_ids_sql,
     relation_delete_sql,
@@ -1337,7 +1340,8 @@ class SQLiteStore(Store):
     ) -> Erased:
         with self._lock:
             if dry_run:
-                counts = self._erased(self._conn, self._owned(self._conn, owners))
+                owned = self._owned(self._conn, owners)
+                counts = self._erased(self._conn, owned, self._changed_by_runs(self._conn, owned))
                 return Erased(counts.memories, counts.vectors, counts.events + len(self._wider(self._conn, owners)), counts.spaces)
             self.flush()  # buffered retrievals of the owner's spaces are logged now, then blanked
             # Deleted cells and freed pages are overwritten with zeros as they go;
@@ -1346,7 +1350,8 @@ class SQLiteStore(Store):
             try:
                 with self._write() as conn:
                     owned = self._owned(conn, owners)
-                    counts = self._erased(conn, owned)
+                    changed_by_runs = self._changed_by_runs(conn, owned)
+                    counts = self._erased(conn, owned, changed_by_runs)
                     changed = 0
                     for where, args in owned:
                         conn.execute(f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories WHERE {where})", args)
@@ -1355,6 +1360,18 @@ class SQLiteStore(Store):
                             f"UPDATE events SET old_text = NULL, new_text = NULL, payload = ? WHERE {where} "
                             "AND NOT (old_text IS NULL AND new_text IS NULL AND payload IS ?)",
                             (TOMBSTONE, *args, TOMBSTONE),
+                        ).rowcount
+                    # Memories of other runs that a turn of an erased run changed or
+                    # deleted hold its words: they go whole, with their history.
+                    for start in range(0, len(changed_by_runs), 500):
+                        ids = changed_by_runs[start : start + 500]
+                        marks = ",".join("?" * len(ids))
+                        conn.execute(f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories WHERE id IN ({marks}))", ids)
+                        changed += conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", ids).rowcount
+                        changed += conn.execute(
+                            f"UPDATE events SET old_text = NULL, new_text = NULL, payload = ? WHERE memory_id IN ({marks}) "
+                            "AND NOT (old_text IS NULL AND new_text IS NULL AND payload IS ?)",
+                            (TOMBSTONE, *ids, TOMBSTONE),
                         ).rowcount
                     # Copies of the owner's memories logged beyond its spaces (the undo
                     # snapshots of an operation run over a wider scope) go too.
@@ -1448,11 +1465,29 @@ class SQLiteStore(Store):
         return out
 
     @staticmethod
-    def _erased(conn: sqlite3.Connection, owned: list[tuple[str, list[Any]]]) -> Erased:
+    def _changed_by_runs(conn: sqlite3.Connection, owned: list[tuple[str, list[Any]]]) -> list[str]:
+        """The memories of other runs that a turn of an owner's run changed or deleted
+        (their events name that turn): they hold what was said in it."""
+        found: list[str] = []
+        for where, args in owned:
+            if "run_id" in where:
+                spaces, run = args[:-1], args[-1]
+                marks = ",".join("?" * len(spaces))
+                found += [r[0] for r in conn.execute(changed_by_run_sql("?", f"IN ({marks})", json=SQLITE_JSON), (*spaces, run, TURN_NAMED, *spaces, run))]
+        return list(dict.fromkeys(found))
+
+    @staticmethod
+    def _erased(conn: sqlite3.Connection, owned: list[tuple[str, list[Any]]], changed_by_runs: Sequence[str] = ()) -> Erased:
         memories: dict[tuple[str, str, bool], int] = {}
         vectors = events = 0
         spaces: set[int] = set()
-        for where, args in owned:
+        # (the memories' condition, the events', the arguments of both)
+        kept = [(where, where, args) for where, args in owned]
+        for start in range(0, len(changed_by_runs), 500):
+            ids = list(changed_by_runs[start : start + 500])
+            marks = ",".join("?" * len(ids))
+            kept.append((f"id IN ({marks})", f"memory_id IN ({marks})", ids))
+        for where, of_events, args in kept:
             spaces.update(a for a in args if isinstance(a, int))
             rows = conn.execute(
                 "SELECT (SELECT tenant_id FROM spaces WHERE id = space_id), kind, section != '', count(*) "
@@ -1463,7 +1498,7 @@ class SQLiteStore(Store):
                 key = (tenant, kind, bool(bullet))
                 memories[key] = memories.get(key, 0) + int(n)
             vectors += conn.execute(f"SELECT count(*) FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories WHERE {where})", args).fetchone()[0]
-            events += conn.execute(f"SELECT count(*) FROM events WHERE {where}", args).fetchone()[0]
+            events += conn.execute(f"SELECT count(*) FROM events WHERE {of_events}", args).fetchone()[0]
         return Erased(memories, int(vectors), int(events), len(spaces))
 
     def close(self) -> None:
