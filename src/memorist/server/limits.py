@@ -74,8 +74,8 @@ class ServerLimits:
     ``rate_per_minute`` and ``burst``: each caller's token bucket; 0 turns rate
     limiting off.
     ``auth_failures_per_minute``: requests with a wrong key one client address may
-    make (bursts of as many); beyond, 429 before the key is even looked at. 0: no
-    limit.
+    make (bursts of as many); beyond, that address's wrong keys get 429 (a valid key
+    is always served). 0: no limit.
     ``max_concurrency``: ``/api/`` requests at work at once (their bodies read:
     running, or waiting their caller's turn); beyond, 503 with ``Retry-After``
     (``/healthz`` is never refused).
