@@ -35,9 +35,10 @@ def test_settings_given_to_the_library(value) -> None:
     with pytest.raises(ConfigurationError, match="decay_days"):
         Memory(":memory:", embedder="hashing", decay_days=value)
     for name in ("vector_weight", "text_weight", "time_weight", "speaker_weight", "score_weight", "question_discount"):
-        retrieval = RetrievalConfig(**{name: value})
+        with pytest.raises(ConfigurationError, match=f"retrieval.{name}"):  # where the setting is given
+            RetrievalConfig(**{name: value})
         with pytest.raises(ConfigurationError, match=f"retrieval.{name}"):
-            Memory(config=MemoryConfig(path=":memory:", embedder="hashing", retrieval=retrieval))
+            Memory(config=MemoryConfig(path=":memory:", embedder="hashing", retrieval={name: value}))
     with pytest.raises(ConfigurationError, match="busy_timeout"):
         Memory(":memory:", embedder="hashing", config=MemoryConfig(busy_timeout=value))
     with pytest.raises(ValidationError, match="recency_weeks|prune_below|weight"):
