@@ -367,7 +367,7 @@ class Memory:
             self._energy_engine().check_start(meta)  # a bad start energy or tier fails here, before anything is written
         scope = Scope(tenant, u or "", a or "", r or "")
         if infer:
-            result = self._ingest.add_inferred(msgs, scope, metadata=meta, at=at, importance=weight)
+            result = self._ingest.add_inferred(msgs, scope, metadata=meta, at=at, importance=weight, note=plain_text)
         else:
             result = self._ingest.add_verbatim(msgs, scope, metadata=meta, at=at, plain_text=plain_text or plain, importance=weight)
         self._consolidation_trigger(scope, result)

@@ -278,7 +278,7 @@ class Ingestor:
         return {"results": results, "message": _summary({"ADD": len(results)})}
 
     def add_inferred(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float,
-                     importance: float | None = None) -> dict[str, Any]:
+                     importance: float | None = None, note: bool = False) -> dict[str, Any]:
         """Extract, reconcile against the scope as it is when the write commits, apply.
 
         Extraction and the reconciler's decision run outside any lock (they may be
@@ -290,6 +290,9 @@ class Ingestor:
         reconciler; by any other outside the lock, up to ``DECIDE_TRIES`` times, the
         last one inside. Concurrent writers end as if they had run one after the
         other.
+
+        ``note``: ``messages`` is one text the caller gave as a thing to remember; if
+        extraction finds no fact in it, the extractor's :meth:`~Extractor.note` may.
         """
         space = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
         # The recording sees the LLM calls and role fallbacks of this turn: a failed
@@ -298,6 +301,8 @@ class Ingestor:
         # again in it (the reconciler then decides heuristically).
         with recording(turn=True) as rec:
             facts = self.extractor.extract(messages, timestamp=from_epoch(at))
+            if not facts and note:
+                facts = self.extractor.note(messages[0].content)
             vectors = self.embedder.embed([f.text for f in facts]) if facts else np.zeros((0, self.embedder.dim), np.float32)
             turn = _Turn(self, scope, space, facts, vectors)
             turn.decide()
@@ -333,7 +338,8 @@ class Ingestor:
                     results.append(outcome)
                     counts[outcome["event"]] = counts.get(outcome["event"], 0) + 1
             write_llm_calls(batch, scope, rec.calls, turn_event=seq)
-        out: dict[str, Any] = {"results": results, "message": _summary(counts)}
+        message = _summary(counts) if turn.facts else "No fact found to remember; nothing changed" + self.extractor.nothing_found_hint
+        out: dict[str, Any] = {"results": results, "message": message}
         if flags.get("pending"):
             out["pending"] = {"turn_event": seq, "reason": flags["reason"]}
         return out

@@ -82,6 +82,15 @@ class Extractor(abc.ABC):
         nothing is worth remembering.
         """
 
+    def note(self, text: str) -> list[Fact]:
+        """The fact a note (``add("Allergic to penicillin")``: one text, not a
+        conversation) states when :meth:`extract` found none in it. By default none:
+        an extractor that read the note judged it."""
+        return []
+
+    #: Said when a turn gave no fact, after "No fact found to remember".
+    nothing_found_hint = ""
+
 
 class Reconciler(abc.ABC):
     """Decides how new facts change the memories already stored in a scope."""

@@ -583,6 +583,21 @@ _CONVERTERS: dict[str, Callable[[str, str, bool], _Rewritten]] = {
     "en": _en_clause, "de": _de_clause, "other": _other_clause}
 
 
+# Words of acknowledgements and greetings: a note made only of them (and stop words)
+# states nothing.
+_SMALL_TALK = frozenset(
+    """
+    ok okay k thanks thank thx ty cheers please sorry welcome hi hello hey yo bye goodbye
+    later see soon yes yeah yep yup no nope nah sure cool great nice awesome fine good
+    perfect amazing wow lol haha hmm alright right agreed indeed got noted morning
+    evening night afternoon day sounds sound lovely excellent brilliant fantastic
+    ja nein danke bitte hallo tschüss gut super
+    """.split()
+)
+# "Remember: X", "Note - X": the note is X.
+_NOTE_LEAD = re.compile(r"^(?:remember|note|don'?t forget|fyi)\s*[:\-–—]\s*", _I)
+
+
 class HeuristicExtractor(Extractor):
     """Rule-based extractor following spec 004's extraction guidelines (English and German).
 
@@ -591,6 +606,28 @@ class HeuristicExtractor(Extractor):
     with ``kind="preference"`` for likes, dislikes, favourites and wants, and an
     importance by the rules of :func:`memorist.policies.consolidation.derive_importance`.
     """
+
+    nothing_found_hint = (
+        " (without a model, facts are read from statements about oneself, such as 'I am vegetarian';"
+        " a note such as 'Allergic to nuts' is kept as it is, a question or a long text is not;"
+        " pass infer=False to store any text as it is)"
+    )
+
+    def note(self, text: str) -> list[Fact]:
+        """A note that states no first-person fact ("Allergic to penicillin", "Alex's
+        birthday is March 3") is kept as it is, tidied: these rules only read
+        statements about oneself, and the caller gave the text as one thing to
+        remember. Not a question, and not a text of more words than a clause."""
+        from memorist.policies.text import STOPWORDS, asks, words
+
+        fact = _NOTE_LEAD.sub("", " ".join(text.split())).strip().rstrip(" .")
+        said = words(fact)
+        if asks(fact) or len(said) < 2 or len(fact.split()) > _MAX_CLAUSE_WORDS:
+            return []
+        if all(w in STOPWORDS or w in _SMALL_TALK for w in said):
+            return []  # "ok thanks", "good morning": nothing to remember
+        kind = "preference" if (_DE_PREFERENCE if _detect_language(fact) == "de" else _EN_PREFERENCE).match(fact) else "fact"
+        return [Fact(text=fact, kind=kind, source_role="user", importance=derive_importance(fact, kind))]
 
     def extract(self, messages: Sequence[Message], *, timestamp: datetime | None = None) -> list[Fact]:
         """Return the facts stated in the user and assistant ``messages`` (system messages are ignored)."""

@@ -129,6 +129,49 @@ def test_turn_event_written_even_when_nothing_is_extracted(memory):
     assert turns[0]["user_id"] == "alex"
 
 
+@pytest.mark.parametrize(
+    ("note", "fact"),
+    [
+        ("Allergic to penicillin", "Allergic to penicillin"),
+        ("Alex's birthday is March 3.", "Alex's birthday is March 3"),
+        ("Remember: dentist appointment on May 4", "dentist appointment on May 4"),
+        ("  Prefers   window seats. ", "Prefers window seats"),
+    ],
+)
+def test_a_note_given_as_one_text_is_its_own_fact_without_a_model(memory, note, fact):
+    """The model-free extractor reads statements about oneself ("I am…"); a note an
+    agent writes states none, and stored nothing (the message said nothing changed)."""
+    out = memory.add(note, user_id="alex")
+    assert [(r["event"], r["memory"]) for r in out["results"]] == [("ADD", fact)]
+    assert memory.search(fact, user_id="alex", limit=1)["results"][0]["memory"] == fact
+
+
+def test_a_note_is_reconciled_and_small_talk_or_a_question_is_no_note(memory):
+    memory.add("Allergic to penicillin", user_id="alex")
+    assert memory.add("allergic to penicillin.", user_id="alex")["results"] == []  # already known
+    for said in ("ok thanks", "Good morning!", "What is my name?", "Hello", "word " * 61):
+        out = memory.add(said, user_id="alex")
+        assert out["results"] == [], said
+        assert out["message"].startswith("No fact found to remember; nothing changed") and "infer=False" in out["message"]
+    # A list of messages is a conversation: only statements about oneself count.
+    out = memory.add([{"role": "user", "content": "Allergic to dust"}], user_id="alex")
+    assert out["results"] == [] and out["message"].startswith("No fact found")
+    assert [r["memory"] for r in memory.get_all(user_id="alex")["results"]] == ["Allergic to penicillin"]
+
+
+def test_an_extractor_that_judged_the_note_is_not_overruled():
+    from memorist.model import Fact
+    from memorist.roles.base import Extractor
+
+    class Silent(Extractor):
+        def extract(self, messages, *, timestamp=None) -> list[Fact]:
+            return []
+
+    with Memory(":memory:", embedder="hashing", extractor=Silent()) as m:
+        out = m.add("Allergic to penicillin", user_id="alex")
+        assert out["results"] == [] and out["message"] == "No fact found to remember; nothing changed"
+
+
 def test_inferred_add_stores_a_fact_that_search_finds(memory):
     out = memory.add("I'm allergic to peanuts.", user_id="alex")
     assert [r["event"] for r in out["results"]] == ["ADD"]

@@ -109,6 +109,23 @@ def test_add_search_update_delete_history_in_process(memory: Memory) -> None:
     assert len(memory.get_all(user_id="alex")["results"]) == 3
 
 
+def test_a_note_a_model_writes_is_remembered_without_a_model_configured(memory: Memory) -> None:
+    """A model writes notes ("Allergic to penicillin"), not first-person turns: with no
+    model configured nothing was stored, and the answer ("No new memories; nothing
+    changed") read as "already known"."""
+
+    async def body(client: Client) -> None:
+        added = await call(client, "add_memory", text="Allergic to penicillin")
+        assert [(r["event"], r["memory"]) for r in added["results"]] == [("ADD", "Allergic to penicillin")]
+        again = await call(client, "add_memory", text="Allergic to penicillin.")
+        assert again["results"] == [] and again["message"] == "No new memories; nothing changed"
+        chat = await call(client, "add_memory", text="ok thanks")
+        assert chat["results"] == [] and "No fact found" in chat["message"] and "infer=False" in chat["message"]
+
+    run(memory, body, user_id="alex")
+    assert [r["memory"] for r in memory.get_all(user_id="alex")["results"]] == ["Allergic to penicillin"]
+
+
 def test_engine_errors_are_tool_errors_naming_the_field_or_id(memory: Memory) -> None:
     async def body(client: Client) -> None:
         assert "memory not found: 'no-such-id'" in await error(client, "get_memory", memory_id="no-such-id")
