@@ -85,7 +85,13 @@ def status(reach: ReachDep, test_only: bool = Query(False, description="The test
 def health(reach: ReachDep, now: str | None = _NOW_QUERY) -> Any:
     """Configuration, counts, stale decays, due promotions, links, last run, log
     (a user-bound key: of its user's memories only)."""
-    return JSONResponse(_energy(reach).scope().tiers.health(now=query_time(now)))
+    report = _energy(reach).scope().tiers.health(now=query_time(now))
+    # The log check names the server's file: a client is told whether runs are logged.
+    path = reach.memory.tiers.engine.log_path
+    for check in report["checks"]:
+        if check["check"] == "log" and path:
+            check["detail"] = check["detail"].replace(path, "the server's maintenance log")
+    return JSONResponse(report)
 
 
 @router.get("/api/tiers/config/", response_model=s.TierConfig, summary="Energy tiers: configuration", **_API)
