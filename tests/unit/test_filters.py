@@ -235,3 +235,22 @@ def test_booleans_are_not_numbers_in_any_operator(filters, expected):
 def test_contains_ignores_case_on_a_list_element_as_on_a_string(filters, expected):
     """Before, {"l": {"contains": "x"}} matched the string "X" but not the list ["X"]."""
     assert typed(filters) == expected
+
+
+def test_the_scope_ids_are_fields_and_metadata_dot_reaches_a_key_of_a_field_s_name():
+    """``user_id`` was read as a metadata key (``{"user_id": "alex"}`` kept nothing,
+    ``{"user_id": {"ne": "alex"}}`` kept Alex's), while ``agent_id`` and ``run_id``
+    were fields; a metadata key named like a field is reached as ``metadata.KEY``."""
+    bea = MemoryRecord(id="bea", scope=Scope(user_id="bea", agent_id="coach"), text="t", metadata={"tags": ["diet"], "user_id": "x"})
+    records = [*ALL, bea]
+
+    def kept(filters) -> set[str]:
+        pred = compile_filters(filters)
+        return {r.id for r in records if pred(r)}
+
+    assert kept({"user_id": "alex"}) == {"food", "work", "bare"}
+    assert kept({"user_id": {"ne": "alex"}}) == kept({"NOT": {"user_id": "alex"}}) == {"bea"}
+    assert kept({"agent_id": "coach"}) == {"bea"}
+    assert kept({"metadata.user_id": "x"}) == {"bea"}
+    assert kept({"tags": "diet"}) == {"food"}  # the memory's own tags
+    assert kept({"metadata.tags": "diet"}) == {"bea"}  # the metadata key of that name

@@ -9,7 +9,7 @@ an operator mapping; ``AND`` / ``OR`` take lists of filters and ``NOT`` one filt
     {"OR": [{"category": "food"}, {"kind": "preference"}]}
     {"created_at": {"gte": "2024-01-01T00:00:00Z"}}   # dates as ISO strings
 
-Keys name memory fields (``kind``, ``memory_class``, ``run_id``, ``topic``,
+Keys name memory fields (``kind``, ``memory_class``, ``user_id``, ``agent_id``, ``run_id``, ``topic``,
 ``concept``, ``section``, ``tags``, ``created_at``, ``updated_at``, ``helpful``,
 ``harmful``, ``importance``) or, for anything else, metadata keys. ``metadata.KEY``
 always means the metadata key. Operators: eq, ne, in, nin, gt, gte, lt, lte,
@@ -70,8 +70,9 @@ _DATE_FIELDS = {"created_at", "updated_at"}
 _RECORD_FIELDS = {
     "kind": lambda r: r.kind.value,
     "memory_class": lambda r: r.memory_class.value,
-    "run_id": lambda r: r.scope.run_id or None,
+    "user_id": lambda r: r.scope.user_id or None,
     "agent_id": lambda r: r.scope.agent_id or None,
+    "run_id": lambda r: r.scope.run_id or None,
     "topic": lambda r: r.topic or None,
     "concept": lambda r: r.concept or None,
     "section": lambda r: r.section or None,
@@ -412,7 +413,7 @@ def _comparison(get: Callable[[MemoryRecord], Any], op: str, value: Any) -> Pred
 # Narrowings ---------------------------------------------------------------------------
 
 #: The memory fields a store keeps in a column of their own, and how a filter names
-#: them. The other record fields (``run_id``, ``agent_id``, ``tags``) are not narrowed.
+#: them. The other record fields (``user_id``, ``agent_id``, ``run_id``, ``tags``) are not narrowed.
 COLUMN_FIELDS = frozenset({"created_at", "updated_at", "importance", "helpful", "harmful", "kind", "memory_class",
                            "topic", "concept", "section"})
 
