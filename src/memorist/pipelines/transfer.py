@@ -144,6 +144,8 @@ def relation_item(row: RelationTuple, tenant_id: str) -> dict[str, Any]:
 
 
 _RELATION_KEYS = frozenset({"type", "subject", "relation", "object", "created_at", "tenant_id"})
+#: The fields of a conversation line (``{"messages": [...] | "text": ...}``).
+_TURN_KEYS = frozenset({"type", "messages", "text", *_SCOPE_KEYS, "metadata", "timestamp", "infer", "importance"})
 
 
 def relation_from_item(obj: dict[str, Any]) -> RelationTuple:
@@ -429,6 +431,11 @@ class Importer:
             self._flush_records()
 
     def _turn(self, line_no: int, obj: dict[str, Any], messages: Any) -> None:
+        extra = sorted(set(obj) - _TURN_KEYS, key=str)
+        if extra:
+            # A misspelt key ("timestmap", "metdata") would be left out silently.
+            raise _Bad(f"{validate.show(extra[0])} is not a field of a conversation line "
+                       "(messages or text, the scope's ids, metadata, timestamp, infer, importance)")
         ids = {k: obj.get(k) for k in _SCOPE_KEYS}
         if not any(v is not None for v in ids.values()):
             ids = dict(self.defaults)

@@ -139,6 +139,11 @@ def test_a_bad_line_is_named_and_the_lines_before_it_stay(source: Memory, tmp_pa
             (json.dumps({"memory": "", "id": "m2", "user_id": "u", "created_at": "2024-01-01"}), "memory"),
             (json.dumps({"memory": "x", "text": "y"}), "exactly one of"),
             (json.dumps({"memory": "x", "id": "m3", "user_id": "u", "created_at": "2024-01-01", "kind": "gossip"}), "kind"),
+            # A misspelt field of a conversation line was left out: the memory dated
+            # now and without its metadata, and the import said nothing.
+            (json.dumps({"text": "x", "user_id": "u", "infer": False, "timestmap": "2001-01-01T00:00:00Z"}),
+             "'timestmap' is not a field of a conversation line"),
+            (json.dumps({"messages": [{"role": "user", "content": "x"}], "user_id": "u", "metdata": {"a": 1}}), "'metdata'"),
         ]:
             with pytest.raises(ImportLineError) as caught:
                 copy.import_([*good, bad, good[0]])
