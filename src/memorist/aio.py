@@ -66,6 +66,7 @@ class AsyncMemory:
         config: MemoryConfig | None = None,
         llm: str | LLM | None = None,
         policy: str | None = None,
+        **settings: Any,
     ) -> None:
         self.memory = Memory(
             path,
@@ -79,6 +80,7 @@ class AsyncMemory:
             config=config,
             llm=llm,
             policy=policy,
+            **settings,
         )
         self._lock = threading.Lock()
 

@@ -24,7 +24,7 @@ from .api import MemoryAPI, Scoped, implements
 from .capabilities import Minutes, Tiers
 from .config import MemoryConfig, default_db_path
 from .embed import Embedder, embedder_for_identity, resolve_embedder, spec_for_identity
-from .errors import EmbedderMismatchError, NotFoundError, ValidationError
+from .errors import ConfigurationError, EmbedderMismatchError, NotFoundError, ValidationError
 from .llm import LLM, resolve_llm
 from .model import (
     AddResult,
@@ -105,6 +105,8 @@ class Memory:
     memories not updated for that many days are no longer returned (0 or None: never).
     ``policy``: ``"default"``, or ``"energy"`` for energy tiers (items
     then carry ``energy`` and ``tier``; see :meth:`maintain`); None: ``MEMORIST_POLICY``.
+    Any other setting of :class:`~memorist.config.MemoryConfig` is taken by name
+    (``busy_timeout=5``, ``retrieval={"candidates": 50}``).
     """
 
     def __init__(
@@ -121,9 +123,17 @@ class Memory:
         config: MemoryConfig | None = None,
         llm: str | LLM | None = None,
         policy: str | None = None,
+        **settings: Any,
     ) -> None:
         # Overrides go to a copy: the caller's config object is never changed.
         base = dataclasses.replace(config) if config is not None else MemoryConfig()
+        # Any other setting of MemoryConfig by name (``busy_timeout=5``, ``retrieval={...}``).
+        known = {f.name for f in dataclasses.fields(MemoryConfig)}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ConfigurationError(f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        for name, value in settings.items():
+            setattr(base, name, value)
         if path is not None:
             base.path = path
         if embedder is not None:
@@ -729,7 +739,6 @@ class Memory:
         LLM (``llm=`` or ``MEMORIST_LLM``): the heuristics never fail, so re-running them
         would prove nothing.
         """
-        from .errors import ConfigurationError
         from .pipelines.reprocess import reprocess
 
         if getattr(self.extractor, "llm", None) is None:

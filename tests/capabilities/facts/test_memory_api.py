@@ -742,3 +742,26 @@ def test_a_ranking_policy_assigned_later_applies(memory):
     boost = first[-1]
     memory.ranking = RankingPolicy(terms=[(10.0, lambda record, ctx: 1.0 if record.text == boost else 0.0)])
     assert texts(memory.search("tea", user_id="alex"))[0] == boost
+
+
+def test_every_setting_is_an_argument_of_memory_and_a_misspelt_one_is_refused(tmp_path):
+    """The configuration page names each setting as an argument, but only a few were:
+    ``Memory(path, busy_timeout=5)`` raised TypeError."""
+    from memorist import AsyncMemory, ConfigurationError
+
+    with Memory(str(tmp_path / "m.db"), embedder="hashing", busy_timeout=5, similar_k=3, max_message_chars=1000,
+                max_metadata_depth=4, max_metadata_bytes=4096, retrieval={"candidates": 50}, maintenance_log="off",
+                consolidation_batch_size=10, auto_consolidate_threshold=0, run_consolidation_async=False,
+                consolidation_similarity=0.85) as m:
+        c = m.config
+        assert (c.busy_timeout, c.similar_k, c.max_message_chars, c.max_metadata_depth, c.max_metadata_bytes) == (5.0, 3, 1000, 4, 4096)
+        assert (c.retrieval.candidates, c.consolidation_batch_size, c.run_consolidation_async, c.consolidation_similarity) == (50, 10, False, 0.85)
+        with pytest.raises(ValidationError, match="1,000"):
+            m.add("x" * 1001, user_id="u", infer=False)  # the setting is in force
+    with pytest.raises(ConfigurationError, match="unknown setting.*busytimeout"):
+        Memory(":memory:", embedder="hashing", busytimeout=5)
+    with pytest.raises(ConfigurationError, match="similar_k"):
+        Memory(":memory:", embedder="hashing", similar_k=0)
+    a = AsyncMemory(":memory:", embedder="hashing", similar_k=2)
+    assert a.memory.config.similar_k == 2
+    a.memory.close()
