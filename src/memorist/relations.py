@@ -31,8 +31,9 @@ of, through groups of groups up to :data:`~memorist.policies.relations.MAX_GROUP
   writing them takes editor on ``tenant/<name>``. Curating one takes editor on it and
   reading the space whose reflections are curated.
 - tuples: a subject creates and deletes tuples on what it owns (its spaces and
-  playbooks) or holds ``owner`` of (a group, another's playbook); it lists the tuples
-  of its own subjects and of the objects it manages.
+  playbooks) or holds ``owner`` of (a group, another's playbook, a space and what it
+  covers); it lists the tuples of its own subjects and groups and of the objects it
+  manages (with no ``object`` filter, both: an owner sees whom it shares with).
 
 Tenants never cross: a Memory serves one tenant and every tuple is that tenant's.
 """
@@ -265,19 +266,68 @@ class Relations:
 
     def list(self, *, subject: Any = None, relation: str | None = None, object: Any = None, limit: int = 100) -> RelationList:  # noqa: A002
         """The tuples of the tenant, filtered by ``subject``, ``relation`` and ``object``
-        (each optional), at most ``limit``. A subject's handle lists the tuples of its
-        own subjects, or of an ``object`` it manages."""
+        (each optional), at most ``limit``, in a stable order (by object, relation,
+        subject). A subject's handle lists the tuples it may see: its own (its subjects'
+        and its groups') and those on the objects it manages (:meth:`_on_managed`: what
+        it shares, and with whom); given an ``object``, all of that object's tuples when
+        it manages it, else its own."""
         count = validate.limit(limit)
         who = rules.subject_of(subject) if subject is not None else None
         rel = rules.relation_of(relation) if relation is not None else None
         what = self._object(object) if object is not None else None
-        subjects = [who] if who is not None else None
-        if self._subjects is not None and not (what is not None and self._manages(what)):
-            mine = [*self._subjects, *self._access.groups(self._subjects)]
-            subjects = [s for s in mine if who is None or s == who]
-        rows = self._host.store.relations(self._access.tenant, subjects=subjects, relations=[rel] if rel else None,
-                                          objects=[what] if what else None, limit=count)
+        store, tenant = self._host.store, self._access.tenant
+        relations, objects = ([rel] if rel else None), ([what] if what else None)
+        if self._subjects is None or (what is not None and self._manages(what)):
+            rows = store.relations(tenant, subjects=[who] if who else None, relations=relations, objects=objects, limit=count)
+            return {"results": [r.to_item() for r in rows]}
+        holders = [*self._subjects, *self._access.groups(self._subjects)]
+        mine = [s for s in holders if who is None or s == who]
+        rows = store.relations(tenant, subjects=mine, relations=relations, objects=objects, limit=count)
+        if what is None:
+            rows = _first(count, rows, *self._on_managed(holders, [who] if who else None, relations, count))
         return {"results": [r.to_item() for r in rows]}
+
+    def _on_managed(self, holders: list[tuple[str, str]], subjects: list[tuple[str, str]] | None, relations: list[str] | None,
+                    count: int) -> list[list[RelationTuple]]:
+        """The tuples (of ``subjects`` and ``relations``, None: any; at most ``count``
+        each read) on the objects the handle manages, as :meth:`_manages` decides: the
+        spaces and playbooks it owns, and what ``holders`` (its subjects and groups)
+        hold ``owner`` of: a group, a playbook, a space and every space and playbook
+        that space covers. At most :data:`~memorist.policies.relations.MAX_GROUPS`
+        ``owner`` tuples are followed, so a listing costs a bounded number of reads."""
+        store, tenant = self._host.store, self._access.tenant
+        ids = dict(self._subjects or ())
+        spaces = [(ids.get("user", ""), ids.get("agent", ""))]
+        exact: list[tuple[str, str]] = []
+        for row in store.relations(tenant, subjects=holders, relations=[OWNER], limit=rules.MAX_GROUPS):
+            space = rules.parse_space(row.object_id) if row.object_type == "scope" else None
+            if space is not None:
+                spaces.append(space)
+            elif row.object not in exact:
+                exact.append(row.object)
+        patterns = list(dict.fromkeys(p for user, agent in dict.fromkeys(spaces) for p in _owned_patterns(user, agent)))
+
+        def covered(row: RelationTuple) -> bool:
+            return any(rules.names_owned(row.object_type, row.object_id, user, agent) for user, agent in spaces)
+
+        found = [self._read(covered, count, subjects=subjects, relations=relations, object_like=patterns)]
+        if exact:
+            found.append(store.relations(tenant, subjects=subjects, relations=relations, objects=exact, limit=count))
+        return found
+
+    def _read(self, keep: Callable[[RelationTuple], bool], count: int, **query: Any) -> list[RelationTuple]:
+        """Up to ``count`` tuples of ``query`` that ``keep`` accepts. A LIKE pattern
+        reads a superset (SQLite's ignores ASCII case: ``user:ALEX`` matches
+        ``user:alex``); while refused rows crowd the accepted ones out, the read is
+        made again with a larger limit, up to :data:`SCAN_PAST` rows past ``count``."""
+        store, tenant = self._host.store, self._access.tenant
+        fetch = count
+        while True:
+            rows = store.relations(tenant, limit=fetch, **query)
+            kept = [r for r in rows if keep(r)]
+            if len(kept) >= count or len(rows) < fetch or fetch >= count + SCAN_PAST:
+                return kept[:count]
+            fetch = min(2 * fetch, count + SCAN_PAST)
 
     def check(self, subject: Any, relation: str, object: Any) -> RelationCheck:  # noqa: A002
         """Whether ``subject`` may act as ``relation`` on ``object`` now: its own
@@ -295,6 +345,28 @@ class Relations:
         else:
             via = access.decide(frozenset([who]), rel, access.target_of(what), what)
         return {"subject": list(who), "relation": rel, "object": list(what), "allowed": via is not None, "via": via}
+
+
+#: How many tuples a subject's listing reads past those it lists, when tuples it may not
+#: see crowd the LIKE read of what it manages (ids that differ from its own in case only).
+SCAN_PAST = 10_000
+
+
+def _owned_patterns(user: str, agent: str) -> list[tuple[str, str]]:
+    """The LIKE patterns of the scopes and playbooks of the space of ``user`` and/or
+    ``agent`` (a superset: :func:`~memorist.policies.relations.names_owned` decides),
+    with the playbooks of an agent named ``tenant`` or ``global`` (written
+    ``agent:tenant/<name>``)."""
+    patterns = rules.owner_object_patterns(user, agent)
+    if agent in ("tenant", "global") and not user:
+        patterns.append(("playbook", f"agent:{agent}/%"))
+    return patterns
+
+
+def _first(count: int, *reads: list[RelationTuple]) -> list[RelationTuple]:
+    """The first ``count`` tuples of ``reads`` together, each once, by object, relation and subject."""
+    rows = {(r.object_type, r.object_id, r.relation, r.subject_type, r.subject_id): r for read in reads for r in read}
+    return [rows[key] for key in sorted(rows)][:count]
 
 
 # the subject's handle ----------------------------------------------------------------------
