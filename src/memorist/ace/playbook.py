@@ -26,35 +26,38 @@ from typing import Any
 
 import numpy as np
 
+from .. import validate
 from ..errors import ValidationError
+from ..model import Message
 from ..pipelines.learn import LearningPipeline, PlaybookState
 from ..pipelines.playbooks import is_strategy_of, playbook_of
 from ..policies.decay import record_score
 from ..policies.dedup import choose_first_seen, choose_survivor, clusters, cosine_matrix
 from ..policies.playbook import PlaybookConfig
+from ..policies.taxonomy import CLASS_KEYWORDS, LESSON_KINDS, snake_case
 from ..roles.curator import AppendCurator, HeuristicCurator
 from ..roles.learning import Bullet, Curator, Lesson, Reflector, Trace, bullet_from, messages_of
 from ..roles.reflector import HeuristicReflector
 from ..store.base import ScopeFilter
 from .context import format_context
-from .runner import run_turn
+from .learning import _bool
+from .runner import check_outcome, optional_id, optional_text, run_turn
 
 logger = logging.getLogger("memorist.ace.memory")
 
 
 def _learner(value: Any, name: str = "learner_id") -> str:
+    """A learner's id, by the rules of the scope ids: it names the playbook's space."""
     if not isinstance(value, str) or not value.strip():
-        raise ValidationError(name, f"must be a non-empty string, got {value!r}")
-    if len(value) > 256:
-        raise ValidationError(name, "is longer than 256 characters")
+        raise ValidationError(name, f"must be a non-empty string, got {validate.show(value)}")
+    validate.scope_id(name, value)
     return value
 
 
-def _optional_text(value: Any, name: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ValidationError(name, f"must be a string, got {type(value).__name__}")
+def _items(value: Any, name: str, what: str) -> Sequence[Any]:
+    """A list (or tuple) argument; a string or a mapping would be iterated item by item."""
+    if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Sequence):
+        raise ValidationError(name, f"must be a list of {what}, got {type(value).__name__}")
     return value
 
 
@@ -160,7 +163,7 @@ class Playbook:
     def turn(self, learner_id: str, conversation_id: str | None = None, *, topic: str | None = None) -> PlaybookTurn:
         """One turn (or task) of ``learner_id`` in conversation ``conversation_id``.
         The learner's playbook is loaded once, on first use, for the whole turn."""
-        return PlaybookTurn(self, _learner(learner_id), _optional_text(conversation_id, "conversation_id") or "", topic=topic)
+        return PlaybookTurn(self, learner_id, conversation_id, topic=topic)
 
     def retrieve(self, query: str, *, learner_id: str, conversation_id: str | None = None, **options: Any) -> list[Bullet]:
         """:meth:`PlaybookTurn.retrieve` in a turn of its own."""
@@ -316,11 +319,11 @@ class PlaybookTurn:
     reloads it on every access, as the ACE baseline did).
     """
 
-    def __init__(self, playbook: Playbook, learner_id: str, conversation_id: str, *, topic: str | None = None) -> None:
+    def __init__(self, playbook: Playbook, learner_id: str, conversation_id: str | None = None, *, topic: str | None = None) -> None:
         self.playbook = playbook
-        self.learner_id = learner_id
-        self.conversation_id = conversation_id
-        self.topic = topic
+        self.learner_id = _learner(learner_id)
+        self.conversation_id = optional_id(conversation_id, "conversation_id") or ""
+        self.topic = optional_id(topic, "topic")
         self.injected: list[Bullet] = []
         self._state: PlaybookState | None = None
 
@@ -347,10 +350,19 @@ class PlaybookTurn:
     ) -> list[Bullet]:
         """The learner's bullets most relevant to ``query``, best first; remembered as
         this turn's injected bullets (what :meth:`learn` tags helpful or harmful)."""
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("query", "must be a non-empty string")
-        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-            raise ValidationError("top_k", f"must be a whole number >= 1, got {top_k!r}")
+        query = validate.text("query", query, max_chars=self.playbook.memory.config.max_message_chars)
+        if top_k is not None:
+            validate.limit(top_k, name="top_k")
+        topic = optional_id(topic, "topic")
+        if memory_types is not None:
+            for i, kind in enumerate(_items(memory_types, "memory_types", "memory classes")):
+                if not isinstance(kind, str) or snake_case(kind) not in CLASS_KEYWORDS:
+                    raise ValidationError(f"memory_types[{i}]", f"must be one of {', '.join(sorted(CLASS_KEYWORDS))}, got {validate.show(kind)}")
+        if tags is not None:
+            for i, tag in enumerate(_items(tags, "tags", "strings")):
+                if not isinstance(tag, str):
+                    raise ValidationError(f"tags[{i}]", f"must be a string, got {type(tag).__name__}")
+        _bool(touch, "touch")
         bullets = self.playbook.pipeline.retrieve(
             self.state, query, top_k=top_k, topic=topic or self.topic, memory_types=memory_types, tags=tags, touch=touch
         )
@@ -378,41 +390,92 @@ class PlaybookTurn:
 
         ``used``: the bullets that were in the prompt (default: what :meth:`retrieve`
         returned in this turn). ``lessons``: lessons already known (they replace the
-        reflector's own). Returns ``{"num_new_bullets", "num_updates",
+        reflector's own). ``outcome``: ``"success"``, ``"failure"`` or None (the
+        feedback decides). Returns ``{"num_new_bullets", "num_updates",
         "num_removals", ...}``.
+
+        Every argument is checked before anything is written: a ValidationError names
+        the wrong one (``lessons[2].type``) and the playbook is left as it was.
         """
-        msgs = messages_of(messages)
+        limit = self.playbook.memory.config.max_message_chars
+        msgs = _messages(messages, limit)
         if question is None:
             question = next((m.content for m in reversed(msgs) if m.role == "user"), "")
-        if not isinstance(question, str):
+        elif not isinstance(question, str):
             raise ValidationError("question", f"must be a string, got {type(question).__name__}")
-        given = tuple(_lesson(x) for x in (lessons or ()))
+        optional_text(question, "question", max_chars=limit)
+        if answer is None:
+            answer = ""
+        elif not isinstance(answer, str):
+            raise ValidationError("answer", f"must be a string, got {type(answer).__name__}")
+        # Not bounded: the answer is the model's (or lists the bullets injected) and
+        # only its first sentence is ever kept; but that must be text a store can hold.
+        validate.unicode("answer", answer)
+        given: tuple[Lesson, ...] = ()
+        if lessons is not None:
+            items = _items(lessons, "lessons", "lessons (strings, mappings or Lessons)")
+            given = tuple(_lesson(x, f"lessons[{i}]", max_chars=limit) for i, x in enumerate(items))
+        injected = self.injected if used is None else list(_items(used, "used", "Bullets"))
+        for i, bullet in enumerate(injected):
+            if not isinstance(bullet, Bullet):
+                raise ValidationError(f"used[{i}]", f"must be a Bullet (from retrieve), got {type(bullet).__name__}")
         trace = Trace(
             question=question,
-            answer=answer or "",
-            feedback=_optional_text(feedback, "feedback"),
-            outcome=_optional_text(outcome, "outcome"),
-            injected=tuple(self.injected if used is None else used),
+            answer=answer,
+            feedback=optional_text(feedback, "feedback", max_chars=limit),
+            outcome=check_outcome(outcome),
+            injected=tuple(injected),
             messages=msgs,
             learner_id=self.learner_id,
-            topic=topic or self.topic or "",
+            topic=optional_id(topic, "topic") or self.topic or "",
             lessons=given,
-            answer_mode=answer_mode,
+            answer_mode=optional_text(answer_mode, "answer_mode", max_chars=validate.MAX_ID_CHARS) or "",
         )
         result = self.playbook.pipeline.learn(self.state, trace, conversation_id=self.conversation_id)
         return result.to_dict()
 
 
-def _lesson(value: Lesson | Mapping[str, Any] | str) -> Lesson:
-    if isinstance(value, Lesson):
-        return value
+def _messages(value: Any, max_chars: int) -> tuple[Message, ...]:
+    """``learn``'s messages (``Message`` objects or ``{"role", "content"}`` mappings), checked."""
+    for i, m in enumerate(_items(value, "messages", "messages")):
+        if isinstance(m, Message):
+            role, content = m.role, m.content
+        elif isinstance(m, Mapping):
+            role, content = m.get("role", "user"), m.get("content", "")
+        else:
+            raise ValidationError(f"messages[{i}]", f"must be a Message or a mapping with role and content, got {type(m).__name__}")
+        if not isinstance(role, str):
+            raise ValidationError(f"messages[{i}].role", f"must be a string, got {type(role).__name__}")
+        optional_text(content, f"messages[{i}].content", max_chars=max_chars)
+    return messages_of(value)
+
+
+def _lesson(value: Lesson | Mapping[str, Any] | str, where: str, *, max_chars: int) -> Lesson:
+    """A lesson given to :meth:`PlaybookTurn.learn`, every field checked (``where``:
+    ``lessons[i]``): it becomes a bullet as it is, so what the store would refuse, and
+    what the curator would silently drop or misread, is refused here."""
     if isinstance(value, str):
-        return Lesson(content=value)
+        return Lesson(content=validate.text(where, value, max_chars=max_chars))
     if isinstance(value, Mapping):
         if not isinstance(value.get("content"), str):
-            raise ValidationError("lessons", f"each lesson needs a 'content' string, got {value!r}")
-        return Lesson.from_dict(value)
-    raise ValidationError("lessons", f"a lesson is a string, a mapping or a Lesson, got {type(value).__name__}")
+            raise ValidationError(f"{where}.content", f"each lesson needs a 'content' string, got {validate.show(value)}")
+        lesson = Lesson.from_dict(value)
+    elif isinstance(value, Lesson):
+        lesson = value
+    else:
+        raise ValidationError(where, f"a lesson is a string, a mapping or a Lesson, got {type(value).__name__}")
+    validate.text(f"{where}.content", lesson.content, max_chars=max_chars)
+    if lesson.type is not None and (not isinstance(lesson.type, str) or lesson.type not in LESSON_KINDS):
+        raise ValidationError(f"{where}.type", f"must be one of {', '.join(LESSON_KINDS)}, got {validate.show(lesson.type)}")
+    if lesson.memory_type is not None and (not isinstance(lesson.memory_type, str) or lesson.memory_type not in CLASS_KEYWORDS):
+        raise ValidationError(f"{where}.memory_type", f"must be one of {', '.join(sorted(CLASS_KEYWORDS))}, got {validate.show(lesson.memory_type)}")
+    for j, tag in enumerate(_items(lesson.tags, f"{where}.tags", "strings")):
+        if tag is None:
+            raise ValidationError(f"{where}.tags[{j}]", "must be a string, got None")
+        validate.scope_id(f"{where}.tags[{j}]", tag)
+    for name in ("concept", "section", "topic", "source"):
+        optional_id(getattr(lesson, name), f"{where}.{name}")
+    return lesson
 
 
 __all__ = ["Playbook", "PlaybookTurn"]

@@ -27,11 +27,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
+from .. import validate
 from ..errors import MemoristError, ValidationError
 from ..policies.taxonomy import infer_topic, snake_case
 from ..policies.text import preview
+from ..prompts import MAX_TEXT_CHARS
 from ..roles.learning import Bullet, messages_of
 from .context import format_context
 
@@ -78,11 +80,46 @@ DEFAULT_LEARNER = "default"
 #: ``answerer(system, messages) -> answer``: how the runner asks a model.
 Answerer = Callable[[str, Sequence[Mapping[str, str]]], str]
 
+#: How a turn went, as its caller says: the protocol's ``"outcome"``,
+#: :meth:`~memorist.PlaybookTurn.learn`'s ``outcome`` and the chat's. None (not said)
+#: leaves the verdict to the feedback; any other word would be lost, so it is refused.
+Outcome = Literal["success", "failure"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+
+
+def check_outcome(value: Any, name: str = "outcome") -> str | None:
+    """``value`` if it is one of :data:`OUTCOMES` or None; else a ValidationError naming ``name``."""
+    if value is not None and (not isinstance(value, str) or value not in OUTCOMES):
+        raise ValidationError(name, f"must be one of {', '.join(OUTCOMES)} (or left out), got {validate.show(value)}")
+    return value
+
+
+def optional_text(value: Any, name: str, *, max_chars: int) -> str | None:
+    """Text that may be empty or None (a question, feedback, a message): a string of at
+    most ``max_chars`` characters that can be stored (no NUL, no lone surrogate)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(name, f"must be a string, got {type(value).__name__}")
+    if len(value) > max_chars:
+        raise ValidationError(name, f"is {len(value):,} characters; the limit is {max_chars:,}")
+    return validate.unicode(name, value)
+
+
+def optional_id(value: Any, name: str) -> str | None:
+    """An id or a label that may be left out (None or ""): otherwise the rules of the
+    scope ids (at most 256 characters, something visible, no control character)."""
+    return None if value is None or value == "" else validate.scope_id(name, value)
+
 
 def sanitize_answer(text: Any) -> str:
     """The answer without stray lone numeric lines (a ``10`` on a line of its own in a
-    longer reply) and without runs of blank lines. An answer that is only a number stays."""
-    text = str(text or "").replace("\r\n", "\n").strip()
+    longer reply) and without runs of blank lines. An answer that is only a number stays.
+
+    What text cannot hold goes too (a NUL; a lone surrogate becomes ``?``): the turn
+    learns from its answer, and must not refuse the model's own reply."""
+    text = str(text or "").replace("\r\n", "\n").replace("\x00", "").strip()
+    text = text.encode("utf-8", "replace").decode("utf-8")
     lines = text.split("\n")
     if any(line.strip() and not _LONE_NUMBER.match(line) for line in lines):
         lines = [line for line in lines if not _LONE_NUMBER.match(line)]
@@ -110,7 +147,7 @@ def deterministic_answer(question: str, bullets: Sequence[Bullet], *, failure: s
     return "\n".join(lines)
 
 
-def _check(payload: Any) -> tuple[list[dict[str, str]], str, str, str | None, str | None, str | None]:
+def _check(payload: Any, max_chars: int) -> tuple[list[dict[str, str]], str, str, str | None, str | None, str | None]:
     if not isinstance(payload, Mapping):
         raise ValidationError("input", f"must be a JSON object, got {type(payload).__name__}")
     messages = payload.get("messages")
@@ -120,6 +157,7 @@ def _check(payload: Any) -> tuple[list[dict[str, str]], str, str, str | None, st
     for i, m in enumerate(messages):
         if not isinstance(m, Mapping) or not isinstance(m.get("content"), str) or not isinstance(m.get("role", "user"), str):
             raise ValidationError(f"messages[{i}]", "must be an object with a string \"role\" and \"content\"")
+        optional_text(m["content"], f"messages[{i}].content", max_chars=max_chars)
         clean.append({"role": m.get("role", "user"), "content": m["content"]})
     if not any(m["role"] == "user" and m["content"].strip() for m in clean):
         raise ValidationError("messages", "need at least one user message with content")
@@ -127,17 +165,14 @@ def _check(payload: Any) -> tuple[list[dict[str, str]], str, str, str | None, st
     if learner is None:
         learner = DEFAULT_LEARNER
     if not isinstance(learner, str) or not learner.strip():
-        raise ValidationError("learner_id", f"must be a non-empty string when given, got {learner!r}")
-    conversation = payload.get("conversation_id", payload.get("conversationId")) or ""
-    if not isinstance(conversation, str):
-        raise ValidationError("conversation_id", f"must be a string, got {type(conversation).__name__}")
-    out: list[str | None] = []
-    for name in ("feedback", "outcome", "topic"):
-        value = payload.get(name)
-        if value is not None and not isinstance(value, str):
-            raise ValidationError(name, f"must be a string, got {type(value).__name__}")
-        out.append(value)
-    return clean, learner, conversation, out[0], out[1], out[2]
+        raise ValidationError("learner_id", f"must be a non-empty string when given, got {validate.show(learner)}")
+    # The learner names the playbook's space and the facts' namespace: an id's rules.
+    validate.scope_id("learner_id", learner)
+    conversation = optional_id(payload.get("conversation_id", payload.get("conversationId")), "conversation_id") or ""
+    feedback = optional_text(payload.get("feedback"), "feedback", max_chars=max_chars)
+    outcome = check_outcome(payload.get("outcome"))
+    topic = optional_id(payload.get("topic"), "topic")
+    return clean, learner, conversation, feedback, outcome, topic
 
 
 def _runner_model(memory: Any) -> Any:
@@ -170,17 +205,19 @@ def _model_answerer(memory: Any) -> Answerer | None:
     return answer
 
 
-def check_turn(payload: Any) -> tuple[list[dict[str, str]], str, str, str | None, str | None, str | None]:
+def check_turn(payload: Any, *, max_chars: int = MAX_TEXT_CHARS) -> tuple[list[dict[str, str]], str, str, str | None, str | None, str | None]:
     """The protocol's input checked: ``(messages, learner_id, conversation_id,
     feedback, outcome, topic)``; a :class:`~memorist.errors.ValidationError` names the
     wrong field. Every runner of the protocol (this one, the tutor's graph) reads its
-    input through it."""
-    return _check(payload)
+    input through it, before the turn reads or writes anything, so a refused turn
+    changes nothing. ``max_chars``: the longest message or feedback (the Memory's
+    ``max_message_chars``)."""
+    return _check(payload, max_chars)
 
 
 def run_turn(playbook: PlaybookLike, payload: Mapping[str, Any], *, answerer: Answerer | None = None) -> dict[str, Any]:
     """Run one turn of the protocol above and return the output object."""
-    messages, learner, conversation, feedback, outcome, topic = _check(payload)
+    messages, learner, conversation, feedback, outcome, topic = _check(payload, playbook.memory.config.max_message_chars)
     question = next(m["content"] for m in reversed(messages) if m["role"] == "user" and m["content"].strip())
     runner_log.info("[ACE Runner] Turn learner=%s conversation=%s question=%s", learner, conversation or "-", preview(question))
     turn = playbook.turn(learner, conversation, topic=topic)
@@ -230,4 +267,7 @@ def run_turn(playbook: PlaybookLike, payload: Mapping[str, Any], *, answerer: An
     }
 
 
-__all__ = ["DEFAULT_LEARNER", "FEEDBACK_HINT", "SYSTEM_PROMPT", "PlaybookLike", "TurnLike", "check_turn", "deterministic_answer", "run_turn", "sanitize_answer"]
+__all__ = [
+    "DEFAULT_LEARNER", "FEEDBACK_HINT", "OUTCOMES", "SYSTEM_PROMPT", "Outcome", "PlaybookLike", "TurnLike", "check_outcome", "check_turn",
+    "deterministic_answer", "optional_id", "optional_text", "run_turn", "sanitize_answer",
+]

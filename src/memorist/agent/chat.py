@@ -51,6 +51,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import config, validate
+from ..ace.runner import Outcome
 from ..client import Client
 from ..errors import MemoristError, NotFoundError, StoreError, ValidationError
 from ..integrations.langgraph import MemoristStore
@@ -121,7 +122,7 @@ class ChatRequest(BaseModel):
     conversationId: Annotated[str | None, Field(max_length=128)] = None
     memoryEnabled: bool = False
     feedback: Annotated[str | None, Field(max_length=MAX_MESSAGE_CHARS)] = None
-    outcome: Literal["success", "failure"] | None = None
+    outcome: Outcome | None = None
 
 
 @dataclass(frozen=True)

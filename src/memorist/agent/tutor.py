@@ -212,7 +212,7 @@ class Tutor:
         None: no facts), in ``namespace`` (default: ``(learner_id,)``). ``decay_days``: facts neither created nor updated in that
         many days are left out (None or 0: no decay). A store that fails leaves the
         turn without facts and says so in ``scratch.memory_error``."""
-        messages, learner, conversation, feedback, outcome, topic = check_turn(payload)
+        messages, learner, conversation, feedback, outcome, topic = check_turn(payload, max_chars=self.memory.config.max_message_chars)
         question = next(m["content"] for m in reversed(messages) if m["role"] == "user" and m["content"].strip())
         log.info("[ACE Runner] Turn learner=%s conversation=%s question=%s", learner, conversation or "-", preview(question))
         turn = self.playbook.turn(learner, conversation, topic=topic)

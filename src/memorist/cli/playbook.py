@@ -96,8 +96,10 @@ def run_turn(app: App, input_file: Any, preset: str, max_bullets: int | None, to
         raise click.BadParameter(
             f"the input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", param_hint="--input"
         ) from exc
+    from ..ace.runner import check_turn
     from ..agent.tutor import Tutor
 
+    check_turn(payload)  # a refused turn opens (or creates) no store; the tutor checks it again with the store's limits
     with ace_logs_to_stderr():
         playbook = _playbook(app, preset, create=True, max_bullets=max_bullets, top_k=top_k)
         result = Tutor(playbook.memory, playbook=playbook).run_turn(payload)
