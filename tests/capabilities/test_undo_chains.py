@@ -225,3 +225,52 @@ def test_what_happened_on_another_day_stays_apart_and_a_later_fact_s_date_is_kep
         (merged,) = mem.learning.consolidate(user_id="v")["results"]
         record = mem.store.get(merged["id"])
         assert (record.created_at, record.updated_at) == (T0, T0 + 3 * day)  # first known, last said
+
+
+def test_a_contradicted_memory_is_replaced_as_one_operation_whichever_event_is_rolled_back(backend) -> None:
+    """The reconciler deletes a contradicted memory and adds the new fact: rolling back
+    the DELETE restored the old memory beside the new one (two contradicting memories)
+    and the ADD could not be rolled back at all ("reversible operation not found")."""
+    for undo in ("ADD", "DELETE"):
+        with Memory(backend.target, embedder="hashing") as mem:
+            user = f"kim-{undo}"
+            mem.add("I drink coffee.", user_id=user)
+            changed = mem.add("I no longer drink coffee.", user_id=user)["results"]
+            assert [(r["event"], r["memory"]) for r in changed] == [("DELETE", "Drinks coffee"), ("ADD", "No longer drinks coffee")]
+            event = next(e["seq"] for e in mem.history(changed[0 if undo == "DELETE" else 1]["id"], user_id=user) if e["event"] == undo)
+            done = mem.rollback(event, user_id=user)
+            assert done["restored"] == [changed[0]["id"]] and done["retired"] == [changed[1]["id"]]
+            assert [m["memory"] for m in mem.get_all(user_id=user)["results"]] == ["Drinks coffee"]
+            other = next(e["seq"] for e in mem.history(changed[1 if undo == "DELETE" else 0]["id"], user_id=user) if e["event"] == ("ADD" if undo == "DELETE" else "DELETE"))
+            with pytest.raises(ConflictError, match="already rolled back"):
+                mem.rollback(other, user_id=user)  # the other event is of the same operation
+
+
+def test_a_fact_that_contradicts_two_memories_is_undone_whole_from_any_of_its_events(backend) -> None:
+    from memorist.model import Action, Decision
+    from memorist.roles.base import Reconciler
+    from memorist.roles.reconciler import HeuristicReconciler
+
+    class Replacing(Reconciler):
+        """Deletes every memory shown for a fact starting "Now", then adds the fact."""
+
+        local = True
+
+        def reconcile(self, facts, existing):
+            if not facts[0].text.startswith("Now"):
+                return HeuristicReconciler().reconcile(facts, existing)
+            fact = facts[0]
+            shown = [e for group in existing for e in group]
+            return [*(Decision(Action.DELETE, e.text, target_id=e.id, old_text=e.text, fact=fact) for e in shown),
+                    Decision(Action.ADD, fact.text, fact=fact)]
+
+    for pick in (0, 1, 2):
+        with Memory(backend.target, embedder="hashing", reconciler=Replacing()) as mem:
+            user = f"sam-{pick}"
+            mem.add("Likes tea", user_id=user, infer=False)
+            mem.add("Works at a bank", user_id=user, infer=False)
+            changed = mem.add("Now likes only coffee", user_id=user)["results"]
+            assert [r["event"] for r in changed] == ["DELETE", "DELETE", "ADD"]
+            event = [next(e["seq"] for e in mem.history(r["id"], user_id=user) if e["event"] == r["event"]) for r in changed][pick]
+            mem.rollback(event, user_id=user)
+            assert sorted(m["memory"] for m in mem.get_all(user_id=user)["results"]) == ["Likes tea", "Works at a bank"]

@@ -37,7 +37,7 @@ from ..policies.text import content_hash
 from ..roles.base import Extractor, Reconciler
 from ..store.base import Batch, ScopeFilter, Store
 from .llm_events import turn_flags, write_llm_calls
-from .undo import BOOKKEEPING, UNDO, undo_payload
+from .undo import BOOKKEEPING, OPERATION_ID, UNDO, new_operation_id, undo_payload
 
 logger = logging.getLogger("memorist")
 
@@ -150,6 +150,27 @@ def make_record(
         metadata=metadata,
         lineage=lineage or {},
     )
+
+
+def _replacements(decisions: Sequence[Decision]) -> list[list[int]]:
+    """The decisions (their positions) in the order they are written, grouped: an
+    ADD of a fact, then the DELETEs of the memories that fact contradicts (decisions
+    naming the same fact), as one group; every other decision alone, in its place."""
+    deletes: dict[int, list[int]] = {}
+    for i, d in enumerate(decisions):
+        if d.action is Action.DELETE and d.fact is not None:
+            deletes.setdefault(id(d.fact), []).append(i)
+    adds = {id(d.fact) for d in decisions if d.action is Action.ADD and d.fact is not None}
+    paired = {i for key, found in deletes.items() if key in adds for i in found}
+    groups: list[list[int]] = []
+    for i, d in enumerate(decisions):
+        if i in paired:
+            continue  # written after its ADD
+        if d.action is Action.ADD and d.fact is not None and id(d.fact) in deletes:
+            groups.append([i, *deletes[id(d.fact)]])
+        else:
+            groups.append([i])
+    return groups
 
 
 def _summary(counts: dict[str, int]) -> str:
@@ -331,9 +352,23 @@ class Ingestor:
             flags = turn_flags(rec)
             seq = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, True, importance)
                               | {"facts": [f.text for f in turn.facts]} | flags)
-            for decision in turn.decisions:
-                outcome = self.apply(batch, decision, scope=scope, metadata=metadata, at=at, turn=seq, vector_of=turn.vector_of, allowed=allowed,
-                                     importance=importance)
+            outcomes: dict[int, dict[str, Any] | None] = {}
+            for group in _replacements(turn.decisions):
+                # A fact that contradicts memories replaces them: its ADD, then their
+                # DELETEs, as one operation, so that rolling back any of its events
+                # brings the old memories back and retires the new one (undone alone,
+                # the DELETE left both, contradicting each other).
+                operation = new_operation_id("replace") if len(group) > 1 else None
+                created: list[str] = []
+                replaced: list[MemoryRecord] = []
+                for i in group:
+                    outcome = self.apply(batch, turn.decisions[i], scope=scope, metadata=metadata, at=at, turn=seq, vector_of=turn.vector_of,
+                                         allowed=allowed, importance=importance, operation=operation, created=created, replaced=replaced)
+                    if outcome is not None and outcome["event"] == "ADD":
+                        created.append(outcome["id"])
+                    outcomes[i] = outcome
+            for i in range(len(turn.decisions)):  # the results in the reconciler's order
+                outcome = outcomes.get(i)
                 if outcome is not None:
                     results.append(outcome)
                     counts[outcome["event"]] = counts.get(outcome["event"], 0) + 1
@@ -387,6 +422,9 @@ class Ingestor:
         vector_of: dict[str, np.ndarray],
         allowed: set[str],
         importance: float | None = None,
+        operation: str | None = None,
+        created: Sequence[str] = (),
+        replaced: list[MemoryRecord] | None = None,
     ) -> dict[str, Any] | None:
         """Write one reconciler decision into ``batch``; returns its result item
         (``{"id", "memory", "event", ...}``) or None when nothing changed.
@@ -400,7 +438,11 @@ class Ingestor:
         ``importance`` (the caller's) wins over the extractor's estimate for the fact;
         an UPDATE keeps the memory's importance unless the caller gave one. An UPDATE
         or DELETE logs the memory as it was, so :func:`memorist.pipelines.undo.rollback`
-        can restore it. Public for the same reason as :meth:`similar`.
+        can restore it. ``operation``: the id of the replacement this decision is part
+        of, written in its event; a DELETE of it adds the memory to ``replaced`` and
+        records them all, with ``created`` (the replacing memory, added just before),
+        so that the operation's last DELETE undoes all of it. Public for the same
+        reason as :meth:`similar`.
         """
         action = decision.action
         if action is not Action.ADD and decision.target_id not in allowed:
@@ -409,7 +451,9 @@ class Ingestor:
             if action is not Action.NONE:
                 logger.warning("memorist: ignored %s of unknown memory id %r", action.value, decision.target_id)
             return None
-        payload = {"turn_event": turn, "reason": decision.reason}
+        payload: dict[str, Any] = {"turn_event": turn, "reason": decision.reason}
+        if operation is not None:
+            payload[OPERATION_ID] = operation
         if action is Action.ADD:
             digest = content_hash(decision.text)
             duplicate = batch.find_active_hash(scope, digest)
@@ -452,7 +496,11 @@ class Ingestor:
             )
             batch.update(updated, vector, old_text=current.text, payload={**payload, UNDO: undo_payload([current])})
             return {"id": current.id, "memory": decision.text, "event": "UPDATE", "previous_memory": current.text}
-        batch.delete(current, payload={**payload, UNDO: undo_payload([current])})
+        before = [current]
+        if replaced is not None:
+            replaced.append(current)
+            before = list(replaced)
+        batch.delete(current, payload={**payload, UNDO: undo_payload(before, created)})
         return {"id": current.id, "memory": current.text, "event": "DELETE"}
 
     def _renew(self, batch: Batch, memory_id: str, *, at: float, payload: dict[str, Any]) -> dict[str, Any] | None:

@@ -130,23 +130,26 @@ def is_bookkeeping(event: EventRecord) -> bool:
 
 def _undo_event(store: Store, event: EventRecord) -> EventRecord | None:
     """The event holding the undo record of the operation ``event`` is part of:
-    ``event`` itself, or the event after it carrying the same operation id and the
-    undo record (an operation writes it last, in the same transaction)."""
-    if isinstance(event.payload.get(UNDO), dict):
-        return event
+    ``event`` itself when it is of no operation, else the last of the operation's
+    events from ``event`` on that carries one (an operation writes its whole record
+    last, in the same transaction; a replacement's earlier DELETEs carry a part)."""
     operation = event.payload.get(OPERATION_ID)
+    found = event if isinstance(event.payload.get(UNDO), dict) else None
     if not isinstance(operation, str) or not operation:
-        return None
+        return found
     since = event.seq
     for _ in range(_SCAN_PAGES):
         page = store.events(None, since=since, limit=_SCAN_PAGE)
+        more = False  # whether this page still holds events of the operation
         for other in page:
-            if other.payload.get(OPERATION_ID) == operation and isinstance(other.payload.get(UNDO), dict):
-                return other
-        if len(page) < _SCAN_PAGE:
-            return None
+            if other.payload.get(OPERATION_ID) == operation:
+                more = True
+                if isinstance(other.payload.get(UNDO), dict):
+                    found = other
+        if len(page) < _SCAN_PAGE or (found is not None and not more):
+            return found
         since = page[-1].seq
-    return None
+    return found
 
 
 def _event_by_seq(store: Store, seq: int) -> EventRecord | None:
