@@ -269,12 +269,16 @@ def user_counts_sql(
     """Each user of a tenant with the number of its memories (facts: not its playbook
     bullets, learning objects or minutes) that are active, valid at ``now`` and
     effective since ``cutoff`` (users with none count 0), by user id; with ``agent``,
-    the users of that agent's spaces, counting that agent's memories."""
+    the users of that agent's spaces, counting that agent's memories. A user whose
+    spaces hold no memory at all (erased) is not listed."""
     sql = (
         "SELECT s.user_id, count(m.id) FROM spaces s LEFT JOIN memories m ON m.space_id = s.id"
         f" AND m.status = 'active' AND {FACTS_ONLY} AND (m.valid_to IS NULL OR m.valid_to > {mark})"
         f" AND COALESCE(m.updated_at, m.created_at) >= {mark}"
         f" WHERE s.tenant_id = {mark} AND s.user_id <> ''"
+        # A space an erasure emptied keeps its row (its events' tombstones name it):
+        # its user is no longer listed.
+        " AND EXISTS (SELECT 1 FROM memories x WHERE x.space_id = s.id)"
     )
     args: list[Any] = [now, cutoff if cutoff is not None else float("-inf"), tenant_id]
     if only is not None:

@@ -423,3 +423,22 @@ def test_copies_of_the_user_s_memories_logged_in_a_wider_scope_go_too(backend) -
         assert not any(after[e.seq].erased for e in runs if e.seq not in held), "sam's copies stay"
         blobs = _scan(m, backend)
         assert not _found(blobs, "Zorblatt") and all(_found({k: v}, "Quentrix") for k, v in blobs.items())
+
+
+def test_an_erased_user_is_no_longer_listed_among_the_users(backend) -> None:
+    """The panel's and GET /api/users/'s list kept an erased user (with 0 memories):
+    its id, perhaps an e-mail address, outlived the erasure."""
+    import time
+
+    from memorist.server.tenants import users_of
+
+    with Memory(backend.target, embedder="hashing") as m:
+        m.add("Kept", user_id="bob@example.com", infer=False)
+        m.add("Gone", user_id="ann@example.com", infer=False)
+        deleted = m.add("Deleted, not erased", user_id="cal@example.com", infer=False)["results"][0]["id"]
+        m.delete(deleted, user_id="cal@example.com")
+        assert [u["user_id"] for u in users_of(m)] == ["ann@example.com", "bob@example.com", "cal@example.com"]
+        m.erase(user_id="ann@example.com")
+        listed = users_of(m)
+        assert [(u["user_id"], u["memories"]) for u in listed] == [("bob@example.com", 1), ("cal@example.com", 0)]
+        assert m.store.user_counts("", now=time.time(), only="ann@example.com") == {}
