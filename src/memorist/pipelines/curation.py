@@ -29,6 +29,7 @@ transaction.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +64,8 @@ PROMOTE = (0.6, 3)
 #: and of one the runs have doubted (both outcomes seen, no credit yet).
 SETTLED = "credited"
 DOUBTED = "doubted"
+
+logger = logging.getLogger("memorist.curation")
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +248,9 @@ class Curation:
                 records[rid] = self._follow_evidence(records[rid], now)
             merged = self._dedup(records, vectors, now)
             pruned = self._over_capacity(records, now)
+            if pruned:
+                logger.warning("memorist: playbook %s holds at most %d strategies (max_strategies): removed the %d of least confidence",
+                               ref.name, self.config.max_strategies, len(pruned))
             for rid in pruned:
                 records.pop(rid)
             # Write the difference between before and after.

@@ -179,3 +179,13 @@ def test_scopes_of_playbooks(backend) -> None:
     with Memory(backend.target, embedder="hashing", tenant_id="acme") as m:
         assert list(helpful(m, "p", scope="global")) == ["Global tip"]  # every tenant reads it
         assert list(helpful(m, "p", scope="tenant")) == ["Tenant tip"]
+
+
+def test_a_playbook_past_its_capacity_says_what_it_removed(mem, caplog) -> None:
+    """Strategies past ``max_strategies`` were removed with no word: the call returns the
+    playbook's id only, and the page did not name the bound."""
+    mem.learning_config = {"max_strategies": 5}
+    with caplog.at_level("WARNING", logger="memorist.curation"):
+        mem.learning.update_playbook([{"pattern": f"Strategy number {i} about topic {i * 7}"} for i in range(8)], "p", agent_id="bot")
+    assert mem.learning.get_playbook("p", agent_id="bot")["size"] == 5
+    assert any("at most 5 strategies" in r.getMessage() and "removed the 3" in r.getMessage() for r in caplog.records), caplog.text
