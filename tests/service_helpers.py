@@ -11,7 +11,7 @@ from typing import Any
 from memorist.server import KeyStore, ServerLimits, create_app
 
 #: No rate limit: the tests that exercise it build their own limits.
-UNLIMITED = ServerLimits(rate_per_minute=0, auth_failures_per_minute=0)  # no rate limit, nor one on wrong keys
+UNLIMITED = ServerLimits(rate_per_minute=0, auth_failures_per_minute=0, erasures_per_minute=0)  # no rate limit of any kind
 
 #: Spec 004's example turn.
 TURN = [

@@ -545,6 +545,7 @@ SERVE_ENVIRONMENT = {
     "timeout_head": "MEMORIST_TIMEOUT_HEAD",
     "timeout_body": "MEMORIST_TIMEOUT_BODY",
     "auth_failures": "MEMORIST_AUTH_FAILURES",
+    "erasures": "MEMORIST_ERASURES",
 }
 
 

@@ -22,6 +22,7 @@ _TIMEOUT_KEEP_ALIVE = 5.0
 _TIMEOUT_HEAD = 10.0
 _TIMEOUT_BODY = 30.0
 _AUTH_FAILURES = 20.0
+_ERASURES = 2.0
 
 
 def is_loopback(host: str) -> bool:
@@ -69,7 +70,7 @@ def _source(option: str, settings: dict[str, Any]) -> str:
 
 
 #: The options of ServerLimits' fields, where their names differ.
-_LIMIT_OPTIONS = {"rate_per_minute": "rate_limit", "auth_failures_per_minute": "auth_failures"}
+_LIMIT_OPTIONS = {"rate_per_minute": "rate_limit", "auth_failures_per_minute": "auth_failures", "erasures_per_minute": "erasures"}
 
 
 def _url(host: str, port: int) -> str:
@@ -117,6 +118,8 @@ def _server_modules(command: str = "serve") -> Any:
 @click.option("--auth-failures", type=FiniteFloat(min=0, max=1e9), default=_AUTH_FAILURES, show_default=True,
               metavar="N",
               help="Requests with a wrong API key per minute from one address (429 beyond; 0: no limit)." + _env("auth_failures"))
+@click.option("--erasures", type=FiniteFloat(min=0, max=1e9), default=_ERASURES, show_default=True, metavar="N",
+              help="Erasures per minute per API key; each rewrites the whole store (429 beyond; 0: no limit)." + _env("erasures"))
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info", show_default=True)
 @click.option("--access-log/--no-access-log", default=True, show_default=True, help="Log every request.")
 @click.option("--create", is_flag=True, help="Make a new store if --db names none (else a missing store is an error).")
@@ -137,6 +140,7 @@ def serve(
     timeout_head: float,
     timeout_body: float,
     auth_failures: float,
+    erasures: float,
     log_level: str,
     access_log: bool,
     create: bool,
@@ -156,13 +160,14 @@ def serve(
         "max_text_chars": max_text_chars, "max_connections": max_connections, "max_concurrency": max_concurrency,
         "max_concurrency_per_caller": max_concurrency_per_caller, "timeout_keep_alive": timeout_keep_alive,
         "timeout_head": timeout_head, "timeout_body": timeout_body, "auth_failures": auth_failures,
+        "erasures": erasures,
     })
     rate_limit, burst = settings["rate_limit"], settings["burst"]
     max_body_bytes, max_messages, max_text_chars = settings["max_body_bytes"], settings["max_messages"], settings["max_text_chars"]
     max_connections, max_concurrency = settings["max_connections"], settings["max_concurrency"]
     max_concurrency_per_caller = settings["max_concurrency_per_caller"]
     timeout_keep_alive, timeout_head, timeout_body = settings["timeout_keep_alive"], settings["timeout_head"], settings["timeout_body"]
-    auth_failures = settings["auth_failures"]
+    auth_failures, erasures = settings["auth_failures"], settings["erasures"]
     if not create:
         app.require_store()  # a mistyped --db is an error, not a new empty store
     server = _server_modules()
@@ -200,6 +205,7 @@ def serve(
             rate_per_minute=rate,
             burst=burst,
             auth_failures_per_minute=auth_failures,
+            erasures_per_minute=erasures,
             max_concurrency=max_concurrency,
             max_concurrency_per_caller=max_concurrency_per_caller,
             timeout_keep_alive=timeout_keep_alive,

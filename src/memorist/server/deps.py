@@ -116,6 +116,8 @@ class Service:
         # refused (429) before they are counted; a valid key is never refused for it.
         failures = limits.auth_failures_per_minute
         self.guesses = RateLimiter(failures, max(1, round(failures)))
+        # Erasures per caller: each rewrites the whole store (see ServerLimits).
+        self.erasures = RateLimiter(limits.erasures_per_minute, 2)
         # Once keys were seen (or the server was started for them) they stay
         # required: revoking the last key must not turn the server open.
         self.require_keys = require_keys
@@ -250,6 +252,16 @@ class Reach:
         self.service = service
         self.caller = caller
         self._memory: Memory | None = None
+
+    def erasure_refused(self) -> JSONResponse | None:
+        """The 429 answer when the caller already started its ``erasures_per_minute``
+        erasures of the minute (each rewrites the whole store); None: it may start one."""
+        wait = self.service.erasures.acquire(self.caller.bucket)
+        if wait is None:
+            return None
+        limit = self.service.limits.erasures_per_minute
+        return error_response(429, f"too many erasures: {limit:g} per minute per API key, each rewrites the whole store; "
+                              f"retry in {max(1, round(wait))} s", headers=retry_after(wait))
 
     @property
     def memory(self) -> Memory:

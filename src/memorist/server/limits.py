@@ -42,6 +42,9 @@ DEFAULT_TIMEOUT_KEEP_ALIVE = 5.0
 DEFAULT_TIMEOUT_HEAD = 10.0
 DEFAULT_TIMEOUT_BODY = 30.0
 DEFAULT_AUTH_FAILURES_PER_MINUTE = 20.0
+#: Erasures one API key may start per minute (each rewrites the whole store: see
+#: ``erasures_per_minute``).
+DEFAULT_ERASURES_PER_MINUTE = 2.0
 #: Units of work (memorist.work) one rate-limit token pays for, beyond the token
 #: every request takes: a plain search does a few hundred, a 1,000-condition filter
 #: checked against 5,000 memories five million (about a second of CPU: 500 tokens).
@@ -76,6 +79,10 @@ class ServerLimits:
     ``auth_failures_per_minute``: requests with a wrong key one client address may
     make (bursts of as many); beyond, that address's wrong keys get 429 (a valid key
     is always served). 0: no limit.
+    ``erasures_per_minute``: erasures (not dry runs) one API key (without keys: one
+    client) may start, in bursts of two; beyond, 429 with ``Retry-After``. An erasure
+    rewrites the whole store to scrub it, holding every other write meanwhile (seconds
+    on a large store): one key must not hold them again and again. 0: no limit.
     ``max_concurrency``: ``/api/`` requests at work at once (their bodies read:
     running, or waiting their caller's turn); beyond, 503 with ``Retry-After``
     (``/healthz`` is never refused).
@@ -97,6 +104,7 @@ class ServerLimits:
     rate_per_minute: float = DEFAULT_RATE_PER_MINUTE
     burst: int = DEFAULT_BURST
     auth_failures_per_minute: float = DEFAULT_AUTH_FAILURES_PER_MINUTE
+    erasures_per_minute: float = DEFAULT_ERASURES_PER_MINUTE
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     timeout_keep_alive: float = DEFAULT_TIMEOUT_KEEP_ALIVE
     timeout_head: float = DEFAULT_TIMEOUT_HEAD
@@ -112,7 +120,7 @@ class ServerLimits:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WHOLE:
                 raise ConfigurationError(f"{name} must be a whole number from 1 to {MAX_WHOLE:,}, got {value!r}")
-        for name in ("rate_per_minute", "auth_failures_per_minute"):
+        for name in ("rate_per_minute", "auth_failures_per_minute", "erasures_per_minute"):
             rate = getattr(self, name)
             if isinstance(rate, bool) or not isinstance(rate, int | float) or not math.isfinite(rate) or rate < 0:
                 raise ConfigurationError(f"{name} must be a number >= 0 (0: no limit), got {rate!r}")

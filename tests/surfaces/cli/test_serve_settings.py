@@ -63,6 +63,7 @@ SAMPLES = {
     "--timeout-head": ("4", "timeout_head", 4.0),
     "--timeout-body": ("6", "timeout_body", 6.0),
     "--auth-failures": ("3", "auth_failures_per_minute", 3.0),
+    "--erasures": ("5", "erasures_per_minute", 5.0),
 }
 
 

@@ -165,3 +165,26 @@ def test_requests_beyond_the_concurrency_limit_are_503_and_health_still_answers(
 
     with TestClient(app):  # the lifespan
         assert asyncio.run(scenario()) == [200, 503, 200, 200]
+
+
+def test_erasures_are_limited_per_key_as_each_rewrites_the_store(make_app: Any, new_key: Any) -> None:
+    """Each erasure rewrites the whole store (VACUUM), holding every tenant's writes:
+    a user-bound key repeating add and erase held them again and again."""
+    bob, ann = new_key("acme", user="bob"), new_key("acme", user="ann")
+    app = make_app(limits=ServerLimits(rate_per_minute=0, erasures_per_minute=2))
+    with TestClient(app) as client:
+        for _ in range(3):  # dry runs count nothing and are never limited
+            assert client.post("/api/erase/", json={"dry_run": True}, headers=bearer(bob)).status_code == 200
+        for _ in range(2):
+            assert client.post("/api/memories/", json={"messages": "hello", "infer": False}, headers=bearer(bob)).status_code == 200
+            assert client.post("/api/erase/", json={}, headers=bearer(bob)).status_code == 200
+        client.post("/api/memories/", json={"messages": "kept", "infer": False}, headers=bearer(bob))
+        r = client.post("/api/erase/", json={}, headers=bearer(bob))
+        assert_error(r, 429, "rate_limited")
+        assert "erasures" in r.json()["error"]["message"] and int(r.headers["Retry-After"]) >= 1
+        assert [m["memory"] for m in client.get("/api/memories/", headers=bearer(bob)).json()["results"]] == ["kept"]  # nothing erased
+        assert client.post("/api/erase/", json={}, headers=bearer(ann)).status_code == 200  # another key has its own
+    unlimited = make_app(limits=ServerLimits(rate_per_minute=0, erasures_per_minute=0))
+    with TestClient(unlimited) as client:
+        for _ in range(4):
+            assert client.post("/api/erase/", json={}, headers=bearer(bob)).status_code == 200

@@ -107,8 +107,11 @@ def erase(body: s.EraseRequest, reach: ReachDep) -> Any:
     """Forget a scope for good: its memories in every capability are removed, its
     events keep their shape but lose their text, and the store is scrubbed of it.
     A key bound to a user erases that user only (another answers 404); a tenant key,
-    any user of its tenant. ``dry_run``: count only."""
-    return JSONResponse(reach.scope(user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id).erase(dry_run=body.dry_run))
+    any user of its tenant. ``dry_run``: count only. Each erasure rewrites the store to
+    scrub it: a key starts ``--erasures`` a minute at most (429 beyond)."""
+    handle = reach.scope(user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)  # 404 before any 429
+    refused = None if body.dry_run else reach.erasure_refused()
+    return refused or JSONResponse(handle.erase(dry_run=body.dry_run))
 
 
 @router.get("/api/users/", response_model=s.UserList, summary="Users of the tenant", tags=["users"], responses=ERRORS)
