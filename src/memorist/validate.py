@@ -93,8 +93,8 @@ def _identifier(name: str, value: str) -> str:
     if len(value) > MAX_ID_CHARS:
         raise ValidationError(name, f"is {len(value):,} characters; the limit is {MAX_ID_CHARS}")
     unicode(name, value)
-    if not value.strip():
-        raise ValidationError(name, "must not be empty")
+    if _blank(value):  # empty, or only spaces and invisible characters (a zero-width space)
+        raise ValidationError(name, "must not be empty (it has no visible character)")
     if not value.isprintable():
         for i, c in enumerate(value):
             if unicodedata.category(c) == "Cc":

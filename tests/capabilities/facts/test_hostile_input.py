@@ -100,6 +100,9 @@ CASES = {
     "message timestamp 1e20": (lambda m: m.add([{"role": "user", "content": "hi there", "timestamp": 1e20}], user_id="alice", infer=False), "messages[0].timestamp"),
     "reference_time 1e20": (lambda m: m.search("what did I drink last week", user_id="alice", reference_time=1e20), "reference_time"),
     "get_all limit": (lambda m: m.get_all(user_id="alice", limit=10**30), "limit"),
+    # Ids must hold something visible: a zero-width space alone was taken as a user.
+    "invisible user id": (lambda m: m.add("I like tea.", user_id="\u200b", infer=False), "user_id"),
+    "invisible agent id": (lambda m: m.search("tea", agent_id="\u200b\u2060 "), "agent_id"),
     "search limit": (lambda m: m.search("tea", user_id="alice", limit=10**30), "limit"),
     "events limit": (lambda m: m.events(user_id="alice", limit=10**30), "limit"),
     "pending limit": (lambda m: m.pending(limit=10**30), "limit"),
