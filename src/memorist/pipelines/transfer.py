@@ -378,7 +378,9 @@ class Importer:
             try:
                 obj = json.loads(raw)
             except json.JSONDecodeError as exc:
-                raise _Bad(f"not valid JSON: {exc.msg} (column {exc.colno})") from exc
+                # The character it stopped at, counted in the line (its newline aside:
+                # a line cut short ends there, not at "column 1" of what follows).
+                raise _Bad(f"not valid JSON: {exc.msg} (column {min(exc.pos, len(raw.rstrip(chr(13) + chr(10)))) + 1})") from exc
             except RecursionError:
                 raise _Bad("nests too deep to be read") from None
         else:
