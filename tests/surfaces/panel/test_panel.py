@@ -484,3 +484,30 @@ def test_a_rate_limit_says_once_when_to_try_again(page, service: Service) -> Non
     said["message"] = "too many requests at once"
     page.get_by_role("button", name="Retry").click()
     expect(alert).to_contain_text("too many requests at once Try again in 1 s.")
+
+
+def test_a_key_works_for_the_page_s_life_where_the_browser_refuses_storage(page, tmp_path: Path) -> None:
+    """With the tab's storage refused (a privacy setting), the key given was dropped:
+    the page still asked for one and its requests went without it."""
+    keys = pytest.importorskip("memorist.server.keys")
+    db = str(tmp_path / "keys.db")
+    _seed(db, tenant_id="acme")
+    with keys.KeyStore(db) as store:
+        secret, _ = store.create("acme", user_id="alex", label="panel test")
+    page.add_init_script(
+        "Object.defineProperty(window, 'sessionStorage', {get() { throw new DOMException('denied', 'SecurityError'); }});"
+    )
+    sent: list[str | None] = []
+    page.on("request", lambda r: sent.append(r.headers.get("authorization")) if "/api/" in r.url else None)
+    with _serve(db, tenant_id="acme") as service:
+        _open(page, service)
+        alert = page.locator("#error")
+        expect(alert).to_contain_text("HTTP 401")
+        alert.get_by_role("button", name="Enter an API key").click()
+        key_field = page.get_by_label("API key")
+        key_field.fill(secret)
+        key_field.press("Enter")
+        expect(page.locator("li.memory .text")).to_have_text(NEWEST_FIRST)
+        assert f"Bearer {secret}" in sent
+        page.get_by_role("button", name="Forget key").click()
+        expect(alert).to_contain_text("HTTP 401")

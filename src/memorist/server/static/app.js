@@ -44,11 +44,15 @@
     }
   }
 
+  // The key in use: kept in the tab's storage, and here, so that it still works for
+  // the page's life where the browser refuses storage.
+  let keptKey = "";
+
   function apiKey() {
     try {
-      return sessionStorage.getItem(KEY_STORAGE) || "";
+      return sessionStorage.getItem(KEY_STORAGE) || keptKey;
     } catch (_) {
-      return "";  // storage disabled: the panel still works without a key
+      return keptKey;  // storage disabled: the key lasts until the page is left
     }
   }
 
@@ -416,6 +420,7 @@
   el.keyForm.addEventListener("submit", (event) => {
     event.preventDefault();
     const key = el.key.value.trim();
+    keptKey = key;
     try {
       if (key) sessionStorage.setItem(KEY_STORAGE, key);
       else sessionStorage.removeItem(KEY_STORAGE);
@@ -430,6 +435,7 @@
   });
 
   el.forgetKey.addEventListener("click", () => {
+    keptKey = "";
     try {
       sessionStorage.removeItem(KEY_STORAGE);
     } catch (_) {
