@@ -180,6 +180,8 @@ class Playbook:
     # inspection ---------------------------------------------------------------------------
     def _spaces(self, learner_id: str | None) -> ScopeFilter:
         tenant = self.pipeline.tenant_id
+        if learner_id is not None:
+            _learner(learner_id)
         if learner_id is None:
             return ScopeFilter(tenant, None, self.config.agent_id)
         return ScopeFilter(tenant, self.pipeline.space(_learner(learner_id)).user_id, self.config.agent_id)
@@ -203,6 +205,8 @@ class Playbook:
 
     def search(self, query: str, *, learner_id: str | None = None, limit: int = 10) -> list[Bullet]:
         """Bullets by similarity to ``query`` (cosine), without touching them."""
+        validate.text("query", query, max_chars=self.memory.config.max_message_chars)
+        limit = validate.limit(limit)
         rows = self._rows(learner_id)
         if not rows:
             return []
@@ -252,6 +256,9 @@ class Playbook:
         """Merge near-duplicate bullets: clusters at cosine ``>= threshold`` within each
         playbook, each merged into its survivor by the same rule and helper as at run
         time. ``dry_run``: report the plan, write nothing."""
+        if validate.threshold(threshold) is None:
+            raise ValidationError("threshold", "must be a number from -1 to 1, got None")
+        _bool(dry_run, "dry_run")
         rows = self._rows(learner_id)
         # Within one playbook: a space may hold several (spec 001's named playbooks).
         by_space: dict[tuple[tuple[str, str, str], str], list[tuple[Any, Any]]] = {}
