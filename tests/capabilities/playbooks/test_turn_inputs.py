@@ -76,8 +76,19 @@ def test_the_refusals_list_what_is_accepted(seeded):
     (lambda pb: pb.turn("sam", "c1", topic="fractions\x00"), "topic"),
     (lambda pb: pb.learn(learner_id="a\x00b", question="q", lessons=["Draw it"]), "learner_id"),
     (lambda pb: pb.retrieve("fractions", learner_id="a\x00b"), "learner_id"),
+    # Inspecting and cleaning: search took a None query, a limit of 10**30 or 0 and a
+    # NUL in a learner id; cleanup a NaN threshold (merging nothing, silently).
+    (lambda pb: pb.search(None), "query"),
+    (lambda pb: pb.search("x" * 100_001), "query"),
+    (lambda pb: pb.search("fractions", limit=0), "limit"),
+    (lambda pb: pb.search("fractions", limit=10**30), "limit"),
+    (lambda pb: pb.search("fractions", learner_id="s\x00m"), "learner_id"),
+    (lambda pb: pb.bullets("\u200b"), "learner_id"),
+    (lambda pb: pb.cleanup(threshold=float("nan")), "threshold"),
+    (lambda pb: pb.cleanup(threshold=None), "threshold"),
+    (lambda pb: pb.cleanup(dry_run="yes"), "dry_run"),
 ])
-def test_ids_of_a_turn_are_checked_as_ids(seeded, call, field):
+def test_ids_and_arguments_of_a_playbook_s_calls_are_checked(seeded, call, field):
     pb, stored = seeded
     before = stored()
     with pytest.raises(ValidationError) as info:
@@ -175,26 +186,3 @@ def test_run_turn_reports_a_bad_turn_in_one_line_and_creates_no_store(tmp_path, 
     assert result.exit_code == 1
     assert result.stderr.startswith(message) and len(result.stderr.splitlines()) == 1  # no traceback
     assert result.stdout == "" and not db.exists()
-
-
-@pytest.mark.parametrize(("call", "field"), [
-    (lambda pb: pb.search(None), "query"),
-    (lambda pb: pb.search("x" * 100_001), "query"),
-    (lambda pb: pb.search("fractions", limit=0), "limit"),
-    (lambda pb: pb.search("fractions", limit=10**30), "limit"),
-    (lambda pb: pb.search("fractions", learner_id="s\x00m"), "learner_id"),
-    (lambda pb: pb.bullets("\u200b"), "learner_id"),
-    (lambda pb: pb.cleanup(threshold=float("nan")), "threshold"),
-    (lambda pb: pb.cleanup(threshold=None), "threshold"),
-    (lambda pb: pb.cleanup(dry_run="yes"), "dry_run"),
-])
-def test_inspecting_and_cleaning_a_playbook_refuse_bad_arguments_by_name(seeded, call, field):
-    """``search`` took a None query, a limit of 10**30 or -1, and a NUL in a learner id
-    (an empty or wrong answer); ``cleanup`` a NaN threshold (merging nothing, silently)."""
-    pb, stored = seeded
-    before = stored()
-    with pytest.raises(ValidationError) as info:
-        call(pb)
-    assert info.value.field == field
-    assert stored() == before
-    assert [b.content for b in pb.search("fractions", learner_id="sam", limit=1)] == ["Walk along a number line"]

@@ -291,13 +291,20 @@ def test_empty_store_lists_no_projects(page, tmp_path: Path) -> None:
         expect(page.locator("#status")).to_have_text("Choose a project to see its memories.")
 
 
-def test_key_is_asked_for_and_a_user_bound_key_sees_only_its_user(page, tmp_path: Path) -> None:
+def _keyed_store(tmp_path: Path) -> tuple[str, str]:
+    """A seeded store of tenant acme with a key bound to alex (and a tenant key, unused):
+    its path and alex's key."""
     keys = pytest.importorskip("memorist.server.keys")
     db = str(tmp_path / "keys.db")
     _seed(db, tenant_id="acme")
     with keys.KeyStore(db) as store:
         secret, _ = store.create("acme", user_id="alex", label="panel test")
         store.create("acme", label="the whole tenant")  # exists, not used by the panel here
+    return db, secret
+
+
+def test_key_is_asked_for_and_a_user_bound_key_sees_only_its_user(page, tmp_path: Path) -> None:
+    db, secret = _keyed_store(tmp_path)
 
     sent: list[str | None] = []
     page.on("request", lambda r: sent.append(r.headers.get("authorization")) if "/api/" in r.url else None)
@@ -489,11 +496,7 @@ def test_a_rate_limit_says_once_when_to_try_again(page, service: Service) -> Non
 def test_a_key_works_for_the_page_s_life_where_the_browser_refuses_storage(page, tmp_path: Path) -> None:
     """With the tab's storage refused (a privacy setting), the key given was dropped:
     the page still asked for one and its requests went without it."""
-    keys = pytest.importorskip("memorist.server.keys")
-    db = str(tmp_path / "keys.db")
-    _seed(db, tenant_id="acme")
-    with keys.KeyStore(db) as store:
-        secret, _ = store.create("acme", user_id="alex", label="panel test")
+    db, secret = _keyed_store(tmp_path)
     page.add_init_script(
         "Object.defineProperty(window, 'sessionStorage', {get() { throw new DOMException('denied', 'SecurityError'); }});"
     )

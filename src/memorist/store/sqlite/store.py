@@ -299,6 +299,18 @@ def _translating(method: Callable[..., Any], *, decode: bool) -> Callable[..., A
     return wrapper
 
 
+def _erased_rows(owned: list[tuple[str, list[Any]]], changed_by_runs: Sequence[str]) -> Iterator[tuple[str, str, list[Any]]]:
+    """What an erasure removes, as (the condition on ``memories``, on ``events``, their
+    arguments): each owner's rows (:meth:`SQLiteStore._owned`), then the memories of
+    ``changed_by_runs`` by id, 500 at a time."""
+    for where, args in owned:
+        yield where, where, args
+    for start in range(0, len(changed_by_runs), 500):
+        ids = list(changed_by_runs[start : start + 500])
+        marks = ",".join("?" * len(ids))
+        yield f"id IN ({marks})", f"memory_id IN ({marks})", ids
+
+
 #: Seconds the interpreter's exit waits for a store's lock to write its index files.
 _EXIT_WAIT = 5.0
 #: Stores open in this process: those a script leaves open still write their large
@@ -1353,25 +1365,16 @@ class SQLiteStore(Store):
                     changed_by_runs = self._changed_by_runs(conn, owned)
                     counts = self._erased(conn, owned, changed_by_runs)
                     changed = 0
-                    for where, args in owned:
-                        conn.execute(f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories WHERE {where})", args)
-                        changed += conn.execute(f"DELETE FROM memories WHERE {where}", args).rowcount
+                    # The owners' rows, and the memories of other runs that a turn of an
+                    # erased run changed or deleted (they hold its words: whole, with
+                    # their history).
+                    for of_memories, of_events, args in _erased_rows(owned, changed_by_runs):
+                        conn.execute(f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories WHERE {of_memories})", args)
+                        changed += conn.execute(f"DELETE FROM memories WHERE {of_memories}", args).rowcount
                         changed += conn.execute(
-                            f"UPDATE events SET old_text = NULL, new_text = NULL, payload = ? WHERE {where} "
+                            f"UPDATE events SET old_text = NULL, new_text = NULL, payload = ? WHERE {of_events} "
                             "AND NOT (old_text IS NULL AND new_text IS NULL AND payload IS ?)",
                             (TOMBSTONE, *args, TOMBSTONE),
-                        ).rowcount
-                    # Memories of other runs that a turn of an erased run changed or
-                    # deleted hold its words: they go whole, with their history.
-                    for start in range(0, len(changed_by_runs), 500):
-                        ids = changed_by_runs[start : start + 500]
-                        marks = ",".join("?" * len(ids))
-                        conn.execute(f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories WHERE id IN ({marks}))", ids)
-                        changed += conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", ids).rowcount
-                        changed += conn.execute(
-                            f"UPDATE events SET old_text = NULL, new_text = NULL, payload = ? WHERE memory_id IN ({marks}) "
-                            "AND NOT (old_text IS NULL AND new_text IS NULL AND payload IS ?)",
-                            (TOMBSTONE, *ids, TOMBSTONE),
                         ).rowcount
                     # Copies of the owner's memories logged beyond its spaces (the undo
                     # snapshots of an operation run over a wider scope) go too.
@@ -1481,13 +1484,7 @@ class SQLiteStore(Store):
         memories: dict[tuple[str, str, bool], int] = {}
         vectors = events = 0
         spaces: set[int] = set()
-        # (the memories' condition, the events', the arguments of both)
-        kept = [(where, where, args) for where, args in owned]
-        for start in range(0, len(changed_by_runs), 500):
-            ids = list(changed_by_runs[start : start + 500])
-            marks = ",".join("?" * len(ids))
-            kept.append((f"id IN ({marks})", f"memory_id IN ({marks})", ids))
-        for where, of_events, args in kept:
+        for where, of_events, args in _erased_rows(owned, changed_by_runs):
             spaces.update(a for a in args if isinstance(a, int))
             rows = conn.execute(
                 "SELECT (SELECT tenant_id FROM spaces WHERE id = space_id), kind, section != '', count(*) "
