@@ -373,7 +373,8 @@ class Ingestor:
                     results.append(outcome)
                     counts[outcome["event"]] = counts.get(outcome["event"], 0) + 1
             write_llm_calls(batch, scope, rec.calls, turn_event=seq)
-        message = _summary(counts) if turn.facts else "No fact found to remember; nothing changed" + self.extractor.nothing_found_hint
+        found = turn.facts or flags.get("pending")  # (a failed extraction says so under "pending")
+        message = _summary(counts) if found else "No fact found to remember; nothing changed" + self.extractor.nothing_found_hint
         out: dict[str, Any] = {"results": results, "message": message}
         if flags.get("pending"):
             out["pending"] = {"turn_event": seq, "reason": flags["reason"]}
