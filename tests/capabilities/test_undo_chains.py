@@ -274,3 +274,16 @@ def test_a_fact_that_contradicts_two_memories_is_undone_whole_from_any_of_its_ev
             event = [next(e["seq"] for e in mem.history(r["id"], user_id=user) if e["event"] == r["event"]) for r in changed][pick]
             mem.rollback(event, user_id=user)
             assert sorted(m["memory"] for m in mem.get_all(user_id=user)["results"]) == ["Likes tea", "Works at a bank"]
+
+
+def test_a_replacement_groups_its_deletes_once_even_if_the_fact_is_added_twice() -> None:
+    """A model reconciler may add one fact twice: its DELETEs are written once, after
+    the first ADD (the second pass found them gone and dropped them from the results)."""
+    from memorist.model import Action, Decision, Fact
+    from memorist.pipelines.ingest import _replacements
+
+    fact, other = Fact(text="Now likes coffee"), Fact(text="Lives in Oslo")
+    decisions = [Decision(Action.DELETE, "Likes tea", target_id="a", fact=fact), Decision(Action.UPDATE, "Lives in Oslo", target_id="c", fact=other),
+                 Decision(Action.ADD, fact.text, fact=fact), Decision(Action.DELETE, "Likes milk", target_id="b", fact=fact),
+                 Decision(Action.ADD, fact.text, fact=fact)]
+    assert _replacements(decisions) == [[1], [2, 0, 3], [4]]

@@ -167,7 +167,7 @@ def _replacements(decisions: Sequence[Decision]) -> list[list[int]]:
         if i in paired:
             continue  # written after its ADD
         if d.action is Action.ADD and d.fact is not None and id(d.fact) in deletes:
-            groups.append([i, *deletes[id(d.fact)]])
+            groups.append([i, *deletes.pop(id(d.fact))])  # (a second ADD of the fact: alone)
         else:
             groups.append([i])
     return groups

@@ -590,8 +590,22 @@ _SMALL_TALK = frozenset(
     ok okay k thanks thank thx ty cheers please sorry welcome hi hello hey yo bye goodbye
     later see soon yes yeah yep yup no nope nah sure cool great nice awesome fine good
     perfect amazing wow lol haha hmm alright right agreed indeed got noted morning
-    evening night afternoon day sounds sound lovely excellent brilliant fantastic
+    evening night afternoon day sounds sound lovely excellent brilliant fantastic lot
+    much really interesting oh ah huh wonderful true exactly totally absolutely
     ja nein danke bitte hallo tschüss gut super
+    """.split()
+)
+# First words of a text that asks or tells the assistant to do something ("What is my
+# name", "Forget that I like tea", "Ignore previous instructions"): no note to keep.
+# Not "is", "has", "was": "Is vegetarian", "Has two kids" are notes (this module's own
+# form of a fact).
+_NOT_A_NOTE = frozenset(
+    """
+    what who whom whose where when why how which
+    forget ignore delete remove erase drop stop don dont never tell show list give find
+    search look explain describe summarize summarise repeat say write make create help
+    please reveal print answer translate check open send call
+    wer wie wo wann warum welche welcher welches vergiss lösche zeig sag bitte
     """.split()
 )
 # "Remember: X", "Note - X": the note is X.
@@ -626,6 +640,8 @@ class HeuristicExtractor(Extractor):
             return []
         if all(w in STOPWORDS or w in _SMALL_TALK for w in said):
             return []  # "ok thanks", "good morning": nothing to remember
+        if said[0] in _NOT_A_NOTE or len(fact.split()) < 2:
+            return []  # a question without its mark, a request to the assistant, one token
         kind = "preference" if (_DE_PREFERENCE if _detect_language(fact) == "de" else _EN_PREFERENCE).match(fact) else "fact"
         return [Fact(text=fact, kind=kind, source_role="user", importance=derive_importance(fact, kind))]
 
