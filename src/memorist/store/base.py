@@ -30,7 +30,7 @@ rule in :mod:`memorist.store.codec`, the access clock's stamping in
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -77,17 +77,21 @@ UNNAMED_CHANGES = ("erase", "adopt")
 UNNAMED_CHANGES_SQL = "op IN (" + ", ".join(f"'{op}'" for op in UNNAMED_CHANGES) + ")"
 
 
-def holds_text_of(payload: dict[str, Any], owners: Sequence[ScopeFilter]) -> bool:
-    """Whether an event's payload keeps a copy of a memory of one of ``owners``: the
-    ``"undo"`` snapshots a reversible operation logs (a consolidation or an
-    evaluation may be logged in a wider scope than the memories it changed). An
-    erasure makes such an event a tombstone too, wherever it is logged."""
+def holds_text_of(payload: dict[str, Any], owners: Sequence[ScopeFilter], memories: Collection[str] = ()) -> bool:
+    """Whether an event's payload keeps a copy of a memory of one of ``owners``, or of
+    one of ``memories``: the ``"undo"`` snapshots a reversible operation logs (a
+    consolidation or an evaluation may be logged in a wider scope than the memories it
+    changed). An erasure makes such an event a tombstone too, wherever it is logged."""
     undo = payload.get("undo")
     if not isinstance(undo, dict):
         return False
     for snap in undo.get("before") or ():
-        ids = snap.get("scope") if isinstance(snap, dict) else None
+        if not isinstance(snap, dict):
+            continue
+        ids = snap.get("scope")
         if isinstance(ids, list) and len(ids) == 4 and any(owner.matches(Scope(*map(str, ids))) for owner in owners):
+            return True
+        if snap.get("id") in memories:
             return True
     return False
 

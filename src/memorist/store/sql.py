@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,6 +244,25 @@ def changed_by_run_sql(mark: str, spaces: str, *, json: str) -> str:
         f"AND {bookkeeping} IS NULL AND CAST({turn} AS BIGINT) IN "
         f"(SELECT t.seq FROM events t WHERE t.space_id {spaces} AND t.run_id = {mark} AND t.op = 'turn')"
     )
+
+
+def consolidated_into_sql(ids: str, *, postgres: bool) -> str:
+    """The memories that those of ``ids`` (the condition on ``m.id``) were consolidated
+    into (their lineage names it), one row each (NULL: none)."""
+    into = "(m.lineage::jsonb ->> 'consolidated_into')" if postgres else "json_extract(m.lineage, '$.consolidated_into')"
+    return f"SELECT {into} FROM memories m WHERE m.id {ids}"
+
+
+def with_consolidations(found: Sequence[str], into: Callable[[list[str]], list[str | None]]) -> list[str]:
+    """``found`` and, over and over, the memories they were consolidated into (``into``
+    reads those of some ids): a merged memory holds its sources' words."""
+    out = list(dict.fromkeys(found))
+    seen, frontier = set(out), out
+    while frontier:
+        frontier = [m for m in dict.fromkeys(into(frontier)) if m and m not in seen]
+        seen.update(frontier)
+        out += frontier
+    return out
 
 
 def active_hash_sql(mark: str = "?") -> str:

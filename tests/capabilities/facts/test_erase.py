@@ -317,6 +317,27 @@ def test_erasing_a_run_takes_what_its_turns_changed_in_other_runs(backend) -> No
             assert b"Lyon" in tables
 
 
+def test_erasing_a_run_takes_what_a_memory_it_changed_was_consolidated_into(backend) -> None:
+    """A memory Tuesday's turn changed, merged since into another by consolidation: the
+    merged memory holds Tuesday's words too, and stayed when Tuesday was erased."""
+    with Memory(backend.target, embedder="hashing") as m:
+        m.add("I play chess.", user_id="kim", run_id="mon", importance=0.3)
+        m.add("I play chess every Sunday at the Plimzorg club.", user_id="kim", run_id="tue")
+        m.add("Plays chess every Sunday at the club", user_id="kim", run_id="mon", infer=False, importance=0.3)
+        m.add("Lives in Lyon", user_id="kim", run_id="mon", infer=False)
+        assert m.learning.consolidate(user_id="kim")["consolidated_count"] == 1
+        planned = m.erase(user_id="kim", run_id="tue", dry_run=True)
+        done = m.erase(user_id="kim", run_id="tue")
+        assert (planned["erased"], planned["events"]) == (done["erased"], done["events"])
+        assert [r["memory"] for r in m.get_all(user_id="kim")["results"]] == ["Lives in Lyon"]
+        if backend.name == "sqlite":
+            assert m.check()["healthy"], m.check()["problems"]
+            assert b"Plimzorg" not in _sqlite_bytes(backend.target)
+        else:
+            tables, files = _pg_bytes(m)
+            assert b"Plimzorg" not in tables and b"Plimzorg" not in files
+
+
 def test_erase_takes_a_scope_and_a_boolean_dry_run(backend) -> None:
     with Memory(backend.target, embedder="hashing") as m:
         m.add("Kept", user_id="alex", infer=False)

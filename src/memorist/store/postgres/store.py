@@ -66,7 +66,7 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -92,6 +92,7 @@ from ..sql import (
     JsonDialect,
     active_hash_sql,
     changed_by_run_sql,
+    consolidated_into_sql,
     event_scope_where,
     narrowed_ids_sql,
     relation_delete_sql,
@@ -102,6 +103,7 @@ from ..sql import (
     scope_where,
     user_counts_sql,
     validity_where,
+    with_consolidations,
 )
 from ..touches import FLUSH_EVERY, TouchBuffer
 from ..vector_index import SpaceIndex
@@ -1504,8 +1506,10 @@ class PostgresStore(Store):
             if dry_run:
                 with conn.transaction():
                     owned = self._owned(conn, owners)
-                    counts = self._erased(conn, owned, self._changed_by_runs(conn, owned))
-                    return Erased(counts.memories, counts.vectors, counts.events + len(self._wider(conn, owners)), counts.spaces)
+                    changed_by_runs = self._changed_by_runs(conn, owned)
+                    counts = self._erased(conn, owned, changed_by_runs)
+                    wider = self._wider(conn, owners, frozenset(changed_by_runs))
+                    return Erased(counts.memories, counts.vectors, counts.events + len(wider), counts.spaces)
             with conn.transaction():
                 owned = self._owned(conn, owners, lock=True)
                 changed_by_runs = self._changed_by_runs(conn, owned)
@@ -1536,7 +1540,7 @@ class PostgresStore(Store):
                     ).rowcount
                 # Copies of the owner's memories logged beyond its spaces (the undo
                 # snapshots of an operation run over a wider scope) go too.
-                wider = self._wider(conn, owners)
+                wider = self._wider(conn, owners, frozenset(changed_by_runs))
                 if wider:
                     changed += conn.execute(
                         "UPDATE events SET old_text = NULL, new_text = NULL, payload = %s WHERE seq = ANY(%s) "
@@ -1570,17 +1574,18 @@ class PostgresStore(Store):
         return Erased(counts.memories, counts.vectors, counts.events, counts.spaces, seq, scrub)
 
     @staticmethod
-    def _wider(conn: Any, owners: Sequence[ScopeFilter]) -> list[int]:
-        """Events outside the owners' spaces that keep a copy of their memories
-        (:func:`~memorist.store.base.holds_text_of`)."""
+    def _wider(conn: Any, owners: Sequence[ScopeFilter], memories: Collection[str] = ()) -> list[int]:
+        """Events outside the owners' spaces that keep a copy of their memories, or of
+        ``memories`` (other runs' memories an erased run changed), other than those
+        memories' own events (:func:`~memorist.store.base.holds_text_of`)."""
         rows = conn.execute(
-            "SELECT e.seq, e.payload, s.tenant_id, s.user_id, s.agent_id, e.run_id FROM events e JOIN spaces s ON s.id = e.space_id "
+            "SELECT e.seq, e.memory_id, e.payload, s.tenant_id, s.user_id, s.agent_id, e.run_id FROM events e JOIN spaces s ON s.id = e.space_id "
             "WHERE s.tenant_id = ANY(%s) AND e.payload LIKE %s",
             ([o.tenant_id for o in owners], '%"undo"%'),
         ).fetchall()
         return [
-            int(seq) for seq, payload, *where in rows
-            if not any(o.matches(Scope(*where)) for o in owners) and holds_text_of(json.loads(payload), owners)
+            int(seq) for seq, memory, payload, *where in rows
+            if not any(o.matches(Scope(*where)) for o in owners) and memory not in memories and holds_text_of(json.loads(payload), owners, memories)
         ]
 
     def _owned(self, conn: Any, owners: Sequence[ScopeFilter], *, lock: bool = False) -> list[tuple[list[int], str | None]]:
@@ -1605,12 +1610,13 @@ class PostgresStore(Store):
     @staticmethod
     def _changed_by_runs(conn: Any, owned: list[tuple[list[int], str | None]]) -> list[str]:
         """The memories of other runs that a turn of an owner's run changed or deleted
-        (their events name that turn): they hold what was said in it."""
+        (their events name that turn), and those they were consolidated into since:
+        they hold what was said in it."""
         found: list[str] = []
         for spaces, run in owned:
             if run is not None:
                 found += [r[0] for r in conn.execute(changed_by_run_sql("%s", "= ANY(%s)", json=POSTGRES_JSON), (spaces, run, TURN_NAMED, spaces, run))]
-        return list(dict.fromkeys(found))
+        return with_consolidations(found, lambda ids: [r[0] for r in conn.execute(consolidated_into_sql("= ANY(%s)", postgres=True), (ids,))])
 
     @staticmethod
     def _erased(conn: Any, owned: list[tuple[list[int], str | None]], changed_by_runs: Sequence[str] = ()) -> Erased:

@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ from ..sql import (
     JsonDialect,
     active_hash_sql,
     changed_by_run_sql,
+    consolidated_into_sql,
     event_scope_where,
     narrowed_ids_sql,
     relation_delete_sql,
@@ -61,6 +62,7 @@ from ..sql import (
     scope_where,
     user_counts_sql,
     validity_where,
+    with_consolidations,
 )
 from ..touches import FLUSH_EVERY, TouchBuffer
 from ..vector_index import Row, SpaceIndex, TextStats
@@ -1353,8 +1355,10 @@ class SQLiteStore(Store):
         with self._lock:
             if dry_run:
                 owned = self._owned(self._conn, owners)
-                counts = self._erased(self._conn, owned, self._changed_by_runs(self._conn, owned))
-                return Erased(counts.memories, counts.vectors, counts.events + len(self._wider(self._conn, owners)), counts.spaces)
+                changed_by_runs = self._changed_by_runs(self._conn, owned)
+                counts = self._erased(self._conn, owned, changed_by_runs)
+                wider = self._wider(self._conn, owners, frozenset(changed_by_runs))
+                return Erased(counts.memories, counts.vectors, counts.events + len(wider), counts.spaces)
             self.flush()  # buffered retrievals of the owner's spaces are logged now, then blanked
             # Deleted cells and freed pages are overwritten with zeros as they go;
             # VACUUM below rewrites the rest (pages freed before, without it).
@@ -1378,7 +1382,7 @@ class SQLiteStore(Store):
                         ).rowcount
                     # Copies of the owner's memories logged beyond its spaces (the undo
                     # snapshots of an operation run over a wider scope) go too.
-                    wider = self._wider(conn, owners)
+                    wider = self._wider(conn, owners, frozenset(changed_by_runs))
                     for seq in wider:
                         changed += conn.execute(
                             "UPDATE events SET old_text = NULL, new_text = NULL, payload = ? WHERE seq = ?", (TOMBSTONE, seq)
@@ -1433,17 +1437,18 @@ class SQLiteStore(Store):
             attempt += 1
 
     @staticmethod
-    def _wider(conn: sqlite3.Connection, owners: Sequence[ScopeFilter]) -> list[int]:
-        """Events outside the owners' spaces that keep a copy of their memories
-        (:func:`~memorist.store.base.holds_text_of`)."""
+    def _wider(conn: sqlite3.Connection, owners: Sequence[ScopeFilter], memories: Collection[str] = ()) -> list[int]:
+        """Events outside the owners' spaces that keep a copy of their memories, or of
+        ``memories`` (other runs' memories an erased run changed), other than those
+        memories' own events (:func:`~memorist.store.base.holds_text_of`)."""
         rows = conn.execute(
-            "SELECT e.seq, e.payload, s.tenant_id, s.user_id, s.agent_id, e.run_id FROM events e JOIN spaces s ON s.id = e.space_id "
+            "SELECT e.seq, e.memory_id, e.payload, s.tenant_id, s.user_id, s.agent_id, e.run_id FROM events e JOIN spaces s ON s.id = e.space_id "
             f"WHERE s.tenant_id IN ({','.join('?' * len(owners))}) AND e.payload LIKE '%\"undo\"%'",
             [o.tenant_id for o in owners],
         )
         return [
-            seq for seq, payload, *where in rows
-            if not any(o.matches(Scope(*where)) for o in owners) and holds_text_of(json.loads(payload), owners)
+            seq for seq, memory, payload, *where in rows
+            if not any(o.matches(Scope(*where)) for o in owners) and memory not in memories and holds_text_of(json.loads(payload), owners, memories)
         ]
 
     @staticmethod
@@ -1470,14 +1475,23 @@ class SQLiteStore(Store):
     @staticmethod
     def _changed_by_runs(conn: sqlite3.Connection, owned: list[tuple[str, list[Any]]]) -> list[str]:
         """The memories of other runs that a turn of an owner's run changed or deleted
-        (their events name that turn): they hold what was said in it."""
+        (their events name that turn), and those they were consolidated into since:
+        they hold what was said in it."""
         found: list[str] = []
         for where, args in owned:
             if "run_id" in where:
                 spaces, run = args[:-1], args[-1]
                 marks = ",".join("?" * len(spaces))
                 found += [r[0] for r in conn.execute(changed_by_run_sql("?", f"IN ({marks})", json=SQLITE_JSON), (*spaces, run, TURN_NAMED, *spaces, run))]
-        return list(dict.fromkeys(found))
+
+        def into(ids: list[str]) -> list[str | None]:
+            out: list[str | None] = []
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                out += [r[0] for r in conn.execute(consolidated_into_sql(f"IN ({','.join('?' * len(chunk))})", postgres=False), chunk)]
+            return out
+
+        return with_consolidations(found, into)
 
     @staticmethod
     def _erased(conn: sqlite3.Connection, owned: list[tuple[str, list[Any]]], changed_by_runs: Sequence[str] = ()) -> Erased:
