@@ -253,16 +253,22 @@ class RetrievalConfig:
             raise
 
 
+def refuse_unknown(given: Iterable[Any], settings: type, what: str) -> None:
+    """Refuse, naming them and the known ones, the names of ``given`` that are no
+    field of the dataclass ``settings`` (``what``: "config key", "setting", ...)."""
+    known = {f.name for f in fields(settings)}
+    unknown = sorted(set(given) - known, key=str)
+    if unknown:
+        raise ConfigurationError(f"unknown {what}(s) {', '.join(map(str, unknown))}; known: {', '.join(sorted(known))}")
+
+
 def retrieval_config(value: Any) -> RetrievalConfig:
     """``value`` as a RetrievalConfig: one as it is, or a mapping of its settings
     (unknown keys refused, each setting checked)."""
     if isinstance(value, RetrievalConfig):
         return value
     if isinstance(value, Mapping):
-        known = {f.name for f in fields(RetrievalConfig)}
-        bad = sorted(set(value) - known, key=str)
-        if bad:
-            raise ConfigurationError(f"unknown retrieval key(s) {', '.join(map(str, bad))}; known: {', '.join(sorted(known))}")
+        refuse_unknown(value, RetrievalConfig, "retrieval key")
         return RetrievalConfig(**value)
     raise ConfigurationError(f"retrieval must be a RetrievalConfig or a mapping of its settings, got {type(value).__name__}")
 
@@ -335,12 +341,7 @@ class MemoryConfig:
     def from_mapping(cls, data: Mapping[str, Any]) -> MemoryConfig:
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"config must be a mapping, got {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigurationError(
-                f"unknown config key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-            )
+        refuse_unknown(data, cls, "config key")
         return cls(**data)
 
     def __setattr__(self, name: str, value: Any) -> None:

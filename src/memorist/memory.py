@@ -22,7 +22,7 @@ import numpy as np
 from . import validate
 from .api import MemoryAPI, Scoped, implements
 from .capabilities import Minutes, Tiers
-from .config import MemoryConfig, default_db_path
+from .config import MemoryConfig, default_db_path, refuse_unknown
 from .embed import Embedder, embedder_for_identity, resolve_embedder, spec_for_identity
 from .errors import ConfigurationError, EmbedderMismatchError, NotFoundError, ValidationError
 from .llm import LLM, resolve_llm
@@ -128,10 +128,7 @@ class Memory:
         # Overrides go to a copy: the caller's config object is never changed.
         base = dataclasses.replace(config) if config is not None else MemoryConfig()
         # Any other setting of MemoryConfig by name (``busy_timeout=5``, ``retrieval={...}``).
-        known = {f.name for f in dataclasses.fields(MemoryConfig)}
-        unknown = sorted(set(settings) - known)
-        if unknown:
-            raise ConfigurationError(f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        refuse_unknown(settings, MemoryConfig, "setting")
         for name, value in settings.items():
             setattr(base, name, value)
         if path is not None:
@@ -888,8 +885,6 @@ class Memory:
 
     def _require_energy(self, what: str) -> None:
         if not self.energy:
-            from .errors import ConfigurationError
-
             raise ConfigurationError(
                 f"{what} needs the energy policy, and this store is under the {self.config.policy!r} policy "
                 "(energy tiers would decay and expire memories it keeps); switch it with "
@@ -1044,8 +1039,6 @@ class Memory:
     # integrity and backup -------------------------------------------------------------
     def _sqlite_store(self, what: str) -> SQLiteStore:
         if not isinstance(self.store, SQLiteStore):
-            from .errors import ConfigurationError
-
             hint = " (for PostgreSQL use its own tools: amcheck, pg_dump)" if type(self.store).__name__ == "PostgresStore" else ""
             raise ConfigurationError(f"{what} works on the SQLite store; this Memory uses {type(self.store).__name__}{hint}")
         return self.store
