@@ -180,8 +180,6 @@ class Playbook:
     # inspection ---------------------------------------------------------------------------
     def _spaces(self, learner_id: str | None) -> ScopeFilter:
         tenant = self.pipeline.tenant_id
-        if learner_id is not None:
-            _learner(learner_id)
         if learner_id is None:
             return ScopeFilter(tenant, None, self.config.agent_id)
         return ScopeFilter(tenant, self.pipeline.space(_learner(learner_id)).user_id, self.config.agent_id)

@@ -635,13 +635,13 @@ class HeuristicExtractor(Extractor):
         from memorist.policies.text import STOPWORDS, asks, words
 
         fact = _NOTE_LEAD.sub("", " ".join(text.split())).strip().rstrip(" .")
-        said = words(fact)
-        if asks(fact) or len(said) < 2 or len(fact.split()) > _MAX_CLAUSE_WORDS:
-            return []
+        said, tokens = words(fact), len(fact.split())
+        if asks(fact) or len(said) < 2 or not 2 <= tokens <= _MAX_CLAUSE_WORDS:
+            return []  # a question, one token ("https://example.com"), more than a clause
         if all(w in STOPWORDS or w in _SMALL_TALK for w in said):
             return []  # "ok thanks", "good morning": nothing to remember
-        if said[0] in _NOT_A_NOTE or len(fact.split()) < 2:
-            return []  # a question without its mark, a request to the assistant, one token
+        if said[0] in _NOT_A_NOTE:
+            return []  # a question without its mark, a request to the assistant
         kind = "preference" if (_DE_PREFERENCE if _detect_language(fact) == "de" else _EN_PREFERENCE).match(fact) else "fact"
         return [Fact(text=fact, kind=kind, source_role="user", importance=derive_importance(fact, kind))]
 

@@ -103,6 +103,11 @@ def development_bucket(client: str, headers: dict[str, str]) -> str:
     return f"client:{client} agent:{agent}"
 
 
+def too_many(why: str, wait: float) -> JSONResponse:
+    """A 429 answer: ``why``, and when to retry (in the message and ``Retry-After``)."""
+    return error_response(429, f"{why}; retry in {max(1, round(wait))} s", headers=retry_after(wait))
+
+
 class Service:
     """What the routes share: the tenants' Memories, the keys, the limits."""
 
@@ -143,12 +148,8 @@ class Service:
                     # random bits: no guess finds one, the limit bounds their cost.)
                     guessing = self.guesses.wait(f"address:{client}")
                     if guessing is not None:
-                        return error_response(
-                            429,
-                            f"too many requests with a wrong API key from this address ({self.limits.auth_failures_per_minute:g} "
-                            f"per minute); retry in {max(1, round(guessing))} s",
-                            headers=retry_after(guessing),
-                        )
+                        return too_many(f"too many requests with a wrong API key from this address "
+                                        f"({self.limits.auth_failures_per_minute:g} per minute)", guessing)
                     self.guesses.acquire(f"address:{client}")
                     return error_response(401, "the API key is not valid (unknown, malformed or revoked)")
                 bucket = f"key:{record.key_id}"
@@ -163,11 +164,7 @@ class Service:
             wait = self.limiter.acquire(bucket)
             if wait is not None:
                 rate = self.limits.rate_per_minute
-                return error_response(
-                    429,
-                    f"rate limit exceeded: {rate:g} requests per minute, bursts of {self.limits.burst}; retry in {max(1, round(wait))} s",
-                    headers=retry_after(wait),
-                )
+                return too_many(f"rate limit exceeded: {rate:g} requests per minute, bursts of {self.limits.burst}", wait)
             if self.keys.usage_due():
                 self.keys.flush_usage()
             return caller
@@ -260,8 +257,7 @@ class Reach:
         if wait is None:
             return None
         limit = self.service.limits.erasures_per_minute
-        return error_response(429, f"too many erasures: {limit:g} per minute per API key, each rewrites the whole store; "
-                              f"retry in {max(1, round(wait))} s", headers=retry_after(wait))
+        return too_many(f"too many erasures: {limit:g} per minute per API key, each rewrites the whole store", wait)
 
     @property
     def memory(self) -> Memory:
