@@ -305,7 +305,7 @@ class Relations:
                 spaces.append(space)
             elif row.object not in exact:
                 exact.append(row.object)
-        patterns = list(dict.fromkeys(p for user, agent in dict.fromkeys(spaces) for p in _owned_patterns(user, agent)))
+        patterns = list(dict.fromkeys(p for user, agent in dict.fromkeys(spaces) for p in rules.owner_object_patterns(user, agent)))
 
         def covered(row: RelationTuple) -> bool:
             return any(rules.names_owned(row.object_type, row.object_id, user, agent) for user, agent in spaces)
@@ -350,17 +350,6 @@ class Relations:
 #: How many tuples a subject's listing reads past those it lists, when tuples it may not
 #: see crowd the LIKE read of what it manages (ids that differ from its own in case only).
 SCAN_PAST = 10_000
-
-
-def _owned_patterns(user: str, agent: str) -> list[tuple[str, str]]:
-    """The LIKE patterns of the scopes and playbooks of the space of ``user`` and/or
-    ``agent`` (a superset: :func:`~memorist.policies.relations.names_owned` decides),
-    with the playbooks of an agent named ``tenant`` or ``global`` (written
-    ``agent:tenant/<name>``)."""
-    patterns = rules.owner_object_patterns(user, agent)
-    if agent in ("tenant", "global") and not user:
-        patterns.append(("playbook", f"agent:{agent}/%"))
-    return patterns
 
 
 def _first(count: int, *reads: list[RelationTuple]) -> list[RelationTuple]:
