@@ -37,7 +37,7 @@ from ..model import MemoryRecord, is_fact
 from ..policies.filters import Filter
 from ..policies.fusion import episode_fusion, normalized_score_fusion, reciprocal_rank_fusion
 from ..policies.ranking import RankContext, RankingPolicy
-from ..policies.text import asks, named_speakers
+from ..policies.text import about_asking, asks, named_speakers
 from ..policies.timeparse import query_window
 from ..policies.validity import validity_cutoff
 from ..store.base import ScopeFilter, Store
@@ -126,7 +126,7 @@ class Searcher:
         nothing more.
 
         A candidate that asks a question is scored lower when it is read
-        (``retrieval.question_discount``), so the candidates after the first
+        (``retrieval.question_discount``; not for a query about asking), so the candidates after the first
         ``limit`` (or ``pool``) whose fused score is still above the lowest score
         kept could overtake it: they are read too, up to ``pool`` more.
         """
@@ -139,6 +139,8 @@ class Searcher:
         # Filters and ranking terms may read any field; showing results only needs
         # what the search index holds.
         exact = predicate is not None or bool(self.ranking.terms)
+        # A query about asking ("what did I ask…") looks for the memories that ask.
+        discount = 0.0 if about_asking(query) else conf.question_discount
         narrowing = predicate.narrowing if predicate is not None else None
         among: set[str] | None = None  # the memories the store narrowed the filter to
         signals = self._signals(scope, query, qvec, pool=pool, reference=reference, cutoff=cutoff, now=now)
@@ -158,7 +160,7 @@ class Searcher:
                     record = records.get(mid)
                     keep = record is not None and is_fact(record) and (predicate is None or predicate(record))
                     decided[mid] = record if keep else None
-            return [(record, self._discounted(record, fused[mid])) for mid in chunk if (record := decided[mid]) is not None]
+            return [(record, _discounted(record, fused[mid], discount)) for mid in chunk if (record := decided[mid]) is not None]
 
         for depth in (pool, 8 * pool, 64 * pool, None):
             if narrowing is not None and (depth is None or depth > 8 * pool):
@@ -184,7 +186,7 @@ class Searcher:
             while read < len(ordered) and len(candidates) < need:
                 candidates += candidates_of(ordered[read : read + step], fused)
                 read += step
-            if len(candidates) >= need and conf.question_discount:
+            if len(candidates) >= need and discount:
                 # Some of those read may have been lowered for asking: the next ones
                 # fused above the ``need``-th score left could still rank among the
                 # best. One more read (more candidates only raise that score), of
@@ -199,12 +201,6 @@ class Searcher:
             if len(candidates) >= need or not cut or not rejected:
                 break
         return self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit], similarity
-
-    def _discounted(self, record: MemoryRecord, relevance: float) -> float:
-        """A candidate's fused score, lowered when it asks a question
-        (``retrieval.question_discount``)."""
-        discount = self.config.retrieval.question_discount
-        return relevance * (1.0 - discount) if discount and asks(record.text) else relevance
 
     def _signals(
         self,
@@ -280,6 +276,12 @@ class Searcher:
         if moved is None or moved == window:
             return window, []
         return moved, self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, window=moved)
+
+
+def _discounted(record: MemoryRecord, relevance: float, discount: float) -> float:
+    """A candidate's fused score, lowered when it asks a question
+    (``retrieval.question_discount``)."""
+    return relevance * (1.0 - discount) if discount and asks(record.text) else relevance
 
 
 __all__ = ["SIMILARITY_DIGITS", "Searcher", "reported_similarity"]

@@ -139,6 +139,21 @@ def _escaped(text: str) -> str:
     return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
+#: Words that make a query about asking ("What did I ask about the trip?"): the
+#: memories that ask are then what it looks for.
+_ASKING_WORDS = frozenset(
+    "ask asks asked asking question questions questioned wonder wonders wondered wondering "
+    "inquire inquired inquiry enquire enquired enquiry".split()
+)
+
+
+def about_asking(query: str) -> bool:
+    """Whether ``query`` asks about asking (names asking, a question or wondering as a
+    word): then a memory that asks is not ranked lower for it (see
+    ``retrieval.question_discount``)."""
+    return any(w in _ASKING_WORDS for w in words(query.casefold()))
+
+
 def named_speakers(query: str, speakers: set[str]) -> list[str]:
     """The known (casefolded) speaker names that the query mentions as whole words:
     a name of several words as those words in a row ("Joann Leeds" does not name

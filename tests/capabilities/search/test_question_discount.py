@@ -12,7 +12,7 @@ import pytest
 from memorist import Memory
 from memorist.config import MemoryConfig, RetrievalConfig
 from memorist.errors import ConfigurationError
-from memorist.policies.text import asks
+from memorist.policies.text import about_asking, asks
 
 # The asking turn shares more of the query's words than the telling one: without the
 # discount it ranks first.
@@ -109,6 +109,38 @@ def test_a_search_for_one_reads_past_a_first_result_that_asks(tmp_path):
         assert [h["memory"] for h in memory.search(QUERY, user_id="u", limit=1)["results"]] == [TELLING]
         memory.config.retrieval = dataclasses.replace(RetrievalConfig(), question_discount=0.0)
         assert [h["memory"] for h in memory.search(QUERY, user_id="u", limit=1)["results"]] == [ASKING]
+    finally:
+        memory.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "about"),
+    [
+        ("What did I ask about the lake?", True),
+        ("Which questions did Caroline have about painting?", True),
+        ("What was she WONDERING about the trip", True),
+        ("Did Mel enquire about the class?", True),
+        ("What did Caroline paint at the lake?", False),
+        ("Tell me about Asker's painting", False),  # a name, not the word
+        ("", False),
+    ],
+)
+def test_a_query_is_about_asking_when_it_names_asking(query, about):
+    assert about_asking(query) is about
+
+
+def test_a_query_about_asking_finds_the_memories_that_ask_first(tmp_path):
+    """"What did I ask about the lake painting?" looks for the turn that asks: it is
+    not ranked lower for asking, as it is for a query about what was painted."""
+    memory = _memory(tmp_path)
+    try:
+        assert memory.search(QUERY, user_id="u", limit=1)["results"][0]["memory"] == TELLING
+        about = "What did I ask about the lake painting last week?"
+        first = memory.search(about, user_id="u", limit=2)["results"]
+        memory.config.retrieval = dataclasses.replace(RetrievalConfig(), question_discount=0.0)
+        off = memory.search(about, user_id="u", limit=2)["results"]
+        assert [h["memory"] for h in first] == [h["memory"] for h in off] == [ASKING, TELLING]
+        assert [h["score"] for h in first] == pytest.approx([h["score"] for h in off])
     finally:
         memory.close()
 
