@@ -950,6 +950,12 @@ class SpaceIndex:
             return []
         if k is not None and k < size:
             top = _largest(values, k)
+            low = values[top].min()
+            if np.count_nonzero(values == low) > np.count_nonzero(values[top] == low):
+                # Ties across the cut: the first rows of them (the order written), not
+                # any; as PostgreSQL's SQL orders them, so the backends return the same.
+                above = np.flatnonzero(values > low)
+                top = np.concatenate([above, np.flatnonzero(values == low)[: k - above.shape[0]]])
             order = top[np.argsort(-values[top], kind="stable")]
         else:
             order = np.argsort(-values, kind="stable")

@@ -619,6 +619,22 @@ class StoreContract:
         assert vsearch(store, "Likes sushi", k=1) == ["a"]
         assert vsearch(store, "Likes sushi", F_ALEX_ONLY, k=10) == [mid for mid, _ in hits if mid != "h"]
 
+    def test_equal_scores_of_several_spaces_rank_in_the_order_written(self, store):
+        """The same memory said to an agent and then to no agent ties by vector and by
+        text: both rankings put the one written first first, whatever the spaces'
+        order (SQLite merged the spaces' lists space by space; PostgreSQL ranked the
+        first written first, so one search returned different memories)."""
+        at = time.time() - 100
+        add(store, record("z-helper", "Likes jazz records", ALEX_HELPER, at=at))
+        add(store, record("a-alone", "Likes jazz records", ALEX, at=at))
+        add(store, record("m-helper", "Likes jazz records", ALEX_HELPER, at=at))
+        add(store, record("other", "Plays chess on Sundays", ALEX, at=at))
+        order = ["z-helper", "a-alone", "m-helper"]
+        assert vsearch(store, "Likes jazz records", k=None)[:3] == order
+        assert vsearch(store, "Likes jazz records", k=2) == order[:2]
+        assert tsearch(store, "jazz records")[:3] == order
+        assert tsearch(store, "jazz records", k=1) == order[:1]
+
     def test_vector_search_keeps_valid_memories_effective_since_the_cutoff(self, store):
         now = time.time()
         add(store,

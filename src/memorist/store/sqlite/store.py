@@ -21,6 +21,7 @@ import sqlite3
 import threading
 import time
 import weakref
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -986,10 +987,24 @@ class SQLiteStore(Store):
                     )
                 )
         if len(spaces) > 1:
-            hits.sort(key=lambda h: -h[1])
+            hits = self._best_first(hits)
             if k is not None:
                 hits = hits[:k]
         return hits
+
+    def _best_first(self, hits: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """Hits of several spaces, best first; equal scores in the order the memories
+        were written (their rowid), as PostgreSQL orders them (each space's own list
+        is already so: a user's memory said to two agents ranks the same on both)."""
+        scores = Counter(score for _, score in hits)
+        tied = [mid for mid, score in hits if scores[score] > 1]
+        written: dict[str, int] = {}
+        if tied:
+            with self._lock:
+                written = dict(self._conn.execute(
+                    "SELECT m.id, m.rowid FROM json_each(?) j JOIN memories m ON m.id = j.value", (json.dumps(tied),)
+                ).fetchall())
+        return sorted(hits, key=lambda h: (-h[1], written.get(h[0], 0)))
 
     @_store_errors
     def similarities(self, scope: ScopeFilter, vector: np.ndarray, memory_ids: Sequence[str]) -> dict[str, float]:
@@ -1035,8 +1050,7 @@ class SQLiteStore(Store):
                 stats = TextStats.pooled([index.text_stats(terms) for index in indexes])
                 hits = [hit for index in indexes for hit in index.search_text(
                     terms, k=k, run_id=scope.run_id, cutoff=cutoff, now=now, stats=stats)]
-                hits.sort(key=lambda hit: -hit[1])
-                return hits[:k]
+                return self._best_first(hits)[:k]
         if not spaces:
             return []
         # A scope spanning many spaces (an agent across all its users, say) asks
@@ -1062,7 +1076,7 @@ class SQLiteStore(Store):
         if cutoff is not None:
             sql += " AND COALESCE(m.updated_at, m.created_at) >= ?"
             args.append(cutoff)
-        sql += " ORDER BY rank LIMIT ?"
+        sql += " ORDER BY rank, m.rowid LIMIT ?"
         args.append(k)
         with self._lock:
             try:
