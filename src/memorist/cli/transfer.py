@@ -14,6 +14,7 @@ import click
 
 from ..errors import ImportLineError, ValidationError
 from .app import (
+    IN_MEMORY,
     AliasChoice,
     App,
     CommandError,
@@ -229,6 +230,8 @@ def export(
         raise click.UsageError("name a scope with --user, --agent or --run, or pass --all for the whole store")
     if file_format == "memories-json" and events:
         raise click.UsageError("--events cannot go in a memories-json file: it holds memories only")
+    if output is not None:
+        _refuse_store_file(app, output.name)  # before the (lazy) file is opened and emptied
     items = app.memory().export(**scope(user_id, agent_id, run_id), all_scopes=all_scopes, events=events)
     if file_format == "memories-json":
         _export_etienne(app, items, output)
@@ -247,6 +250,34 @@ def export(
         click.echo(json.dumps({"exported": n, "output": where}))
     else:
         click.echo(f"Exported {n} lines to {where}.", err=True)
+
+
+#: The files SQLite keeps beside a store, as messages name them.
+_STORE_FILES = (("", "the store itself"), ("-wal", "the store's write-ahead log"), ("-shm", "the store's shared-memory file"),
+                ("-journal", "the store's rollback journal"))
+
+
+def _refuse_store_file(app: App, name: str) -> None:
+    """Refuse an --output that is the store's file or one of SQLite's files beside it
+    (as `memorist backup` refuses its DEST): writing the export there would empty the
+    store before reading it."""
+    import os
+
+    from ..store import sqlite_path, store_kind
+
+    if name == "-" or store_kind(app.db) != "sqlite":
+        return
+    store = os.fspath(sqlite_path(app.db))
+    if store == IN_MEMORY:
+        return
+    target = os.path.abspath(name)
+    for suffix, what in _STORE_FILES:
+        path = store + suffix
+        same = os.path.realpath(path) == os.path.realpath(target)
+        if not same and os.path.exists(path) and os.path.exists(target):
+            same = os.path.samefile(path, target)
+        if same:
+            raise CommandError(f"--output: {target} is {what}; name another file")
 
 
 def _export_etienne(app: App, items: Any, output: Any) -> None:
