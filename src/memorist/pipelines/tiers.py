@@ -61,6 +61,8 @@ logger = logging.getLogger("memorist.tiers")
 TEST_MARK = "\x1ftest"
 CONFIG_OP = "tiers_config"
 RUN_OP = "maintenance"
+#: How many of the latest runs one owner's status looks through for one that reached it.
+OWNER_RUNS = 1000
 #: How many results a run's log line and event carry.
 LOGGED_RESULTS = 3
 #: How far by-id calls follow ``promoted_to`` links.
@@ -600,9 +602,15 @@ class EnergyTiers:
         return {**base, "action": "decay"}
 
     # reads ------------------------------------------------------------------------------
-    def last_run(self, *, test_only: bool = False) -> EventRecord | None:
-        """The latest maintenance run of the tenant (or its test space) in the log."""
+    def last_run(self, *, test_only: bool = False, owner: ScopeFilter | None = None) -> EventRecord | None:
+        """The latest maintenance run of the tenant (or its test space) in the log;
+        with ``owner``, the latest that could reach its memories (a run of the whole
+        tenant, or of scopes sharing its ids), among the last :data:`OWNER_RUNS`: one
+        user is not told of another's runs."""
         tenant = self.test_tenant if test_only else self.tenant_id
+        if owner is not None:
+            runs = self.store.events(ScopeFilter(tenant, "", ""), ops=(RUN_OP,), limit=OWNER_RUNS, newest_first=True)
+            return next((e for e in runs if _reaches(e.payload.get("scopes"), owner)), None)
         with self._lock:
             events = self.store.events(ScopeFilter(tenant, "", ""), since=self._run_seq_for(tenant), ops=(RUN_OP,),
                                        limit=1, newest_first=True)
@@ -654,7 +662,7 @@ class EnergyTiers:
         }
         if not test_only:
             out["test_memories"] = len(self._records(self.test_tenant, scope=self._within(self.test_tenant, owner)))
-        run = _run_summary(self.last_run(test_only=test_only))
+        run = _run_summary(self.last_run(test_only=test_only, owner=owner))
         background = self.background.info()
         if owner is not None:
             if run is not None:
@@ -720,7 +728,7 @@ class EnergyTiers:
         add("lineage", "fail" if missing else "ok",
             f"{len(missing)} promotion links lead nowhere: {', '.join(missing[:5])}" if missing else "every promotion links both ways",
             count=len(missing))
-        run = self.last_run()
+        run = self.last_run(owner=owner)
         background = self.background.info()
         if background["last_error"]:
             add("last_run", "fail", f"the last background run failed: {background['last_error']}")
@@ -815,6 +823,16 @@ class EnergyTiers:
 
     def close(self, timeout: float | None = None) -> bool:
         return self.background.close(timeout)
+
+
+def _reaches(scopes: Any, owner: ScopeFilter) -> bool:
+    """Whether a run of ``scopes`` (its logged user, agent and run ids, None where it
+    spanned all) could have maintained memories of ``owner``: no id both name that
+    differs."""
+    if not isinstance(scopes, dict):
+        return False
+    mine = {"user_id": owner.user_id, "agent_id": owner.agent_id, "run_id": owner.run_id}
+    return all(scopes.get(key) is None or value is None or scopes.get(key) == value for key, value in mine.items())
 
 
 def _run_summary(event: EventRecord | None) -> dict[str, Any] | None:

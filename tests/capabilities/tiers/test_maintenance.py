@@ -344,3 +344,26 @@ def test_a_whole_run_and_the_store_reopened(backend):
     with Memory(backend.target, embedder="hashing", policy="energy") as again:  # the configuration persisted
         assert again.tiers.config()["config"]["use_boost"] == 0
         assert again.tiers.status(now=at(6))["last_run"]["operation"] == "end_conversation"
+
+
+def test_one_users_status_and_health_tell_only_runs_that_reached_them(mem):
+    """A run of user b's memories is not user a's last run (its id and time told a of
+    b's maintenance); a run of the whole tenant reached everyone."""
+    remember(mem, "note of a", user_id="a")
+    remember(mem, "note of b", user_id="b")
+    a = mem.scope(user_id="a")
+    assert a.tiers.status()["last_run"] is None
+    mine = mem.tiers.maintain(now=at(1), user_id="a")["run"]
+    theirs = mem.tiers.maintain(now=at(2), user_id="b")["run"]
+    assert a.tiers.status()["last_run"]["run"] == mine
+    assert mem.scope(user_id="b").tiers.status()["last_run"]["run"] == theirs
+    assert mem.tiers.status()["last_run"]["run"] == theirs  # the tenant's: the latest of all
+    check = next(c for c in a.tiers.health()["checks"] if c["check"] == "last_run")
+    assert mine in check["detail"] and theirs not in check["detail"]
+    everyone = mem.tiers.maintain(now=at(3))["run"]
+    assert a.tiers.status()["last_run"]["run"] == everyone
+    assert "counts" not in a.tiers.status()["last_run"]  # a tenant-wide run's counts stay the tenant's
+    # A user with no run that reached them is told so.
+    remember(mem, "note of c", user_id="c")
+    mem.tiers.maintain(now=at(4), user_id="a")
+    assert mem.scope(user_id="c").tiers.status()["last_run"]["run"] == everyone

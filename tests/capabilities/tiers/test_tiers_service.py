@@ -123,13 +123,21 @@ def test_a_user_bound_key_s_status_tells_no_figure_of_other_users(served, store)
         assert client.post("/api/tiers/maintain/", json={"now": at(1)}, headers=bob).status_code == 200
         mine = client.get("/api/tiers/", headers=alice).json()
         assert mine["total"] == 0
-        assert "counts" not in mine["last_run"]  # the run was bob's: its counts are his
+        assert mine["last_run"] is None  # the run was bob's: alice is not told of it
         assert set(mine["background"]) == {"running", "waiting"}  # no tenant-wide run figures
+        health = client.get("/api/tiers/health/", headers=alice).json()
+        assert next(c["detail"] for c in health["checks"] if c["check"] == "last_run") == "no maintenance run yet"
+        # A run of the whole tenant reached her: told, without its counts (of everyone's).
+        r = client.post("/api/tiers/maintain/", json={"now": at(2)}, headers=tenant)
+        assert r.status_code == 200, r.text
+        mine = client.get("/api/tiers/", headers=alice).json()
+        assert mine["last_run"]["run"] == r.json()["run"] and "counts" not in mine["last_run"]
         health = client.get("/api/tiers/health/", headers=alice).json()
         assert "decayed" not in next(c["detail"] for c in health["checks"] if c["check"] == "last_run")
         # The tenant's key sees the whole run.
         whole = client.get("/api/tiers/", headers=tenant).json()
         assert whole["last_run"]["counts"]["memories"] == 3 and "failures" in whole["background"]
+        assert whole["last_run"]["run"] == r.json()["run"]
 
 
 def test_the_default_policy_answers_400(served):
