@@ -17,7 +17,8 @@ Errors, from the service's ``{"error": {"type", "message", "field"}}``::
     bad_request (400)                               ValidationError (same .field)
     not_found (404)                                 NotFoundError
     conflict (409)                                  ConflictError
-    unauthorized (401), forbidden (403)             AuthenticationError (a ConfigurationError)
+    unauthorized (401)                              AuthenticationError (a ConfigurationError)
+    forbidden (403)                                 PermissionDeniedError (a PermissionError), as Memory
     rate_limited (429)                              RateLimitError (a TransientProviderError; .retry_after)
     unavailable (503), internal (500), other
     answers, a body that is not JSON                StoreError (with the status)
@@ -51,6 +52,7 @@ from .errors import (
     MemoristError,
     MissingDependencyError,
     NotFoundError,
+    PermissionDeniedError,
     StoreError,
     TransientProviderError,
     ValidationError,
@@ -70,8 +72,10 @@ _ANY_LENGTH = 2**62
 
 
 class AuthenticationError(ConfigurationError):
-    """The service refused the request: no API key, or an unknown or revoked one (401);
-    or a development server refusing a request not addressed to localhost (403)."""
+    """The service refused the request: no API key, or an unknown or revoked one (401).
+    A request the key may not make (403: a viewer's write, a tenant's change from a
+    bound key, a development server asked under another host name) is a
+    :class:`~memorist.errors.PermissionDeniedError`, as Memory raises."""
 
 
 class RateLimitError(TransientProviderError):
@@ -89,6 +93,9 @@ class _Call:
     body: bytes | None
     shape: Callable[[Any], Any]
     memory_id: str | None = None  # names the memory of a 404
+    #: Memory's error for an argument it judges after finding the memory: raised when
+    #: the service found it (its answer is then a 422 on ``refused.field``).
+    refused: ValidationError | None = None
 
 
 # answers ---------------------------------------------------------------------------------
@@ -135,19 +142,26 @@ def _json_default(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def _encode(body: dict[str, Any], *, free: str, filters: Mapping[str, Any] | None = None) -> bytes:
+def _encode(body: dict[str, Any], *, free: str) -> bytes:
     """``body`` as JSON. Every part but ``free`` was checked already; a part that is
-    not JSON data can only be that one (filters: datetimes go as ISO strings; filters
-    that are not JSON data fail Memory's check of them, which names the part that is
-    wrong, as ``filters.a.eq``)."""
+    not JSON data can only be that one. Filters were checked by :func:`_filters`: a
+    datetime left in them is a date field's, sent as an ISO string (which the service
+    reads as the same instant)."""
     try:
         return json.dumps(body, default=_json_default, allow_nan=False, separators=(",", ":")).encode()
     except (TypeError, ValueError, RecursionError) as exc:
-        if filters is not None:
-            from .policies.filters import compile_filters
-
-            compile_filters(filters)
         raise ValidationError(free, f"must be JSON data (dict, list, str, finite number, bool, None, datetime): {exc}") from None
+
+
+def _filters(filters: Any) -> Mapping[str, Any] | None:
+    """``filters`` judged by Memory's own check (:func:`memorist.policies.filters.compile_filters`)
+    before anything is sent: a value that is not JSON data, or a ``date`` where a
+    datetime is due, fails here exactly as it fails Memory, naming the part
+    (``filters.created_at.lt``). The service judges them again."""
+    from .policies.filters import compile_filters
+
+    compile_filters(filters)
+    return filters
 
 
 def _segment(name: str, value: str) -> str:
@@ -164,11 +178,6 @@ def _segment(name: str, value: str) -> str:
 def _ids(user_id: Any, agent_id: Any, run_id: Any) -> dict[str, str]:
     ids = {n: validate.scope_id(n, v) for n, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id))}
     return {n: v for n, v in ids.items() if v is not None}
-
-
-def _scope(user_id: Any, agent_id: Any, run_id: Any) -> dict[str, str]:
-    validate.require_scope(user_id, agent_id, run_id)
-    return _ids(user_id, agent_id, run_id)
 
 
 def _path_user(user_id: str | None, route: str) -> str:
@@ -204,7 +213,7 @@ class _Calls:
     @staticmethod
     def add(messages: Any, user_id: Any, agent_id: Any, run_id: Any, metadata: Any, infer: Any, timestamp: Any, test: Any = False,
             importance: Any = None) -> _Call:
-        ids = _scope(user_id, agent_id, run_id)
+        ids = _ids(user_id, agent_id, run_id)
         body: dict[str, Any] = {"messages": _messages(messages), **ids}
         weight = validate.importance(importance)
         if weight is not None:
@@ -227,20 +236,18 @@ class _Calls:
     def search(
         query: Any, user_id: Any, agent_id: Any, run_id: Any, limit: Any, filters: Any, reference_time: Any, threshold: Any
     ) -> _Call:
-        body: dict[str, Any] = {**_scope(user_id, agent_id, run_id)}
+        body: dict[str, Any] = {**_ids(user_id, agent_id, run_id)}
         body["query"] = validate.text("query", query, max_chars=_ANY_LENGTH)
         body["limit"] = validate.limit(limit)
         if filters is not None:
-            if not isinstance(filters, Mapping):
-                raise ValidationError("filters", f"must be a mapping, got {type(filters).__name__}")
-            body["filters"] = filters  # the service compiles (and judges) them
+            body["filters"] = _filters(filters)
         reference = validate.timestamp(reference_time, field="reference_time")
         if reference is not None:
             body["reference_time"] = _iso(reference)
         threshold = validate.threshold(threshold)
         if threshold is not None:
             body["threshold"] = threshold
-        return _Call("POST", f"{_API}/search/", {}, _encode(body, free="filters", filters=filters), _results)
+        return _Call("POST", f"{_API}/search/", {}, _encode(body, free="filters"), _results)
 
     @staticmethod
     def get(memory_id: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
@@ -253,14 +260,11 @@ class _Calls:
 
     @staticmethod
     def get_all(user_id: Any, agent_id: Any, run_id: Any, limit: Any, filters: Any) -> _Call:
-        ids = _scope(user_id, agent_id, run_id)
+        ids = _ids(user_id, agent_id, run_id)
         limit = validate.limit(limit)
         params: dict[str, Any] = {**ids, "limit": limit}
         if filters is not None:
-            if not isinstance(filters, Mapping):
-                raise ValidationError("filters", f"must be a mapping, got {type(filters).__name__}")
-            # the service compiles (and judges) them
-            params["filters"] = _encode(dict(filters), free="filters", filters=filters).decode("utf-8")
+            params["filters"] = _encode(dict(_filters(filters)), free="filters").decode("utf-8")  # type: ignore[arg-type]
         return _Call("GET", f"{_API}/", params, None, _results)
 
     @staticmethod
@@ -269,7 +273,15 @@ class _Calls:
         ids = _ids(user_id, agent_id, run_id)
         # Memory looks the memory up before it judges the text (a missing one is not
         # found, whatever the text): a string goes as it is, for the service to judge.
-        body: dict[str, Any] = {"text": text if isinstance(text, str) else validate.text("text", text, max_chars=_ANY_LENGTH)}
+        # Any other text cannot be sent; an empty one goes instead, which the service
+        # refuses only once it found the memory (and which changes nothing): then the
+        # text's own error is raised, as Memory raises it.
+        if not isinstance(text, str):
+            try:
+                validate.text("text", text, max_chars=_ANY_LENGTH)
+            except ValidationError as exc:
+                return _Call("PUT", f"{_API}/{mid}/", ids, _encode({"text": ""}, free="text"), _object, memory_id, refused=exc)
+        body: dict[str, Any] = {"text": text}
         if metadata is not None:
             body["metadata"] = validate.metadata(metadata)
         return _Call("PUT", f"{_API}/{mid}/", ids, _encode(body, free="metadata"), _object, memory_id)
@@ -281,13 +293,13 @@ class _Calls:
 
     @staticmethod
     def delete_all(user_id: Any, agent_id: Any, run_id: Any) -> _Call:
-        return _Call("DELETE", f"{_API}/", _scope(user_id, agent_id, run_id), None, _object)
+        return _Call("DELETE", f"{_API}/", _ids(user_id, agent_id, run_id), None, _object)
 
     @staticmethod
     def erase(user_id: Any, agent_id: Any, run_id: Any, dry_run: Any) -> _Call:
         if not isinstance(dry_run, bool):
             raise ValidationError("dry_run", f"must be True or False, got {validate.show(dry_run)}")
-        body = {**_scope(user_id, agent_id, run_id), "dry_run": dry_run}
+        body = {**_ids(user_id, agent_id, run_id), "dry_run": dry_run}
         return _Call("POST", "/api/erase/", {}, _encode(body, free="dry_run"), _object)
 
     @staticmethod
@@ -299,7 +311,8 @@ class _Calls:
 
     @staticmethod
     def events(user_id: Any, agent_id: Any, run_id: Any, since: Any, limit: Any) -> _Call:
-        ids = _scope(user_id, agent_id, run_id)
+        validate.require_scope(user_id, agent_id, run_id)
+        ids = _ids(user_id, agent_id, run_id)
         user = _path_user(ids.pop("user_id", None), "/api/memories/{user_id}/events/")
         params: dict[str, Any] = {**ids, "since": validate.since(since)}
         if limit is not None:
@@ -308,12 +321,22 @@ class _Calls:
 
     @staticmethod
     def rollback(event_or_run_id: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
+        # Sent as given, for Memory (behind the service) to read as it reads it: a string
+        # of digits is a seq, padded or not, and its NotFoundError names the string. A
+        # number is checked here first as Memory checks it (the service's schema would
+        # word the refusal otherwise).
         target = event_or_run_id
-        if isinstance(target, bool) or not isinstance(target, int | str) or (isinstance(target, str) and not target.strip()):
-            raise ValidationError("event_or_run_id", f"must be an event's seq number or a run id, got {validate.show(target)}")
-        if isinstance(target, str) and target.strip().isdigit():
-            target = int(target.strip())
-        body: dict[str, Any] = {"event_or_run_id": target.strip() if isinstance(target, str) else target, **_ids(user_id, agent_id, run_id)}
+        if isinstance(target, bool) or not isinstance(target, int | str):
+            raise ValidationError("event_or_run_id", f"must be an event's seq number or a run id, got {target!r}")
+        seq = target
+        if isinstance(target, str):
+            label = target.strip()
+            seq = int(label) if label.isdecimal() and label.isascii() and len(label) <= 200 else None
+            if seq is None and (not label or len(label) > 200):
+                raise ValidationError("event_or_run_id", "must be an event's seq number or a run id")
+        if seq is not None and not 1 <= seq <= validate.MAX_SEQ:
+            raise ValidationError("event_or_run_id", f"an event's seq number is from 1 to {validate.MAX_SEQ:,}, got {seq}")
+        body: dict[str, Any] = {"event_or_run_id": target, **_ids(user_id, agent_id, run_id)}
         return _Call("POST", f"{_API}/rollback/", {}, _encode(body, free="event_or_run_id"), _object)
 
 
@@ -402,6 +425,8 @@ class _Base:
         except (ValueError, TypeError, KeyError):
             text = " ".join(response.text.split())[:200]
             return StoreError(f"{where} answered {status} {response.reason_phrase}" + (f": {text}" if text else ""))
+        if kind == "validation_error" and call.refused is not None and field == call.refused.field:
+            return call.refused  # the memory was found: the argument held back is judged now
         if kind in ("validation_error", "payload_too_large", "bad_request"):
             field = field or ("messages" if kind == "payload_too_large" else "request")
             prefix = f"{field}: "
@@ -413,8 +438,10 @@ class _Base:
             return NotFoundError(what or "resource", ident.strip("'\"") if ident else call.path)
         if kind == "conflict":
             return ConflictError(message)
-        if kind in ("unauthorized", "forbidden"):
-            hint = "" if "Authorization" in self._headers or kind == "forbidden" else " (this client sends no API key: pass api_key=...)"
+        if kind == "forbidden":  # the engine's PermissionDeniedError, or the service's own refusal
+            return PermissionDeniedError(message or f"{where} refused the request ({status})")
+        if kind == "unauthorized":
+            hint = "" if "Authorization" in self._headers else " (this client sends no API key: pass api_key=...)"
             return AuthenticationError(f"{where} refused the request: {message}{hint}")
         if kind == "rate_limited":
             return RateLimitError(f"{where}: {message}", retry_after=_retry_after(response.headers.get("Retry-After")), status=status)
@@ -424,11 +451,32 @@ class _Base:
 
     def scope(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Scoped:
         """A handle bound to one scope, as :meth:`memorist.Memory.scope` (an
-        :class:`AsyncClient`'s handle is awaited)."""
-        return Scoped(self, user_id=user_id, agent_id=agent_id, run_id=run_id)
+        :class:`AsyncClient`'s handle is awaited), with the client's calls: the core
+        memory calls. It has no ``learning``, ``tiers`` or ``minutes``."""
+        return _ClientScoped(self, user_id=user_id, agent_id=agent_id, run_id=run_id)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+
+def _not_a_client_call(capability: str) -> property:
+    def missing(self: Scoped) -> Any:
+        raise AttributeError(
+            f"a client's scoped handle has no {capability!r}: memorist.Client makes the core memory calls only "
+            f"({', '.join(c.name for c in CALLS if c.capability is None)}); "
+            f"use the service's REST routes for {capability} (/api/...), or an embedded memorist.Memory"
+        )
+
+    return property(missing)
+
+
+class _ClientScoped(Scoped):
+    """:class:`~memorist.api.Scoped` over a client: the core memory calls of one scope.
+    The capabilities (learning, tiers, minutes) are REST routes the client does not make."""
+
+    learning = _not_a_client_call("learning")
+    tiers = _not_a_client_call("tiers")
+    minutes = _not_a_client_call("minutes")
 
 
 class Client(_Base):
