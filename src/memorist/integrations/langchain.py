@@ -58,26 +58,26 @@ from ._tools import (
 
 
 class SearchMemoriesArgs(BaseModel):
-    query: str = Field(description=ARGUMENTS["query"])
-    limit: int = Field(default=5, ge=1, le=MAX_SEARCH, description=ARGUMENTS["search_limit"])
+    query: str = Field(strict=True, description=ARGUMENTS["query"])
+    limit: int = Field(strict=True, default=5, ge=1, le=MAX_SEARCH, description=ARGUMENTS["search_limit"])
 
 
 class AddMemoryArgs(BaseModel):
-    text: str = Field(description=ARGUMENTS["text"])
-    importance: float | None = Field(default=None, ge=0, le=1, description=ARGUMENTS["importance"])
+    text: str = Field(strict=True, description=ARGUMENTS["text"])
+    importance: float | None = Field(strict=True, default=None, ge=0, le=1, description=ARGUMENTS["importance"])
 
 
 class ListMemoriesArgs(BaseModel):
-    limit: int = Field(default=20, ge=1, le=MAX_LIST, description=ARGUMENTS["list_limit"])
+    limit: int = Field(strict=True, default=20, ge=1, le=MAX_LIST, description=ARGUMENTS["list_limit"])
 
 
 class UpdateMemoryArgs(BaseModel):
-    memory_id: str = Field(description=ARGUMENTS["memory_id"])
-    text: str = Field(description=ARGUMENTS["new_text"])
+    memory_id: str = Field(strict=True, description=ARGUMENTS["memory_id"])
+    text: str = Field(strict=True, description=ARGUMENTS["new_text"])
 
 
 class DeleteMemoryArgs(BaseModel):
-    memory_id: str = Field(description=ARGUMENTS["memory_id"])
+    memory_id: str = Field(strict=True, description=ARGUMENTS["memory_id"])
 
 
 def _tool_error(error: ToolException) -> str:

@@ -96,30 +96,30 @@ def _functions(tools: MemoryTools) -> dict[str, Any]:
     """One coroutine per tool, its parameters annotated for the schema the model sees."""
 
     async def search_memories(
-        query: Annotated[str, Field(description=ARGUMENTS["query"])],
-        limit: Annotated[int, Field(description=ARGUMENTS["search_limit"], ge=1, le=MAX_SEARCH)] = 5,
+        query: Annotated[str, Field(strict=True, description=ARGUMENTS["query"])],
+        limit: Annotated[int, Field(strict=True, description=ARGUMENTS["search_limit"], ge=1, le=MAX_SEARCH)] = 5,
     ) -> str:
         return await tools.asearch(query, limit)
 
     async def add_memory(
-        text: Annotated[str, Field(description=ARGUMENTS["text"])],
-        importance: Annotated[float | None, Field(description=ARGUMENTS["importance"], ge=0, le=1)] = None,
+        text: Annotated[str, Field(strict=True, description=ARGUMENTS["text"])],
+        importance: Annotated[float | None, Field(strict=True, description=ARGUMENTS["importance"], ge=0, le=1)] = None,
     ) -> str:
         return await tools.aadd(text, importance)
 
     async def list_memories(
-        limit: Annotated[int, Field(description=ARGUMENTS["list_limit"], ge=1, le=MAX_LIST)] = 20,
+        limit: Annotated[int, Field(strict=True, description=ARGUMENTS["list_limit"], ge=1, le=MAX_LIST)] = 20,
     ) -> str:
         return await tools.alist(limit)
 
     async def update_memory(
-        memory_id: Annotated[str, Field(description=ARGUMENTS["memory_id"])],
-        text: Annotated[str, Field(description=ARGUMENTS["new_text"])],
+        memory_id: Annotated[str, Field(strict=True, description=ARGUMENTS["memory_id"])],
+        text: Annotated[str, Field(strict=True, description=ARGUMENTS["new_text"])],
     ) -> str:
         return await tools.aupdate(memory_id, text)
 
     async def delete_memory(
-        memory_id: Annotated[str, Field(description=ARGUMENTS["memory_id"])],
+        memory_id: Annotated[str, Field(strict=True, description=ARGUMENTS["memory_id"])],
     ) -> str:
         return await tools.adelete(memory_id)
 

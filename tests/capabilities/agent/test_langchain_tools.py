@@ -89,6 +89,16 @@ def test_one_tool_can_be_made_alone_over_a_memory_or_a_scoped_handle(memory):
     ("update_memory", {"memory_id": "no-such-id", "text": "x"}, "Error: memory not found: 'no-such-id'"),
     ("delete_memory", {"memory_id": "no-such-id"}, "Error: memory not found: 'no-such-id'"),
     ("list_memories", {"limit": 1000}, "limit: Input should be less than or equal to 100"),
+    # Wrong types are refused as they are, never converted (lax pydantic took these).
+    ("search_memories", {"query": "cat", "limit": True}, "Error: invalid arguments for search_memories: limit: Input should be a valid integer (got True)"),
+    ("search_memories", {"query": "cat", "limit": "3"}, "limit: Input should be a valid integer (got '3')"),
+    ("search_memories", {"query": "cat", "limit": 2.0}, "limit: Input should be a valid integer (got 2.0)"),
+    ("list_memories", {"limit": False}, "limit: Input should be a valid integer (got False)"),
+    ("list_memories", {"limit": "5"}, "limit: Input should be a valid integer (got '5')"),
+    ("add_memory", {"text": "Likes tea", "importance": True}, "importance: Input should be a valid number (got True)"),
+    ("add_memory", {"text": "Likes tea", "importance": "0.5"}, "importance: Input should be a valid number (got '0.5')"),
+    ("add_memory", {"text": b"Likes tea"}, "text: Input should be a valid string"),
+    ("update_memory", {"memory_id": b"id", "text": "x"}, "memory_id: Input should be a valid string"),
 ])
 def test_bad_input_is_an_answer_the_model_reads_and_loses_nothing(memory, tool, args, said):
     kept = memory.add("Has a cat named Miso", user_id="sam", infer=False)["results"][0]["id"]

@@ -134,6 +134,34 @@ def test_bad_calls_answer_the_model_a_clear_error_and_lose_nothing(fake_openai, 
     assert [m["id"] for m in memory.get_all(user_id="ann")["results"]] == [ann]
 
 
+def test_arguments_of_the_wrong_type_are_refused_not_converted(fake_openai, memory):
+    kept = memory.add("Has a cat named Miso", user_id="sam", infer=False)["results"][0]["id"]
+    fake_openai.script(
+        "responses",
+        tool_calls(
+            ("list_memories", {"limit": "5"}),
+            ("list_memories", {"limit": True}),
+            ("list_memories", {"limit": 2.0}),
+            ("search_memories", {"query": "cat", "limit": "3"}),
+            ("search_memories", {"query": 7, "limit": 3}),
+            ("add_memory", {"text": "Likes tea", "importance": True}),
+            ("add_memory", {"text": "Likes tea", "importance": "0.5"}),
+            ("update_memory", {"memory_id": kept, "text": 5}),
+            ("delete_memory", {"memory_id": 12}),
+        ),
+        text("Sorry."),
+    )
+    result = Runner.run_sync(agent(memory_tools(memory, user_id="sam")), "hi", run_config=CONFIG)
+    assert result.final_output == "Sorry."
+    answers = outputs(fake_openai)
+    assert len(answers) == 9 and all(a.startswith("Error: invalid arguments for ") for a in answers)
+    assert [a.split(": ", 3)[2] for a in answers] == ["limit"] * 4 + ["query", "importance", "importance", "text", "memory_id"]
+    assert "limit: Input should be a valid integer (got '5')" in answers[0]
+    assert "limit: Input should be a valid integer (got True)" in answers[1]
+    assert "importance: Input should be a valid number (got True)" in answers[5]
+    assert [(m["id"], m["memory"]) for m in memory.get_all(user_id="sam")["results"]] == [(kept, "Has a cat named Miso")]
+
+
 def test_a_failing_store_is_not_shown_to_the_model(fake_openai, tmp_path):
     memory = Memory(str(tmp_path / "m.db"), embedder="hashing")
     tools = memory_tools(memory, user_id="sam")
