@@ -94,6 +94,31 @@ class AsyncMemory:
         """The wrapped Memory's resolved configuration."""
         return self.memory.config
 
+    # The wrapped Memory's settings, read and assigned there (checked as Memory checks them).
+    @property
+    def ranking(self) -> RankingPolicy:
+        """:attr:`memorist.Memory.ranking`: the ranking policy searches apply (assignable)."""
+        return self.memory.ranking
+
+    @ranking.setter
+    def ranking(self, policy: RankingPolicy) -> None:
+        self.memory.ranking = policy
+
+    @property
+    def energy(self) -> bool:
+        """:attr:`memorist.Memory.energy`: whether the energy policy runs (energy tiers)."""
+        return self.memory.energy
+
+    @property
+    def learning_config(self) -> Any:
+        """:attr:`memorist.Memory.learning_config` (assignable: a LearningConfig or a
+        mapping of its fields; an unknown setting is an error, as on Memory)."""
+        return self.memory.learning_config
+
+    @learning_config.setter
+    def learning_config(self, config: Any) -> None:
+        self.memory.learning_config = config
+
     async def _run(self, call: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         def locked() -> T:
             with self._lock:

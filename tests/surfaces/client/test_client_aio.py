@@ -26,6 +26,31 @@ def test_async_memory_has_every_call_of_memory_with_its_arguments():
     assert inspect.iscoroutinefunction(AsyncMemory.aclose)
 
 
+def test_async_memory_forwards_memory_s_settings(tmp_path):
+    from memorist import ConfigurationError
+    from memorist.policies.ranking import RankingPolicy
+
+    settings = {n for n, v in vars(Memory).items() if not n.startswith("_") and isinstance(v, property)}
+    assert settings <= {n for n, v in vars(AsyncMemory).items() if isinstance(v, property)}
+    for name in settings:  # assignable on the one exactly when on the other
+        assert (vars(AsyncMemory)[name].fset is None) == (vars(Memory)[name].fset is None), name
+
+    async def main():
+        async with AsyncMemory(str(tmp_path / "s.db"), embedder="hashing", policy="energy") as memory:
+            assert memory.energy is True
+            memory.learning_config = {"trajectory_sample_rate": 0.25}
+            assert memory.memory.learning_config.trajectory_sample_rate == 0.25
+            assert memory.learning_config is memory.memory.learning_config
+            with pytest.raises(ConfigurationError, match="unknown learning setting 'bogus'"):
+                memory.learning_config = {"bogus": 1}
+            assert memory.memory.learning_config.trajectory_sample_rate == 0.25
+            policy = RankingPolicy()
+            memory.ranking = policy
+            assert memory.ranking is policy and memory.memory.ranking is policy
+
+    asyncio.run(main())
+
+
 @pytest.mark.parametrize("cls", [Client, AsyncClient])
 def test_the_clients_take_memory_s_arguments(cls):
     for name in CLIENT_CALLS:
