@@ -170,10 +170,39 @@ _EXPECTED = {
 }
 
 
+#: Each bound's error type: how a message says it, and its key in the error's context.
+_BOUNDS = {"greater_than": (">", "gt"), "greater_than_equal": ("≥", "ge"), "less_than": ("<", "lt"), "less_than_equal": ("≤", "le")}
+_CHOICES = re.compile(r"\^\(([\w|-]+)\)\$")
+
+
+def _shown(value: Any) -> str:
+    """A rejected input as a message shows it: ``nan``, ``2.5``, ``'bogus'``."""
+    text = repr(value) if isinstance(value, str | float | int) else type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _non_finite(error: Mapping[str, Any]) -> bool:
+    value = error.get("input")
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def _message(error: Mapping[str, Any]) -> str:
+    """One error's message, said as the engine says its own: what the value must be,
+    and what it was."""
     kind = error.get("type", "")
+    ctx = error.get("ctx") or {}
     if kind == "missing":
         return "is required"
+    if kind == "finite_number" or (kind in _BOUNDS and _non_finite(error)):
+        return f"must be a finite number, got {_shown(error.get('input'))}"
+    if kind in _BOUNDS and isinstance(bound := ctx.get(_BOUNDS[kind][1]), int | float):
+        shown = f"{int(bound):,}" if float(bound).is_integer() else f"{bound:g}"
+        given = error.get("input")  # a query string's number is text: shown as typed
+        return f"must be {_BOUNDS[kind][0]} {shown}, got {given if isinstance(given, str) else _shown(given)}"
+    if kind == "string_pattern_mismatch":
+        choices = _CHOICES.fullmatch(str(ctx.get("pattern", "")))
+        if choices:
+            return f"must be one of {', '.join(choices.group(1).split('|'))}, got {_shown(error.get('input'))}"
     if kind == "json_invalid":
         detail = (error.get("ctx") or {}).get("error")
         return f"is not valid JSON ({detail})" if detail else "is not valid JSON"
@@ -195,6 +224,8 @@ def describe_validation(errors: Iterable[Mapping[str, Any]]) -> tuple[str, str]:
     deepest = [e for e in errors if len(e.get("loc", ())) == depth]
     field = field_of(deepest[0].get("loc", ()))
     here = [e for e in errors if field_of(e.get("loc", ())) == field]
+    if any(_non_finite(e) for e in here):  # whatever else the field may be (a time: text or a number)
+        return field, f"must be a finite number, got {_shown(next(e for e in here if _non_finite(e))['input'])}"
     if all(e.get("type") in _EXPECTED for e in here):
         expected = list(dict.fromkeys(_EXPECTED[e["type"]] for e in here))
         return field, "must be " + " or ".join(expected)

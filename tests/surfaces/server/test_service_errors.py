@@ -65,6 +65,29 @@ def test_422_names_the_field(client: TestClient, method: str, path: str, body, f
     assert not error["message"].startswith(f"{field}:")  # the field is in `field`
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "body", "field", "message"),
+    [
+        ("post", "/api/memories/search/", '{"query": "x", "user_id": "a", "threshold": NaN}', "threshold", "must be a finite number, got nan"),
+        ("post", "/api/memories/search/", '{"query": "x", "user_id": "a", "threshold": 2}', "threshold", "must be ≤ 1, got 2"),
+        ("post", "/api/memories/search/", '{"query": "x", "user_id": "a", "limit": 0}', "limit", "must be ≥ 1, got 0"),
+        ("post", "/api/memories/", '{"messages": "hi", "user_id": "a", "importance": NaN}', "importance", "must be a finite number, got nan"),
+        ("post", "/api/memories/", '{"messages": "hi", "user_id": "a", "importance": 1.5}', "importance", "must be ≤ 1, got 1.5"),
+        ("post", "/api/tiers/boost/", '{"memory_id": "x", "user_id": "a", "amount": Infinity}', "amount", "must be a finite number, got inf"),
+        # A time is text or a number: a NaN is neither, said once (not a union's two messages).
+        ("post", "/api/tiers/maintain/", '{"now": NaN}', "now", "must be a finite number, got nan"),
+        ("get", "/api/memories/?user_id=a&limit=0", None, "limit", "must be ≥ 1, got 0"),
+        ("get", "/api/playbooks/helper/?scope=bogus", None, "scope", "must be one of agent, user, tenant, global, got 'bogus'"),
+    ],
+)
+def test_a_422_says_what_the_value_must_be_and_what_it_was(make_app, method, path, body, field, message) -> None:
+    """Bounds, non-finite numbers and choices in the engine's words, not the request
+    parser's ("input should be less than or equal to 1" for a NaN)."""
+    with TestClient(make_app(policy="energy")) as client:
+        r = client.request(method.upper(), path, content=body, headers={"content-type": "application/json"})
+        assert assert_error(r, 422, "validation_error", field)["message"] == message
+
+
 def test_422_for_an_update_to_blank_text(client: TestClient) -> None:
     r = client.post("/api/memories/", json={"messages": "Likes tea", "user_id": "a", "infer": False})
     memory_id = r.json()["results"][0]["id"]
