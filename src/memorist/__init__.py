@@ -51,7 +51,7 @@ if TYPE_CHECKING:
         Status,
         Tier,
     )
-    from .pipelines.context import format_context
+    from .pipelines.context import format_context, pack_context
     from .pipelines.context_window import ContextWindow
     from .pipelines.pair import PairResult
     from .policies.evaluation import EvaluationConfig
@@ -80,7 +80,7 @@ _LAZY = {
         ("Action", "Decision", "Existing", "Fact", "Kind", "MemoryClass", "MemoryRecord", "Message", "Scope", "Status", "Tier"),
         "model",
     ),
-    "format_context": "pipelines.context",
+    **dict.fromkeys(("format_context", "pack_context"), "pipelines.context"),
     "ContextWindow": "pipelines.context_window",
     "PairResult": "pipelines.pair",
     "EvaluationConfig": "policies.evaluation",
@@ -165,6 +165,7 @@ __all__ = [
     "ValidationError",
     "__version__",
     "format_context",
+    "pack_context",
     "reembed",
     "resolve_llm",
 ]

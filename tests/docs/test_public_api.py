@@ -70,6 +70,7 @@ PUBLIC = [
     "ValidationError",
     "__version__",
     "format_context",
+    "pack_context",
     "reembed",
     "resolve_llm",
 ]
