@@ -136,9 +136,10 @@ def _score(value: Any, field: str = "success_score") -> float | None:
     return float(value)
 
 
-def _status(value: Any) -> str:
-    if not isinstance(value, str) or value.strip().lower() not in STATUSES:
-        raise ValidationError("status", f"must be one of {', '.join(STATUSES)}, got {validate.show(value)}")
+def _status(value: Any, accepted: tuple[str, ...] = STATUSES) -> str:
+    """A trajectory's status, one of ``accepted`` (a completion's outcome by default)."""
+    if not isinstance(value, str) or value.strip().lower() not in accepted:
+        raise ValidationError("status", f"must be one of {', '.join(accepted)}, got {validate.show(value)}")
     return value.strip().lower()
 
 
@@ -412,8 +413,8 @@ class Learning:
         user, agent = self._ids(user_id, agent_id)
         if user is None and agent is None:
             agent = self.config.default_agent_id
-        if status is not None and status != RUNNING:
-            status = _status(status)
+        if status is not None:  # a running trajectory's too
+            status = _status(status, (*STATUSES, RUNNING))
         rows = self.trajectories.query(
             ScopeFilter(self.tenant_id, user, agent),
             status=status,
