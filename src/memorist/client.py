@@ -1,7 +1,9 @@
-"""Memory's calls against a served Memorist (``memorist serve``): :class:`Client` and
-:class:`AsyncClient`.
+"""Memory's core memory calls against a served Memorist (``memorist serve``):
+:class:`Client` and :class:`AsyncClient`.
 
-Both take the same arguments and return the same shapes as :class:`memorist.Memory`,
+They have the calls :class:`memorist.api.MemoryAPI` declares (add, search, get,
+get_all, update, delete, delete_all, erase, history, events, rollback), not the
+capabilities' (learning, tiers, minutes, relations: REST routes). Both take the same arguments and return the same shapes as :class:`memorist.Memory`,
 and raise the same exception classes, decoded from the service's JSON errors; code
 moves from embedded to served by changing the line that builds the memory::
 

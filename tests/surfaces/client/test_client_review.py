@@ -118,3 +118,18 @@ def test_a_client_s_scoped_handle_says_it_has_no_capabilities():
             getattr(handle, name)
         assert not hasattr(handle, name)
     assert callable(handle.search)
+
+
+def test_the_docs_say_which_calls_the_client_has():
+    from pathlib import Path
+
+    from memorist.api import CALLS
+
+    root = Path(__file__).resolve().parents[3]
+    core = [c.name for c in CALLS if c.capability is None]
+    assert len(core) == 11 and all(callable(getattr(Client, name)) for name in core)
+    for page in ("README.md", "docs/service.md", "docs/concepts/facts.md"):
+        text = " ".join((root / page).read_text(encoding="utf-8").split())
+        assert "makes the same calls as `Memory`" not in text and "`memorist.Client` calls them" not in text, page
+        spans = [text[i : i + 400] for i in range(len(text)) if text.startswith("core memory calls", i)]
+        assert any(all(f"{name}," in span or f"{name})" in span or f"{name}`" in span for name in core) for span in spans), page
