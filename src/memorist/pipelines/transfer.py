@@ -144,6 +144,13 @@ def relation_item(row: RelationTuple, tenant_id: str) -> dict[str, Any]:
 
 
 _RELATION_KEYS = frozenset({"type", "subject", "relation", "object", "created_at", "tenant_id"})
+#: The fields of a memory line: those :func:`export_item` writes (every version of it:
+#: none was ever taken out), ``tenant_id`` included.
+_MEMORY_KEYS = frozenset({
+    "type", "id", "memory", *_SCOPE_KEYS, "tenant_id", "created_at", "updated_at", "metadata", "kind", "memory_class",
+    "importance", "status", "topic", "concept", "section", "tags", "helpful", "harmful", "energy", "tier", "strengths",
+    "access_count", "valid_to", "lineage", "search_text",
+})
 #: The fields of a conversation line (``{"messages": [...] | "text": ...}``).
 _TURN_KEYS = frozenset({"type", "messages", "text", *_SCOPE_KEYS, "metadata", "timestamp", "infer", "importance"})
 
@@ -412,6 +419,16 @@ class Importer:
             self._turn(line_no, obj, obj[present[0]])
 
     def _memory(self, line_no: int, obj: dict[str, Any]) -> None:
+        extra = sorted(set(obj) - _MEMORY_KEYS, key=str)
+        if extra:
+            # A misspelt key ("metdata") would be left out silently.
+            raise _Bad(f"{validate.show(extra[0])} is not a field of a memory line (the fields `memorist export` writes: "
+                       "id, memory, the scope's ids, created_at, updated_at, metadata, kind, status, ...)")
+        if obj.get("status") == Status.DELETED.value:
+            # Exports hold active and archived memories only; a deleted one would be
+            # stored as a tombstone and counted as added.
+            raise ValidationError("status", '"deleted" is not imported: an import restores active and archived memories; '
+                                  "leave the line out (or delete the memory once it is imported)")
         tenant = obj.get("tenant_id") or ""
         if tenant != self.tenant_id:
             raise _Bad(f"the memory belongs to tenant {validate.show(tenant)}, not this Memory's tenant {self.tenant_id!r}")
@@ -728,6 +745,24 @@ class Importer:
         pending, self._records = self._records, []
         if not pending:
             return
+        # One id given to memories of two scopes in the file: the lines before the
+        # later one are written (they are good), and the import stops at it.
+        clash = _clash(pending)
+        if clash is not None:
+            line_no, first, mid = clash
+            self._write_records([p for p in pending if p[0] < line_no])
+            self._flush_before(line_no)
+            raise ImportLineError(
+                line_no,
+                f"id {mid!r} is also the id of line {first}'s memory, of another scope (another user, agent or run); "
+                "a memory has one scope: to give this line's memory an id of its own, leave out its \"id\"",
+                self.summary(),
+            )
+        self._write_records(pending)
+
+    def _write_records(self, pending: list[tuple[int, MemoryRecord]]) -> None:
+        if not pending:
+            return
         # A file may name one id twice (two exports concatenated): the newest wins.
         latest: dict[str, MemoryRecord] = {}
         for _, record in pending:
@@ -878,6 +913,17 @@ def _taken(mid: str, old: MemoryRecord, tenant_id: str) -> str:
     )
 
 
+def _clash(pending: list[tuple[int, MemoryRecord]]) -> tuple[int, int, str] | None:
+    """The first memory line of ``pending`` whose id an earlier line gives to a memory
+    of another scope: ``(its line, the earlier line, the id)``, or None."""
+    first: dict[str, tuple[int, Scope]] = {}
+    for line_no, record in pending:
+        seen = first.setdefault(record.id, (line_no, record.scope))
+        if seen[1] != record.scope:
+            return line_no, seen[0], record.id
+    return None
+
+
 def _version(record: MemoryRecord) -> float:
     return record.updated_at if record.updated_at is not None else record.created_at
 
@@ -912,6 +958,8 @@ def import_lines(
             importer.flush()
             raise ImportLineError(n + 1, f"the text from here on is not UTF-8 ({exc.reason})", importer.summary()) from exc
         n += 1
+        if n == 1 and isinstance(raw, str):
+            raw = raw.removeprefix("\ufeff")  # a byte order mark, as some editors write one
         if n < from_line:
             continue  # read, not imported: the numbers in errors stay the source's
         if progress is not None:  # told before the line is fed: a failing function changes nothing of it
