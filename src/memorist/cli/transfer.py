@@ -19,7 +19,6 @@ from .app import (
     App,
     CommandError,
     cli,
-    cli_message,
     file_name,
     pass_app,
     progress,
@@ -149,7 +148,8 @@ def import_(
             f"{kept} Once line {exc.line} is fixed, run the import again with --from-line {exc.line} to go on from it.",
             err=True,
         )
-        raise CommandError(cli_message(exc)) from exc
+        # Not cli_message: the message names the line's fields (user_id), not flags.
+        raise CommandError(str(exc) + _import_hint(exc, lines, scope(user_id, agent_id, run_id))) from exc
     parts = [f"added {summary['added']} memories"]
     labels = (("updated", "updated"), ("deleted", "deleted"), ("unchanged", "already there"), ("skipped", "deleted here since, skipped"))
     parts += [f"{summary[key]} {label}" for key, label in labels if summary[key]]
@@ -158,6 +158,16 @@ def import_(
     note = f"; {summary['events']} event lines not replayed" if summary["events"] else ""
     start = f" from line {from_line}" if skip else ""
     app.emit(summary, lambda: click.echo(f"Read {summary['lines']} lines{start}; " + ", ".join(parts) + note + "."))
+
+
+def _import_hint(exc: ImportLineError, lines: list[str], ids: dict[str, str | None]) -> str:
+    """What to do about an import error, when the file or the flags say more than the line."""
+    if "one of user_id, agent_id or run_id" in str(exc) and not any(ids.values()):
+        return " (give the line one, or give every line without one a default with --user, --agent or --run)"
+    first = next((i for i, line in enumerate(lines, 1) if line.strip()), None)
+    if exc.line == first and lines[first - 1].lstrip("\ufeff \t").startswith("["):
+        return "; it looks like a memories.json file (one JSON array of memories): add --format memories-json"
+    return ""
 
 
 def _import_etienne(app: App, file: Any, ids: dict[str, str | None]) -> None:

@@ -65,3 +65,53 @@ def test_export_refuses_the_store_named_by_url_and_relative_path(store: Path, mo
     assert count(store, "--user", "alice") == 1
     run("--db", "sqlite:///s.db", "export", "--all", "-o", "copy.jsonl")  # another file is fine
     assert (store.parent / "copy.jsonl").read_text(encoding="utf-8").count("\n") == 1
+
+
+# import errors ------------------------------------------------------------------------------
+def test_import_errors_name_the_line_s_field_not_a_flag(store: Path, tmp_path: Path) -> None:
+    path = write(tmp_path / "in.jsonl", [memory_line("m1", "Likes tea", user_id="bob"), memory_line("m2", "Plays chess", user_id=42)])
+    result = run("--db", str(store), "import", str(path), code=1)
+    assert "error: line 2: user_id: must be a string, got int" in result.output
+    assert "--user" not in result.output.splitlines()[-1]
+
+
+def test_an_import_line_without_scope_says_how_to_give_one(store: Path, tmp_path: Path) -> None:
+    path = write(tmp_path / "in.jsonl", [{"text": "Likes tea", "infer": False}])
+    result = run("--db", str(store), "import", str(path), code=1)
+    assert "--user, --agent or --run" in result.output.splitlines()[-1]
+
+
+def test_one_id_for_two_scopes_stops_the_import_naming_both_lines(store: Path, tmp_path: Path) -> None:
+    path = write(tmp_path / "in.jsonl", [
+        memory_line("m1", "Likes tea", user_id="alice"),
+        memory_line("m1", "Likes coffee", user_id="alice", agent_id="bot1"),
+    ])
+    result = run("--db", str(store), "import", str(path), code=1)
+    assert "error: line 2: id 'm1' is also the id of line 1's memory, of another scope" in result.output
+    assert "--from-line 2" in result.output
+    assert count(store, "--user", "alice", "--agent", "bot1") == 0
+
+
+@pytest.mark.parametrize("text", ['[\n  {"id": "mem_1", "memory": "Likes tea"}\n]\n', '[{"id": "mem_1", "memory": "Likes tea"}]\n'])
+def test_a_memories_json_file_imported_as_lines_gets_the_format_hint(store: Path, tmp_path: Path, text: str) -> None:
+    path = tmp_path / "memories.json"
+    path.write_text(text, encoding="utf-8")
+    result = run("--db", str(store), "import", str(path), code=1)
+    assert result.output.splitlines()[-1].endswith("add --format memories-json")
+
+
+def test_a_byte_order_mark_at_the_start_of_lines_is_read(store: Path, tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_text("\ufeff" + json.dumps(memory_line("m1", "Likes tea", user_id="bob")) + "\n", encoding="utf-8")
+    assert "added 1 memories" in run("--db", str(store), "import", str(path)).output
+
+
+def test_export_output_imports_again_field_for_field(store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "all.jsonl"
+    run("--db", str(store), "export", "--all", "--events", "-o", str(out))
+    copy = tmp_path / "copy.db"
+    run("--db", str(copy), "import", str(out))
+    again = tmp_path / "again.jsonl"
+    run("--db", str(copy), "export", "--all", "-o", str(again))
+    memories = [x for x in out.read_text(encoding="utf-8").splitlines() if '"type": "memory"' in x]
+    assert again.read_text(encoding="utf-8").splitlines() == memories
