@@ -226,7 +226,7 @@ class App:
             table.add_column(name, **options)
         for row in rows:
             # Text, not markup: a memory saying "[bold]" must print as written.
-            table.add_row(*(Text(cell(v)) for v in row))
+            table.add_row(*(Text(printable(cell(v))) for v in row))
         self.console.print(table)
 
     def pairs(self, data: dict[str, Any]) -> None:
@@ -245,6 +245,17 @@ def cell(value: Any) -> str:
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False, default=str) if value else "-"
     return str(value)
+
+
+#: Control characters but newline and tab: C0, DEL and C1 (ESC among them). Printed raw,
+#: a stored text could move the cursor, recolour or retitle the terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: each control character written as ``--json`` writes
+    it (ESC as ``\\u001b``), newlines and tabs kept."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def when(iso: str | None) -> str:
@@ -552,6 +563,7 @@ __all__ = [
     "file_name",
     "json_object",
     "pass_app",
+    "printable",
     "progress",
     "read_file",
     "read_text",

@@ -16,6 +16,7 @@ from .app import (
     describe_scope,
     json_object,
     pass_app,
+    printable,
     progress,
     read_text,
     scope,
@@ -222,7 +223,7 @@ def delete(app: App, memory_id: str, user_id: str | None, agent_id: str | None, 
     """Delete memory ID or a unique prefix of it (its history stays readable)."""
     ids = scope(user_id, agent_id, run_id)
     result = app.memory().delete(_memory_id(app, memory_id, ids), **ids)
-    app.emit(result, lambda: click.echo(f"Deleted {result['id']}: {result['memory']}"))
+    app.emit(result, lambda: click.echo(f"Deleted {result['id']}: {printable(result['memory'])}"))
 
 
 @cli.command("delete-all")
