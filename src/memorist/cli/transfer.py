@@ -106,6 +106,8 @@ def import_(
     without user_id gets --user. The whole file is checked first: a bad one
     imports nothing and the error names the memory and field.
     """
+    from ..pipelines.transfer import ImportInterrupted
+
     if file_format == "memories-json":
         if infer is not None:
             raise click.UsageError("--infer/--no-infer is for conversation lines; a memories-json file holds memories")
@@ -133,6 +135,8 @@ def import_(
             summary = memory.import_(
                 lines, **scope(user_id, agent_id, run_id), infer=infer, progress=report if update.drawn else None, from_line=skip + 1,
             )
+    except ImportInterrupted as exc:
+        _interrupted(exc, len(lines))
     except ImportLineError as exc:
         done = exc.summary
         counts = f"{done['added']} memories added and {done['updated']} updated"
@@ -158,6 +162,27 @@ def import_(
     note = f"; {summary['events']} event lines not replayed" if summary["events"] else ""
     start = f" from line {from_line}" if skip else ""
     app.emit(summary, lambda: click.echo(f"Read {summary['lines']} lines{start}; " + ", ".join(parts) + note + "."))
+
+
+def _interrupted(exc: Any, total: int) -> None:
+    """Ctrl-C: what was written, and the --from-line that goes on from there; exit 130
+    (as a shell reports a command SIGINT ended)."""
+    done = exc.summary
+    counts = f"{done['added']} memories added and {done['updated']} updated"
+    if exc.resume > total:
+        click.echo(f"Interrupted: {counts}; every line of the file was imported.", err=True)
+    else:
+        kept = f"{counts} from the lines before line {exc.resume}"
+        if exc.later is not None:
+            kept += (
+                f" and from lines of other scopes after it, up to line {exc.later} (going on from line {exc.resume} "
+                "leaves those with a time alone, and adds those without one again)"
+            )
+        click.echo(
+            f"Interrupted: {kept}; they stay in the store. Run the import again with --from-line {exc.resume} to go on from it.",
+            err=True,
+        )
+    click.get_current_context().exit(130)
 
 
 def _import_hint(exc: ImportLineError, lines: list[str], ids: dict[str, str | None]) -> str:

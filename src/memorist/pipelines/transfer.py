@@ -359,11 +359,24 @@ class Importer:
     # more occurrences of each verbatim memory (see _already) are there already.
     _fresh: dict[Scope, bool] = field(default_factory=dict)
     _there: dict[bytes, int] = field(default_factory=dict)
+    # The lines read and not written yet (an interrupted import goes on from the first),
+    # and whether the line being fed went into a buffer.
+    _open: dict[int, None] = field(default_factory=dict)
+    _held: bool = False
+
+    @property
+    def first_open(self) -> int | None:
+        """The first line read and not written yet (None: every line read is written)."""
+        return min(self._open, default=None)
 
     # the lines ---------------------------------------------------------------------------
     def feed(self, line_no: int, raw: str | dict[str, Any]) -> None:
+        self._open[line_no] = None
+        self._held = False
         try:
             self._line(line_no, raw)
+            if not self._held:  # written (or left alone) as it was read
+                self._open.pop(line_no, None)
         except ImportLineError:
             raise  # a write of earlier lines failed; it names its own line
         except MemoristError as exc:
@@ -403,6 +416,7 @@ class Importer:
             if tenant != self.tenant_id:
                 raise _Bad(f"the relation belongs to tenant {validate.show(tenant)}, not this Memory's tenant {self.tenant_id!r}")
             self._relations.append((line_no, relation_from_item(obj)))
+            self._held = True
             if len(self._relations) >= IMPORT_BATCH:
                 self._flush_records()  # a memory line before them is checked first
                 self._flush_relations()
@@ -446,6 +460,7 @@ class Importer:
             max_metadata_bytes=self.max_metadata_bytes,
         )
         self._records.append((line_no, record))
+        self._held = True
         if len(self._records) >= IMPORT_BATCH:
             self._flush_records()
 
@@ -525,6 +540,7 @@ class Importer:
             kwargs = {**ids, "metadata": None, "infer": False, "timestamp": None, **({"importance": importance} if importance is not None else {})}
             pending = self._turns[key] = _Pending(key, scope, kwargs, plain)
         pending.lines.append((line_no, folded, checked))
+        self._held = True
         pending.size += len(folded)
         self._waiting += len(folded)
         # Bounded: too many scopes waiting writes the oldest buffer, too many messages the
@@ -603,15 +619,18 @@ class Importer:
         if self._turns.pop(pending.key, None) is pending:
             self._waiting -= pending.size
         lines = pending.lines if before is None else [line for line in pending.lines if line[0] < before]
+        taken = lines  # done once written, the lines already there with them
         if lines and not self._fresh_scope(pending.scope):
             lines = self._unseen(pending.scope, lines, plain=pending.plain)
         if not lines:
+            self._done(taken)
             return
         self._turn_batches += 1  # the ramp grows by calls, however many scopes share the room
         if len(lines) > 1:
             try:
                 self._call([m for _, ms, _ in lines for m in ms], pending.kwargs, plain=pending.plain)
                 self._wrote(lines)
+                self._done(taken)
                 return
             except MemoristError as exc:
                 if is_busy(exc):
@@ -628,6 +647,7 @@ class Importer:
                 later = self._through if self._through > line_no else None
                 raise ImportLineError(line_no, str(exc), self.summary(), later=later) from exc
             self._wrote([(line_no,)])
+        self._done(taken)
 
     # lines already imported ----------------------------------------------------------------
     def _fresh_scope(self, scope: Scope) -> bool:
@@ -819,6 +839,11 @@ class Importer:
         """Note lines written, each ``(line number, ...)`` (for :attr:`ImportLineError.later`)."""
         if lines:
             self._through = max(self._through, *(line[0] for line in lines))
+        self._done(lines)
+
+    def _done(self, lines: Sequence[tuple[Any, ...]]) -> None:
+        for line in lines:
+            self._open.pop(line[0], None)
 
     def summary(self) -> dict[str, int]:
         return {**self.counts, "calls": self.calls}
@@ -838,6 +863,22 @@ class Importer:
             f"the batches written before it stay ({done['added']} added, {done['updated']} updated), "
             "and running the import again adds the rest"
         )
+
+
+class ImportInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) during an import: a KeyboardInterrupt that says what was written.
+
+    ``summary`` counts what was written; ``resume`` is the first line read and not
+    written yet (``from_line`` goes on from it: the lines before it are all written);
+    ``later`` the last line written when lines of other scopes after ``resume`` were
+    written already, else None.
+    """
+
+    def __init__(self, summary: dict[str, int], resume: int, later: int | None) -> None:
+        super().__init__(f"import interrupted; go on from line {resume}")
+        self.summary = summary
+        self.resume = resume
+        self.later = later
 
 
 class _Bad(MemoristError):
@@ -944,39 +985,46 @@ def import_lines(
     """Feed every line from line ``from_line`` on to ``importer`` and flush; returns
     the summary (``lines``: the lines read from ``from_line`` on)."""
     n = 0
-    importer.ramp = progress is not None
-    iterator = iter(lines)
-    while True:
-        try:
-            raw = next(iterator)
-        except StopIteration:
-            break
-        except UnicodeDecodeError as exc:
-            # A text file opened by the caller that is not UTF-8: the lines read before
-            # are kept, as for a bad line (the decoder reads ahead, so the bad bytes
-            # may lie a few lines further on).
-            importer.flush()
-            raise ImportLineError(n + 1, f"the text from here on is not UTF-8 ({exc.reason})", importer.summary()) from exc
-        n += 1
-        if n == 1 and isinstance(raw, str):
-            raw = raw.removeprefix("\ufeff")  # a byte order mark, as some editors write one
-        if n < from_line:
-            continue  # read, not imported: the numbers in errors stay the source's
-        if progress is not None:  # told before the line is fed: a failing function changes nothing of it
-            try:
-                progress(n)
-            except Exception as exc:  # the caller's function failed: stop, as for a bad argument
-                raise ValidationError("progress", f"the progress function raised {type(exc).__name__}: {exc}; "
-                                      f"the import stopped before line {n} (batches written before it stay)") from exc
-        importer.feed(n, raw)
     try:
-        importer.flush()
-    except ImportLineError:
-        raise
-    except MemoristError as exc:
-        if is_busy(exc):
-            raise importer.stopped(exc, n) from exc
-        raise ImportLineError(n, str(exc), importer.summary()) from exc
+        importer.ramp = progress is not None
+        iterator = iter(lines)
+        while True:
+            try:
+                raw = next(iterator)
+            except StopIteration:
+                break
+            except UnicodeDecodeError as exc:
+                # A text file opened by the caller that is not UTF-8: the lines read before
+                # are kept, as for a bad line (the decoder reads ahead, so the bad bytes
+                # may lie a few lines further on).
+                importer.flush()
+                raise ImportLineError(n + 1, f"the text from here on is not UTF-8 ({exc.reason})", importer.summary()) from exc
+            n += 1
+            if n == 1 and isinstance(raw, str):
+                raw = raw.removeprefix("\ufeff")  # a byte order mark, as some editors write one
+            if n < from_line:
+                continue  # read, not imported: the numbers in errors stay the source's
+            if progress is not None:  # told before the line is fed: a failing function changes nothing of it
+                try:
+                    progress(n)
+                except Exception as exc:  # the caller's function failed: stop, as for a bad argument
+                    raise ValidationError("progress", f"the progress function raised {type(exc).__name__}: {exc}; "
+                                          f"the import stopped before line {n} (batches written before it stay)") from exc
+            importer.feed(n, raw)
+        try:
+            importer.flush()
+        except ImportLineError:
+            raise
+        except MemoristError as exc:
+            if is_busy(exc):
+                raise importer.stopped(exc, n) from exc
+            raise ImportLineError(n, str(exc), importer.summary()) from exc
+    except KeyboardInterrupt as exc:
+        # Ctrl-C: the batches written stay; say what they were and where to go on from.
+        first = importer.first_open
+        resume = first if first is not None else max(n + 1, from_line)
+        later = importer._through if importer._through > resume else None
+        raise ImportInterrupted(importer.summary(), resume, later) from exc
     if from_line > 1 and n < from_line:  # (an empty source, read from its start, imports nothing)
         raise ValidationError("from_line", f"is {from_line}, but the source has {n} lines; nothing was imported")
     return {"lines": n - from_line + 1, **importer.summary()}
@@ -1137,6 +1185,7 @@ def etienne_memories(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 __all__ = [
     "ETIENNE_KEYS",
     "IMPORT_BATCH",
+    "ImportInterrupted",
     "Importer",
     "check_etienne_ids",
     "etienne_items",

@@ -115,3 +115,48 @@ def test_export_output_imports_again_field_for_field(store: Path, tmp_path: Path
     run("--db", str(copy), "export", "--all", "-o", str(again))
     memories = [x for x in out.read_text(encoding="utf-8").splitlines() if '"type": "memory"' in x]
     assert again.read_text(encoding="utf-8").splitlines() == memories
+
+
+# Ctrl-C -------------------------------------------------------------------------------------
+def test_ctrl_c_during_an_import_says_what_was_written_and_where_to_go_on(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memorist.pipelines.transfer as transfer
+
+    monkeypatch.setattr(transfer, "IMPORT_BATCH", 3)
+    feed = transfer.Importer.feed
+
+    def interrupted_at_8(self: transfer.Importer, line_no: int, raw: object) -> None:
+        if line_no == 8:
+            raise KeyboardInterrupt
+        feed(self, line_no, raw)
+
+    monkeypatch.setattr(transfer.Importer, "feed", interrupted_at_8)
+    path = write(tmp_path / "in.jsonl", [memory_line(f"m{i}", f"Fact number {i}", user_id="bob") for i in range(1, 11)])
+    result = run("--db", str(store), "import", str(path), code=130)
+    # Lines 1 to 6 went in two batches of three; line 7 waited in the third.
+    assert "Interrupted: 6 memories added and 0 updated from the lines before line 7" in result.output
+    assert "--from-line 7" in result.output and "Aborted" not in result.output
+    assert count(store, "--user", "bob") == 6
+    monkeypatch.setattr(transfer.Importer, "feed", feed)
+    assert "added 4 memories" in run("--db", str(store), "import", str(path), "--from-line", "7").output
+    assert count(store, "--user", "bob") == 10
+
+
+def test_ctrl_c_reports_turns_already_there_as_written(store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memorist.pipelines.transfer as transfer
+
+    turns = [{"text": f"Said {i}", "user_id": "bob", "infer": False, "timestamp": f"2024-05-0{i}T09:00:00Z"} for i in range(1, 6)]
+    first = write(tmp_path / "first.jsonl", turns[:2])
+    run("--db", str(store), "import", str(first))
+    path = write(tmp_path / "in.jsonl", turns)
+    calls = transfer.Importer._call
+
+    def interrupted(self: transfer.Importer, messages: object, kwargs: dict, *, plain: bool = False) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(transfer.Importer, "_call", interrupted)
+    result = run("--db", str(store), "import", str(path), code=130)
+    assert "--from-line 1 " in result.output  # the batch of lines 1 to 5 was being written
+    monkeypatch.setattr(transfer.Importer, "_call", calls)
+    assert "added 3 memories, 2 already there" in run("--db", str(store), "import", str(path)).output
