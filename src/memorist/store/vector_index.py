@@ -953,9 +953,11 @@ class SpaceIndex:
             low = values[top].min()
             if np.count_nonzero(values == low) > np.count_nonzero(values[top] == low):
                 # Ties across the cut: the first rows of them (the order written), not
-                # any; as PostgreSQL's SQL orders them, so the backends return the same.
+                # any, as PostgreSQL's SQL orders them: the backends return the same.
                 above = np.flatnonzero(values > low)
                 top = np.concatenate([above, np.flatnonzero(values == low)[: k - above.shape[0]]])
+            # Equal values in the order of their rows (argpartition leaves any order).
+            top = np.sort(top)
             order = top[np.argsort(-values[top], kind="stable")]
         else:
             order = np.argsort(-values, kind="stable")

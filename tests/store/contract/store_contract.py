@@ -635,6 +635,17 @@ class StoreContract:
         assert tsearch(store, "jazz records")[:3] == order
         assert tsearch(store, "jazz records", k=1) == order[:1]
 
+    def test_equal_scores_in_one_space_rank_in_the_order_written(self, store):
+        """Ties inside a space's best k come in the order written too, not in the order
+        a partial sort left them (k below the space's size)."""
+        at = time.time() - 100
+        tied = [f"t{i:02d}" for i in range(12)]
+        others = [record(f"o{i:02d}", f"Plays chess game {i} on Sunday", ALEX, at=at) for i in range(40)]
+        add(store, *others[:20], *(record(mid, "Likes jazz records", ALEX, at=at) for mid in tied), *others[20:])
+        for k in (3, 12, 15):
+            assert vsearch(store, "Likes jazz records", F_ALEX_ONLY, k=k)[: min(k, 12)] == tied[:k]
+            assert tsearch(store, "jazz records", F_ALEX_ONLY, k=k)[: min(k, 12)] == tied[:k]
+
     def test_vector_search_keeps_valid_memories_effective_since_the_cutoff(self, store):
         now = time.time()
         add(store,
