@@ -84,7 +84,7 @@ def add(
 @cli.command()
 @click.argument("query", nargs=-1, required=True)
 @scope_options
-@click.option("--limit", default=5, show_default=True, metavar="N", help="How many memories.")
+@click.option("--limit", default=5, show_default=True, type=click.IntRange(min=1), metavar="N", help="How many memories.")
 @click.option(
     "--threshold",
     type=FiniteFloat(-1.0, 1.0),
@@ -151,7 +151,7 @@ def _tiers_shown(rows: list[dict[str, Any]]) -> bool:
 
 @cli.command("list")
 @scope_options
-@click.option("--limit", default=100, show_default=True, metavar="N", help="At most N memories, newest first.")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(min=1), metavar="N", help="At most N memories, newest first.")
 @click.option(
     "--filters", metavar="JSON", callback=json_object, help='Metadata / field filters, e.g. \'{"category": "food"}\'.'
 )

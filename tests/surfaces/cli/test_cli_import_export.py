@@ -160,3 +160,14 @@ def test_ctrl_c_reports_turns_already_there_as_written(store: Path, tmp_path: Pa
     assert "--from-line 1 " in result.output  # the batch of lines 1 to 5 was being written
     monkeypatch.setattr(transfer.Importer, "_call", calls)
     assert "added 3 memories, 2 already there" in run("--db", str(store), "import", str(path)).output
+
+
+# option values --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args",
+    [["list", "--user", "alice", "--limit", "0"], ["search", "tea", "--user", "alice", "--limit", "0"],
+     ["search", "tea", "--user", "alice", "--threshold", "2"], ["events", "--limit", "-1"]],
+)
+def test_a_bad_option_value_is_a_usage_error(store: Path, args: list[str]) -> None:
+    result = run("--db", str(store), *args, code=2)
+    assert "Invalid value for '--" in result.output
