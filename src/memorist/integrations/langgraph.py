@@ -42,8 +42,9 @@ copies (a delete removes every copy).
 Values are kept as JSON, as LangGraph's PostgreSQL store keeps them (tuples become
 lists, non-string keys strings; NaN, NUL and lone surrogates are kept); the limits
 that remain (the first label is a Memorist user id; keys and labels hold no NUL or
-lone surrogate; a value's size) are checked here first and named ``namespace``,
-``key`` or ``value`` (docs/integrations.md lists them).
+lone surrogate; a value's size; its nesting, at most :data:`MAX_VALUE_DEPTH` levels and
+no cycle) are checked here first and named ``namespace``, ``key`` or ``value``
+(docs/integrations.md lists them).
 
 ``memory`` is anything with Memorist's memory calls: a :class:`~memorist.Memory`, or a
 :class:`~memorist.Client` of a served Memorist. The store has no TTL
@@ -90,6 +91,10 @@ from ..validate import MAX_LIMIT
 MAX_SCAN = 10_000
 #: The agent id of the store's memories.
 DEFAULT_AGENT = "langgraph"
+#: The most levels of dicts and lists a value nests (the value itself is the first):
+#: Python's JSON encoder and decoder recurse once per level, and its default recursion
+#: limit (1,000) leaves them about 990; this leaves the caller's stack room for 100 frames.
+MAX_VALUE_DEPTH = 900
 #: The most copies of one key read at once (more only after concurrent writes of
 #: several processes; the extra ones are removed as they are found).
 MAX_COPIES = 100
@@ -164,13 +169,47 @@ def _path(labels: Sequence[str]) -> str:
 
 
 def _texts(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Mapping):
-        return [t for v in value.values() for t in _texts(v)]
-    if isinstance(value, list | tuple):
-        return [t for v in value for t in _texts(v)]
-    return []
+    """Every string in ``value``, in order (walked without recursion)."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, Mapping):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed(item))
+    return found
+
+
+def _check_shape(value: Mapping[str, Any], max_bytes: int) -> None:
+    """Refuse, before anything else reads it, a value JSON cannot hold: one that holds
+    itself, that nests deeper than :data:`MAX_VALUE_DEPTH`, or that has more dicts,
+    lists and values than ``max_bytes`` of JSON and a main text hold (each takes a byte
+    at least). Walked without recursion, so no value raises ``RecursionError``."""
+    inside: set[int] = set()  # the dicts and lists the walk is in
+    stack: list[tuple[Any, int, bool]] = [(value, 1, True)]
+    seen = 0
+    while stack:
+        item, depth, entering = stack.pop()
+        if not entering:
+            inside.discard(id(item))
+            continue
+        seen += 1
+        if seen > max_bytes + 1:
+            raise ValidationError("value", f"is larger than {max_bytes:,} bytes as JSON")
+        if not isinstance(item, Mapping | list | tuple):
+            continue
+        if id(item) in inside:
+            raise ValidationError("value", "must be JSON data (dicts, lists, strings, numbers, booleans, None): "
+                                           "Circular reference detected")
+        if depth > MAX_VALUE_DEPTH:
+            raise ValidationError("value", f"nests too deep to be stored as JSON: more than {MAX_VALUE_DEPTH} "
+                                           "levels of dicts and lists")
+        inside.add(id(item))
+        stack.append((item, depth, False))
+        stack.extend((v, depth + 1, True) for v in (item.values() if isinstance(item, Mapping) else item))
 
 
 def _as_json(value: Any) -> str:
@@ -452,6 +491,7 @@ class MemoristStore(BaseStore):
         if not isinstance(op.value, Mapping):
             raise ValidationError("value", f"must be a dict, got {type(op.value).__name__}")
         value = dict(op.value)
+        _check_shape(value, self._max_bytes)
         text = self._text(value, op.index if isinstance(op.index, list) else None)
         scope = self._scope(namespace[0])
         with _lock(self.agent_id, namespace, key):
@@ -583,4 +623,4 @@ def _condition(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     return all(p == "*" or n == p for n, p in pairs)
 
 
-__all__ = ["DEFAULT_AGENT", "MAX_COPIES", "MAX_SCAN", "MemoristStore"]
+__all__ = ["DEFAULT_AGENT", "MAX_COPIES", "MAX_SCAN", "MAX_VALUE_DEPTH", "MemoristStore"]

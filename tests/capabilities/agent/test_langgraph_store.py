@@ -478,3 +478,66 @@ def test_limits_that_remain_are_named_and_checked_first(backend):
         store.put(("sam", "a\tb"), "k\tk", {"text": "x"})  # later labels and keys may hold them
         assert store.get(("sam", "a\tb"), "k\tk").value == {"text": "x"}
         assert store.list_namespaces() == [("sam", "a\tb")]
+
+
+def _cycle(text=None):
+    value = {"text": text} if text else {}
+    value["self"] = value
+    return value
+
+
+def _list_cycle():
+    inner = []
+    inner.append({"back": inner})
+    return {"l": inner}
+
+
+def _shared(levels):
+    """A small structure whose JSON doubles at each level (the same list twice)."""
+    value = [1]
+    for _ in range(levels):
+        value = [value, value]
+    return {"x": value}
+
+
+# Values JSON cannot hold, whether or not they have a main text: each is the value's
+# ValidationError, on every path (a value without a text was walked recursively for its
+# strings and raised a bare RecursionError, at half the depth the JSON path took).
+REFUSED = {
+    "a cycle": (_cycle(), "Circular reference detected"),
+    "a cycle with a text": (_cycle("hello"), "Circular reference detected"),
+    "a cycle through a list": (_list_cycle(), "Circular reference detected"),
+    "901 levels": (_deep(901), "nests too deep to be stored as JSON: more than 900 levels"),
+    "901 levels with a text": ({"text": "hello", "d": _deep(900)}, "nests too deep to be stored as JSON"),
+    "1200 levels": (_deep(1200), "nests too deep to be stored as JSON"),
+    "1200 levels with a text": ({"text": "hello", "d": _deep(1200)}, "nests too deep to be stored as JSON"),
+    "2**80 shared items": (_shared(80), r"is larger than [\d,]+ bytes as JSON"),
+}
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_a_value_json_cannot_hold_is_the_values_error_and_nothing_is_written(backend, name):
+    value, said = REFUSED[name]
+    with Memory(backend.target, embedder="hashing") as memory:
+        store = MemoristStore(memory)
+        store.put(("sam", "f"), "kept", {"text": "kept"})
+        for namespace, index in ((("sam",), None), (("sam", "f"), None), (("sam", "f"), ["text"]), (("sam",), False)):
+            with pytest.raises(ValidationError, match=said) as info:
+                store.put(namespace, "k", value, index=index)
+            assert info.value.field == "value"
+            assert store.get(namespace, "k") is None
+        assert copies(memory) == {"kept": 1}
+
+
+def test_values_nest_up_to_max_value_depth_with_or_without_a_text(backend):
+    from memorist.integrations.langgraph import MAX_VALUE_DEPTH
+
+    assert MAX_VALUE_DEPTH == 900
+    with Memory(backend.target, embedder="hashing") as memory:
+        store = MemoristStore(memory)
+        for key, value in (("bare", _deep(500)), ("deepest", _deep(MAX_VALUE_DEPTH)),
+                           ("text", {"text": "hello", "d": _deep(MAX_VALUE_DEPTH - 1)})):
+            store.put(("sam", "f"), key, value)
+            assert store.get(("sam", "f"), key).value == value
+        assert {i.key for i in store.search(("sam",), query="hello")} >= {"text"}
+        assert copies(memory) == {"bare": 1, "deepest": 1, "text": 1}

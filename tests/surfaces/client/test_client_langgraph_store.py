@@ -94,3 +94,26 @@ def test_values_and_limits_over_a_client(service):
         client.add("Agent note", agent_id="langgraph", infer=False)  # the store's agent, no user
         assert store.list_namespaces() == [("cy", "f")]
         assert {i.namespace for i in store.search(())} == {("cy", "f")}
+
+
+def test_cycles_and_deep_values_are_the_values_error_over_a_client(service):
+    """Over a Client too, a value JSON cannot hold is refused before any request, with
+    or without a main text (without one, a cycle raised a bare RecursionError)."""
+    def deep(n):
+        value = {}
+        for _ in range(n):
+            value = {"a": value}
+        return value
+
+    cycle = {}
+    cycle["self"] = cycle
+    with Client(service.url) as client:
+        store = MemoristStore(client)
+        for value, said in ((cycle, "Circular reference detected"), ({"text": "hi", "c": cycle}, "Circular reference"),
+                            (deep(900), "more than 900 levels"), (deep(1200), "nests too deep")):
+            with pytest.raises(ValidationError, match=said) as info:
+                store.put(("cy", "f"), "k", value)
+            assert info.value.field == "value"
+        assert copies(client, "cy") == {}
+        store.put(("cy", "f"), "k", deep(550))  # 551 levels, no text: kept as JSON text
+        assert store.get(("cy", "f"), "k").value == deep(550)
