@@ -140,3 +140,18 @@ def test_episode_fusion_chains_by_gap_and_changes_nothing_when_off():
     # One episode for everything (stored at once): the order is kept.
     same = episode_fusion(fused, dict.fromkeys(fused, 5.0), weight=0.5, gap=60)
     assert sorted(same, key=same.get) == sorted(fused, key=fused.get)
+
+
+def test_items_of_equal_score_share_the_rank_of_the_first():
+    """The order of a tie says nothing (stores break it differently): tied items get
+    the same credit, and the next one the rank after all of them."""
+    rankings = {"t": ["a", "b", "c", "d"], "v": ["d", "c", "b", "a"]}
+    scores = {"t": [2.0, 1.5, 1.5, 1.0]}
+    fused = reciprocal_rank_fusion(rankings, k=10, scores=scores)
+    swapped = reciprocal_rank_fusion({"t": ["a", "c", "b", "d"], "v": rankings["v"]}, k=10, scores=scores)
+    assert fused == pytest.approx(swapped)
+    best = 2 / 11
+    assert fused["b"] == pytest.approx((1 / 12 + 1 / 13) / best)  # t: rank 2 (tied), v: rank 3
+    assert fused["d"] == pytest.approx((1 / 14 + 1 / 11) / best)  # after both tied items: rank 4
+    # Without scores, positions are ranks.
+    assert reciprocal_rank_fusion(rankings, k=10)["c"] == pytest.approx((1 / 13 + 1 / 12) / best)

@@ -235,7 +235,10 @@ class Searcher:
         conf = self.config.retrieval
         weights = {"vector": conf.vector_weight, "text": conf.text_weight, "time": conf.time_weight}
         weights.update({name: conf.speaker_weight for name in scored if name.startswith("speaker:")})
-        fused = reciprocal_rank_fusion({name: [m for m, _ in hits] for name, hits in scored.items()}, weights, k=conf.rrf_k)
+        fused = reciprocal_rank_fusion(
+            {name: [m for m, _ in hits] for name, hits in scored.items()}, weights, k=conf.rrf_k,
+            scores={name: [score for _, score in hits] for name, hits in scored.items()},
+        )
         if conf.score_weight:
             # Scores, normalised, beside the ranks: a list's clear winner keeps its lead.
             by_score = normalized_score_fusion(scored, weights)

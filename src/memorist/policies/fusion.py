@@ -13,16 +13,20 @@ def reciprocal_rank_fusion(
     weights: Mapping[str, float] | None = None,
     *,
     k: int = RRF_K,
+    scores: Mapping[str, Sequence[float]] | None = None,
 ) -> dict[Hashable, float]:
     """Fuse ranked lists; returns ``{item: score}`` with scores in (0, 1].
 
     Each list contributes ``weight / (k + rank)`` (rank starting at 1) for every
     item it holds. Scores are divided by the best possible total, so an item ranked
-    first by every list scores 1.0 whatever ``k`` and the weights are.
+    first by every list scores 1.0 whatever ``k`` and the weights are. ``scores``
+    gives a list's scores, best first: items of equal score share the rank of the
+    first of them (the order of a tie says nothing, and differs between stores).
     """
     if k < 0:
         raise ValueError("k must be >= 0")
     weights = weights or {}
+    scores = scores or {}
     total: dict[Hashable, float] = {}
     best = 0.0
     for name, ranking in rankings.items():
@@ -31,7 +35,12 @@ def reciprocal_rank_fusion(
             continue
         best += w / (k + 1)
         get = total.get
-        for rank, item in enumerate(ranking, start=k + 1):
+        values = scores.get(name)
+        rank, previous = k + 1, None
+        for i, item in enumerate(ranking):
+            if values is None or values[i] != previous:
+                rank = k + 1 + i
+                previous = None if values is None else values[i]
             total[item] = get(item, 0.0) + w / rank
     if best == 0:
         return {}
