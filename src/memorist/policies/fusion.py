@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Hashable, Mapping, Sequence
 
 #: The constant of reciprocal rank fusion (Cormack et al., 2009).
@@ -36,11 +37,14 @@ def reciprocal_rank_fusion(
         best += w / (k + 1)
         get = total.get
         values = scores.get(name)
+        if values is None or not any(map(operator.eq, values, values[1:])):
+            for rank, item in enumerate(ranking, start=k + 1):
+                total[item] = get(item, 0.0) + w / rank
+            continue
         rank, previous = k + 1, None
         for i, item in enumerate(ranking):
-            if values is None or values[i] != previous:
-                rank = k + 1 + i
-                previous = None if values is None else values[i]
+            if values[i] != previous:  # best first: a tie is a run of equal scores
+                rank, previous = k + 1 + i, values[i]
             total[item] = get(item, 0.0) + w / rank
     if best == 0:
         return {}

@@ -151,7 +151,11 @@ def about_asking(query: str) -> bool:
     """Whether ``query`` asks about asking (names asking, a question or wondering as a
     word): then a memory that asks is not ranked lower for it (see
     ``retrieval.question_discount``)."""
-    return any(w in _ASKING_WORDS for w in words(query.casefold()))
+    folded = query.casefold()
+    # Most queries hold none of the words' stems: no need to split them into words.
+    if not any(stem in folded for stem in ("ask", "question", "wonder", "quir")):
+        return False
+    return any(w in _ASKING_WORDS for w in words(folded))
 
 
 def named_speakers(query: str, speakers: set[str]) -> list[str]:

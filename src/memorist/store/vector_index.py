@@ -115,7 +115,9 @@ _SAMPLED_SELECT = 16_384
 
 
 def _largest(values: np.ndarray, count: int) -> np.ndarray:
-    """Positions of the ``count`` largest ``values``, in no particular order (0 < ``count``).
+    """Positions of the ``count`` largest ``values`` (0 < ``count``), the smallest of
+    them first and the others in no particular order (all positions, in order, when
+    ``count`` is not below their number).
 
     A large array is first cut at a value read from every 16th element (about twice
     as many sampled values pass it as are wanted), so only the few hundred above the
@@ -950,14 +952,15 @@ class SpaceIndex:
             return []
         if k is not None and k < size:
             top = _largest(values, k)
-            low = values[top].min()
-            if np.count_nonzero(values == low) > np.count_nonzero(values[top] == low):
-                # Ties across the cut: the first rows of them (the order written), not
-                # any, as PostgreSQL's SQL orders them: the backends return the same.
+            low = values[top[0]]  # the smallest kept
+            if np.count_nonzero(values >= low) > k:
+                # Ties across the cut (only rows equal to the lowest kept can pass it
+                # too): the first rows of them (the order written), not any, as
+                # PostgreSQL's SQL orders them: the backends return the same.
                 above = np.flatnonzero(values > low)
                 top = np.concatenate([above, np.flatnonzero(values == low)[: k - above.shape[0]]])
-            # Equal values in the order of their rows (argpartition leaves any order).
-            top = np.sort(top)
+            # Best first, equal values in the order of their rows (argpartition leaves any).
+            top.sort()
             order = top[np.argsort(-values[top], kind="stable")]
         else:
             order = np.argsort(-values, kind="stable")
