@@ -3,9 +3,10 @@
 
 They have the calls :class:`memorist.api.MemoryAPI` declares (add, search, get,
 get_all, update, delete, delete_all, erase, history, events, rollback), not the
-capabilities' (learning, tiers, minutes, relations: REST routes). Both take the same arguments and return the same shapes as :class:`memorist.Memory`,
-and raise the same exception classes, decoded from the service's JSON errors; code
-moves from embedded to served by changing the line that builds the memory::
+capabilities' (learning, tiers, minutes, relations: REST routes). Both take the same
+arguments and return the same shapes as :class:`memorist.Memory`, and raise the same
+exception classes, decoded from the service's JSON errors; code moves from embedded
+to served by changing the line that builds the memory::
 
     memory = Memory("memories.db")                                  # embedded
     memory = Client("http://127.0.0.1:6060", api_key="ek_...")     # served
