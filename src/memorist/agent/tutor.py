@@ -81,6 +81,8 @@ FACTS_K = 5
 #: let a model that hangs hold a turn for three minutes).
 DEFAULT_MODEL_TIMEOUT = 30.0
 DEFAULT_MODEL_RETRIES = 1
+#: The most retries of a request to the tutor's model (each may wait ``model_timeout``).
+MAX_MODEL_RETRIES = 10
 
 _EXPLAIN = re.compile(r"\b(how (do|can|should|would) (i|we|you)|why|explain|understand|confus|what does|what is a|mean)\w*", re.I)
 _CHOICE = re.compile(r"\b(best way|ways to|approach(es)?|strateg(y|ies)|options?|compare|which (method|way)|plan|study|practice|prepare|improve|alternatives?)\b", re.I)
@@ -172,8 +174,8 @@ class Tutor:
         if isinstance(model_timeout, bool) or not isinstance(model_timeout, int | float) or not math.isfinite(model_timeout) \
                 or model_timeout <= 0:
             raise ValidationError("model_timeout", f"must be a number of seconds above 0, got {model_timeout!r}")
-        if isinstance(model_retries, bool) or not isinstance(model_retries, int) or model_retries < 0:
-            raise ValidationError("model_retries", f"must be a whole number >= 0, got {model_retries!r}")
+        if isinstance(model_retries, bool) or not isinstance(model_retries, int) or not 0 <= model_retries <= MAX_MODEL_RETRIES:
+            raise ValidationError("model_retries", f"must be a whole number from 0 to {MAX_MODEL_RETRIES}, got {model_retries!r}")
         self.memory = memory
         self.playbook = playbook if playbook is not None else Playbook(memory)
         llm = _default_llm(memory, timeout=float(model_timeout), max_retries=model_retries) if llm is Tutor._UNSET else llm
@@ -553,6 +555,6 @@ def build_tutor_graph(memory: Any, **options: Any) -> Any:
 
 
 __all__ = [
-    "DEFAULT_MODEL_RETRIES", "DEFAULT_MODEL_TIMEOUT", "FACTS_AGENT", "FEEDBACK_HINT", "MODES", "Tutor", "TurnState",
+    "DEFAULT_MODEL_RETRIES", "DEFAULT_MODEL_TIMEOUT", "FACTS_AGENT", "FEEDBACK_HINT", "MAX_MODEL_RETRIES", "MODES", "Tutor", "TurnState",
     "build_tutor_graph", "choose_mode", "clean_answer", "mask_reveal", "model_failure",
 ]

@@ -381,7 +381,7 @@ def test_the_tutor_bounds_its_model_and_a_hanging_model_fails_fast(fake_server, 
 
 
 @pytest.mark.parametrize(("option", "value"), [("model_timeout", 0), ("model_timeout", float("nan")), ("model_retries", -1),
-                                               ("model_retries", 1.5)])
+                                               ("model_retries", 1.5), ("model_retries", 11), ("model_retries", 99)])
 def test_the_model_bounds_are_checked(option, value):
     from memorist import ValidationError
 
