@@ -265,6 +265,15 @@ _REPAIR = (
 )
 
 
+_deadline: ContextVar[float | None] = ContextVar("memorist_llm_deadline", default=None)
+
+
+def request_deadline() -> float | None:
+    """The ``time.monotonic()`` by which the attempt running in this context must be
+    over (set by :func:`call_with_deadline` in its worker), or None outside one."""
+    return _deadline.get()
+
+
 def call_with_deadline(fn: Callable[[], T], seconds: float, name: str) -> T:
     """``fn()``, or a :class:`~memorist.errors.TransientProviderError` when it has not
     returned within ``seconds``: a whole-attempt deadline around an SDK call.
@@ -272,16 +281,23 @@ def call_with_deadline(fn: Callable[[], T], seconds: float, name: str) -> T:
     An HTTP client's timeout bounds each read, not the reply: a server that sends a
     few bytes every half second keeps a request alive for ever. ``fn`` runs in a
     worker thread (with this thread's context); at the deadline the caller goes on
-    and the worker is abandoned, its reply discarded (the SDK's own read timeout, or
-    the server, ends it).
+    and the worker is abandoned, its reply discarded. The worker sees the deadline
+    (:func:`request_deadline`): the providers' HTTP clients end a request still
+    reading past it (an ``httpx.ReadTimeout``, the connection closed), so the worker
+    exits soon after the caller went on instead of reading on for ever.
     """
     done = threading.Event()
     box: dict[str, Any] = {}
     context = contextvars.copy_context()
+    deadline = time.monotonic() + seconds
+
+    def bounded() -> T:
+        _deadline.set(deadline)
+        return fn()
 
     def work() -> None:
         try:
-            box["value"] = context.run(fn)
+            box["value"] = context.run(bounded)
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
         finally:
@@ -630,6 +646,11 @@ class LLM(abc.ABC):
                 except Exception:
                     logger.warning("memorist: an llm_call sink of %s failed", self.name, exc_info=True)
 
+    def close(self) -> None:
+        """Release what this instance holds (an HTTP client's connections); a closed
+        provider's next call opens them again. Safe to call more than once."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r})"
 
@@ -649,5 +670,6 @@ __all__ = [
     "loads_lenient",
     "note_fallback",
     "recording",
+    "request_deadline",
     "response_schema",
 ]

@@ -13,12 +13,15 @@ the Chat Completions providers.
 from __future__ import annotations
 
 import importlib.util
+import sys
 import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 from .. import config
 from ..errors import ConfigurationError, MissingDependencyError, ProviderError, TransientProviderError
-from .base import LLM, LLMRequest, LLMResponse, call_with_deadline
+from .base import LLM, LLMRequest, LLMResponse, call_with_deadline, request_deadline
 
 #: Spec 004: "ALWAYS performed with the gpt-5-mini model".
 DEFAULT_MODEL = "gpt-5-mini"
@@ -43,14 +46,75 @@ def import_openai(provider: str) -> Any:
     return openai
 
 
+_DEADLINE_CLIENTS: dict[type, type] = {}
+
+
+def deadline_http_client(openai: Any) -> Any:
+    """An HTTP client for the ``openai`` SDK (its own defaults) that ends a request
+    still running past the whole-attempt deadline of :func:`call_with_deadline`:
+    each read waits at most until the deadline, and a reply still arriving after it
+    (a server sending a byte now and then) fails with the HTTP library's
+    ``ReadTimeout``, its connection closed. Without it an abandoned worker would
+    read on, holding a thread and a connection, for as long as the server drips."""
+    base = openai.DefaultHttpxClient
+    with _CLASS_LOCK:
+        cls = _DEADLINE_CLIENTS.get(base)
+        if cls is None:
+            cls = _DEADLINE_CLIENTS[base] = _deadline_client_class(base)
+    return cls()
+
+
+_CLASS_LOCK = threading.Lock()
+
+
+def _deadline_client_class(base: type) -> type:
+    # The SDK's HTTP library: httpx, or the httpx2 of newer SDKs.
+    httpx = sys.modules[next(c for c in base.__mro__ if c.__name__ == "Client").__module__.split(".")[0]]
+
+    class DeadlineStream(httpx.SyncByteStream):  # type: ignore[misc,name-defined]
+        def __init__(self, inner: Any, deadline: float, request: Any) -> None:
+            self._inner, self._deadline, self._request = inner, deadline, request
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self._inner:
+                if time.monotonic() > self._deadline:
+                    raise httpx.ReadTimeout("the reply was still arriving at the request's deadline", request=self._request)
+                yield chunk
+
+        def close(self) -> None:
+            self._inner.close()
+
+    class DeadlineClient(base):  # type: ignore[misc,valid-type]
+        def send(self, request: Any, *, stream: bool = False, **kwargs: Any) -> Any:
+            deadline = request_deadline()
+            if deadline is None:
+                return super().send(request, stream=stream, **kwargs)
+            left = max(0.001, deadline - time.monotonic())
+            timeouts = request.extensions.get("timeout")
+            if isinstance(timeouts, dict):  # no single wait past the deadline
+                request.extensions["timeout"] = {k: left if v is None else min(v, left) for k, v in timeouts.items()}
+            response = super().send(request, stream=True, **kwargs)
+            response.stream = DeadlineStream(response.stream, deadline, request)
+            if not stream:
+                try:
+                    response.read()
+                except BaseException:
+                    response.close()
+                    raise
+            return response
+
+    return DeadlineClient
+
+
 class LazyClient:
     """An ``openai.OpenAI`` client built on first use, from settings captured when
-    the provider was built. Thread-safe."""
+    the provider was built, on a :func:`deadline_http_client`. Thread-safe."""
 
     def __init__(self, provider: str, **settings: Any) -> None:
         self._provider = provider
         self._settings = settings
         self._client: Any = None
+        self._owned = False
         self._lock = threading.Lock()
 
     def get(self) -> tuple[Any, Any]:
@@ -58,11 +122,22 @@ class LazyClient:
         with self._lock:
             openai = import_openai(self._provider)
             if self._client is None:
-                self._client = openai.OpenAI(**self._settings)
+                self._client = openai.OpenAI(**self._settings, http_client=deadline_http_client(openai))
+                self._owned = True
             return openai, self._client
 
     def set(self, client: Any) -> None:
-        self._client = client
+        """Use ``client`` (the caller's: :meth:`close` leaves it open)."""
+        self._client, self._owned = client, False
+
+    def close(self) -> None:
+        """Close the client built here (its connections); the next call builds another."""
+        with self._lock:
+            client, owned = self._client, self._owned
+            if owned:
+                self._client, self._owned = None, False
+        if owned:
+            client.close()
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -83,7 +158,6 @@ def _retry_after(headers: Any) -> float | None:
     except ValueError:
         pass
     import email.utils
-    import time
 
     try:
         when = email.utils.parsedate_to_datetime(raw)
@@ -201,6 +275,10 @@ class OpenAIResponsesLLM(LLM):
         """The ``openai.OpenAI`` client (built on first use)."""
         return self._client.get()[1]
 
+    def close(self) -> None:
+        """Close the client built here (not one passed as ``client=``)."""
+        self._client.close()
+
     def _generate(self, request: LLMRequest) -> LLMResponse:
         params: dict[str, Any] = {
             "model": self.model,
@@ -251,6 +329,6 @@ class OpenAIResponsesLLM(LLM):
 
 
 __all__ = [
-    "DEFAULT_MODEL", "LazyClient", "OpenAIResponsesLLM", "create", "import_openai", "not_json", "output_text", "require_openai",
+    "DEFAULT_MODEL", "LazyClient", "OpenAIResponsesLLM", "create", "deadline_http_client", "import_openai", "not_json", "output_text", "require_openai",
     "translate_error",
 ]

@@ -66,6 +66,10 @@ class OpenAICompatibleLLM(LLM):
         """The ``openai.OpenAI`` client (built on first use)."""
         return self._client.get()[1]
 
+    def close(self) -> None:
+        """Close the client built here (not one passed as ``client=``)."""
+        self._client.close()
+
     def _endpoint(self, base_url: str | None, api_key: str | None) -> tuple[str, str | None]:
         if base_url:
             return base_url, api_key if api_key is not None else config.compatible_api_key()
