@@ -84,6 +84,24 @@ def test_bad_specs_raise_configuration_error(spec):
     assert str(info.value)
 
 
+def test_hashing_dim_has_an_upper_bound():
+    # One add at 10,000,000 dimensions took 8 s and 2.7 GB: the largest is 8,192.
+    assert HashingEmbedder(8192).dim == 8192
+    assert resolve_embedder("hashing:8192").dim == 8192
+    with pytest.raises(ValueError):
+        HashingEmbedder(8193)
+    for spec in ("hashing:8193", "hashing:10000000"):
+        with pytest.raises(ConfigurationError, match=r"embedder 'hashing:<dim>'.*16 to 8192"):
+            resolve_embedder(spec)
+
+
+def test_a_too_large_hashing_dim_is_refused_by_memory():
+    from memorist import Memory
+
+    with pytest.raises(ConfigurationError, match="embedder"):
+        Memory(":memory:", embedder="hashing:10000000")
+
+
 def test_bad_hashing_dim_message_names_the_form():
     with pytest.raises(ConfigurationError, match="hashing:<dim>"):
         resolve_embedder("hashing:abc")

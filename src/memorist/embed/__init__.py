@@ -19,7 +19,7 @@ import logging
 
 from ..errors import ConfigurationError, MissingDependencyError
 from .base import Embedder
-from .hashing import HashingEmbedder
+from .hashing import MAX_DIM, MIN_DIM, HashingEmbedder
 
 logger = logging.getLogger("memorist")
 
@@ -53,7 +53,9 @@ def resolve_embedder(spec: str | Embedder | None) -> Embedder:
         try:
             return HashingEmbedder(int(arg))
         except ValueError as exc:
-            raise ConfigurationError(f"embedder 'hashing:<dim>' needs a whole number >= 16, got {arg!r}") from exc
+            raise ConfigurationError(
+                f"embedder 'hashing:<dim>' needs a whole number from {MIN_DIM} to {MAX_DIM}, got {arg!r}"
+            ) from exc
     if provider in ("sentence-transformers", "sentence_transformers", "st"):
         from .sentence_transformers import DEFAULT_MODEL, SentenceTransformerEmbedder
 
