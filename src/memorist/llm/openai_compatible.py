@@ -6,7 +6,9 @@ through the official ``openai`` SDK.
 
 The base URL comes from ``base_url=``, else ``MEMORIST_LLM_BASE_URL`` (with the key
 in ``MEMORIST_LLM_API_KEY``), else ``OPENAI_BASE_URL`` (with ``OPENAI_API_KEY``). A
-key is never sent to a URL it was not configured with. Local servers need no key.
+key is never sent to a URL it was not configured with: ``base_url=`` gets the
+environment's key only when it is the environment's URL (else pass ``api_key=``).
+Local servers need no key.
 
 ``json_mode`` chooses how JSON is asked for: ``"schema"`` (``response_format`` of
 type ``json_schema``, the most widely supported: LM Studio accepts only this),
@@ -25,6 +27,10 @@ from .openai import LazyClient, create, not_json, require_openai
 
 _JSON_MODES = ("schema", "object", "off")
 _NO_KEY = "not-needed"  # the SDK insists on a key; local servers ignore it
+
+
+def _same_url(a: str, b: str) -> bool:
+    return a.strip().rstrip("/") == b.strip().rstrip("/")
 
 
 class OpenAICompatibleLLM(LLM):
@@ -71,9 +77,14 @@ class OpenAICompatibleLLM(LLM):
         self._client.close()
 
     def _endpoint(self, base_url: str | None, api_key: str | None) -> tuple[str, str | None]:
-        if base_url:
-            return base_url, api_key if api_key is not None else config.compatible_api_key()
         found = config.compatible_endpoint()
+        if base_url:
+            if api_key is not None:
+                return base_url, api_key
+            # The environment's key goes to the environment's URL only: base_url= naming
+            # another server gets no key (pass api_key= for it).
+            same = found is not None and _same_url(found[0], base_url)
+            return base_url, found[1] if same and found is not None else None
         if found is not None:
             url, key = found
             return url, api_key if api_key is not None else key

@@ -189,3 +189,19 @@ def test_minimal_responses_bodies_are_understood(fake_openai, body) -> None:
     """Compatible servers send less than OpenAI does; the text is still found."""
     fake_openai.script("responses", Reply(body=body))
     assert OpenAIResponsesLLM().generate("hi") == "ok"
+
+
+def test_the_environments_key_goes_only_to_the_environments_url(fake_openai, monkeypatch) -> None:
+    """MEMORIST_LLM_API_KEY belongs to MEMORIST_LLM_BASE_URL: base_url= naming another
+    server does not get it; naming the same one (or passing api_key=) does."""
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.setenv("MEMORIST_LLM_BASE_URL", "https://trusted.example/v1")
+    monkeypatch.setenv("MEMORIST_LLM_API_KEY", "sk-FOR-TRUSTED")
+    fake_openai.script("chat", text("hi"), text("hi"), text("hi"))
+    OpenAICompatibleLLM("m", base_url=fake_openai.base_url).generate("x")
+    assert fake_openai.requests[0].headers["authorization"] == "Bearer not-needed"
+    OpenAICompatibleLLM("m", base_url=fake_openai.base_url, api_key="mine").generate("x")
+    assert fake_openai.requests[1].headers["authorization"] == "Bearer mine"
+    monkeypatch.setenv("MEMORIST_LLM_BASE_URL", fake_openai.base_url + "/")
+    OpenAICompatibleLLM("m", base_url=fake_openai.base_url).generate("x")
+    assert fake_openai.requests[2].headers["authorization"] == "Bearer sk-FOR-TRUSTED"
