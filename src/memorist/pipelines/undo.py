@@ -266,7 +266,7 @@ def rollback(store: Store, target: Any, scope: ScopeFilter, embed: Callable[[lis
         created.extend(str(i) for i in undo.get("created", []))
     if len(befores) + len(created) > MAX_UNDO_MEMORIES:
         raise ValidationError("event_or_run_id", f"operation {label} names more than {MAX_UNDO_MEMORIES} memories")
-    _later_change(store, events, label)
+    _later_change(store, events, label)  # refused before the embedding, when it can be already
     final: dict[str, MemoryRecord] = {}
     for record in befores:
         final[record.id] = record  # the last written is the oldest state
@@ -280,6 +280,17 @@ def rollback(store: Store, target: Any, scope: ScopeFilter, embed: Callable[[lis
         payload["operation_ids"] = operations
     retired: list[str] = []
     with store.transaction() as batch:
+        # What was read above may have changed since (another writer, another
+        # process): with the operation's spaces locked, no other writer can change
+        # them now; read it again and judge it here, or a rollback racing an erasure
+        # would bring the erased memory back, one racing an update overwrite it, and
+        # two racing each other both pass.
+        for space in sorted({e.scope.space for e in events}):
+            batch.space_version(Scope(*space))
+        again, _ = find_operation(store, target, scope)  # gone (erased): not found
+        if sorted(e.seq for e in again) != sorted(e.seq for e in events):
+            raise ConflictError(f"operation {label} changed while it was being rolled back; try again")
+        _later_change(store, events, label)
         current = batch.get_many([*final, *created])
         for mid in dict.fromkeys(created):
             made = current.get(mid)
