@@ -115,6 +115,24 @@ class FiniteFloat(click.FloatRange):
         return number
 
 
+class EmbedderSpec(click.ParamType):
+    """``--embedder``: a spec with something in it. An empty or blank one is refused
+    (as ``Memory(embedder="")`` is) rather than read as "the store's own"; an empty
+    ``MEMORIST_EMBEDDER`` is unset, as every empty ``MEMORIST_`` variable is."""
+
+    name = "spec"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail(
+                f"{value!r} is empty or blank: name an embedder ('hashing', 'hashing:<dim>' or "
+                "'sentence-transformers[:<model>]'), or leave the option out for the store's own.",
+                param,
+                ctx,
+            )
+        return value
+
+
 @dataclass
 class App:
     """What the global options configure; commands open the Memory through it."""
@@ -311,7 +329,7 @@ def late_global_options() -> list[click.Option]:
     return [
         click.Option(["--db"], metavar="PATH", expose_value=False, callback=_late("db"), help=_DB_HELP),
         click.Option(["--json"], is_flag=True, default=False, expose_value=False, callback=_late("json"), help=_JSON_HELP),
-        click.Option(["--embedder"], metavar="SPEC", expose_value=False, callback=_late("embedder"), help=_EMBEDDER_HELP),
+        click.Option(["--embedder"], type=EmbedderSpec(), metavar="SPEC", expose_value=False, callback=_late("embedder"), help=_EMBEDDER_HELP),
         click.Option(
             ["--decay-days"],
             type=FiniteFloat(min=0),
@@ -376,7 +394,7 @@ class _DbOption(click.Option):
 @click.group(cls=MemoristGroup, root=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", cls=_DbOption, metavar="PATH", envvar="MEMORIST_DB", show_envvar=True, show_default=True, help=_DB_HELP)
 @click.option("--json", "json_output", is_flag=True, help=_JSON_HELP)
-@click.option("--embedder", metavar="SPEC", envvar="MEMORIST_EMBEDDER", show_envvar=True, help=_EMBEDDER_HELP)
+@click.option("--embedder", type=EmbedderSpec(), metavar="SPEC", envvar="MEMORIST_EMBEDDER", show_envvar=True, help=_EMBEDDER_HELP)
 @click.option(
     "--decay-days",
     type=FiniteFloat(min=0),
