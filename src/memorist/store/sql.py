@@ -282,6 +282,15 @@ FACTS_ONLY = "m.section = '' AND m.kind NOT IN ({})".format(
 )
 
 
+#: The users of the store with a memory (of any status) in one of their spaces: an
+#: erased user's spaces keep their rows (their events' tombstones name them) but no
+#: memory, and are not counted.
+USERS_SQL = (
+    "SELECT count(DISTINCT s.user_id) FROM spaces s WHERE s.user_id <> '' "
+    "AND EXISTS (SELECT 1 FROM memories x WHERE x.space_id = s.id)"
+)
+
+
 def user_counts_sql(
     tenant_id: str, *, now: float, cutoff: float | None, only: str | None, limit: int, mark: str = "?", agent: str | None = None
 ) -> tuple[str, list[Any]]:

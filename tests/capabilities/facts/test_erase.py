@@ -156,7 +156,9 @@ def test_erase_forgets_everything_of_the_user_and_nothing_of_the_other(filled, b
     preview = m.erase(user_id="alex", dry_run=True)
     assert preview["dry_run"] and preview["event"] is None
     assert m.get_all(user_id="alex")["results"], "a dry run changes nothing"
+    users = m.stats()["users"]
     result = m.erase(user_id="alex")
+    assert m.stats()["users"] == users - 1  # an erased user is not counted
     assert result["erased"] == preview["erased"]
     counts = result["erased"]
     assert counts["facts"] == 4  # the one kept, the updated one, the deleted one and the tutor's

@@ -89,6 +89,7 @@ from ..codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_rec
 from ..sql import (
     POSTGRES_JSON,
     TURN_NAMED,
+    USERS_SQL,
     JsonDialect,
     active_hash_sql,
     changed_by_run_sql,
@@ -1248,7 +1249,8 @@ class PostgresStore(Store):
             q = conn.execute
             by_status = dict(q("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
             by_kind = dict(q("SELECT kind, count(*) FROM memories WHERE status = 'active' GROUP BY kind").fetchall())
-            users, spaces = q("SELECT count(DISTINCT user_id) FILTER (WHERE user_id <> ''), count(*) FROM spaces").fetchone()
+            users = q(USERS_SQL).fetchone()[0]
+            spaces = q("SELECT count(*) FROM spaces").fetchone()[0]
             events = q("SELECT count(*) FROM events").fetchone()[0]
             size = q(
                 "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "

@@ -49,6 +49,7 @@ from ..codec import (
 from ..sql import (
     SQLITE_JSON,
     TURN_NAMED,
+    USERS_SQL,
     JsonDialect,
     active_hash_sql,
     changed_by_run_sql,
@@ -1148,7 +1149,7 @@ class SQLiteStore(Store):
                 "deleted": by_status.get("deleted", 0),
                 "archived": by_status.get("archived", 0),
                 "by_kind": by_kind,
-                "users": q("SELECT count(DISTINCT user_id) FROM spaces WHERE user_id != ''").fetchone()[0],
+                "users": q(USERS_SQL).fetchone()[0],
                 "spaces": q("SELECT count(*) FROM spaces").fetchone()[0],
                 "events": q("SELECT count(*) FROM events").fetchone()[0],
                 "embedder": identity[0] if identity else None,
