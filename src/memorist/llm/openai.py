@@ -16,6 +16,7 @@ import importlib.util
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
@@ -140,6 +141,27 @@ class LazyClient:
             client.close()
 
 
+#: The address the SDK uses when none is set.
+OPENAI_URL = "https://api.openai.com/v1"
+
+
+def check_base_url(url: Any, source: str) -> str:
+    """``url`` stripped, or a :class:`ConfigurationError` naming ``source`` (the option
+    or the variable it came from) when it is no ``http://`` or ``https://`` URL: such
+    a URL would only fail later, on every call, as a retried "Connection error"."""
+    text = url.strip() if isinstance(url, str) else ""
+    try:
+        parsed = urllib.parse.urlsplit(text)
+        ok = parsed.scheme in ("http", "https") and bool(parsed.hostname) and not any(c.isspace() for c in text)
+    except ValueError:  # e.g. a bad port or IPv6 address
+        ok = False
+    if not ok:
+        raise ConfigurationError(
+            f"{source} must be an http:// or https:// URL such as http://localhost:11434/v1, got {url!r}"
+        )
+    return text
+
+
 def _retry_after(headers: Any) -> float | None:
     """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
     if headers is None:
@@ -229,9 +251,11 @@ class OpenAIResponsesLLM(LLM):
     """OpenAI models through the Responses API.
 
     ``api_key`` defaults to ``OPENAI_API_KEY`` and ``base_url`` to ``OPENAI_BASE_URL``
-    (the SDK's own variables, read when this is built); with neither a key nor a key
-    in the environment this raises a :class:`~memorist.errors.ConfigurationError`
-    naming the variable. The SDK is imported, and its client built, on the first
+    (the SDK's own variables, read when this is built; an empty or blank
+    ``OPENAI_BASE_URL`` is unset: OpenAI's address); with neither a key nor a key
+    in the environment (a blank key is none) this raises a
+    :class:`~memorist.errors.ConfigurationError` naming the variable, as does a base
+    URL that is no http(s) URL. The SDK is imported, and its client built, on the first
     call; ``client=`` passes a ready ``openai.OpenAI``.
     ``reasoning_effort`` (``"minimal"``, ``"low"``, ...) is sent when set.
     ``temperature`` is sent only when set: GPT-5 models refuse it.
@@ -259,11 +283,18 @@ class OpenAIResponsesLLM(LLM):
         self.reasoning_effort = reasoning_effort
         require_openai(self.provider)
         api_key = api_key if api_key is not None else config.openai_api_key()
-        if client is None and not api_key:
+        if client is None and not (api_key or "").strip():  # a blank key is no key
             raise ConfigurationError(
                 "the 'openai' LLM provider needs an API key: set OPENAI_API_KEY (or pass api_key=...)"
             )
-        self.base_url = base_url or config.openai_base_url()
+        if base_url is not None:
+            self.base_url = check_base_url(base_url, "base_url")
+        elif (config.openai_base_url() or "").strip():
+            self.base_url = check_base_url(config.openai_base_url(), "OPENAI_BASE_URL")
+        else:
+            # Unset, empty or blank: OpenAI's own address, passed explicitly (given None,
+            # the SDK would read OPENAI_BASE_URL itself and use the empty string).
+            self.base_url = OPENAI_URL
         self._client = LazyClient(
             self.provider, api_key=api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0
         )
@@ -329,6 +360,6 @@ class OpenAIResponsesLLM(LLM):
 
 
 __all__ = [
-    "DEFAULT_MODEL", "LazyClient", "OpenAIResponsesLLM", "create", "deadline_http_client", "import_openai", "not_json", "output_text", "require_openai",
+    "DEFAULT_MODEL", "OPENAI_URL", "LazyClient", "check_base_url", "OpenAIResponsesLLM", "create", "deadline_http_client", "import_openai", "not_json", "output_text", "require_openai",
     "translate_error",
 ]

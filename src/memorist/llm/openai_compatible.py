@@ -18,12 +18,13 @@ JSON; the base class still validates and repairs).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .. import config
 from ..errors import ConfigurationError, TransientProviderError
 from .base import LLM, LLMRequest, LLMResponse
-from .openai import LazyClient, create, not_json, require_openai
+from .openai import LazyClient, check_base_url, create, not_json, require_openai
 
 _JSON_MODES = ("schema", "object", "off")
 _NO_KEY = "not-needed"  # the SDK insists on a key; local servers ignore it
@@ -42,6 +43,8 @@ class OpenAICompatibleLLM(LLM):
     """
 
     provider = "openai-compatible"
+    #: What a bad ``base_url=`` is called in the error (a subclass may read it elsewhere).
+    _base_url_option = "base_url"
 
     def __init__(
         self,
@@ -62,7 +65,7 @@ class OpenAICompatibleLLM(LLM):
         self.base_url = base_url
         # The SDK is imported, and the client built, on the first call.
         self._client = LazyClient(
-            self.provider, api_key=api_key or _NO_KEY, base_url=base_url, timeout=self.timeout, max_retries=0
+            self.provider, api_key=api_key if api_key and api_key.strip() else _NO_KEY, base_url=base_url, timeout=self.timeout, max_retries=0
         )
         if client is not None:
             self._client.set(client)
@@ -78,7 +81,8 @@ class OpenAICompatibleLLM(LLM):
 
     def _endpoint(self, base_url: str | None, api_key: str | None) -> tuple[str, str | None]:
         found = config.compatible_endpoint()
-        if base_url:
+        if base_url is not None:
+            base_url = check_base_url(base_url, self._base_url_option)
             if api_key is not None:
                 return base_url, api_key
             # The environment's key goes to the environment's URL only: base_url= naming
@@ -87,7 +91,8 @@ class OpenAICompatibleLLM(LLM):
             return base_url, found[1] if same and found is not None else None
         if found is not None:
             url, key = found
-            return url, api_key if api_key is not None else key
+            source = "MEMORIST_LLM_BASE_URL" if os.environ.get("MEMORIST_LLM_BASE_URL") else "OPENAI_BASE_URL"
+            return check_base_url(url, source), api_key if api_key is not None else key
         raise ConfigurationError(
             "the 'openai-compatible' LLM provider needs a base URL: set MEMORIST_LLM_BASE_URL "
             "(e.g. http://localhost:11434/v1 for Ollama) or pass base_url=..."

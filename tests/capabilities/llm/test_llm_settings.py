@@ -1,0 +1,72 @@
+"""Settings refused when the provider is built, naming the option or the variable,
+rather than failing later on every call (a retried "Connection error", a sleep of a
+day). Nothing here talks to a server unless it says so."""
+
+from __future__ import annotations
+
+import pytest
+
+from memorist.errors import ConfigurationError
+from memorist.llm import resolve_llm
+from memorist.llm.gemini import GeminiLLM
+from memorist.llm.openai import OPENAI_URL, OpenAIResponsesLLM
+from memorist.llm.openai_compatible import OpenAICompatibleLLM
+
+_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "MEMORIST_LLM_BASE_URL", "MEMORIST_LLM_API_KEY",
+         "GEMINI_API_KEY", "GEMINI_BASE_URL", "GEMINI_MODEL", "MEMORIST_LLM")
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch) -> None:
+    for var in _VARS:
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_openai_base_url_is_openais_address(monkeypatch, value) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", value)
+    llm = OpenAIResponsesLLM()
+    assert llm.base_url == OPENAI_URL
+    assert str(llm.client.base_url).rstrip("/") == OPENAI_URL  # not "", which the SDK would read itself
+
+
+@pytest.mark.parametrize("url", ["   ", "not a url", "ftp://x/v1", "http://", "localhost:11434/v1"])
+def test_a_bad_base_url_is_refused_naming_where_it_came_from(monkeypatch, url) -> None:
+    with pytest.raises(ConfigurationError, match="base_url must be an http"):
+        OpenAICompatibleLLM("m", base_url=url)
+    with pytest.raises(ConfigurationError, match="base_url must be an http"):
+        OpenAIResponsesLLM(api_key="k", base_url=url)
+    with pytest.raises(ConfigurationError, match="base_url must be an http"):
+        GeminiLLM(api_key="k", base_url=url)
+    monkeypatch.setenv("MEMORIST_LLM_BASE_URL", url)
+    if url.strip():
+        with pytest.raises(ConfigurationError, match="MEMORIST_LLM_BASE_URL must be an http"):
+            resolve_llm("openai-compatible:m")
+    monkeypatch.delenv("MEMORIST_LLM_BASE_URL")
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    if url.strip():
+        with pytest.raises(ConfigurationError, match="OPENAI_BASE_URL must be an http"):
+            resolve_llm("openai-compatible:m")
+        with pytest.raises(ConfigurationError, match="OPENAI_BASE_URL must be an http"):
+            OpenAIResponsesLLM(api_key="k")
+    monkeypatch.setenv("GEMINI_BASE_URL", url)
+    if url.strip():
+        with pytest.raises(ConfigurationError, match="GEMINI_BASE_URL must be an http"):
+            GeminiLLM(api_key="k")
+
+
+def test_good_base_urls_pass() -> None:
+    assert OpenAICompatibleLLM("m", base_url=" http://localhost:11434/v1 ").base_url == "http://localhost:11434/v1"
+    assert OpenAICompatibleLLM("m", base_url="https://[::1]:8080/v1").base_url == "https://[::1]:8080/v1"
+
+
+def test_a_blank_key_is_a_missing_key(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "  ")
+    with pytest.raises(ConfigurationError, match="set OPENAI_API_KEY"):
+        resolve_llm("openai")
+    with pytest.raises(ConfigurationError, match="set OPENAI_API_KEY"):
+        OpenAIResponsesLLM(api_key=" ")
+    monkeypatch.setenv("GEMINI_API_KEY", "  ")
+    with pytest.raises(ConfigurationError, match="set GEMINI_API_KEY"):
+        resolve_llm("gemini")
