@@ -51,6 +51,16 @@ def resolve_llm(spec: str | LLM | None, **options: Any) -> LLM | None:
     if not text or text.lower() in _OFF:
         return None
     options = {**config.llm_bounds(), **options}
+    try:
+        return _build(spec, text, options)
+    except TypeError as exc:
+        if "unexpected keyword argument" not in str(exc):
+            raise
+        # An option no provider takes: say which, as a configuration error.
+        raise ConfigurationError(f"llm {spec!r}: {str(exc).split('() ', 1)[-1]}") from exc
+
+
+def _build(spec: str, text: str, options: dict[str, Any]) -> LLM | None:
     provider, _, model = text.partition(":")
     provider = provider.strip().lower().replace("_", "-")
     model = model.strip()

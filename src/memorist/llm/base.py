@@ -34,6 +34,7 @@ import abc
 import contextvars
 import json
 import logging
+import math
 import random
 import re
 import threading
@@ -311,6 +312,11 @@ def call_with_deadline(fn: Callable[[], T], seconds: float, name: str) -> T:
     return box["value"]  # type: ignore[no-any-return]
 
 
+def _number(value: Any) -> bool:
+    """``value`` is a finite int or float (not a bool)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
 def _token_count(value: Any) -> int | None:
     """A reported token count as an int, or None when it is no count at all."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -360,11 +366,14 @@ class LLM(abc.ABC):
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"{self.provider}: a model name is required, got {model!r}")
-        if not timeout or timeout <= 0:
-            raise ConfigurationError(f"{self.provider}: timeout must be > 0 seconds, got {timeout!r}")
+        if not _number(timeout) or not 0 < timeout <= threading.TIMEOUT_MAX:
+            raise ConfigurationError(f"{self.provider}: timeout must be a finite number of seconds > 0, got {timeout!r}")
+        for option, seconds in (("backoff", backoff), ("max_backoff", max_backoff), ("max_retry_after", max_retry_after)):
+            if not _number(seconds) or not 0 <= seconds <= threading.TIMEOUT_MAX:
+                raise ConfigurationError(f"{self.provider}: {option} must be a finite number of seconds >= 0, got {seconds!r}")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ConfigurationError(f"{self.provider}: max_retries must be a whole number >= 0, got {max_retries!r}")
-        if temperature is not None and not 0 <= temperature <= 2:
+        if temperature is not None and (not _number(temperature) or not 0 <= temperature <= 2):
             raise ConfigurationError(f"{self.provider}: temperature must be in [0, 2], got {temperature!r}")
         for option, value in (("max_output_tokens", max_output_tokens), ("max_reply_chars", max_reply_chars)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):

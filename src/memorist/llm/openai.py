@@ -13,6 +13,7 @@ the Chat Completions providers.
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 import threading
 import time
@@ -166,19 +167,23 @@ def _retry_after(headers: Any) -> float | None:
     """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
     if headers is None:
         return None
+    # An unreadable value (nan, inf, words) is no Retry-After: the default backoff applies.
     raw_ms = headers.get("retry-after-ms")
     if raw_ms:
         try:
-            return max(0.0, float(raw_ms) / 1000)
+            if math.isfinite(ms := float(raw_ms)):
+                return max(0.0, ms / 1000)
         except ValueError:
             pass
     raw = headers.get("retry-after")
     if not raw:
         return None
     try:
-        return max(0.0, float(raw))
+        seconds = float(raw)
     except ValueError:
         pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     import email.utils
 
     try:

@@ -5,6 +5,7 @@ day). Nothing here talks to a server unless it says so."""
 from __future__ import annotations
 
 import pytest
+from fake_openai import error, text
 
 from memorist.errors import ConfigurationError
 from memorist.llm import resolve_llm
@@ -70,3 +71,28 @@ def test_a_blank_key_is_a_missing_key(monkeypatch) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", "  ")
     with pytest.raises(ConfigurationError, match="set GEMINI_API_KEY"):
         resolve_llm("gemini")
+
+
+@pytest.mark.parametrize("option", ["timeout", "backoff", "max_backoff", "max_retry_after"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1, "5", True])
+def test_a_bad_number_is_refused_naming_the_option(option, value) -> None:
+    with pytest.raises(ConfigurationError, match=option):
+        OpenAICompatibleLLM("m", base_url="http://localhost:11434/v1", **{option: value})
+
+
+def test_a_nan_temperature_and_an_unknown_option_are_configuration_errors() -> None:
+    with pytest.raises(ConfigurationError, match="temperature"):
+        OpenAICompatibleLLM("m", base_url="http://localhost:11434/v1", temperature=float("nan"))
+    with pytest.raises(ConfigurationError, match="frobnicate"):
+        resolve_llm("openai-compatible:m", base_url="http://localhost:11434/v1", frobnicate=1)
+
+
+@pytest.mark.parametrize("header", ["retry-after", "retry-after-ms"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_an_unreadable_retry_after_is_no_retry_after(fake_openai, waits, header, value) -> None:
+    """Talks to the fake server: a ``Retry-After: nan`` is not read as 0 s (nor inf as
+    'wait for ever'); the default backoff applies."""
+    fake_openai.script("chat", error(429, headers={header: value}), text("ok"))
+    llm = OpenAICompatibleLLM("m", base_url=fake_openai.base_url, backoff=0.5, sleep=waits.append)
+    assert llm.generate("hi") == "ok"
+    assert len(waits) == 1 and 0.25 <= waits[0] <= 0.5
