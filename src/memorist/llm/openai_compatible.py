@@ -22,7 +22,7 @@ import os
 from typing import Any
 
 from .. import config
-from ..errors import ConfigurationError, TransientProviderError
+from ..errors import ConfigurationError, ProviderError, TransientProviderError
 from .base import LLM, LLMRequest, LLMResponse
 from .openai import LazyClient, check_base_url, create, not_json, require_openai
 
@@ -124,9 +124,19 @@ class OpenAICompatibleLLM(LLM):
         if isinstance(completion, str):
             raise not_json(self.name, completion)
         choices = getattr(completion, "choices", None) or []
+        if not isinstance(choices, list):
+            raise ProviderError(f"{self.name}: the reply's shape is wrong: 'choices' is no list ({type(choices).__name__})")
         if not choices:
             raise TransientProviderError(f"{self.name}: the completion had no choices")
-        message = choices[0].message
+        message = getattr(choices[0], "message", None)
+        if message is None:
+            raise ProviderError(f"{self.name}: the reply's shape is wrong: its first choice has no message")
+        if not getattr(message, "content", None):
+            refusal = getattr(message, "refusal", None)
+            if isinstance(refusal, str) and refusal.strip():
+                raise ProviderError(f"{self.name}: the model refused: {' '.join(refusal.split())[:200]!r}")
+            if getattr(message, "tool_calls", None):
+                raise ProviderError(f"{self.name}: the model answered with a tool call, not the text asked for")
         usage = getattr(completion, "usage", None)
         return LLMResponse(
             text=(getattr(message, "content", None) or ""),

@@ -5,9 +5,9 @@ day). Nothing here talks to a server unless it says so."""
 from __future__ import annotations
 
 import pytest
-from fake_openai import error, text
+from fake_openai import Reply, error, text
 
-from memorist.errors import ConfigurationError
+from memorist.errors import ConfigurationError, ProviderError
 from memorist.llm import resolve_llm
 from memorist.llm.gemini import GeminiLLM
 from memorist.llm.openai import OPENAI_URL, OpenAIResponsesLLM
@@ -96,3 +96,24 @@ def test_an_unreadable_retry_after_is_no_retry_after(fake_openai, waits, header,
     llm = OpenAICompatibleLLM("m", base_url=fake_openai.base_url, backoff=0.5, sleep=waits.append)
     assert llm.generate("hi") == "ok"
     assert len(waits) == 1 and 0.25 <= waits[0] <= 0.5
+
+
+def _completion(message: dict | None = None, choices=None) -> Reply:
+    body = {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": choices if choices is not None else [{"index": 0, "finish_reason": "stop", "message": message}]}
+    return Reply(body=body)
+
+
+@pytest.mark.parametrize(("reply", "said"), [
+    (_completion({"role": "assistant", "content": None, "refusal": "I can't help with that. " * 20}), "the model refused: .I can't help"),
+    (_completion({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "t", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}), "tool call"),
+    (_completion(choices="nope"), "shape is wrong"),
+], ids=["refusal", "tool-call", "choices-not-a-list"])
+def test_an_unusable_chat_reply_says_why(fake_openai, reply, said) -> None:
+    fake_openai.script("chat", reply)
+    llm = OpenAICompatibleLLM("m", base_url=fake_openai.base_url, max_retries=0)
+    with pytest.raises(ProviderError, match=said) as caught:
+        llm.generate("hi")
+    assert len(str(caught.value)) < 320  # the refusal cut to ~200 characters
+    assert len(fake_openai.requests) == 1  # not retried
