@@ -58,7 +58,7 @@ class AsyncMemory:
         *,
         embedder: str | Embedder | None = None,
         decay_days: float | None = None,
-        tenant_id: str = "",
+        tenant_id: str | None = None,
         extractor: Extractor | None = None,
         reconciler: Reconciler | None = None,
         ranking: RankingPolicy | None = None,

@@ -54,9 +54,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, ValidationError
 from .reserved import PREVIOUS_NAME
-from .validate import finite_number
+from .validate import finite_number, scope_id
 
 
 def default_db_path() -> Path:
@@ -134,6 +134,23 @@ def _policy(value: Any) -> str | None:
 
 
 _MAX_BATCH = 100_000
+
+
+def _tenant(value: Any) -> str:
+    """``tenant_id``, else ``MEMORIST_TENANT``, else "" (the default tenant); a tenant
+    that is not "" is held to the rules of any other id (not blank, no control
+    characters), its spaces kept as they are."""
+    source = "tenant_id"
+    if value is None:
+        value, source = os.environ.get("MEMORIST_TENANT", ""), "MEMORIST_TENANT"
+    if not isinstance(value, str):
+        raise ConfigurationError(f"tenant_id must be a string, got {type(value).__name__}")
+    if value:
+        try:
+            scope_id(source, value)
+        except ValidationError as exc:
+            raise ConfigurationError(f"{exc} (\"\" is the default tenant)") from exc
+    return value
 
 
 def _whole(value: Any, name: str, env: str, default: int, *, low: int) -> int:
@@ -308,7 +325,9 @@ class MemoryConfig:
     path: str | None = None
     embedder: Any = None
     decay_days: float | None = None
-    tenant_id: str = ""
+    # None: MEMORIST_TENANT, else "" (the default tenant); "" given: the default
+    # tenant whatever the environment says (an argument beats the environment).
+    tenant_id: str | None = None
     max_message_chars: int = 100_000
     # Metadata is checked where it enters (add, update, import): how deep it may
     # nest and how large its JSON may be. Stored rows stay readable whatever they hold.
@@ -355,9 +374,7 @@ class MemoryConfig:
         if decay is not None and (not finite_number(decay) or decay < 0):
             raise ConfigurationError(f"decay_days must be a finite number >= 0, got {decay!r}")
         embedder = self.embedder if self.embedder is not None else (os.environ.get("MEMORIST_EMBEDDER") or None)
-        tenant = self.tenant_id or os.environ.get("MEMORIST_TENANT", "")
-        if not isinstance(tenant, str):
-            raise ConfigurationError(f"tenant_id must be a string, got {type(tenant).__name__}")
+        tenant = _tenant(self.tenant_id)
         r = self.retrieval
         _check_retrieval(r)
         for name in ("max_message_chars", "similar_k", "max_metadata_depth", "max_metadata_bytes"):

@@ -115,7 +115,7 @@ class Memory:
         *,
         embedder: str | Embedder | None = None,
         decay_days: float | None = None,
-        tenant_id: str = "",
+        tenant_id: str | None = None,
         extractor: Extractor | None = None,
         reconciler: Reconciler | None = None,
         ranking: RankingPolicy | None = None,
@@ -137,7 +137,7 @@ class Memory:
             base.embedder = embedder
         if decay_days is not None:
             base.decay_days = decay_days
-        if tenant_id:
+        if tenant_id is not None:  # "" too: the default tenant, whatever MEMORIST_TENANT says
             base.tenant_id = tenant_id
         if llm is not None:
             base.llm = llm

@@ -56,7 +56,8 @@ class Tenants:
                     self.path,
                     embedder=self._embedder,
                     decay_days=self._decay_days,
-                    tenant_id=tenant_id,
+                    # The keyless tenant "" is the Memory default: MEMORIST_TENANT if set.
+                    tenant_id=tenant_id or None,
                     config=self._config,
                 )
                 # The store is bound to one embedder: every tenant shares its instance.
