@@ -381,6 +381,11 @@ class MemoryConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"{name} must be a whole number >= 1, got {value!r}")
+        if isinstance(self.path, str) and not self.path.strip():
+            raise ConfigurationError(
+                f"path must name a store (a file, ':memory:' or a postgresql:// URL), got {self.path!r}; "
+                "leave it out for the default store"
+            )
         busy = self.busy_timeout if self.busy_timeout is not None else _env_busy_timeout()
         if isinstance(busy, bool) or not isinstance(busy, int | float) or not 0 <= busy <= MAX_BUSY_TIMEOUT:
             raise ConfigurationError(f"busy_timeout must be seconds from 0 to {MAX_BUSY_TIMEOUT}, got {busy!r}")

@@ -146,6 +146,8 @@ class Memory:
         self.config = base.resolved()
         # Before the store is opened: a missing key must not leave a new file behind.
         self.llm: LLM | None = resolve_llm(self.config.llm)
+        # A model built here from its name is this Memory's to close; one given is the caller's.
+        self._own_llm = self.llm is not None and not isinstance(self.config.llm, LLM)
         if store is None:
             target = self.config.path if self.config.path is not None else str(default_db_path())
             store = open_store(target, busy_timeout=self.config.busy_timeout)
@@ -1089,6 +1091,8 @@ class Memory:
         if self._background_consolidation is not None:
             self._background_consolidation.close()
         self._call_log.close()
+        if self._own_llm and self.llm is not None:
+            self.llm.close()  # its connections (a request past its deadline ends by itself)
         self.store.close()
 
     def __enter__(self) -> Memory:

@@ -120,6 +120,9 @@ class SentenceTransformerEmbedder(Embedder):
             self.name = "sentence-transformers/" + DEFAULT_MODEL
             self._dim: int | None = 384
         else:
+            if model.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(model)):
+                # A folder named, none there: said now, not as the loader's FileNotFoundError.
+                raise ConfigurationError(f"embedder 'sentence-transformers:{model}': no model folder at {model}")
             self.name = "sentence-transformers/" + os.path.basename(model.rstrip("/")) if os.path.isdir(model) else "sentence-transformers/" + model
             self._dim = None
         #: The runtime in use: "onnx" or "torch" (an automatic ONNX choice may fall
