@@ -468,14 +468,15 @@ def compatible_api_key() -> str | None:
     return os.environ.get("MEMORIST_LLM_API_KEY")
 
 
-def compatible_endpoint() -> tuple[str, str | None] | None:
-    """An OpenAI-compatible server's base URL and key: ``MEMORIST_LLM_BASE_URL`` with
-    ``MEMORIST_LLM_API_KEY``, else ``OPENAI_BASE_URL`` with ``OPENAI_API_KEY`` (a key
-    goes with its own URL only); None when neither URL is set."""
+def compatible_endpoint() -> tuple[str, str | None, str] | None:
+    """An OpenAI-compatible server's base URL, key and the variable the URL came from:
+    ``MEMORIST_LLM_BASE_URL`` with ``MEMORIST_LLM_API_KEY``, else ``OPENAI_BASE_URL``
+    with ``OPENAI_API_KEY`` (a key goes with its own URL only); None when neither URL
+    is set."""
     for url_var, key_var in (("MEMORIST_LLM_BASE_URL", "MEMORIST_LLM_API_KEY"), ("OPENAI_BASE_URL", "OPENAI_API_KEY")):
         url = os.environ.get(url_var)
         if url:
-            return url, os.environ.get(key_var)
+            return url, os.environ.get(key_var), url_var
     return None
 
 

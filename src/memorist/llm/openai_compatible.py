@@ -18,7 +18,6 @@ JSON; the base class still validates and repairs).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from .. import config
@@ -90,8 +89,7 @@ class OpenAICompatibleLLM(LLM):
             same = found is not None and _same_url(found[0], base_url)
             return base_url, found[1] if same and found is not None else None
         if found is not None:
-            url, key = found
-            source = "MEMORIST_LLM_BASE_URL" if os.environ.get("MEMORIST_LLM_BASE_URL") else "OPENAI_BASE_URL"
+            url, key, source = found
             return check_base_url(url, source), api_key if api_key is not None else key
         raise ConfigurationError(
             "the 'openai-compatible' LLM provider needs a base URL: set MEMORIST_LLM_BASE_URL "
