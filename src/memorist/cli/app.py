@@ -276,6 +276,12 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def echo(message: Any = None, **options: Any) -> None:
+    """:func:`click.echo` of text that may hold stored words (a bullet, a minute's note,
+    an insight): its control characters escaped as :func:`printable` does."""
+    click.echo(printable(message) if isinstance(message, str) else message, **options)
+
+
 def when(iso: str | None) -> str:
     """``2024-05-01T12:30:05.123+00:00`` -> ``2024-05-01 12:30`` (UTC)."""
     return (iso or "")[:16].replace("T", " ") or "-"
@@ -578,6 +584,7 @@ __all__ = [
     "cli",
     "cli_message",
     "describe_scope",
+    "echo",
     "file_name",
     "json_object",
     "pass_app",

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..validate import time_text
-from .app import App, FiniteFloat, cli, json_object, pass_app, read_text, when
+from .app import App, FiniteFloat, cli, echo, json_object, pass_app, read_text, when
 
 
 def owner_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -29,9 +29,9 @@ def full_id(app: App, prefix: str) -> str:
 def insights_text(insights: dict[str, list[str]]) -> None:
     for name, symbol in (("successful_patterns", "✓"), ("failure_patterns", "✗"), ("neutral_observations", "○"), ("recommendations", "→")):
         items = insights.get(name) or []
-        click.echo(f"{name.replace('_', ' ')} ({len(items)}):")
+        echo(f"{name.replace('_', ' ')} ({len(items)}):")
         for item in items:
-            click.echo(f"  {symbol} {item}")
+            echo(f"  {symbol} {item}")
 
 
 def _trajectory_rows(items: list[dict[str, Any]]) -> tuple[list[tuple[str, dict[str, Any]]], list[list[Any]]]:
@@ -67,7 +67,7 @@ def start(app: App, task: tuple[str, ...], task_type: str | None, parent: str | 
     app.arguments = {"task_description": "TASK"}
     memory = app.memory(create=True)
     tid = memory.learning.start_trajectory(read_text(task), task_type, full_id(app, parent) if parent else None, user_id=user_id, agent_id=agent_id)
-    app.emit({"trajectory_id": tid}, lambda: click.echo(tid))
+    app.emit({"trajectory_id": tid}, lambda: echo(tid))
 
 
 @trajectory.command("log")
@@ -83,7 +83,7 @@ def log(app: App, trajectory_id: str, step_type: str, description: tuple[str, ..
     app.arguments = {"description": "DESCRIPTION", "step_type": "TYPE", "trajectory_id": "ID"}
     tid = full_id(app, trajectory_id)
     app.memory().learning.log_step(tid, step_type, read_text(description), metadata, user_id=user_id, agent_id=agent_id)
-    app.emit({"trajectory_id": tid, "logged": step_type}, lambda: click.echo(f"Logged {step_type} on {tid}."))
+    app.emit({"trajectory_id": tid, "logged": step_type}, lambda: echo(f"Logged {step_type} on {tid}."))
 
 
 @trajectory.command("complete")
@@ -100,7 +100,7 @@ def complete(app: App, trajectory_id: str, status: str, score: float | None, err
     app.arguments = {"trajectory_id": "ID"}
     done = app.memory().learning.complete_trajectory(full_id(app, trajectory_id), status, score, error_message, metrics, user_id=user_id, agent_id=agent_id)
     stored = "stored" if done["trace_stored"] else "not sampled (steps stay in the log)"
-    app.emit(done, lambda: click.echo(
+    app.emit(done, lambda: echo(
         f"Completed {done['trajectory_id']}: {done['status']} (score {done['success_score']}); "
         f"{done['step_count']} steps, trace {done['trace_hash'][:12]} {stored}."
     ))
@@ -122,7 +122,7 @@ def list_(app: App, user_id: str | None, agent_id: str | None, status: str | Non
 
     def human() -> None:
         if not items:
-            click.echo("No trajectories.")
+            echo("No trajectories.")
             return
         app.table(*_trajectory_rows(items))
 
@@ -141,10 +141,10 @@ def show(app: App, trajectory_id: str, user_id: str | None, agent_id: str | None
 
     def human() -> None:
         app.pairs({k: v for k, v in item.items() if k != "steps"})
-        click.echo("steps:")
+        echo("steps:")
         for i, step in enumerate(item.get("steps") or (), 1):
             extra = f" {step['metadata']}" if step.get("metadata") else ""
-            click.echo(f"  {i}. [{step['type']}] {step['description']}{extra}")
+            echo(f"  {i}. [{step['type']}] {step['description']}{extra}")
 
     app.emit(item, human)
 
@@ -172,7 +172,7 @@ def reflect(app: App, trajectory_id: str | None, batch: bool, user_id: str | Non
         result = memory.learning.reflect(full_id(app, trajectory_id), user_id=user_id, agent_id=agent_id)  # type: ignore[arg-type]
 
         def human() -> None:
-            click.echo(f"Reflection {result['memory_id']} on {result['trajectory_id']} ({result['status']}):")
+            echo(f"Reflection {result['memory_id']} on {result['trajectory_id']} ({result['status']}):")
             insights_text(result["insights"])
 
         app.emit(result, human)
@@ -181,9 +181,9 @@ def reflect(app: App, trajectory_id: str | None, batch: bool, user_id: str | Non
 
     def human_batch() -> None:
         if not results:
-            click.echo(f"No task type has {min_trajectories} completed trajectories yet; nothing to reflect on.")
+            echo(f"No task type has {min_trajectories} completed trajectories yet; nothing to reflect on.")
         for r in results:
-            click.echo(f"Reflection {r['memory_id']}: {r['trajectory_count']} trajectories of type {r['task_type'] or '-'}, "
+            echo(f"Reflection {r['memory_id']}: {r['trajectory_count']} trajectories of type {r['task_type'] or '-'}, "
                        f"success rate {r['success_rate']}")
             insights_text(r["insights"])
 

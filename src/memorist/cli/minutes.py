@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..validate import time_text
-from .app import App, FiniteFloat, cli, json_object, pass_app, read_file, read_text, when
+from .app import App, FiniteFloat, cli, echo, json_object, pass_app, read_file, read_text, when
 
 _TIME = "ISO-8601, epoch seconds, or an offset from now: +10h, -2d, +30m"
 
@@ -73,7 +73,7 @@ def record(app: App, event_type: str, agent_id: str | None, project_id: str | No
     full = [_full_id(app, r) for r in refs]
     minute = memory.minutes.record(event_type, agent_id=agent_id, project_id=project_id, data=data, context_references=full,
                                    memory_note=note, category=category, now=time_text(at))
-    app.emit(minute, lambda: click.echo(f"{minute['id']} ({minute['category']})"))
+    app.emit(minute, lambda: echo(f"{minute['id']} ({minute['category']})"))
 
 
 @minutes.command("recent")
@@ -84,7 +84,7 @@ def record(app: App, event_type: str, agent_id: str | None, project_id: str | No
 def recent(app: App, n: int, project_id: str | None, agent_id: str | None) -> None:
     """The last N minutes of the project, oldest first."""
     items = app.memory().minutes.recent(n, project_id=project_id, agent_id=agent_id)
-    app.emit({"results": items}, lambda: app.table(*_rows(items)) if items else click.echo("No minutes."))
+    app.emit({"results": items}, lambda: app.table(*_rows(items)) if items else echo("No minutes."))
 
 
 @minutes.command("history")
@@ -100,7 +100,7 @@ def history(app: App, project_id: str | None, agent_id: str | None, since: int, 
     def human() -> None:
         app.table(*_rows(page["minutes"]))
         if page["next"] is not None:
-            click.echo(f"More: --since {page['next']}")
+            echo(f"More: --since {page['next']}")
 
     app.emit(page, human)
 
@@ -137,7 +137,7 @@ def search(app: App, query: tuple[str, ...], project_id: str | None, agent_id: s
         columns, rows = _rows(items)
         app.table([("score", {"justify": "right"}), *columns], [[m["score"], *row] for m, row in zip(items, rows, strict=True)])
 
-    app.emit({"results": items}, human if items else lambda: click.echo("No minutes found."))
+    app.emit({"results": items}, human if items else lambda: echo("No minutes found."))
 
 
 @minutes.command("reindex")
@@ -149,7 +149,7 @@ def reindex(app: App, project_id: str | None, all_projects: bool) -> None:
     if all_projects and project_id:
         raise click.UsageError("give --project or --all-projects, not both")
     result = app.memory().minutes.reindex(project_id="*" if all_projects else project_id)
-    app.emit(result, lambda: click.echo(
+    app.emit(result, lambda: echo(
         f"{result['minutes']} minutes in the log: {result['restored']} restored to the index, {result['created']} created, "
         f"{result['unchanged']} unchanged."))
 
@@ -168,10 +168,10 @@ def context(app: App, agent_id: str, task: str | None, budget: int, project_id: 
     data = window.to_dict()
 
     def human() -> None:
-        click.echo(window.text)
+        echo(window.text)
         counts = ", ".join(f"{k} {v}" for k, v in data["counts"].items())
         cut = f"; cut {len(window.cut)} to fit" if window.cut else ""
-        click.echo(f"\n[{window.tokens} of {window.budget_tokens} tokens: {counts}{cut}]", err=True)
+        echo(f"\n[{window.tokens} of {window.budget_tokens} tokens: {counts}{cut}]", err=True)
 
     app.emit(data, human)
 
@@ -188,14 +188,14 @@ def evaluate(app: App, project_id: str | None, dry_run: bool, now: str | None) -
 
     def human() -> None:
         verb = "would prune" if dry_run else "pruned"
-        click.echo(
+        echo(
             f"{report['in_log']} minutes in the log, {report['in_index']} in the index: {verb} {report['pruned']} "
             f"({report['deduplicated']} duplicates, {report['superseded']} superseded, {report['pruned_low_score']} under the threshold); "
             f"{report['kept_in_index']} kept, average score {report['average_score']}."
         )
         for x in report["removed"]:
             link = f" -> {x['link'][:8]}" if x["link"] else ""
-            click.echo(f"  {x['id'][:8]} {x['reason']}{link} (composite {x['composite']})")
+            echo(f"  {x['id'][:8]} {x['reason']}{link} (composite {x['composite']})")
 
     app.emit(report, human)
 
@@ -223,16 +223,16 @@ def pair(app: App, task: str, criteria: str, output: str | None, output_file: An
 
     def human() -> None:
         state = "meets" if result["met"] else "below"
-        click.echo(f"Score {result['score']:g} / 100 ({state} the threshold {threshold:g}) by {result['evaluator']}"
+        echo(f"Score {result['score']:g} / 100 ({state} the threshold {threshold:g}) by {result['evaluator']}"
                    + (f" [fallback: {result['fallback']}]" if result["fallback"] else ""))
         if result["summary"]:
-            click.echo(result["summary"])
+            echo(result["summary"])
         for imp in result["improvements"]:
-            click.echo(f"gap: {imp['gap']['description']}")
+            echo(f"gap: {imp['gap']['description']}")
             for m in imp["memories"]:
-                click.echo(f"  memory {str(m.get('id'))[:8]} ({m.get('source')}): {m.get('memory_note') or m.get('memory')}")
+                echo(f"  memory {str(m.get('id'))[:8]} ({m.get('source')}): {m.get('memory_note') or m.get('memory')}")
             for s in imp["suggestions"]:
-                click.echo(f"  -> {s}")
+                echo(f"  -> {s}")
 
     app.emit(result, human)
 

@@ -15,7 +15,7 @@ import click
 from click.core import ParameterSource
 
 from ..errors import MemoristError
-from .app import AliasChoice, App, FiniteFloat, cli, file_name, pass_app, read_file
+from .app import AliasChoice, App, FiniteFloat, cli, echo, file_name, pass_app, read_file
 
 if TYPE_CHECKING:
     from ..ace.playbook import Playbook
@@ -103,7 +103,7 @@ def run_turn(app: App, input_file: Any, preset: str, max_bullets: int | None, to
     with ace_logs_to_stderr():
         playbook = _playbook(app, preset, create=True, max_bullets=max_bullets, top_k=top_k)
         result = Tutor(playbook.memory, playbook=playbook).run_turn(payload)
-    click.echo(json.dumps(result, ensure_ascii=False, indent=2))
+    echo(json.dumps(result, ensure_ascii=False, indent=2))
 
 
 # analyze --------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ def _bullet_rows(bullets: list[Any], *, relevance: bool = False) -> tuple[list[t
 
 def _show_bullets(app: App, bullets: list[Bullet], empty: str, *, relevance: bool = False) -> None:
     if not bullets:
-        click.echo(empty)
+        echo(empty)
         return
     app.table(*_bullet_rows(bullets, relevance=relevance))
 
@@ -192,17 +192,17 @@ def _summary_data(playbook: Playbook, learner: str | None) -> dict[str, Any]:
 
 
 def _print_summary(app: App, data: dict[str, Any]) -> None:
-    click.echo(
+    echo(
         f"Playbooks ({data['preset']}): {data['total_bullets']} bullets, {data['learners']} learner(s); "
         f"average score {data['avg_score']:.3f}, helpful {data['avg_helpful']:.2f}, harmful {data['avg_harmful']:.2f}"
     )
     if not data["total_bullets"]:
         return
     for title, key in (("memory types", "by_memory_type"), ("sections", "by_section"), ("topics", "by_topic")):
-        click.echo(f"{title}: " + ", ".join(f"{k} {v}" for k, v in data[key].items()))
+        echo(f"{title}: " + ", ".join(f"{k} {v}" for k, v in data[key].items()))
     cats = list(data["categories"].items())[:12]
-    click.echo("categories: " + ", ".join(f"{k} {v}" for k, v in cats))
-    click.echo("top bullets:")
+    echo("categories: " + ", ".join(f"{k} {v}" for k, v in cats))
+    echo("top bullets:")
     from ..roles.learning import Bullet
 
     _show_bullets(app, [Bullet.from_dict(b) for b in data["top"]], "")
@@ -287,10 +287,10 @@ def export(analysis: Analysis, learner_id: str | None, output: Any) -> None:
     else:
         text = export_text(bullets)
     if output is None:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
     else:
         output.write(text)
-        click.echo(f"Exported {len(bullets)} bullets to {output.name}.", err=True)
+        echo(f"Exported {len(bullets)} bullets to {output.name}.", err=True)
 
 
 def _cleanup(app: App, playbook: Playbook, learner: str | None, threshold: float, dry_run: bool) -> dict[str, Any]:
@@ -299,17 +299,17 @@ def _cleanup(app: App, playbook: Playbook, learner: str | None, threshold: float
 
     def human() -> None:
         if not result["clusters"]:
-            click.echo(f"No near-duplicates (cosine >= {threshold:.2f}).")
+            echo(f"No near-duplicates (cosine >= {threshold:.2f}).")
             return
         for c in result["clusters"]:
-            click.echo(f"keep   {c['kept']}  {c['kept_content']}")
+            echo(f"keep   {c['kept']}  {c['kept_content']}")
             for mid, text in zip(c["merged"], c["merged_content"], strict=True):
-                click.echo(f"  merge {mid}  {text}")
+                echo(f"  merge {mid}  {text}")
         n = sum(len(c["merged"]) for c in result["clusters"])
         if dry_run:
-            click.echo(f"Dry run: {n} bullet(s) in {len(result['clusters'])} cluster(s) would be merged; nothing was written.")
+            echo(f"Dry run: {n} bullet(s) in {len(result['clusters'])} cluster(s) would be merged; nothing was written.")
         else:
-            click.echo(f"Merged {result['merged']} bullet(s) in {len(result['clusters'])} cluster(s).")
+            echo(f"Merged {result['merged']} bullet(s) in {len(result['clusters'])} cluster(s).")
 
     app.emit(result, human)
     return result
@@ -339,18 +339,18 @@ def interactive(analysis: Analysis) -> None:
     """A prompt for exploring the playbooks (reads commands from stdin)."""
     app, playbook, learner = analysis.open(None)
     app.json = False
-    click.echo(_HELP)
+    echo(_HELP)
     stream = sys.stdin
     while True:
-        click.echo(f"analyze[{learner or 'all'}]> ", nl=False)
+        echo(f"analyze[{learner or 'all'}]> ", nl=False)
         line = stream.readline()
         if not line:
-            click.echo("")
+            echo("")
             break
         try:
             words = shlex.split(line)
         except ValueError as exc:
-            click.echo(f"error: {exc}")
+            echo(f"error: {exc}")
             continue
         if not words:
             continue
@@ -359,7 +359,7 @@ def interactive(analysis: Analysis) -> None:
             if cmd in ("quit", "exit", "q"):
                 break
             if cmd == "help":
-                click.echo(_HELP)
+                echo(_HELP)
             elif cmd == "summary":
                 _print_summary(app, _summary_data(playbook, learner))
             elif cmd in ("top", "recent"):
@@ -368,19 +368,19 @@ def interactive(analysis: Analysis) -> None:
                 _show_bullets(app, bullets, "No bullets.")
             elif cmd == "search":
                 if not args:
-                    click.echo("usage: search <query>")
+                    echo("usage: search <query>")
                     continue
                 _show_bullets(app, playbook.search(" ".join(args), learner_id=learner), "No bullets.", relevance=True)
             elif cmd == "export":
-                click.echo(export_text(playbook.bullets(learner)), nl=False)
+                echo(export_text(playbook.bullets(learner)), nl=False)
             elif cmd == "learner":
                 learner = None if not args or args[0] == "all" else args[0]
             elif cmd == "cleanup":
                 _cleanup(app, playbook, learner, 0.9, "--dry-run" in args)
             else:
-                click.echo(f"unknown command {cmd!r}; {_HELP}")
+                echo(f"unknown command {cmd!r}; {_HELP}")
         except (ValueError, MemoristError) as exc:
-            click.echo(f"error: {exc}")
+            echo(f"error: {exc}")
 
 
 # memorist playbook (spec 001) ---------------------------------------------------------------------
@@ -415,20 +415,20 @@ def _show_playbook(app: App, data: dict[str, Any]) -> None:
     head = f"Playbook {data['name']} ({data['scope']}: {owner}) version {data['version']} ({data['version_label']}), {data['size']} strategies"
     if "usage_count" in data:
         head += f"; used {data['usage_count']} times, success rate {data['success_rate']:.2f}"
-    click.echo(head)
+    echo(head)
     entries = [e for cat in ("helpful", "harmful", "neutral") for e in data["strategies"][cat]]
     if entries:
         app.table(*_strategy_rows(entries))
 
 
 def _show_diff(data: dict[str, Any]) -> None:
-    click.echo(f"Playbook {data['name']} is at version {data['version']} ({data['version_label']}).")
-    click.echo(f"✓ Added {len(data['added'])} new strategies")
-    click.echo(f"↻ Updated {len(data['updated'])} existing strategies")
-    click.echo(f"✗ Removed {len(data['removed'])} outdated strategies")
+    echo(f"Playbook {data['name']} is at version {data['version']} ({data['version_label']}).")
+    echo(f"✓ Added {len(data['added'])} new strategies")
+    echo(f"↻ Updated {len(data['updated'])} existing strategies")
+    echo(f"✗ Removed {len(data['removed'])} outdated strategies")
     for word, key in (("+", "added"), ("~", "updated"), ("-", "removed")):
         for e in data[key]:
-            click.echo(f"  {word} {e['symbol']} {e['pattern']}  (confidence {e['confidence']:.2f}, evidence {e['evidence_count']})")
+            echo(f"  {word} {e['symbol']} {e['pattern']}  (confidence {e['confidence']:.2f}, evidence {e['evidence_count']})")
 
 
 @cli.group("playbook")
@@ -466,7 +466,7 @@ def playbook_list(app: App, user_id: str | None, agent_id: str | None, scope: st
 
     def human() -> None:
         if not items:
-            click.echo("No playbooks.")
+            echo("No playbooks.")
             return
         app.table(
             [("name", {"no_wrap": True}), ("version", {"justify": "right"}), ("strategies", {"justify": "right"}),
@@ -541,7 +541,7 @@ def playbook_versions(app: App, name: str, user_id: str | None, agent_id: str | 
 
     def human() -> None:
         if not items:
-            click.echo(f"Playbook {name} has no versions yet.")
+            echo(f"Playbook {name} has no versions yet.")
             return
         app.table(
             [("version", {"justify": "right"}), ("label", {"no_wrap": True}), ("major", {}), ("created", {"no_wrap": True})],
@@ -559,7 +559,7 @@ def playbook_versions(app: App, name: str, user_id: str | None, agent_id: str | 
 def playbook_rollback(app: App, name: str, version: int, user_id: str | None, agent_id: str | None, scope: str | None) -> None:
     """Make a new version of playbook NAME equal to VERSION."""
     result = app.memory().learning.rollback_playbook(name, version, **_owner(user_id, agent_id, scope))
-    app.emit(result, lambda: click.echo(
+    app.emit(result, lambda: echo(
         f"Playbook {name} rolled back to version {version}: now version {result['version']} ({result['version_label']}); "
         f"{len(result['added'])} restored, {len(result['updated'])} reset, {len(result['removed'])} removed."
     ))
@@ -576,4 +576,4 @@ def playbook_delete(app: App, name: str, user_id: str | None, agent_id: str | No
     if not yes:
         click.confirm(f"Delete playbook {name} with its strategies and versions in {app.label}?", abort=True, err=True)
     result = memory.learning.delete_playbook(name, **_owner(user_id, agent_id, scope))
-    app.emit(result, lambda: click.echo(result["message"]))
+    app.emit(result, lambda: echo(result["message"]))

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..policies.relations import RELATIONS
-from .app import App, cli, pass_app
+from .app import App, cli, echo, pass_app
 
 _SUBJECT = "Who: user:<id>, agent:<id> or group:<id>."
 _OBJECT = ("What: playbook:<agent>/<name>, playbook:user:<user>/<name>, scope:user:<id>, scope:agent:<id>, group:<id> "
@@ -28,7 +28,7 @@ def relations() -> None:
 
 def _changed(app: App, result: dict[str, Any], done: str, same: str) -> None:
     who, what = ":".join(result["subject"]), ":".join(result["object"])
-    app.emit(result, lambda: click.echo(f"{done if result['changed'] else same}: {who} {result['relation']} {what}"))
+    app.emit(result, lambda: echo(f"{done if result['changed'] else same}: {who} {result['relation']} {what}"))
 
 
 @relations.command("create")
@@ -65,7 +65,7 @@ def list_(app: App, subject: str | None, relation: str | None, object: str | Non
     found = app.memory().relations.list(subject=subject, relation=relation, object=object, limit=limit)
     rows = [[":".join(r["subject"]), r["relation"], ":".join(r["object"]), r["created_at"] or ""] for r in found["results"]]
     columns = [("subject", {}), ("relation", {}), ("object", {}), ("created", {})]
-    app.emit(found, lambda: app.table(columns, rows) if rows else click.echo("No relations."))
+    app.emit(found, lambda: app.table(columns, rows) if rows else echo("No relations."))
 
 
 @relations.command("check")
@@ -78,6 +78,6 @@ def check(app: App, subject: str, relation: str, object: str) -> None:  # noqa: 
     app.arguments = {"subject": "SUBJECT", "relation": "RELATION", "object": "OBJECT"}
     result = app.memory().relations.check(subject, relation, object)
     verdict = f"allowed (via {result['via']})" if result["allowed"] else "denied"
-    app.emit(result, lambda: click.echo(f"{':'.join(result['subject'])} {result['relation']} {':'.join(result['object'])}: {verdict}"))
+    app.emit(result, lambda: echo(f"{':'.join(result['subject'])} {result['relation']} {':'.join(result['object'])}: {verdict}"))
 
 

@@ -20,6 +20,7 @@ from .app import (
     CommandError,
     FiniteFloat,
     cli,
+    echo,
     pass_app,
     read_text,
     scope,
@@ -62,7 +63,7 @@ def _number(value: Any) -> str:
 def _items_table(app: App, items: list[dict[str, Any]], empty: str | None = None) -> None:
     """Memories with their energy and tier; ``empty``: the line printed instead of an empty table."""
     if not items and empty:
-        click.echo(empty)
+        echo(empty)
         return
     app.table(
         [("id", {"no_wrap": True}), *TIER_COLUMNS,
@@ -103,7 +104,7 @@ def maintain(app: App, test_only: bool, now: str | None, user_id: str | None, ag
     result = _energy(app).tiers.maintain(now=time_text(now), test_only=test_only, **scope(user_id, agent_id, run_id))
 
     def human() -> None:
-        click.echo(_run_text(result))
+        echo(_run_text(result))
         changed = result["results"]
         if changed:
             app.table(
@@ -113,7 +114,7 @@ def maintain(app: App, test_only: bool, now: str | None, user_id: str | None, ag
                   f"{r['to_tier']} {r['promoted_to'][:8]}" if r["action"] == "promote" else ""] for r in changed],
             )
         if result.get("log"):
-            click.echo(f"Logged to {result['log']}.")
+            echo(f"Logged to {result['log']}.")
 
     app.emit(result, human)
 
@@ -130,7 +131,7 @@ def boost(app: App, memory_id: str, amount: float | None, now: str | None, user_
     app.arguments = {"memory_id": "ID", "now": "--now", "amount": "--amount"}
     ids = scope(user_id, agent_id, run_id)
     item = _energy(app).tiers.boost(_tier_id(app, memory_id, ids), amount, time_text(now), **ids)
-    app.emit(item, lambda: click.echo(
+    app.emit(item, lambda: echo(
         f"Boosted {item['id']} by {item['amount']:g}: energy {item['energy_before']:.3f} -> {item['energy']:.3f} ({item['tier']})."
     ))
 
@@ -153,7 +154,7 @@ def status(app: App, test_only: bool, now: str | None, user_id: str | None, agen
 
     def human() -> None:
         label = "test memories" if test_only else "memories"
-        click.echo(f"Energy tiers of {app.label} ({label}, energies as of {when(data['now'])}):")
+        echo(f"Energy tiers of {app.label} ({label}, energies as of {when(data['now'])}):")
         app.table(
             [("tier", {"no_wrap": True}), ("memories", {"justify": "right"}), ("energy mean", {"justify": "right"}),
              ("min", {"justify": "right"}), ("max", {"justify": "right"})],
@@ -162,9 +163,9 @@ def status(app: App, test_only: bool, now: str | None, user_id: str | None, agen
             + [["archived (promoted)", data["archived"], "", "", ""], ["expired", data["expired"], "", "", ""]],
         )
         extra = f"; {data['test_memories']} test memories kept apart" if "test_memories" in data else ""
-        click.echo(f"{data['total']} live {label}{extra}.")
+        echo(f"{data['total']} live {label}{extra}.")
         run = data["last_run"]
-        click.echo(f"Last run: {run['run']} at {when(run['at'])} (run time {when(run['now'])})." if run else "No maintenance run yet.")
+        echo(f"Last run: {run['run']} at {when(run['at'])} (run time {when(run['now'])})." if run else "No maintenance run yet.")
 
     app.emit(data, human)
 
@@ -184,7 +185,7 @@ def health(app: App, now: str | None, user_id: str | None, agent_id: str | None,
             [("check", {"no_wrap": True}), ("status", {"no_wrap": True}), ("detail", {"overflow": "fold", "ratio": 1})],
             [[c["check"], c["status"].upper(), c["detail"]] for c in report["checks"]],
         )
-        click.echo(f"Energy tiers: {report['status'].upper()}.")
+        echo(f"Energy tiers: {report['status'].upper()}.")
 
     app.emit(report, human)
     if not report["healthy"]:
@@ -209,10 +210,10 @@ def config(app: App, settings: tuple[str, ...], reset: bool) -> None:
 
     def human() -> None:
         source = f"persisted (event {info['seq']}, {when(info['changed_at'])})" if info["persisted"] else "the defaults (not persisted yet)"
-        click.echo(f"Energy tiers configuration: {source}.")
+        echo(f"Energy tiers configuration: {source}.")
         app.pairs({k: (", ".join(f"{n} {e:g}" for n, e in v.items()) if isinstance(v, dict) else v) for k, v in info["config"].items()})
         if info.get("problem"):
-            click.echo(f"problem: {info['problem']}", err=True)
+            echo(f"problem: {info['problem']}", err=True)
 
     app.emit(info, human)
 
@@ -237,7 +238,7 @@ def tests(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
     memory = _energy(app)
     if delete:
         done = memory.tiers.delete_test_memories(**scope(user_id, agent_id, run_id))
-        app.emit(done, lambda: click.echo(f"Deleted {done['deleted']} test memories."))
+        app.emit(done, lambda: echo(f"Deleted {done['deleted']} test memories."))
         return
     data = memory.tiers.test_memories(**scope(user_id, agent_id, run_id), limit=limit)
     app.emit(data, lambda: _items_table(app, data["results"], empty="No test memories."))
@@ -293,7 +294,7 @@ def plot(app: App, out: str, samples: int, now: str | None) -> None:
         result = plot_tiers(out, memory.tiers.engine.config(), memory.tiers.engine.samples(now=time.time() if at is None else at, per_tier=samples))
     except OSError as exc:
         raise CommandError(f"cannot write {out}: {exc.strerror or exc}") from exc
-    app.emit(result, lambda: click.echo(f"Wrote {result['path']} ({result['bytes']:,} bytes, {result['curves']} curves)."))
+    app.emit(result, lambda: echo(f"Wrote {result['path']} ({result['bytes']:,} bytes, {result['curves']} curves)."))
 
 
 __all__ = ["boost", "maintain", "tiers"]

@@ -46,3 +46,17 @@ def test_tables_escape_control_characters(db: str, command: list[str]) -> None:
 def test_json_output_is_unchanged(db: str) -> None:
     item = json.loads(run(db, "--json", "list", "--user", "alice"))["results"][0]
     assert item["memory"] == HOSTILE
+
+
+def test_commands_that_print_stored_words_escape_them_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond tables: the playbook audit prints each bullet's words as a line."""
+    from memorist import Playbook
+
+    monkeypatch.delenv("MEMORIST_DB", raising=False)
+    path = str(tmp_path / "p.db")
+    with Memory(path, embedder="hashing") as memory:
+        Playbook(memory).turn("sam", "c1").learn(question="q", lessons=[{"content": HOSTILE, "type": "strategy"}], topic="tea")
+    out = run(path, "analyze", "export")
+    for raw in ("\x1b", "\x07", "\x9b", "\x7f", "\r"):
+        assert raw not in out
+    assert "\\u001b]0;owned\\u0007" in out
