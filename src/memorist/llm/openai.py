@@ -227,6 +227,51 @@ def not_json(name: str, reply: str) -> ProviderError:
     )
 
 
+def refused(name: str, refusal: str) -> ProviderError:
+    """The error for a model that refused to answer: its refusal, whitespace folded,
+    cut to 200 characters. Not retried: asked again, the model refuses again."""
+    return ProviderError(f"{name}: the model refused: {' '.join(refusal.split())[:200]!r}")
+
+
+def answered_with_tool_call(name: str) -> ProviderError:
+    """The error for a model that called a tool (a function) where text was asked for.
+    Not retried: no tools are offered, so the server or the model is at odds with the request."""
+    return ProviderError(f"{name}: the model answered with a tool call, not the text asked for")
+
+
+def _field(item: Any, key: str) -> Any:
+    """``item[key]`` of a dict, else the attribute (an SDK model's, or an extra field's)."""
+    if isinstance(item, dict):
+        return item.get(key)
+    value = getattr(item, key, None)
+    if value is None:
+        value = (getattr(item, "model_extra", None) or {}).get(key)
+    return value
+
+
+def responses_refusal(response: Any) -> str | None:
+    """The refusal in a Responses API reply (a ``refusal`` content part of a message,
+    or a ``refusal`` output item), or None."""
+    output = _field(response, "output")
+    for item in output if isinstance(output, list) else ():
+        parts = [item] if _field(item, "type") == "refusal" else _field(item, "content")
+        for part in parts if isinstance(parts, list) else ():
+            refusal = _field(part, "refusal") if _field(part, "type") == "refusal" else None
+            if isinstance(refusal, str) and refusal.strip():
+                return refusal
+    return None
+
+
+def responses_tool_call(response: Any) -> bool:
+    """The Responses API reply holds a tool call (``function_call``, ``custom_tool_call``,
+    or another ``..._call`` output item)."""
+    output = _field(response, "output")
+    return any(
+        isinstance(kind := _field(item, "type"), str) and kind.endswith("_call")
+        for item in (output if isinstance(output, list) else ())
+    )
+
+
 def create(openai: Any, call: Any, request: LLMRequest, name: str) -> Any:
     """``call()`` (an SDK request) under the whole-attempt deadline of ``request``,
     its failures mapped onto Memorist's errors."""
@@ -354,9 +399,16 @@ class OpenAIResponsesLLM(LLM):
             # Cut off (max_output_tokens, a content filter): what is there is no whole answer.
             why = getattr(getattr(response, "incomplete_details", None), "reason", None) or "no reason given"
             raise ProviderError(f"{self.name}: the reply is incomplete ({why}; max_output_tokens={request.max_output_tokens})")
+        text = output_text(response)
+        if not text:
+            refusal = responses_refusal(response)
+            if refusal is not None:
+                raise refused(self.name, refusal)
+            if responses_tool_call(response):
+                raise answered_with_tool_call(self.name)
         usage = getattr(response, "usage", None)
         return LLMResponse(
-            text=output_text(response),
+            text=text,
             model=getattr(response, "model", "") or self.model,
             input_tokens=getattr(usage, "input_tokens", None),
             output_tokens=getattr(usage, "output_tokens", None),
@@ -365,6 +417,6 @@ class OpenAIResponsesLLM(LLM):
 
 
 __all__ = [
-    "DEFAULT_MODEL", "OPENAI_URL", "LazyClient", "check_base_url", "OpenAIResponsesLLM", "create", "deadline_http_client", "import_openai", "not_json", "output_text", "require_openai",
+    "DEFAULT_MODEL", "OPENAI_URL", "LazyClient", "check_base_url", "OpenAIResponsesLLM", "answered_with_tool_call", "create", "deadline_http_client", "import_openai", "not_json", "output_text", "refused", "require_openai",
     "translate_error",
 ]

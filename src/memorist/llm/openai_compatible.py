@@ -23,7 +23,15 @@ from typing import Any
 from .. import config
 from ..errors import ConfigurationError, ProviderError, TransientProviderError
 from .base import LLM, LLMRequest, LLMResponse
-from .openai import LazyClient, check_base_url, create, not_json, require_openai
+from .openai import (
+    LazyClient,
+    answered_with_tool_call,
+    check_base_url,
+    create,
+    not_json,
+    refused,
+    require_openai,
+)
 
 _JSON_MODES = ("schema", "object", "off")
 _NO_KEY = "not-needed"  # the SDK insists on a key; local servers ignore it
@@ -132,9 +140,9 @@ class OpenAICompatibleLLM(LLM):
         if not getattr(message, "content", None):
             refusal = getattr(message, "refusal", None)
             if isinstance(refusal, str) and refusal.strip():
-                raise ProviderError(f"{self.name}: the model refused: {' '.join(refusal.split())[:200]!r}")
+                raise refused(self.name, refusal)
             if getattr(message, "tool_calls", None):
-                raise ProviderError(f"{self.name}: the model answered with a tool call, not the text asked for")
+                raise answered_with_tool_call(self.name)
         usage = getattr(completion, "usage", None)
         return LLMResponse(
             text=(getattr(message, "content", None) or ""),

@@ -1,0 +1,37 @@
+"""A reply the caller cannot use says why: a refusal, a tool call where text was
+asked for, a body of the wrong shape. None of them is worth retrying."""
+
+from __future__ import annotations
+
+import pytest
+from fake_openai import Reply, _responses_body, tool_calls
+
+from memorist.errors import ProviderError
+from memorist.llm.openai import OpenAIResponsesLLM
+
+
+def _response(*items: dict) -> Reply:
+    body = _responses_body({"model": "m"}, "", (1, 1))
+    body["output"] = [{"id": "rs_1", "type": "reasoning", "summary": []}, *items]
+    return Reply(body=body)
+
+
+_REFUSAL = "I can't help with that. " * 20
+
+
+@pytest.mark.parametrize(("reply", "said"), [
+    (_response({"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+                "content": [{"type": "refusal", "refusal": _REFUSAL}]}), "the model refused: .I can't help"),
+    (_response({"id": "rf_1", "type": "refusal", "refusal": _REFUSAL}), "the model refused: .I can't help"),
+    (tool_calls(("extract", {"facts": []})), "answered with a tool call"),
+    (_response({"id": "ct_1", "type": "custom_tool_call", "call_id": "c", "name": "f", "input": "x"}),
+     "answered with a tool call"),
+], ids=["refusal-part", "refusal-item", "function-call", "custom-tool-call"])
+def test_an_unusable_responses_reply_says_why_and_is_not_retried(fake_openai, reply, said) -> None:
+    fake_openai.script("responses", reply)
+    llm = OpenAIResponsesLLM("m", base_url=fake_openai.base_url, api_key="k", max_retries=2, sleep=lambda s: None)
+    with pytest.raises(ProviderError, match=said) as caught:
+        llm.generate("hi")
+    assert "empty" not in str(caught.value)
+    assert len(str(caught.value)) < 320  # a refusal cut to ~200 characters
+    assert len(fake_openai.requests) == 1  # not retried
