@@ -227,6 +227,23 @@ def not_json(name: str, reply: str) -> ProviderError:
     )
 
 
+def wrong_shape(name: str, why: str) -> ProviderError:
+    """The error for a 200 reply that is JSON but not of the API's shape. Not retried:
+    the same server answers the same way (a wrong base URL, a proxy, another API)."""
+    return ProviderError(f"{name}: the reply's shape is wrong: {why}")
+
+
+_JSON_KINDS = {list: "an array", type(None): "null", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def check_object(name: str, reply: Any) -> None:
+    """Raise :func:`wrong_shape` when a 200 reply's JSON body was no object: the SDK
+    hands an array, ``null`` or a number back as it is."""
+    kind = _JSON_KINDS.get(type(reply))
+    if kind is not None:
+        raise wrong_shape(name, f"its JSON body is {kind}, not an object")
+
+
 def refused(name: str, refusal: str) -> ProviderError:
     """The error for a model that refused to answer: its refusal, whitespace folded,
     cut to 200 characters. Not retried: asked again, the model refuses again."""
@@ -388,6 +405,9 @@ class OpenAIResponsesLLM(LLM):
         response = create(openai, lambda: client.responses.create(**params), request, self.name)
         if isinstance(response, str):
             raise not_json(self.name, response)
+        check_object(self.name, response)
+        if not isinstance(getattr(response, "output", None), list | None):
+            raise wrong_shape(self.name, f"'output' is no list ({type(response.output).__name__})")
         if getattr(response, "output", None) is None and not output_text(response):
             raise ProviderError(f"{self.name}: the reply was not in the Responses API's format (it has no output)")
         status = getattr(response, "status", None)
@@ -417,6 +437,6 @@ class OpenAIResponsesLLM(LLM):
 
 
 __all__ = [
-    "DEFAULT_MODEL", "OPENAI_URL", "LazyClient", "check_base_url", "OpenAIResponsesLLM", "answered_with_tool_call", "create", "deadline_http_client", "import_openai", "not_json", "output_text", "refused", "require_openai",
-    "translate_error",
+    "DEFAULT_MODEL", "OPENAI_URL", "LazyClient", "check_base_url", "OpenAIResponsesLLM", "answered_with_tool_call", "check_object", "create", "deadline_http_client", "import_openai", "not_json", "output_text", "refused", "require_openai",
+    "translate_error", "wrong_shape",
 ]

@@ -21,16 +21,18 @@ from __future__ import annotations
 from typing import Any
 
 from .. import config
-from ..errors import ConfigurationError, ProviderError, TransientProviderError
+from ..errors import ConfigurationError, TransientProviderError
 from .base import LLM, LLMRequest, LLMResponse
 from .openai import (
     LazyClient,
     answered_with_tool_call,
     check_base_url,
+    check_object,
     create,
     not_json,
     refused,
     require_openai,
+    wrong_shape,
 )
 
 _JSON_MODES = ("schema", "object", "off")
@@ -129,14 +131,15 @@ class OpenAICompatibleLLM(LLM):
         completion = create(openai, lambda: client.chat.completions.create(**params), request, self.name)
         if isinstance(completion, str):
             raise not_json(self.name, completion)
+        check_object(self.name, completion)
         choices = getattr(completion, "choices", None) or []
         if not isinstance(choices, list):
-            raise ProviderError(f"{self.name}: the reply's shape is wrong: 'choices' is no list ({type(choices).__name__})")
+            raise wrong_shape(self.name, f"'choices' is no list ({type(choices).__name__})")
         if not choices:
             raise TransientProviderError(f"{self.name}: the completion had no choices")
         message = getattr(choices[0], "message", None)
         if message is None:
-            raise ProviderError(f"{self.name}: the reply's shape is wrong: its first choice has no message")
+            raise wrong_shape(self.name, "its first choice has no message")
         if not getattr(message, "content", None):
             refusal = getattr(message, "refusal", None)
             if isinstance(refusal, str) and refusal.strip():

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from fake_openai import Reply, _responses_body, tool_calls
 
-from memorist.errors import ProviderError
+from memorist.errors import ProviderError, TransientProviderError
 from memorist.llm.openai import OpenAIResponsesLLM
+from memorist.llm.openai_compatible import OpenAICompatibleLLM
 
 
 def _response(*items: dict) -> Reply:
@@ -35,3 +36,27 @@ def test_an_unusable_responses_reply_says_why_and_is_not_retried(fake_openai, re
     assert "empty" not in str(caught.value)
     assert len(str(caught.value)) < 320  # a refusal cut to ~200 characters
     assert len(fake_openai.requests) == 1  # not retried
+
+
+@pytest.mark.parametrize("endpoint", ["chat", "responses"])
+@pytest.mark.parametrize(("body", "kind"), [([], "an array"), ([{"choices": []}], "an array"), (None, "null"), (5, "a number")],
+                         ids=["empty-list", "list", "null", "number"])
+def test_a_json_body_that_is_no_object_is_the_wrong_shape_not_retried(fake_openai, endpoint, body, kind) -> None:
+    fake_openai.script(endpoint, Reply(body=body))
+    llm = (OpenAICompatibleLLM("m", base_url=fake_openai.base_url, max_retries=2, sleep=lambda s: None)
+           if endpoint == "chat" else
+           OpenAIResponsesLLM("m", base_url=fake_openai.base_url, api_key="k", max_retries=2, sleep=lambda s: None))
+    with pytest.raises(ProviderError, match=f"the reply's shape is wrong: its JSON body is {kind}, not an object") as caught:
+        llm.generate("hi")
+    assert not isinstance(caught.value, TransientProviderError)
+    assert len(fake_openai.requests) == 1  # not retried
+
+
+def test_a_responses_output_that_is_no_list_is_the_wrong_shape(fake_openai) -> None:
+    body = _responses_body({"model": "m"}, "", (1, 1))
+    body["output"] = 3
+    fake_openai.script("responses", Reply(body=body))
+    llm = OpenAIResponsesLLM("m", base_url=fake_openai.base_url, api_key="k", max_retries=2, sleep=lambda s: None)
+    with pytest.raises(ProviderError, match="shape is wrong: 'output' is no list"):
+        llm.generate("hi")  # was: '' returned as the answer
+    assert len(fake_openai.requests) == 1
