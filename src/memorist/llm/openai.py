@@ -54,9 +54,9 @@ _DEADLINE_CLIENTS: dict[type, type] = {}
 def deadline_http_client(openai: Any) -> Any:
     """An HTTP client for the ``openai`` SDK (its own defaults) that ends a request
     still running past the whole-attempt deadline of :func:`call_with_deadline`:
-    each read waits at most until the deadline, and a reply still arriving after it
-    (a server sending a byte now and then) fails with the HTTP library's
-    ``ReadTimeout``, its connection closed. Without it an abandoned worker would
+    each socket read and write waits at most until the deadline, and a reply still
+    arriving after it (a server sending a byte of its headers or body now and then)
+    fails with the HTTP library's ``ReadTimeout``, its connection closed. Without it an abandoned worker would
     read on, holding a thread and a connection, for as long as the server drips."""
     base = openai.DefaultHttpxClient
     with _CLASS_LOCK:
@@ -67,6 +67,61 @@ def deadline_http_client(openai: Any) -> Any:
 
 
 _CLASS_LOCK = threading.Lock()
+
+
+def _time_left(timeout: float | None, timed_out: type[Exception]) -> float | None:
+    """``timeout`` cut to the time left before the request's deadline (none outside a
+    :func:`call_with_deadline`); past the deadline, ``timed_out``."""
+    deadline = request_deadline()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise timed_out("the request's deadline has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineNetworkStream:
+    """A connection of the HTTP library's pool (httpcore's network stream) whose reads
+    and writes end at the deadline of the request using it."""
+
+    def __init__(self, inner: Any, httpcore: Any) -> None:
+        self._inner, self._httpcore = inner, httpcore
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _time_left(timeout, self._httpcore.ReadTimeout))  # type: ignore[no-any-return]
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _time_left(timeout, self._httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
+        tls = self._inner.start_tls(ssl_context, server_hostname, _time_left(timeout, self._httpcore.ConnectTimeout))
+        return _DeadlineNetworkStream(tls, self._httpcore)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class DeadlineBackend:
+    """The HTTP library's network backend, its connections :class:`_DeadlineNetworkStream`."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._httpcore = sys.modules[type(inner).__module__.split(".")[0]]
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, **kwargs: Any) -> Any:
+        stream = self._inner.connect_tcp(host, port, _time_left(timeout, self._httpcore.ConnectTimeout), **kwargs)
+        return _DeadlineNetworkStream(stream, self._httpcore)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, **kwargs: Any) -> Any:
+        stream = self._inner.connect_unix_socket(path, _time_left(timeout, self._httpcore.ConnectTimeout), **kwargs)
+        return _DeadlineNetworkStream(stream, self._httpcore)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
 
 
 def _deadline_client_class(base: type) -> type:
@@ -87,6 +142,18 @@ def _deadline_client_class(base: type) -> type:
             self._inner.close()
 
     class DeadlineClient(base):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # Every socket read and write waits at most until the deadline, and none starts
+            # after it: a server dripping its headers (which no stream wrapper sees)
+            # ends at the deadline too. Without the HTTP library's pool where expected,
+            # only the body is bounded (DeadlineStream).
+            for transport in (getattr(self, "_transport", None), *(getattr(self, "_mounts", None) or {}).values()):
+                pool = getattr(transport, "_pool", None)
+                backend = getattr(pool, "_network_backend", None)
+                if backend is not None and not isinstance(backend, DeadlineBackend):
+                    pool._network_backend = DeadlineBackend(backend)
+
         def send(self, request: Any, *, stream: bool = False, **kwargs: Any) -> Any:
             deadline = request_deadline()
             if deadline is None:

@@ -16,9 +16,11 @@ from memorist.llm.openai_compatible import OpenAICompatibleLLM
 
 class DripServer:
     """Answers every request with 200 headers, then one byte every 0.2 s for ever;
-    counts the connections still open (a connection ends when a send fails)."""
+    counts the connections still open (a connection ends when a send fails). With
+    ``headers=True`` the headers themselves are dripped and never finished."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, headers: bool = False) -> None:
+        self.headers = headers
         self.open = 0
         self.seen = 0
         self._lock = threading.Lock()
@@ -45,9 +47,12 @@ class DripServer:
             data = b""
             while b"\r\n\r\n" not in data:
                 data += conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{")
+            if self.headers:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            else:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{")
             while not self._stop.is_set():
-                conn.sendall(b" ")
+                conn.sendall(b"x" if self.headers else b" ")
                 time.sleep(0.2)
         except OSError:
             pass
@@ -82,6 +87,31 @@ def test_a_timed_out_attempt_ends_its_worker_and_connection(make) -> None:
             time.sleep(0.05)
         assert server.open == 0, "the upstream connections were left open"
         assert _workers() == 0, "memorist-llm-request threads were left running"
+    finally:
+        llm.close()
+        server.stop()
+
+
+@pytest.mark.parametrize("make", [
+    lambda url: OpenAICompatibleLLM("m", base_url=url, api_key="k", timeout=1, max_retries=0),
+    lambda url: OpenAIResponsesLLM("m", base_url=url, api_key="k", timeout=1, max_retries=0),
+], ids=["chat", "responses"])
+def test_headers_dripped_for_ever_end_at_the_deadline(make) -> None:
+    # Each read gets a byte within 0.2 s, so no read timeout fires, and the body
+    # is never reached: the socket reads themselves must stop at the deadline.
+    server = DripServer(headers=True)
+    llm = make(server.base_url)
+    try:
+        llm.client  # noqa: B018 - the SDK imported before the clock starts
+        for _ in range(2):
+            with pytest.raises(TransientProviderError, match="timed out"):
+                llm.generate("hi")
+        assert server.seen == 2
+        end = time.monotonic() + 3
+        while (server.open or _workers()) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert _workers() == 0, "memorist-llm-request threads still read the headers"
+        assert server.open == 0, "the upstream connections were left open"
     finally:
         llm.close()
         server.stop()
