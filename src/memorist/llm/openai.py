@@ -56,8 +56,9 @@ def deadline_http_client(openai: Any) -> Any:
     still running past the whole-attempt deadline of :func:`call_with_deadline`:
     each socket read and write waits at most until the deadline, and a reply still
     arriving after it (a server sending a byte of its headers or body now and then)
-    fails with the HTTP library's ``ReadTimeout``, its connection closed. Without it an abandoned worker would
-    read on, holding a thread and a connection, for as long as the server drips."""
+    fails with the HTTP library's ``ReadTimeout``, its connection closed. Without it
+    an abandoned worker would read on, holding a thread and a connection, for as long
+    as the server drips."""
     base = openai.DefaultHttpxClient
     with _CLASS_LOCK:
         cls = _DEADLINE_CLIENTS.get(base)
