@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from ..validate import MAX_LIMIT
 from .app import (
     TIER_COLUMNS,
     App,
@@ -84,7 +85,7 @@ def add(
 @cli.command()
 @click.argument("query", nargs=-1, required=True)
 @scope_options
-@click.option("--limit", default=5, show_default=True, type=click.IntRange(min=1), metavar="N", help="How many memories.")
+@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, MAX_LIMIT), metavar="N", help="How many memories.")
 @click.option(
     "--threshold",
     type=FiniteFloat(-1.0, 1.0),
@@ -151,7 +152,7 @@ def _tiers_shown(rows: list[dict[str, Any]]) -> bool:
 
 @cli.command("list")
 @scope_options
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(min=1), metavar="N", help="At most N memories, newest first.")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, MAX_LIMIT), metavar="N", help="At most N memories, newest first.")
 @click.option(
     "--filters", metavar="JSON", callback=json_object, help='Metadata / field filters, e.g. \'{"category": "food"}\'.'
 )
@@ -290,7 +291,7 @@ def history(app: App, memory_id: str, user_id: str | None, agent_id: str | None,
 @cli.command()
 @scope_options
 @click.option("--since", default=0, show_default=True, type=click.IntRange(min=0), metavar="SEQ", help="Only events after this sequence number.")
-@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N events.")
+@click.option("--limit", type=click.IntRange(1, MAX_LIMIT), metavar="N", help="At most N events.")
 @pass_app
 def events(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, since: int, limit: int | None) -> None:
     """The scope's event log (turns, adds, updates, deletes, retrievals), oldest first."""

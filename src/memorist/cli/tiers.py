@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..errors import NotFoundError
-from ..validate import time_text
+from ..validate import MAX_LIMIT, time_text
 from .app import (
     TIER_COLUMNS,
     App,
@@ -220,7 +220,7 @@ def config(app: App, settings: tuple[str, ...], reset: bool) -> None:
 
 @tiers.command("list")
 @scope_options
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(min=1), help="How many.")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="How many.")
 @pass_app
 def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, limit: int) -> None:
     """The scope's memories with their energy and tier, newest first."""
@@ -230,7 +230,7 @@ def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
 
 @tiers.command("tests")
 @scope_options
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(min=1), help="How many.")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="How many.")
 @click.option("--delete", is_flag=True, help="Delete them instead (the real memories are never touched).")
 @pass_app
 def tests(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, limit: int, delete: bool) -> None:

@@ -576,7 +576,9 @@ def test_bad_json_options_are_usage_errors(memorist: Memorist) -> None:
 
 def test_engine_validation_errors_are_translated(memorist: Memorist) -> None:
     assert "timestamp" in memorist("add", "--user", "a", "--timestamp", "yesterday", "hi", code=1).stderr
-    assert "limit" in memorist("search", "--user", "a", "--limit", "2000000", "hi", code=1).stderr
+    assert "--reference-time" in memorist("search", "--user", "a", "--reference-time", "soon", "hi", code=1).stderr
+    # A limit past the engine's most is refused by the option itself: a usage error.
+    assert "--limit" in memorist("search", "--user", "a", "--limit", "2000000", "hi", code=2).stderr
     assert "embedder" in memorist("stats", embedder="nonsense", code=1).stderr
     assert "--decay-days" in memorist("--decay-days", "-1", "stats", code=2).stderr
 

@@ -169,7 +169,7 @@ def test_analyze_prints_ids_of_the_learners_playbook(tmp_path: Path) -> None:
         (["add", "--user", "a", " "], "TEXT: must not be empty", "messages"),
         (["add", "--user", "a", "--role", "user", " "], "TEXT: has no user or assistant text", "messages"),
         (["search", "--user", "a", " "], "QUERY: must not be empty", "query"),
-        (["search", "--user", "a", "--limit", "2000000", "tea"], "--limit: must be at most 1,000,000", "limit:"),
+        (["search", "--user", "a", "--reference-time", "soon", "tea"], "--reference-time: not an ISO-8601 date", "reference_time"),
         (["search", "--user", "a", "--filters", '{"x": {"near": 1}}', "tea"], "--filters", "filters:"),
         (["add", "--user", "a", "--timestamp", "soon", "tea"], "--timestamp: not an ISO-8601 date", "timestamp:"),
         (["add", "--user", " ", "tea"], "--user: must not be empty", "user_id"),
