@@ -1,4 +1,4 @@
-"""``memorist bench evolve``: LTMBSE-ACE against the ACE baseline on the same streams.
+"""``memorist bench evolve``: per-learner playbooks against the ACE baseline on the same streams.
 
 Two streams, each run through both presets on a fresh store:
 
