@@ -156,6 +156,11 @@ def test_everything_works_from_the_keyboard(page, chat):
     page.get_by_label("Your message").focus()
     page.keyboard.type("I am vegetarian")
     page.keyboard.press("Enter")
+    expect(page.locator(".message.user")).to_have_count(1)  # sent from the keyboard
+    # The reply: on a loaded two-core machine the turn (extraction, the store's commit)
+    # has taken over the default 5 s; a refused turn shows its error and fails here too.
+    expect(page.locator(".message.assistant, #chat-error:not([hidden])").first).to_be_visible(timeout=20_000)
+    expect(page.locator("#chat-error")).to_be_hidden()
     expect(page.locator(".message.assistant")).to_have_count(1)
 
     indicator = page.get_by_role("button", name="Agent Memory Enabled")
