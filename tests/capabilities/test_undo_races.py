@@ -70,3 +70,11 @@ def test_two_rollbacks_of_one_operation_at_once_undo_it_once(backend) -> None:
             mem.rollback(seq, user_id="u")
         assert other.get(mid, user_id="u")["memory"] == "Lives in California"
         assert [e["event"] for e in other.history(mid, user_id="u")].count("ROLLBACK") == 1
+
+
+def test_a_second_rollback_names_the_event_the_first_returned(backend) -> None:
+    with Memory(backend.target, embedder="hashing") as mem:
+        _, seq = _moved(mem)
+        first = mem.rollback(seq, user_id="u")["rollback_seq"]
+        with pytest.raises(ConflictError, match=rf"already rolled back \(event {first}\)"):
+            mem.rollback(seq, user_id="u")

@@ -199,7 +199,7 @@ def _later_change(store: Store, events: Sequence[EventRecord], label: Any) -> No
     if run is not None:
         for other in store.history(run):
             if other.op == OP_ROLLBACK:
-                raise ConflictError(f"operation {label} was already rolled back (event {other.seq})")
+                raise ConflictError(f"operation {label} was already rolled back (event {_summary_seq(store, other)})")
     later: EventRecord | None = None
     for event in events:
         undo = event.payload[UNDO]
@@ -218,7 +218,7 @@ def _later_change(store: Store, events: Sequence[EventRecord], label: Any) -> No
                 if other.seq <= event.seq or other.seq in seqs:
                     continue
                 if other.op == OP_ROLLBACK and (event.seq in other.payload.get("event_seqs", ()) or (run and other.payload.get("rolled_back") == run)):
-                    raise ConflictError(f"operation {label} was already rolled back (event {other.seq})")
+                    raise ConflictError(f"operation {label} was already rolled back (event {_summary_seq(store, other)})")
                 operation = operation_of(other)
                 if other.seq in undone or (operation is not None and (operation in undone_ops or operation in own)):
                     continue
@@ -238,6 +238,18 @@ def _later_change(store: Store, events: Sequence[EventRecord], label: Any) -> No
             f"memory {later.memory_id} changed after operation {label} (event {later.seq}, {later.op}); "
             f"rolling back would lose that change: roll {_reversible(store, later)} back first"
         )
+
+
+def _summary_seq(store: Store, event: EventRecord) -> int:
+    """The seq of the event that sums up the rollback ``event`` belongs to (the one
+    :func:`rollback` returns as ``rollback_seq``: written last in the same
+    transaction, naming what was restored); ``event``'s own when none is found."""
+    if "restored" in event.payload:
+        return event.seq
+    for later in store.events(None, since=event.seq, ops=[OP_ROLLBACK], limit=_SCAN_PAGE):
+        if "restored" in later.payload and later.payload.get("event_seqs") == event.payload.get("event_seqs"):
+            return later.seq
+    return event.seq
 
 
 def _reversible(store: Store, event: EventRecord) -> str | None:
