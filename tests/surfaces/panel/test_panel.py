@@ -303,11 +303,17 @@ def _keyed_store(tmp_path: Path) -> tuple[str, str]:
     return db, secret
 
 
+def _keys_sent(page) -> list[str | None]:
+    """The Authorization header of each /api/ request the page makes from now on."""
+    sent: list[str | None] = []
+    page.on("request", lambda r: sent.append(r.headers.get("authorization")) if "/api/" in r.url else None)
+    return sent
+
+
 def test_key_is_asked_for_and_a_user_bound_key_sees_only_its_user(page, tmp_path: Path) -> None:
     db, secret = _keyed_store(tmp_path)
 
-    sent: list[str | None] = []
-    page.on("request", lambda r: sent.append(r.headers.get("authorization")) if "/api/" in r.url else None)
+    sent = _keys_sent(page)
     with _serve(db, tenant_id="acme") as service:
         _open(page, service)
         alert = page.locator("#error")
@@ -500,8 +506,7 @@ def test_a_key_works_for_the_page_s_life_where_the_browser_refuses_storage(page,
     page.add_init_script(
         "Object.defineProperty(window, 'sessionStorage', {get() { throw new DOMException('denied', 'SecurityError'); }});"
     )
-    sent: list[str | None] = []
-    page.on("request", lambda r: sent.append(r.headers.get("authorization")) if "/api/" in r.url else None)
+    sent = _keys_sent(page)
     with _serve(db, tenant_id="acme") as service:
         _open(page, service)
         alert = page.locator("#error")
