@@ -58,11 +58,14 @@ class GeminiLLM(OpenAICompatibleLLM):
         key = api_key or config.gemini_api_key()
         if not key or not key.strip():  # a blank key is no key
             raise ConfigurationError("the 'gemini' LLM provider needs an API key: set GEMINI_API_KEY (or pass api_key=...)")
-        if base_url is None and config.gemini_base_url() is not None:
-            self._base_url_option = "GEMINI_BASE_URL"
+        if base_url is None:
+            configured = config.gemini_base_url()
+            if configured is not None:
+                self._base_url_option = "GEMINI_BASE_URL"
+            base_url = configured or BASE_URL
         super().__init__(
             model or config.gemini_model() or DEFAULT_MODEL,
-            base_url=base_url if base_url is not None else config.gemini_base_url() or BASE_URL,
+            base_url=base_url,
             api_key=key,
             temperature=env_temperature() if temperature is None else temperature,
             **options,

@@ -49,6 +49,7 @@ def import_openai(provider: str) -> Any:
 
 
 _DEADLINE_CLIENTS: dict[type, type] = {}
+_CLASS_LOCK = threading.Lock()
 
 
 def deadline_http_client(openai: Any) -> Any:
@@ -65,9 +66,6 @@ def deadline_http_client(openai: Any) -> Any:
         if cls is None:
             cls = _DEADLINE_CLIENTS[base] = _deadline_client_class(base)
     return cls()
-
-
-_CLASS_LOCK = threading.Lock()
 
 
 def _time_left(timeout: float | None, timed_out: type[Exception]) -> float | None:
@@ -422,10 +420,11 @@ class OpenAIResponsesLLM(LLM):
             raise ConfigurationError(
                 "the 'openai' LLM provider needs an API key: set OPENAI_API_KEY (or pass api_key=...)"
             )
+        configured = config.openai_base_url()
         if base_url is not None:
             self.base_url = check_base_url(base_url, "base_url")
-        elif (config.openai_base_url() or "").strip():
-            self.base_url = check_base_url(config.openai_base_url(), "OPENAI_BASE_URL")
+        elif (configured or "").strip():
+            self.base_url = check_base_url(configured, "OPENAI_BASE_URL")
         else:
             # Unset, empty or blank: OpenAI's own address, passed explicitly (given None,
             # the SDK would read OPENAI_BASE_URL itself and use the empty string).
@@ -505,6 +504,7 @@ class OpenAIResponsesLLM(LLM):
 
 
 __all__ = [
-    "DEFAULT_MODEL", "OPENAI_URL", "LazyClient", "check_base_url", "OpenAIResponsesLLM", "answered_with_tool_call", "check_object", "create", "deadline_http_client", "import_openai", "not_json", "output_text", "refused", "require_openai",
-    "translate_error", "wrong_shape",
+    "DEFAULT_MODEL", "OPENAI_URL", "LazyClient", "OpenAIResponsesLLM", "answered_with_tool_call", "check_base_url",
+    "check_object", "create", "deadline_http_client", "import_openai", "not_json", "output_text", "refused",
+    "require_openai", "translate_error", "wrong_shape",
 ]

@@ -96,8 +96,7 @@ class OpenAICompatibleLLM(LLM):
                 return base_url, api_key
             # The environment's key goes to the environment's URL only: base_url= naming
             # another server gets no key (pass api_key= for it).
-            same = found is not None and _same_url(found[0], base_url)
-            return base_url, found[1] if same and found is not None else None
+            return base_url, found[1] if found is not None and _same_url(found[0], base_url) else None
         if found is not None:
             url, key, source = found
             return check_base_url(url, source), api_key if api_key is not None else key
