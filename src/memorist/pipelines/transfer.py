@@ -433,11 +433,8 @@ class Importer:
             self._turn(line_no, obj, obj[present[0]])
 
     def _memory(self, line_no: int, obj: dict[str, Any]) -> None:
-        extra = sorted(set(obj) - _MEMORY_KEYS, key=str)
-        if extra:
-            # A misspelt key ("metdata") would be left out silently.
-            raise _Bad(f"{validate.show(extra[0])} is not a field of a memory line (the fields `memorist export` writes: "
-                       "id, memory, the scope's ids, created_at, updated_at, metadata, kind, status, ...)")
+        _refuse_unknown(obj, _MEMORY_KEYS, "memory", "the fields `memorist export` writes: "
+                        "id, memory, the scope's ids, created_at, updated_at, metadata, kind, status, ...")
         if obj.get("status") == Status.DELETED.value:
             # Exports hold active and archived memories only; a deleted one would be
             # stored as a tombstone and counted as added.
@@ -465,11 +462,7 @@ class Importer:
             self._flush_records()
 
     def _turn(self, line_no: int, obj: dict[str, Any], messages: Any) -> None:
-        extra = sorted(set(obj) - _TURN_KEYS, key=str)
-        if extra:
-            # A misspelt key ("timestmap", "metdata") would be left out silently.
-            raise _Bad(f"{validate.show(extra[0])} is not a field of a conversation line "
-                       "(messages or text, the scope's ids, metadata, timestamp, infer, importance)")
+        _refuse_unknown(obj, _TURN_KEYS, "conversation", "messages or text, the scope's ids, metadata, timestamp, infer, importance")
         ids = {k: obj.get(k) for k in _SCOPE_KEYS}
         if not any(v is not None for v in ids.values()):
             ids = dict(self.defaults)
@@ -952,6 +945,14 @@ def _taken(mid: str, old: MemoryRecord, tenant_id: str) -> str:
         f"id {mid!r} is already the id of a memory of another scope in this store (another user, agent or run); "
         "an import never moves a memory: to copy it into this scope, leave out the line's \"id\" and a new one is made"
     )
+
+
+def _refuse_unknown(obj: dict[str, Any], known: frozenset[str], kind: str, fields: str) -> None:
+    """Refuse a ``kind`` line holding a field not among ``known`` (a misspelt "metdata"
+    or "timestmap" would be left out silently), naming the first and the ``fields``."""
+    extra = sorted(set(obj) - known, key=str)
+    if extra:
+        raise _Bad(f"{validate.show(extra[0])} is not a field of a {kind} line ({fields})")
 
 
 def _clash(pending: list[tuple[int, MemoryRecord]]) -> tuple[int, int, str] | None:
