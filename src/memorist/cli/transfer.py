@@ -287,11 +287,6 @@ def export(
         click.echo(f"Exported {n} lines to {where}.", err=True)
 
 
-#: The files SQLite keeps beside a store, as messages name them.
-_STORE_FILES = (("", "the store itself"), ("-wal", "the store's write-ahead log"), ("-shm", "the store's shared-memory file"),
-                ("-journal", "the store's rollback journal"))
-
-
 def _refuse_store_file(app: App, name: str) -> None:
     """Refuse an --output that is the store's file or one of SQLite's files beside it
     (as `memorist backup` refuses its DEST): writing the export there would empty the
@@ -299,6 +294,7 @@ def _refuse_store_file(app: App, name: str) -> None:
     import os
 
     from ..store import sqlite_path, store_kind
+    from ..store.sqlite.check import store_file
 
     if name == "-" or store_kind(app.db) != "sqlite":
         return
@@ -306,13 +302,9 @@ def _refuse_store_file(app: App, name: str) -> None:
     if store == IN_MEMORY:
         return
     target = os.path.abspath(name)
-    for suffix, what in _STORE_FILES:
-        path = store + suffix
-        same = os.path.realpath(path) == os.path.realpath(target)
-        if not same and os.path.exists(path) and os.path.exists(target):
-            same = os.path.samefile(path, target)
-        if same:
-            raise CommandError(f"--output: {target} is {what}; name another file")
+    what = store_file(store, target)
+    if what is not None:
+        raise CommandError(f"--output: {target} is {what}; name another file")
 
 
 def _export_etienne(app: App, items: Any, output: Any) -> None:

@@ -220,3 +220,17 @@ def test_a_store_after_a_consolidation_and_its_rollback_is_healthy(tmp_path) -> 
     with Memory(str(tmp_path / "merged.db"), embedder="hashing") as memory:
         problems = memory.check()["problems"]
     assert any(p["problem"] == "events naming a memory that does not exist" for p in problems), problems
+
+
+def test_backup_refuses_the_store_s_own_files_even_with_force(tmp_path: Path) -> None:
+    """A backup renamed over the store's write-ahead log (or its shared-memory file, or
+    through a link to the store) would destroy the store: refused as the store itself is."""
+    db = tmp_path / "a.db"
+    m = Memory(str(db), embedder="hashing")
+    m.add("First fact", user_id="u", infer=False)
+    (tmp_path / "link.db").symlink_to(db)
+    for dest, what in ((f"{db}-wal", "write-ahead log"), (f"{db}-shm", "shared-memory file"), (str(tmp_path / "link.db"), "store itself")):
+        with pytest.raises(ValidationError, match=what):
+            m.backup(dest, force=True)
+    assert [r["memory"] for r in m.get_all(user_id="u")["results"]] == ["First fact"]
+    m.close()

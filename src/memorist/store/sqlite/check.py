@@ -485,6 +485,24 @@ def _events(conn: sqlite3.Connection, report: _Report) -> None:
 
 
 # backup ----------------------------------------------------------------------------------------
+#: The files SQLite keeps for a store, as a refusal to write over one names them.
+_STORE_FILES = (("", "the store itself"), ("-wal", "the store's write-ahead log"), ("-shm", "the store's shared-memory file"),
+                ("-journal", "the store's rollback journal"))
+
+
+def store_file(store: str, target: str) -> str | None:
+    """What ``target`` is among the files of the SQLite store at ``store`` ("the store
+    itself", its write-ahead log, ...), by path or as the same file (a link), or None:
+    a file written there (a backup, an export) would destroy the store."""
+    for suffix, what in _STORE_FILES:
+        path = store + suffix
+        if os.path.realpath(path) == os.path.realpath(target) or (
+            os.path.exists(path) and os.path.exists(target) and os.path.samefile(path, target)
+        ):
+            return what
+    return None
+
+
 def backup_store(
     source: str | sqlite3.Connection,
     dest: str | os.PathLike[str],
@@ -511,8 +529,9 @@ def backup_store(
     except (TypeError, ValueError) as exc:
         raise ValidationError("dest", f"must be a file path, got {dest!r}") from exc
     origin = source_path if source_path is not None else (source if isinstance(source, str) else ":memory:")
-    if origin != ":memory:" and os.path.exists(target) and os.path.exists(origin) and os.path.samefile(origin, target):
-        raise ValidationError("dest", f"{target} is the store itself; name another file")
+    what = store_file(origin, target) if origin != ":memory:" else None
+    if what is not None:
+        raise ValidationError("dest", f"{target} is {what}; name another file")
     if os.path.isdir(target):
         raise ValidationError("dest", f"{target} is a folder; name the backup file")
     if os.path.exists(target) and not force:
