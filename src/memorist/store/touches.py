@@ -97,6 +97,18 @@ class TouchBuffer:
             entries.append((ts, space, payload))
         return entries
 
+    def absorb(self, later: TouchBuffer) -> None:
+        """Add the retrievals of ``later``, all made after this buffer's own (a flush
+        that did not commit puts its buffer back in front of what was buffered since)."""
+        for space, count in later._counts.items():
+            before = self._counts.get(space, 0)
+            self._counts[space] = before + count
+            touched = self._touched.setdefault(space, {})
+            for memory_id, (cls, n, offset) in later._touched.get(space, {}).items():
+                touches = touched[memory_id][1] if memory_id in touched else 0
+                touched[memory_id] = (cls, touches + n, before + offset)
+        self._events.extend(later._events)
+
     def taken(self, flushed: int) -> None:
         """Forget what a committed flush wrote (``flushed``: :meth:`__len__` then)."""
         if flushed:

@@ -6,8 +6,12 @@ from __future__ import annotations
 import sqlite3
 
 from memorist import Memory
-from memorist.store.postgres.schema import SCHEMA_VERSION as PG_VERSION
+from memorist.store.postgres.schema import MIGRATIONS as PG_MIGRATIONS
+from memorist.store.postgres.schema import relation_keys
 from memorist.store.sqlite.schema import SCHEMA_VERSION as SQLITE_VERSION
+
+# The PostgreSQL schema's version before its re-keying step.
+PG_BEFORE = PG_MIGRATIONS.index(relation_keys)
 
 # As release 0.2.0 stored them: ids written as they were, not encoded.
 OLD = [
@@ -34,7 +38,7 @@ def _store_as_before(backend) -> None:
             return
         with m.store.connection() as conn:
             conn.cursor().executemany("INSERT INTO relations VALUES (%s, %s, %s, %s, %s, %s, %s)", rows)
-            conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(PG_VERSION - 1),))
+            conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(PG_BEFORE),))
 
 
 def test_tuples_stored_before_keep_the_owner_they_named(backend) -> None:

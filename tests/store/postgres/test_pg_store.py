@@ -16,6 +16,7 @@ from memorist.model import MemoryRecord, Scope, Status
 from memorist.policies.text import content_hash
 from memorist.store.base import ScopeFilter
 from memorist.store.postgres import PostgresStore, full_text, query_terms
+from memorist.store.touches import FLUSH_EVERY
 
 EMB = HashingEmbedder()
 ALEX, BOB = Scope(user_id="alex"), Scope(user_id="bob")
@@ -202,6 +203,123 @@ def test_buffered_retrievals_wait_while_another_writer_holds_their_space(opened)
         thread.join(30)
     reader.flush()
     assert writer.access_clock(ALEX) == 1 and writer.get("a").access_count == 1
+
+
+def _fillfactor(url: str) -> list:
+    return sql(url, "SELECT reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = 'memorist' AND c.relname = 'memories'")
+
+
+def test_pages_of_memories_keep_room_for_a_search_s_bookkeeping(opened, pg_url):
+    """A search's touches rewrite a row's access count in place only when its page has
+    room: new stores leave it, and older ones are given it when opened."""
+    opened().close()
+    assert _fillfactor(pg_url) == [(["fillfactor=90"],)]
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # a store from before
+        conn.execute("ALTER TABLE memorist.memories RESET (fillfactor)")
+        conn.execute("UPDATE memorist.meta SET value = '7' WHERE key = 'schema_version'")
+    assert _fillfactor(pg_url) == [(None,)]
+    again = opened()
+    assert _fillfactor(pg_url) == [(["fillfactor=90"],)]
+    assert again.schema_version() == 8
+
+def _held_background_flush(store, monkeypatch, *, fail: bool = False):
+    """Make the store's background flush wait for ``release`` (and then fail once with
+    ``fail``); ``started`` is set once it waits."""
+    started, release = threading.Event(), threading.Event()
+    original = store._flush_touches
+
+    def held(conn, buffer, **kw):
+        if kw.get("committed") is not None and threading.current_thread().name == "memorist-touches":
+            started.set()
+            assert release.wait(30)
+            if fail and not getattr(held, "failed", False):
+                held.failed = True
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return original(conn, buffer, **kw)
+
+    monkeypatch.setattr(store, "_flush_touches", held)
+    return started, release
+
+
+def _touch_in_thread(store, records, query, times):
+    """``times`` retrievals from another thread; True once all were recorded within 10 s."""
+    done = threading.Event()
+
+    def touch():
+        for _ in range(times):
+            store.touch(records, query=query)
+        done.set()
+
+    threading.Thread(target=touch, daemon=True).start()
+    return done.wait(10)
+
+
+def test_the_search_that_fills_the_buffer_returns_before_its_write(store, monkeypatch):
+    add(store, record("a", "Likes sushi"), record("b", "Plays chess"))
+    a, b = store.get("a"), store.get("b")
+    started, release = _held_background_flush(store, monkeypatch)
+    try:
+        assert _touch_in_thread(store, [a], "sushi", FLUSH_EVERY)  # the last one starts the write
+        assert started.wait(30)
+        # The write waits: retrievals meanwhile are buffered without waiting for it,
+        # and counted with those it is writing.
+        assert _touch_in_thread(store, [a, b], "both", 5)
+        assert store.buffered_uses("a") == FLUSH_EVERY + 5 and store.access_clock(ALEX) == FLUSH_EVERY + 5
+    finally:
+        release.set()
+    store.flush()  # after the write under way
+    assert store.buffered_uses("a") == 0 and store.access_clock(ALEX) == FLUSH_EVERY + 5
+    got = store.get("a")
+    assert (got.access_count, got.last_access["semantic"]) == (FLUSH_EVERY + 5, FLUSH_EVERY + 5)
+    assert store.get("b").access_count == 5
+    queries = [e.payload["query"] for e in store.events(F_ALEX, ops=["retrieve"])]
+    assert queries == ["sushi"] * FLUSH_EVERY + ["both"] * 5
+
+
+def test_a_background_write_that_fails_keeps_every_retrieval_in_order(store, monkeypatch, caplog):
+    add(store, record("a", "Likes sushi"), record("b", "Plays chess"))
+    a, b = store.get("a"), store.get("b")
+    started, release = _held_background_flush(store, monkeypatch, fail=True)
+    try:
+        assert _touch_in_thread(store, [a], "sushi", FLUSH_EVERY)
+        assert started.wait(30)
+        assert _touch_in_thread(store, [b], "chess", 3)
+    finally:
+        release.set()
+    with caplog.at_level("WARNING", logger="memorist.store.postgres.store"):
+        store.flush()  # waits for the failed one, then writes everything
+    assert "writing retrieval bookkeeping failed" in caplog.text and "kept for the next write" in caplog.text
+    assert "server closed the connection" in caplog.text
+    assert store.access_clock(ALEX) == FLUSH_EVERY + 3 and store.buffered_uses("a") == 0
+    got_a, got_b = store.get("a"), store.get("b")
+    assert (got_a.access_count, got_a.last_access["semantic"]) == (FLUSH_EVERY, FLUSH_EVERY)
+    assert (got_b.access_count, got_b.last_access["semantic"]) == (3, FLUSH_EVERY + 3)
+    queries = [e.payload["query"] for e in store.events(F_ALEX, ops=["retrieve"])]
+    assert queries == ["sushi"] * FLUSH_EVERY + ["chess"] * 3
+
+
+def test_an_erased_owner_s_retrievals_are_not_written_when_they_come_back(store, monkeypatch, pg_url):
+    """Erasing waits for the write under way: one that fails puts its retrievals back
+    in the buffer, and the erasure must drop them, or the next flush would log the
+    owner's queries in the space they get when they come back."""
+    add(store, record("a", "Likes sushi"))
+    a = store.get("a")
+    started, release = _held_background_flush(store, monkeypatch, fail=True)
+    erased = threading.Event()
+    try:
+        assert _touch_in_thread(store, [a], "Frobnaxt", FLUSH_EVERY)
+        assert started.wait(30)
+        threading.Thread(target=lambda: (store.erase([F_ALEX]), erased.set()), daemon=True).start()
+        erased.wait(2)  # (an erasure that did not wait would be done by now)
+    finally:
+        release.set()
+    assert erased.wait(30)
+    add(store, record("b", "Plays chess"))  # alex comes back
+    store.touch([store.get("b")], query="chess")
+    store.flush()
+    assert sql(pg_url, "SELECT count(*) FROM events WHERE payload LIKE %s", "%Frobnaxt%") == [(0,)]
+    assert [e.payload["query"] for e in store.events(F_ALEX, ops=["retrieve"]) if "query" in e.payload] == ["chess"]
 
 
 # reads ------------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, ExitStack, contextmanager, suppress
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
@@ -248,7 +248,6 @@ class _Local(threading.local):
     batch: _PostgresBatch | None = None
     reading = False  # conn holds a reading block's snapshot
     spaces: dict[tuple[str, tuple[Any, ...]], Space | None] | None = None  # one_space's answers in that snapshot
-    flush_due = False
 
 
 def _translating(action: str, *, decode: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -550,7 +549,9 @@ class PostgresStore(Store):
         self._bound: tuple[str, int] | None = None
         self._identity_checked = 0  # as in SQLiteStore: trusted once read back from the store
         self._touches = TouchBuffer()
-        self._touch_lock = threading.RLock()
+        self._flushing: TouchBuffer | None = None  # taken from _touches by a flush not yet committed
+        self._touch_lock = threading.RLock()  # _touches and _flushing
+        self._flush_lock = threading.Lock()  # one flush at a time (taken before _touch_lock)
         self._pool: Any = None
         kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in conninfo:
@@ -739,9 +740,15 @@ class PostgresStore(Store):
             raise self._error(exc, "write") from exc
 
     def _transaction(self, conn: Any) -> Iterator[Batch]:
-        with self._touch_lock:
-            if len(self._touches):
-                self._touches.taken(self._flush_touches(conn))
+        # Buffered retrievals are written first, in their own transaction, unless a
+        # flush is writing them already: a write never waits for bookkeeping.
+        if self._flush_lock.acquire(blocking=False):
+            try:
+                with self._touch_lock:
+                    if len(self._touches):
+                        self._touches.taken(self._flush_touches(conn, self._touches))
+            finally:
+                self._flush_lock.release()
         self._local.conn = conn
         try:
             with conn.transaction():
@@ -775,9 +782,6 @@ class PostgresStore(Store):
             raise
         except psycopg.Error as exc:
             raise self._error(exc, "search") from exc
-        if self._local.flush_due:
-            self._local.flush_due = False
-            self.flush()
 
     # embedder identity -----------------------------------------------------------------
     @_translating("reading the embedder identity")
@@ -1288,26 +1292,72 @@ class PostgresStore(Store):
                 self._touches.record(space, recs, query)
             due = len(self._touches) >= FLUSH_EVERY
         if due:
-            if self._local.conn is not None:
-                self._local.flush_due = True  # after the reading block: its connection is busy
-            else:
-                self.flush()
+            self._flush_behind()
+
+    def _flush_behind(self) -> None:
+        """Write the buffered retrievals from another thread, unless a flush is under
+        way: the search that filled the buffer returns without waiting for the write
+        (~10 ms for a few hundred touches at 100,000 memories), and searches meanwhile
+        buffer theirs without waiting either (bench/RESULTS.md)."""
+        if self._pool is None or not self._flush_lock.acquire(blocking=False):
+            return  # closed, or a flush under way: the next one writes the rest
+        try:
+            threading.Thread(target=self._flush_held, name="memorist-touches", daemon=True).start()
+        except BaseException:
+            self._flush_lock.release()
+            raise
+
+    def _flush_held(self) -> None:
+        """A background flush, with ``_flush_lock`` taken for it; what it cannot write
+        stays buffered for the next flush or write."""
+        try:
+            if self._pool is not None:
+                self._write_touches()
+        except Exception as exc:  # noqa: BLE001 (bookkeeping: the next flush tries again)
+            error = exc if isinstance(exc, MemoristError) else self._error(exc, "writing retrieval bookkeeping")
+            logger.warning("%s (kept for the next write)", error)
+        finally:
+            self._flush_lock.release()
+
+    def _write_touches(self) -> None:
+        """Write what is buffered without holding ``_touch_lock`` meanwhile (searches
+        go on buffering); what was not committed is buffered again, in front of what
+        came since. Call with ``_flush_lock`` held."""
+        with self._touch_lock:
+            if not len(self._touches):
+                return
+            taking, self._touches = self._touches, TouchBuffer()
+            self._flushing = taking
+
+        def committed() -> None:  # with _touch_lock held: no reader counts them twice
+            self._flushing = None
+
+        try:
+            with self._pool_connection() as conn:
+                self._flush_touches(conn, taking, committed=committed)
+        finally:
+            with self._touch_lock:
+                if self._flushing is taking:
+                    self._flushing = None
+                    taking.absorb(self._touches)
+                    self._touches = taking
 
     def _pending_touches(self, space: tuple[str, str, str]) -> int:
         with self._touch_lock:
-            return self._touches.pending(space)
+            return self._touches.pending(space) + (self._flushing.pending(space) if self._flushing is not None else 0)
 
-    def _flush_touches(self, conn: Any) -> int:
-        """Write buffered retrievals in their own transaction (see
+    def _flush_touches(self, conn: Any, buffer: TouchBuffer, *, committed: Callable[[], None] | None = None) -> int:
+        """Write the retrievals ``buffer`` holds in their own transaction (see
         :mod:`memorist.store.touches`); returns how many were written, 0 when the
-        spaces were busy (they stay buffered). Call with ``_touch_lock`` held."""
-        flushed = len(self._touches)
+        spaces were busy. ``committed()`` is called once the transaction committed,
+        with ``_touch_lock`` held from before the commit."""
+        flushed = len(buffer)
         if not flushed:
             return 0
-        counts = self._touches.spaces()
+        counts = buffer.spaces()
         keys = list(counts)
         try:
-            with conn.transaction():
+            with ExitStack() as held, conn.transaction():
                 # Bookkeeping, not a memory: it need not wait for the disk, nor for
                 # writers that hold these spaces.
                 conn.execute(f"SET LOCAL lock_timeout = {_TOUCH_LOCK_TIMEOUT_MS}")
@@ -1328,7 +1378,7 @@ class PostgresStore(Store):
                             "UPDATE spaces SET access_clock = access_clock + %s WHERE id = %s RETURNING access_clock",
                             (counts[key], space_id),
                         ).fetchone()[0]
-                        for cls, stamps in self._touches.stamps(key, int(clock)).items():
+                        for cls, stamps in buffer.stamps(key, int(clock)).items():
                             stamps = [s for s in stamps if "\x00" not in s[2]]
                             if stamps:
                                 # One statement per class; the column name comes from the
@@ -1340,9 +1390,12 @@ class PostgresStore(Store):
                                     "FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) AS v(n, stamp, id) WHERE m.id = v.id",
                                     (touches, marks, memory_ids),
                                 )
-                    entries = [(ts, ids[key], payload) for ts, key, payload in self._touches.log_entries() if key in ids]
+                    entries = [(ts, ids[key], payload) for ts, key, payload in buffer.log_entries() if key in ids]
                     if entries:
                         cur.executemany("INSERT INTO events (ts, op, space_id, payload) VALUES (%s, 'retrieve', %s, %s)", entries)
+                if committed is not None:
+                    held.enter_context(self._touch_lock)  # let go after the commit and committed()
+                    held.push(lambda kind, *_: committed() if kind is None else None)
         except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected, psycopg.errors.QueryCanceled):
             return 0
         return flushed
@@ -1359,16 +1412,14 @@ class PostgresStore(Store):
 
     def buffered_uses(self, memory_id: str) -> int:
         with self._touch_lock:
-            return self._touches.uses(memory_id)
+            return self._touches.uses(memory_id) + (self._flushing.uses(memory_id) if self._flushing is not None else 0)
 
     @_translating("writing retrieval bookkeeping", decode=False)
     def flush(self) -> None:
-        """Write buffered retrieval bookkeeping now (unless the spaces are busy)."""
-        with self._touch_lock:
-            if not len(self._touches):
-                return
-            with self._pool_connection() as conn:
-                self._touches.taken(self._flush_touches(conn))
+        """Write buffered retrieval bookkeeping now (unless the spaces are busy), after
+        the flush under way in the background, if any."""
+        with self._flush_lock:
+            self._write_touches()
 
     # maintenance -------------------------------------------------------------------------
     @_translating("reindex", decode=False)
@@ -1476,7 +1527,7 @@ class PostgresStore(Store):
     @_translating("reset", decode=False)
     def reset(self) -> None:
         self._identity_checked = 0
-        with self._touch_lock:
+        with self._flush_lock, self._touch_lock:
             self._touches.clear()
         with self._pool_connection() as conn, conn.transaction():
             # Event seqs and space ids are never reused (readers keep positions in the
@@ -1496,13 +1547,15 @@ class PostgresStore(Store):
         describe: Callable[[Erased], dict[str, Any]] | None = None,
     ) -> Erased:
         if not dry_run:
-            with self._touch_lock:
+            # After the flush under way, if any: it would log the owner's queries after
+            # they were blanked.
+            with self._flush_lock, self._touch_lock:
                 # Buffered retrievals are logged now, then blanked with the rest; those
                 # that cannot be written now (their spaces busy) are dropped: a later
                 # flush would log the owner's queries again.
                 if len(self._touches):
                     with self._pool_connection() as conn:
-                        self._touches.taken(self._flush_touches(conn))
+                        self._touches.taken(self._flush_touches(conn, self._touches))
                     self._touches.clear()
         with self._pool_connection() as conn:
             if dry_run:
