@@ -20,6 +20,7 @@ RETRIEVALS = [
     (ALEX, [rec("b", MemoryClass.EPISODIC)], "trips"),
     (BOB, [rec("c"), rec("d")], "games"),
     (ALEX, [rec("a")], "again"),
+    (ALEX, [rec("b", MemoryClass.SEMANTIC)], "reclassed"),  # stamped in its first class's column
 ]
 
 
@@ -51,8 +52,8 @@ def test_a_buffer_put_back_writes_what_one_buffer_would_have():
 
 
 def test_the_last_retrieval_of_a_memory_gives_its_stamp():
-    taken = buffered(RETRIEVALS[:2])  # a is retrieved by the 1st and 2nd of ALEX's
-    taken.absorb(buffered(RETRIEVALS[2:]))  # and by the 4th
+    taken = buffered(RETRIEVALS[:2])  # a is retrieved by the 1st and 2nd of ALEX's, b by the 2nd
+    taken.absorb(buffered(RETRIEVALS[2:]))  # a by the 4th, b by the 3rd and 5th
     _, stamps, _ = written(taken, {ALEX: 10, BOB: 0})
     assert sorted(stamps[ALEX]["semantic"]) == [(3, 14, "a")]  # three touches, the clock after the 4th
-    assert sorted(stamps[ALEX]["episodic"]) == [(2, 13, "b")]
+    assert sorted(stamps[ALEX]["episodic"]) == [(3, 15, "b")]

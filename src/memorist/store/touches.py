@@ -105,7 +105,8 @@ class TouchBuffer:
             self._counts[space] = before + count
             touched = self._touched.setdefault(space, {})
             for memory_id, (cls, n, offset) in later._touched.get(space, {}).items():
-                touches = touched[memory_id][1] if memory_id in touched else 0
+                # The class of its first retrieval, as record() keeps it.
+                cls, touches = touched[memory_id][:2] if memory_id in touched else (cls, 0)
                 touched[memory_id] = (cls, touches + n, before + offset)
         self._events.extend(later._events)
 

@@ -212,16 +212,18 @@ def _fillfactor(url: str) -> list:
 
 def test_pages_of_memories_keep_room_for_a_search_s_bookkeeping(opened, pg_url):
     """A search's touches rewrite a row's access count in place only when its page has
-    room: new stores leave it, and older ones are given it when opened."""
-    opened().close()
+    room: new stores leave it, and stores made before are given it when opened, with
+    no new schema version (a release without it opens the store as before)."""
+    first = opened()
+    version = first.schema_version()
+    first.close()
     assert _fillfactor(pg_url) == [(["fillfactor=90"],)]
-    with psycopg.connect(pg_url, autocommit=True) as conn:  # a store from before
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # a store made before
         conn.execute("ALTER TABLE memorist.memories RESET (fillfactor)")
-        conn.execute("UPDATE memorist.meta SET value = '7' WHERE key = 'schema_version'")
     assert _fillfactor(pg_url) == [(None,)]
     again = opened()
     assert _fillfactor(pg_url) == [(["fillfactor=90"],)]
-    assert again.schema_version() == 8
+    assert again.schema_version() == version
 
 def _held_background_flush(store, monkeypatch, *, fail: bool = False):
     """Make the store's background flush wait for ``release`` (and then fail once with
@@ -276,6 +278,54 @@ def test_the_search_that_fills_the_buffer_returns_before_its_write(store, monkey
     queries = [e.payload["query"] for e in store.events(F_ALEX, ops=["retrieve"])]
     assert queries == ["sushi"] * FLUSH_EVERY + ["both"] * 5
 
+
+
+def test_a_write_after_a_search_keeps_the_retrievals_a_flush_commits_meanwhile(store, monkeypatch):
+    """A writer writes back the counts it read: the flush must not commit between its
+    read and its write (it waits for the writer's space, and gives way)."""
+    add(store, record("a", "Likes sushi"))
+    a = store.get("a")
+    started, release = _held_background_flush(store, monkeypatch)
+    assert _touch_in_thread(store, [a], "sushi", FLUSH_EVERY)
+    assert started.wait(30)
+    with store.transaction() as b:
+        current = b.get_many(["a"])["a"]  # as Memory.update reads it
+        release.set()
+        deadline = time.monotonic() + 30
+        while store._flush_lock.locked() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the flush ran: it found the space busy, or committed
+        b.update(current.copy(text="Likes ramen", search_text="Likes ramen"), EMB.embed_one("Likes ramen"), old_text=current.text)
+    store.flush()
+    got = store.get("a")
+    assert got.text == "Likes ramen"
+    assert (got.access_count, got.last_access["semantic"], store.access_clock(ALEX)) == (FLUSH_EVERY,) * 3
+
+
+def test_a_search_does_not_wait_for_the_flush_a_write_starts_with(store, monkeypatch):
+    add(store, record("a", "Likes sushi"))
+    a = store.get("a")
+    store.touch([a], query="one")  # buffered: the next write writes it first
+    started, release = threading.Event(), threading.Event()
+    original = store._flush_touches
+
+    def held(conn, buffer, **kw):
+        if threading.current_thread().name == "writer":
+            started.set()
+            assert release.wait(30)
+        return original(conn, buffer, **kw)
+
+    monkeypatch.setattr(store, "_flush_touches", held)
+    writer = threading.Thread(target=lambda: add(store, record("b", "Plays chess")), name="writer")
+    writer.start()
+    try:
+        assert started.wait(30)
+        assert _touch_in_thread(store, [a], "two", 3)  # not behind the write's flush
+    finally:
+        release.set()
+        writer.join(30)
+    store.flush()
+    assert store.get("a").access_count == 4 and store.get("b") is not None
+    assert [e.payload["query"] for e in store.events(F_ALEX, ops=["retrieve"])] == ["one", "two", "two", "two"]
 
 def test_a_background_write_that_fails_keeps_every_retrieval_in_order(store, monkeypatch, caplog):
     add(store, record("a", "Likes sushi"), record("b", "Plays chess"))

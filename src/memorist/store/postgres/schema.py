@@ -316,16 +316,9 @@ def relation_keys(conn: Any) -> None:
             )
 
 
-# Version 8: room on each page of memories for the new version of a row whose
-# bookkeeping a search changed (its access count, its last access), so that update
-# stays on the page and touches no index: writing the retrievals of 32 searches took
-# 6-9 ms at 100,000 memories loaded full pages, 2.3-4.9 ms with the room (the table
-# 11 % larger; bench/RESULTS.md). Pages written before keep their fill.
-V8 = "ALTER TABLE memories SET (fillfactor = 90);"
-
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
 #: transaction with the store's search path.
-MIGRATIONS: list[Any] = [V1, V2, v3_rename, relations_table, V5, V6, relation_keys, V8]
+MIGRATIONS: list[Any] = [V1, V2, v3_rename, relations_table, V5, V6, relation_keys]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 DEFAULT_SCHEMA = "memorist"
@@ -377,6 +370,37 @@ def schema_version(conn: Any, schema: str, label: str) -> int:
     return int(row[0]) if row else 0
 
 
+#: Pages of the memories table keep a tenth free for the new version of a row whose
+#: bookkeeping a search changed (its access count, its last access): that update
+#: then stays on the page and touches no index. Writing the retrievals of 32
+#: searches took 6-9 ms at 100,000 memories loaded into full pages, 2.3-4.9 ms with
+#: the room (the table 11 % larger; bench/RESULTS.md).
+MEMORIES_FILL = "fillfactor=90"
+
+
+def leave_room(conn: Any, schema: str) -> None:
+    """Set :data:`MEMORIES_FILL` on ``schema``'s memories table if it is not set
+    (``conn`` in autocommit mode). A storage setting, not a schema version: a release
+    that does not set it opens the store as before. Pages written before keep their
+    fill. Left for the next open when the table is busy (an index being built) or the
+    user may not alter it."""
+    import psycopg
+
+    row = conn.execute(
+        "SELECT c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = 'memories' AND c.relkind = 'r'",
+        (schema,),
+    ).fetchone()
+    if row is None or MEMORIES_FILL in (row[0] or []):
+        return
+    try:
+        with conn.transaction():
+            conn.execute("SET LOCAL lock_timeout = '1s'")
+            conn.execute(f"ALTER TABLE {quote_ident(schema)}.memories SET ({MEMORIES_FILL.replace('=', ' = ')})")
+    except (psycopg.errors.LockNotAvailable, psycopg.errors.InsufficientPrivilege):
+        pass
+
+
 def migrate(conn: Any, schema: str, label: str) -> str:
     """Bring ``schema`` up to :data:`SCHEMA_VERSION` (``conn`` in autocommit mode);
     returns the search path the store's connections use."""
@@ -390,6 +414,7 @@ def migrate(conn: Any, schema: str, label: str) -> str:
         )
     vectors = vector_schema(conn)
     if current == SCHEMA_VERSION and vectors is not None:
+        leave_room(conn, schema)
         return search_path(schema, vectors)
     with conn.transaction():
         # Another process opening the same new database waits here, then finds the
@@ -428,6 +453,7 @@ def migrate(conn: Any, schema: str, label: str) -> str:
             else:
                 conn.execute(step)
             set_meta(conn, schema_version=str(version))
+    leave_room(conn, schema)
     return path
 
 
@@ -443,7 +469,9 @@ def set_meta(conn: Any, **values: str) -> None:
 __all__ = [
     "DEFAULT_SCHEMA",
     "MIGRATIONS",
+    "MEMORIES_FILL",
     "SCHEMA_VERSION",
+    "leave_room",
     "lock_key",
     "migrate",
     "quote_ident",

@@ -67,7 +67,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import AbstractContextManager, ExitStack, contextmanager, suppress
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext, suppress
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
@@ -741,12 +741,11 @@ class PostgresStore(Store):
 
     def _transaction(self, conn: Any) -> Iterator[Batch]:
         # Buffered retrievals are written first, in their own transaction, unless a
-        # flush is writing them already: a write never waits for bookkeeping.
+        # flush is writing them already (they stay buffered then): a write never
+        # waits for bookkeeping.
         if self._flush_lock.acquire(blocking=False):
             try:
-                with self._touch_lock:
-                    if len(self._touches):
-                        self._touches.taken(self._flush_touches(conn, self._touches))
+                self._write_touches(conn)
             finally:
                 self._flush_lock.release()
         self._local.conn = conn
@@ -1319,10 +1318,10 @@ class PostgresStore(Store):
         finally:
             self._flush_lock.release()
 
-    def _write_touches(self) -> None:
-        """Write what is buffered without holding ``_touch_lock`` meanwhile (searches
-        go on buffering); what was not committed is buffered again, in front of what
-        came since. Call with ``_flush_lock`` held."""
+    def _write_touches(self, conn: Any = None) -> None:
+        """Write what is buffered (on ``conn``, else a pool connection) without holding
+        ``_touch_lock`` meanwhile (searches go on buffering); what was not committed is
+        buffered again, in front of what came since. Call with ``_flush_lock`` held."""
         with self._touch_lock:
             if not len(self._touches):
                 return
@@ -1333,8 +1332,8 @@ class PostgresStore(Store):
             self._flushing = None
 
         try:
-            with self._pool_connection() as conn:
-                self._flush_touches(conn, taking, committed=committed)
+            with self._pool_connection() if conn is None else nullcontext(conn) as using:
+                self._flush_touches(using, taking, committed=committed)
         finally:
             with self._touch_lock:
                 if self._flushing is taking:
@@ -1350,7 +1349,11 @@ class PostgresStore(Store):
         """Write the retrievals ``buffer`` holds in their own transaction (see
         :mod:`memorist.store.touches`); returns how many were written, 0 when the
         spaces were busy. ``committed()`` is called once the transaction committed,
-        with ``_touch_lock`` held from before the commit."""
+        with ``_touch_lock`` held from before the commit.
+
+        The spaces are locked as a writer locks them: a writer adds nothing to the
+        counts it read, it writes them back, so a flush committing between its read
+        and its write would be lost."""
         flushed = len(buffer)
         if not flushed:
             return 0
@@ -1362,6 +1365,8 @@ class PostgresStore(Store):
                 # writers that hold these spaces.
                 conn.execute(f"SET LOCAL lock_timeout = {_TOUCH_LOCK_TIMEOUT_MS}")
                 conn.execute("SET LOCAL synchronous_commit = off")
+                for space in sorted(keys):  # in a writer's order (_PostgresBatch._lock_all)
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._space_key(space),))
                 rows = conn.execute(
                     "SELECT s.id, s.tenant_id, s.user_id, s.agent_id FROM spaces s "
                     "JOIN unnest(%s::text[], %s::text[], %s::text[]) AS t(tenant_id, user_id, agent_id) "
