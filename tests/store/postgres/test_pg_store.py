@@ -225,6 +225,23 @@ def test_pages_of_memories_keep_room_for_a_search_s_bookkeeping(opened, pg_url):
     assert _fillfactor(pg_url) == [(["fillfactor=90"],)]
     assert again.schema_version() == version
 
+
+def test_a_read_only_session_opens_a_store_made_before(opened, pg_url):
+    opened().close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # a store made before
+        conn.execute("ALTER TABLE memorist.memories RESET (fillfactor)")
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # this database's sessions only
+        database = conn.execute("SELECT current_database()").fetchone()[0]
+        conn.execute(f'ALTER ROLE CURRENT_USER IN DATABASE "{database}" SET default_transaction_read_only = on')
+    try:
+        reader = opened()  # the setting is left for a session that may write
+        assert reader.count(F_ALEX) == 0
+        assert _fillfactor(pg_url) == [(None,)]
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("SET default_transaction_read_only = off")
+            conn.execute(f'ALTER ROLE CURRENT_USER IN DATABASE "{database}" RESET default_transaction_read_only')
+
 def _held_background_flush(store, monkeypatch, *, fail: bool = False):
     """Make the store's background flush wait for ``release`` (and then fail once with
     ``fail``); ``started`` is set once it waits."""

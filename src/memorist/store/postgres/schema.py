@@ -382,8 +382,8 @@ def leave_room(conn: Any, schema: str) -> None:
     """Set :data:`MEMORIES_FILL` on ``schema``'s memories table if it is not set
     (``conn`` in autocommit mode). A storage setting, not a schema version: a release
     that does not set it opens the store as before. Pages written before keep their
-    fill. Left for the next open when the table is busy (an index being built) or the
-    user may not alter it."""
+    fill. Left for the next open when the table is busy (an index being built), the
+    user may not alter it, or the session is read-only."""
     import psycopg
 
     row = conn.execute(
@@ -397,7 +397,7 @@ def leave_room(conn: Any, schema: str) -> None:
         with conn.transaction():
             conn.execute("SET LOCAL lock_timeout = '1s'")
             conn.execute(f"ALTER TABLE {quote_ident(schema)}.memories SET ({MEMORIES_FILL.replace('=', ' = ')})")
-    except (psycopg.errors.LockNotAvailable, psycopg.errors.InsufficientPrivilege):
+    except (psycopg.errors.LockNotAvailable, psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction):
         pass
 
 
