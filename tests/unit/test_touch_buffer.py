@@ -57,3 +57,11 @@ def test_the_last_retrieval_of_a_memory_gives_its_stamp():
     _, stamps, _ = written(taken, {ALEX: 10, BOB: 0})
     assert sorted(stamps[ALEX]["semantic"]) == [(3, 14, "a")]  # three touches, the clock after the 4th
     assert sorted(stamps[ALEX]["episodic"]) == [(3, 15, "b")]
+
+
+def test_dropping_a_space_leaves_the_others_as_if_it_was_never_there():
+    kept = buffered(RETRIEVALS)
+    kept.drop(lambda space: space == BOB)
+    alone = buffered([r for r in RETRIEVALS if r[0] != BOB])
+    assert written(kept, {ALEX: 3}) == written(alone, {ALEX: 3})
+    assert (kept.pending(BOB), kept.uses("c"), len(kept)) == (0, 0, len(alone))

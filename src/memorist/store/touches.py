@@ -18,7 +18,7 @@ adding the buffered retrievals, and :meth:`TouchBuffer.log_entries` for the
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from ..model import MemoryRecord
@@ -109,6 +109,14 @@ class TouchBuffer:
                 cls, touches = touched[memory_id][:2] if memory_id in touched else (cls, 0)
                 touched[memory_id] = (cls, touches + n, before + offset)
         self._events.extend(later._events)
+
+    def drop(self, spaces: Callable[[Hashable], bool]) -> None:
+        """Forget the retrievals of every space ``spaces(space)`` is true of (an erased
+        owner's, which no flush may log)."""
+        for space in [s for s in self._counts if spaces(s)]:
+            del self._counts[space]
+            self._touched.pop(space, None)
+        self._events = [e for e in self._events if e[1] in self._counts]
 
     def taken(self, flushed: int) -> None:
         """Forget what a committed flush wrote (``flushed``: :meth:`__len__` then)."""

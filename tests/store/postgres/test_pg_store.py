@@ -242,6 +242,64 @@ def test_a_read_only_session_opens_a_store_made_before(opened, pg_url):
             conn.execute("SET default_transaction_read_only = off")
             conn.execute(f'ALTER ROLE CURRENT_USER IN DATABASE "{database}" RESET default_transaction_read_only')
 
+
+def test_a_fill_factor_an_administrator_set_is_kept(opened, pg_url):
+    opened().close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE memorist.memories SET (fillfactor = 70)")
+    opened()
+    assert _fillfactor(pg_url) == [(["fillfactor=70"],)]
+
+
+def _holding_space(pg_url, store, scope):
+    """Another connection in a transaction holding ``scope``'s space lock, as a writer
+    that has read or written it does (roll it back to let go)."""
+    other = psycopg.connect(pg_url, autocommit=True)
+    other.execute("BEGIN")
+    other.execute("SELECT pg_advisory_xact_lock(%s)", (store._space_key(scope.space),))
+    return other
+
+
+def test_a_flush_never_waits_for_a_space_a_writer_holds(store, pg_url, monkeypatch):
+    """A writer that holds one space and waits for another must not wait for a flush
+    holding that other while it waits for the first: the flush gives up at once."""
+    import memorist.store.postgres.store as pg_store
+
+    monkeypatch.setattr(pg_store, "_TOUCH_LOCK_TIMEOUT_MS", 20_000)  # a wait would show
+    add(store, record("a", "Likes sushi"), record("b", "Plays chess", BOB))
+    a, b = store.get("a"), store.get("b")
+    store.touch([a, b], query="both")
+    writer = _holding_space(pg_url, store, BOB)
+    try:
+        done = threading.Event()
+        threading.Thread(target=lambda: (store.flush(), done.set()), daemon=True).start()
+        assert done.wait(10)  # not the 20 s of the lock timeout
+        assert store.buffered_uses("a") == 1 and store.access_clock(ALEX) == 1  # kept
+    finally:
+        writer.rollback()
+        writer.close()
+    store.flush()
+    assert (store.get("a").access_count, store.get("b").access_count) == (1, 1)
+
+
+def test_erasing_one_owner_keeps_the_others_retrievals_it_could_not_write(store, pg_url):
+    carol = Scope(user_id="carol")
+    add(store, record("a", "Likes sushi"), record("b", "Plays chess", BOB), record("c", "Owns a cat", carol))
+    a, b, c = store.get("a"), store.get("b"), store.get("c")
+    for _ in range(5):
+        store.touch([a, b, c], query="q")
+    writer = _holding_space(pg_url, store, BOB)  # the erasure's flush cannot write now
+    try:
+        store.erase([ScopeFilter("", "carol")])
+    finally:
+        writer.rollback()
+        writer.close()
+    assert store.buffered_uses("c") == 0  # the erased owner's: dropped
+    store.flush()
+    assert (store.get("a").access_count, store.get("b").access_count) == (5, 5)
+    assert store.access_clock(ALEX) == store.access_clock(BOB) == 5
+    assert store.get("c") is None
+
 def _held_background_flush(store, monkeypatch, *, fail: bool = False):
     """Make the store's background flush wait for ``release`` (and then fail once with
     ``fail``); ``started`` is set once it waits."""

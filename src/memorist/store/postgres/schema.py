@@ -379,23 +379,25 @@ MEMORIES_FILL = "fillfactor=90"
 
 
 def leave_room(conn: Any, schema: str) -> None:
-    """Set :data:`MEMORIES_FILL` on ``schema``'s memories table if it is not set
-    (``conn`` in autocommit mode). A storage setting, not a schema version: a release
-    that does not set it opens the store as before. Pages written before keep their
-    fill. Left for the next open when the table is busy (an index being built), the
-    user may not alter it, or the session is read-only."""
+    """Set :data:`MEMORIES_FILL` on ``schema``'s memories table if it has no fill
+    factor (``conn`` in autocommit mode; one an administrator set is kept). A storage
+    setting, not a schema version: a release that does not set it opens the store as
+    before. Pages written before keep their fill. Left for a later open when the
+    table is busy (a vacuum, a reindex: not waited for), the user does not own it, or
+    the session is read-only."""
     import psycopg
 
     row = conn.execute(
-        "SELECT c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "SELECT c.reloptions, pg_has_role(c.relowner, 'MEMBER') FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = %s AND c.relname = 'memories' AND c.relkind = 'r'",
         (schema,),
     ).fetchone()
-    if row is None or MEMORIES_FILL in (row[0] or []):
+    if row is None or not row[1] or any(option.startswith("fillfactor=") for option in row[0] or []):
         return
     try:
         with conn.transaction():
-            conn.execute("SET LOCAL lock_timeout = '1s'")
+            conn.execute("SET LOCAL lock_timeout = '50ms'")
             conn.execute(f"ALTER TABLE {quote_ident(schema)}.memories SET ({MEMORIES_FILL.replace('=', ' = ')})")
     except (psycopg.errors.LockNotAvailable, psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction):
         pass

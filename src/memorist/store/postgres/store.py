@@ -59,6 +59,7 @@ How the contract's rules are kept (see :mod:`memorist.store.base`):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -1365,8 +1366,14 @@ class PostgresStore(Store):
                 # writers that hold these spaces.
                 conn.execute(f"SET LOCAL lock_timeout = {_TOUCH_LOCK_TIMEOUT_MS}")
                 conn.execute("SET LOCAL synchronous_commit = off")
-                for space in sorted(keys):  # in a writer's order (_PostgresBatch._lock_all)
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._space_key(space),))
+                # Never waited for: a writer may hold one and wait for another this
+                # flush would hold (writers lock spaces as they use them).
+                free = conn.execute(
+                    "SELECT bool_and(pg_try_advisory_xact_lock(k)) FROM unnest(%s::bigint[]) AS k",
+                    ([self._space_key(space) for space in keys],),
+                ).fetchone()[0]
+                if not free:
+                    raise _Busy
                 rows = conn.execute(
                     "SELECT s.id, s.tenant_id, s.user_id, s.agent_id FROM spaces s "
                     "JOIN unnest(%s::text[], %s::text[], %s::text[]) AS t(tenant_id, user_id, agent_id) "
@@ -1401,7 +1408,7 @@ class PostgresStore(Store):
                 if committed is not None:
                     held.enter_context(self._touch_lock)  # let go after the commit and committed()
                     held.push(lambda kind, *_: committed() if kind is None else None)
-        except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected, psycopg.errors.QueryCanceled):
+        except (_Busy, psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected, psycopg.errors.QueryCanceled):
             return 0
         return flushed
 
@@ -1555,13 +1562,13 @@ class PostgresStore(Store):
             # After the flush under way, if any: it would log the owner's queries after
             # they were blanked.
             with self._flush_lock, self._touch_lock:
-                # Buffered retrievals are logged now, then blanked with the rest; those
-                # that cannot be written now (their spaces busy) are dropped: a later
-                # flush would log the owner's queries again.
+                # Buffered retrievals are logged now, then blanked with the rest; if
+                # they cannot be written now (a space busy), the owners' are dropped
+                # (a later flush would log their queries again), the others' kept.
                 if len(self._touches):
                     with self._pool_connection() as conn:
                         self._touches.taken(self._flush_touches(conn, self._touches))
-                    self._touches.clear()
+                    self._touches.drop(lambda space: any(_owns(owner, space) for owner in owners))
         with self._pool_connection() as conn:
             if dry_run:
                 with conn.transaction():
@@ -1764,6 +1771,15 @@ class PostgresStore(Store):
         finally:
             self._pool = None
             pool.close()
+
+
+class _Busy(Exception):
+    """A space whose retrievals a flush would write is held by a writer."""
+
+
+def _owns(owner: ScopeFilter, space: tuple[str, str, str]) -> bool:
+    """Whether erasing ``owner`` may erase memories of ``space`` (any of its runs)."""
+    return dataclasses.replace(owner, run_id=None).matches(Scope(*space))
 
 
 @functools.lru_cache(maxsize=65_536)
