@@ -470,8 +470,8 @@ def set_meta(conn: Any, **values: str) -> None:
 
 __all__ = [
     "DEFAULT_SCHEMA",
-    "MIGRATIONS",
     "MEMORIES_FILL",
+    "MIGRATIONS",
     "SCHEMA_VERSION",
     "leave_room",
     "lock_key",

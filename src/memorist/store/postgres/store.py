@@ -1352,9 +1352,9 @@ class PostgresStore(Store):
         spaces were busy. ``committed()`` is called once the transaction committed,
         with ``_touch_lock`` held from before the commit.
 
-        The spaces are locked as a writer locks them: a writer adds nothing to the
-        counts it read, it writes them back, so a flush committing between its read
-        and its write would be lost."""
+        The spaces' writer locks are taken, never waited for (a space a writer holds:
+        0): a writer adds nothing to the counts it read, it writes them back, so a
+        flush committing between its read and its write would be lost."""
         flushed = len(buffer)
         if not flushed:
             return 0
