@@ -300,6 +300,26 @@ def test_erasing_one_owner_keeps_the_others_retrievals_it_could_not_write(store,
     assert store.access_clock(ALEX) == store.access_clock(BOB) == 5
     assert store.get("c") is None
 
+
+def test_retrievals_made_during_an_erasure_are_not_logged_when_the_owner_comes_back(store, pg_url, monkeypatch):
+    carol = Scope(user_id="carol")
+    add(store, record("c", "Owns a cat", carol), record("a", "Likes sushi"))
+    c, a = store.get("c"), store.get("a")
+    erasing = store._changed_by_runs
+
+    def meanwhile(conn, owned):  # a search of another thread, while the erasure runs
+        store.touch([c, a], query="Frobnaxt")
+        return erasing(conn, owned)
+
+    monkeypatch.setattr(store, "_changed_by_runs", meanwhile)
+    store.erase([ScopeFilter("", "carol")])
+    monkeypatch.undo()
+    add(store, record("c2", "Owns a dog", carol))  # carol comes back
+    store.flush()
+    assert sql(pg_url, "SELECT count(*) FROM events e JOIN spaces s ON s.id = e.space_id "
+                       "WHERE s.user_id = 'carol' AND e.payload LIKE %s", "%Frobnaxt%") == [(0,)]
+    assert store.get("a").access_count == 1  # another owner's retrieval is kept
+
 def _held_background_flush(store, monkeypatch, *, fail: bool = False):
     """Make the store's background flush wait for ``release`` (and then fail once with
     ``fail``); ``started`` is set once it waits."""

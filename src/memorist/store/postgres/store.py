@@ -1630,6 +1630,10 @@ class PostgresStore(Store):
                     (time.time(), space, "" if log is None else log.run_id, dumps(describe(counts) if describe else {})),
                 ).fetchone()[0])
                 seq = None if log is None else logged
+            with self._touch_lock:
+                # Searches during the erasure buffered the owners' retrievals too: a
+                # flush after the owner came back would log their queries.
+                self._touches.drop(lambda space: any(_owns(owner, space) for owner in owners))
             for spaces, _ in owned:
                 for space in spaces:
                     self._text.forget(space)
