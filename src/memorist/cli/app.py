@@ -35,6 +35,7 @@ from click.core import ParameterSource
 from .. import __version__
 from ..config import default_db_path
 from ..errors import MemoristError, ValidationError
+from ..validate import MAX_LIMIT
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -113,6 +114,11 @@ class FiniteFloat(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return number
+
+
+#: Every ``--limit``: 1 to the most results any call returns (a larger one is a usage
+#: error, exit 2, as the library refuses it).
+LIMIT = click.IntRange(1, MAX_LIMIT)
 
 
 class EmbedderSpec(click.ParamType):
@@ -578,6 +584,7 @@ __all__ = [
     "AliasChoice",
     "App",
     "CommandError",
+    "LIMIT",
     "MemoristCommand",
     "MemoristGroup",
     "cell",

@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from ..validate import MAX_LIMIT, time_text
-from .app import App, FiniteFloat, cli, echo, json_object, pass_app, read_text, when
+from ..validate import time_text
+from .app import LIMIT, App, FiniteFloat, cli, echo, json_object, pass_app, read_text, when
 
 
 def owner_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -112,7 +112,7 @@ def complete(app: App, trajectory_id: str, status: str, score: float | None, err
 @click.option("--type", "task_type", metavar="TYPE", help="Only this task type.")
 @click.option("--since", metavar="ISO", help="Started at or after (ISO-8601 or epoch seconds).")
 @click.option("--until", metavar="ISO", help="Started at or before.")
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="How many.")
+@click.option("--limit", default=100, show_default=True, type=LIMIT, help="How many.")
 @pass_app
 def list_(app: App, user_id: str | None, agent_id: str | None, status: str | None, task_type: str | None, since: str | None,
           until: str | None, limit: int) -> None:

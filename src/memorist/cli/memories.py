@@ -7,17 +7,17 @@ from typing import Any
 
 import click
 
-from ..validate import MAX_LIMIT
 from .app import (
+    LIMIT,
     TIER_COLUMNS,
     App,
     CommandError,
     FiniteFloat,
     cli,
     describe_scope,
+    echo,
     json_object,
     pass_app,
-    printable,
     progress,
     read_text,
     scope,
@@ -85,7 +85,7 @@ def add(
 @cli.command()
 @click.argument("query", nargs=-1, required=True)
 @scope_options
-@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, MAX_LIMIT), metavar="N", help="How many memories.")
+@click.option("--limit", default=5, show_default=True, type=LIMIT, metavar="N", help="How many memories.")
 @click.option(
     "--threshold",
     type=FiniteFloat(-1.0, 1.0),
@@ -152,7 +152,7 @@ def _tiers_shown(rows: list[dict[str, Any]]) -> bool:
 
 @cli.command("list")
 @scope_options
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, MAX_LIMIT), metavar="N", help="At most N memories, newest first.")
+@click.option("--limit", default=100, show_default=True, type=LIMIT, metavar="N", help="At most N memories, newest first.")
 @click.option(
     "--filters", metavar="JSON", callback=json_object, help='Metadata / field filters, e.g. \'{"category": "food"}\'.'
 )
@@ -224,7 +224,7 @@ def delete(app: App, memory_id: str, user_id: str | None, agent_id: str | None, 
     """Delete memory ID or a unique prefix of it (its history stays readable)."""
     ids = scope(user_id, agent_id, run_id)
     result = app.memory().delete(_memory_id(app, memory_id, ids), **ids)
-    app.emit(result, lambda: click.echo(f"Deleted {result['id']}: {printable(result['memory'])}"))
+    app.emit(result, lambda: echo(f"Deleted {result['id']}: {result['memory']}"))
 
 
 @cli.command("delete-all")
@@ -291,7 +291,7 @@ def history(app: App, memory_id: str, user_id: str | None, agent_id: str | None,
 @cli.command()
 @scope_options
 @click.option("--since", default=0, show_default=True, type=click.IntRange(min=0), metavar="SEQ", help="Only events after this sequence number.")
-@click.option("--limit", type=click.IntRange(1, MAX_LIMIT), metavar="N", help="At most N events.")
+@click.option("--limit", type=LIMIT, metavar="N", help="At most N events.")
 @pass_app
 def events(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, since: int, limit: int | None) -> None:
     """The scope's event log (turns, adds, updates, deletes, retrievals), oldest first."""
@@ -398,7 +398,7 @@ def demo(app: App, keep: bool, pair: bool = False, tiers: bool = False, agent: b
     else:
         from ..demo import run_demo as run
     # With --json the story is not printed: only the result, as JSON.
-    echo = (lambda *_a, **_k: None) if app.json else click.echo
-    result = run(app.db if app.db_typed else None, echo=echo, embedder=app.embedder, keep=keep)
+    say = (lambda *_a, **_k: None) if app.json else click.echo
+    result = run(app.db if app.db_typed else None, echo=say, embedder=app.embedder, keep=keep)
     if app.json:
         app.emit(result, lambda: None)

@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from ..validate import MAX_LIMIT, time_text
-from .app import App, FiniteFloat, cli, echo, json_object, pass_app, read_file, read_text, when
+from ..validate import time_text
+from .app import LIMIT, App, FiniteFloat, cli, echo, json_object, pass_app, read_file, read_text, when
 
 _TIME = "ISO-8601, epoch seconds, or an offset from now: +10h, -2d, +30m"
 
@@ -91,7 +91,7 @@ def recent(app: App, n: int, project_id: str | None, agent_id: str | None) -> No
 @project_option
 @click.option("--agent", "agent_id", metavar="ID", help="Only this agent's minutes.")
 @click.option("--since", default=0, show_default=True, type=click.IntRange(min=0), help="Start after this log position (a page's 'next').")
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="Page size.")
+@click.option("--limit", default=100, show_default=True, type=LIMIT, help="Page size.")
 @pass_app
 def history(app: App, project_id: str | None, agent_id: str | None, since: int, limit: int) -> None:
     """The project's whole log, oldest first, a page at a time (pruning never removes a minute)."""
@@ -126,7 +126,7 @@ def show(app: App, ids: tuple[str, ...]) -> None:
 @project_option
 @click.option("--agent", "agent_id", metavar="ID", help="Only this agent's minutes.")
 @click.option("--category", metavar="NAME", help="Only this category.")
-@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="How many.")
+@click.option("--limit", default=5, show_default=True, type=LIMIT, help="How many.")
 @pass_app
 def search(app: App, query: tuple[str, ...], project_id: str | None, agent_id: str | None, category: str | None, limit: int) -> None:
     """The indexed minutes most relevant to QUERY (pruned ones are not in the index)."""

@@ -15,8 +15,7 @@ import click
 from click.core import ParameterSource
 
 from ..errors import MemoristError
-from ..validate import MAX_LIMIT
-from .app import AliasChoice, App, FiniteFloat, cli, echo, file_name, pass_app, read_file
+from .app import LIMIT, AliasChoice, App, FiniteFloat, cli, echo, file_name, pass_app, read_file
 
 if TYPE_CHECKING:
     from ..ace.playbook import Playbook
@@ -221,7 +220,7 @@ def summary(analysis: Analysis, learner_id: str | None = None) -> None:
 
 @analyze.command()
 @_learner_option
-@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="How many bullets.")
+@click.option("--limit", default=10, show_default=True, type=LIMIT, help="How many bullets.")
 @pass_analysis
 def top(analysis: Analysis, learner_id: str | None, limit: int) -> None:
     """The strongest bullets: by decay score, then helpful count."""
@@ -232,7 +231,7 @@ def top(analysis: Analysis, learner_id: str | None, limit: int) -> None:
 
 @analyze.command()
 @_learner_option
-@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="How many bullets.")
+@click.option("--limit", default=10, show_default=True, type=LIMIT, help="How many bullets.")
 @pass_analysis
 def recent(analysis: Analysis, learner_id: str | None, limit: int) -> None:
     """The newest bullets."""
@@ -244,7 +243,7 @@ def recent(analysis: Analysis, learner_id: str | None, limit: int) -> None:
 @analyze.command()
 @click.argument("query", nargs=-1, required=True)
 @_learner_option
-@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="How many bullets.")
+@click.option("--limit", default=10, show_default=True, type=LIMIT, help="How many bullets.")
 @pass_analysis
 def search(analysis: Analysis, query: tuple[str, ...], learner_id: str | None, limit: int) -> None:
     """Bullets by similarity to QUERY (nothing is touched)."""

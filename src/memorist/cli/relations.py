@@ -14,8 +14,7 @@ from typing import Any
 import click
 
 from ..policies.relations import RELATIONS
-from ..validate import MAX_LIMIT
-from .app import App, cli, echo, pass_app
+from .app import LIMIT, App, cli, echo, pass_app
 
 _SUBJECT = "Who: user:<id>, agent:<id> or group:<id>."
 _OBJECT = ("What: playbook:<agent>/<name>, playbook:user:<user>/<name>, scope:user:<id>, scope:agent:<id>, group:<id> "
@@ -58,7 +57,7 @@ def delete(app: App, subject: str, relation: str, object: str) -> None:  # noqa:
 @click.option("--subject", metavar="TYPE:ID", help=_SUBJECT)
 @click.option("--relation", type=click.Choice(RELATIONS), help="Only this relation.")
 @click.option("--object", "object", metavar="TYPE:ID", help=_OBJECT)
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="At most this many.")
+@click.option("--limit", default=100, show_default=True, type=LIMIT, help="At most this many.")
 @pass_app
 def list_(app: App, subject: str | None, relation: str | None, object: str | None, limit: int) -> None:  # noqa: A002
     """The tuples of the store's tenant."""

@@ -7,8 +7,7 @@ from typing import Any
 import click
 
 from ..policies.text import preview
-from ..validate import MAX_LIMIT
-from .app import App, CommandError, cli, pass_app, scope, scope_options, when
+from .app import LIMIT, App, CommandError, cli, pass_app, scope, scope_options, when
 
 
 @cli.command()
@@ -23,7 +22,7 @@ from .app import App, CommandError, cli, pass_app, scope, scope_options, when
     "'openai-compatible:<model>' (MEMORIST_LLM_BASE_URL) or 'gemini[:model]' (GEMINI_API_KEY).",
 )
 @click.option("--list", "list_only", is_flag=True, help="Only list the pending turns; no LLM needed.")
-@click.option("--limit", type=click.IntRange(1, MAX_LIMIT), metavar="N", help="At most N turns, oldest first.")
+@click.option("--limit", type=LIMIT, metavar="N", help="At most N turns, oldest first.")
 @pass_app
 def reprocess(
     app: App,

@@ -13,8 +13,9 @@ from typing import Any
 import click
 
 from ..errors import NotFoundError
-from ..validate import MAX_LIMIT, time_text
+from ..validate import time_text
 from .app import (
+    LIMIT,
     TIER_COLUMNS,
     App,
     CommandError,
@@ -220,7 +221,7 @@ def config(app: App, settings: tuple[str, ...], reset: bool) -> None:
 
 @tiers.command("list")
 @scope_options
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="How many.")
+@click.option("--limit", default=100, show_default=True, type=LIMIT, help="How many.")
 @pass_app
 def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, limit: int) -> None:
     """The scope's memories with their energy and tier, newest first."""
@@ -230,7 +231,7 @@ def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
 
 @tiers.command("tests")
 @scope_options
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="How many.")
+@click.option("--limit", default=100, show_default=True, type=LIMIT, help="How many.")
 @click.option("--delete", is_flag=True, help="Delete them instead (the real memories are never touched).")
 @pass_app
 def tests(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, limit: int, delete: bool) -> None:
