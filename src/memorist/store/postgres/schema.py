@@ -398,7 +398,7 @@ def leave_room(conn: Any, schema: str) -> None:
     try:
         with conn.transaction():
             conn.execute("SET LOCAL lock_timeout = '50ms'")
-            conn.execute(f"ALTER TABLE {quote_ident(schema)}.memories SET ({MEMORIES_FILL.replace('=', ' = ')})")
+            conn.execute(f"ALTER TABLE {quote_ident(schema)}.memories SET ({MEMORIES_FILL})")
     except (psycopg.errors.LockNotAvailable, psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction):
         pass
 

@@ -1559,16 +1559,12 @@ class PostgresStore(Store):
         describe: Callable[[Erased], dict[str, Any]] | None = None,
     ) -> Erased:
         if not dry_run:
-            # After the flush under way, if any: it would log the owner's queries after
-            # they were blanked.
-            with self._flush_lock, self._touch_lock:
-                # Buffered retrievals are logged now, then blanked with the rest; if
-                # they cannot be written now (a space busy), the owners' are dropped
-                # (a later flush would log their queries again), the others' kept.
-                if len(self._touches):
-                    with self._pool_connection() as conn:
-                        self._touches.taken(self._flush_touches(conn, self._touches))
-                    self._touches.drop(lambda space: any(_owns(owner, space) for owner in owners))
+            # Buffered retrievals are logged now, to be blanked with the rest, after the
+            # flush under way, if any (it would log the owners' queries after the
+            # blanking). What cannot be written now stays buffered until the erasure
+            # commits, below.
+            with self._flush_lock:
+                self._write_touches()
         with self._pool_connection() as conn:
             if dry_run:
                 with conn.transaction():
@@ -1631,8 +1627,9 @@ class PostgresStore(Store):
                 ).fetchone()[0])
                 seq = None if log is None else logged
             with self._touch_lock:
-                # Searches during the erasure buffered the owners' retrievals too: a
-                # flush after the owner came back would log their queries.
+                # The owners' retrievals still buffered (their spaces were busy above,
+                # or searches made them during the erasure) go: a flush after an owner
+                # came back would log their queries. The others' stay.
                 self._touches.drop(lambda space: any(_owns(owner, space) for owner in owners))
             for spaces, _ in owned:
                 for space in spaces:
