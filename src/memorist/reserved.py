@@ -29,16 +29,33 @@ PREVIOUS_PG_SCHEMA = PREVIOUS_NAME
 PG_FUNCTIONS = ("docs_counted", "vectors_added", "vectors_removed", "vectors_moved", "events_append_only")
 
 #: The name the per-learner preset's playbooks are stored under (a learner's bullets
-#: carry it): the name the preset had when stores were first written with it.
-PER_LEARNER_PLAYBOOK = "ltmbse"
+#: carry it in their metadata).
+PER_LEARNER_PLAYBOOK = "per-learner"
 
-#: The run of playbook headers (:mod:`memorist.pipelines.playbooks`).
+#: The name they were stored under up to release 0.2.0, still accepted where a
+#: playbook is named (:func:`playbook_name`) and rewritten by the migrations
+#: (:mod:`memorist.store.playbook_names`).
+PREVIOUS_PER_LEARNER_PLAYBOOK = "ltmbse"
+
+#: What the migrations name it instead in a space that already holds a playbook
+#: named :data:`PER_LEARNER_PLAYBOOK` (its owner named one so by hand): both stay.
+RENAMED_APART_PLAYBOOK = f"{PER_LEARNER_PLAYBOOK}-previous"
+
+#: The run of playbook headers (:mod:`memorist.pipelines.playbooks`), and the run of
+#: their versions.
 RUN_PLAYBOOKS = f"{RUN_PREFIX}playbook"
+RUN_PLAYBOOK_VERSIONS = f"{RUN_PREFIX}playbook-versions"
 
 
 def header_digest(name: str, *, run: str = RUN_PLAYBOOKS) -> str:
     """The content address of the header of the playbook ``name`` in its space."""
     return hashlib.sha256(f"{run}\x00{name}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def playbook_name(name: str) -> str:
+    """``name`` as playbooks are stored now: the per-learner playbook's former name
+    reads as its current one."""
+    return PER_LEARNER_PLAYBOOK if name == PREVIOUS_PER_LEARNER_PLAYBOOK else name
 
 
 def renamed_run(run_id: str) -> str:

@@ -83,6 +83,8 @@ from ..policies.learning import (
     category_of,
     improvement,
 )
+from ..policies.playbook import curation_key
+from ..reserved import playbook_name
 from ..roles.learning import Insights, Reflector
 from ..roles.reflector import HeuristicReflector
 from ..store.base import ScopeFilter
@@ -185,7 +187,7 @@ def _outcome(value: Any) -> tuple[Any, str, Any]:
 
 def _curation_key(ref: PlaybookRef) -> str:
     """How a reflection remembers the playbooks it was curated into (never twice)."""
-    return f"{ref.label}:{ref.scope.tenant_id}:{ref.scope.user_id}:{ref.scope.agent_id}:{ref.name}"
+    return curation_key(ref.label, ref.scope.tenant_id, ref.scope.user_id, ref.scope.agent_id, ref.name)
 
 
 class LearningRun:
@@ -266,8 +268,9 @@ class Learning:
         return Scope(self.tenant_id, user or "", agent or "")
 
     def ref(self, name: Any, user_id: Any = None, agent_id: Any = None, scope: Any = None, *, writing: bool = False) -> PlaybookRef:
-        """The playbook ``name`` of the scope these arguments name."""
-        name = _name(name)
+        """The playbook ``name`` of the scope these arguments name (the per-learner
+        playbook's former name reads as its current one)."""
+        name = playbook_name(_name(name))
         user, agent = self._ids(user_id, agent_id)
         if scope is not None and scope not in SCOPES:
             raise ValidationError("scope", f"must be one of {', '.join(SCOPES)}, got {validate.show(scope)}")

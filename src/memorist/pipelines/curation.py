@@ -39,6 +39,7 @@ import numpy as np
 from ..model import MemoryRecord, Status
 from ..policies.learning import HARMFUL, HELPFUL, NEUTRAL, LearningConfig, support
 from ..policies.text import normalize
+from ..reserved import PER_LEARNER_PLAYBOOK
 from ..store.base import Batch
 from .playbooks import (
     Evidence,
@@ -100,7 +101,7 @@ def _weighed(items: tuple[tuple[str, str, float, float | None], ...], cat: str) 
 class Curation:
     """Applies candidates, replacements and rollbacks to playbooks."""
 
-    def __init__(self, playbooks: PlaybookStore, config: LearningConfig, *, default_name: str = "ltmbse") -> None:
+    def __init__(self, playbooks: PlaybookStore, config: LearningConfig, *, default_name: str = PER_LEARNER_PLAYBOOK) -> None:
         self.playbooks = playbooks
         self.config = config
         self.default_name = default_name
@@ -349,7 +350,7 @@ class Curation:
                     removed.append(record)
             final: list[MemoryRecord] = []
             for rid, (entry, vector) in wanted.items():
-                restored = record_from_snapshot(entry, ref.at(""))
+                restored = record_from_snapshot(entry, ref.at(""), ref.name)
                 if rid in current:
                     old = current[rid]
                     restored = restored.copy(

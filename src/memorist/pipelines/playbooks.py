@@ -6,9 +6,9 @@ empty) or the global one (tenant, user and agent empty). It is made of memories
 that no fact call sees (:func:`memorist.model.is_fact`):
 
 - **strategies**: memories with a ``section`` whose metadata ``playbook`` is the
-  playbook's name — the very shape of spec 000's bullets, so a learner's spec 000
+  playbook's name — the very shape of the tutor's bullets, so a learner's tutoring
   playbook *is* the playbook of the learner's space named after its preset
-  (``ltmbse``). Their kind gives the category: ``strategy`` ✓ helpful,
+  (``per-learner``). Their kind gives the category: ``strategy`` ✓ helpful,
   ``anti_pattern`` ✗ harmful, anything else ○ neutral.
 - **the header**: one memory of kind ``playbook`` (run ``memorist:playbook``), found by
   its content address (SHA-256 of the name) with ``find_active_hash`` inside the
@@ -57,12 +57,12 @@ from ..policies.learning import (
 from ..policies.learning import support as support_for
 from ..policies.taxonomy import GENERAL_TOPIC, section_for, snake_case
 from ..policies.text import content_hash
-from ..reserved import RUN_PLAYBOOKS, RUN_PREFIX, header_digest
+from ..reserved import PER_LEARNER_PLAYBOOK, RUN_PLAYBOOK_VERSIONS, RUN_PLAYBOOKS, header_digest
 from ..store.base import Batch, ScopeFilter, Store
 
 #: The run ids of playbook headers and of their versions (runs of their own, so a
 #: list by run reads only them: listing playbooks never decodes version snapshots).
-RUN_VERSIONS = f"{RUN_PREFIX}playbook-versions"
+RUN_VERSIONS = RUN_PLAYBOOK_VERSIONS
 PLAYBOOK_KEY = "playbook"  # metadata key: the playbook a strategy belongs to
 SCOPES = ("agent", "user", "tenant", "global")
 _KIND_OF = {HELPFUL: Kind.STRATEGY, HARMFUL: Kind.ANTI_PATTERN, NEUTRAL: Kind.OBSERVATION}
@@ -90,7 +90,7 @@ def playbook_of(record: MemoryRecord, default: str) -> str:
     return name if isinstance(name, str) and name else default
 
 
-def is_strategy_of(record: MemoryRecord, name: str, *, default: str = "ltmbse") -> bool:
+def is_strategy_of(record: MemoryRecord, name: str, *, default: str = PER_LEARNER_PLAYBOOK) -> bool:
     """Whether ``record`` is an active strategy (bullet) of the playbook ``name``."""
     return bool(record.section) and record.status is Status.ACTIVE and playbook_of(record, default) == name
 
@@ -339,8 +339,13 @@ def snapshot_entry(record: MemoryRecord) -> dict[str, Any]:
     }
 
 
-def record_from_snapshot(entry: Mapping[str, Any], scope: Scope) -> MemoryRecord:
-    """A strategy as a snapshot holds it (its old id; the caller gives a new one if it was deleted)."""
+def record_from_snapshot(entry: Mapping[str, Any], scope: Scope, playbook: str | None = None) -> MemoryRecord:
+    """A strategy as a snapshot holds it (its old id; the caller gives a new one if it
+    was deleted), filed under ``playbook`` when given: the playbook it is restored
+    into, whatever name the snapshot was taken under."""
+    metadata = dict(entry.get("metadata") or {})
+    if playbook is not None:
+        metadata[PLAYBOOK_KEY] = playbook
     kind = Kind(entry.get("kind", "strategy")) if entry.get("kind") in Kind._value2member_map_ else Kind.STRATEGY
     cls = MemoryClass(entry["memory_class"]) if entry.get("memory_class") in MemoryClass._value2member_map_ else DEFAULT_CLASS[kind]
     text = str(entry.get("text", ""))
@@ -360,7 +365,7 @@ def record_from_snapshot(entry: Mapping[str, Any], scope: Scope) -> MemoryRecord
         created_at=float(entry.get("created_at") or 0.0),
         updated_at=entry.get("updated_at"),
         content_hash=content_hash(text),
-        metadata=dict(entry.get("metadata") or {}),
+        metadata=metadata,
     )
 
 
@@ -480,10 +485,10 @@ class PlaybookStore:
         return updated
 
     # strategies ----------------------------------------------------------------------------
-    def strategies(self, ref: PlaybookRef, *, default: str = "ltmbse") -> list[tuple[MemoryRecord, np.ndarray | None]]:
+    def strategies(self, ref: PlaybookRef, *, default: str = PER_LEARNER_PLAYBOOK) -> list[tuple[MemoryRecord, np.ndarray | None]]:
         return [(r, v) for r, v in self.store.list_bullets(ref.space) if is_strategy_of(r, ref.name, default=default)]
 
-    def strategies_in(self, batch: Batch, ref: PlaybookRef, *, default: str = "ltmbse") -> list[tuple[MemoryRecord, np.ndarray | None]]:
+    def strategies_in(self, batch: Batch, ref: PlaybookRef, *, default: str = PER_LEARNER_PLAYBOOK) -> list[tuple[MemoryRecord, np.ndarray | None]]:
         return [(r, v) for r, v in batch.list_bullets(ref.space) if is_strategy_of(r, ref.name, default=default)]
 
     def new_strategy(
@@ -577,7 +582,7 @@ class PlaybookStore:
             version=number, label=label, versions=index, **dict(header_changes or {}),
         )
 
-    def delete(self, ref: PlaybookRef, *, default: str = "ltmbse") -> tuple[MemoryRecord | None, int, int]:
+    def delete(self, ref: PlaybookRef, *, default: str = PER_LEARNER_PLAYBOOK) -> tuple[MemoryRecord | None, int, int]:
         """Delete the playbook: its header, its strategies and every version of it
         (those the header lists and any other of its name), in one transaction.
         Returns ``(header, strategies, versions)`` as deleted; nothing to delete:

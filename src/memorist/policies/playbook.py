@@ -22,7 +22,7 @@ from typing import Any
 from .. import config
 from ..errors import ConfigurationError
 from ..model import MemoryClass
-from ..reserved import PER_LEARNER_PLAYBOOK
+from ..reserved import PER_LEARNER_PLAYBOOK, playbook_name
 from ..validate import finite_number
 from .decay import decay_rates
 
@@ -135,14 +135,12 @@ class PlaybookConfig:
     weights: ContextWeights = field(default_factory=ContextWeights)
 
     def __post_init__(self) -> None:
-        if not self.name:
-            object.__setattr__(self, "name", PER_LEARNER_PLAYBOOK)
+        object.__setattr__(self, "name", playbook_name(self.name) or PER_LEARNER_PLAYBOOK)
 
     @property
     def preset_name(self) -> str:
-        """The preset as users name it: ``"per-learner"`` for the default configuration
-        (whose stored playbooks keep their original name, ``name``), else ``name``."""
-        return "per-learner" if self.name == PER_LEARNER_PLAYBOOK else self.name
+        """The preset's name: ``"per-learner"`` for the default configuration, else ``name``."""
+        return self.name
 
     @property
     def new_cap(self) -> int | None:
@@ -217,8 +215,14 @@ class PlaybookConfig:
         return dataclasses.replace(self, max_new=max_new, use_llm=use_llm, decay_rates=decay_rates(self.decay_rates))
 
 
+def curation_key(label: str, tenant: str, user: str, agent: str, name: str) -> str:
+    """How a reflection remembers a playbook it was curated into (never twice): the
+    playbook's scope label, its space's ids and its name."""
+    return f"{label}:{tenant}:{user}:{agent}:{name}"
+
+
 # The preset's former name, kept for code written against it (set here rather than
 # declared in the class, so the API reference shows only the current name).
 setattr(PlaybookConfig, "ltmbse", PlaybookConfig.per_learner_preset)  # noqa: B010
 
-__all__ = ["CLASS_PRIORITY", "ContextWeights", "PlaybookConfig", "context_score", "prune_order", "prune_plan", "room_for_new"]
+__all__ = ["CLASS_PRIORITY", "ContextWeights", "PlaybookConfig", "context_score", "curation_key", "prune_order", "prune_plan", "room_for_new"]

@@ -35,11 +35,13 @@ with these rules.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
+from ..reserved import playbook_name
 
 OWNER, EDITOR, VIEWER, MEMBER = "owner", "editor", "viewer", "member"
 #: The access relations, strongest first.
@@ -107,8 +109,8 @@ def object_of(value: Any, field: str = "object") -> tuple[str, str]:
         return kind, space_key(*space)
     if kind == "playbook":
         path = parse_playbook(ident)
-        if path is not None:
-            return kind, playbook_key(path)
+        if path is not None:  # the per-learner playbook's former name names it as the current one
+            return kind, playbook_key(dataclasses.replace(path, name=playbook_name(path.name)))
         if "/" in ident:
             raise ValidationError(field, "a playbook is '<agent>/<name>', 'user:<user>/<name>', 'user:<user>/agent:<agent>/<name>', "
                                          f"'tenant/<name>', 'global/<name>' or its id (a '/' inside an id or a name written %2F), got {ident!r}")

@@ -104,7 +104,7 @@ def test_spec_000_bullets_are_not_facts_either(mem) -> None:
     m.delete_all(user_id="sam")
     (bullet,) = Playbook(m).bullets("sam")
     assert bullet.content == "Draw the fractions first"
-    assert [s["pattern"] for s in m.learning.get_playbook("ltmbse", user_id="sam")["strategies"]["helpful"]] == ["Draw the fractions first"]
+    assert [s["pattern"] for s in m.learning.get_playbook("per-learner", user_id="sam")["strategies"]["helpful"]] == ["Draw the fractions first"]
 
 
 def test_search_still_finds_facts_crowded_out_by_learning_objects(backend) -> None:

@@ -90,12 +90,12 @@ def test_spec_000_learning_turns_are_versions_of_the_learners_playbook(mem) -> N
     pb = Playbook(mem)
     pb.turn("sam", "c1").learn(question="q", lessons=["Draw the fractions first"], topic="fractions")
     pb.turn("sam", "c2").learn(question="q", lessons=["Draw the fractions first"], topic="fractions")  # a reinforcement
-    assert versions(mem, "ltmbse", user_id="sam") == [1, 2]
-    v1 = mem.learning.get_playbook_version("ltmbse", 1, user_id="sam")
+    assert versions(mem, "per-learner", user_id="sam") == [1, 2]
+    v1 = mem.learning.get_playbook_version("per-learner", 1, user_id="sam")
     (entry,) = v1["strategies"]["helpful"]
     assert entry["pattern"] == "Draw the fractions first" and entry["evidence_count"] == 1
-    assert mem.learning.get_playbook("ltmbse", user_id="sam")["strategies"]["helpful"][0]["evidence_count"] == 2
-    mem.learning.rollback_playbook("ltmbse", 1, user_id="sam")
+    assert mem.learning.get_playbook("per-learner", user_id="sam")["strategies"]["helpful"][0]["evidence_count"] == 2
+    mem.learning.rollback_playbook("per-learner", 1, user_id="sam")
     (bullet,) = pb.bullets("sam")
     assert bullet.helpful == 1  # spec 000's view follows the rollback
     assert pb.turn("sam", "c3").retrieve("Draw the fractions first")[0].content == "Draw the fractions first"

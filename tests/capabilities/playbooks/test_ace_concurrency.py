@@ -48,7 +48,7 @@ def test_two_memory_instances_on_one_store(backend, twin):
         for m in (m1, m2):
             (b,) = Playbook(m).bullets("sam")
             assert b.helpful == 2
-        assert len(m1.learning.list_playbook_versions("ltmbse", user_id="sam")) == 2  # one header for both writers
+        assert len(m1.learning.list_playbook_versions("per-learner", user_id="sam")) == 2  # one header for both writers
     finally:
         m1.close()
         m2.close()
@@ -65,5 +65,5 @@ def test_two_threads_sharing_one_memory(backend):
         assert sum(e["payload"].get("delta") == "new" for e in adds) == 1  # one bullet
         # Its playbook (spec 001): one header, one version per change.
         assert sum(e["run_id"] == "memorist:playbook" and "scope" in e["payload"] for e in adds) == 1
-        assert [v["version"] for v in memory.learning.list_playbook_versions("ltmbse", user_id="sam")] == [1, 2]
-        assert memory.learning.get_playbook("ltmbse", user_id="sam")["version"] == 2
+        assert [v["version"] for v in memory.learning.list_playbook_versions("per-learner", user_id="sam")] == [1, 2]
+        assert memory.learning.get_playbook("per-learner", user_id="sam")["version"] == 2

@@ -315,7 +315,7 @@ def test_a_new_conversation_of_the_same_learner_sees_what_was_learned(backend, e
         assert turn.learn(question="How do I add 1/2 + 1/3?", outcome="success")["num_updates"] == 1
         assert Playbook(m2).turn("ana", "friday").retrieve("How do I add 1/2 + 1/3?") == []  # another learner
         assert m2.get_all(user_id="sam")["results"] == []  # a playbook's bullet is no fact
-        playbook = m2.learning.get_playbook("ltmbse", user_id="sam")  # it is the learner's playbook (spec 001)
+        playbook = m2.learning.get_playbook("per-learner", user_id="sam")  # it is the learner's playbook (spec 001)
         assert [e["pattern"] for e in playbook["strategies"]["helpful"]] == ["Remind Sam that 1/2 = 3/6"]
 
 

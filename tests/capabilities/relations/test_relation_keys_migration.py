@@ -8,10 +8,12 @@ import sqlite3
 from memorist import Memory
 from memorist.store.postgres.schema import MIGRATIONS as PG_MIGRATIONS
 from memorist.store.postgres.schema import relation_keys
-from memorist.store.sqlite.schema import SCHEMA_VERSION as SQLITE_VERSION
+from memorist.store.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
+from memorist.store.sqlite.schema import relation_keys as sqlite_relation_keys
 
-# The PostgreSQL schema's version before its re-keying step.
+# Each schema's version before its re-keying step.
 PG_BEFORE = PG_MIGRATIONS.index(relation_keys)
+SQLITE_BEFORE = SQLITE_MIGRATIONS.index(sqlite_relation_keys)
 
 # As release 0.2.0 stored them: ids written as they were, not encoded.
 OLD = [
@@ -32,7 +34,7 @@ def _store_as_before(backend) -> None:
             m.close()
             conn = sqlite3.connect(m.store.path if hasattr(m.store, "path") else backend.target)
             conn.executemany("INSERT INTO relations VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SQLITE_VERSION - 1),))
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SQLITE_BEFORE),))
             conn.commit()
             conn.close()
             return

@@ -154,7 +154,7 @@ def test_analyze_prints_ids_of_the_learners_playbook(tmp_path: Path) -> None:
     table = run("analyze", "top", "--db", db).stdout
     short = next(line.split()[0] for line in table.splitlines() if "fraction bars" in line.lower())
     # A bullet is a strategy of the learner's playbook (spec 001), not a fact (issue 14).
-    playbook = json.loads(run("playbook", "get", "ltmbse", "--user", "lee", "--db", db, "--json").stdout)
+    playbook = json.loads(run("playbook", "get", "per-learner", "--user", "lee", "--db", db, "--json").stdout)
     (entry,) = [e for e in playbook["strategies"]["helpful"] if e["id"].startswith(short)]
     assert "fraction bars" in entry["pattern"].lower()
     assert "memory not found" in run("get", short, "--db", db, code=1).stderr

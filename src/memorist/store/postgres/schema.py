@@ -35,7 +35,9 @@ from ...reserved import (
     renamed_header_hash,
     renamed_run,
 )
+from .. import playbook_names
 from ..base import TOMBSTONE
+from .text import full_text
 
 V1 = """
 CREATE TABLE meta (
@@ -316,9 +318,48 @@ def relation_keys(conn: Any) -> None:
             )
 
 
+def per_learner_name(conn: Any) -> None:
+    """Version 8: the per-learner playbooks take their current name, as in the SQLite
+    store's migration (:func:`memorist.store.sqlite.schema.per_learner_name`); a
+    renamed label's full-text terms are written again with it."""
+    condition = " OR ".join("strpos(metadata, %s) > 0" for _ in playbook_names.NAMES)
+    rows = conn.execute(
+        f"SELECT rowid, space_id, run_id, kind, text, search_text, metadata, status FROM memories WHERE {condition}",
+        playbook_names.NAMES,
+    ).fetchall()
+    if not rows:
+        return
+    spaces = {row[0]: row[1:] for row in conn.execute("SELECT id, tenant_id, user_id, agent_id FROM spaces").fetchall()}
+    plan = playbook_names.plan(rows, spaces)
+    active = {row[0] for row in rows if row[7] == "active"}
+    for r in plan.rows:
+        columns = {"text": r.text, "search_text": r.search_text, "metadata": r.metadata, "content_hash": r.content_hash, "speaker": r.speaker}
+        if r.search_changed and r.rowid in active:  # an inactive memory keeps no terms
+            columns["terms"], columns["term_count"] = full_text(r.search_text)
+        sets = ", ".join(f"{c} = %({c})s::tsvector" if c == "terms" else f"{c} = %({c})s" for c, v in columns.items() if v is not None)
+        conn.execute(f"UPDATE memories SET {sets} WHERE rowid = %(rowid)s", {**columns, "rowid": r.rowid})
+    rows = conn.execute(
+        "SELECT tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at FROM relations "
+        "WHERE object_type = 'playbook'"
+    ).fetchall()
+    for tenant, subject_type, subject_id, relation, kind, ident, created in rows:
+        new = plan.relation_key(tenant, ident)
+        if new != ident:
+            conn.execute(
+                "DELETE FROM relations WHERE tenant_id = %s AND subject_type = %s AND subject_id = %s AND relation = %s "
+                "AND object_type = %s AND object_id = %s",
+                (tenant, subject_type, subject_id, relation, kind, ident),
+            )
+            conn.execute(
+                "INSERT INTO relations (tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (tenant, subject_type, subject_id, relation, kind, new, created),
+            )
+
+
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
 #: transaction with the store's search path.
-MIGRATIONS: list[Any] = [V1, V2, v3_rename, relations_table, V5, V6, relation_keys]
+MIGRATIONS: list[Any] = [V1, V2, v3_rename, relations_table, V5, V6, relation_keys, per_learner_name]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 DEFAULT_SCHEMA = "memorist"

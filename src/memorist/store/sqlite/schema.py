@@ -19,6 +19,7 @@ from ...reserved import (
     renamed_header_hash,
     renamed_run,
 )
+from .. import playbook_names
 from ..base import TOMBSTONE
 from ..codec import scope_key
 
@@ -205,7 +206,36 @@ def relation_keys(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM relations WHERE rowid = ?", (rowid,))
 
 
+def per_learner_name(conn: sqlite3.Connection) -> None:
+    """Version 7: the per-learner playbooks take their current name (what is renamed:
+    :mod:`memorist.store.playbook_names`). The label vectors of headers and versions
+    stay as they were embedded (nothing searches them)."""
+    condition = " OR ".join("instr(m.metadata, ?) > 0" for _ in playbook_names.NAMES)
+    rows = conn.execute(
+        "SELECT m.rowid, m.space_id, m.run_id, m.kind, m.text, m.search_text, m.metadata, m.status "
+        f"FROM memories m WHERE {condition}",
+        playbook_names.NAMES,
+    ).fetchall()
+    if not rows:
+        return
+    spaces = {row[0]: row[1:] for row in conn.execute("SELECT id, tenant_id, user_id, agent_id FROM spaces")}
+    plan = playbook_names.plan(rows, spaces)
+    conn.executemany(  # (no speaker column here: SQLite reads it from the metadata)
+        "UPDATE memories SET text = ?, search_text = ?, metadata = ?, content_hash = coalesce(?, content_hash) WHERE rowid = ?",
+        [(r.text, r.search_text, r.metadata, r.content_hash, r.rowid) for r in plan.rows],
+    )
+    for rowid, tenant, ident in conn.execute("SELECT rowid, tenant_id, object_id FROM relations WHERE object_type = 'playbook'").fetchall():
+        new = plan.relation_key(tenant, ident)
+        if new != ident:
+            conn.execute(
+                "INSERT OR IGNORE INTO relations (tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at) "
+                "SELECT tenant_id, subject_type, subject_id, relation, object_type, ?, created_at FROM relations WHERE rowid = ?",
+                (new, rowid),
+            )
+            conn.execute("DELETE FROM relations WHERE rowid = ?", (rowid,))
+
+
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
 #: transaction.
-MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [V1, V2, v3_rename, relations_table, V5, relation_keys]
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [V1, V2, v3_rename, relations_table, V5, relation_keys, per_learner_name]
 SCHEMA_VERSION = len(MIGRATIONS)
