@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 #: The name release 0.1.0 was published under.
@@ -37,9 +38,10 @@ PER_LEARNER_PLAYBOOK = "per-learner"
 #: (:mod:`memorist.store.playbook_names`).
 PREVIOUS_PER_LEARNER_PLAYBOOK = "ltmbse"
 
-#: What the migrations name it instead in a space that already holds a playbook
-#: named :data:`PER_LEARNER_PLAYBOOK` (its owner named one so by hand): both stay.
-RENAMED_APART_PLAYBOOK = f"{PER_LEARNER_PLAYBOOK}-previous"
+#: What the migrations name a playbook its owner had named :data:`PER_LEARNER_PLAYBOOK`
+#: by hand in a space whose learner's playbook takes that name (``-2``, ``-3``... added
+#: while the name is taken).
+OWN_PLAYBOOK = f"{PER_LEARNER_PLAYBOOK}-own"
 
 #: The run of playbook headers (:mod:`memorist.pipelines.playbooks`), and the run of
 #: their versions.
@@ -56,6 +58,55 @@ def playbook_name(name: str) -> str:
     """``name`` as playbooks are stored now: the per-learner playbook's former name
     reads as its current one."""
     return PER_LEARNER_PLAYBOOK if name == PREVIOUS_PER_LEARNER_PLAYBOOK else name
+
+
+def renamed_playbook_fields(
+    run_id: str, kind: str, section: str, text: str, search_text: str, metadata: dict[str, Any],
+    names: Mapping[str, str], marks: Mapping[str, str] | None = None,
+) -> tuple[str, str, str | None] | None:
+    """Rename the playbooks a stored row belongs to, as ``names`` maps them (old name
+    to new), in ``metadata`` itself: a header's ``name`` (with its label text and its
+    content address), a version's, strategy's or trajectory's ``playbook`` (a
+    version's label text too), and a reflection's marks of the playbooks it was
+    curated into (``marks``: each mark to its new one; a mark not there that names
+    the per-learner playbook's former name takes ``names`` of it). Facts are never touched: only the rows of the
+    reserved runs and strategies (rows with a ``section``) are.
+
+    Returns the new ``(text, search_text, content_hash)``, the hash None where it
+    does not change; None when nothing changed (``metadata`` is then as it was)."""
+    if not (section or run_id.startswith(RUN_PREFIX)):
+        return None
+    changed, digest = False, None
+    name = metadata.get("name")
+    if run_id == RUN_PLAYBOOKS and kind == "playbook" and isinstance(name, str) and name in names:
+        new = metadata["name"] = names[name]
+        old_label, new_label = f"Playbook {name}", f"Playbook {new}"
+        text, search_text = (new_label if t == old_label else t for t in (text, search_text))
+        changed, digest = True, header_digest(new)
+    owner = metadata.get("playbook")
+    if isinstance(owner, str) and owner in names:
+        new = metadata["playbook"] = names[owner]
+        if run_id == RUN_PLAYBOOK_VERSIONS and kind == "playbook_version":
+            old_label, new_label = f"Playbook {owner} version", f"Playbook {new} version"
+            text, search_text = (new_label if t == old_label else t for t in (text, search_text))
+        changed = True
+    curated = metadata.get("curated_into")
+    if isinstance(curated, list):
+        renamed = [_remark(mark, names, marks or {}) for mark in curated]
+        if renamed != curated:
+            metadata["curated_into"], changed = renamed, True
+    return (text, search_text, digest) if changed else None
+
+
+def _remark(mark: Any, names: Mapping[str, str], marks: Mapping[str, str]) -> Any:
+    if not isinstance(mark, str):
+        return mark
+    if mark in marks:
+        return marks[mark]
+    old = PREVIOUS_PER_LEARNER_PLAYBOOK
+    if old in names and mark.endswith(":" + old):
+        return mark[: -len(old)] + names[old]
+    return mark
 
 
 def renamed_run(run_id: str) -> str:

@@ -3,83 +3,105 @@ have now.
 
 Release 0.2.0 stored the per-learner preset's playbooks under the method's former
 name (memorist.reserved.PREVIOUS_PER_LEARNER_PLAYBOOK), which `playbook list` showed
-and `playbook get` needed. The fixtures (tests/fixtures/legacy-0.2.0.db and
-legacy-0.2.0-postgres.sql, written by make_legacy_020.py against that release) hold:
-learner lee's playbook (two strategies, two versions, a trajectory curated into it, a
-grant of it to agent coach), and learner kim's, beside a playbook kim had named
-"per-learner" herself.
+and `playbook get` needed. The fixtures (tests/fixtures/legacy-0.2.0.db,
+legacy-0.2.0-postgres.sql and lee's export legacy-0.2.0-lee.jsonl, written by
+make_legacy_020.py against that release) hold:
+
+- lee: a learner's playbook, a task curated into it, then replaced by hand (an
+  undoable curation), granted to agent coach;
+- kim: a learner's playbook beside two she named "per-learner" and "per-learner-own"
+  by hand; the learner's one granted to coach;
+- dan: a playbook he named "per-learner", granted to coach and deleted, then a
+  learner's playbook;
+- zed: a grant to coach of a "per-learner" playbook he never wrote, then a
+  learner's playbook;
+- eve: a fact whose text and metadata name the former name.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from memorist import Memory
 from memorist.ace.playbook import Playbook
 from memorist.pipelines.trajectories import RUN_REFLECTIONS
-from memorist.reserved import PER_LEARNER_PLAYBOOK, PREVIOUS_PER_LEARNER_PLAYBOOK, RENAMED_APART_PLAYBOOK
+from memorist.reserved import OWN_PLAYBOOK, PER_LEARNER_PLAYBOOK, PREVIOUS_PER_LEARNER_PLAYBOOK
 from memorist.store.base import ScopeFilter
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 OLD = PREVIOUS_PER_LEARNER_PLAYBOOK
+NEW = PER_LEARNER_PLAYBOOK
+LEE, KIM, DAN = (dict(user_id=user, scope="user") for user in ("lee", "kim", "dan"))
 
 
 def _patterns(book: dict) -> dict[str, list[str]]:
-    return {category: [s["pattern"] for s in items] for category, items in book["strategies"].items() if items}
+    return {category: sorted(s["pattern"] for s in items) for category, items in book["strategies"].items() if items}
+
+
+def _names(memory: Memory, ids: dict) -> list[str]:
+    return [p["name"] for p in memory.learning.list_playbooks(**ids)]
+
+
+def _turn(memory: Memory, learner: str, feedback: str) -> None:
+    Playbook(memory).run_turn({"messages": [{"role": "user", "content": "What is 3/4 - 1/2?"}], "learner_id": learner,
+                               "conversation_id": "after", "feedback": feedback, "outcome": "success"})
 
 
 def _renamed(memory: Memory) -> None:
     learning = memory.learning
-    lee = dict(user_id="lee", scope="user")
-    assert [p["name"] for p in learning.list_playbooks(**lee)] == [PER_LEARNER_PLAYBOOK]
-    book = learning.get_playbook(PER_LEARNER_PLAYBOOK, **lee)
-    assert _patterns(book) == {
-        "helpful": ["Use the fraction bars; it helped the learner"],
-        "harmful": ["Avoid drawing it as pizza slices; it confused the learner"],
-    }
-    assert learning.get_playbook(OLD, **lee) == book  # the former name still reads it
-    assert [v["version"] for v in learning.list_playbook_versions(PER_LEARNER_PLAYBOOK, **lee)] == [1, 2]
-    # kim named a playbook "per-learner" herself: it keeps the name, her learner's one is set apart.
-    kim = dict(user_id="kim", scope="user")
-    assert [p["name"] for p in learning.list_playbooks(**kim)] == [PER_LEARNER_PLAYBOOK, RENAMED_APART_PLAYBOOK]
-    assert _patterns(learning.get_playbook(PER_LEARNER_PLAYBOOK, **kim)) == {"helpful": ["Her own strategy"]}
-    assert _patterns(learning.get_playbook(RENAMED_APART_PLAYBOOK, **kim)) == {
-        "helpful": ["Use counting the rows of dots; it helped the learner"]}
-    # The grants of both learners' playbooks to agent coach follow them; kim's own is not granted.
+    assert _names(memory, LEE) == [NEW]
+    book = learning.get_playbook(NEW, **LEE)
+    assert _patterns(book) == {"helpful": ["Only this"]}
+    assert learning.get_playbook(OLD, **LEE) == book  # the former name still reads it
+    assert len(learning.list_playbook_versions(NEW, **LEE)) >= 3
+    # kim's learner's playbook takes the name; the ones she named by hand move aside.
+    assert _names(memory, KIM) == [NEW, OWN_PLAYBOOK, f"{OWN_PLAYBOOK}-2"]
+    assert _patterns(learning.get_playbook(NEW, **KIM)) == {"helpful": ["Use counting the rows of dots; it helped the learner"]}
+    assert _patterns(learning.get_playbook(f"{OWN_PLAYBOOK}-2", **KIM)) == {"helpful": ["Her own strategy"]}
+    assert _patterns(learning.get_playbook(OWN_PLAYBOOK, **KIM)) == {"helpful": ["Her other strategy"]}
+    # The grants follow the playbooks they were given on: coach never sees what was not granted.
     coach = memory.as_subject(agent_id="coach").learning
-    assert _patterns(coach.get_playbook(PER_LEARNER_PLAYBOOK, **lee)) == _patterns(book)
-    assert _patterns(coach.get_playbook(RENAMED_APART_PLAYBOOK, **kim)) == {
-        "helpful": ["Use counting the rows of dots; it helped the learner"]}
-    assert _patterns(coach.get_playbook(PER_LEARNER_PLAYBOOK, **kim)) == {}
+    assert _patterns(coach.get_playbook(NEW, **LEE)) == _patterns(book)
+    assert _patterns(coach.get_playbook(NEW, **KIM)) == {"helpful": ["Use counting the rows of dots; it helped the learner"]}
+    assert _patterns(coach.get_playbook(f"{OWN_PLAYBOOK}-2", **KIM)) == {}
+    assert _names(memory, DAN) == [NEW]
+    assert _patterns(learning.get_playbook(NEW, **DAN)) == {"helpful": ["Use songs; it helped the learner"]}
+    assert _patterns(coach.get_playbook(NEW, **DAN)) == {}  # the grant was of dan's own, deleted, playbook
+    assert _patterns(learning.get_playbook(NEW, user_id="zed", scope="user")) == {"helpful": ["Use stories; it helped the learner"]}
+    assert _patterns(coach.get_playbook(NEW, user_id="zed", scope="user")) == {}  # the grant was of one he never wrote
     assert sorted(tuple(item["object"]) for item in memory.relations.list()["results"]) == [
-        ("playbook", f"user:kim/{RENAMED_APART_PLAYBOOK}"), ("playbook", f"user:lee/{PER_LEARNER_PLAYBOOK}")]
-    # The trajectory's reflection was curated into lee's playbook: not twice.
+        ("playbook", f"user:dan/{OWN_PLAYBOOK}"), ("playbook", f"user:kim/{NEW}"), ("playbook", f"user:lee/{NEW}"),
+        ("playbook", f"user:zed/{OWN_PLAYBOOK}")]
+    # A fact is the user's own words: never renamed.
+    (fact,) = memory.get_all(user_id="eve")["results"]
+    assert (fact["memory"], fact["metadata"]) == ("My project is called ltmbse", {"playbook": OLD, "note": OLD})
+    # The task's reflection was curated into lee's playbook: not twice.
     (reflection,) = memory.store.list(ScopeFilter("", "lee", "", RUN_REFLECTIONS))
-    again = learning.curate_playbook([reflection.id], PER_LEARNER_PLAYBOOK, **lee)
+    again = learning.curate_playbook([reflection.id], NEW, **LEE)
     assert again["skipped"] == [reflection.id] and again["reflections"] == []
 
 
 def _learns_on(memory: Memory) -> None:
-    """The tutor keeps teaching lee's playbook, and a rollback keeps its strategies in it."""
-    Playbook(memory).run_turn({
-        "messages": [{"role": "user", "content": "What is 3/4 - 1/2?"}], "learner_id": "lee", "conversation_id": "c3",
-        "feedback": "Lining up the number lines helped", "outcome": "success"})
-    lee = dict(user_id="lee", scope="user")
-    assert [p["name"] for p in memory.learning.list_playbooks(**lee)] == [PER_LEARNER_PLAYBOOK]
-    assert len(memory.learning.get_playbook(PER_LEARNER_PLAYBOOK, **lee)["strategies"]["helpful"]) == 2
-    memory.learning.rollback_playbook(PER_LEARNER_PLAYBOOK, 1, **lee)
-    assert _patterns(memory.learning.get_playbook(PER_LEARNER_PLAYBOOK, **lee)) == {
-        "helpful": ["Use the fraction bars; it helped the learner"]}
-    # kim's set-apart playbook rolls back into itself, not into her own "per-learner".
-    kim = dict(user_id="kim", scope="user")
-    memory.learning.rollback_playbook(RENAMED_APART_PLAYBOOK, 1, **kim)
-    assert _patterns(memory.learning.get_playbook(PER_LEARNER_PLAYBOOK, **kim)) == {"helpful": ["Her own strategy"]}
-    assert _patterns(memory.learning.get_playbook(RENAMED_APART_PLAYBOOK, **kim)) == {
-        "helpful": ["Use counting the rows of dots; it helped the learner"]}
+    """Undo, rollback and the tutor go on with the renamed playbooks."""
+    learning = memory.learning
+    # Undoing lee's replacement (made by release 0.2.0) brings the learner's strategies back into it.
+    (replaced,) = [e["seq"] for e in memory.events(user_id="lee") if e["event"].lower() == "curation"][-1:]
+    memory.rollback(replaced, user_id="lee")
+    assert _patterns(learning.get_playbook(NEW, **LEE)) == {
+        "helpful": ["Use the fraction bars; it helped the learner"],
+        "harmful": ["Avoid drawing it as pizza slices; it confused the learner"]}
+    _turn(memory, "lee", "Lining up the number lines helped")
+    assert _names(memory, LEE) == [NEW]
+    assert len(learning.get_playbook(NEW, **LEE)["strategies"]["helpful"]) == 2
+    learning.rollback_playbook(NEW, 1, **LEE)
+    assert _patterns(learning.get_playbook(NEW, **LEE)) == {"helpful": ["Use the fraction bars; it helped the learner"]}
+    # kim's tutor goes on in her learner's playbook; hers stay as she left them.
+    _turn(memory, "kim", "Drawing arrays helped")
+    assert len(learning.get_playbook(NEW, **KIM)["strategies"]["helpful"]) == 2
+    assert _patterns(learning.get_playbook(f"{OWN_PLAYBOOK}-2", **KIM)) == {"helpful": ["Her own strategy"]}
 
 
 def test_a_sqlite_store_of_release_0_2_0_names_its_learners_playbooks_as_now(tmp_path) -> None:
@@ -89,10 +111,11 @@ def test_a_sqlite_store_of_release_0_2_0_names_its_learners_playbooks_as_now(tmp
         _renamed(memory)
         assert memory.check()["healthy"], memory.check()["problems"]
     raw = sqlite3.connect(path)
-    # Only the versions' snapshots (history, as written) keep the former name.
-    left = raw.execute("SELECT DISTINCT kind FROM memories WHERE instr(metadata, ?) > 0 OR instr(text, ?) > 0", (OLD, OLD)).fetchall()
-    assert left == [("playbook_version",)]
-    assert raw.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (OLD,)).fetchone()[0] == 0
+    # Only the versions' snapshots (history, as written) and eve's fact keep the former name.
+    left = raw.execute("SELECT DISTINCT kind FROM memories WHERE instr(metadata, ?) > 0 OR instr(text, ?) > 0 ORDER BY kind",
+                       (OLD, OLD)).fetchall()
+    assert left == [("fact",), ("playbook_version",)]
+    assert raw.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (OLD,)).fetchone()[0] == 1  # eve's fact
     raw.close()
     with Memory(str(path)) as memory:  # opening again changes nothing
         _renamed(memory)
@@ -107,12 +130,12 @@ def test_a_postgres_store_of_release_0_2_0_names_its_learners_playbooks_as_now(p
     with Memory(pg_url) as memory:
         _renamed(memory)
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        left = conn.execute("SELECT DISTINCT kind FROM memorist.memories WHERE strpos(metadata, %s) > 0 OR strpos(text, %s) > 0",
-                            (OLD, OLD)).fetchall()
-        assert left == [("playbook_version",)]
-        assert conn.execute("SELECT count(*) FROM memorist.memories WHERE terms @@ to_tsquery('simple', %s)", (OLD,)).fetchone()[0] == 0
-        headers = conn.execute("SELECT speaker FROM memorist.memories WHERE kind = 'playbook' ORDER BY speaker").fetchall()
-        assert headers == [(PER_LEARNER_PLAYBOOK,), (PER_LEARNER_PLAYBOOK,), (RENAMED_APART_PLAYBOOK,)]  # a header's name
+        left = conn.execute("SELECT DISTINCT kind FROM memorist.memories WHERE strpos(metadata, %s) > 0 OR strpos(text, %s) > 0 "
+                            "ORDER BY kind", (OLD, OLD)).fetchall()
+        assert left == [("fact",), ("playbook_version",)]
+        assert conn.execute("SELECT count(*) FROM memorist.memories WHERE terms @@ to_tsquery('simple', %s)", (OLD,)).fetchone()[0] == 1
+        speakers = conn.execute("SELECT speaker FROM memorist.memories WHERE kind = 'playbook' AND status = 'active' ORDER BY speaker").fetchall()
+        assert speakers == sorted([(NEW,)] * 4 + [(OWN_PLAYBOOK,), (f"{OWN_PLAYBOOK}-2",)])  # a header's name
         # The renamed labels' terms are counted in their space's BM25 statistics.
         drift = conn.execute(
             "SELECT count(*) FROM memorist.spaces s WHERE s.doc_terms <> (SELECT coalesce(sum(term_count), 0) "
@@ -123,17 +146,43 @@ def test_a_postgres_store_of_release_0_2_0_names_its_learners_playbooks_as_now(p
         _learns_on(memory)
 
 
-@pytest.mark.parametrize("name", [OLD, PER_LEARNER_PLAYBOOK])
-def test_a_new_store_names_the_learners_playbook_per_learner(tmp_path, name) -> None:
+def test_an_export_of_release_0_2_0_imports_under_the_current_name(tmp_path) -> None:
     with Memory(str(tmp_path / "new.db"), embedder="hashing") as memory:
-        Playbook(memory, preset=name if name == OLD else "per-learner").run_turn({
-            "messages": [{"role": "user", "content": "How do I add 1/2 + 1/3?"}], "learner_id": "lee",
-            "conversation_id": "c1", "feedback": "The fraction bars helped me", "outcome": "success"})
-        assert [p["name"] for p in memory.learning.list_playbooks(user_id="lee", scope="user")] == [PER_LEARNER_PLAYBOOK]
+        memory.import_(str(FIXTURES / "legacy-0.2.0-lee.jsonl"))
+        assert _names(memory, LEE) == [NEW]
+        book = memory.learning.get_playbook(OLD, **LEE)
+        assert book["name"] == NEW and _patterns(book) == {"helpful": ["Only this"]} and book["version"] >= 3
+        _turn(memory, "lee", "Lining up the number lines helped")  # found again by its address: still one playbook
+        assert _names(memory, LEE) == [NEW]
         rows = memory.store.list(ScopeFilter("", "lee", None, None))
-        assert rows and not [r for r in rows if OLD in r.text or OLD in str(r.metadata)]
-        # A grant that names it by its former name grants it.
-        memory.relations.create(("agent", "coach"), "viewer", ("playbook", f"user:lee/{name}"))
-        assert [tuple(i["object"]) for i in memory.relations.list()["results"]] == [("playbook", f"user:lee/{PER_LEARNER_PLAYBOOK}")]
-        book = memory.as_subject(agent_id="coach").learning.get_playbook(name, user_id="lee", scope="user")
-        assert book["name"] == PER_LEARNER_PLAYBOOK and book["strategies"]["helpful"]
+        assert not [r for r in rows if r.kind.value != "playbook_version" and (OLD in r.text or OLD in json.dumps(r.metadata))]
+
+
+def test_a_playbook_exported_and_imported_is_the_same_playbook(tmp_path) -> None:
+    with Memory(str(tmp_path / "a.db"), embedder="hashing") as memory:
+        _turn(memory, "lee", "The fraction bars helped me")
+        before = memory.learning.get_playbook(NEW, **LEE)
+        (tmp_path / "lee.jsonl").write_text("".join(json.dumps(item) + "\n" for item in memory.export(user_id="lee")))
+    with Memory(str(tmp_path / "b.db"), embedder="hashing") as memory:
+        memory.import_(str(tmp_path / "lee.jsonl"))
+        after = memory.learning.get_playbook(NEW, **LEE)
+        assert (after["playbook_id"], after["version"], _patterns(after)) == (before["playbook_id"], before["version"], _patterns(before))
+        memory.learning.update_playbook([{"pattern": "Check by estimating"}], NEW, **LEE)
+        assert _names(memory, LEE) == [NEW]
+        assert memory.learning.get_playbook(NEW, **LEE)["version"] == before["version"] + 1
+
+
+def test_a_new_store_names_the_learners_playbook_per_learner(tmp_path) -> None:
+    for preset in (OLD, "per-learner"):
+        with Memory(str(tmp_path / f"{preset}.db"), embedder="hashing") as memory:
+            Playbook(memory, preset=preset).run_turn({
+                "messages": [{"role": "user", "content": "How do I add 1/2 + 1/3?"}], "learner_id": "lee",
+                "conversation_id": "c1", "feedback": "The fraction bars helped me", "outcome": "success"})
+            assert _names(memory, LEE) == [NEW]
+            rows = memory.store.list(ScopeFilter("", "lee", None, None))
+            assert rows and not [r for r in rows if OLD in r.text or OLD in json.dumps(r.metadata)]
+            # A grant that names it by its former name grants it.
+            memory.relations.create(("agent", "coach"), "viewer", ("playbook", f"user:lee/{OLD}"))
+            assert [tuple(i["object"]) for i in memory.relations.list()["results"]] == [("playbook", f"user:lee/{NEW}")]
+            book = memory.as_subject(agent_id="coach").learning.get_playbook(OLD, **LEE)
+            assert book["name"] == NEW and book["strategies"]["helpful"]

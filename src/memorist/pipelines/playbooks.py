@@ -57,7 +57,14 @@ from ..policies.learning import (
 from ..policies.learning import support as support_for
 from ..policies.taxonomy import GENERAL_TOPIC, section_for, snake_case
 from ..policies.text import content_hash
-from ..reserved import PER_LEARNER_PLAYBOOK, RUN_PLAYBOOK_VERSIONS, RUN_PLAYBOOKS, header_digest
+from ..reserved import (
+    PER_LEARNER_PLAYBOOK,
+    PREVIOUS_PER_LEARNER_PLAYBOOK,
+    RUN_PLAYBOOK_VERSIONS,
+    RUN_PLAYBOOKS,
+    header_digest,
+    renamed_playbook_fields,
+)
 from ..store.base import Batch, ScopeFilter, Store
 
 #: The run ids of playbook headers and of their versions (runs of their own, so a
@@ -93,6 +100,23 @@ def playbook_of(record: MemoryRecord, default: str) -> str:
 def is_strategy_of(record: MemoryRecord, name: str, *, default: str = PER_LEARNER_PLAYBOOK) -> bool:
     """Whether ``record`` is an active strategy (bullet) of the playbook ``name``."""
     return bool(record.section) and record.status is Status.ACTIVE and playbook_of(record, default) == name
+
+
+def with_current_names(record: MemoryRecord) -> MemoryRecord:
+    """A memory written before the per-learner playbook took its current name and
+    read from outside the store (an undo record, an export line), as it is stored
+    now (:func:`memorist.reserved.renamed_playbook_fields`); a header also gets the
+    content address of its name, which an export does not carry."""
+    metadata = dict(record.metadata)
+    renamed = renamed_playbook_fields(record.scope.run_id, record.kind.value, record.section, record.text,
+                                      record.search_text, metadata, {PREVIOUS_PER_LEARNER_PLAYBOOK: PER_LEARNER_PLAYBOOK})
+    if renamed is not None:
+        text, search_text, digest = renamed
+        record = record.copy(text=text, search_text=search_text, metadata=metadata, content_hash=digest or record.content_hash)
+    name = record.metadata.get("name")
+    if record.kind is Kind.PLAYBOOK and record.scope.run_id == RUN_PLAYBOOKS and isinstance(name, str):
+        record = record.copy(content_hash=header_digest(name))
+    return record
 
 
 def category(record: MemoryRecord) -> str:
@@ -643,6 +667,7 @@ __all__ = [
     "playbook_view",
     "record_from_snapshot",
     "snapshot_digest",
+    "with_current_names",
     "snapshot_entry",
     "strategy_entry",
     "version_view",

@@ -63,6 +63,7 @@ from ..policies.text import content_hash
 from ..store.base import ScopeFilter, Store
 from ..store.sqlite.errors import is_busy, retry_busy
 from .minutes import log_imported
+from .playbooks import with_current_names
 
 #: Most lines written (memories) or messages added (verbatim turns) in one call.
 IMPORT_BATCH = 500
@@ -225,7 +226,8 @@ def record_from_item(
     max_metadata_depth: int = validate.METADATA_DEPTH,
     max_metadata_bytes: int = validate.METADATA_BYTES,
 ) -> MemoryRecord:
-    """The memory an export line describes (validated; the vector is not part of it)."""
+    """The memory an export line describes (validated; the vector is not part of it;
+    a playbook header found again by its name, under its current name)."""
     mid = validate.memory_id(obj.get("id"))
     text = validate.text("memory", obj.get("memory"), max_chars=max_chars)
     scope_ids = [validate.scope_id(k, obj.get(k)) for k in _SCOPE_KEYS]
@@ -259,7 +261,7 @@ def record_from_item(
         raise ValidationError("search_text", f"must be a string, got {type(search_text).__name__}")
     if search_text is not text:
         validate.text("search_text", search_text, max_chars=max_chars)
-    return MemoryRecord(
+    record = MemoryRecord(
         id=mid,
         scope=Scope(tenant_id, *(s or "" for s in scope_ids)),
         text=text,
@@ -286,6 +288,7 @@ def record_from_item(
         status=_enum(obj, "status", Status, Status.ACTIVE),
         search_text=search_text,
     )
+    return with_current_names(record)
 
 
 def _same(a: MemoryRecord, b: MemoryRecord) -> bool:

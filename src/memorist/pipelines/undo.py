@@ -52,6 +52,7 @@ from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import EventRecord, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
 from ..store.base import ScopeFilter, Store
 from ..validate import MAX_SEQ
+from .playbooks import with_current_names
 
 UNDO = "undo"
 OP_ROLLBACK = "rollback"
@@ -92,7 +93,7 @@ def _plain(value: Any) -> Any:
 
 
 def restored(snap: dict[str, Any]) -> MemoryRecord:
-    """The memory a :func:`snapshot` holds."""
+    """The memory a :func:`snapshot` holds (a playbook's former name as it is now)."""
     fields = dict(snap)
     fields["scope"] = Scope(*fields["scope"])
     fields["kind"] = Kind(fields["kind"])
@@ -100,7 +101,7 @@ def restored(snap: dict[str, Any]) -> MemoryRecord:
     fields["tier"] = Tier(fields["tier"])
     fields["status"] = Status(fields["status"])
     fields["tags"] = list(fields["tags"])
-    return MemoryRecord(**fields)
+    return with_current_names(MemoryRecord(**fields))
 
 
 def undo_payload(before: Sequence[MemoryRecord], created: Sequence[str] = ()) -> dict[str, Any]:

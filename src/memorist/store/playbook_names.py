@@ -4,12 +4,16 @@ stores' migrations (:func:`memorist.store.sqlite.schema.per_learner_name`,
 :func:`memorist.store.postgres.schema.per_learner_name`), which read the rows and
 write the plan in their own SQL.
 
-What is renamed: a header's ``name``, label text and content address; a version's
-``playbook`` and label text; the ``playbook`` of every strategy and trajectory; the
-marks a reflection keeps of the playbooks it was curated into; and the relations
-naming the playbook. The versions' snapshots keep the strategies as they were
-(a rollback files them under the playbook it restores), and the event log keeps the
-history as it was written.
+Each row is renamed by :func:`memorist.reserved.renamed_playbook_fields` (headers,
+versions, strategies, trajectories, reflections' curation marks; never facts), and
+the relations naming the playbooks follow. In a space whose owner had named a
+playbook :data:`~memorist.reserved.PER_LEARNER_PLAYBOOK` by hand (a header of any
+status, a strategy, or a grant naming it), the learner's playbook still takes that
+name, so that the tutor goes on with its history and never writes into the owner's
+one, and the owner's playbook is named :data:`~memorist.reserved.OWN_PLAYBOOK`
+(``-2``... while that is taken). The versions' snapshots keep the strategies as they
+were taken (a rollback or an undo files them under the current name), and the event
+log keeps the history as it was written.
 """
 
 from __future__ import annotations
@@ -22,12 +26,12 @@ from typing import Any
 from ..policies.playbook import curation_key
 from ..policies.relations import PlaybookPath, playbook_key
 from ..reserved import (
+    OWN_PLAYBOOK,
     PER_LEARNER_PLAYBOOK,
     PREVIOUS_PER_LEARNER_PLAYBOOK,
-    RENAMED_APART_PLAYBOOK,
-    RUN_PLAYBOOK_VERSIONS,
     RUN_PLAYBOOKS,
-    header_digest,
+    RUN_PREFIX,
+    renamed_playbook_fields,
 )
 from .codec import speaker_name
 
@@ -36,8 +40,8 @@ OLD = PREVIOUS_PER_LEARNER_PLAYBOOK
 #: The rows to read are those whose metadata holds one of these.
 NAMES = (OLD, PER_LEARNER_PLAYBOOK)
 
-#: ``(rowid, space_id, run_id, kind, text, search_text, metadata, status)``
-Row = tuple[int, int, str, str, str, str, str, str]
+#: ``(rowid, space_id, run_id, kind, section, text, search_text, metadata, status)``
+Row = tuple[int, int, str, str, str, str, str, str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,16 +62,18 @@ class Renamed:
 @dataclass(slots=True)
 class Plan:
     rows: list[Renamed] = field(default_factory=list)
-    #: Per tenant, the relation keys of the former playbooks renamed apart.
-    apart_keys: dict[str, set[str]] = field(default_factory=dict)
+    #: ``(tenant, object id)`` of a playbook relation to its new object id; a global
+    #: playbook's under the tenant None (every tenant's grants of it).
+    keys: dict[tuple[str | None, str], str] = field(default_factory=dict)
 
     def relation_key(self, tenant: str, object_id: str) -> str:
-        """A relation's playbook object id after the rename (keys end ``/<name>``)."""
-        suffix = "/" + OLD
-        if not object_id.endswith(suffix):
-            return object_id
-        new = RENAMED_APART_PLAYBOOK if object_id in self.apart_keys.get(tenant, ()) else PER_LEARNER_PLAYBOOK
-        return object_id[: -len(suffix)] + "/" + new
+        """A relation's playbook object id after the rename."""
+        new = self.keys.get((tenant, object_id)) or self.keys.get((None, object_id))
+        if new is not None:
+            return new
+        if object_id.endswith("/" + OLD):  # a grant of a playbook never written: as it would be named now
+            return object_id[: -len(OLD)] + PER_LEARNER_PLAYBOOK
+        return object_id
 
 
 def _metadata(text: str) -> dict[str, Any] | None:
@@ -87,57 +93,66 @@ def _dumps(meta: dict[str, Any]) -> str:
     return text
 
 
-def _header_name(run_id: str, kind: str, meta: Mapping[str, Any]) -> str | None:
-    name = meta.get("name") if run_id == RUN_PLAYBOOKS and kind == "playbook" else None
-    return name if isinstance(name, str) else None
+def _labels(user: str, agent: str) -> tuple[str, ...]:
+    """The scope labels a playbook of this space can have."""
+    return ("agent",) if agent else ("user",) if user else ("tenant", "global")
 
 
-def _relabel(text: str, old: str, new: str) -> str:
-    return new if text == old else text
+def _playbooks(run_id: str, kind: str, section: str, meta: Mapping[str, Any]) -> set[str]:
+    """The playbooks a row is a header, version, strategy or trajectory of."""
+    if not (section or run_id.startswith(RUN_PREFIX)):
+        return set()
+    found = {meta.get("playbook")}
+    if run_id == RUN_PLAYBOOKS and kind == "playbook":
+        found.add(meta.get("name"))
+    return {name for name in found if isinstance(name, str)}
 
 
-def plan(rows: Iterable[Row], spaces: Mapping[int, tuple[str, str, str]]) -> Plan:
+def plan(rows: Iterable[Row], spaces: Mapping[int, tuple[str, str, str]], relations: Iterable[tuple[str, str]]) -> Plan:
     """What to rewrite: ``rows`` are the memories whose metadata holds one of
-    :data:`NAMES`, ``spaces`` each space's ``(tenant, user, agent)``.
-
-    A space whose playbook of the current name exists already (an active header)
-    keeps it; its former per-learner playbook is named
-    :data:`~memorist.reserved.RENAMED_APART_PLAYBOOK` instead, and what names it
-    follows."""
-    read = [(row, meta) for row in rows if (meta := _metadata(row[6])) is not None]
-    taken = {row[1] for row, meta in read if row[7] == "active" and _header_name(row[2], row[3], meta) == PER_LEARNER_PLAYBOOK}
+    :data:`NAMES`, ``spaces`` each space's ``(tenant, user, agent)``, ``relations``
+    the ``(tenant, object id)`` of every playbook relation."""
+    read = [(row, meta) for row in rows if (meta := _metadata(row[7])) is not None]
+    granted = set(relations)
+    named: dict[int, set[str]] = {}
+    headers: dict[int, set[str]] = {}
+    for (_, space, run_id, kind, section, *_), meta in read:
+        names = _playbooks(run_id, kind, section, meta)
+        named.setdefault(space, set()).update(names)
+        if run_id == RUN_PLAYBOOKS and kind == "playbook":
+            headers.setdefault(space, set()).update(names)
     out = Plan()
-    marks: dict[str, str] = {}  # a former playbook's curation mark -> its new name
-    for (_, space, run_id, kind, *_), meta in read:
-        label = meta.get("scope")
-        if _header_name(run_id, kind, meta) == OLD and isinstance(label, str) and space in spaces:
-            tenant, user, agent = spaces[space]
-            new = RENAMED_APART_PLAYBOOK if space in taken else PER_LEARNER_PLAYBOOK
-            marks[curation_key(label, tenant, user, agent, OLD)] = new
-            if space in taken:
-                # The key as written then (playbook_key spells the former name as the current one).
-                out.apart_keys.setdefault(tenant, set()).add(playbook_key(PlaybookPath(label, user, agent, "_"))[:-1] + OLD)
-    for (rowid, space, run_id, kind, text, search_text, _, _), meta in read:
-        new = RENAMED_APART_PLAYBOOK if space in taken else PER_LEARNER_PLAYBOOK
-        new_text, new_search, digest, speaker, changed = text, search_text, None, None, False
-        if _header_name(run_id, kind, meta) == OLD:
-            meta["name"], digest, speaker, changed = new, header_digest(new), speaker_name(new), True
-            new_text, new_search = (_relabel(t, f"Playbook {OLD}", f"Playbook {new}") for t in (text, search_text))
-        elif meta.get("playbook") == OLD:
-            meta["playbook"], changed = new, True
-            if run_id == RUN_PLAYBOOK_VERSIONS and kind == "playbook_version":
-                new_text, new_search = (_relabel(t, f"Playbook {OLD} version", f"Playbook {new} version") for t in (text, search_text))
-        curated = meta.get("curated_into")
-        if isinstance(curated, list) and any(isinstance(m, str) and m.endswith(":" + OLD) for m in curated):
-            meta["curated_into"] = [_remark(m, marks) for m in curated]
-            changed = True
-        if changed:
+    renames: dict[int, dict[str, str]] = {}
+    marks: dict[str, str] = {}
+    for space, names in named.items():
+        if OLD not in names or space not in spaces:
+            continue
+        tenant, user, agent = spaces[space]
+
+        def key(label: str, name: str, user: str = user, agent: str = agent) -> str:
+            return playbook_key(PlaybookPath(label, user, agent, name))
+
+        labels = _labels(user, agent)
+        owned = {key(label, PER_LEARNER_PLAYBOOK): label for label in labels}
+        own = PER_LEARNER_PLAYBOOK in names or any(
+            ident in owned and (owner == tenant or owned[ident] == "global") for owner, ident in granted)
+        renames[space] = {OLD: PER_LEARNER_PLAYBOOK}
+        if own:
+            taken = headers.get(space, set()) | named[space]
+            apart, n = OWN_PLAYBOOK, 2
+            while apart in taken:
+                apart, n = f"{OWN_PLAYBOOK}-{n}", n + 1
+            renames[space][PER_LEARNER_PLAYBOOK] = apart
+        for label in labels:
+            for old, new in renames[space].items():
+                out.keys[(None if label == "global" else tenant, key(label, old))] = key(label, new)
+                marks[curation_key(label, tenant, user, agent, old)] = curation_key(label, tenant, user, agent, new)
+    for (rowid, space, run_id, kind, section, text, search_text, _, _), meta in read:
+        names = renames.get(space, {OLD: PER_LEARNER_PLAYBOOK})
+        header = meta.get("name") if run_id == RUN_PLAYBOOKS and kind == "playbook" else None
+        renamed = renamed_playbook_fields(run_id, kind, section, text, search_text, meta, names, marks)
+        if renamed is not None:
+            new_text, new_search, digest = renamed
+            speaker = speaker_name(meta["name"]) if header is not None and header != meta.get("name") else None
             out.rows.append(Renamed(rowid, new_text, new_search, _dumps(meta), digest, speaker, new_search != search_text))
     return out
-
-
-def _remark(mark: Any, marks: Mapping[str, str]) -> Any:
-    """A reflection's curation mark of a former playbook, with its new name."""
-    if not isinstance(mark, str) or not mark.endswith(":" + OLD):
-        return mark
-    return mark[: -len(OLD)] + marks.get(mark, PER_LEARNER_PLAYBOOK)

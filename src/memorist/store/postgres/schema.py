@@ -321,40 +321,41 @@ def relation_keys(conn: Any) -> None:
 def per_learner_name(conn: Any) -> None:
     """Version 8: the per-learner playbooks take their current name, as in the SQLite
     store's migration (:func:`memorist.store.sqlite.schema.per_learner_name`); a
-    renamed label's full-text terms are written again with it."""
+    renamed header's full-text terms and speaker are written again with it."""
     condition = " OR ".join("strpos(metadata, %s) > 0" for _ in playbook_names.NAMES)
     rows = conn.execute(
-        f"SELECT rowid, space_id, run_id, kind, text, search_text, metadata, status FROM memories WHERE {condition}",
+        f"SELECT rowid, space_id, run_id, kind, section, text, search_text, metadata, status FROM memories WHERE {condition}",
         playbook_names.NAMES,
     ).fetchall()
-    if not rows:
+    relations = conn.execute(
+        "SELECT tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at FROM relations "
+        "WHERE object_type = 'playbook'"
+    ).fetchall()
+    if not rows and not relations:
         return
     spaces = {row[0]: row[1:] for row in conn.execute("SELECT id, tenant_id, user_id, agent_id FROM spaces").fetchall()}
-    plan = playbook_names.plan(rows, spaces)
-    active = {row[0] for row in rows if row[7] == "active"}
+    plan = playbook_names.plan(rows, spaces, [(r[0], r[5]) for r in relations])
+    active = {row[0] for row in rows if row[8] == "active"}
     for r in plan.rows:
         columns = {"text": r.text, "search_text": r.search_text, "metadata": r.metadata, "content_hash": r.content_hash, "speaker": r.speaker}
         if r.search_changed and r.rowid in active:  # an inactive memory keeps no terms
             columns["terms"], columns["term_count"] = full_text(r.search_text)
         sets = ", ".join(f"{c} = %({c})s::tsvector" if c == "terms" else f"{c} = %({c})s" for c, v in columns.items() if v is not None)
         conn.execute(f"UPDATE memories SET {sets} WHERE rowid = %(rowid)s", {**columns, "rowid": r.rowid})
-    rows = conn.execute(
-        "SELECT tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at FROM relations "
-        "WHERE object_type = 'playbook'"
-    ).fetchall()
-    for tenant, subject_type, subject_id, relation, kind, ident, created in rows:
-        new = plan.relation_key(tenant, ident)
-        if new != ident:
-            conn.execute(
-                "DELETE FROM relations WHERE tenant_id = %s AND subject_type = %s AND subject_id = %s AND relation = %s "
-                "AND object_type = %s AND object_id = %s",
-                (tenant, subject_type, subject_id, relation, kind, ident),
-            )
-            conn.execute(
-                "INSERT INTO relations (tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (tenant, subject_type, subject_id, relation, kind, new, created),
-            )
+    # Every renamed tuple out first, then in under its new key: a key may be another's new one.
+    moved = [(row, new) for row in relations if (new := plan.relation_key(row[0], row[5])) != row[5]]
+    for row, _ in moved:
+        conn.execute(
+            "DELETE FROM relations WHERE tenant_id = %s AND subject_type = %s AND subject_id = %s AND relation = %s "
+            "AND object_type = %s AND object_id = %s",
+            row[:6],
+        )
+    for row, new in moved:
+        conn.execute(
+            "INSERT INTO relations (tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            (*row[:5], new, row[6]),
+        )
 
 
 #: Each entry: a SQL script, or a function of the connection, run in the migration's

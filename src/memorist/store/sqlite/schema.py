@@ -210,29 +210,30 @@ def per_learner_name(conn: sqlite3.Connection) -> None:
     """Version 7: the per-learner playbooks take their current name (what is renamed:
     :mod:`memorist.store.playbook_names`). The label vectors of headers and versions
     stay as they were embedded (nothing searches them)."""
-    condition = " OR ".join("instr(m.metadata, ?) > 0" for _ in playbook_names.NAMES)
+    condition = " OR ".join("instr(metadata, ?) > 0" for _ in playbook_names.NAMES)
     rows = conn.execute(
-        "SELECT m.rowid, m.space_id, m.run_id, m.kind, m.text, m.search_text, m.metadata, m.status "
-        f"FROM memories m WHERE {condition}",
+        f"SELECT rowid, space_id, run_id, kind, section, text, search_text, metadata, status FROM memories WHERE {condition}",
         playbook_names.NAMES,
     ).fetchall()
-    if not rows:
+    relations = conn.execute("SELECT rowid, tenant_id, object_id FROM relations WHERE object_type = 'playbook'").fetchall()
+    if not rows and not relations:
         return
     spaces = {row[0]: row[1:] for row in conn.execute("SELECT id, tenant_id, user_id, agent_id FROM spaces")}
-    plan = playbook_names.plan(rows, spaces)
+    plan = playbook_names.plan(rows, spaces, [(tenant, ident) for _, tenant, ident in relations])
     conn.executemany(  # (no speaker column here: SQLite reads it from the metadata)
         "UPDATE memories SET text = ?, search_text = ?, metadata = ?, content_hash = coalesce(?, content_hash) WHERE rowid = ?",
         [(r.text, r.search_text, r.metadata, r.content_hash, r.rowid) for r in plan.rows],
     )
-    for rowid, tenant, ident in conn.execute("SELECT rowid, tenant_id, object_id FROM relations WHERE object_type = 'playbook'").fetchall():
-        new = plan.relation_key(tenant, ident)
-        if new != ident:
-            conn.execute(
-                "INSERT OR IGNORE INTO relations (tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at) "
-                "SELECT tenant_id, subject_type, subject_id, relation, object_type, ?, created_at FROM relations WHERE rowid = ?",
-                (new, rowid),
-            )
-            conn.execute("DELETE FROM relations WHERE rowid = ?", (rowid,))
+    # Every renamed tuple out first, then in under its new key: a key may be another's new one.
+    moved = [(rowid, new) for rowid, tenant, ident in relations if (new := plan.relation_key(tenant, ident)) != ident]
+    tuples = {rowid: conn.execute("SELECT tenant_id, subject_type, subject_id, relation, object_type, created_at FROM relations "
+                                  "WHERE rowid = ?", (rowid,)).fetchone() for rowid, _ in moved}
+    conn.executemany("DELETE FROM relations WHERE rowid = ?", [(rowid,) for rowid, _ in moved])
+    conn.executemany(
+        "INSERT OR IGNORE INTO relations (tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(*tuples[rowid][:5], new, tuples[rowid][5]) for rowid, new in moved],
+    )
 
 
 #: Each entry: a SQL script, or a function of the connection, run in the migration's
