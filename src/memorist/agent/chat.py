@@ -57,7 +57,7 @@ from ..errors import MemoristError, NotFoundError, StoreError, ValidationError
 from ..integrations.langgraph import MemoristStore
 from ..memory import Memory
 from ..policies.text import preview
-from ..server.app import SecurityHeaders, register_docs
+from ..server.app import HeadAsGet, SecurityHeaders, register_docs
 from ..server.deps import is_loopback_host
 from ..server.errors import ApiError, install_error_handlers
 from ..server.keys import KeyStore
@@ -470,7 +470,8 @@ def create_chat_app(
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.add_middleware(BodyLimit)
-    app.add_middleware(SecurityHeaders)  # outermost: a 413 carries them too
+    app.add_middleware(SecurityHeaders)  # a 413 carries them too
+    app.add_middleware(HeadAsGet)
     return app
 
 

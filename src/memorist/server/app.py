@@ -132,6 +132,26 @@ def _version() -> str:
 
 
 # the middleware ---------------------------------------------------------------------------
+class HeadAsGet:
+    """HEAD is GET without the body (RFC 9110 §9.3.2) on every route that answers
+    GET: the same status, headers (Content-Length included), checks and cost."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_head(message: Message) -> None:
+            if message["type"] == "http.response.body" and message.get("body"):
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, send_head)
+
+
 class ServiceMiddleware:
     """Trailing slashes, keys, rate limits, body size, and the last-resort 500."""
 
@@ -512,6 +532,7 @@ def create_app(
     _register_panel(app)
     register_docs(app)
     app.add_middleware(ServiceMiddleware, service=service)
+    app.add_middleware(HeadAsGet)
     return app
 
 

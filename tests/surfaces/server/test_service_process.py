@@ -249,3 +249,11 @@ def test_a_missing_or_empty_store_is_not_served_unless_told_to_create_one(tmp_pa
     assert empty.stat().st_size == 0 and calls == []
     r = CliRunner().invoke(cli, ["--db", str(typo), "--embedder", "hashing", "serve", "--create"])
     assert r.exit_code == 0 and len(calls) == 1, r.output
+
+
+def test_head_answers_as_get_through_the_served_http_stack(served) -> None:
+    _, base = served
+    for path in ("/", "/healthz", "/api/memories/?user_id=alex", "/openapi.json"):
+        got, head = httpx.get(base + path, timeout=30), httpx.head(base + path, timeout=30)
+        assert (head.status_code, head.content) == (got.status_code, b""), path
+        assert head.headers["content-length"] == str(len(got.content)), path
