@@ -18,3 +18,4 @@ def test_a_blank_path_is_refused_naming_path(path: str) -> None:
 def test_a_model_folder_that_is_not_there_is_refused_naming_it(folder: str) -> None:
     with pytest.raises(ConfigurationError, match=f"no model folder at {folder}"):
         Memory(":memory:", embedder=f"sentence-transformers:{folder}")
+

@@ -110,9 +110,11 @@ class SentenceTransformerEmbedder(Embedder):
         setting = runtime_setting(runtime)
         bundled = model in (DEFAULT_MODEL, "sentence-transformers/" + DEFAULT_MODEL)
         # The model's folder for each runtime: for the bundled model, the ONNX package
-        # (converted, no torch) and the torch extra's weights are two packages.
-        self._torch_path: str | None = model
-        self._onnx_path: str | None = model
+        # (converted, no torch) and the torch extra's weights are two packages. A folder
+        # named from the home directory ("~/models/x") is read there.
+        folder = os.path.expanduser(model) if model.startswith("~") else model
+        self._torch_path: str | None = folder
+        self._onnx_path: str | None = folder
         if bundled:
             self._onnx_path, self._torch_path = bundled_onnx_path(), bundled_torch_path()
             if self._onnx_path is None and self._torch_path is None:
@@ -120,10 +122,11 @@ class SentenceTransformerEmbedder(Embedder):
             self.name = "sentence-transformers/" + DEFAULT_MODEL
             self._dim: int | None = 384
         else:
-            if model.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(model)):
+            if model.startswith(("/", "./", "../", "~")) and not os.path.isdir(folder):
                 # A folder named, none there: said now, not as the loader's FileNotFoundError.
-                raise ConfigurationError(f"embedder 'sentence-transformers:{model}': no model folder at {model}")
-            self.name = "sentence-transformers/" + os.path.basename(model.rstrip("/")) if os.path.isdir(model) else "sentence-transformers/" + model
+                where = model if folder == model else f"{model} ({folder})"
+                raise ConfigurationError(f"embedder 'sentence-transformers:{model}': no model folder at {where}")
+            self.name = "sentence-transformers/" + (os.path.basename(folder.rstrip("/")) if os.path.isdir(folder) else model)
             self._dim = None
         #: The runtime in use: "onnx" or "torch" (an automatic ONNX choice may fall
         #: back to torch when the model is loaded; a warning says why).

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memorist import Memory
 from memorist.embed import sentence_transformers as st
 from memorist.embed.sentence_transformers import SentenceTransformerEmbedder
 
@@ -189,3 +190,17 @@ def test_the_build_refuses_weights_that_are_not_the_models(converter: tuple, tmp
     with pytest.raises(RuntimeError, match="lacks the model's tokenizer.json"):
         build.write_wheel(tmp_path, weights=other)
     assert not list(tmp_path.glob("*.whl"))
+
+
+def test_a_model_folder_named_from_home_is_read_there(tmp_path, monkeypatch) -> None:
+    bundled = st.bundled_onnx_path()
+    assert bundled is not None  # the ONNX model ships with the default install
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "minilm").symlink_to(bundled, target_is_directory=True)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("MEMORIST_EMBED_RUNTIME", "onnx")
+    with Memory(":memory:", embedder="sentence-transformers:~/models/minilm") as memory:
+        assert memory.embedder.name == "sentence-transformers/minilm"
+        memory.add("I love hiking in the Alps", user_id="alex", infer=False)
+        memory.add("My sister lives in Lisbon", user_id="alex", infer=False)
+        assert memory.search("mountain walks", user_id="alex")["results"][0]["memory"] == "I love hiking in the Alps"
