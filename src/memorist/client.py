@@ -50,6 +50,7 @@ from urllib.parse import quote
 from . import validate
 from .api import CALLS, CALLS_BY_NAME, Scoped
 from .errors import (
+    NO_ROUTE,
     ConfigurationError,
     ConflictError,
     MemoristError,
@@ -434,6 +435,12 @@ class _Base:
             field = field or ("messages" if kind == "payload_too_large" else "request")
             prefix = f"{field}: "
             return ValidationError(field, message[len(prefix) :] if message.startswith(prefix) else message)
+        if kind == "not_found" and message.startswith(NO_ROUTE):
+            # Not a missing memory: the client is not speaking to the service's root.
+            return ConfigurationError(
+                f"{where} has no route {message[len(NO_ROUTE):].strip()}: give the client the service's root URL "
+                f"(such as http://localhost:8000, without /api), of a Memorist service that has this call"
+            )
         if kind == "not_found":
             if call.memory_id is not None:  # the message Memory gives
                 return NotFoundError("memory", call.memory_id)

@@ -54,6 +54,11 @@ class ImportLineError(ValidationError):
         super().__init__(f"line {line}", message)
 
 
+#: How the memory service begins the message of a 404 for a path it has no route for
+#: (the client tells it from a missing memory by it).
+NO_ROUTE = "no such route:"
+
+
 class NotFoundError(MemoristError, KeyError):
     """An id that does not exist, or names a deleted memory."""
 

@@ -40,6 +40,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import (
+    NO_ROUTE,
     CancelledCallError,
     ConfigurationError,
     ConflictError,
@@ -309,7 +310,7 @@ def install_error_handlers(app: FastAPI) -> None:
             # FastAPI's answer to a body its JSON reader raised on: a shape error too.
             return error_response(422, unreadable_body(exc.__cause__), "body")
         if exc.status_code == 404:
-            message = f"no such route: {request.method} {request.url.path}"
+            message = f"{NO_ROUTE} {request.method} {request.url.path}"
         elif exc.status_code == 405:
             message = f"{request.method} is not allowed on {request.url.path}"
             # Starlette names the methods of the first route that matched the path only.

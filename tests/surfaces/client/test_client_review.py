@@ -133,3 +133,14 @@ def test_the_docs_say_which_calls_the_client_has():
         assert "makes the same calls as `Memory`" not in text and "`memorist.Client` calls them" not in text, page
         spans = [text[i : i + 400] for i in range(len(text)) if text.startswith("core memory calls", i)]
         assert any(all(f"{name}," in span or f"{name})" in span or f"{name}`" in span for name in core) for span in spans), page
+
+
+@pytest.mark.parametrize("suffix", ["/wrong", "/api", "/memorist/v1"])  # (".../api/memories" is taken: the service contract names it)
+def test_a_client_given_another_url_than_the_service_s_root_says_so(served, suffix):
+    with Client(served.url + suffix) as client, pytest.raises(memorist.ConfigurationError) as refused:
+        client.search("hiking", user_id="alex")
+    message = str(refused.value)
+    assert f"has no route POST {suffix}/api/memories/search/" in message
+    assert "root URL" in message and " not found: " not in message
+    with Client(served.url) as client, pytest.raises(NotFoundError, match="memory not found"):  # a missing memory is still one
+        client.get("no-such-memory", user_id="alex")
