@@ -230,6 +230,9 @@ def describe_validation(errors: Iterable[Mapping[str, Any]]) -> tuple[str, str]:
     if all(e.get("type") in _EXPECTED for e in here):
         expected = list(dict.fromkeys(_EXPECTED[e["type"]] for e in here))
         return field, "must be " + " or ".join(expected)
+    # A union's members the value was not of say so; the one it was of says what is
+    # wrong with it (-1 for a time: "must be ≥ 0", not "should be a valid string; or ...").
+    here = [e for e in here if e.get("type") not in _EXPECTED]
     messages = list(dict.fromkeys(_message(e) for e in here))
     return field, "; or ".join(messages[:3])
 

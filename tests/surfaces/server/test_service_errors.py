@@ -76,6 +76,9 @@ def test_422_names_the_field(client: TestClient, method: str, path: str, body, f
         ("post", "/api/tiers/boost/", '{"memory_id": "x", "user_id": "a", "amount": Infinity}', "amount", "must be a finite number, got inf"),
         # A time is text or a number: a NaN is neither, said once (not a union's two messages).
         ("post", "/api/tiers/maintain/", '{"now": NaN}', "now", "must be a finite number, got nan"),
+        # A number out of a time's range: the number's bound alone, not "should be a valid string; or ...".
+        ("post", "/api/memories/", '{"messages": "hi", "user_id": "a", "timestamp": -1}', "timestamp", "must be ≥ 0, got -1"),
+        ("post", "/api/memories/", '{"messages": "hi", "user_id": "a", "timestamp": true}', "timestamp", "must be a string or a number"),
         ("get", "/api/memories/?user_id=a&limit=0", None, "limit", "must be ≥ 1, got 0"),
         ("get", "/api/playbooks/helper/?scope=bogus", None, "scope", "must be one of agent, user, tenant, global, got 'bogus'"),
     ],
