@@ -48,6 +48,9 @@ OWN_PLAYBOOK = f"{PER_LEARNER_PLAYBOOK}-own"
 RUN_PLAYBOOKS = f"{RUN_PREFIX}playbook"
 RUN_PLAYBOOK_VERSIONS = f"{RUN_PREFIX}playbook-versions"
 
+#: The run of trajectories (:mod:`memorist.pipelines.trajectories`).
+RUN_TRAJECTORIES = f"{RUN_PREFIX}trajectories"
+
 
 def header_digest(name: str, *, run: str = RUN_PLAYBOOKS) -> str:
     """The content address of the header of the playbook ``name`` in its space."""

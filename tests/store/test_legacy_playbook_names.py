@@ -10,12 +10,16 @@ make_legacy_020.py against that release) hold:
 - lee: a learner's playbook, a task curated into it, then replaced by hand (an
   undoable curation), granted to agent coach;
 - kim: a learner's playbook beside two she named "per-learner" and "per-learner-own"
-  by hand; the learner's one granted to coach;
+  by hand, the first replaced by hand (an undoable curation); the learner's one
+  granted to coach;
 - dan: a playbook he named "per-learner", granted to coach and deleted, then a
   learner's playbook;
 - zed: a grant to coach of a "per-learner" playbook he never wrote, then a
   learner's playbook;
-- eve: a fact whose text and metadata name the former name.
+- a global playbook named "per-learner" by hand, which coach may edit and lee ran a
+  task with;
+- eve: a fact whose text and metadata name the former name;
+- tenant acme: a tenant-wide playbook under the former name.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from memorist import Memory
+import pytest
+
+from memorist import ImportLineError, Memory
 from memorist.ace.playbook import Playbook
 from memorist.pipelines.trajectories import RUN_REFLECTIONS
 from memorist.reserved import OWN_PLAYBOOK, PER_LEARNER_PLAYBOOK, PREVIOUS_PER_LEARNER_PLAYBOOK
@@ -50,7 +56,7 @@ def _turn(memory: Memory, learner: str, feedback: str) -> None:
                                "conversation_id": "after", "feedback": feedback, "outcome": "success"})
 
 
-def _renamed(memory: Memory) -> None:
+def _renamed(memory: Memory, target: str) -> None:
     learning = memory.learning
     assert _names(memory, LEE) == [NEW]
     book = learning.get_playbook(NEW, **LEE)
@@ -60,7 +66,7 @@ def _renamed(memory: Memory) -> None:
     # kim's learner's playbook takes the name; the ones she named by hand move aside.
     assert _names(memory, KIM) == [NEW, OWN_PLAYBOOK, f"{OWN_PLAYBOOK}-2"]
     assert _patterns(learning.get_playbook(NEW, **KIM)) == {"helpful": ["Use counting the rows of dots; it helped the learner"]}
-    assert _patterns(learning.get_playbook(f"{OWN_PLAYBOOK}-2", **KIM)) == {"helpful": ["Her own strategy"]}
+    assert _patterns(learning.get_playbook(f"{OWN_PLAYBOOK}-2", **KIM)) == {"helpful": ["Her replacement"]}
     assert _patterns(learning.get_playbook(OWN_PLAYBOOK, **KIM)) == {"helpful": ["Her other strategy"]}
     # The grants follow the playbooks they were given on: coach never sees what was not granted.
     coach = memory.as_subject(agent_id="coach").learning
@@ -73,20 +79,30 @@ def _renamed(memory: Memory) -> None:
     assert _patterns(learning.get_playbook(NEW, user_id="zed", scope="user")) == {"helpful": ["Use stories; it helped the learner"]}
     assert _patterns(coach.get_playbook(NEW, user_id="zed", scope="user")) == {}  # the grant was of one he never wrote
     assert sorted(tuple(item["object"]) for item in memory.relations.list()["results"]) == [
-        ("playbook", f"user:dan/{OWN_PLAYBOOK}"), ("playbook", f"user:kim/{NEW}"), ("playbook", f"user:lee/{NEW}"),
-        ("playbook", f"user:zed/{OWN_PLAYBOOK}")]
+        ("playbook", f"global/{NEW}"), ("playbook", f"user:dan/{OWN_PLAYBOOK}"), ("playbook", f"user:kim/{NEW}"),
+        ("playbook", f"user:lee/{NEW}"), ("playbook", f"user:zed/{OWN_PLAYBOOK}")]
+    # The global playbook named so by hand keeps its name, its grant and the tasks run with it,
+    # whatever another tenant's own tenant-wide playbook was called.
+    assert _names(memory, dict(scope="global")) == [NEW]
+    assert "Everyone's tip" in _patterns(learning.get_playbook(NEW, scope="global"))["helpful"]
+    tasks = {t["task_description"]: t["playbook"] for t in learning.query_trajectories(user_id="lee")}
+    assert tasks == {"practise decimals": NEW, "practise fractions": NEW}
+    with Memory(target, tenant_id="acme") as acme:
+        assert _names(acme, dict(scope="tenant")) == [NEW]
     # A fact is the user's own words: never renamed.
     (fact,) = memory.get_all(user_id="eve")["results"]
     assert (fact["memory"], fact["metadata"]) == ("My project is called ltmbse", {"playbook": OLD, "note": OLD})
     # The task's reflection was curated into lee's playbook: not twice.
-    (reflection,) = memory.store.list(ScopeFilter("", "lee", "", RUN_REFLECTIONS))
+    (reflection,) = [r for r in memory.store.list(ScopeFilter("", "lee", "", RUN_REFLECTIONS)) if "practise fractions" in r.text]
     again = learning.curate_playbook([reflection.id], NEW, **LEE)
     assert again["skipped"] == [reflection.id] and again["reflections"] == []
 
 
 def _learns_on(memory: Memory) -> None:
-    """Undo, rollback and the tutor go on with the renamed playbooks."""
+    """Undo, rollback, grants and the tutor go on with the renamed playbooks."""
     learning = memory.learning
+    memory.as_subject(agent_id="coach").learning.update_playbook([{"pattern": "Coach's tip"}], NEW, scope="global")
+    assert _patterns(learning.get_playbook(NEW, scope="global")) == {"helpful": ["Coach's tip", "Everyone's tip"]}
     # Undoing lee's replacement (made by release 0.2.0) brings the learner's strategies back into it.
     (replaced,) = [e["seq"] for e in memory.events(user_id="lee") if e["event"].lower() == "curation"][-1:]
     memory.rollback(replaced, user_id="lee")
@@ -98,6 +114,13 @@ def _learns_on(memory: Memory) -> None:
     assert len(learning.get_playbook(NEW, **LEE)["strategies"]["helpful"]) == 2
     learning.rollback_playbook(NEW, 1, **LEE)
     assert _patterns(learning.get_playbook(NEW, **LEE)) == {"helpful": ["Use the fraction bars; it helped the learner"]}
+    # Undoing kim's replacement (made by release 0.2.0 under the name her playbook had then)
+    # brings her strategy back into her playbook, not into the learner's that took its name.
+    (replaced,) = [e["seq"] for e in memory.events(user_id="kim") if e["event"].lower() == "curation"][-1:]
+    memory.rollback(replaced, user_id="kim")
+    assert _patterns(learning.get_playbook(f"{OWN_PLAYBOOK}-2", **KIM)) == {"helpful": ["Her own strategy"]}
+    assert _patterns(learning.get_playbook(NEW, **KIM)) == {"helpful": ["Use counting the rows of dots; it helped the learner"]}
+    assert _names(memory, KIM) == [NEW, OWN_PLAYBOOK, f"{OWN_PLAYBOOK}-2"]
     # kim's tutor goes on in her learner's playbook; hers stay as she left them.
     _turn(memory, "kim", "Drawing arrays helped")
     assert len(learning.get_playbook(NEW, **KIM)["strategies"]["helpful"]) == 2
@@ -108,7 +131,7 @@ def test_a_sqlite_store_of_release_0_2_0_names_its_learners_playbooks_as_now(tmp
     path = tmp_path / "old.db"
     shutil.copy(FIXTURES / "legacy-0.2.0.db", path)
     with Memory(str(path)) as memory:
-        _renamed(memory)
+        _renamed(memory, str(path))
         assert memory.check()["healthy"], memory.check()["problems"]
     raw = sqlite3.connect(path)
     # Only the versions' snapshots (history, as written) and eve's fact keep the former name.
@@ -118,7 +141,7 @@ def test_a_sqlite_store_of_release_0_2_0_names_its_learners_playbooks_as_now(tmp
     assert raw.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (OLD,)).fetchone()[0] == 1  # eve's fact
     raw.close()
     with Memory(str(path)) as memory:  # opening again changes nothing
-        _renamed(memory)
+        _renamed(memory, str(path))
         _learns_on(memory)
 
 
@@ -128,21 +151,21 @@ def test_a_postgres_store_of_release_0_2_0_names_its_learners_playbooks_as_now(p
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute((FIXTURES / "legacy-0.2.0-postgres.sql").read_text())
     with Memory(pg_url) as memory:
-        _renamed(memory)
+        _renamed(memory, pg_url)
     with psycopg.connect(pg_url, autocommit=True) as conn:
         left = conn.execute("SELECT DISTINCT kind FROM memorist.memories WHERE strpos(metadata, %s) > 0 OR strpos(text, %s) > 0 "
                             "ORDER BY kind", (OLD, OLD)).fetchall()
         assert left == [("fact",), ("playbook_version",)]
         assert conn.execute("SELECT count(*) FROM memorist.memories WHERE terms @@ to_tsquery('simple', %s)", (OLD,)).fetchone()[0] == 1
-        speakers = conn.execute("SELECT speaker FROM memorist.memories WHERE kind = 'playbook' AND status = 'active' ORDER BY speaker").fetchall()
-        assert speakers == sorted([(NEW,)] * 4 + [(OWN_PLAYBOOK,), (f"{OWN_PLAYBOOK}-2",)])  # a header's name
+        headers = conn.execute("SELECT speaker, metadata FROM memorist.memories WHERE kind = 'playbook'").fetchall()
+        assert len(headers) >= 8 and all(speaker == json.loads(meta)["name"] for speaker, meta in headers)  # a header's name
         # The renamed labels' terms are counted in their space's BM25 statistics.
         drift = conn.execute(
             "SELECT count(*) FROM memorist.spaces s WHERE s.doc_terms <> (SELECT coalesce(sum(term_count), 0) "
             "FROM memorist.memories m WHERE m.space_id = s.id AND m.status = 'active')").fetchone()[0]
         assert drift == 0
     with Memory(pg_url) as memory:
-        _renamed(memory)
+        _renamed(memory, pg_url)
         _learns_on(memory)
 
 
@@ -156,6 +179,30 @@ def test_an_export_of_release_0_2_0_imports_under_the_current_name(tmp_path) -> 
         assert _names(memory, LEE) == [NEW]
         rows = memory.store.list(ScopeFilter("", "lee", None, None))
         assert not [r for r in rows if r.kind.value != "playbook_version" and (OLD in r.text or OLD in json.dumps(r.metadata))]
+
+
+def test_an_export_of_release_0_2_0_with_two_playbooks_of_one_name_is_refused_not_merged(tmp_path) -> None:
+    """kim's export holds her learner's playbook (the former name, now "per-learner") and
+    one she named "per-learner" herself: the import stops before either, naming the
+    second, instead of merging her strategies into the tutor's playbook."""
+    with Memory(str(tmp_path / "new.db"), embedder="hashing") as memory:
+        with pytest.raises(ImportLineError, match="a second playbook named 'per-learner'"):
+            memory.import_(str(FIXTURES / "legacy-0.2.0-kim.jsonl"))
+        assert _names(memory, KIM) == []
+        assert memory.learning.get_playbook(NEW, **KIM)["strategies"] == {"helpful": [], "harmful": [], "neutral": []}
+
+
+def test_a_playbook_imported_into_a_scope_that_has_one_of_its_name_is_refused(tmp_path) -> None:
+    with Memory(str(tmp_path / "a.db"), embedder="hashing") as memory:
+        _turn(memory, "lee", "The fraction bars helped me")
+        lines = "".join(json.dumps(item) + "\n" for item in memory.export(user_id="lee"))
+    (tmp_path / "lee.jsonl").write_text(lines)
+    with Memory(str(tmp_path / "b.db"), embedder="hashing") as memory:
+        _turn(memory, "lee", "Drawing it helped me")  # the same playbook, other ids
+        with pytest.raises(ImportLineError, match="a second playbook named 'per-learner'"):
+            memory.import_(str(tmp_path / "lee.jsonl"))
+        assert _names(memory, LEE) == [NEW]
+        assert _patterns(memory.learning.get_playbook(NEW, **LEE)) == {"helpful": ["Use drawing it; it helped the learner"]}
 
 
 def test_a_playbook_exported_and_imported_is_the_same_playbook(tmp_path) -> None:

@@ -62,6 +62,7 @@ from ..reserved import (
     PREVIOUS_PER_LEARNER_PLAYBOOK,
     RUN_PLAYBOOK_VERSIONS,
     RUN_PLAYBOOKS,
+    RUN_PREFIX,
     header_digest,
     renamed_playbook_fields,
 )
@@ -116,6 +117,25 @@ def with_current_names(record: MemoryRecord) -> MemoryRecord:
     name = record.metadata.get("name")
     if record.kind is Kind.PLAYBOOK and record.scope.run_id == RUN_PLAYBOOKS and isinstance(name, str):
         record = record.copy(content_hash=header_digest(name))
+    return record
+
+
+def as_filed(record: MemoryRecord, held: MemoryRecord | None) -> MemoryRecord:
+    """A past state of a playbook's memory (an undo restores it) filed under the
+    playbook its stored row ``held`` belongs to now: a header keeps its name (and its
+    label and address), a strategy, version or trajectory the playbook it names. A
+    memory's playbook never changes but by a rename (a store of release 0.2.0
+    migrated), which its past states predate."""
+    if held is None or not (record.section or record.scope.run_id.startswith(RUN_PREFIX)):
+        return record
+    if record.kind is Kind.PLAYBOOK and record.scope.run_id == RUN_PLAYBOOKS and isinstance(held.metadata.get("name"), str):
+        if record.metadata.get("name") == held.metadata["name"]:
+            return record
+        return record.copy(metadata={**record.metadata, "name": held.metadata["name"]}, text=held.text,
+                           search_text=held.search_text, content_hash=held.content_hash)
+    owner = held.metadata.get(PLAYBOOK_KEY)
+    if isinstance(owner, str) and record.metadata.get(PLAYBOOK_KEY) != owner:
+        return record.copy(metadata={**record.metadata, PLAYBOOK_KEY: owner})
     return record
 
 
@@ -668,6 +688,7 @@ __all__ = [
     "record_from_snapshot",
     "snapshot_digest",
     "with_current_names",
+    "as_filed",
     "snapshot_entry",
     "strategy_entry",
     "version_view",

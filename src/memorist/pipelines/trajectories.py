@@ -35,11 +35,10 @@ from ..embed.base import Embedder
 from ..model import DEFAULT_CLASS, Kind, MemoryRecord, Scope, Status, from_epoch
 from ..policies.learning import CREDIT_HISTORY, DAY, LearningConfig, canonical_steps, keep_trace, trace_digest
 from ..policies.text import preview
-from ..reserved import RUN_PREFIX
+from ..reserved import RUN_PREFIX, RUN_TRAJECTORIES
 from ..roles.learning import Insights, Step, Trajectory
 from ..store.base import ScopeFilter, Store
 
-RUN_TRAJECTORIES = f"{RUN_PREFIX}trajectories"
 RUN_TRACES = f"{RUN_PREFIX}traces"
 RUN_REFLECTIONS = f"{RUN_PREFIX}reflections"
 #: Where each space keeps the outcomes of its runs per task type (what association

@@ -60,6 +60,7 @@ from ..model import (
 from ..policies import relations as rules
 from ..policies.consolidation import DEFAULT_IMPORTANCE
 from ..policies.text import content_hash
+from ..reserved import RUN_PLAYBOOKS
 from ..store.base import ScopeFilter, Store
 from ..store.sqlite.errors import is_busy, retry_busy
 from .minutes import log_imported
@@ -774,7 +775,43 @@ class Importer:
                 "a memory has one scope: to give this line's memory an id of its own, leave out its \"id\"",
                 self.summary(),
             )
+        second = self._second_playbook(pending)
+        if second is not None:
+            line_no, header_line, name, other = second
+            self._write_records([p for p in pending if p[0] < line_no])
+            self._flush_before(line_no)
+            raise ImportLineError(
+                line_no,
+                f"line {header_line} brings a second playbook named {name!r} into its scope (which has one already: memory "
+                f"{other!r}); a scope holds one playbook of a name, so the import stops at the first line of that name in "
+                "the scope: leave out one playbook's lines, or import them into a store without the other (a store written "
+                "by release 0.2.0 is best opened with this release, which renames its playbooks, than imported from its export)",
+                self.summary(),
+            )
         self._write_records(pending)
+
+    def _second_playbook(self, pending: list[tuple[int, MemoryRecord]]) -> tuple[int, int, str, str] | None:
+        """Where ``pending`` brings a playbook header whose name its scope already has
+        under another id (stored, or on an earlier line): ``(the first line of that
+        scope and name, header, strategy or version, the header's line, the name, the
+        other header's id)``, or None. The strategies of two playbooks of one name
+        cannot be told apart: none of that name is written."""
+        seen: dict[tuple[Scope, str], str] = {}
+        for header_line, record in pending:
+            if record.kind is not Kind.PLAYBOOK or record.scope.run_id != RUN_PLAYBOOKS or record.status is not Status.ACTIVE:
+                continue
+            key = (record.scope, record.content_hash)
+            other = seen.setdefault(key, record.id)
+            if other == record.id:
+                found = [r.id for r in self.store.find_by_hash(_exactly(record.scope), record.content_hash)
+                         if r.kind is Kind.PLAYBOOK and r.status is Status.ACTIVE and r.id != record.id]
+                other = found[0] if found else other
+            if other != record.id:
+                name = record.metadata.get("name")
+                first = min(n for n, r in pending if r.scope.space == record.scope.space and (
+                    r.id == record.id or (r.scope.run_id != RUN_PLAYBOOKS and r.metadata.get("playbook") == name)))
+                return first, header_line, str(name), other
+        return None
 
     def _write_records(self, pending: list[tuple[int, MemoryRecord]]) -> None:
         if not pending:

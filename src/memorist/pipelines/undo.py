@@ -52,7 +52,7 @@ from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import EventRecord, Kind, MemoryClass, MemoryRecord, Scope, Status, Tier
 from ..store.base import ScopeFilter, Store
 from ..validate import MAX_SEQ
-from .playbooks import with_current_names
+from .playbooks import as_filed, with_current_names
 
 UNDO = "undo"
 OP_ROLLBACK = "rollback"
@@ -312,6 +312,7 @@ def rollback(store: Store, target: Any, scope: ScopeFilter, embed: Callable[[lis
                 retired.append(mid)
         for record in final.values():
             held = current.get(record.id)
+            record = as_filed(record, held)
             if held is not None:
                 batch.update(record, vector_of.get(record.id), old_text=held.text, op=OP_ROLLBACK, actor=actor, payload=payload)
             else:

@@ -31,6 +31,7 @@ from ..reserved import (
     PREVIOUS_PER_LEARNER_PLAYBOOK,
     RUN_PLAYBOOKS,
     RUN_PREFIX,
+    RUN_TRAJECTORIES,
     renamed_playbook_fields,
 )
 from .codec import speaker_name
@@ -93,14 +94,18 @@ def _dumps(meta: dict[str, Any]) -> str:
     return text
 
 
-def _labels(user: str, agent: str) -> tuple[str, ...]:
-    """The scope labels a playbook of this space can have."""
-    return ("agent",) if agent else ("user",) if user else ("tenant", "global")
+def _labels(tenant: str, user: str, agent: str) -> tuple[str, ...]:
+    """The scope labels a playbook of this space can have (the default tenant's own
+    space holds the global playbooks too)."""
+    if agent or user:
+        return ("agent",) if agent else ("user",)
+    return ("tenant", "global") if not tenant else ("tenant",)
 
 
 def _playbooks(run_id: str, kind: str, section: str, meta: Mapping[str, Any]) -> set[str]:
-    """The playbooks a row is a header, version, strategy or trajectory of."""
-    if not (section or run_id.startswith(RUN_PREFIX)):
+    """The playbooks of its own space a row is the header, a version or a strategy
+    of (a trajectory names a playbook it ran with, which may be another space's)."""
+    if not (section or run_id.startswith(RUN_PREFIX)) or run_id == RUN_TRAJECTORIES:
         return set()
     found = {meta.get("playbook")}
     if run_id == RUN_PLAYBOOKS and kind == "playbook":
@@ -132,7 +137,7 @@ def plan(rows: Iterable[Row], spaces: Mapping[int, tuple[str, str, str]], relati
         def key(label: str, name: str, user: str = user, agent: str = agent) -> str:
             return playbook_key(PlaybookPath(label, user, agent, name))
 
-        labels = _labels(user, agent)
+        labels = _labels(tenant, user, agent)
         owned = {key(label, PER_LEARNER_PLAYBOOK): label for label in labels}
         own = PER_LEARNER_PLAYBOOK in names or any(
             ident in owned and (owner == tenant or owned[ident] == "global") for owner, ident in granted)
@@ -148,7 +153,9 @@ def plan(rows: Iterable[Row], spaces: Mapping[int, tuple[str, str, str]], relati
                 out.keys[(None if label == "global" else tenant, key(label, old))] = key(label, new)
                 marks[curation_key(label, tenant, user, agent, old)] = curation_key(label, tenant, user, agent, new)
     for (rowid, space, run_id, kind, section, text, search_text, _, _), meta in read:
-        names = renames.get(space, {OLD: PER_LEARNER_PLAYBOOK})
+        # A trajectory's playbook may be another space's: only the former name is
+        # renamed there, as the learner's playbook takes the current one in any space.
+        names = {OLD: PER_LEARNER_PLAYBOOK} if run_id == RUN_TRAJECTORIES else renames.get(space, {OLD: PER_LEARNER_PLAYBOOK})
         header = meta.get("name") if run_id == RUN_PLAYBOOKS and kind == "playbook" else None
         renamed = renamed_playbook_fields(run_id, kind, section, text, search_text, meta, names, marks)
         if renamed is not None:
