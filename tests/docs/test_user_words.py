@@ -178,3 +178,46 @@ def test_the_health_report_of_a_new_store_does_not_name_them(tmp_path: Path) -> 
     result = runner.invoke(cli, ["--db", db, "--policy", "energy", "--json", "tiers", "health"], prog_name="memorist")
     assert "not persisted yet" in result.output  # the configuration's check, the one that named a design document
     assert not offending(result.output), offending(result.output)
+
+
+#: The modules a user imports or is told to read (``help(memorist.ace)``): their own
+#: docstrings, and those of every name they export.
+USER_MODULES = ["memorist", "memorist.ace", "memorist.ace.playbook", "memorist.ace.learning", "memorist.ace.runner",
+                "memorist.server", "memorist.server.app", "memorist.client", "memorist.agent", "memorist.mcp_server",
+                "memorist.aio", "memorist.capabilities", "memorist.relations", "memorist.api", "memorist.errors",
+                "memorist.integrations"]
+
+
+def test_the_modules_users_import_do_not_name_them() -> None:
+    import pkgutil
+
+    names = list(USER_MODULES)
+    for package in ("memorist.integrations", "memorist.agent"):
+        names += [f"{package}.{m.name}" for m in pkgutil.iter_modules(importlib.import_module(package).__path__)]
+    found: dict[str, list[str]] = {}
+    for name in names:
+        module = importlib.import_module(name)
+        docs = {name: inspect.getdoc(module) or ""}
+        for exported in getattr(module, "__all__", []):
+            value = getattr(module, exported, None)
+            if inspect.isclass(value) or inspect.isfunction(value) or inspect.ismodule(value):
+                docs[f"{name}.{exported}"] = inspect.getdoc(value) or ""
+        found.update({where: lines for where, doc in docs.items() if (lines := offending(doc))})
+    assert len(names) > 20
+    assert not found, f"help() of a module users import names a design document or code name: {json.dumps(found, indent=1)}"
+
+
+def test_a_learners_playbook_is_listed_by_a_name_users_know(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    db = str(tmp_path / "tutor.db")
+    turn = {"messages": [{"role": "user", "content": "How do I add 1/2 + 1/3?"}], "learner_id": "lee",
+            "conversation_id": "c1", "feedback": "The fraction bars helped me", "outcome": "success"}
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--db", db, "--embedder", "hashing", "run-turn"], input=json.dumps(turn)).exit_code == 0
+    shown = "".join(runner.invoke(cli, ["--db", db, *args]).output for args in (
+        ["playbook", "list", "--user", "lee"], ["--json", "playbook", "list", "--user", "lee"],
+        ["playbook", "get", "per-learner", "--user", "lee"], ["playbook", "versions", "per-learner", "--user", "lee"],
+        ["analyze"], ["--json", "export", "--user", "lee"]))
+    assert "per-learner" in shown
+    assert not offending(shown), offending(shown)

@@ -1,9 +1,9 @@
-"""Self-evolving playbooks: spec 000's LTMBSE-ACE per learner (and its ACE baseline),
-and spec 001's learning loop.
+"""Self-evolving playbooks: one per learner (and the ACE baseline, one shared by
+every learner), and the learning loop of tasks.
 
 :class:`Playbook` is the entry point (``Memory.playbooks`` is one with the default settings);
 :mod:`memorist.ace.runner` is the turn protocol of ``memorist run-turn``.
-:class:`Learning` is spec 001's loop (trajectories, reflection, curation, versioned
+:class:`Learning` is the learning loop (trajectories, reflection, curation, versioned
 playbooks, ``execute_with_learning``) behind the Memory's learning calls. The
 commands live in :mod:`memorist.cli.playbook` and :mod:`memorist.cli.learning`, the
 benchmarks in :mod:`memorist.benchmarks.evolve` and :mod:`memorist.benchmarks.learn`.

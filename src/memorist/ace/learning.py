@@ -1,4 +1,4 @@
-"""Spec 001's learning loop on a :class:`~memorist.Memory`: trajectories, reflection,
+"""The learning loop on a :class:`~memorist.Memory`: trajectories, reflection,
 curation, versioned playbooks and ``execute_with_learning``.
 
 :class:`Learning` is what the Memory's learning calls delegate to
@@ -9,8 +9,8 @@ call acts for, and drives the pipelines (:mod:`memorist.pipelines.trajectories`,
 reflector role.
 
 Who a call acts for: ``user_id`` and/or ``agent_id``, as for facts; with neither,
-the agent ``LearningConfig.default_agent_id`` (``"default"``), so spec 001's
-examples, written for a connection bound to one agent, read the same. A playbook
+the agent ``LearningConfig.default_agent_id`` (``"default"``), so examples written
+for a connection bound to one agent read the same. A playbook
 call may name a ``scope``: ``"agent"``, ``"user"`` (the space of those ids),
 ``"tenant"`` (the tenant's shared playbooks) or ``"global"`` (every tenant's; only
 the default tenant writes them). By-id calls (a trajectory, a reflection) answer

@@ -1,4 +1,4 @@
-"""Self-evolving playbooks per learner (spec 000's LTMBSE-ACE), on a :class:`~memorist.Memory`.
+"""Self-evolving playbooks per learner, on a :class:`~memorist.Memory`.
 
 A playbook is what an agent has learned about teaching one learner: strategies that
 helped, mistakes to avoid, what the learner struggles with and prefers. Each bullet

@@ -1,4 +1,4 @@
-"""The runner protocol (spec 000 §2): one turn in, one JSON answer out.
+"""The runner protocol: one turn in, one JSON answer out.
 
 Input (``memorist run-turn`` reads it on stdin)::
 
@@ -6,7 +6,7 @@ Input (``memorist run-turn`` reads it on stdin)::
      "learner_id"?: "sam", "conversation_id"?: "c-42",
      "feedback"?: "That helped!", "outcome"?: "success" | "failure", "topic"?: "fractions"}
 
-Spec 000's own input, ``{"messages": [...]}`` alone, is a turn of the learner
+The shortest input, ``{"messages": [...]}`` alone, is a turn of the learner
 ``"default"`` (:data:`DEFAULT_LEARNER`) in no named conversation.
 
 Output::

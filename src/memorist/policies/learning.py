@@ -84,7 +84,7 @@ def confidence(
 
 @dataclass(frozen=True, slots=True)
 class VersionRetention:
-    """Which playbook versions survive (spec 001 §7.3): the latest ``keep_latest``,
+    """Which playbook versions survive: the latest ``keep_latest``,
     every major version (``keep_all_major``), and those made in the last
     ``keep_days`` days (None: no age rule). The current version always survives."""
 
@@ -222,7 +222,7 @@ _FALSE = {"0", "false", "no", "off"}
 class LearningConfig:
     """How the learning loop keeps trajectories, curates strategies and versions playbooks.
 
-    Spec 001's defaults: traces of 10 % of successes and of every failure are
+    The defaults: traces of 10 % of successes and of every failure are
     stored, trajectories are deleted 30 days after they complete, strategies
     merge at cosine ≥ 0.85, and playbook versions follow :class:`VersionRetention`.
     ``max_strategies`` bounds a playbook (the lowest-confidence entries go first);
@@ -231,7 +231,7 @@ class LearningConfig:
     counts cover all). Learning calls that name neither a user nor an agent act for
     ``default_agent_id``.
 
-    :meth:`resolved` fills what is None from the environment (spec 001's names:
+    :meth:`resolved` fills what is None from the environment (
     ``TRAJECTORY_RETENTION_DAYS``, ``TRAJECTORY_SAMPLE_RATE``,
     ``TRAJECTORY_ALWAYS_STORE_FAILURES``, ``PLAYBOOK_VERSION_KEEP_LATEST``,
     ``PLAYBOOK_VERSION_KEEP_ALL_MAJOR``, ``PLAYBOOK_VERSION_KEEP_DAYS``), when the

@@ -1,4 +1,4 @@
-"""The memory service (``memorist serve``): spec 004's REST API over :class:`~memorist.Memory`.
+"""The memory service (``memorist serve``): a REST API over :class:`~memorist.Memory`.
 
 Needs the ``server`` extra (FastAPI, uvicorn). :func:`create_app` builds the
 application; :class:`ServerLimits` bounds what a request may cost;

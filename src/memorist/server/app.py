@@ -1,6 +1,6 @@
-"""The memory service: spec 004's REST API over :class:`~memorist.Memory`, with the
-learning loop's (spec 001), the minutes' (spec 003) and the energy tiers' (spec 002)
-routes under the same keys.
+"""The memory service: a REST API over :class:`~memorist.Memory` (the memory routes of
+the service contract, docs/service-contract.md), with the learning loop's, the
+minutes' and the energy tiers' routes under the same keys.
 
 :func:`create_app` builds the FastAPI application (``memorist serve`` runs it under
 uvicorn): the middleware, the limits, the keys, the static panel and the error
@@ -479,7 +479,7 @@ def create_app(
     no key (``memorist serve`` sets it for a non-loopback host). ``local_only``: a
     development server (no key) answers only requests whose ``Host`` is loopback,
     which defeats DNS rebinding against ``localhost``. ``policy``: ``"energy"`` for
-    spec 002's energy tiers (its routes are under ``/api/tiers/``; default:
+    the energy tiers (their routes are under ``/api/tiers/``; default:
     ``MEMORIST_POLICY``, else the default policy).
 
     The API-keys table is created in the store now; the tenants' Memories open on
