@@ -988,8 +988,12 @@ class Memory:
         A relation line of a whole-tenant export restores its tuple (one already held
         changes nothing).
 
+        A playbook the file brings to a scope that has a playbook of its name already
+        (under other ids) joins it: its strategies are added, its header and versions
+        left out (counted as skipped), with a warning.
+
         Returns counts: ``lines``, ``added``, ``updated``, ``unchanged``, ``skipped``
-        (deleted here since), ``deleted`` (by reconciliation), ``events`` (event lines,
+        (deleted here since, or a playbook's header joining one), ``deleted`` (by reconciliation), ``events`` (event lines,
         which are not replayed), ``relations`` (tuples written) and ``calls``. A bad line raises
         :class:`~memorist.ImportLineError` naming it; the lines before
         it stay imported. ``progress(line)`` is called as each line is read, with its number (a function that raises stops the import with a ValidationError).

@@ -29,9 +29,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import pytest
-
-from memorist import ImportLineError, Memory
+from memorist import Memory
 from memorist.ace.playbook import Playbook
 from memorist.pipelines.trajectories import RUN_REFLECTIONS
 from memorist.reserved import OWN_PLAYBOOK, PER_LEARNER_PLAYBOOK, PREVIOUS_PER_LEARNER_PLAYBOOK
@@ -181,28 +179,41 @@ def test_an_export_of_release_0_2_0_imports_under_the_current_name(tmp_path) -> 
         assert not [r for r in rows if r.kind.value != "playbook_version" and (OLD in r.text or OLD in json.dumps(r.metadata))]
 
 
-def test_an_export_of_release_0_2_0_with_two_playbooks_of_one_name_is_refused_not_merged(tmp_path) -> None:
-    """kim's export holds her learner's playbook (the former name, now "per-learner") and
-    one she named "per-learner" herself: the import stops before either, naming the
-    second, instead of merging her strategies into the tutor's playbook."""
-    with Memory(str(tmp_path / "new.db"), embedder="hashing") as memory:
-        with pytest.raises(ImportLineError, match="a second playbook named 'per-learner'"):
-            memory.import_(str(FIXTURES / "legacy-0.2.0-kim.jsonl"))
-        assert _names(memory, KIM) == []
-        assert memory.learning.get_playbook(NEW, **KIM)["strategies"] == {"helpful": [], "harmful": [], "neutral": []}
+def test_an_export_of_release_0_2_0_with_two_playbooks_of_one_name_makes_one(tmp_path, caplog) -> None:
+    """kim's export holds her learner's playbook (the former name, now "per-learner")
+    and one she named "per-learner" herself: a scope holds one playbook of a name, so
+    the second joins the first (its strategies added, its header left out) with a
+    warning; opening her store instead keeps them apart (the tests above)."""
+    with Memory(str(tmp_path / "new.db"), embedder="hashing") as memory, caplog.at_level("WARNING", "memorist.import"):
+        counts = memory.import_(str(FIXTURES / "legacy-0.2.0-kim.jsonl"))
+        assert counts["skipped"] >= 1
+        assert _names(memory, KIM) == [NEW, OWN_PLAYBOOK]
+        assert _patterns(memory.learning.get_playbook(NEW, **KIM)) == {
+            "helpful": ["Her replacement", "Use counting the rows of dots; it helped the learner"]}
+    assert "the playbook 'per-learner' of user 'kim' is there already" in caplog.text
 
 
-def test_a_playbook_imported_into_a_scope_that_has_one_of_its_name_is_refused(tmp_path) -> None:
+def test_a_backup_restored_after_its_playbook_was_made_again_joins_it(tmp_path, caplog) -> None:
     with Memory(str(tmp_path / "a.db"), embedder="hashing") as memory:
         _turn(memory, "lee", "The fraction bars helped me")
-        lines = "".join(json.dumps(item) + "\n" for item in memory.export(user_id="lee"))
-    (tmp_path / "lee.jsonl").write_text(lines)
-    with Memory(str(tmp_path / "b.db"), embedder="hashing") as memory:
-        _turn(memory, "lee", "Drawing it helped me")  # the same playbook, other ids
-        with pytest.raises(ImportLineError, match="a second playbook named 'per-learner'"):
-            memory.import_(str(tmp_path / "lee.jsonl"))
-        assert _names(memory, LEE) == [NEW]
+        backup = "".join(json.dumps(item) + "\n" for item in memory.export(user_id="lee"))
+        (tmp_path / "lee.jsonl").write_text(backup)
+        # Deleted and made again: the backup's playbook is the deleted one, which stays deleted.
+        memory.learning.delete_playbook(NEW, **LEE)
+        _turn(memory, "lee", "Drawing it helped me")
+        counts = memory.import_(str(tmp_path / "lee.jsonl"))
+        assert counts["added"] == 0 and _names(memory, LEE) == [NEW]
         assert _patterns(memory.learning.get_playbook(NEW, **LEE)) == {"helpful": ["Use drawing it; it helped the learner"]}
+    with Memory(str(tmp_path / "b.db"), embedder="hashing") as memory, caplog.at_level("WARNING", "memorist.import"):
+        _turn(memory, "lee", "Drawing it helped me")  # the same playbook, other ids
+        memory.import_(str(tmp_path / "lee.jsonl"))
+        assert _names(memory, LEE) == [NEW]  # one header: the store's
+        book = memory.learning.get_playbook(NEW, **LEE)
+        assert _patterns(book) == {"helpful": ["Use drawing it; it helped the learner", "Use the fraction bars; it helped the learner"]}
+        assert [v["version"] for v in memory.learning.list_playbook_versions(NEW, **LEE)] == [1]  # the file's versions left out
+        _turn(memory, "lee", "Lining up the number lines helped")
+        assert _names(memory, LEE) == [NEW]
+    assert "joins it" in caplog.text
 
 
 def test_a_playbook_exported_and_imported_is_the_same_playbook(tmp_path) -> None:
@@ -233,3 +244,21 @@ def test_a_new_store_names_the_learners_playbook_per_learner(tmp_path) -> None:
             assert [tuple(i["object"]) for i in memory.relations.list()["results"]] == [("playbook", f"user:lee/{NEW}")]
             book = memory.as_subject(agent_id="coach").learning.get_playbook(OLD, **LEE)
             assert book["name"] == NEW and book["strategies"]["helpful"]
+
+
+def test_a_playbook_joins_across_import_batches(tmp_path) -> None:
+    """The header and its strategies may fall in different batches of an import."""
+    from memorist.pipelines.transfer import IMPORT_BATCH
+
+    with Memory(str(tmp_path / "a.db"), embedder="hashing") as memory:
+        memory.add([{"role": "user", "content": f"Note {i}"} for i in range(IMPORT_BATCH - 1)], user_id="lee", infer=False)
+        _turn(memory, "lee", "The fraction bars helped me")
+        lines = [json.dumps(item) for item in memory.export(user_id="lee")]
+    assert len(lines) > IMPORT_BATCH
+    (tmp_path / "lee.jsonl").write_text("\n".join(lines) + "\n")
+    with Memory(str(tmp_path / "b.db"), embedder="hashing") as memory:
+        _turn(memory, "lee", "Drawing it helped me")
+        memory.import_(str(tmp_path / "lee.jsonl"))
+        assert _names(memory, LEE) == [NEW]
+        assert len(memory.learning.get_playbook(NEW, **LEE)["strategies"]["helpful"]) == 2
+        assert len(memory.get_all(user_id="lee", limit=1000)["results"]) == IMPORT_BATCH - 1

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -65,6 +66,8 @@ from ..store.base import ScopeFilter, Store
 from ..store.sqlite.errors import is_busy, retry_busy
 from .minutes import log_imported
 from .playbooks import with_current_names
+
+log = logging.getLogger("memorist.import")
 
 #: Most lines written (memories) or messages added (verbatim turns) in one call.
 IMPORT_BATCH = 500
@@ -367,6 +370,10 @@ class Importer:
     # and whether the line being fed went into a buffer.
     _open: dict[int, None] = field(default_factory=dict)
     _held: bool = False
+    # The playbook headers this import wrote, by scope and address, and those it left
+    # out because their scope has a playbook of that name already (see _joining).
+    _headers: dict[tuple[Scope, str], str] = field(default_factory=dict)
+    _joined: set[str] = field(default_factory=set)
 
     @property
     def first_open(self) -> int | None:
@@ -775,43 +782,34 @@ class Importer:
                 "a memory has one scope: to give this line's memory an id of its own, leave out its \"id\"",
                 self.summary(),
             )
-        second = self._second_playbook(pending)
-        if second is not None:
-            line_no, header_line, name, other = second
-            self._write_records([p for p in pending if p[0] < line_no])
-            self._flush_before(line_no)
-            raise ImportLineError(
-                line_no,
-                f"line {header_line} brings a second playbook named {name!r} into its scope (which has one already: memory "
-                f"{other!r}); a scope holds one playbook of a name, so the import stops at the first line of that name in "
-                "the scope: leave out one playbook's lines, or import them into a store without the other (a store written "
-                "by release 0.2.0 is best opened with this release, which renames its playbooks, than imported from its export)",
-                self.summary(),
-            )
         self._write_records(pending)
 
-    def _second_playbook(self, pending: list[tuple[int, MemoryRecord]]) -> tuple[int, int, str, str] | None:
-        """Where ``pending`` brings a playbook header whose name its scope already has
-        under another id (stored, or on an earlier line): ``(the first line of that
-        scope and name, header, strategy or version, the header's line, the name, the
-        other header's id)``, or None. The strategies of two playbooks of one name
-        cannot be told apart: none of that name is written."""
-        seen: dict[tuple[Scope, str], str] = {}
-        for header_line, record in pending:
-            if record.kind is not Kind.PLAYBOOK or record.scope.run_id != RUN_PLAYBOOKS or record.status is not Status.ACTIVE:
-                continue
-            key = (record.scope, record.content_hash)
-            other = seen.setdefault(key, record.id)
-            if other == record.id:
-                found = [r.id for r in self.store.find_by_hash(_exactly(record.scope), record.content_hash)
-                         if r.kind is Kind.PLAYBOOK and r.status is Status.ACTIVE and r.id != record.id]
-                other = found[0] if found else other
-            if other != record.id:
-                name = record.metadata.get("name")
-                first = min(n for n, r in pending if r.scope.space == record.scope.space and (
-                    r.id == record.id or (r.scope.run_id != RUN_PLAYBOOKS and r.metadata.get("playbook") == name)))
-                return first, header_line, str(name), other
-        return None
+    def _joining(self, record: MemoryRecord) -> bool:
+        """Whether ``record``, a memory the store does not hold, is left out because it
+        is a playbook's header (or one of its versions) whose scope has a playbook of
+        that name already, in the store or from an earlier line: a scope holds one
+        playbook of a name, so its strategies join the one there (a backup restored
+        after the playbook was made again, a release 0.2.0 export of a learner beside a
+        playbook its owner had named so). A warning says which."""
+        if record.kind is Kind.PLAYBOOK_VERSION:
+            return record.lineage.get("playbook_id") in self._joined
+        if record.kind is not Kind.PLAYBOOK or record.scope.run_id != RUN_PLAYBOOKS or record.status is not Status.ACTIVE:
+            return False
+        key = (record.scope, record.content_hash)
+        other = self._headers.get(key)
+        if other is None:
+            found = [r.id for r in self.store.find_by_hash(_exactly(record.scope), record.content_hash)
+                     if r.kind is Kind.PLAYBOOK and r.status is Status.ACTIVE and r.id != record.id]
+            other = found[0] if found else None
+        if other is None or other == record.id:
+            self._headers[key] = record.id
+            return False
+        self._joined.add(record.id)
+        log.warning("import: the playbook %r of %s is there already (%s); the file's one (%s) joins it: its strategies "
+                    "are added to it, its header and versions are left out", record.metadata.get("name"),
+                    ", ".join(f"{k} {v!r}" for k, v in zip(("user", "agent"), record.scope.space[1:], strict=True) if v) or "the tenant",
+                    other, record.id)
+        return True
 
     def _write_records(self, pending: list[tuple[int, MemoryRecord]]) -> None:
         if not pending:
@@ -826,7 +824,9 @@ class Importer:
         writes: list[tuple[MemoryRecord, MemoryRecord | None]] = []
         for record in latest.values():
             old = stored.get(record.id)
-            if old is None:
+            if old is None and self._joining(record):
+                self.counts["skipped"] += 1
+            elif old is None:
                 writes.append((record, None))
             elif old.scope != record.scope:
                 # An import never moves a memory: the id is another scope's (another
