@@ -262,3 +262,19 @@ def test_a_playbook_joins_across_import_batches(tmp_path) -> None:
         assert _names(memory, LEE) == [NEW]
         assert len(memory.learning.get_playbook(NEW, **LEE)["strategies"]["helpful"]) == 2
         assert len(memory.get_all(user_id="lee", limit=1000)["results"]) == IMPORT_BATCH - 1
+
+
+def test_a_whole_tenant_export_with_tenant_and_global_playbooks_imports(tmp_path) -> None:
+    """A tenant's or the global playbook's strategies belong to no user, agent or run."""
+    with Memory(str(tmp_path / "a.db"), embedder="hashing") as memory:
+        memory.learning.update_playbook([{"pattern": "Cite the source"}], "house-style", scope="tenant")
+        memory.learning.update_playbook([{"pattern": "Be kind"}], "manners", scope="global")
+        _turn(memory, "lee", "The fraction bars helped me")
+        lines = "".join(json.dumps(item) + "\n" for item in memory.export(all_scopes=True))
+    (tmp_path / "all.jsonl").write_text(lines)
+    with Memory(str(tmp_path / "b.db"), embedder="hashing") as memory:
+        memory.import_(str(tmp_path / "all.jsonl"))
+        assert _patterns(memory.learning.get_playbook("house-style", scope="tenant")) == {"helpful": ["Cite the source"]}
+        assert _patterns(memory.learning.get_playbook("manners", scope="global")) == {"helpful": ["Be kind"]}
+        assert _names(memory, LEE) == [NEW]
+        assert memory.import_(str(tmp_path / "all.jsonl"))["added"] == 0  # again: nothing new

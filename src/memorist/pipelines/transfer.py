@@ -235,7 +235,8 @@ def record_from_item(
     mid = validate.memory_id(obj.get("id"))
     text = validate.text("memory", obj.get("memory"), max_chars=max_chars)
     scope_ids = [validate.scope_id(k, obj.get(k)) for k in _SCOPE_KEYS]
-    if not any(scope_ids):
+    if not any(scope_ids) and not _str(obj, "section"):
+        # (A strategy of a tenant's or the global playbook has none: it is the tenant's.)
         raise ValidationError("user_id", "an exported memory needs one of user_id, agent_id or run_id")
     created = validate.timestamp(obj.get("created_at"), field="created_at")
     if created is None:
