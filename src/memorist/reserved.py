@@ -72,8 +72,9 @@ def renamed_playbook_fields(
     content address), a version's, strategy's or trajectory's ``playbook`` (a
     version's label text too), and a reflection's marks of the playbooks it was
     curated into (``marks``: each mark to its new one; a mark not there that names
-    the per-learner playbook's former name takes ``names`` of it). Facts are never touched: only the rows of the
-    reserved runs and strategies (rows with a ``section``) are.
+    the per-learner playbook's former name takes ``names`` of it). Facts are never
+    touched: only the rows of the reserved runs and strategies (rows with a
+    ``section``) are.
 
     Returns the new ``(text, search_text, content_hash)``, the hash None where it
     does not change; None when nothing changed (``metadata`` is then as it was)."""

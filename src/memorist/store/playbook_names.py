@@ -62,6 +62,8 @@ class Renamed:
 
 @dataclass(slots=True)
 class Plan:
+    """What a migration rewrites: rows, and the playbook relations' object ids."""
+
     rows: list[Renamed] = field(default_factory=list)
     #: ``(tenant, object id)`` of a playbook relation to its new object id; a global
     #: playbook's under the tenant None (every tenant's grants of it).
