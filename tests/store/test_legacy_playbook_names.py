@@ -29,7 +29,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from memorist import Memory
+import pytest
+
+from memorist import ImportLineError, Memory
 from memorist.ace.playbook import Playbook
 from memorist.pipelines.trajectories import RUN_REFLECTIONS
 from memorist.reserved import OWN_PLAYBOOK, PER_LEARNER_PLAYBOOK, PREVIOUS_PER_LEARNER_PLAYBOOK
@@ -278,3 +280,20 @@ def test_a_whole_tenant_export_with_tenant_and_global_playbooks_imports(tmp_path
         assert _patterns(memory.learning.get_playbook("manners", scope="global")) == {"helpful": ["Be kind"]}
         assert _names(memory, LEE) == [NEW]
         assert memory.import_(str(tmp_path / "all.jsonl"))["added"] == 0  # again: nothing new
+
+
+def test_a_tenants_strategies_stay_the_tenants_when_an_import_names_a_user(tmp_path) -> None:
+    with Memory(str(tmp_path / "a.db"), embedder="hashing") as memory:
+        memory.learning.update_playbook([{"pattern": "Cite the source"}], "house-style", scope="tenant")
+        memory.add("I like tea", user_id="lee", infer=False)
+        items = list(memory.export(all_scopes=True))
+    (tmp_path / "all.jsonl").write_text("".join(json.dumps(item) + "\n" for item in items))
+    fact = {**next(i for i in items if i.get("user_id") == "lee"), "id": "f-1", "user_id": None, "section": "x"}
+    (tmp_path / "fact.jsonl").write_text(json.dumps(fact) + "\n")
+    with Memory(str(tmp_path / "b.db"), embedder="hashing") as memory:
+        memory.import_(str(tmp_path / "all.jsonl"), user_id="bob")  # the default user is for lines that name none
+        assert _patterns(memory.learning.get_playbook("house-style", scope="tenant")) == {"helpful": ["Cite the source"]}
+        assert _patterns(memory.learning.get_playbook("house-style", user_id="bob", scope="user")) == {}
+        # A fact with a section is no strategy: naming no one, it is refused, not stored tenant-wide.
+        with pytest.raises(ImportLineError, match="needs one of user_id, agent_id or run_id"):
+            memory.import_(str(tmp_path / "fact.jsonl"))

@@ -222,6 +222,17 @@ def _enum(obj: dict[str, Any], key: str, kind: type[Any], default: Any) -> Any:
     raise ValidationError(key, f"must be one of {allowed}, got {validate.show(value)}")
 
 
+#: The kinds of a playbook's strategies (✓ helpful, ✗ harmful, ○ neutral).
+_STRATEGY_KINDS = frozenset({Kind.STRATEGY.value, Kind.ANTI_PATTERN.value, Kind.OBSERVATION.value})
+
+
+def _tenants_strategy(obj: dict[str, Any]) -> bool:
+    """Whether an export line is a strategy of a tenant's or the global playbook,
+    which belongs to no user, agent or run (the import's default ids are not its)."""
+    return (not any(obj.get(k) for k in _SCOPE_KEYS) and obj.get("kind") in _STRATEGY_KINDS
+            and isinstance(obj.get("section"), str) and bool(obj["section"].strip()))
+
+
 def record_from_item(
     obj: dict[str, Any],
     tenant_id: str,
@@ -235,9 +246,9 @@ def record_from_item(
     mid = validate.memory_id(obj.get("id"))
     text = validate.text("memory", obj.get("memory"), max_chars=max_chars)
     scope_ids = [validate.scope_id(k, obj.get(k)) for k in _SCOPE_KEYS]
-    if not any(scope_ids) and not _str(obj, "section"):
-        # (A strategy of a tenant's or the global playbook has none: it is the tenant's.)
-        raise ValidationError("user_id", "an exported memory needs one of user_id, agent_id or run_id")
+    if not any(scope_ids) and not _tenants_strategy(obj):
+        raise ValidationError("user_id", "an exported memory needs one of user_id, agent_id or run_id "
+                                         "(only a strategy of a tenant's or the global playbook names none)")
     created = validate.timestamp(obj.get("created_at"), field="created_at")
     if created is None:
         raise ValidationError("created_at", "is required for an exported memory")
@@ -455,7 +466,7 @@ class Importer:
         tenant = obj.get("tenant_id") or ""
         if tenant != self.tenant_id:
             raise _Bad(f"the memory belongs to tenant {validate.show(tenant)}, not this Memory's tenant {self.tenant_id!r}")
-        if not any(obj.get(k) is not None for k in _SCOPE_KEYS):
+        if not any(obj.get(k) is not None for k in _SCOPE_KEYS) and not _tenants_strategy(obj):
             obj = {**obj, **self.defaults}
         if "id" not in obj:
             # An exported memory of an older format, or written by hand: it gets an
