@@ -297,3 +297,21 @@ def test_a_tenants_strategies_stay_the_tenants_when_an_import_names_a_user(tmp_p
         # A fact with a section is no strategy: naming no one, it is refused, not stored tenant-wide.
         with pytest.raises(ImportLineError, match="needs one of user_id, agent_id or run_id"):
             memory.import_(str(tmp_path / "fact.jsonl"))
+
+
+def test_an_import_never_renames_a_playbook_onto_another(tmp_path) -> None:
+    """A newer line of a header the store holds, naming another playbook of its scope
+    (a file edited by hand), updates it without taking that name: a scope keeps one
+    playbook of a name, and the strategies stay where they are."""
+    with Memory(str(tmp_path / "a.db"), embedder="hashing") as memory:
+        for name in ("alpha", "beta"):
+            memory.learning.update_playbook([{"pattern": f"{name} tip"}], name, user_id="lee", scope="user")
+        items = list(memory.export(user_id="lee"))
+        header = next(i for i in items if i["run_id"] == "memorist:playbook" and i["metadata"]["name"] == "alpha")
+        edited = {**header, "metadata": {**header["metadata"], "name": "beta", "description": "edited"},
+                  "memory": "Playbook beta", "updated_at": "2030-01-01T00:00:00+00:00"}
+        (tmp_path / "edited.jsonl").write_text(json.dumps(edited) + "\n")
+        memory.import_(str(tmp_path / "edited.jsonl"))
+        assert _names(memory, LEE) == ["alpha", "beta"]
+        assert memory.learning.get_playbook("alpha", **LEE)["description"] == "edited"
+        assert _patterns(memory.learning.get_playbook("beta", **LEE)) == {"helpful": ["beta tip"]}

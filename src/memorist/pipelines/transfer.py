@@ -65,7 +65,7 @@ from ..reserved import RUN_PLAYBOOKS
 from ..store.base import ScopeFilter, Store
 from ..store.sqlite.errors import is_busy, retry_busy
 from .minutes import log_imported
-from .playbooks import with_current_names
+from .playbooks import as_filed, with_current_names
 
 log = logging.getLogger("memorist.import")
 
@@ -851,7 +851,8 @@ class Importer:
             elif old.status is Status.DELETED:
                 # Deleted here after the export was made: the deletion is newer.
                 self.counts["skipped"] += 1
-            elif _version(record) > _version(old) and not _same(record, old):
+            elif _version(record) > _version(old) and not _same(record := as_filed(record, old), old):
+                # (An import never moves a memory to another playbook, nor renames one.)
                 writes.append((record, old))
             else:
                 self.counts["unchanged"] += 1
