@@ -108,6 +108,8 @@ def with_current_names(record: MemoryRecord) -> MemoryRecord:
     read from outside the store (an undo record, an export line), as it is stored
     now (:func:`memorist.reserved.renamed_playbook_fields`); a header also gets the
     content address of its name, which an export does not carry."""
+    if not (record.section or record.scope.run_id.startswith(RUN_PREFIX)):
+        return record  # a fact: never renamed (the common line of an import)
     metadata = dict(record.metadata)
     renamed = renamed_playbook_fields(record.scope.run_id, record.kind.value, record.section, record.text,
                                       record.search_text, metadata, {PREVIOUS_PER_LEARNER_PLAYBOOK: PER_LEARNER_PLAYBOOK})

@@ -34,7 +34,7 @@ from ..reserved import (
     RUN_TRAJECTORIES,
     renamed_playbook_fields,
 )
-from .codec import speaker_name
+from .codec import dumps, speaker_name
 
 OLD = PREVIOUS_PER_LEARNER_PLAYBOOK
 
@@ -85,15 +85,6 @@ def _metadata(text: str) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return meta if isinstance(meta, dict) else None
-
-
-def _dumps(meta: dict[str, Any]) -> str:
-    text = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: written escaped, it reads back the same
-        text = json.dumps(meta, ensure_ascii=True, separators=(",", ":"))
-    return text
 
 
 def _labels(tenant: str, user: str, agent: str) -> tuple[str, ...]:
@@ -163,5 +154,5 @@ def plan(rows: Iterable[Row], spaces: Mapping[int, tuple[str, str, str]], relati
         if renamed is not None:
             new_text, new_search, digest = renamed
             speaker = speaker_name(meta["name"]) if header is not None and header != meta.get("name") else None
-            out.rows.append(Renamed(rowid, new_text, new_search, _dumps(meta), digest, speaker, new_search != search_text))
+            out.rows.append(Renamed(rowid, new_text, new_search, dumps(meta), digest, speaker, new_search != search_text))
     return out

@@ -215,24 +215,25 @@ def per_learner_name(conn: sqlite3.Connection) -> None:
         f"SELECT rowid, space_id, run_id, kind, section, text, search_text, metadata, status FROM memories WHERE {condition}",
         playbook_names.NAMES,
     ).fetchall()
-    relations = conn.execute("SELECT rowid, tenant_id, object_id FROM relations WHERE object_type = 'playbook'").fetchall()
+    relations = conn.execute(
+        "SELECT rowid, tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at FROM relations "
+        "WHERE object_type = 'playbook'"
+    ).fetchall()
     if not rows and not relations:
         return
     spaces = {row[0]: row[1:] for row in conn.execute("SELECT id, tenant_id, user_id, agent_id FROM spaces")}
-    plan = playbook_names.plan(rows, spaces, [(tenant, ident) for _, tenant, ident in relations])
+    plan = playbook_names.plan(rows, spaces, [(row[1], row[6]) for row in relations])
     conn.executemany(  # (no speaker column here: SQLite reads it from the metadata)
         "UPDATE memories SET text = ?, search_text = ?, metadata = ?, content_hash = coalesce(?, content_hash) WHERE rowid = ?",
         [(r.text, r.search_text, r.metadata, r.content_hash, r.rowid) for r in plan.rows],
     )
     # Every renamed tuple out first, then in under its new key: a key may be another's new one.
-    moved = [(rowid, new) for rowid, tenant, ident in relations if (new := plan.relation_key(tenant, ident)) != ident]
-    tuples = {rowid: conn.execute("SELECT tenant_id, subject_type, subject_id, relation, object_type, created_at FROM relations "
-                                  "WHERE rowid = ?", (rowid,)).fetchone() for rowid, _ in moved}
-    conn.executemany("DELETE FROM relations WHERE rowid = ?", [(rowid,) for rowid, _ in moved])
+    moved = [(row, new) for row in relations if (new := plan.relation_key(row[1], row[6])) != row[6]]
+    conn.executemany("DELETE FROM relations WHERE rowid = ?", [(row[0],) for row, _ in moved])
     conn.executemany(
         "INSERT OR IGNORE INTO relations (tenant_id, subject_type, subject_id, relation, object_type, object_id, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(*tuples[rowid][:5], new, tuples[rowid][5]) for rowid, new in moved],
+        [(*row[1:6], new, row[7]) for row, new in moved],
     )
 
 
