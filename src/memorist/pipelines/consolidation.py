@@ -333,7 +333,10 @@ class Consolidator:
                 batch.add(record, vector, actor=actor, payload={"run_id": run_id, "consolidated_from": [s.id for s in plan.sources]})
                 for source in held:
                     before.append(source)
-                    retired = source.copy(status=Status.ARCHIVED, lineage={**source.lineage, "consolidated_into": record.id})
+                    # valid_to: when it stopped being current (an import of a later
+                    # export tells a retired copy from the one it held by it).
+                    retired = source.copy(status=Status.ARCHIVED, valid_to=min(source.valid_to or now, now),
+                                          lineage={**source.lineage, "consolidated_into": record.id})
                     batch.update(retired, None, old_text=source.text, op=OP_CONSOLIDATE, actor=actor,
                                  payload={"run_id": run_id, "consolidated_into": record.id})
                 created.append(record.id)

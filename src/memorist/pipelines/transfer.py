@@ -1019,8 +1019,14 @@ def _clash(pending: list[tuple[int, MemoryRecord]]) -> tuple[int, int, str] | No
     return None
 
 
-def _version(record: MemoryRecord) -> float:
-    return record.updated_at if record.updated_at is not None else record.created_at
+def _version(record: MemoryRecord) -> tuple[float, bool]:
+    """How new a copy is: its last edit, or when it was retired (archived by a
+    consolidation, an expiry or a promotion, which leave ``updated_at`` as it was);
+    of two copies of one time, the archived one (retiring comes after)."""
+    edited = record.updated_at if record.updated_at is not None else record.created_at
+    if record.status is Status.ARCHIVED:
+        return max(edited, record.valid_to if record.valid_to is not None else edited), True
+    return edited, False
 
 
 def _derived_id(obj: dict[str, Any]) -> str:

@@ -94,6 +94,40 @@ def test_a_newer_copy_updates_and_an_older_one_does_not(source: Memory, tmp_path
         assert copy.get(turn["id"])["memory"] == "Done: the 9am train is booked."
 
 
+def test_a_later_export_carries_a_consolidation_made_since_the_first(tmp_path: Path) -> None:
+    """A consolidation leaves its sources' text and ``updated_at`` alone (it archives
+    them): a later export still counts as newer, so the copy does not list the
+    merged memory beside the two it replaced."""
+    with Memory(str(tmp_path / "a.db"), embedder="hashing") as a, Memory(str(tmp_path / "b.db"), embedder="hashing") as b:
+        for i, text in enumerate(["Bob likes espresso in the morning", "Bob likes an espresso in the morning", "Bob drives a Honda"]):
+            a.add(text, user_id="bob", infer=False, importance=0.2, timestamp=1_767_225_600 + i)
+        b.import_(list(a.export(all_scopes=True)))
+        assert a.learning.consolidate(user_id="bob")["merged_count"] == 2
+        summary = b.import_(list(a.export(all_scopes=True)))
+        assert (summary["added"], summary["updated"]) == (1, 2)
+        listed = sorted(r["memory"] for r in b.get_all(user_id="bob")["results"])
+        assert listed == sorted(r["memory"] for r in a.get_all(user_id="bob")["results"])
+        assert len(listed) == 2
+        assert list(b.export(all_scopes=True)) == list(a.export(all_scopes=True))
+
+
+def test_of_two_copies_of_one_time_the_archived_one_is_newer(source: Memory, tmp_path: Path) -> None:
+    """A copy retired without a date (a file of an older release) against the active
+    one of the same time: retiring comes after, so the archived copy wins, whichever
+    the store holds; and the other way round nothing changes."""
+    active = json.loads(lines_of(source, user_id="sam")[0])
+    archived = {**active, "status": "archived"}
+    with Memory(str(tmp_path / "copy.db"), embedder="hashing") as copy:
+        copy.import_([active])
+        assert copy.import_([archived])["updated"] == 1
+        assert copy.get_all(user_id="sam")["results"] == []
+        assert copy.import_([active])["unchanged"] == 1
+        assert copy.get_all(user_id="sam")["results"] == []
+    with Memory(str(tmp_path / "twice.db"), embedder="hashing") as twice:  # one file naming the id twice
+        assert twice.import_([archived, active])["added"] == 1
+        assert twice.get_all(user_id="sam")["results"] == []
+
+
 def test_a_memory_deleted_since_the_export_stays_deleted(source: Memory, tmp_path: Path) -> None:
     path = write(tmp_path / "sam.jsonl", lines_of(source, user_id="sam"))
     victim = source.get_all(user_id="sam")["results"][0]["id"]
