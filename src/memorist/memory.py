@@ -1025,6 +1025,7 @@ class Memory:
             max_chars=self.config.max_message_chars,
             max_metadata_depth=self.config.max_metadata_depth,
             max_metadata_bytes=self.config.max_metadata_bytes,
+            playbooks=lambda: self.learning.playbooks,
         )
         if isinstance(source, str | os.PathLike):
             try:

@@ -212,7 +212,16 @@ def test_a_backup_restored_after_its_playbook_was_made_again_joins_it(tmp_path, 
         assert _names(memory, LEE) == [NEW]  # one header: the store's
         book = memory.learning.get_playbook(NEW, **LEE)
         assert _patterns(book) == {"helpful": ["Use drawing it; it helped the learner", "Use the fraction bars; it helped the learner"]}
-        assert [v["version"] for v in memory.learning.list_playbook_versions(NEW, **LEE)] == [1]  # the file's versions left out
+        # The file's versions are left out; the join is a version of its own, so a
+        # rollback to the current version keeps the strategies that joined.
+        assert [v["version"] for v in memory.learning.list_playbook_versions(NEW, **LEE)] == [1, 2]
+        joined = memory.learning.get_playbook_version(NEW, 2, **LEE)
+        assert (joined["reason"], _patterns(joined)) == ("import", _patterns(book))
+        assert "nothing to roll back" in memory.learning.rollback_playbook(NEW, 2, **LEE)["message"]
+        memory.learning.rollback_playbook(NEW, 1, **LEE)
+        assert _patterns(memory.learning.get_playbook(NEW, **LEE)) == {"helpful": ["Use drawing it; it helped the learner"]}
+        memory.learning.rollback_playbook(NEW, 2, **LEE)  # the joined strategies come back
+        assert _patterns(memory.learning.get_playbook(NEW, **LEE)) == _patterns(book)
         _turn(memory, "lee", "Lining up the number lines helped")
         assert _names(memory, LEE) == [NEW]
     assert "joins it" in caplog.text

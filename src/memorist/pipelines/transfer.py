@@ -61,11 +61,18 @@ from ..model import (
 from ..policies import relations as rules
 from ..policies.consolidation import DEFAULT_IMPORTANCE
 from ..policies.text import content_hash
-from ..reserved import RUN_PLAYBOOKS
+from ..reserved import RUN_PLAYBOOKS, RUN_PREFIX
 from ..store.base import ScopeFilter, Store
 from ..store.sqlite.errors import is_busy, retry_busy
 from .minutes import log_imported
-from .playbooks import as_filed, with_current_names
+from .playbooks import (
+    PLAYBOOK_KEY,
+    PlaybookRef,
+    as_filed,
+    snapshot_digest,
+    snapshot_entry,
+    with_current_names,
+)
 
 log = logging.getLogger("memorist.import")
 
@@ -386,6 +393,12 @@ class Importer:
     # out because their scope has a playbook of that name already (see _joining).
     _headers: dict[tuple[Scope, str], str] = field(default_factory=dict)
     _joined: set[str] = field(default_factory=set)
+    # The store's playbooks (PlaybookStore), asked for when an import changed a
+    # playbook's strategies without bringing its version (see version_playbooks);
+    # and the playbooks, by space and name, whose strategies / versions it wrote.
+    playbooks: Callable[[], Any] | None = None
+    _strategies_written: dict[tuple[Scope, str], list[str]] = field(default_factory=dict)
+    _versions_written: set[tuple[Scope, str]] = field(default_factory=set)
 
     @property
     def first_open(self) -> int | None:
@@ -878,8 +891,46 @@ class Importer:
                         batch.update(record, live, old_text=old.text, payload={"import": True})
 
         retry_busy(write, attempts=IMPORT_BUSY_ATTEMPTS)  # one transaction: retried whole
-        for _, old in writes:
+        for record, old in writes:
             self.counts["added" if old is None else "updated"] += 1
+            name = record.metadata.get(PLAYBOOK_KEY if record.section else "playbook")
+            if record.kind is Kind.PLAYBOOK_VERSION and isinstance(name, str):
+                self._versions_written.add((replace(record.scope, run_id=""), name))
+            elif record.section and isinstance(name, str) and name and not record.scope.run_id.startswith(RUN_PREFIX):
+                # (a strategy's run is the conversation it was learnt in; its playbook is the space's)
+                self._strategies_written.setdefault((replace(record.scope, run_id=""), name), []).append(record.id)
+
+    def version_playbooks(self) -> int:
+        """Make a version of each playbook whose strategies this import changed
+        without bringing the version that holds them (strategies joining a playbook of
+        the same name, a file of strategies only): every state of a playbook is a
+        version, so a rollback can always come back to this one. Returns how many."""
+        if not self._strategies_written or self.playbooks is None:
+            return 0
+        playbooks = self.playbooks()
+        made = 0
+        for (scope, name), ids in self._strategies_written.items():
+            if (scope, name) in self._versions_written:
+                continue  # the file's own version of them came along
+            header = playbooks.header(PlaybookRef(scope, name, ""))
+            if header is None:
+                continue  # strategies of no playbook here: nothing to version
+            ref = PlaybookRef(scope, name, str(header.metadata.get("scope") or ""))
+            with self.store.transaction() as batch:
+                header = playbooks.header_in(batch, ref)
+                if header is None:
+                    continue
+                strategies = [r for r, _ in playbooks.strategies_in(batch, ref)]
+                index = header.metadata.get("versions") or ()
+                latest = batch.get_many([str(index[-1][3])]).get(str(index[-1][3])) if index and len(index[-1]) > 3 else None
+                digest = snapshot_digest(snapshot_entry(r) for r in strategies)
+                if latest is not None and latest.status is Status.ACTIVE and latest.content_hash == digest:
+                    continue
+                playbooks.record_version(batch, ref, header, strategies, time.time(), reason="import",
+                                         change={"imported": sorted(set(ids))})
+                made += 1
+        self._strategies_written.clear()
+        return made
 
     def _wrote(self, lines: Sequence[tuple[Any, ...]]) -> None:
         """Note lines written, each ``(line number, ...)`` (for :attr:`ImportLineError.later`)."""
@@ -1043,7 +1094,24 @@ def import_lines(
     importer: Importer, lines: Iterable[str | dict[str, Any]], *, progress: Callable[[int], None] | None = None, from_line: int = 1,
 ) -> dict[str, int]:
     """Feed every line from line ``from_line`` on to ``importer`` and flush; returns
-    the summary (``lines``: the lines read from ``from_line`` on)."""
+    the summary (``lines``: the lines read from ``from_line`` on). The playbooks whose
+    strategies the lines written changed get their version, also when the import
+    stops early (:meth:`Importer.version_playbooks`)."""
+    try:
+        summary = _import_lines(importer, lines, progress=progress, from_line=from_line)
+    except BaseException:
+        try:
+            importer.version_playbooks()
+        except Exception:  # the import's own error says more; what it wrote stays
+            log.warning("import: the playbooks whose strategies it changed were not versioned", exc_info=True)
+        raise
+    importer.version_playbooks()
+    return summary
+
+
+def _import_lines(
+    importer: Importer, lines: Iterable[str | dict[str, Any]], *, progress: Callable[[int], None] | None, from_line: int,
+) -> dict[str, int]:
     n = 0
     try:
         importer.ramp = progress is not None

@@ -285,3 +285,29 @@ def test_resolve_id_with_ids_matches_only_that_scope_s_ids(source: Memory) -> No
         source.resolve_id("abc", user_id="w")
     with pytest.raises(ValidationError, match="several ids.*abc-u, abc-v"):
         source.resolve_id("abc")
+
+
+def test_strategies_an_import_adds_to_a_playbook_are_a_version_of_it(tmp_path: Path) -> None:
+    """A playbook of the same name joined by an import: its new strategies are in a
+    version, so rolling back to the current version keeps them and an older one can
+    come back to them."""
+    def patterns(book: dict) -> list[str]:
+        return sorted(s["pattern"] for items in book["strategies"].values() for s in items)
+
+    with Memory(str(tmp_path / "a.db"), embedder="hashing") as a, Memory(str(tmp_path / "b.db"), embedder="hashing") as b:
+        a.learning.update_playbook([{"pattern": "Chunk large PDFs"}, {"pattern": "Retry with backoff on 429"}], agent_id="bot")
+        b.learning.update_playbook([{"pattern": "Answer in French"}], agent_id="bot")
+        b.import_(list(a.export(all_scopes=True)))
+        joined = b.learning.get_playbook(agent_id="bot")
+        assert patterns(joined) == ["Answer in French", "Chunk large PDFs", "Retry with backoff on 429"]
+        versions = b.learning.list_playbook_versions(agent_id="bot")
+        assert [v["version"] for v in versions] == [1, 2] and joined["version"] == 2
+        assert patterns(b.learning.get_playbook_version("default", 2, agent_id="bot")) == patterns(joined)
+        assert "nothing to roll back" in b.learning.rollback_playbook("default", 2, agent_id="bot")["message"]
+        b.learning.rollback_playbook("default", 1, agent_id="bot")
+        assert patterns(b.learning.get_playbook(agent_id="bot")) == ["Answer in French"]
+        b.learning.rollback_playbook("default", 2, agent_id="bot")
+        assert patterns(b.learning.get_playbook(agent_id="bot")) == patterns(joined)
+        # Importing the file again changes nothing, and writes no version.
+        assert b.import_(list(a.export(all_scopes=True)))["added"] == 0
+        assert len(b.learning.list_playbook_versions(agent_id="bot")) == 4
