@@ -31,12 +31,13 @@ from . import (  # noqa: F401  (they register their commands)
     tiers,
     transfer,
 )
-from .app import cli
+from .app import cli, standard_streams
 
 
 def main(argv: list[str] | None = None) -> None:
     """The ``memorist`` console script."""
-    cli.main(args=argv, prog_name="memorist")
+    with standard_streams():  # a closed stdin, stdout or stderr: an error naming it, never a traceback
+        cli.main(args=argv, prog_name="memorist")
 
 
 __all__ = ["cli", "main"]

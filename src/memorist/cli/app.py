@@ -18,6 +18,7 @@ Every command module builds on what is here and nothing else of the CLI:
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -498,6 +499,83 @@ def stdin_is_tty() -> bool:
     return sys.stdin.isatty()
 
 
+# closed standard streams --------------------------------------------------------------------
+class _ClosedStream(io.TextIOBase):
+    """Stands in for a standard stream the process was started without (``<&-``,
+    ``>&-``: Python makes it None). Reading a closed stdin, or writing to a closed
+    stdout, is an error saying so; what goes to a closed stderr is dropped (there is
+    nowhere to say anything)."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def __init__(self, stream: str) -> None:
+        super().__init__()
+        self.stream = stream
+        self.name = f"<{stream}>"
+
+    def _closed(self) -> CommandError:
+        if self.stream == "stdin":
+            return CommandError(
+                "stdin is closed, so there is nothing to read: pipe the input in, or give it as an argument or a file"
+            )
+        return CommandError(
+            "stdout is closed, so the output could not be written (what the command did is kept): "
+            "redirect it (to /dev/null to discard it) instead of closing it"
+        )
+
+    def readable(self) -> bool:
+        return self.stream == "stdin"
+
+    def writable(self) -> bool:
+        return self.stream != "stdin"
+
+    def isatty(self) -> bool:
+        return False
+
+    def read(self, size: int | None = -1) -> str:
+        raise self._closed()
+
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
+        raise self._closed()
+
+    def write(self, text: str) -> int:
+        if self.stream == "stderr":
+            return len(text)
+        raise self._closed()
+
+    def flush(self) -> None:
+        pass
+
+
+def stdin_closed() -> bool:
+    """Whether the process was started with its stdin closed (``<&-``)."""
+    return isinstance(sys.stdin, _ClosedStream)
+
+
+@contextmanager
+def standard_streams() -> Iterator[None]:
+    """The command runs with a stand-in for each standard stream the process was
+    started without (see :class:`_ClosedStream`); the originals come back after."""
+    saved = sys.stdin, sys.stdout, sys.stderr
+    for name in ("stdin", "stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, _ClosedStream(name))
+    try:
+        yield
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+
+
+def confirm(question: str) -> None:
+    """Ask ``question`` on stderr; anything but yes aborts (exit 1). With stdin
+    closed nothing can be answered: that is a no, said as an error."""
+    if stdin_closed():
+        asked = question if question.endswith(("?", ".")) else f"{question}."
+        raise CommandError(f"stdin is closed, so this could not be asked and counts as no (nothing was changed): {asked} Pass --yes to confirm without asking.")
+    click.confirm(question, abort=True, err=True)
+
+
 def time_left(seconds: float) -> str:
     """A remaining time as a bar shows it: tenths of a second under ten seconds
     (a short job's estimate is worth reading), whole seconds under a minute, then
@@ -590,6 +668,7 @@ __all__ = [
     "cell",
     "cli",
     "cli_message",
+    "confirm",
     "describe_scope",
     "echo",
     "file_name",
@@ -602,6 +681,8 @@ __all__ = [
     "scope",
     "FiniteFloat",
     "scope_options",
+    "standard_streams",
+    "stdin_closed",
     "stdin_is_tty",
     "time_left",
     "when",

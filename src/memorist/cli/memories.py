@@ -14,6 +14,7 @@ from .app import (
     CommandError,
     FiniteFloat,
     cli,
+    confirm,
     describe_scope,
     echo,
     json_object,
@@ -237,7 +238,7 @@ def delete_all(app: App, user_id: str | None, agent_id: str | None, run_id: str 
     memory = app.memory()
     # Without any id the engine refuses; asking first would be pointless.
     if not yes and any(ids.values()):
-        click.confirm(f"Delete every memory of {describe_scope(ids)} in {app.label}?", abort=True, err=True)
+        confirm(f"Delete every memory of {describe_scope(ids)} in {app.label}?")
     result = memory.delete_all(**ids)
     app.emit(result, lambda: click.echo(result["message"]))
 
@@ -254,7 +255,7 @@ def erase(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
     ids = scope(user_id, agent_id, run_id)
     memory = app.memory()
     if not yes and not dry_run and any(ids.values()):
-        click.confirm(f"Erase everything of {describe_scope(ids)} in {app.label}? This cannot be undone", abort=True, err=True)
+        confirm(f"Erase everything of {describe_scope(ids)} in {app.label}? This cannot be undone")
     result = memory.erase(**ids, dry_run=dry_run)
 
     def show() -> None:
@@ -331,7 +332,7 @@ def reset(app: App, yes: bool) -> None:
     if not yes:
         if not stdin_is_tty():
             raise CommandError(f"refusing to reset {app.label} without confirmation; pass --yes")
-        click.confirm(f"Delete every memory and event in {app.label}? This cannot be undone", abort=True, err=True)
+        confirm(f"Delete every memory and event in {app.label}? This cannot be undone")
     app.memory().reset()
     result = {"reset": True, "db": app.label}
     app.emit(result, lambda: click.echo(f"Reset {app.label}: every memory and event deleted."))

@@ -15,7 +15,20 @@ import click
 from click.core import ParameterSource
 
 from ..errors import MemoristError
-from .app import LIMIT, AliasChoice, App, FiniteFloat, cli, echo, file_name, pass_app, read_file
+from .app import (
+    LIMIT,
+    AliasChoice,
+    App,
+    CommandError,
+    FiniteFloat,
+    cli,
+    confirm,
+    echo,
+    file_name,
+    pass_app,
+    read_file,
+    stdin_closed,
+)
 
 if TYPE_CHECKING:
     from ..ace.playbook import Playbook
@@ -337,6 +350,8 @@ _HELP = """commands: summary | top [N] | recent [N] | search <query> | export | 
 @pass_analysis
 def interactive(analysis: Analysis) -> None:
     """A prompt for exploring the playbooks (reads commands from stdin)."""
+    if stdin_closed():
+        raise CommandError("stdin is closed, so there are no commands to read: pipe them in, or run it in a terminal")
     app, playbook, learner = analysis.open(None)
     app.json = False
     echo(_HELP)
@@ -574,6 +589,6 @@ def playbook_delete(app: App, name: str, user_id: str | None, agent_id: str | No
     """Delete playbook NAME with its strategies and versions (an unknown one: not found)."""
     memory = app.memory()
     if not yes:
-        click.confirm(f"Delete playbook {name} with its strategies and versions in {app.label}?", abort=True, err=True)
+        confirm(f"Delete playbook {name} with its strategies and versions in {app.label}?")
     result = memory.learning.delete_playbook(name, **_owner(user_id, agent_id, scope))
     app.emit(result, lambda: echo(result["message"]))
