@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from anyio import to_thread
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
@@ -57,11 +58,11 @@ from ..errors import MemoristError, NotFoundError, StoreError, ValidationError
 from ..integrations.langgraph import MemoristStore
 from ..memory import Memory
 from ..policies.text import preview
-from ..server.app import HeadAsGet, SecurityHeaders, register_docs
+from ..server.app import HeadAsGet, SecurityHeaders, register_docs, with_body
 from ..server.deps import is_loopback_host
 from ..server.errors import ApiError, install_error_handlers
 from ..server.keys import KeyStore
-from ..server.limits import RateLimiter
+from ..server.limits import SPARE_THREADS, RateLimiter, WorkShares
 from .conversations import Conversations
 from .tutor import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT, Tutor
 
@@ -99,6 +100,19 @@ class ChatSettings:
     #: request, and how many times to try a request again that timed out or failed on the way.
     model_timeout: float = DEFAULT_MODEL_TIMEOUT
     model_retries: int = DEFAULT_MODEL_RETRIES
+    #: Messages (and memory-drawer calls) at work at once, in all and of one user
+    #: (503 / 429 with ``Retry-After`` beyond): a user waiting on a slow model holds a
+    #: few of the worker threads, never all of them.
+    max_concurrency: int = 32
+    max_per_user: int = 4
+
+    def __post_init__(self) -> None:
+        for name in ("max_concurrency", "max_per_user"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValidationError(name, f"must be a whole number of 1 or more, got {value!r}")
+        if self.max_per_user > self.max_concurrency:
+            raise ValidationError("max_per_user", f"must be at most max_concurrency ({self.max_concurrency}), got {self.max_per_user}")
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ChatSettings:
@@ -165,6 +179,7 @@ class ChatService:
         self.conversations = Conversations(db)
         self.extractor = extractor if extractor is not None else _spec_extractor(settings)
         self.limiter = RateLimiter(settings.rate_per_minute, settings.burst)
+        self.at_work = WorkShares(settings.max_concurrency, settings.max_per_user)
 
     def client(self) -> Client:
         return Client(self.settings.memory_url, self.settings.memory_api_key, timeout=self.settings.memory_timeout,
@@ -185,20 +200,33 @@ def _spec_extractor(settings: ChatSettings) -> Any:
     from ..llm import resolve_llm
     from ..roles.llm import LLMExtractor
 
-    return LLMExtractor(resolve_llm("openai:gpt-5-mini", timeout=settings.model_timeout, max_retries=settings.model_retries))
+    return LLMExtractor(resolve_llm("openai:gpt-5-mini", timeout=settings.model_timeout, max_retries=settings.model_retries,
+                                    max_retry_after=settings.model_timeout))
 
 
 # the caller ------------------------------------------------------------------------------
-def caller(request: Request) -> ChatUser:
+def caller(request: Request) -> Iterator[ChatUser]:
     """The key's user (401 without a valid key, 403 for a key bound to no user, 429
-    with ``Retry-After`` beyond the user's rate)."""
-    user = _identify(request)
-    wait = request.app.state.chat.limiter.acquire(user.owner)
-    if wait is not None:
-        from ..server.errors import retry_after
+    with ``Retry-After`` beyond the user's rate or its requests at work at once, 503
+    beyond the chat's), counted as at work until its request is answered."""
+    from ..server.errors import retry_after
 
+    service: ChatService = request.app.state.chat
+    user = _identify(request)
+    wait = service.limiter.acquire(user.owner)
+    if wait is not None:
         raise ApiError(429, f"too many requests for this user; retry in {wait:.1f} s", headers=retry_after(wait))
-    return user
+    refused = service.at_work.enter(user.owner)
+    if refused == "service":
+        raise ApiError(503, f"the chat is at its limit of {service.settings.max_concurrency} requests at work at once; retry shortly",
+                       headers={"Retry-After": "1"})
+    if refused == "caller":
+        raise ApiError(429, f"this user has {service.settings.max_per_user} requests at work, the most one user may have at once; "
+                       "retry when one is answered", headers={"Retry-After": "1"})
+    try:
+        yield user
+    finally:
+        service.at_work.leave(user.owner, None)
 
 
 def _identify(request: Request) -> ChatUser:
@@ -356,16 +384,12 @@ def _memories(request: Request, user: Caller, query: Annotated[str | None, Query
     """The caller's newest ``limit`` memories, or its ``limit`` best matches of ``query``;
     ``more``: there are others beyond them (one more row is asked for, never a count)."""
     service: ChatService = request.app.state.chat
-    try:
-        with service.client() as client:
-            searching = bool(query and query.strip())
-            if searching:
-                rows = client.search(query, user_id=user.learner_id, agent_id=CHAT_AGENT, limit=limit + 1)["results"]
-            else:
-                rows = client.get_all(user_id=user.learner_id, agent_id=CHAT_AGENT, limit=limit + 1)["results"]
-    except StoreError as exc:
-        log.warning("[Chat] memory unavailable: %s", preview(exc))
-        raise ApiError(503, "long-term memory is unavailable right now: the memory service cannot be reached") from None
+    searching = bool(query and query.strip())
+    with service.client() as client, _memory_service():
+        if searching:
+            rows = client.search(query, user_id=user.learner_id, agent_id=CHAT_AGENT, limit=limit + 1)["results"]
+        else:
+            rows = client.get_all(user_id=user.learner_id, agent_id=CHAT_AGENT, limit=limit + 1)["results"]
     rows = _decayed(rows, service.settings.decay_days)
     if not searching:
         rows.sort(key=lambda r: r.get("created_at") or "", reverse=True)
@@ -375,11 +399,37 @@ def _memories(request: Request, user: Caller, query: Annotated[str | None, Query
 
 def _delete_memory(request: Request, memory_id: str, user: Caller) -> dict[str, Any]:
     service: ChatService = request.app.state.chat
+    with service.client() as client, _memory_service():
+        return client.delete(memory_id, user_id=user.learner_id, agent_id=CHAT_AGENT)
+
+
+@contextmanager
+def _memory_service() -> Iterator[None]:
+    """A call on the memory service for the memory drawer: its failures are the
+    chat's (503, with the service's ``Retry-After`` when it gave one), not the
+    caller's, but for an unknown memory (404) or a malformed memory id (422). A key
+    the service refuses, or a request of the chat's it finds bad, is the chat's
+    configuration: the caller never sent a ``user_id``."""
     try:
-        with service.client() as client:
-            return client.delete(memory_id, user_id=user.learner_id, agent_id=CHAT_AGENT)
-    except StoreError:
+        yield
+    except NotFoundError:
+        raise
+    except ValidationError as exc:
+        if exc.field == "memory_id":
+            raise
+        log.warning("[Chat] the memory service refused a request of the chat: %s", preview(exc))
+        raise ApiError(503, "long-term memory is unavailable right now: the memory service refused the chat's request") from None
+    except StoreError as exc:
+        log.warning("[Chat] memory unavailable: %s", preview(exc))
         raise ApiError(503, "long-term memory is unavailable right now: the memory service cannot be reached") from None
+    except MemoristError as exc:
+        log.warning("[Chat] memory unavailable: %s", preview(exc))
+        wait = getattr(exc, "retry_after", None)
+        from ..server.errors import retry_after
+
+        headers = retry_after(wait) if isinstance(wait, int | float) and wait > 0 else None
+        raise ApiError(503, "long-term memory is unavailable right now: the memory service refused the chat's request "
+                       f"({type(exc).__name__})", headers=headers) from None
 
 
 class BodyLimit:
@@ -401,25 +451,23 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await too_large(scope, receive, send)
             return
+        # Read whole before the app sees it (a body streamed without a length too): an
+        # app reading it stops at the first error, which would name the JSON, not the size.
+        chunks: list[bytes] = []
         seen = 0
-
-        async def limited() -> Any:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await too_large(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.limit:
+                await too_large(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, with_body(b"".join(chunks), receive), send)
 
 
 def create_chat_app(
@@ -447,6 +495,10 @@ def create_chat_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Each request at work holds a worker thread: the pool outnumbers them, so the
+        # page, the health check and other users never wait for a thread.
+        limiter = to_thread.current_default_thread_limiter()
+        limiter.total_tokens = max(limiter.total_tokens, service.settings.max_concurrency + SPARE_THREADS)
         try:
             yield
         finally:
@@ -461,11 +513,11 @@ def create_chat_app(
     app.add_api_route("/api/ai/memories/{memory_id}", _delete_memory, methods=["DELETE"], summary="Delete one of the caller's memories")
 
     @app.get("/healthz", include_in_schema=False)
-    def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, str]:  # on the event loop: never behind the worker threads
         return {"status": "ok"}
 
     @app.get("/", include_in_schema=False)
-    def page() -> FileResponse:
+    async def page() -> FileResponse:
         return FileResponse(STATIC_DIR / "chat.html", headers={"Cache-Control": "no-cache"})
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

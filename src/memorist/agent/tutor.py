@@ -178,7 +178,11 @@ class Tutor:
             raise ValidationError("model_retries", f"must be a whole number from 0 to {MAX_MODEL_RETRIES}, got {model_retries!r}")
         self.memory = memory
         self.playbook = playbook if playbook is not None else Playbook(memory)
-        llm = _default_llm(memory, timeout=float(model_timeout), max_retries=model_retries) if llm is Tutor._UNSET else llm
+        # A provider's Retry-After longer than one request's timeout is not waited for
+        # (the request fails at once and the turn answers offline), so it cannot hold a
+        # turn for minutes past what model_timeout and model_retries allow.
+        bounds = {"timeout": float(model_timeout), "max_retries": model_retries, "max_retry_after": float(model_timeout)}
+        llm = _default_llm(memory, **bounds) if llm is Tutor._UNSET else llm
         # Its calls are the memory's too (``memory.llm_usage()``), as its learning's are.
         self.llm = watched(memory, llm) if llm is not None else None
         self.feedback_hint = feedback_hint
@@ -531,7 +535,7 @@ def mask_reveal(answer: str, tool_calls: Sequence[Mapping[str, Any]]) -> tuple[s
 
 def _default_llm(memory: Any, **bounds: Any) -> Any:
     """The Memory's model, else Gemini with ``GEMINI_API_KEY``, else None; built with
-    ``bounds`` (``timeout``, ``max_retries``) unless the Memory was given a model object."""
+    ``bounds`` (``timeout``, ``max_retries``, ``max_retry_after``) unless the Memory was given a model object."""
     from .. import config
     from ..llm import resolve_llm
 

@@ -216,7 +216,7 @@ class ServiceMiddleware:
             if api:
                 await self._work(scope, body, receive, send, admitted)
                 return
-            receive = _replay(body, receive)
+            receive = with_body(body, receive)
         await self.app(scope, receive, send)
 
     async def _work(self, scope: Scope, body: bytes, receive: Receive, send: Send, caller: Caller) -> None:
@@ -326,7 +326,7 @@ class ServiceMiddleware:
         return b"".join(chunks)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def with_body(body: bytes, receive: Receive) -> Receive:
     """``receive`` with the body already read delivered first."""
     delivered = False
 
@@ -542,5 +542,5 @@ def service_of(app: FastAPI) -> Service:
 
 
 __all__: list[str] = [
-    "Caller", "SecurityHeaders", "Service", "ServiceMiddleware", "create_app", "register_docs", "service_of", "with_security_headers",
+    "Caller", "SecurityHeaders", "Service", "ServiceMiddleware", "create_app", "register_docs", "service_of", "with_body", "with_security_headers",
 ]

@@ -380,6 +380,26 @@ def test_the_tutor_bounds_its_model_and_a_hanging_model_fails_fast(fake_server, 
     fake_server.reset()
 
 
+def test_a_providers_retry_after_longer_than_the_timeout_is_not_waited_for(fake_server, monkeypatch):
+    """A rate-limited provider asking to wait 55 s held a turn for minutes, whatever
+    the tutor's timeout: a wait longer than one request's timeout fails the request at
+    once, and the turn does not ask that model again."""
+    from fake_openai import error, text
+
+    fake_server.reset()
+    monkeypatch.setenv("MEMORIST_LLM_BASE_URL", fake_server.base_url)
+    limited = error(429, "slow down", headers={"retry-after": "55"})
+    fake_server.script("chat", limited, limited, text("Answer: late"))
+    with Memory(":memory:", embedder="hashing", llm="openai-compatible:fake") as memory:
+        tutor = Tutor(memory, remember_facts=False, model_timeout=3, model_retries=1)
+        assert tutor.llm.max_retry_after == 3.0
+        # "tot" asks the model twice in a turn when it answers
+        out = tutor.run_turn({"messages": [{"role": "user", "content": "What is the best way to study fractions?"}]})
+    assert len(fake_server.calls("chat")) == 1  # not retried after 55 s, not asked again
+    assert out["mode"] == "deterministic" and "could not answer" in out["answer"]
+    fake_server.reset()
+
+
 @pytest.mark.parametrize(("option", "value"), [("model_timeout", 0), ("model_timeout", float("nan")), ("model_retries", -1),
                                                ("model_retries", 1.5), ("model_retries", 11), ("model_retries", 99)])
 def test_the_model_bounds_are_checked(option, value):

@@ -420,3 +420,22 @@ def test_the_chats_api_docs_load_nothing_from_elsewhere(page, chat):
     page.wait_for_timeout(300)
     assert not refused, refused
     assert "cdn.redoc.ly" not in page.request.get(url + "/docs-assets/redoc.standalone.js").text()
+
+
+def test_a_reply_longer_than_a_history_message_does_not_break_the_conversation(page, chat):
+    """Before, a model's reply over 10,000 characters went back whole in the history,
+    and the chat refused every later message of the conversation (422)."""
+    url, keys, _ = chat
+    _login(page, url, keys.alice)
+    long = "x" * 9_998 + "\U0001F600" + "y" * 2_000  # an emoji astride the cut: never half of it
+    page.route("**/api/ai/chat", lambda route: route.fulfill(
+        status=200, json={"response": long, "conversationId": "c-long", "metadata": {}}))
+    _send(page, "Explain fractions at length")
+    page.unroute("**/api/ai/chat")
+    sent = _send(page, "Help me multiply 12 by 5.")
+    history = sent["conversationHistory"]
+    assert [m["role"] for m in history] == ["user", "assistant"]
+    assert len(history[1]["content"]) <= 10_000 and history[1]["content"].endswith("…")
+    assert history[1]["content"].startswith("x" * 9_998) and "\ud83d" not in history[1]["content"]
+    expect(page.locator(".message.assistant").last).to_contain_text("12 * 5 = 60")
+    expect(page.locator("#chat-error")).to_be_hidden()

@@ -12,6 +12,7 @@
   const PAGE = 100;        // memories per page of the drawer
   const PAGE_MAX = 500;    // the most the drawer lists; search finds the others
   const LABEL_MAX = 60;    // characters of a memory in a delete button's name
+  const HISTORY_CHARS = 10000;  // the most the chat takes of one history message
   const $ = (id) => document.getElementById(id);
   const el = {
     messages: $("messages"), composer: $("composer"), message: $("message"), send: $("send"),
@@ -72,9 +73,18 @@
   function dialogOpen() {
     return el.settings.open || !el.drawer.hidden;
   }
+  // ``text`` cut to at most ``max`` UTF-16 units, "…" last, never half a surrogate pair
+  // (the chat refuses a lone surrogate).
+  function clip(text, max) {
+    if (text.length <= max) return text;
+    let end = max - 1;
+    const last = text.charCodeAt(end - 1);
+    if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+    return text.slice(0, end) + "…";
+  }
   function short(text) {
     text = String(text ?? "");
-    return text.length > LABEL_MAX ? text.slice(0, LABEL_MAX - 1) + "…" : text;
+    return clip(text, LABEL_MAX);
   }
   function showIndicator() {
     const on = memoryEnabled();
@@ -180,7 +190,9 @@
       const data = await api("POST", "api/ai/chat", body, controller.signal);
       if (turn !== state.turn) return;  // a new conversation began meanwhile
       state.conversationId = data.conversationId;
-      state.history.push({ role: "user", content: text }, { role: "assistant", content: data.response });
+      // A reply longer than the chat takes back as history goes back shortened, or
+      // every later message of the conversation would be refused.
+      state.history.push({ role: "user", content: text }, { role: "assistant", content: clip(data.response, HISTORY_CHARS) });
       const memory = data.metadata && data.metadata.memory;
       const note = memory && memory.status === "used" && memory.added && memory.added.length
         ? "Remembered " + memory.added.length + (memory.added.length === 1 ? " thing" : " things") + " about you." : "";
