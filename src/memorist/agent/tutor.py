@@ -34,6 +34,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -321,7 +322,7 @@ class Tutor:
         answer, answer_mode = clean_answer(state.get("draft", "")), state["answer_mode"]
         masked = False
         if not state["params"]["reveal_answer"]:
-            answer, masked = mask_reveal(answer, state.get("tool_calls", []))
+            answer, masked = mask_reveal(answer, state.get("tool_calls", []), state["question"])
         if not answer:  # the solver answers something; should it not, say so truthfully
             answer = deterministic_answer(state["question"], [], failure=state.get("model_error"), feedback_hint=self.feedback_hint)
             answer, answer_mode = sanitize_answer(answer), "deterministic"
@@ -519,14 +520,24 @@ def model_failure(exc: BaseException) -> str:
     return "it returned an error"
 
 
-def mask_reveal(answer: str, tool_calls: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
-    """``answer`` with the final result hidden: every result a tool computed, and a
-    trailing ``= <number>``, become ``= ?``. Returns the text and whether it changed."""
+def mask_reveal(answer: str, tool_calls: Sequence[Mapping[str, Any]], question: str = "") -> tuple[str, bool]:
+    """``answer`` with the final result hidden: every result a tool computed (as a
+    fraction and as its decimal), the result of the arithmetic ``question`` asks about
+    (a model may state it without the calculator), and a trailing ``= <number>``,
+    become ``?``. Returns the text and whether it changed."""
     masked = answer
-    for call in tool_calls:
-        result = str(call.get("result", "")).split(" (=")[0].strip()
-        if call.get("tool") == "calculator" and result and not result.startswith("error"):
-            masked = re.sub(rf"(?<![\w/.]){re.escape(result)}(?![\w/]|\.\d)", "?", masked)
+    results = [str(call.get("result", "")) for call in tool_calls if call.get("tool") == "calculator"]
+    expression = find_expression(question) if question else None
+    if expression is not None:
+        with contextlib.suppress(ValidationError):  # not arithmetic after all: nothing of it to hide
+            results.append(calculate(expression).text)
+    for text in results:
+        if text.startswith("error"):
+            continue
+        decimal = re.search(r"\(=\s*([^)]+)\)", text)
+        for result in (text.split(" (=")[0].strip(), decimal.group(1).strip() if decimal else ""):
+            if result:
+                masked = re.sub(rf"(?<![\w/.]){re.escape(result)}(?![\w/]|\.\d)", "?", masked)
     masked = re.sub(r"=\s*-?\d+(?:[./]\d+)?(?=\s*$|\s*[.!])", "= ?", masked, flags=re.M)
     if masked != answer:
         masked = masked.rstrip() + "\n\nTry the last step yourself, then tell me what you get."

@@ -190,6 +190,22 @@ def test_the_critic_masks_a_premature_reveal(backend):
         assert out["scratch"]["params"]["reveal_answer"] is False
     assert mask_reveal("So 1/2 + 1/3 = 5/6.", [{"tool": "calculator", "result": "5/6"}])[0].startswith("So 1/2 + 1/3 = ?.")
     assert mask_reveal("Add the tops.", []) == ("Add the tops.", False)
+    assert "0.3" not in mask_reveal("That makes 0.3 in all.", [{"tool": "calculator", "result": "3/10 (= 0.3)"}])[0]
+
+
+@pytest.mark.parametrize("reply", ["Answer: The product is 84.", "It's 84, since 12 times 7 is 84.", "Answer: 84"])
+def test_the_critic_masks_a_result_the_model_states_without_the_calculator(reply):
+    """Before, only a result the calculator computed, or a trailing "= N", was hidden."""
+    with Memory(":memory:", embedder="hashing") as memory:
+        tutor = Tutor(memory, llm=ScriptedLLM([], default=reply), remember_facts=False)
+        for question in ("Give me a hint for 12 * 7, don't tell me the answer",
+                         "Just a hint for 12 times 7 please, let me try on my own"):
+            out = tutor.run_turn({"messages": [{"role": "user", "content": question}], "learner_id": "sam"})
+            assert out["scratch"]["params"]["reveal_answer"] is False, question
+            assert "84" not in out["answer"] and "?" in out["answer"], (question, out["answer"])
+        # Asked outright, the answer is given.
+        out = tutor.run_turn({"messages": [{"role": "user", "content": "What is 12 * 7?"}], "learner_id": "sam"})
+        assert "84" in out["answer"]
 
 
 def test_the_graph_draws_itself():
