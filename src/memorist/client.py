@@ -184,13 +184,10 @@ def _ids(user_id: Any, agent_id: Any, run_id: Any) -> dict[str, str]:
     return {n: v for n, v in ids.items() if v is not None}
 
 
-def _path_user(user_id: str | None, route: str) -> str:
-    if user_id is None:
-        raise ValidationError(
-            "user_id",
-            f"is required over the service: its route is {route}; pass the user_id that owns the memory",
-        )
-    return _segment("user_id", user_id)
+def _in_path(user_id: str | None) -> bool:
+    """Whether ``user_id`` can go in a route's path: else the route that takes every id
+    of the scope in its query serves (a user id holding "/", a scope without a user)."""
+    return user_id is not None and "/" not in user_id and user_id not in (".", "..")
 
 
 def _messages(messages: Any) -> Any:
@@ -257,9 +254,9 @@ class _Calls:
     def get(memory_id: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
         mid = _segment("memory_id", validate.memory_id(memory_id))
         ids = _ids(user_id, agent_id, run_id)
-        user = _path_user(ids.pop("user_id", None), "/api/memories/{user_id}/{memory_id}/")
-        if memory_id == "events":
-            raise ValidationError("memory_id", "'events' cannot be read over the service: /api/memories/{user_id}/events/ is the event log")
+        if not _in_path(ids.get("user_id")) or memory_id == "events":  # (…/{user_id}/events/ is the event log)
+            return _Call("GET", f"/api/memory/{mid}/", ids, None, _object, memory_id)
+        user = _segment("user_id", ids.pop("user_id"))
         return _Call("GET", f"{_API}/{user}/{mid}/", ids, None, _owned(_object, memory_id, ids), memory_id)
 
     @staticmethod
@@ -310,18 +307,22 @@ class _Calls:
     def history(memory_id: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
         mid = _segment("memory_id", validate.memory_id(memory_id))
         ids = _ids(user_id, agent_id, run_id)
-        user = _path_user(ids.pop("user_id", None), "/api/memories/{user_id}/{memory_id}/history/")
+        if not _in_path(ids.get("user_id")):
+            return _Call("GET", f"/api/memory/{mid}/history/", ids, None, _result_list, memory_id)
+        user = _segment("user_id", ids.pop("user_id"))
         return _Call("GET", f"{_API}/{user}/{mid}/history/", ids, None, _owned(_result_list, memory_id, ids), memory_id)
 
     @staticmethod
     def events(user_id: Any, agent_id: Any, run_id: Any, since: Any, limit: Any) -> _Call:
         validate.require_scope(user_id, agent_id, run_id)
         ids = _ids(user_id, agent_id, run_id)
-        user = _path_user(ids.pop("user_id", None), "/api/memories/{user_id}/events/")
-        params: dict[str, Any] = {**ids, "since": validate.since(since)}
+        params: dict[str, Any] = {"since": validate.since(since)}
         if limit is not None:
             params["limit"] = validate.limit(limit)
-        return _Call("GET", f"{_API}/{user}/events/", params, None, _result_list)
+        if not _in_path(ids.get("user_id")):
+            return _Call("GET", "/api/events/", {**ids, **params}, None, _result_list)
+        user = _segment("user_id", ids.pop("user_id"))
+        return _Call("GET", f"{_API}/{user}/events/", {**ids, **params}, None, _result_list)
 
     @staticmethod
     def rollback(event_or_run_id: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:

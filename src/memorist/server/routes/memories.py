@@ -169,6 +169,42 @@ def memory_history(
     return JSONResponse({"results": handle.history(memory_id)})
 
 
+# The same three reads with every id of the scope in the query: for ids a URL path
+# cannot carry (a user id holding "/", as the chat's "tenant/user"), and for scopes
+# without a user (an agent's memories).
+@router.get("/api/memory/{memory_id}/", response_model=s.MemoryItem, summary="One memory, its scope in the query", **_API)
+def get_memory_of_scope(
+    reach: ReachDep, memory_id: str = MemoryPath,
+    user_id: str = query_id("user"), agent_id: str = query_id("agent"), run_id: str = query_id("run"),
+) -> Any:
+    """One memory of the scope the query names (``GET /api/memories/{user_id}/{memory_id}/`` by another path)."""
+    return JSONResponse(reach.by_id("memory", memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id).get(memory_id))
+
+
+@router.get("/api/memory/{memory_id}/history/", response_model=s.EventList, summary="A memory's history, its scope in the query", **_API)
+def memory_history_of_scope(
+    reach: ReachDep, memory_id: str = MemoryPath,
+    user_id: str = query_id("user"), agent_id: str = query_id("agent"), run_id: str = query_id("run"),
+) -> Any:
+    """Every event of the memory, oldest first (``GET /api/memories/{user_id}/{memory_id}/history/`` by another path)."""
+    handle = reach.by_id("memory", memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
+    return JSONResponse({"results": handle.history(memory_id)})
+
+
+@router.get("/api/events/", response_model=s.EventList, summary="A scope's event log", **_API)
+def scope_events(
+    reach: ReachDep,
+    user_id: str = query_id("user"),
+    agent_id: str = query_id("agent"),
+    run_id: str = query_id("run"),
+    since: int = Query(0, ge=0, le=MAX_SEQ, description="Only events after this seq."),
+    limit: int = Query(None, ge=1, le=MAX_LIMIT),
+) -> Any:
+    """The event log of the scope (one id at least), oldest first (``GET /api/memories/{user_id}/events/`` by another path)."""
+    handle = reach.scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
+    return JSONResponse({"results": handle.events(since=since, limit=limit)})
+
+
 @router.put("/api/memories/{id}/", response_model=s.UpdateResponse, summary="Update a memory", **_API)
 def update_memory(
     body: s.UpdateRequest,
