@@ -947,7 +947,8 @@ class Memory:
         """The scope's memories as export objects, oldest first (``all_scopes=True``:
         every memory of the store, of this tenant, then its relation tuples as
         ``{"type": "relation", ...}`` objects). With ``events``, the scope's event
-        log follows as ``{"type": "event", ...}`` objects.
+        log follows as ``{"type": "event", ...}`` objects. Test memories of the energy
+        policy (``add(..., test=True)``) are kept apart and not exported.
 
         Each memory object is a whole memory (id, text, scope, dates, metadata, kind,
         class, counters, tier, lineage): :meth:`import_` restores it as it was.
