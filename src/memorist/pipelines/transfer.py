@@ -75,6 +75,8 @@ from .playbooks import (
 )
 
 log = logging.getLogger("memorist.import")
+#: The most strategy ids a version made by an import lists in its change.
+_CHANGE_IDS = 100
 
 #: Most lines written (memories) or messages added (verbatim turns) in one call.
 IMPORT_BATCH = 500
@@ -926,8 +928,9 @@ class Importer:
                 digest = snapshot_digest(snapshot_entry(r) for r in strategies)
                 if latest is not None and latest.status is Status.ACTIVE and latest.content_hash == digest:
                     continue
-                playbooks.record_version(batch, ref, header, strategies, time.time(), reason="import",
-                                         change={"imported": sorted(set(ids))})
+                imported = sorted(set(ids))
+                change = {"imported": len(imported), "ids": imported[:_CHANGE_IDS]}  # (a large import names its first ones)
+                playbooks.record_version(batch, ref, header, strategies, time.time(), reason="import", change=change)
                 made += 1
         self._strategies_written.clear()
         return made
