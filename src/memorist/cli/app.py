@@ -361,6 +361,36 @@ def late_global_options() -> list[click.Option]:
     ]
 
 
+class Interrupted(CommandError):
+    """Ctrl-C: ``interrupted: <what>`` on stderr, exit code 130 (as a shell reports a
+    command SIGINT ended)."""
+
+    exit_code = 130
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"interrupted: {self.format_message()}", file=file, err=file is None)
+
+
+#: What an interrupted command leaves behind, by its name after ``memorist``; any other
+#: command's interruption only says which it was (``import`` says more itself).
+_INTERRUPTED = {
+    "reindex": "the store is unchanged (its vectors are rewritten in one transaction, undone by the interruption)",
+    "backup": "DEST was not written, and the store is unchanged",
+    "check": "the store is unchanged (check only reads it)",
+    "export": "the store is unchanged; the export written so far is incomplete",
+    "bench learn": "no store of yours was changed (the benchmark works in temporary stores)",
+    "bench evolve": "no store of yours was changed (the benchmark works in temporary stores)",
+}
+
+
+def interrupted_message(command_path: str) -> str:
+    """What an interrupted command says: which command, and the store's state when known."""
+    name = command_path.partition(" ")[2]  # without the program's name, however it was started
+    note = _INTERRUPTED.get(name)
+    command = f"`memorist {name}`" if name else "`memorist`"
+    return f"{command} stopped before it finished" + (f"; {note}" if note else "")
+
+
 class MemoristCommand(click.Command):
     """A command that also accepts the global options after its name."""
 
@@ -368,6 +398,12 @@ class MemoristCommand(click.Command):
         super().__init__(*args, **kwargs)
         taken = {opt for p in self.params for opt in getattr(p, "opts", ())}
         self.params.extend(o for o in late_global_options() if not taken.intersection(o.opts))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted(interrupted_message(ctx.command_path)) from None
 
 
 class MemoristGroup(click.Group):
@@ -386,6 +422,8 @@ class MemoristGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:  # in a group's own callback (a command's is caught by its command)
+            raise Interrupted(interrupted_message(ctx.command_path)) from None
         except MemoristError as exc:
             app = _app_of(ctx)
             raise CommandError(cli_message(exc, app.arguments if app else None)) from exc
@@ -680,6 +718,8 @@ __all__ = [
     "read_text",
     "scope",
     "FiniteFloat",
+    "Interrupted",
+    "interrupted_message",
     "scope_options",
     "standard_streams",
     "stdin_closed",

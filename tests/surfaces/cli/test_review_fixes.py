@@ -4,6 +4,7 @@ stored lost; help texts that say what the command does)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -48,9 +49,10 @@ def memories(db: str, user: str = "alex") -> list[str]:
         return sorted(r["memory"] for r in m.get_all(user_id=user)["results"])
 
 
-def error_line(result: Result) -> str:
+def error_line_of(result: Result) -> str:
+    """The one line a failure writes last on stderr."""
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert lines and lines[-1].startswith(("error: ", "Error: ")), result.stderr
+    assert lines, result.output
     return lines[-1]
 
 
@@ -125,3 +127,62 @@ def test_the_console_script_started_with_stdin_closed(db: str) -> None:
                          env={**os.environ, "MEMORIST_DB": ""})
     assert ran.returncode == 1, ran.stderr
     assert ran.stderr.startswith("error: stdin is closed") and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+
+
+# 11. Ctrl-C ------------------------------------------------------------------------------
+def test_ctrl_c_during_a_re_embedding_exits_130_and_leaves_the_store_as_it_was(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memorist.embed as embed
+
+    real = embed.resolve_embedder
+
+    def interrupted_one(spec: object) -> object:
+        new = real(spec)
+        calls = []
+
+        def embed_then_ctrl_c(texts: list[str]) -> object:
+            calls.append(texts)
+            if len(calls) > 1:
+                raise KeyboardInterrupt
+            return type(new).embed(new, texts)
+
+        monkeypatch.setattr(new, "embed", embed_then_ctrl_c)
+        return new
+
+    with Memory(db, embedder="hashing") as m:
+        for i in range(300):  # two batches of vectors: the second is interrupted
+            m.add(f"Fact number {i} about alex", user_id="alex", infer=False)
+    before = json.loads(run(db, "--json", "stats").stdout)["embedder"]
+    monkeypatch.setattr(embed, "resolve_embedder", interrupted_one)
+    result = run(db, "reindex", "--embedder", "hashing:64", code=130)
+    assert error_line_of(result) == (
+        "interrupted: `memorist reindex` stopped before it finished; the store is unchanged "
+        "(its vectors are rewritten in one transaction, undone by the interruption)"
+    )
+    monkeypatch.setattr(embed, "resolve_embedder", real)
+    assert json.loads(run(db, "--json", "stats").stdout)["embedder"] == before  # still the old embedder
+    assert run(db, "--json", "search", "--user", "alex", "Alex likes tea").stdout.count("Alex likes tea") >= 1
+
+
+def test_ctrl_c_during_a_backup_exits_130_and_writes_no_file(db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memorist.store.sqlite.check as check
+
+    def ctrl_c(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check, "backup_store", ctrl_c)
+    dest = tmp_path / "copy.db"
+    result = run(db, "backup", str(dest), code=130)
+    assert error_line_of(result).startswith("interrupted: `memorist backup` stopped before it finished; DEST was not written")
+    assert not dest.exists()
+
+
+def test_ctrl_c_during_a_benchmark_exits_130(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import memorist.benchmarks.learn as learn
+
+    def ctrl_c(**kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(learn, "run", ctrl_c)
+    result = run(str(tmp_path / "unused.db"), "bench", "learn", "--episodes", "1", code=130)
+    assert error_line_of(result).startswith("interrupted: `memorist bench learn` stopped before it finished")
+    assert "Aborted!" not in result.output
