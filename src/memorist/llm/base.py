@@ -594,7 +594,7 @@ class LLM(abc.ABC):
         return value  # type: ignore[no-any-return]
 
     def _backoff(self, attempt: int) -> float:
-        base = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+        base = min(self.max_backoff, self.backoff * 2.0 ** min(attempt - 1, 64))  # (no float overflow, however many retries)
         return base * (0.5 + random.random() / 2)
 
     def estimate_cost(self, model: str, input_tokens: int | None, output_tokens: int | None) -> float | None:

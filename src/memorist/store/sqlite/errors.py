@@ -67,7 +67,9 @@ def is_busy(exc: BaseException | None) -> bool:
 def backoff(attempt: int, *, first: float, cap: float) -> float:
     """The sleep before retry number ``attempt`` (from 0): exponential, capped, with
     jitter (half fixed, half random), so waiting processes do not retry in step."""
-    delay = min(cap, first * (2**attempt))
+    # The exponent is bounded first: a wait of many short polls (a long busy_timeout)
+    # reaches attempts whose 2**attempt is no float.
+    delay = min(cap, first * 2.0 ** min(attempt, 64))
     return delay / 2 + random.uniform(0, delay / 2)
 
 
