@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from .app import App, CommandError, FiniteFloat, cli, pass_app
-from .serve import _url, is_loopback
+from .serve import _url, is_loopback, parse_cli_rate
 
 
 def _chat_modules() -> Any:
@@ -25,7 +25,7 @@ def _chat_modules() -> Any:
 
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on. Other than loopback needs API keys.")
-@click.option("--port", type=click.IntRange(0, 65535), default=6070, show_default=True, help="Port to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=6070, show_default=True, help="Port to listen on.")
 @click.option("--memory-url", metavar="URL",
               help="The memory service [default: MEMORY_MANAGEMENT_URL, else http://localhost:6060/api/memories].")
 @click.option("--memory-timeout", type=FiniteFloat(min=0.1), default=10.0, show_default=True,
@@ -59,11 +59,10 @@ def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout:
     import uvicorn
 
     from ..server.keys import KeyStore
-    from ..server.limits import parse_rate
     from .playbook import ace_logs_to_stderr
 
     try:
-        rate = parse_rate(rate_limit)
+        rate = parse_cli_rate(rate_limit)
     except Exception as exc:
         raise click.BadParameter(str(exc), param_hint="--rate-limit") from exc
 

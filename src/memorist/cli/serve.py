@@ -73,6 +73,17 @@ def _source(option: str, settings: dict[str, Any]) -> str:
 _LIMIT_OPTIONS = {"rate_per_minute": "rate_limit", "auth_failures_per_minute": "auth_failures", "erasures_per_minute": "erasures"}
 
 
+def parse_cli_rate(text: str) -> float:
+    """A ``--rate-limit`` as requests per minute (0: none). Only 'off' turns the limit
+    off: a rate of 0 is refused, so a typo or a computed 0 never silently does."""
+    from ..server.limits import parse_rate
+
+    rate = parse_rate(text)
+    if rate == 0 and text.strip().lower() not in ("off", "none"):
+        raise ConfigurationError(f"a rate of 0 would turn rate limiting off: give 'off' for that, or a rate above 0 (got {text!r})")
+    return rate
+
+
 def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host and not host.startswith("[") else f"http://{host}:{port}"
 
@@ -89,7 +100,7 @@ def _server_modules(command: str = "serve") -> Any:
 
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on. Other than loopback needs API keys.")
-@click.option("--port", type=click.IntRange(0, 65535), default=6060, show_default=True, help="Port to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=6060, show_default=True, help="Port to listen on.")
 @click.option("--rate-limit", default="600/min", show_default=True, metavar="N/min",
               help="Requests per API key (N/s, N/min, N/h; 'off')." + _env("rate_limit"))
 @click.option("--burst", type=click.IntRange(min=1), default=60, show_default=True,
@@ -173,11 +184,9 @@ def serve(
     server = _server_modules()
     import uvicorn
 
-    from ..server.limits import parse_rate
-
     app.arguments = {"rate_per_minute": "--rate-limit", "burst": "--burst"}
     try:
-        rate = parse_rate(rate_limit)
+        rate = parse_cli_rate(rate_limit)
     except ConfigurationError as exc:
         raise click.BadParameter(str(exc), param_hint=_source("rate_limit", settings)) from exc
     from ..server.connections import (

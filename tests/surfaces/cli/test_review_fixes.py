@@ -186,3 +186,24 @@ def test_ctrl_c_during_a_benchmark_exits_130(monkeypatch: pytest.MonkeyPatch, tm
     result = run(str(tmp_path / "unused.db"), "bench", "learn", "--episodes", "1", code=130)
     assert error_line_of(result).startswith("interrupted: `memorist bench learn` stopped before it finished")
     assert "Aborted!" not in result.output
+
+
+# 3, 4. serve and chat: a rate of 0, port 0 -------------------------------------------------
+@pytest.mark.parametrize("rate", ["0/min", "0", "0.0/s"])
+@pytest.mark.parametrize("command", ["serve", "chat"])
+def test_a_rate_limit_of_0_is_refused_naming_off(db: str, command: str, rate: str) -> None:
+    result = run(db, command, "--rate-limit", rate, code=2)
+    line = error_line_of(result)
+    assert "--rate-limit" in line and "a rate of 0 would turn rate limiting off: give 'off'" in line, line
+
+
+def test_a_rate_limit_of_0_from_the_environment_names_the_variable(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORIST_RATE_LIMIT", "0/h")
+    line = error_line_of(run(db, "serve", code=2))
+    assert "MEMORIST_RATE_LIMIT" in line and "give 'off'" in line, line
+
+
+@pytest.mark.parametrize("command", [["serve"], ["chat"], ["mcp", "--transport", "http", "--user", "alex"]])
+def test_port_0_is_refused_as_mcp_refuses_it(db: str, command: list[str]) -> None:
+    line = error_line_of(run(db, *command, "--port", "0", code=2))
+    assert line == "Error: Invalid value for '--port': 0 is not in the range 1<=x<=65535.", line
