@@ -7,7 +7,14 @@ from typing import Any
 
 import click
 
-from .app import App, FiniteFloat, cli, pass_app, scope, scope_options
+from ..errors import NotFoundError
+from .app import App, CommandError, FiniteFloat, cli, pass_app, scope, scope_options
+
+#: What ``rollback`` can undo, as its help and its refusals say it.
+_REVERSIBLE = (
+    "a consolidation run, an UPDATE or DELETE that `memorist add` made when it reconciled new facts "
+    "with stored ones, a curation or merge of a playbook's strategies, an evaluation of the minutes"
+)
 
 
 @cli.command()
@@ -55,10 +62,19 @@ def consolidate(app: App, user_id: str | None, agent_id: str | None, memory_type
 @scope_options
 @pass_app
 def rollback(app: App, event_or_run_id: str, user_id: str | None, agent_id: str | None, run_id: str | None) -> None:
-    """Undo a consolidation run (its run id), or the merge, update or delete of the
-    event EVENT_OR_RUN_ID (its seq, as `memorist events` shows it): the memories come
-    back exactly as they were and what it made is deleted."""
-    result: Any = app.memory().rollback(event_or_run_id, **scope(user_id, agent_id, run_id))
+    """Undo a change the engine made on its own: a consolidation run (its run id), or
+    the operation of event EVENT_OR_RUN_ID (its seq, as `memorist events` shows it):
+    an UPDATE or DELETE that `memorist add` made when it reconciled new facts with
+    stored ones, a curation or merge of a playbook's strategies, or an evaluation of
+    the minutes. The memories come back exactly as they were and what it made is
+    deleted. A direct `memorist update` or `memorist delete` cannot be rolled back
+    (`memorist history ID` shows what a memory was)."""
+    ids = scope(user_id, agent_id, run_id)
+    memory = app.memory()
+    try:
+        result: Any = memory.rollback(event_or_run_id, **ids)
+    except NotFoundError as exc:
+        raise CommandError(_not_reversible(memory, event_or_run_id, ids) or str(exc)) from exc
 
     def human() -> None:
         click.echo(
@@ -67,3 +83,21 @@ def rollback(app: App, event_or_run_id: str, user_id: str | None, agent_id: str 
         )
 
     app.emit(result, human)
+
+
+def _not_reversible(memory: Any, target: str, ids: dict[str, str | None]) -> str | None:
+    """Why event ``target`` of the log (of the scope ``ids``) cannot be rolled back; None
+    when there is no such event (the engine's not-found says so)."""
+    if not target.strip().isdigit():
+        return None
+    seq = int(target)
+    found = memory.store.events(memory._optional_scope(**ids), since=seq - 1, limit=1)
+    if not found or found[0].seq != seq:
+        return None
+    item = found[0].to_item()
+    event, memory_id, actor = item["event"], item["memory_id"], item["actor"]
+    shown = f"; `memorist history {memory_id}` shows what it was" if memory_id and event in ("UPDATE", "DELETE") else ""
+    if event in ("UPDATE", "DELETE") and not actor:  # an update or delete call (memorist update, delete, delete-all)
+        return f"event {seq} ({event}) was a direct call, which cannot be rolled back: only {_REVERSIBLE} can be{shown}"
+    by = f", by the {actor}" if actor else ""
+    return f"event {seq} ({event}{by}) cannot be rolled back: only {_REVERSIBLE} can be{shown}"

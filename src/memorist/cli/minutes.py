@@ -17,6 +17,8 @@ from ..validate import time_text
 from .app import LIMIT, App, FiniteFloat, cli, echo, json_object, pass_app, read_file, read_text, when
 
 _TIME = "ISO-8601, epoch seconds, or an offset from now: +10h, -2d, +30m"
+#: ``--at`` of a minute: what happened, so never in the future (the examples are past offsets).
+_PAST = "ISO-8601, epoch seconds, or an offset into the past: -30m, -10h, -2d"
 
 
 def project_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -63,7 +65,7 @@ def minutes() -> None:
 @click.option("--note", metavar="TEXT", help="A human-readable summary.")
 @click.option("--category", type=click.Choice(["agent_capability", "coordination_pattern", "conflict_resolution", "task_assignment",
                                                "failure_pattern", "project_knowledge"]), help="[default: from the event's words and data]")
-@click.option("--at", "at", metavar="TIME", help=f"When it happened ({_TIME}) [default: now].")
+@click.option("--at", "at", metavar="TIME", help=f"When it happened ({_PAST}) [default: now].")
 @pass_app
 def record(app: App, event_type: str, agent_id: str | None, project_id: str | None, data: dict[str, Any] | None, refs: tuple[str, ...],
            note: str | None, category: str | None, at: str | None) -> None:

@@ -121,7 +121,7 @@ def run_turn(app: App, input_file: Any, preset: str, max_bullets: int | None, to
 
 # analyze --------------------------------------------------------------------------------
 def _learner_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--learner", "learner_id", metavar="ID", help="One learner's playbook [default: every playbook].")(func)
+    return click.option("--learner", "learner_id", metavar="ID", help="One learner's playbook [default: every learner's playbook; agents' playbooks (`memorist playbook`) are not included].")(func)
 
 
 @dataclass
@@ -145,7 +145,8 @@ pass_analysis = click.make_pass_decorator(Analysis)
 @_learner_option
 @click.pass_context
 def analyze(ctx: click.Context, preset: str, learner_id: str | None) -> None:
-    """Inspect and maintain the learning playbooks (default: summary).
+    """Inspect and maintain the learners' playbooks, those `memorist run-turn` builds
+    (default: summary); agents' playbooks are `memorist playbook`'s.
 
     \b
     memorist analyze                       overview: counts, types, sections, categories, top bullets

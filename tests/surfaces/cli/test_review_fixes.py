@@ -207,3 +207,46 @@ def test_a_rate_limit_of_0_from_the_environment_names_the_variable(db: str, monk
 def test_port_0_is_refused_as_mcp_refuses_it(db: str, command: list[str]) -> None:
     line = error_line_of(run(db, *command, "--port", "0", code=2))
     assert line == "Error: Invalid value for '--port': 0 is not in the range 1<=x<=65535.", line
+
+
+# 2. rollback: what is reversible ----------------------------------------------------------
+def test_rollback_of_a_direct_update_or_delete_says_it_was_a_direct_call(db: str) -> None:
+    with Memory(db, embedder="hashing") as m:
+        memory_id = m.get_all(user_id="alex")["results"][0]["id"]
+        m.update(memory_id, "Alex likes green tea")
+        m.delete(memory_id)
+        seqs = {e["event"]: e["seq"] for e in m.events(user_id="alex")}
+    for op in ("UPDATE", "DELETE"):
+        line = error_line_of(run(db, "rollback", str(seqs[op]), code=1))
+        assert line.startswith(f"error: event {seqs[op]} ({op}) was a direct call, which cannot be rolled back: only a consolidation run"), line
+        assert f"memorist history {memory_id}" in line
+    line = error_line_of(run(db, "rollback", str(seqs["ADD"]), "--user", "alex", code=1))
+    assert line.startswith(f"error: event {seqs['ADD']} (ADD) cannot be rolled back: only a consolidation run"), line
+    assert error_line_of(run(db, "rollback", "999", code=1)) == "error: reversible operation not found: '999'"
+    # another user's event is not described to a caller scoped to bob
+    assert error_line_of(run(db, "rollback", str(seqs["DELETE"]), "--user", "bob", code=1)).startswith("error: reversible operation not found")
+
+
+def test_rollback_help_says_what_is_reversible_and_what_is_not(db: str) -> None:
+    text = " ".join(run(db, "rollback", "--help").output.split())
+    assert "UPDATE or DELETE that `memorist add` made when it reconciled new facts" in text
+    assert "A direct `memorist update` or `memorist delete` cannot be rolled back" in text
+
+
+# 5, 8. help texts that say what the command does ---------------------------------------
+def test_minutes_record_at_offers_only_past_offsets_and_they_work(db: str) -> None:
+    text = " ".join(run(db, "minutes", "record", "--help").output.split())
+    assert "an offset into the past: -30m, -10h, -2d" in text and "+10h" not in text
+    for offset in ("-30m", "-10h", "-2d"):
+        run(db, "minutes", "record", "--agent", "a1", "--project", "p1", "decision", f"--at={offset}")
+    line = error_line_of(run(db, "minutes", "record", "--agent", "a1", "--project", "p1", "decision", "--at=+10h", code=1))
+    assert line.startswith("error: --at: '+10h' is in the future"), line
+
+
+def test_analyze_help_says_it_covers_the_learners_playbooks_not_the_agents(db: str) -> None:
+    with Memory(db, embedder="hashing") as m:
+        m.learning.update_playbook([{"pattern": "Retry on 429 with backoff"}], "pbx", agent_id="ag1")
+    text = " ".join(run(db, "analyze", "--help").output.split())
+    assert "every learner's playbook; agents' playbooks (`memorist playbook`) are not included" in text
+    assert "every playbook]" not in text
+    assert json.loads(run(db, "--json", "analyze").stdout)["total_bullets"] == 0  # the agent's strategy is not counted
