@@ -387,6 +387,9 @@ def demo(app: App, keep: bool, pair: bool = False, tiers: bool = False, agent: b
     It only writes into a store of yours when you name one with --db; MEMORIST_DB is
     never used, so your own store is untouched.
     """
+    chosen = [flag for flag, on in (("--pair", pair), ("--tiers", tiers), ("--agent", agent)) if on]
+    if len(chosen) > 1:
+        raise click.UsageError(f"{' and '.join(chosen)} are different demos: give one of them (or none, for the tutor's)")
     if agent:
         from ..agent import require_langgraph
 

@@ -14,7 +14,19 @@ from typing import Any
 import click
 
 from ..validate import time_text
-from .app import LIMIT, App, FiniteFloat, cli, echo, json_object, pass_app, read_file, read_text, when
+from .app import (
+    LIMIT,
+    App,
+    CommandError,
+    FiniteFloat,
+    cli,
+    echo,
+    json_object,
+    pass_app,
+    read_file,
+    read_text,
+    when,
+)
 
 _TIME = "ISO-8601, epoch seconds, or an offset from now: +10h, -2d, +30m"
 #: ``--at`` of a minute: what happened, so never in the future (the examples are past offsets).
@@ -218,8 +230,12 @@ def pair(app: App, task: str, criteria: str, output: str | None, output_file: An
     names gaps; for each gap, the memories that may close it. The round is logged."""
     if (output is None) == (output_file is None):
         raise click.UsageError("give the output with --output or --output-file (one of them)")
+    from ..roles.evaluator import criteria_items
+
+    if criteria.strip() and not criteria_items(criteria):  # an empty one: the engine's refusal
+        raise CommandError(f"--criteria: {criteria!r} holds no criterion, only separators; give one per line or ';'-separated")
     text = output if output is not None else read_file(output_file)
-    app.arguments = {"output": "--output", "memories_per_gap": "--per-gap"}
+    app.arguments = {"task": "--task", "criteria": "--criteria", "output": "--output", "memories_per_gap": "--per-gap"}
     result = app.memory(create=True).minutes.pair_round(task, criteria, text, threshold=threshold, project_id=project_id,
                                                         agent_id=agent_id, memories_per_gap=per_gap)
 

@@ -467,6 +467,12 @@ def playbook_get(app: App, name: str, user_id: str | None, agent_id: str | None,
     memory = app.memory()
     if version is None:
         data = memory.learning.get_playbook(name, agent_id, user_id=user_id, scope=scope)
+        if data.get("playbook_id") is None and not data.get("version"):  # the library answers an empty one
+            flags = " ".join(f"{flag} {value}" for flag, value in (("--user", user_id), ("--agent", agent_id), ("--scope", scope)) if value)
+            raise CommandError(
+                f"playbook not found: {name!r}: none of that name exists yet{' for ' + flags if flags else ''} "
+                f"(`memorist playbook list{' ' + flags if flags else ''}` lists those that do)"
+            )
     else:
         data = memory.learning.get_playbook_version(name, version, **_owner(user_id, agent_id, scope))
         data = {**data, "scope": scope or ("user" if user_id and not agent_id else "agent"), "user_id": user_id, "agent_id": agent_id}

@@ -250,3 +250,34 @@ def test_analyze_help_says_it_covers_the_learners_playbooks_not_the_agents(db: s
     assert "every learner's playbook; agents' playbooks (`memorist playbook`) are not included" in text
     assert "every playbook]" not in text
     assert json.loads(run(db, "--json", "analyze").stdout)["total_bullets"] == 0  # the agent's strategy is not counted
+
+
+# 6, 7, 9. inputs that do nothing useful are refused ----------------------------------------
+@pytest.mark.parametrize("criteria", [";", " ; ; ", "-\n;\n"])
+def test_pair_criteria_of_separators_only_are_refused_as_empty_ones_are(db: str, criteria: str) -> None:
+    empty = error_line_of(run(db, "pair", "--task", "t", "--criteria", "", "--output", "o", code=1))
+    assert empty.startswith("error: --criteria: must not be empty"), empty
+    line = error_line_of(run(db, "pair", "--task", "t", "--criteria", criteria, "--output", "o", code=1))
+    assert line.startswith("error: --criteria: ") and "holds no criterion, only separators" in line, line
+    assert "Score 0 / 100" in run(db, "pair", "--task", "t", "--criteria", "tea; coffee", "--output", "o").stdout
+
+
+@pytest.mark.parametrize("flags", [["--pair", "--tiers"], ["--tiers", "--agent"], ["--pair", "--tiers", "--agent"]])
+def test_demo_refuses_two_demos_at_once(db: str, flags: list[str]) -> None:
+    result = run(db, "demo", *flags, code=2)
+    assert " and ".join(flags) + " are different demos: give one of them" in error_line_of(result)
+
+
+def test_playbook_get_of_a_playbook_that_does_not_exist_says_so_as_delete_does(db: str) -> None:
+    with Memory(db, embedder="hashing") as m:
+        m.learning.update_playbook([{"pattern": "Retry on 429 with backoff"}], "pbx", agent_id="ag1")
+    assert json.loads(run(db, "--json", "playbook", "get", "--agent", "ag1", "pbx").stdout)["size"] == 1
+    line = error_line_of(run(db, "playbook", "get", "--agent", "ag1", "nonexist", code=1))
+    assert line == (
+        "error: playbook not found: 'nonexist': none of that name exists yet for --agent ag1 "
+        "(`memorist playbook list --agent ag1` lists those that do)"
+    ), line
+    assert run(db, "--json", "playbook", "get", "--agent", "ag1", "nonexist", code=1).stdout == ""
+    assert error_line_of(run(db, "playbook", "delete", "--agent", "ag1", "nonexist", "--yes", code=1)) == "error: playbook not found: 'nonexist'"
+    with Memory(db, embedder="hashing") as m:  # the library still answers an empty playbook
+        assert m.learning.get_playbook("nonexist", "ag1")["version"] == 0
