@@ -152,9 +152,15 @@ def _encode(body: dict[str, Any], *, free: str) -> bytes:
     datetime left in them is a date field's, sent as an ISO string (which the service
     reads as the same instant)."""
     try:
-        return json.dumps(body, default=_json_default, allow_nan=False, separators=(",", ":")).encode()
+        text = json.dumps(body, default=_json_default, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValidationError(free, f"must be JSON data (dict, list, str, finite number, bool, None, datetime): {exc}") from None
+    try:
+        # As UTF-8, not \u escapes: an emoji costs 4 bytes, not 12, so a text within
+        # Memory's length limit stays within the service's body limit.
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, escaped for the service to judge (as Memory would)
+        return json.dumps(body, default=_json_default, allow_nan=False, separators=(",", ":")).encode()
 
 
 def _filters(filters: Any) -> Mapping[str, Any] | None:
@@ -512,6 +518,8 @@ class Client(_Base):
         self._http = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=self._timeout, transport=transport)
 
     def _send(self, call: _Call) -> Any:
+        if self._http.is_closed:  # as a closed Memory answers
+            raise StoreError(f"the client of {self.base_url} is closed")
         try:
             response = self._http.request(
                 call.method, call.path, params=call.params, content=call.body,
@@ -548,6 +556,8 @@ class AsyncClient(_Base):
         self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self._timeout, transport=transport)
 
     async def _send(self, call: _Call) -> Any:
+        if self._http.is_closed:  # as a closed Memory answers
+            raise StoreError(f"the client of {self.base_url} is closed")
         try:
             response = await self._http.request(
                 call.method, call.path, params=call.params, content=call.body,

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import threading
 import unicodedata
@@ -294,6 +295,23 @@ def _age(row: Mapping[str, Any]) -> tuple[datetime, str]:
     return _when(row["created_at"]), str(row["id"])
 
 
+def _check_memory(memory: Any) -> None:
+    """Refuse at once what the store cannot use (it failed on its first operation):
+    it calls a synchronous, unscoped memory (its async methods run those calls in a
+    thread), with each item's namespace as the user."""
+    from ..api import Scoped
+
+    if isinstance(memory, Scoped):
+        raise ValidationError("memory", "must be a Memory or a Client, not a scoped handle: the store takes each item's "
+                              "user from its namespace; pass the Memory the handle came from")
+    calls = [getattr(memory, name, None) for name in ("add", "get_all", "search", "update", "delete")]
+    if not all(callable(call) for call in calls):
+        raise ValidationError("memory", f"must be a Memory or a Client, got {type(memory).__name__}")
+    if any(inspect.iscoroutinefunction(call) for call in calls):
+        raise ValidationError("memory", f"must be a synchronous Memory or Client, got {type(memory).__name__}: the store's "
+                              "async methods run its calls in a thread; pass Memory (or Client) instead of AsyncMemory (or AsyncClient)")
+
+
 class MemoristStore(BaseStore):
     """A LangGraph ``BaseStore`` over a Memorist memory (see the module docstring).
 
@@ -311,6 +329,7 @@ class MemoristStore(BaseStore):
     def __init__(self, memory: Any, *, agent_id: str = DEFAULT_AGENT, index_fields: Sequence[str] | None = None) -> None:
         if not isinstance(agent_id, str) or not agent_id.strip():
             raise ValidationError("agent_id", f"must be a non-empty string, got {agent_id!r}")
+        _check_memory(memory)
         self.memory = memory
         self.agent_id = agent_id
         self.index_fields = list(index_fields) if index_fields else None
@@ -565,7 +584,9 @@ class MemoristStore(BaseStore):
             raise ValidationError("filter", f"must be a mapping, got {type(op.filter).__name__}")
         if op.limit == 0 or (prefix and _not_a_user(prefix[0])):
             return []  # no item has such a first label
-        want = op.offset + op.limit
+        if op.offset >= MAX_LIMIT:
+            return []  # past the most a search reads: nothing there (as LangGraph's own stores answer)
+        want = min(op.offset + op.limit, MAX_LIMIT)
         scan = min(MAX_SCAN, MAX_LIMIT) if op.filter else want
         filters = self._prefix_filter(prefix)
         scope = self._scope(prefix[0] if prefix else None)

@@ -97,6 +97,11 @@ def test_limit_and_offset_page_through_the_results(stores):
     pages = [ours.search(("sam",), limit=1, offset=i) for i in range(4)]
     assert [len(p) for p in pages] == [1, 1, 1, 0]
     assert keys([p[0] for p in pages[:3]]) == keys(every)
+    # An offset past everything finds nothing, as LangGraph's own store answers (it was
+    # refused, naming the limit).
+    for offset in (10**6, 10**6 - 5, 10**9):
+        assert ours.search(("sam",), limit=10, offset=offset) == []
+        assert ours.search(("sam",), query="tea", limit=10, offset=offset) == []
 
 
 @pytest.mark.parametrize("kwargs", [
@@ -541,3 +546,22 @@ def test_values_nest_up_to_max_value_depth_with_or_without_a_text(backend):
             assert store.get(("sam", "f"), key).value == value
         assert {i.key for i in store.search(("sam",), query="hello")} >= {"text"}
         assert copies(memory) == {"bare": 1, "deepest": 1, "text": 1}
+
+
+def test_what_the_store_cannot_use_is_refused_when_it_is_made(tmp_path):
+    """Before, an AsyncMemory, a scoped handle or any object was taken, and every
+    operation then failed (a coroutine never awaited, a TypeError)."""
+    from memorist import AsyncMemory
+
+    with Memory(str(tmp_path / "m.db"), embedder="hashing") as memory:
+        for wrong, says in ((memory.scope(user_id="sam"), "scoped handle"), ("memory.db", "got str")):
+            with pytest.raises(ValidationError, match=says) as info:
+                MemoristStore(wrong)
+            assert info.value.field == "memory"
+    concurrent = AsyncMemory(str(tmp_path / "a.db"), embedder="hashing")
+    try:
+        with pytest.raises(ValidationError, match="synchronous") as info:
+            MemoristStore(concurrent)
+        assert info.value.field == "memory"
+    finally:
+        concurrent.memory.close()

@@ -144,3 +144,28 @@ def test_a_client_given_another_url_than_the_service_s_root_says_so(served, suff
     assert "root URL" in message and " not found: " not in message
     with Client(served.url) as client, pytest.raises(NotFoundError, match="memory not found"):  # a missing memory is still one
         client.get("no-such-memory", user_id="alex")
+
+
+def test_text_beyond_the_basic_plane_is_sent_as_utf8_as_memory_takes_it(tmp_path):
+    """Before, every emoji went as a 12-byte escape: 99,999 of them, within Memory's
+    100,000 characters, made a body past the service's 1 MiB and were refused."""
+    text = "\U0001F600" * 99_999
+    with Memory(str(tmp_path / "local.db"), embedder="hashing") as memory:
+        assert memory.add(text, user_id="u", infer=False)["results"][0]["event"] == "ADD"
+    with live_server(str(tmp_path / "served.db")) as server, Client(server.url) as client:
+        added = client.add(text, user_id="u", infer=False)["results"][0]
+        assert client.get(added["id"], user_id="u")["memory"] == text
+        with pytest.raises(ValidationError) as info:  # a lone surrogate is refused as Memory refuses it
+            client.add("half \ud83d of it", user_id="u", infer=False)
+        assert info.value.field == "messages"
+
+
+def test_a_closed_client_says_so_as_a_closed_memory_does(tmp_path):
+    with Memory(str(tmp_path / "m.db"), embedder="hashing") as memory:
+        pass
+    with pytest.raises(memorist.StoreError, match="is closed"):
+        memory.search("x", user_id="u")
+    client = Client(f"http://127.0.0.1:{free_port()}")
+    client.close()
+    with pytest.raises(memorist.StoreError, match="is closed"):
+        client.search("x", user_id="u")

@@ -76,3 +76,4 @@ def test_a_key_bound_to_a_user_reads_only_its_user_by_the_query_routes(store):
     assert answer.status_code == 404
     answer = httpx.get(f"{server.url}/api/events/", headers={"Authorization": f"Bearer {keys['tenant']}"})
     assert answer.status_code == 422 and answer.json()["error"]["field"] == "user_id"  # one id at least
+
