@@ -98,7 +98,8 @@ class _Call:
     shape: Callable[[Any], Any]
     memory_id: str | None = None  # names the memory of a 404
     #: Memory's error for an argument it judges after finding the memory: raised when
-    #: the service found it (its answer is then a 422 on ``refused.field``).
+    #: the service found it (the request then sent an empty text, which the service
+    #: refuses with a 422 on ``text`` once it found the memory, changing nothing).
     refused: ValidationError | None = None
 
 
@@ -283,14 +284,25 @@ class _Calls:
         # Any other text cannot be sent; an empty one goes instead, which the service
         # refuses only once it found the memory (and which changes nothing): then the
         # text's own error is raised, as Memory raises it.
+        # Metadata comes after the text, and is judged here only once the memory is
+        # found, the same way.
+        probe = _encode({"text": ""}, free="text")
         if not isinstance(text, str):
             try:
                 validate.text("text", text, max_chars=_ANY_LENGTH)
             except ValidationError as exc:
-                return _Call("PUT", f"{_API}/{mid}/", ids, _encode({"text": ""}, free="text"), _object, memory_id, refused=exc)
+                return _Call("PUT", f"{_API}/{mid}/", ids, probe, _object, memory_id, refused=exc)
         body: dict[str, Any] = {"text": text}
         if metadata is not None:
-            body["metadata"] = validate.metadata(metadata)
+            try:
+                body["metadata"] = validate.metadata(metadata)
+            except ValidationError as bad_metadata:
+                refused = bad_metadata
+                try:  # a text Memory refuses is its error, judged first
+                    validate.text("text", text, max_chars=_ANY_LENGTH)
+                except ValidationError as bad_text:
+                    refused = bad_text
+                return _Call("PUT", f"{_API}/{mid}/", ids, probe, _object, memory_id, refused=refused)
         return _Call("PUT", f"{_API}/{mid}/", ids, _encode(body, free="metadata"), _object, memory_id)
 
     @staticmethod
@@ -436,7 +448,7 @@ class _Base:
         except (ValueError, TypeError, KeyError):
             text = " ".join(response.text.split())[:200]
             return StoreError(f"{where} answered {status} {response.reason_phrase}" + (f": {text}" if text else ""))
-        if kind == "validation_error" and call.refused is not None and field == call.refused.field:
+        if kind == "validation_error" and call.refused is not None and field == "text":  # (the probe's empty text)
             return call.refused  # the memory was found: the argument held back is judged now
         if kind in ("validation_error", "payload_too_large", "bad_request"):
             field = field or ("messages" if kind == "payload_too_large" else "request")

@@ -95,6 +95,22 @@ def test_an_update_with_a_text_that_is_no_string_finds_the_memory_first(served, 
             client.update(mid, 42, user_id="someone-else")
 
 
+@pytest.mark.parametrize("metadata", [{"a": float("nan")}, "s", {1: 2}, {"deep": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}])
+def test_an_update_with_bad_metadata_finds_the_memory_first(served, tmp_path, metadata):
+    error = _same_error(served.url, tmp_path, "update", "no-such-id", "x", metadata=metadata, user_id="u")
+    assert isinstance(error, NotFoundError)
+    with Memory(str(tmp_path / "local.db"), embedder="hashing") as memory, Client(served.url) as client:
+        for surface in (memory, client):
+            mid = surface.add("Owns a bike", user_id="u3", infer=False)["results"][0]["id"]
+            with pytest.raises(ValidationError) as info:
+                surface.update(mid, "Owns two bikes", metadata=metadata, user_id="u3")
+            assert info.value.field.startswith("metadata"), info.value
+            with pytest.raises(ValidationError) as info:  # a bad text is judged first, as Memory judges it
+                surface.update(mid, "   ", metadata=metadata, user_id="u3")
+            assert info.value.field == "text"
+            assert surface.get(mid, user_id="u3")["memory"] == "Owns a bike"  # nothing changed
+
+
 def test_a_request_naming_no_ids_is_the_service_s_to_judge(keyed, tmp_path):
     server, keys = keyed
     with Client(server.url, api_key=keys["bob"]) as bob:  # bound to bob: acts as bob
