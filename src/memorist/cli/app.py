@@ -35,7 +35,7 @@ from click.core import ParameterSource
 
 from .. import __version__
 from ..config import default_db_path
-from ..errors import MemoristError, ValidationError
+from ..errors import MemoristError, NotFoundError, ValidationError
 from ..validate import MAX_LIMIT
 
 if TYPE_CHECKING:
@@ -68,21 +68,66 @@ _FLAG_NAMES = {
 _SCOPE_IDS = re.compile(r"(?<![\w.\-])(user_id|agent_id|run_id)(?![\w(=])")
 
 
-def cli_message(exc: MemoristError, arguments: dict[str, str] | None = None) -> str:
+#: What a message says of the Python API, as a CLI user does it.
+_PYTHON_CALLS = (
+    (re.compile(r"Memory\.set_policy\('(\w+)'\) or (`memorist config set policy \1`)"), r"\2"),
+    (re.compile(r" \(Memory\.set_policy\('\w+'\)\)"), ""),
+    (re.compile(r"Memory\.set_policy\('(\w+)'\)"), r"`memorist config set policy \1`"),
+)
+
+
+def param_names(command: click.Command | None) -> dict[str, str]:
+    """The flags and arguments of ``command`` by the Python names they are passed as
+    (``memory_type`` -> ``--type``, ``n`` -> ``-n``, ``trajectory_id`` -> ``ID``): most of
+    a command's options feed the engine's argument of the same name."""
+    names: dict[str, str] = {}
+    for param in command.params if command is not None else ():
+        if not param.name or not param.expose_value:
+            continue
+        if isinstance(param, click.Option):
+            names[param.name] = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+        else:
+            names[param.name] = param.human_readable_name.strip("[]").removesuffix("...")
+    return names
+
+
+def cli_message(
+    exc: MemoristError,
+    arguments: dict[str, str] | None = None,
+    *,
+    command: click.Command | None = None,
+    things: dict[str, str] | None = None,
+) -> str:
     """The engine's message with Python names replaced by the CLI's flags and arguments.
 
-    ``arguments`` maps a field to the positional argument that fed it in the running
+    A ValidationError's field is named as the running ``command``'s option or argument
+    of that name, or as ``arguments`` maps it: a field to what fed it in the running
     command (``{"messages": "TEXT"}`` for ``add``); a part of it, such as
-    ``messages[0].content``, is that argument too.
+    ``messages[0].content``, is that argument too. ``things`` renames what a
+    NotFoundError did not find (``{"memory": "trajectory"}``: the id a command takes
+    is a trajectory's). A Python call a message suggests becomes the command that does it.
     """
     message = str(exc)
     if isinstance(exc, ValidationError) and message.startswith(f"{exc.field}: "):
         base = re.split(r"[\[.]", exc.field, maxsplit=1)[0]
-        names = {**_FLAG_NAMES, **(arguments or {})}
+        names = {**_FLAG_NAMES, **param_names(command), **(arguments or {})}
         key = exc.field if exc.field in names else base  # a flag that feeds one key (metadata.energy: --energy)
         if key in names:
             message = f"{names[key]}: {message[len(exc.field) + 2:]}"
+    elif isinstance(exc, NotFoundError) and things and exc.what in things:
+        message = f"{things[exc.what]} not found: {exc.ident!r}"
+    for pattern, replacement in _PYTHON_CALLS:
+        message = pattern.sub(replacement, message)
     return _SCOPE_IDS.sub(lambda m: _FLAG_NAMES[m.group(1)], message)
+
+
+def resolve_id(app: App, prefix: str, *, thing: str, argument: str) -> str:
+    """The full id of which ``prefix`` is the start; its errors name it as the command
+    does: ``argument`` (the argument or flag that gave it) and ``thing`` (what it is:
+    "trajectory not found", not "memory not found")."""
+    app.arguments["memory_id"] = argument
+    app.things["memory"] = thing
+    return app.memory().resolve_id(prefix)
 
 
 def _has_log(path: str | os.PathLike[str]) -> bool:
@@ -153,8 +198,12 @@ class App:
     #: ``--db`` was typed (not taken from MEMORIST_DB or the default): ``memorist demo``
     #: only writes into a store the user named on the command line.
     db_typed: bool = False
-    #: Positional arguments of the running command, by the engine field they feed.
+    #: Positional arguments of the running command, by the engine field they feed
+    #: (its options are found by name: :func:`param_names`).
     arguments: dict[str, str] = field(default_factory=dict)
+    #: What the running command's ids name, by what the engine calls them when it
+    #: does not find one (``{"memory": "trajectory"}``).
+    things: dict[str, str] = field(default_factory=dict)
     _console: Any = field(default=None, repr=False)
     _memory: Memory | None = field(default=None, repr=False)
 
@@ -404,6 +453,10 @@ class MemoristCommand(click.Command):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             raise Interrupted(interrupted_message(ctx.command_path)) from None
+        except MemoristError as exc:
+            app = _app_of(ctx)
+            message = cli_message(exc, app.arguments if app else None, command=self, things=app.things if app else None)
+            raise CommandError(message) from exc
 
 
 class MemoristGroup(click.Group):
@@ -426,7 +479,7 @@ class MemoristGroup(click.Group):
             raise Interrupted(interrupted_message(ctx.command_path)) from None
         except MemoristError as exc:
             app = _app_of(ctx)
-            raise CommandError(cli_message(exc, app.arguments if app else None)) from exc
+            raise CommandError(cli_message(exc, app.arguments if app else None, things=app.things if app else None)) from exc
 
 
 MemoristGroup.group_class = MemoristGroup
@@ -706,6 +759,7 @@ __all__ = [
     "cell",
     "cli",
     "cli_message",
+    "param_names",
     "confirm",
     "describe_scope",
     "echo",
@@ -716,6 +770,7 @@ __all__ = [
     "progress",
     "read_file",
     "read_text",
+    "resolve_id",
     "scope",
     "FiniteFloat",
     "Interrupted",

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..validate import time_text
-from .app import LIMIT, App, FiniteFloat, cli, echo, json_object, pass_app, read_text, when
+from .app import LIMIT, App, FiniteFloat, cli, echo, json_object, pass_app, read_text, resolve_id, when
 
 
 def owner_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -22,8 +22,9 @@ def owner_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--user", "user_id", metavar="ID", help="User id.")(func)
 
 
-def full_id(app: App, prefix: str) -> str:
-    return app.memory().resolve_id(prefix)
+def full_id(app: App, prefix: str, argument: str = "ID") -> str:
+    """The trajectory whose id starts with ``prefix`` (given as ``argument``)."""
+    return resolve_id(app, prefix, thing="trajectory", argument=argument)
 
 
 def insights_text(insights: dict[str, list[str]]) -> None:
@@ -66,7 +67,7 @@ def start(app: App, task: tuple[str, ...], task_type: str | None, parent: str | 
     """Start a trajectory for TASK (words joined; '-' reads stdin); prints its id."""
     app.arguments = {"task_description": "TASK"}
     memory = app.memory(create=True)
-    tid = memory.learning.start_trajectory(read_text(task), task_type, full_id(app, parent) if parent else None, user_id=user_id, agent_id=agent_id)
+    tid = memory.learning.start_trajectory(read_text(task), task_type, full_id(app, parent, "--parent") if parent else None, user_id=user_id, agent_id=agent_id)
     app.emit({"trajectory_id": tid}, lambda: echo(tid))
 
 

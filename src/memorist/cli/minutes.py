@@ -25,6 +25,7 @@ from .app import (
     pass_app,
     read_file,
     read_text,
+    resolve_id,
     when,
 )
 
@@ -54,13 +55,8 @@ def _rows(items: list[dict[str, Any]]) -> tuple[list[tuple[str, dict[str, Any]]]
     return columns, rows
 
 
-def _full_id(app: App, prefix: str) -> str:
-    from ..errors import NotFoundError
-
-    try:
-        return app.memory().resolve_id(prefix)
-    except NotFoundError:
-        raise NotFoundError("minute", prefix) from None
+def _full_id(app: App, prefix: str, argument: str = "ID") -> str:
+    return resolve_id(app, prefix, thing="minute", argument=argument)
 
 
 @cli.group()
@@ -84,7 +80,7 @@ def record(app: App, event_type: str, agent_id: str | None, project_id: str | No
     """Append a coordination event of EVENT_TYPE to the log and index it; prints its id."""
     app.arguments = {"event_type": "EVENT_TYPE", "data": "--data", "context_references": "--ref", "memory_note": "--note", "now": "--at"}
     memory = app.memory(create=True)
-    full = [_full_id(app, r) for r in refs]
+    full = [_full_id(app, r, "--ref") for r in refs]
     minute = memory.minutes.record(event_type, agent_id=agent_id, project_id=project_id, data=data, context_references=full,
                                    memory_note=note, category=category, now=time_text(at))
     app.emit(minute, lambda: echo(f"{minute['id']} ({minute['category']})"))

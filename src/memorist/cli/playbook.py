@@ -27,6 +27,7 @@ from .app import (
     file_name,
     pass_app,
     read_file,
+    resolve_id,
     stdin_closed,
 )
 
@@ -548,7 +549,7 @@ def playbook_update(app: App, name: str, user_id: str | None, agent_id: str | No
 def playbook_curate(app: App, name: str, reflections: tuple[str, ...], user_id: str | None, agent_id: str | None, scope: str | None) -> None:
     """Curate reflections (ids from `memorist reflect`) into playbook NAME."""
     memory = app.memory()
-    ids = [memory.resolve_id(r) for r in reflections]
+    ids = [resolve_id(app, r, thing="reflection", argument="REFLECTION_ID") for r in reflections]
     result = memory.learning.curate_playbook(ids, name, **_owner(user_id, agent_id, scope))
     app.emit(result, lambda: _show_diff(result))
 

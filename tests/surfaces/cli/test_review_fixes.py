@@ -281,3 +281,66 @@ def test_playbook_get_of_a_playbook_that_does_not_exist_says_so_as_delete_does(d
     assert error_line_of(run(db, "playbook", "delete", "--agent", "ag1", "nonexist", "--yes", code=1)) == "error: playbook not found: 'nonexist'"
     with Memory(db, embedder="hashing") as m:  # the library still answers an empty playbook
         assert m.learning.get_playbook("nonexist", "ag1")["version"] == 0
+
+
+# 10. errors name the flags and arguments a user typed --------------------------------------
+def _trajectory(db: str) -> str:
+    return json.loads(run(db, "--json", "trajectory", "start", "--agent", "ag1", "Fetch users").stdout)["trajectory_id"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["minutes", "recent", "-n", "99999999999999999999"], "error: -n: must be at most 1,000,000"),
+        (["minutes", "history", "--project", ""], "error: --project: must not be empty"),
+        (["export", "--all", "--user", "u1"], "error: --all: exports every scope; do not pass --user, --agent or --run with it"),
+        (["consolidate", "--type", "bogus", "--user", "alex"], "error: --type: must be one of fact, preference"),
+        (["trajectory", "list", "--since", "garbage", "--agent", "ag1"], "error: --since: not an ISO-8601 date: 'garbage'"),
+        (["trajectory", "log", "--agent", "ag1", "nonexist", "action", "x"], "error: trajectory not found: 'nonexist'"),
+        (["trajectory", "show", "--agent", "ag1", ""], "error: ID: must not be empty"),
+        (["trajectory", "start", "--agent", "ag1", "--parent", "nonexist", "x"], "error: trajectory not found: 'nonexist'"),
+        (["reflect", "nonexist"], "error: trajectory not found: 'nonexist'"),
+        (["playbook", "curate", "--agent", "ag1", "pbx", "nonexist"], "error: reflection not found: 'nonexist'"),
+        (["minutes", "show", "zzzz"], "error: minute not found: 'zzzz'"),
+        (["minutes", "record", "--agent", "a1", "--ref", "zzzz", "decision"], "error: minute not found: 'zzzz'"),
+        (["get", "nonexist"], "error: memory not found: 'nonexist'"),
+    ],
+    ids=lambda v: " ".join(v[:2]) if isinstance(v, list) else None,
+)
+def test_errors_name_the_flag_or_argument_and_the_thing(db: str, args: list[str], expected: str) -> None:
+    line = error_line_of(run(db, *args, code=1))
+    assert line.startswith(expected), line
+    assert not re_python_name(line), line
+
+
+def re_python_name(line: str) -> list[str]:
+    """The Python argument names a message shows at its start (``memory_id:``)."""
+    import re
+
+    return re.findall(r"^error: ([a-z]+_[a-z_]+|n|since|project_id|all_scopes|memory_type|metrics):", line)
+
+
+def test_an_id_prefix_of_several_minutes_is_named_as_the_argument(db: str) -> None:
+    for _ in range(40):  # 40 ids: two of them share their first character
+        run(db, "minutes", "record", "--agent", "a1", "decision")
+    with Memory(db, embedder="hashing") as m:
+        ids = [r["id"] for r in m.minutes.recent(n=40)]
+    first = next(i[0] for i in ids if sum(j[0] == i[0] for j in ids) > 1)
+    line = error_line_of(run(db, "minutes", "show", first, code=1))
+    assert line.startswith(f"error: ID: '{first}' is the start of several ids"), line
+
+
+def test_metrics_that_are_not_finite_name_the_flag(db: str) -> None:
+    line = error_line_of(run(db, "trajectory", "complete", "--agent", "ag1", _trajectory(db), "--status", "success",
+                             "--metrics", '{"tokens": 1e400}', code=1))
+    assert line.startswith("error: --metrics: "), line
+
+
+def test_a_test_memory_on_a_default_store_names_the_cli_way_to_switch(db: str) -> None:
+    line = error_line_of(run(db, "add", "--user", "alex", "--test", "a test memory", code=1))
+    assert line.startswith("error: --test: a test memory belongs to the energy tiers"), line
+    assert "`memorist config set policy energy`" in line and "Memory.set_policy" not in line, line
+    line = error_line_of(run(db, "tiers", "test-memory", "--user", "alex", "x", code=1))
+    assert "`memorist config set policy energy`" in line and "Memory.set_policy" not in line, line
+    line = error_line_of(run(db, "--policy", "energy", "list", "--user", "alex", code=1))
+    assert "`memorist config set policy energy`" in line and "Memory.set_policy" not in line, line
