@@ -36,11 +36,15 @@ def _chat_modules() -> Any:
               show_envvar=True, help="Seconds to wait for the model on each request before answering without it.")
 @click.option("--model-retries", type=click.IntRange(0, 10), default=1, show_default=True, envvar="MEMORIST_CHAT_MODEL_RETRIES",
               show_envvar=True, help="Times a model request that timed out or failed on the way is tried again.")
+@click.option("--max-concurrency", type=click.IntRange(min=1), default=32, show_default=True, envvar="MEMORIST_CHAT_MAX_CONCURRENCY",
+              show_envvar=True, help="Requests at work at once in all (503 beyond).")
+@click.option("--max-per-user", type=click.IntRange(min=1), default=4, show_default=True, envvar="MEMORIST_CHAT_MAX_PER_USER",
+              show_envvar=True, help="Requests of one user at work at once (429 beyond): users waiting on a slow model never hold back the others.")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="info", show_default=True,
               help="The log's level: the server's lines, and the tutor's ([ACE Graph], [ACE Thought], [Chat] ...) from info.")
 @pass_app
 def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout: float, rate_limit: str, burst: int,
-         model_timeout: float, model_retries: int, log_level: str) -> None:
+         model_timeout: float, model_retries: int, max_concurrency: int, max_per_user: int, log_level: str) -> None:
     """Serve the tutor as a chat: the page at /, POST /api/ai/chat.
 
     \b
@@ -66,6 +70,8 @@ def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout:
     except Exception as exc:
         raise click.BadParameter(str(exc), param_hint="--rate-limit") from exc
 
+    if max_per_user > max_concurrency:
+        raise click.BadParameter(f"{max_per_user} is more than --max-concurrency ({max_concurrency})", param_hint="--max-per-user")
     if app.db == ":memory:" or "://" in str(app.db):
         raise CommandError("memorist chat keeps its store in a SQLite file; name one with --db")
     local = is_loopback(host)
@@ -78,7 +84,8 @@ def chat(app: App, host: str, port: int, memory_url: str | None, memory_timeout:
             "or serve on 127.0.0.1."
         )
     settings = chat_mod.ChatSettings.from_env(memory_url=memory_url, memory_timeout=memory_timeout, rate_per_minute=rate, burst=burst,
-                                              model_timeout=model_timeout, model_retries=model_retries)
+                                              model_timeout=model_timeout, model_retries=model_retries,
+                                              max_concurrency=max_concurrency, max_per_user=max_per_user)
     # The graph's lines ([ACE Graph], [ACE Thought], [ACE Memory], [Chat]) to stderr, as run-turn sends them.
     with ace_logs_to_stderr(getattr(logging, log_level.upper())):
         application = chat_mod.create_chat_app(app.db, settings=settings, embedder=app.embedder, require_keys=not local,

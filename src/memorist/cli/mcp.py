@@ -54,8 +54,11 @@ def mcp(
     port: int,
     allow_remote: bool,
 ) -> None:
-    """Serve the memories of one scope as MCP tools (add, search, list, get,
-    update, delete, history; end_conversation under --policy energy).
+    """Serve the memories of one scope as MCP tools: add, search, list, get, update,
+    delete and history of its memories; erasing them, undoing a merge or a
+    reconciliation, consolidating, and sharing (grant, revoke, list, check) where
+    the scope allows; end_conversation under --policy energy (the MCP page of the
+    docs says which server lists which).
 
     The scope (--user, --agent and/or --run; at least one) is fixed here: the
     tools take no user id, so the model cannot reach another user's memories.

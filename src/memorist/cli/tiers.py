@@ -38,8 +38,14 @@ def _energy(app: App, *, create: bool = False) -> Any:
     """The store, which must be under the energy policy: a tier command on another
     store would decay and expire memories its own configuration keeps. The check is
     the library's (``memory.tiers`` calls make it), so both refuse alike."""
-    memory = app.memory(create=create)
     command = click.get_current_context().command_path.partition(" ")[2]  # "tiers status"
+    if create and app.policy != "energy":
+        try:
+            app.require_store()
+        except CommandError:  # no store yet: one made now would be under the default policy, and refused
+            raise CommandError(f"`memorist {command}` needs the energy policy, and there is no store at {app.label} yet: "
+                               "add --policy energy to make one under it") from None
+    memory = app.memory(create=create)
     memory._require_energy(f"`memorist {command}`")
     return memory
 

@@ -28,7 +28,7 @@ def served(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
             seen["reply"] = client.post("/api/ai/chat", json={"message": "Help me multiply 12 by 5."}).json()
 
     monkeypatch.setattr(uvicorn, "run", run)
-    for name in ("MEMORIST_CHAT_MODEL_TIMEOUT", "MEMORIST_CHAT_MODEL_RETRIES"):
+    for name in ("MEMORIST_CHAT_MODEL_TIMEOUT", "MEMORIST_CHAT_MODEL_RETRIES", "MEMORIST_CHAT_MAX_CONCURRENCY", "MEMORIST_CHAT_MAX_PER_USER"):
         monkeypatch.delenv(name, raising=False)
     return seen
 
@@ -80,3 +80,27 @@ def test_the_models_timeout_and_retries_are_options_and_variables(tmp_path, serv
 def test_bad_model_bounds_name_the_option(tmp_path, served, args):
     done = CliRunner().invoke(cli, ["--db", str(tmp_path / "chat.db"), "chat", *args])
     assert done.exit_code == 2 and f"Invalid value for '{args[0]}'" in done.output and "app" not in served
+
+
+@pytest.mark.parametrize(("args", "env", "limits"), [
+    ((), {}, (32, 4)),
+    (("--max-concurrency", "8", "--max-per-user", "2"), {}, (8, 2)),
+    ((), {"MEMORIST_CHAT_MAX_CONCURRENCY": "10", "MEMORIST_CHAT_MAX_PER_USER": "1"}, (10, 1)),
+])
+def test_the_requests_at_work_at_once_are_options_and_variables(tmp_path, served, args, env, limits):
+    done = chat(tmp_path, *args, "--log-level", "warning", env=env)
+    assert done.exit_code == 0, done.output
+    settings = served["app"].state.chat.settings
+    assert (settings.max_concurrency, settings.max_per_user) == limits
+    assert served["reply"]["response"] == "12 * 5 = 60"
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (("--max-concurrency", "0"), "--max-concurrency"),
+    (("--max-per-user", "0"), "--max-per-user"),
+    (("--max-concurrency", "2", "--max-per-user", "3"), "--max-per-user"),
+])
+def test_bad_limits_of_requests_at_work_name_the_option(tmp_path, served, args, named):
+    done = CliRunner().invoke(cli, ["--db", str(tmp_path / "chat.db"), "chat", *args])
+    assert done.exit_code == 2 and "app" not in served
+    assert f"Invalid value for '{named}'" in done.output or f"Invalid value for {named}:" in done.output

@@ -344,3 +344,14 @@ def test_a_test_memory_on_a_default_store_names_the_cli_way_to_switch(db: str) -
     assert "`memorist config set policy energy`" in line and "Memory.set_policy" not in line, line
     line = error_line_of(run(db, "--policy", "energy", "list", "--user", "alex", code=1))
     assert "`memorist config set policy energy`" in line and "Memory.set_policy" not in line, line
+
+
+# a tier command on a missing store -------------------------------------------------------
+def test_a_test_memory_on_a_missing_store_needs_the_energy_policy_and_makes_no_store(tmp_path: Path) -> None:
+    """Before, the store was made under the default policy, then refused: the file
+    stayed, and the same command with --policy energy was refused too."""
+    path = tmp_path / "new.db"
+    done = run(str(path), "tiers", "test-memory", "Stretch at noon", "--user", "alex", code=1)
+    assert "add --policy energy" in error_line_of(done) and not path.exists()
+    made = run(str(path), "--policy", "energy", "tiers", "test-memory", "Stretch at noon", "--user", "alex")
+    assert "Stretch at noon" in made.output
