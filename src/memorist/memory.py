@@ -814,8 +814,9 @@ class Memory:
         from .ace.learning import Learning
 
         current = getattr(self, "_learning", None)
-        self._learning_config = config
-        self._learning = Learning(self, config, clock=current.clock if current is not None else time.time)
+        # Built (and so checked) before it is kept: a refused setting leaves the one in force.
+        engine = Learning(self, config, clock=current.clock if current is not None else time.time)
+        self._learning_config, self._learning = config, engine
 
     # minutes, context window, evaluation, PAIR -------------------------------------------
     @property

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -297,10 +298,16 @@ class LearningConfig:
             days = None  # 0: never delete by age
         if rate is None or not 0.0 <= rate <= 1.0:
             raise ConfigurationError(f"the trajectory sample rate must be in [0, 1], got {rate!r}")
-        if versions.keep_latest < 1:
-            raise ConfigurationError(f"a playbook keeps at least its latest version: keep_latest must be >= 1, got {versions.keep_latest!r}")
-        if versions.keep_days is not None and versions.keep_days < 0:
-            raise ConfigurationError(f"keep_days must be >= 0 or None, got {versions.keep_days!r}")
+        if not isinstance(versions, VersionRetention):
+            raise ConfigurationError(f"versions must be a VersionRetention or a mapping of its fields, got {type(versions).__name__}")
+        latest, major, keep_days = versions.keep_latest, versions.keep_all_major, versions.keep_days
+        if isinstance(latest, bool) or not isinstance(latest, int) or latest < 1:
+            raise ConfigurationError(f"a playbook keeps at least its latest version: versions.keep_latest must be a whole number >= 1, got {latest!r}")
+        if not isinstance(major, bool):
+            raise ConfigurationError(f"versions.keep_all_major must be true or false, got {major!r}")
+        if keep_days is not None and (isinstance(keep_days, bool) or not isinstance(keep_days, int | float)
+                                      or not math.isfinite(keep_days) or keep_days < 0):
+            raise ConfigurationError(f"versions.keep_days must be a number of days >= 0 or None, got {keep_days!r}")
         if not 0.0 < self.merge_threshold <= 1.0:
             raise ConfigurationError(f"merge_threshold must be in (0, 1], got {self.merge_threshold!r}")
         for name in ("max_strategies", "evidence_kept", "retention_every"):
@@ -321,8 +328,13 @@ class LearningConfig:
         if unknown:
             raise ConfigurationError(f"unknown learning setting {unknown[0]!r}; known: {', '.join(sorted(known))}")
         values = dict(data)
-        if isinstance(values.get("versions"), Mapping):
-            values["versions"] = VersionRetention(**values["versions"])
+        versions = values.get("versions")
+        if isinstance(versions, Mapping):
+            fields = {f.name for f in dataclasses.fields(VersionRetention)}
+            wrong = sorted(str(k) for k in set(versions) - fields)
+            if wrong:
+                raise ConfigurationError(f"unknown versions setting {wrong[0]!r}; known: {', '.join(sorted(fields))}")
+            values["versions"] = VersionRetention(**versions)
         return cls(**values)
 
 

@@ -86,6 +86,26 @@ def test_retention_is_configurable(mem) -> None:
     assert versions(mem) == [4, 5]
 
 
+@pytest.mark.parametrize(("bad", "named"), [
+    ({"max_strategies": 0}, "max_strategies"),
+    ({"versions": {"keep_lates": 3}}, "keep_lates"),
+    ({"versions": 5}, "versions must be"),
+    ({"versions": {"keep_latest": "3"}}, "versions.keep_latest"),
+    ({"versions": {"keep_days": float("nan")}}, "versions.keep_days"),
+    ({"versions": {"keep_all_major": "no"}}, "versions.keep_all_major"),
+])
+def test_a_refused_learning_setting_names_it_and_leaves_the_one_in_force(mem, bad, named) -> None:
+    """Before, a refused setting was kept all the same on a Memory that had not used
+    learning yet, and every later learning call failed with it; a malformed
+    ``versions`` was a TypeError or an AttributeError."""
+    from memorist import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=named):
+        mem.learning_config = bad
+    mem.learning.update_playbook(["A"], "p", agent_id="bot")  # learning still works, with the defaults
+    assert versions(mem) == [1] and mem.learning_config.versions.keep_latest == 5
+
+
 def test_spec_000_learning_turns_are_versions_of_the_learners_playbook(mem) -> None:
     pb = Playbook(mem)
     pb.turn("sam", "c1").learn(question="q", lessons=["Draw the fractions first"], topic="fractions")
