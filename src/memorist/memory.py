@@ -641,9 +641,17 @@ class Memory:
     def rollback(
         self, event_or_run_id: int | str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> RollbackResult:
+        from .pipelines.playbooks import strategy_playbook
         from .pipelines.undo import rollback
 
         result = rollback(self.store, event_or_run_id, self._optional_scope(user_id, agent_id, run_id), self.embedder.embed)
+        # Undoing a playbook's curation or merge changes its strategies: that state is a
+        # version too, so its versions still hold what it holds.
+        changed = [r for r in self.store.get_many([*result["restored"], *result["retired"]]).values() if strategy_playbook(r)]
+        touched = {strategy_playbook(r) for r in changed}
+        for scope, name in sorted(t for t in touched if t is not None):
+            self.learning.playbooks.version_if_changed(scope, name, time.time(), reason="undo",
+                                                       change={"rolled_back": result["rolled_back"], "rollback_seq": result["rollback_seq"]})
         return result  # type: ignore[return-value]
 
     # consolidation -----------------------------------------------------------------------

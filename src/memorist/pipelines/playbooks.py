@@ -98,6 +98,16 @@ def playbook_of(record: MemoryRecord, default: str) -> str:
     return name if isinstance(name, str) and name else default
 
 
+def strategy_playbook(record: MemoryRecord) -> tuple[Scope, str] | None:
+    """The space (run id empty) and name of the playbook ``record`` is a strategy of,
+    when it is one that names its playbook (a strategy's run is the conversation it
+    was learnt in; its playbook is the space's)."""
+    name = record.metadata.get(PLAYBOOK_KEY)
+    if not record.section or not isinstance(name, str) or not name or record.scope.run_id.startswith(RUN_PREFIX):
+        return None
+    return Scope(record.scope.tenant_id, record.scope.user_id, record.scope.agent_id), name
+
+
 def is_strategy_of(record: MemoryRecord, name: str, *, default: str = PER_LEARNER_PLAYBOOK) -> bool:
     """Whether ``record`` is an active strategy (bullet) of the playbook ``name``."""
     return bool(record.section) and record.status is Status.ACTIVE and playbook_of(record, default) == name
@@ -627,6 +637,29 @@ class PlaybookStore:
             batch, header, now, {"playbook": ref.name, "version": number, "label": label},
             version=number, label=label, versions=index, **dict(header_changes or {}),
         )
+
+    def version_if_changed(self, scope: Scope, name: str, now: float, *, reason: str, change: Mapping[str, Any]) -> bool:
+        """Make a version of the playbook ``name`` of ``scope``'s space when its
+        strategies are not those of its current version (something outside a curation
+        changed them: an import joining it, an undo); whether one was made. Every
+        state of a playbook is a version, so a rollback can come back to this one."""
+        space = Scope(scope.tenant_id, scope.user_id, scope.agent_id)
+        header = self.header(PlaybookRef(space, name, ""))
+        if header is None:
+            return False  # strategies of no playbook: nothing to version
+        ref = PlaybookRef(space, name, str(header.metadata.get("scope") or ""))
+        with self.store.transaction() as batch:
+            header = self.header_in(batch, ref)
+            if header is None:
+                return False
+            strategies = [r for r, _ in self.strategies_in(batch, ref)]
+            index = header.metadata.get("versions") or ()
+            latest_id = str(index[-1][3]) if index and len(index[-1]) > 3 else None
+            latest = batch.get_many([latest_id]).get(latest_id) if latest_id else None
+            if latest is not None and latest.status is Status.ACTIVE and latest.content_hash == snapshot_digest(map(snapshot_entry, strategies)):
+                return False
+            self.record_version(batch, ref, header, strategies, now, reason=reason, change=change)
+        return True
 
     def delete(self, ref: PlaybookRef, *, default: str = PER_LEARNER_PLAYBOOK) -> tuple[MemoryRecord | None, int, int]:
         """Delete the playbook: its header, its strategies and every version of it

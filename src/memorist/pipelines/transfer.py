@@ -61,18 +61,11 @@ from ..model import (
 from ..policies import relations as rules
 from ..policies.consolidation import DEFAULT_IMPORTANCE
 from ..policies.text import content_hash
-from ..reserved import RUN_PLAYBOOKS, RUN_PREFIX
+from ..reserved import RUN_PLAYBOOKS
 from ..store.base import ScopeFilter, Store
 from ..store.sqlite.errors import is_busy, retry_busy
 from .minutes import log_imported
-from .playbooks import (
-    PLAYBOOK_KEY,
-    PlaybookRef,
-    as_filed,
-    snapshot_digest,
-    snapshot_entry,
-    with_current_names,
-)
+from .playbooks import as_filed, strategy_playbook, with_current_names
 
 log = logging.getLogger("memorist.import")
 #: The most strategy ids a version made by an import lists in its change.
@@ -895,12 +888,12 @@ class Importer:
         retry_busy(write, attempts=IMPORT_BUSY_ATTEMPTS)  # one transaction: retried whole
         for record, old in writes:
             self.counts["added" if old is None else "updated"] += 1
-            name = record.metadata.get(PLAYBOOK_KEY if record.section else "playbook")
+            name = record.metadata.get("playbook")
+            playbook = strategy_playbook(record)
             if record.kind is Kind.PLAYBOOK_VERSION and isinstance(name, str):
                 self._versions_written.add((replace(record.scope, run_id=""), name))
-            elif record.section and isinstance(name, str) and name and not record.scope.run_id.startswith(RUN_PREFIX):
-                # (a strategy's run is the conversation it was learnt in; its playbook is the space's)
-                self._strategies_written.setdefault((replace(record.scope, run_id=""), name), []).append(record.id)
+            elif playbook is not None:
+                self._strategies_written.setdefault(playbook, []).append(record.id)
 
     def version_playbooks(self) -> int:
         """Make a version of each playbook whose strategies this import changed
@@ -914,24 +907,9 @@ class Importer:
         for (scope, name), ids in self._strategies_written.items():
             if (scope, name) in self._versions_written:
                 continue  # the file's own version of them came along
-            header = playbooks.header(PlaybookRef(scope, name, ""))
-            if header is None:
-                continue  # strategies of no playbook here: nothing to version
-            ref = PlaybookRef(scope, name, str(header.metadata.get("scope") or ""))
-            with self.store.transaction() as batch:
-                header = playbooks.header_in(batch, ref)
-                if header is None:
-                    continue
-                strategies = [r for r, _ in playbooks.strategies_in(batch, ref)]
-                index = header.metadata.get("versions") or ()
-                latest = batch.get_many([str(index[-1][3])]).get(str(index[-1][3])) if index and len(index[-1]) > 3 else None
-                digest = snapshot_digest(snapshot_entry(r) for r in strategies)
-                if latest is not None and latest.status is Status.ACTIVE and latest.content_hash == digest:
-                    continue
-                imported = sorted(set(ids))
-                change = {"imported": len(imported), "ids": imported[:_CHANGE_IDS]}  # (a large import names its first ones)
-                playbooks.record_version(batch, ref, header, strategies, time.time(), reason="import", change=change)
-                made += 1
+            imported = sorted(set(ids))
+            change = {"imported": len(imported), "ids": imported[:_CHANGE_IDS]}  # (a large import names its first ones)
+            made += playbooks.version_if_changed(scope, name, time.time(), reason="import", change=change)
         self._strategies_written.clear()
         return made
 
