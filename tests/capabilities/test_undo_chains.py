@@ -119,7 +119,8 @@ def test_minutes_evaluations_are_undone_newest_first_back_to_before_the_first(ba
         assert first["removed"] and second["removed"]
         with pytest.raises(ConflictError, match=f"roll event {second['rollback_id']} back first"):
             mem.rollback(first["rollback_id"], user_id="apollo")
-        mem.rollback(second["rollback_id"], user_id="apollo")
+        # The report's event_seq (its summary event) names the run as its rollback_id does.
+        assert mem.rollback(second["event_seq"], user_id="apollo")["event_seqs"] == [second["rollback_id"]]
         # Any event of an operation names it: here the first evaluation's removal of a minute.
         (removal,) = [e for e in mem.store.history(first["removed"][0]["id"]) if e.op.startswith("minute_") and e.seq < first["rollback_id"]]
         assert mem.rollback(removal.seq, user_id="apollo")["event_seqs"] == [first["rollback_id"]]

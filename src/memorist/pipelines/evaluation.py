@@ -23,11 +23,8 @@ from ..model import Scope, Status
 from ..policies.evaluation import Candidate, EvaluationConfig, Removal, plan, score
 from ..policies.minutes import Insight, is_negated, outcome_of
 from .minutes import OP_DUPLICATE, OP_LINK, OP_PRUNE, OP_SUPERSEDE, Minutes, minute_of
-from .undo import OPERATION_ID, UNDO, new_operation_id, undo_payload
+from .undo import OP_EVALUATION, OP_EVALUATION_UNDO, OPERATION_ID, UNDO, new_operation_id, undo_payload
 
-OP_EVALUATION = "minute_evaluation"
-#: The event that lets an evaluation's removals be rolled back (memory.rollback).
-OP_EVALUATION_UNDO = "minute_evaluation_undo"
 _OPS = {"duplicate": OP_DUPLICATE, "superseded": OP_SUPERSEDE, "low_score": OP_PRUNE}
 _LINKS = {"duplicate": "duplicate_of", "superseded": "superseded_by"}
 

@@ -58,6 +58,10 @@ UNDO = "undo"
 OP_ROLLBACK = "rollback"
 #: The payload key of the operation an event is part of (see the module's docstring).
 OPERATION_ID = "operation_id"
+#: A minutes evaluation's summary event, and the event that lets its removals be
+#: rolled back (written next, in the same transaction, naming the summary's seq).
+OP_EVALUATION = "minute_evaluation"
+OP_EVALUATION_UNDO = "minute_evaluation_undo"
 #: The payload key of an event that changed only a memory's bookkeeping (its value
 #: says which: ``"validity"``); such an event never stands in the way of a rollback.
 BOOKKEEPING = "bookkeeping"
@@ -136,6 +140,11 @@ def _undo_event(store: Store, event: EventRecord) -> EventRecord | None:
     last, in the same transaction; a replacement's earlier DELETEs carry a part)."""
     operation = event.payload.get(OPERATION_ID)
     found = event if isinstance(event.payload.get(UNDO), dict) else None
+    if event.op == OP_EVALUATION:
+        # An evaluation's summary (the seq its report gives as event_seq): its undo
+        # record, when it dropped any, is written next in the same transaction.
+        return next((e for e in store.events(None, since=event.seq, limit=_SCAN_PAGE)
+                     if e.op == OP_EVALUATION_UNDO and e.payload.get("evaluation_event") == event.seq), None)
     if not isinstance(operation, str) or not operation:
         return found
     since = event.seq
