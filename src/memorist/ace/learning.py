@@ -267,10 +267,12 @@ class Learning:
             agent = self.config.default_agent_id
         return Scope(self.tenant_id, user or "", agent or "")
 
-    def ref(self, name: Any, user_id: Any = None, agent_id: Any = None, scope: Any = None, *, writing: bool = False) -> PlaybookRef:
+    def ref(self, name: Any, user_id: Any = None, agent_id: Any = None, scope: Any = None, *, writing: bool = False,
+            field: str = "name") -> PlaybookRef:
         """The playbook ``name`` of the scope these arguments name (the per-learner
-        playbook's former name reads as its current one)."""
-        name = playbook_name(_name(name))
+        playbook's former name reads as its current one); ``field``: the argument that
+        gave the name, as an error names it."""
+        name = playbook_name(_name(name, field))
         user, agent = self._ids(user_id, agent_id)
         if scope is not None and scope not in SCOPES:
             raise ValidationError("scope", f"must be one of {', '.join(SCOPES)}, got {validate.show(scope)}")
@@ -697,7 +699,7 @@ class Learning:
         ``{"added", "updated", "removed"}``."""
         if isinstance(reflections, str) or not isinstance(reflections, list | tuple):
             raise ValidationError("reflections", "must be a list of reflection memory ids")
-        ref = self.ref(playbook_name, user_id, agent_id, scope, writing=True)
+        ref = self.ref(playbook_name, user_id, agent_id, scope, writing=True, field="playbook_name")
         records = [self._reflection(mid, user_id, agent_id) for mid in dict.fromkeys(reflections)]
         key = _curation_key(ref)
         now = self.clock()
@@ -891,7 +893,7 @@ class Learning:
         }
 
     def _begin(self, task_description: Any, task_type: Any, playbook_name: Any, user_id: Any, agent_id: Any, scope: Any, parent: Any) -> tuple[LearningRun, PlaybookRef]:
-        ref = self.ref(playbook_name, user_id, agent_id, scope)
+        ref = self.ref(playbook_name, user_id, agent_id, scope, field="playbook_name")
         playbook = self._view(ref)
         owner = self.owner(user_id, agent_id)
         extra = {"playbook": ref.name, "playbook_scope": ref.label, "playbook_version": playbook["version"]}

@@ -119,3 +119,16 @@ def test_spec_000_learning_turns_are_versions_of_the_learners_playbook(mem) -> N
     (bullet,) = pb.bullets("sam")
     assert bullet.helpful == 1  # spec 000's view follows the rollback
     assert pb.turn("sam", "c3").retrieve("Draw the fractions first")[0].content == "Draw the fractions first"
+
+
+def test_an_empty_playbook_name_is_named_as_the_argument_that_gave_it(mem) -> None:
+    from memorist import ValidationError
+
+    for call in (lambda: mem.learning.execute_with_learning(lambda run: 1, "Call the API", playbook_name="", agent_id="bot"),
+                 lambda: mem.learning.curate_playbook([], playbook_name=" ", agent_id="bot")):
+        with pytest.raises(ValidationError) as info:
+            call()
+        assert info.value.field == "playbook_name"
+    with pytest.raises(ValidationError) as info:
+        mem.learning.get_playbook("", agent_id="bot")
+    assert info.value.field == "name"
