@@ -48,8 +48,10 @@ IN_MEMORY = ":memory:"
 class CommandError(click.ClickException):
     """A failure shown as ``error: <message>`` on stderr, exit code 1."""
 
+    label = "error"
+
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", file=file, err=file is None)
+        click.echo(f"{self.label}: {self.format_message()}", file=file, err=file is None)
 
 
 # Python argument names as a CLI user knows them. A ValidationError's field (the
@@ -415,9 +417,7 @@ class Interrupted(CommandError):
     command SIGINT ended)."""
 
     exit_code = 130
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"interrupted: {self.format_message()}", file=file, err=file is None)
+    label = "interrupted"
 
 
 #: What an interrupted command leaves behind, by its name after ``memorist``; any other
