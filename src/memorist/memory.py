@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -24,7 +25,7 @@ from .api import MemoryAPI, Scoped, implements
 from .capabilities import Minutes, Tiers
 from .config import MemoryConfig, default_db_path, refuse_unknown
 from .embed import Embedder, embedder_for_identity, resolve_embedder, spec_for_identity
-from .errors import ConfigurationError, EmbedderMismatchError, NotFoundError, ValidationError
+from .errors import ConfigurationError, EmbedderMismatchError, MemoristError, NotFoundError, ValidationError
 from .llm import LLM, resolve_llm
 from .model import (
     AddResult,
@@ -56,6 +57,8 @@ from .store import open_store
 from .store.base import Batch, ScopeFilter, Store
 from .store.sqlite import SQLiteStore
 from .work import charge
+
+log = logging.getLogger("memorist")
 
 _QUERY_CACHE = 256
 #: Adds of a space between two looks at its size (automatic consolidation).
@@ -647,11 +650,16 @@ class Memory:
         result = rollback(self.store, event_or_run_id, self._optional_scope(user_id, agent_id, run_id), self.embedder.embed)
         # Undoing a playbook's curation or merge changes its strategies: that state is a
         # version too, so its versions still hold what it holds.
+        # (The undo is done and durable: a version that cannot be written now is the
+        # next curation's to write, not a failure of the undo.)
         changed = [r for r in self.store.get_many([*result["restored"], *result["retired"]]).values() if strategy_playbook(r)]
         touched = {strategy_playbook(r) for r in changed}
         for scope, name in sorted(t for t in touched if t is not None):
-            self.learning.playbooks.version_if_changed(scope, name, time.time(), reason="undo",
-                                                       change={"rolled_back": result["rolled_back"], "rollback_seq": result["rollback_seq"]})
+            try:
+                self.learning.playbooks.version_if_changed(scope, name, time.time(), reason="undo",
+                                                           change={"rolled_back": result["rolled_back"], "rollback_seq": result["rollback_seq"]})
+            except MemoristError as exc:
+                log.warning("rollback: the playbook %r was not versioned after the undo: %s", name, exc)
         return result  # type: ignore[return-value]
 
     # consolidation -----------------------------------------------------------------------

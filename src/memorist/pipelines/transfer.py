@@ -1079,15 +1079,12 @@ def import_lines(
     strategies the lines written changed get their version, also when the import
     stops early (:meth:`Importer.version_playbooks`)."""
     try:
-        summary = _import_lines(importer, lines, progress=progress, from_line=from_line)
-    except BaseException:
+        return _import_lines(importer, lines, progress=progress, from_line=from_line)
+    finally:
         try:
             importer.version_playbooks()
-        except Exception:  # the import's own error says more; what it wrote stays
+        except Exception:  # what the import wrote stays, and its own answer (or error) says more
             log.warning("import: the playbooks whose strategies it changed were not versioned", exc_info=True)
-        raise
-    importer.version_playbooks()
-    return summary
 
 
 def _import_lines(
