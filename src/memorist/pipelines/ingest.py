@@ -36,6 +36,7 @@ from ..policies.search_keys import memory_key
 from ..policies.text import content_hash
 from ..roles.base import Extractor, Reconciler
 from ..store.base import Batch, ScopeFilter, Store
+from ..store.sql import CHANGED_BY_RUNS
 from .llm_events import turn_flags, write_llm_calls
 from .undo import BOOKKEEPING, OPERATION_ID, UNDO, new_operation_id, undo_payload
 
@@ -150,6 +151,23 @@ def make_record(
         metadata=metadata,
         lineage=lineage or {},
     )
+
+
+#: The most runs a memory's lineage lists as having changed it (the oldest go first;
+#: the store's own log still names them all).
+_CHANGED_BY_RUNS_KEPT = 500
+
+
+def changed_by(record: MemoryRecord, run_id: str, lineage: dict[str, Any]) -> dict[str, Any]:
+    """``lineage`` (the new one of ``record``) with ``run_id`` among the runs whose turns
+    changed it, when it is another run's memory: an erasure of that run finds it so
+    in a store it was imported into, whose log holds no turn of that run."""
+    if not run_id or run_id == record.scope.run_id:
+        return lineage
+    runs = [r for r in record.lineage.get(CHANGED_BY_RUNS) or () if isinstance(r, str)]
+    if run_id in runs:
+        return lineage
+    return {**lineage, CHANGED_BY_RUNS: [*runs, run_id][-_CHANGED_BY_RUNS_KEPT:]}
 
 
 def _replacements(decisions: Sequence[Decision]) -> list[list[int]]:
@@ -492,7 +510,7 @@ class Ingestor:
                 content_hash=content_hash(decision.text),
                 updated_at=max(at, current.created_at),
                 metadata=merged_meta,
-                lineage={**current.lineage, "updated_by_turn": turn},
+                lineage=changed_by(current, scope.run_id, {**current.lineage, "updated_by_turn": turn}),
                 importance=current.importance if importance is None else importance,
             )
             batch.update(updated, vector, old_text=current.text, payload={**payload, UNDO: undo_payload([current])})

@@ -246,6 +246,26 @@ def changed_by_run_sql(mark: str, spaces: str, *, json: str) -> str:
     )
 
 
+#: The lineage key of the runs (other than its own) whose turns changed a memory: it
+#: travels with the memory through an export, which carries no event.
+CHANGED_BY_RUNS = "changed_by_runs"
+
+
+def lineage_changed_by_run_sql(mark: str, spaces: str, *, postgres: bool) -> str:
+    """The ids of the memories of the spaces (``spaces``: the condition on
+    ``space_id``) whose lineage lists the run among those that changed them
+    (:data:`CHANGED_BY_RUNS`): found so in a store they were imported into, whose log
+    holds no turn of that run. Parameters: the spaces, the run."""
+    if postgres:  # (% doubled: psycopg reads the rest as placeholders)
+        named = f"m.lineage LIKE '%%{CHANGED_BY_RUNS}%%'"
+        holds = f"COALESCE(m.lineage::jsonb -> '{CHANGED_BY_RUNS}', '[]'::jsonb) ? {mark}"
+    else:
+        named = f"m.lineage LIKE '%{CHANGED_BY_RUNS}%'"
+        holds = f"EXISTS (SELECT 1 FROM json_each(m.lineage, '$.{CHANGED_BY_RUNS}') r WHERE r.value = {mark})"
+    # (the LIKE first: the JSON of the few memories that name any such run is read)
+    return f"SELECT m.id FROM memories m WHERE m.space_id {spaces} AND {named} AND {holds}"
+
+
 def consolidated_into_sql(ids: str, *, postgres: bool) -> str:
     """The memories that those of ``ids`` (the condition on ``m.id``) were consolidated
     into (their lineage names it), one row each (NULL: none)."""

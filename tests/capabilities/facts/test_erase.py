@@ -319,6 +319,32 @@ def test_erasing_a_run_takes_what_its_turns_changed_in_other_runs(backend) -> No
             assert b"Lyon" in tables
 
 
+def test_erasing_a_run_takes_what_its_turns_changed_in_a_store_it_was_imported_into(backend, tmp_path) -> None:
+    """An export carries no event: in the store it is imported into, the log names no
+    turn of Tuesday's, and erasing Tuesday left the memory its turn had changed (it
+    reads "Plimzorg" under Monday's run). The memory's lineage names the runs that
+    changed it, and travels with it."""
+    with Memory(str(tmp_path / "source.db"), embedder="hashing") as source:
+        source.add("I play chess.", user_id="alex", run_id="mon")
+        changed = source.add("I play chess every Sunday at the Plimzorg club.", user_id="alex", run_id="tue")["results"]
+        assert [r["event"] for r in changed] == ["UPDATE"]
+        source.add("I live in Lyon.", user_id="alex", run_id="wed")
+        lines = list(source.export(all_scopes=True))
+    assert [line["lineage"].get("changed_by_runs") for line in lines if "Plimzorg" in line["memory"]] == [["tue"]]
+    with Memory(backend.target, embedder="hashing") as m:
+        m.import_(lines)
+        assert m.erase(user_id="alex", run_id="tue", dry_run=True)["erased"]["facts"] == 1
+        done = m.erase(user_id="alex", run_id="tue")
+        assert done["erased"]["facts"] == 1
+        assert [r["memory"] for r in m.get_all(user_id="alex")["results"]] == ["Lives in Lyon"]
+        assert m.erase(user_id="alex", run_id="mon")["erased"]["facts"] == 0  # (its memory is gone with Tuesday's words)
+        if backend.name == "sqlite":
+            assert b"Plimzorg" not in _sqlite_bytes(backend.target)
+        else:
+            tables, files = _pg_bytes(m)
+            assert b"Plimzorg" not in tables and b"Plimzorg" not in files
+
+
 def test_erasing_a_run_takes_what_a_memory_it_changed_was_consolidated_into(backend) -> None:
     """A memory Tuesday's turn changed, merged since into another by consolidation: the
     merged memory holds Tuesday's words too, and stayed when Tuesday was erased."""

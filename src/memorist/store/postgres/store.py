@@ -96,6 +96,7 @@ from ..sql import (
     changed_by_run_sql,
     consolidated_into_sql,
     event_scope_where,
+    lineage_changed_by_run_sql,
     narrowed_ids_sql,
     relation_delete_sql,
     relation_insert_sql,
@@ -1684,6 +1685,7 @@ class PostgresStore(Store):
         for spaces, run in owned:
             if run is not None:
                 found += [r[0] for r in conn.execute(changed_by_run_sql("%s", "= ANY(%s)", json=POSTGRES_JSON), (spaces, run, TURN_NAMED, spaces, run))]
+                found += [r[0] for r in conn.execute(lineage_changed_by_run_sql("%s", "= ANY(%s)", postgres=True), (spaces, run))]
         return with_consolidations(found, lambda ids: [r[0] for r in conn.execute(consolidated_into_sql("= ANY(%s)", postgres=True), (ids,))])
 
     @staticmethod

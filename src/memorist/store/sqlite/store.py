@@ -55,6 +55,7 @@ from ..sql import (
     changed_by_run_sql,
     consolidated_into_sql,
     event_scope_where,
+    lineage_changed_by_run_sql,
     narrowed_ids_sql,
     relation_delete_sql,
     relation_insert_sql,
@@ -1498,6 +1499,7 @@ class SQLiteStore(Store):
                 spaces, run = args[:-1], args[-1]
                 marks = ",".join("?" * len(spaces))
                 found += [r[0] for r in conn.execute(changed_by_run_sql("?", f"IN ({marks})", json=SQLITE_JSON), (*spaces, run, TURN_NAMED, *spaces, run))]
+                found += [r[0] for r in conn.execute(lineage_changed_by_run_sql("?", f"IN ({marks})", postgres=False), (*spaces, run))]
 
         def into(ids: list[str]) -> list[str | None]:
             out: list[str | None] = []
