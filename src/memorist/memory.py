@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -97,6 +99,27 @@ def _current_in(batch: Batch, memory_id: str) -> MemoryRecord:
     return current
 
 
+def _new_sqlite_file(target: Any) -> str | None:
+    """The path of the SQLite file opening ``target`` would create (None: it exists,
+    is in memory, or is a database server's)."""
+    from .store import sqlite_path, store_kind
+
+    try:
+        if store_kind(target) != "sqlite":
+            return None
+        path = os.fspath(sqlite_path(target))
+    except (ConfigurationError, TypeError):
+        return None  # open_store says what is wrong with it
+    return None if path == ":memory:" or os.path.exists(path) else path
+
+
+def _remove_new_store(path: str | None) -> None:
+    """Remove the store file (and its log files) an open that failed had created."""
+    for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal") if path else ():
+        with contextlib.suppress(OSError):
+            os.remove(name)
+
+
 class Memory:
     """Long-term memory for agents: per-user memories that last across conversations.
 
@@ -151,8 +174,10 @@ class Memory:
         self.llm: LLM | None = resolve_llm(self.config.llm)
         # A model built here from its name is this Memory's to close; one given is the caller's.
         self._own_llm = self.llm is not None and not isinstance(self.config.llm, LLM)
+        made: str | None = None  # the SQLite file this open creates, if it does
         if store is None:
             target = self.config.path if self.config.path is not None else str(default_db_path())
+            made = _new_sqlite_file(target)
             store = open_store(target, busy_timeout=self.config.busy_timeout)
         self.store = store
         try:
@@ -161,6 +186,7 @@ class Memory:
             self.config.policy = settle_policy(store, self.config.policy)
         except BaseException:
             store.close()
+            _remove_new_store(made)  # an open that failed (a model not installed) leaves no empty store
             raise
         if self.llm is not None:
             # LLM roles fall back to the heuristics below them when the model fails.

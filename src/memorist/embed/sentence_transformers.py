@@ -233,7 +233,13 @@ class _TorchEngine:
         # Never reach for the hub: the model is local or it is an error. Asked of
         # this load only; HF_HUB_OFFLINE would take the host's other Hugging Face
         # code offline too.
-        self.model = _quietly(lambda: SentenceTransformer(path, device=device, local_files_only=True))
+        try:
+            self.model = _quietly(lambda: SentenceTransformer(path, device=device, local_files_only=True))
+        except (OSError, ValueError) as exc:  # no such folder or cached model, or not a model's files
+            raise ConfigurationError(
+                f"sentence-transformers cannot load the model {path!r} from this machine (models are never downloaded): "
+                "give the folder of a saved model, or install a model package (the default: memorist-model-minilm-l6-v2)"
+            ) from exc
         # Renamed in sentence-transformers 6; the old name warns there.
         dimension = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(dimension())

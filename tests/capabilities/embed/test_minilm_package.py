@@ -204,3 +204,26 @@ def test_a_model_folder_named_from_home_is_read_there(tmp_path, monkeypatch) -> 
         memory.add("I love hiking in the Alps", user_id="alex", infer=False)
         memory.add("My sister lives in Lisbon", user_id="alex", infer=False)
         assert memory.search("mountain walks", user_id="alex")["results"][0]["memory"] == "I love hiking in the Alps"
+
+
+def test_a_model_that_cannot_be_loaded_is_named_and_leaves_no_store(tmp_path) -> None:
+    """Before, a model name that is neither a folder nor a cached model was a raw
+    OSError from transformers (a traceback in the CLI), and the open that failed left
+    an empty store behind, which the next command read as a store of no memories."""
+    from memorist import ConfigurationError
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("not a model")
+    for spec in ("sentence-transformers:no-such/model", f"sentence-transformers:{tmp_path / 'notes'}"):
+        target = tmp_path / "new.db"
+        with pytest.raises(ConfigurationError) as info:  # (MissingDependencyError, a ConfigurationError, without the package)
+            Memory(str(target), embedder=spec)
+        assert "model" in str(info.value) or "not installed" in str(info.value)
+        assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("new.db")]
+    # A store that was there stays, whatever the open's failure.
+    with Memory(str(tmp_path / "kept.db"), embedder="hashing") as memory:
+        memory.add("Likes tea", user_id="u", infer=False)
+    with pytest.raises(ConfigurationError):
+        Memory(str(tmp_path / "kept.db"), embedder="sentence-transformers:no-such/model")
+    with Memory(str(tmp_path / "kept.db"), embedder="hashing") as memory:
+        assert [r["memory"] for r in memory.get_all(user_id="u")["results"]] == ["Likes tea"]
