@@ -65,7 +65,7 @@ from .errors import (
 try:
     import httpx
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingDependencyError('memorist.Client needs httpx: pip install "memorist[client]"') from exc
+    raise MissingDependencyError('memorist.Client and memorist.AsyncClient need httpx: pip install "memorist[client]"') from exc
 
 DEFAULT_URL = "http://127.0.0.1:6060"
 #: Spec 004's MEMORY_MANAGEMENT_URL ends with this; the client takes either form.

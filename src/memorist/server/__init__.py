@@ -8,8 +8,16 @@ The contract the routes keep is docs/service-contract.md.
 
 from __future__ import annotations
 
-from .app import create_app
-from .keys import ApiKey, KeyStore
-from .limits import ServerLimits
+from ..errors import MissingDependencyError
+
+try:
+    import fastapi  # noqa: F401
+    import uvicorn  # noqa: F401
+except ImportError as exc:  # only without the extra
+    raise MissingDependencyError(f'the memory service needs the server extra ({exc.name} is missing): pip install "memorist[server]"') from exc
+
+from .app import create_app  # noqa: E402
+from .keys import ApiKey, KeyStore  # noqa: E402
+from .limits import ServerLimits  # noqa: E402
 
 __all__ = ["ApiKey", "KeyStore", "ServerLimits", "create_app"]
