@@ -115,6 +115,13 @@ def evolve(app: App, data: str | None, streams: str, max_bullets: int) -> None:
     spec = "sentence-transformers" if spec.lower() in ("minilm", "default") else spec
     embedder = resolve_embedder(spec)
     chosen = ("tutoring", "locomo") if streams == "all" else (streams,)
+    if streams == "all" and data is None:
+        from ..benchmarks.evolve import default_data_path
+
+        if not default_data_path().is_file():  # an install, not a checkout beside the data
+            chosen = ("tutoring",)
+            click.echo("evolve: LoCoMo's development split is not beside this install: the tutoring stream only "
+                       "(--data PATH runs LoCoMo too)", err=True)
     try:
         result = run(streams=chosen, embedder=embedder, data_path=data, max_bullets=max_bullets,
                      progress=lambda msg: click.echo(f"evolve: {msg}", err=True))

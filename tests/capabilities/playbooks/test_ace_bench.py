@@ -156,3 +156,16 @@ def test_the_docs_quote_the_figures_it_prints(tutoring_with_minilm):
     guide = (ROOT / "docs" / "guides" / "playbooks.md").read_text(encoding="utf-8")
     assert f"(recall@10 {recall})" in guide and f"(the baseline: {duplicates} of its bullets)" in guide
     assert f"| none against {duplicates}; {recall} | `memorist bench evolve` |" in (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.sqlite_only("the benchmark makes its own SQLite files in a folder")
+def test_evolve_on_an_install_without_the_dev_data_runs_the_tutoring_stream(tmp_path, monkeypatch):
+    """On an installed wheel the LoCoMo split is not beside the package: the default
+    run failed ("LoCoMo data not found") instead of running what it can."""
+    from memorist.benchmarks import evolve
+
+    monkeypatch.setattr(evolve, "default_data_path", lambda: tmp_path / "nowhere" / "locomo_dev.json")
+    result = CliRunner().invoke(cli, ["bench", "evolve", "--json", "--embedder", "hashing"])
+    assert result.exit_code == 0, result.output
+    assert list(json.loads(result.stdout)["streams"]) == ["tutoring"]
+    assert "tutoring stream only" in result.stderr
