@@ -107,6 +107,10 @@ _TYPE_CHARS = 64
 
 
 # argument checks ---------------------------------------------------------------------------------
+#: The most strategies one update_playbook call takes (more when a playbook may hold more).
+MAX_STRATEGIES_PER_CALL = 500
+
+
 def _name(value: Any, field: str = "name") -> str:
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a non-empty string, got {validate.show(value)}")
@@ -177,7 +181,7 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 
 
 def _outcome(value: Any) -> tuple[Any, str, Any]:
-    """Spec 001's task protocol: ``(result, status)`` or ``(result, status, score)``;
+    """The learning loop's task protocol: ``(result, status)`` or ``(result, status, score)``;
     anything else is a result of a successful run. The score is returned as given
     (checked by the caller, once the result is safe)."""
     if isinstance(value, tuple) and len(value) in (2, 3) and isinstance(value[1], str) and value[1].strip().lower() in STATUSES:
@@ -626,6 +630,12 @@ class Learning:
     def _strategy_candidates(self, strategies: Any) -> list[Candidate]:
         if not isinstance(strategies, list | tuple):
             raise ValidationError("strategies", f"must be a list of strategy objects, got {type(strategies).__name__}")
+        # Curating compares each strategy with the playbook's (and merges run over all
+        # of them): a call is bounded to what a playbook can hold, several times over.
+        most = max(MAX_STRATEGIES_PER_CALL, self.config.max_strategies)
+        if len(strategies) > most:
+            raise ValidationError("strategies", f"holds {len(strategies):,} strategies; one call takes at most {most:,} "
+                                  f"(a playbook keeps {self.config.max_strategies:,}): send them in several calls")
         limit = self.memory.config.max_message_chars
         out = []
         for i, item in enumerate(strategies):

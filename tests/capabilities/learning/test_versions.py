@@ -132,3 +132,18 @@ def test_an_empty_playbook_name_is_named_as_the_argument_that_gave_it(mem) -> No
     with pytest.raises(ValidationError) as info:
         mem.learning.get_playbook("", agent_id="bot")
     assert info.value.field == "name"
+
+
+def test_one_update_takes_a_bounded_number_of_strategies(mem) -> None:
+    """Curating is quadratic in the strategies of a call (4,000 took 24 s and held the
+    store): a call takes at most 500, or the playbook's max_strategies if larger, and
+    more is refused before anything is written."""
+    from memorist import ValidationError
+    from memorist.ace.learning import MAX_STRATEGIES_PER_CALL
+
+    too_many = [f"tip {i}" for i in range(MAX_STRATEGIES_PER_CALL + 1)]
+    with pytest.raises(ValidationError, match="at most 500") as info:
+        mem.learning.update_playbook(too_many, "p", agent_id="bot")
+    assert info.value.field == "strategies" and versions(mem) == []
+    mem.learning.update_playbook(too_many[:MAX_STRATEGIES_PER_CALL], "p", agent_id="bot")
+    assert versions(mem) == [1]
