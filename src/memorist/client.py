@@ -68,7 +68,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise MissingDependencyError('memorist.Client and memorist.AsyncClient need httpx: pip install "memorist[client]"') from exc
 
 DEFAULT_URL = "http://127.0.0.1:6060"
-#: Spec 004's MEMORY_MANAGEMENT_URL ends with this; the client takes either form.
+#: A MEMORY_MANAGEMENT_URL ends with this; the client takes either form.
 _API = "/api/memories"
 # Text lengths are the service's to judge (its Memory's max_message_chars and its
 # request limits): here only what no length changes.
@@ -370,7 +370,7 @@ def _base_url(value: Any) -> str:
     url = value.strip().rstrip("/")
     if not url.lower().startswith(("http://", "https://")) or len(url.split("://", 1)[1]) == 0:
         raise ValidationError("base_url", f"must be an http:// or https:// URL, got {validate.show(value)}")
-    # Spec 004's MEMORY_MANAGEMENT_URL (".../api/memories") names the same service.
+    # A MEMORY_MANAGEMENT_URL (".../api/memories") names the same service.
     if url.lower().endswith(_API):
         url = url[: -len(_API)]
     try:

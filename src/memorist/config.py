@@ -111,7 +111,7 @@ def _env_busy_timeout() -> float:
     return value
 
 
-#: The memory policies: ``default`` (no energy) and ``energy`` (spec 002's tiers).
+#: The memory policies: ``default`` (no energy) and ``energy`` (the energy tiers).
 POLICIES = ("default", "energy")
 
 
@@ -481,17 +481,17 @@ def compatible_endpoint() -> tuple[str, str | None, str] | None:
 
 
 def gemini_api_key() -> str | None:
-    """``GEMINI_API_KEY`` (spec 000)."""
+    """``GEMINI_API_KEY``: Gemini's API key."""
     return os.environ.get("GEMINI_API_KEY")
 
 
 def gemini_model() -> str | None:
-    """``GEMINI_MODEL`` (spec 000; None: unset or empty)."""
+    """``GEMINI_MODEL``: the Gemini model to use (None: unset or empty)."""
     return os.environ.get("GEMINI_MODEL") or None
 
 
 def ace_memory_file() -> str | None:
-    """``ACE_MEMORY_FILE`` (spec 000): the store of the tutoring playbooks when the
+    """``ACE_MEMORY_FILE``: the store of the tutoring playbooks when the
     command names none with ``--db`` (None: unset or empty)."""
     return os.environ.get("ACE_MEMORY_FILE") or None
 
@@ -502,7 +502,7 @@ def gemini_base_url() -> str | None:
 
 
 def llm_temperature(default: float) -> float:
-    """``ACE_LLM_TEMPERATURE`` (spec 000), checked; ``default`` when unset."""
+    """``ACE_LLM_TEMPERATURE``, checked; ``default`` when unset."""
     raw = os.environ.get("ACE_LLM_TEMPERATURE")
     if raw is None or not raw.strip():
         return default
@@ -516,7 +516,7 @@ def llm_temperature(default: float) -> float:
 
 
 def curator_uses_llm() -> bool:
-    """``ACE_CURATOR_USE_LLM`` (spec 000, default false) as the learning roles read it:
+    """``ACE_CURATOR_USE_LLM`` (default false) as the learning roles read it:
     true for ``1``, ``true``, ``yes`` or ``on``, false for anything else."""
     return os.environ.get("ACE_CURATOR_USE_LLM", "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -534,13 +534,13 @@ def cache_dir() -> Path | None:
 
 def playbook_environment() -> dict[str, str]:
     """Those set of the variables :meth:`memorist.PlaybookConfig.resolved` reads:
-    ``ACE_CURATOR_MAX_NEW``, ``ACE_CURATOR_USE_LLM`` (spec 000)."""
+    ``ACE_CURATOR_MAX_NEW``, ``ACE_CURATOR_USE_LLM``."""
     return _set(("ACE_CURATOR_MAX_NEW", "ACE_CURATOR_USE_LLM"))
 
 
 def learning_environment() -> dict[str, str]:
     """Those set of the variables :meth:`memorist.policies.learning.LearningConfig.resolved`
-    reads (spec 001's names)."""
+    reads (the learning loop's settings)."""
     return _set(
         (
             "TRAJECTORY_RETENTION_DAYS",

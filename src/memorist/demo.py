@@ -1,4 +1,4 @@
-"""``memorist demo``: spec 000's tutoring example, end to end, with no keys.
+"""``memorist demo``: the tutoring example, end to end, with no keys.
 
 In conversation 1 a learner tells a tutor what confuses them about fractions. The
 conversation ends and the Memory is closed: without long-term memory, that remark

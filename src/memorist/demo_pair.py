@@ -1,4 +1,4 @@
-"""``memorist demo --pair``: spec 003's data flow end to end, with no keys.
+"""``memorist demo --pair``: the minutes' data flow end to end, with no keys.
 
 Minutes → index → context → evaluation → PAIR, on a small software project:
 

@@ -1,4 +1,4 @@
-"""``memorist demo --tiers``: spec 002's energy tiers end to end, with no keys.
+"""``memorist demo --tiers``: the energy tiers end to end, with no keys.
 
 An agent keeps memories of a user under the energy policy. Over one simulated day
 (every call takes ``now``, so nothing waits) memories are created with their start

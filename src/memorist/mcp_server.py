@@ -375,7 +375,7 @@ def rollback(
     return dict(handle.rollback(event_or_run_id))
 
 
-# spec 002: the end of a conversation triggers consolidation
+# The energy tiers: the end of a conversation triggers consolidation
 @_tool("End the conversation", read_only=False, idempotent=True, energy=True)
 def end_conversation(handle: Scoped) -> dict[str, Any]:
     """Call this when the conversation ends (the person says goodbye).

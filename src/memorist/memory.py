@@ -823,7 +823,7 @@ class Memory:
 
         return Playbook(self)
 
-    # the learning loop (spec 001) -------------------------------------------------------
+    # the learning loop ------------------------------------------------------------------
     @property
     def learning(self) -> Any:
         """The learning loop's engine (:class:`memorist.ace.learning.Learning`), built on

@@ -38,14 +38,14 @@ class Kind(enum.StrEnum):
     REFLECTION = "reflection"
     CONSOLIDATED = "consolidated"
     TURN = "turn"
-    # The learning loop's own objects (spec 001), never facts: a task execution,
+    # The learning loop's own objects, never facts: a task execution,
     # its content-addressed step sequence, a named playbook and one immutable
     # version of it.
     TRAJECTORY = "trajectory"
     TRACE = "trace"
     PLAYBOOK = "playbook"
     PLAYBOOK_VERSION = "playbook_version"
-    # Spec 003's minutes: the search-index entry of one coordination event of the
+    # The minutes: the search-index entry of one coordination event of the
     # log (memorist.pipelines.minutes). The log is the record; this is its index.
     MINUTE = "minute"
 
@@ -117,7 +117,7 @@ LEARNING_KINDS: frozenset[Kind] = frozenset({
     Kind.PLAYBOOK_VERSION,
 })
 
-#: Kinds that index the coordination log (spec 003's minutes): never facts; only the
+#: Kinds that index the coordination log (the minutes): never facts; only the
 #: minutes calls (:attr:`memorist.Memory.minutes`) read or change them.
 MINUTE_KINDS: frozenset[Kind] = frozenset({Kind.MINUTE})
 
@@ -250,7 +250,7 @@ class MemoryRecord:
             "agent_id": self.scope.agent_id or None,
             "run_id": self.scope.run_id or None,
             "created_at": created,
-            # Spec 004 reports a never-updated memory with updated_at == created_at.
+            # The memory service reports a never-updated memory with updated_at == created_at.
             "updated_at": created if self.updated_at is None else from_epoch(self.updated_at).isoformat(),
             "metadata": self.metadata.copy(),
             "kind": self.kind.value,
@@ -620,8 +620,8 @@ def is_fact(record: MemoryRecord) -> bool:
     ``delete``, ``delete_all``, ``history``, the reconciler's candidates) may see
     ``record``.
 
-    Not a playbook bullet (a memory with a ``section``: spec 000's bullets and
-    spec 001's strategies) and not one of the :data:`LEARNING_KINDS`. Those live
+    Not a playbook bullet (a memory with a ``section``: a per-learner playbook's bullets
+    and the learning loop's strategies) and not one of the :data:`LEARNING_KINDS`. Those live
     beside the facts in the same space but only the learning calls read or change
     them.
     """

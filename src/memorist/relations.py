@@ -243,7 +243,7 @@ class Relations:
         if not self._manages(obj):
             raise PermissionDeniedError(f"{obj[0]} {obj[1]!r}: only its owner manages who shares it")
 
-    def create(self, subject: Any, relation: str, object: Any) -> RelationChange:  # noqa: A002 (spec 001's name)
+    def create(self, subject: Any, relation: str, object: Any) -> RelationChange:  # noqa: A002 (what a relation tuple calls it)
         """Grant ``subject`` (``("user"|"agent"|"group", id)`` or ``"type:id"``)
         ``relation`` (``owner``, ``editor``, ``viewer``; ``member`` of a group) on
         ``object`` (``("playbook", "agent_a/default")``, ``("scope", "user:alex")``,

@@ -1,4 +1,4 @@
-"""``memorist tiers plot``: spec 002's forgetting, drawn (matplotlib, the ``plot`` extra).
+"""``memorist tiers plot``: the energy tiers' forgetting, drawn (matplotlib, the ``plot`` extra).
 
 One panel per tier: sample memories decaying at the tier's rate, the tier's
 promotion threshold and the expiry line. A last panel follows one memory through a
@@ -15,7 +15,7 @@ from typing import Any
 from .errors import MissingDependencyError
 from .policies.energy import LIVE_TIERS, EnergyConfig, curve, decay, hours_to, next_tier
 
-#: Spec 002's start energies, drawn in a tier the store has no memory of.
+#: The default start energies, drawn in a tier the store has no memory of.
 _THEORY: dict[str, list[tuple[str, float]]] = {
     "working": [("default 1.0", 1.0), ("learning 2.0", 2.0), ("reminder 2.5", 2.5), ("insight 3.0", 3.0)],
     "short_term": [("just promoted 2.5", 2.5), ("boosted 4.0", 4.0), ("boosted 5.5", 5.5)],
@@ -75,7 +75,7 @@ def plot_tiers(path: str, config: EnergyConfig, samples: Mapping[str, Sequence[t
     """Write the PNG to ``path``; returns ``{"path", "bytes", "curves", "panels"}``.
 
     ``samples``: per tier name, ``(label, energy)`` of memories to draw (the
-    store's); a tier without any gets spec 002's start energies."""
+    store's); a tier without any gets the default start energies."""
     plt = _pyplot()
     samples = samples or {}
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.5))

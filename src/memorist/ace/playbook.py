@@ -62,7 +62,7 @@ def _items(value: Any, name: str, what: str) -> Sequence[Any]:
 
 
 def _learning_model(memory: Any) -> Any:
-    """The model of the learning roles: the Memory's, else the one spec 000 configures
+    """The model of the learning roles: the Memory's, else the one the environment configures
     (``MEMORIST_LLM``, else Gemini with ``GEMINI_API_KEY``: :func:`memorist.roles.llm.learning_llm`);
     None, with a warning, when neither is configured."""
     llm = getattr(memory, "llm", None)
@@ -140,7 +140,7 @@ class Playbook:
             reflector = curator = None
         self.reflector: Reflector = self._with_fallback(reflector, heuristic_reflector)
         self.curator: Curator = self._with_fallback(curator, heuristic_curator)
-        learning = getattr(memory, "learning", None)  # the Memory's versioning of playbooks (spec 001)
+        learning = getattr(memory, "learning", None)  # the Memory's versioning of playbooks
         self.pipeline = LearningPipeline(
             memory.store, memory.embedder, self.config, self.reflector, self.curator, tenant_id=memory.config.tenant_id,
             playbooks=getattr(learning, "playbooks", None),
@@ -258,7 +258,7 @@ class Playbook:
             raise ValidationError("threshold", "must be a number from -1 to 1, got None")
         _bool(dry_run, "dry_run")
         rows = self._rows(learner_id)
-        # Within one playbook: a space may hold several (spec 001's named playbooks).
+        # Within one playbook: a space may hold several (the learning loop's named playbooks).
         by_space: dict[tuple[tuple[str, str, str], str], list[tuple[Any, Any]]] = {}
         for record, vector in rows:
             by_space.setdefault((record.scope.space, playbook_of(record, self.config.name)), []).append((record, vector))

@@ -74,7 +74,7 @@ SYSTEM_PROMPT = (
 )
 _LONE_NUMBER = re.compile(r"^\s*[-+]?\d+(?:[.,]\d+)?\s*$")
 
-#: The learner of a turn that names none (spec 000's verification input has no learner id).
+#: The learner of a turn that names none (the runner protocol's verification input has no learner id).
 DEFAULT_LEARNER = "default"
 
 #: ``answerer(system, messages) -> answer``: how the runner asks a model.
@@ -176,7 +176,7 @@ def _check(payload: Any, max_chars: int) -> tuple[list[dict[str, str]], str, str
 
 
 def _runner_model(memory: Any) -> Any:
-    """The model that answers: the Memory's, else the one spec 000's set-up names
+    """The model that answers: the Memory's, else the one the environment names
     (``MEMORIST_LLM``, else ``GEMINI_API_KEY`` alone: Gemini); None when neither is."""
     llm = getattr(memory, "llm", None)
     if llm is not None:

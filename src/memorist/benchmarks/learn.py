@@ -1,4 +1,4 @@
-"""``memorist bench learn``: does spec 001's learning loop make an agent better?
+"""``memorist bench learn``: does the learning loop make an agent better?
 
 A seeded family of tasks against a simulated API: fetch every record of a
 resource. Each task draws the service's behaviour — pagination (``next_page``

@@ -141,7 +141,7 @@ def _has_log(path: str | os.PathLike[str]) -> bool:
 
 class AliasChoice(click.Choice):
     """A choice that still accepts former names, not shown in the help: each alias
-    converts to the name it stands for (``--preset ltmbse`` is ``--preset per-learner``)."""
+    converts to the name it stands for (a preset's former name is the preset it names now)."""
 
     def __init__(self, choices: list[str], aliases: dict[str, str], **kwargs: Any) -> None:
         super().__init__(choices, **kwargs)

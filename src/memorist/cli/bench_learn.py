@@ -1,7 +1,7 @@
-"""``memorist bench learn``: spec 001's learning loop against no learning, on a seeded task family.
+"""``memorist bench learn``: the learning loop against no learning, on a seeded task family.
 
-Registered in :mod:`.bench` (``bench.add_command``), kept apart so the benchmark
-commands of other specs stay in their own module.
+Registered in :mod:`.bench` (``bench.add_command``), kept apart so the learning
+loop's benchmark stays in a module of its own.
 """
 
 from __future__ import annotations

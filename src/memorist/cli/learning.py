@@ -1,4 +1,4 @@
-"""Spec 001's learning loop as commands: ``memorist trajectory start|log|complete|list|show``
+"""The learning loop as commands: ``memorist trajectory start|log|complete|list|show``
 and ``memorist reflect``. (``memorist playbook ...`` is in :mod:`.playbook`.)
 
 Trajectories and reflections belong to ``--user`` and/or ``--agent`` (neither: the

@@ -1,4 +1,4 @@
-"""Spec 003 as commands: ``memorist minutes record|recent|show|history|search|reindex``,
+"""The minutes as commands: ``memorist minutes record|recent|show|history|search|reindex``,
 ``memorist context AGENT``, ``memorist evaluate`` and ``memorist pair``.
 
 Minutes belong to ``--project`` (default ``default``); ids may be given by a unique

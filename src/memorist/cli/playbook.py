@@ -1,4 +1,4 @@
-"""The learning playbooks' commands: ``run-turn`` and ``analyze`` (spec 000), and the ``playbook`` group (spec 001)."""
+"""The learning playbooks' commands: ``run-turn`` and ``analyze`` (the tutoring playbooks), and the ``playbook`` group (the versioned playbooks)."""
 
 from __future__ import annotations
 
@@ -35,13 +35,13 @@ if TYPE_CHECKING:
     from ..ace.playbook import Playbook
     from ..roles.learning import Bullet
 
-#: ``ltmbse`` is the per-learner preset's former name, still accepted (not shown in the help).
+#: The per-learner preset's former names, still accepted (not shown in the help).
 _PRESETS = AliasChoice(["per-learner", "baseline"], {"ltmbse": "per-learner", "ltmbse-ace": "per-learner"})
 
 
 @contextmanager
 def ace_logs_to_stderr(level: int = logging.INFO) -> Iterator[None]:
-    """Send the ``memorist`` log lines (spec 000's ``[ACE ...]`` lines) to stderr, as is."""
+    """Send the ``memorist`` log lines (the ``[ACE ...]`` lines) to stderr, as is."""
     root = logging.getLogger("memorist")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -59,7 +59,7 @@ def _playbook(app: App, preset: str, *, create: bool = False, **overrides: Any) 
     from .. import config
     from ..ace.playbook import Playbook
 
-    # Spec 000's ACE_MEMORY_FILE chooses the playbooks' store unless --db (or
+    # ACE_MEMORY_FILE chooses the playbooks' store unless --db (or
     # MEMORIST_DB) names one.
     chosen = config.ace_memory_file()
     if chosen and click.get_current_context().find_root().get_parameter_source("db") in (ParameterSource.DEFAULT, None):
@@ -400,7 +400,7 @@ def interactive(analysis: Analysis) -> None:
             echo(f"error: {exc}")
 
 
-# memorist playbook (spec 001) ---------------------------------------------------------------------
+# memorist playbook --------------------------------------------------------------------------------
 _SCOPES = click.Choice(["agent", "user", "tenant", "global"])
 
 

@@ -1,4 +1,4 @@
-"""Spec 002's energy tiers as commands: ``memorist maintain``, ``memorist boost`` and
+"""The energy tiers as commands: ``memorist maintain``, ``memorist boost`` and
 ``memorist tiers status|health|config|list|tests|test-memory|plot``.
 
 They need a store under the energy policy (recorded in the store; a new store

@@ -1,7 +1,7 @@
 """``memorist import`` and ``memorist export``: JSON lines in and out (see
 :mod:`memorist.pipelines.transfer` for the format and the rules), or with
-``--format memories-json`` one JSON array of memory objects (the ``memories.json``
-file of spec 004's minimal version; ``etienne`` is the format's former name, still accepted)."""
+``--format memories-json`` one JSON array of memory objects (the minimal ``memories.json``
+format; its former name is still accepted)."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def import_(
             raise click.UsageError("--infer/--no-infer is for conversation lines; a memories-json file holds memories")
         if from_line is not None:
             raise click.UsageError("--from-line is for JSON lines; a memories-json file is checked and imported whole")
-        _import_etienne(app, file, scope(user_id, agent_id, run_id))
+        _import_memories_json(app, file, scope(user_id, agent_id, run_id))
         return
     # Read whole first: a file that is not UTF-8 imports nothing (split as reading it by lines would).
     lines = io.StringIO(read_file(file)).readlines()
@@ -195,15 +195,15 @@ def _import_hint(exc: ImportLineError, lines: list[str], ids: dict[str, str | No
     return ""
 
 
-def _import_etienne(app: App, file: Any, ids: dict[str, str | None]) -> None:
+def _import_memories_json(app: App, file: Any, ids: dict[str, str | None]) -> None:
     from ..config import MemoryConfig
-    from ..pipelines.transfer import check_etienne_ids, etienne_items
+    from ..pipelines.transfer import check_memories_json_ids, memories_json_items
 
     name, text = file_name(file), read_file(file)
     limits = MemoryConfig()
     try:
         # Checked whole before the store is opened: a bad file imports (and creates) nothing.
-        items = etienne_items(
+        items = memories_json_items(
             text.removeprefix("\ufeff"),
             defaults=ids,
             max_chars=limits.max_message_chars,
@@ -217,7 +217,7 @@ def _import_etienne(app: App, file: Any, ids: dict[str, str | None]) -> None:
         raise CommandError(f"{name}: {detail}{hint}") from exc
     memory = app.memory(create=True)
     try:
-        check_etienne_ids(memory.store, items, memory.config.tenant_id)
+        check_memories_json_ids(memory.store, items, memory.config.tenant_id)
         summary = memory.import_(items, **ids)
     except ImportLineError as exc:
         done = exc.summary
@@ -269,7 +269,7 @@ def export(
         _refuse_store_file(app, output.name)  # before the (lazy) file is opened and emptied
     items = app.memory().export(**scope(user_id, agent_id, run_id), all_scopes=all_scopes, events=events)
     if file_format == "memories-json":
-        _export_etienne(app, items, output)
+        _export_memories_json(app, items, output)
         return
     if output is None and app.json:
         click.echo(json.dumps({"results": list(items)}, ensure_ascii=False, indent=2))
@@ -307,11 +307,11 @@ def _refuse_store_file(app: App, name: str) -> None:
         raise CommandError(f"--output: {target} is {what}; name another file")
 
 
-def _export_etienne(app: App, items: Any, output: Any) -> None:
-    from ..pipelines.transfer import etienne_memories
+def _export_memories_json(app: App, items: Any, output: Any) -> None:
+    from ..pipelines.transfer import memories_json_memories
 
-    memories = etienne_memories(items)
-    # As spec 004's version writes it (JSON.stringify(memories, null, 2)).
+    memories = memories_json_memories(items)
+    # As a memories.json file is written (JSON.stringify(memories, null, 2)): indented by two.
     text = json.dumps(memories, ensure_ascii=False, indent=2) + "\n"
     stream = output if output is not None else sys.stdout
     stream.write(text)

@@ -8,7 +8,7 @@ heuristic roles":
   key in ``OPENAI_API_KEY``, optional ``OPENAI_BASE_URL``;
 - ``"openai-compatible:<model>"``: Chat Completions at ``MEMORIST_LLM_BASE_URL``
   (Ollama, vLLM, llama.cpp, LM Studio, hosted compatible endpoints);
-- ``"gemini"`` or ``"gemini:<model>"``: spec 000's Gemini (``GEMINI_API_KEY``,
+- ``"gemini"`` or ``"gemini:<model>"``: Gemini (``GEMINI_API_KEY``,
   ``GEMINI_MODEL``, ``ACE_LLM_TEMPERATURE``);
 - ``"none"`` (or ``"off"``, ``"heuristic"``): no LLM;
 - ``None``: the ``MEMORIST_LLM`` environment variable, else no LLM.

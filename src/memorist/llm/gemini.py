@@ -1,6 +1,7 @@
-"""Gemini, configured as spec 000 configures it, through Gemini's OpenAI-compatible
-endpoint (``https://generativelanguage.googleapis.com/v1beta/openai/``, Chat
-Completions) with the same ``openai`` SDK.
+"""Gemini, configured by ``GEMINI_API_KEY``, ``GEMINI_MODEL`` and ``ACE_LLM_TEMPERATURE``,
+through Gemini's OpenAI-compatible endpoint
+(``https://generativelanguage.googleapis.com/v1beta/openai/``, Chat Completions) with
+the same ``openai`` SDK.
 
 Why not the ``google-genai`` SDK: one SDK and one wire format then serve all three
 providers (one extra to install, one fake server in the tests, one error mapping),
@@ -31,7 +32,7 @@ BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
 
 
 def env_temperature(default: float = DEFAULT_TEMPERATURE) -> float:
-    """``ACE_LLM_TEMPERATURE`` (spec 000), checked; ``default`` when unset."""
+    """``ACE_LLM_TEMPERATURE``, checked; ``default`` when unset."""
     return config.llm_temperature(default)
 
 

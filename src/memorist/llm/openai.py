@@ -1,6 +1,6 @@
 """OpenAI through the Responses API (``POST /v1/responses``), never Chat Completions.
 
-Spec 004: memory extraction and update run on ``gpt-5-mini`` through the Responses
+Memory extraction and update run on ``gpt-5-mini`` through the Responses
 API. The official ``openai`` SDK does the HTTP; it reads ``OPENAI_API_KEY`` and
 ``OPENAI_BASE_URL`` itself. Its own retries are switched off: the
 :class:`~memorist.llm.base.LLM` base class retries, so that every attempt is
@@ -25,7 +25,7 @@ from .. import config
 from ..errors import ConfigurationError, MissingDependencyError, ProviderError, TransientProviderError
 from .base import LLM, LLMRequest, LLMResponse, call_with_deadline, request_deadline
 
-#: Spec 004: "ALWAYS performed with the gpt-5-mini model".
+#: The model extraction and update run on unless another is named.
 DEFAULT_MODEL = "gpt-5-mini"
 _INSTALL = "pip install 'memorist[llm]'"
 

@@ -1,4 +1,4 @@
-"""Spec 003's bounded context window: what an agent sees of the coordination log.
+"""The bounded context window: what an agent sees of the coordination log.
 
 :func:`build_context` gathers four sections:
 
@@ -142,7 +142,7 @@ def build_context(
     retrieve_limit: int = RETRIEVE,
     agent_limit: int = AGENT_LIMIT,
 ) -> ContextWindow:
-    """Spec 003's ``buildContextForAgent``, bounded (see the module docstring)."""
+    """The context window of one agent, bounded (see the module docstring)."""
     agent = validate.scope_id("agent_id", agent_id)
     if not agent:
         raise ValidationError("agent_id", "is required: the context is built for one agent")

@@ -1,4 +1,4 @@
-"""Curation (spec 001 §3.1, §6.2, §6.3): candidate strategies become a playbook's
+"""Curation: candidate strategies become a playbook's
 strategies, atomically, with a new version.
 
 Each candidate — a pattern, its category (✓ helpful, ✗ harmful, ○ neutral), a
@@ -20,7 +20,7 @@ category. A ○ neutral strategy not so credited whose listed trajectories mostl
 succeeded (≥ 60 %, three at least) becomes ✓ helpful. (The other way round is left to the confidence: a
 helpful strategy that keeps failing loses it, but is not turned into an
 anti-pattern on outcomes alone — early on most runs fail, whatever a habit does.
-What a failure directly follows is named a failure pattern by the reflector.) Then (§6.3) strategies of one category at
+What a failure directly follows is named a failure pattern by the reflector.) Then strategies of one category at
 cosine ≥ ``merge_threshold`` are merged, their evidence combined; and a playbook
 over ``max_strategies`` loses its lowest-confidence entries. The diff — added, updated, removed — is returned, and
 the whole change, its version and the retention of old versions commit in one
@@ -126,7 +126,7 @@ class Curation:
         return ids[k] if float(sims[k]) >= self.config.merge_threshold - 1e-6 else None
 
     def _dedup(self, records: dict[str, MemoryRecord], vectors: dict[str, np.ndarray], now: float) -> list[tuple[str, str]]:
-        """§6.3: merge strategies of one category at cosine >= the threshold; returns (kept, merged) pairs."""
+        """Merge strategies of one category at cosine >= the threshold; returns (kept, merged) pairs."""
         merged: list[tuple[str, str]] = []
         changed = True
         while changed:

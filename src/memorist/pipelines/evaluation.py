@@ -1,4 +1,4 @@
-"""Spec 003's evaluation run over a project's minutes index.
+"""The evaluation run over a project's minutes index.
 
 Scores every indexed minute (:mod:`memorist.policies.evaluation`), then, by the
 policy's :func:`~memorist.policies.evaluation.plan`: deduplicates near-identical

@@ -2,13 +2,13 @@
 
 A learner's playbook is the set of bullets (memories with a ``section``) in the
 learner's space whose metadata ``playbook`` is the preset's name — or, for the ACE
-baseline preset, in one space shared by every learner. It is a playbook of spec
-001 like any other (:mod:`memorist.pipelines.playbooks`): every change it takes makes
+baseline preset, in one space shared by every learner. It is a versioned
+playbook like any other (:mod:`memorist.pipelines.playbooks`): every change it takes makes
 an immutable version in the same transaction. :meth:`LearningPipeline.load` reads
 it once into a :class:`PlaybookState`; retrieval and learning in the same turn work
 on that state.
 
-Access counting follows spec 000's ``_touch_bullet``: every bullet retrieved and
+Access counting: every bullet retrieved and
 every bullet reinforced is one access event — the space's clock advances once per
 bullet, and each bullet is stamped with its own tick — so decay runs at the
 specified rate whatever ``top_k`` is.
@@ -20,7 +20,7 @@ bullets are re-read. Every new bullet is then checked against them (normalised h
 and similarity), so two writers adding the same lesson at once end with one bullet
 and one reinforcement, never two bullets.
 
-Everything is logged in spec 000's format through the ``memorist.ace`` loggers.
+Everything is logged in the ACE log format (``[ACE Memory] ...``) through the ``memorist.ace`` loggers.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ class LearningPipeline:
         self.tenant_id = tenant_id
         self.rates: Mapping[str, float] = config.decay_rates or {}
         self.backend = type(store).__name__.removesuffix("Store") or "store"
-        #: Where each change's version goes (spec 001): the playbook of the space named after the preset.
+        #: Where each change's version goes: the playbook of the space named after the preset.
         self.playbooks = playbooks if playbooks is not None else PlaybookStore(store, embedder)
 
     # spaces and state ---------------------------------------------------------------
@@ -193,7 +193,7 @@ class LearningPipeline:
         return ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
 
     def ref(self, scope: Scope, name: str | None = None) -> PlaybookRef:
-        """The spec 001 playbook this preset (or ``name``) keeps in ``scope``'s space."""
+        """The versioned playbook this preset (or ``name``) keeps in ``scope``'s space."""
         return PlaybookRef(Scope(scope.tenant_id, scope.user_id, scope.agent_id), name or self.config.name, "agent" if scope.agent_id else "user")
 
     def _mine(self, rows: Iterable[tuple[MemoryRecord, np.ndarray | None]]) -> list[tuple[MemoryRecord, np.ndarray | None]]:
@@ -202,7 +202,7 @@ class LearningPipeline:
         return [(r, v) for r, v in rows if is_strategy_of(r, name, default=name)]
 
     def load(self, learner_id: str) -> PlaybookState:
-        """Read the learner's playbook (one query) and log spec 000's ``Loaded`` line."""
+        """Read the learner's playbook (one query) and log the ``Loaded`` line."""
         scope = self.space(learner_id)
         # Retrievals of earlier turns may still be buffered: write them, so every
         # bullet is read with its latest access (usually a no-op: learning flushed them).
@@ -243,7 +243,7 @@ class LearningPipeline:
         chosen = self.rank(state, self.embedder.embed_query(query), top_k=top_k, topic=topic, memory_types=memory_types, tags=tags)
         bullets = [bullet_from(state.records[i], score=s, relevance=r) for i, s, r, _ in chosen]
         if touch and chosen:
-            # One access event per bullet (spec 000's _touch_bullet): each retrieval
+            # One access event per bullet: each retrieval
             # of one bullet advances the clock and stamps that bullet with the tick.
             records = [state.records[i] for i, *_ in chosen]
             start = self.store.access_clock(state.scope)
@@ -442,7 +442,7 @@ class LearningPipeline:
             )
 
         if pending:
-            # One access event per reinforced bullet (spec 000's _touch_bullet): the
+            # One access event per reinforced bullet: the
             # clock advances once per bullet and each is stamped with its own tick.
             fresh = batch.get_many(list(pending))
             live = [b for b in pending if fresh.get(b) is not None and fresh[b].status is Status.ACTIVE]
@@ -486,7 +486,7 @@ class LearningPipeline:
         state.version = batch.space_version(scope)
 
     def record_version(self, batch: Batch, state: PlaybookState, now: float, *, change: dict[str, Any], reason: str = "learn", name: str | None = None) -> None:
-        """The playbook's next version (spec 001): a snapshot of the state, in ``batch``."""
+        """The playbook's next version: a snapshot of the state, in ``batch``."""
         ref = self.ref(state.scope, name)
         header, _ = self.playbooks.ensure_header(batch, ref, now)
         self.playbooks.record_version(batch, ref, header, state.records.values(), now, reason=reason, change=change)
@@ -536,7 +536,7 @@ class LearningPipeline:
         if nb.sources:
             metadata[SOURCES_KEY] = list(nb.sources)
         # The learner whose turn taught it: retrieval boosts a learner's own bullets
-        # (spec 000's learner match), in a shared playbook too.
+        # (the retrieval's learner match), in a shared playbook too.
         metadata["learner_id"] = state.learner_id
         if not cfg.per_learner:
             metadata["taught_by"] = state.learner_id

@@ -1,4 +1,4 @@
-"""Spec 003's minutes: an append-only coordination log with a prunable search index.
+"""The minutes: an append-only coordination log with a prunable search index.
 
 :class:`Minutes` is :attr:`memorist.Memory.minutes`. Recording a minute writes, in one
 transaction, its ``minute`` event (the record: the whole minute in the payload) and
@@ -227,8 +227,8 @@ def view_of(event: EventRecord) -> dict[str, Any]:
 
 
 class Minutes:
-    """The minutes of one :class:`~memorist.Memory` (spec 003's ChronologicalLog and
-    VectorMemoryStore, over Memorist's event log and indexes)."""
+    """The minutes of one :class:`~memorist.Memory` (an append-only log and
+    its search index, over Memorist's event log and indexes)."""
 
     def __init__(self, host: Host, *, clock: Callable[[], float] = time.time) -> None:
         self.host = host

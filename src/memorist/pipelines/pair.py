@@ -1,4 +1,4 @@
-"""Spec 003's PAIR loop: evaluate fresh, find gaps, retrieve, revise — bounded.
+"""The PAIR loop: evaluate fresh, find gaps, retrieve, revise — bounded.
 
 Each round a fresh :class:`~memorist.roles.evaluator.Evaluator` (it is given the task,
 the criteria and the output, nothing else: no memory of producing the output)
@@ -6,7 +6,7 @@ scores the output 0-100 and names its gaps. Below the threshold, each gap is loo
 up in memory (the project's minutes index and its facts, fused, ``memories_per_gap``
 of them) and turned into suggestions; the caller's ``revise(output, improvements)``
 returns the next output. The loop ends when a score reaches the threshold or after
-``max_rounds`` evaluations — spec 003's recursion has no bound; this one does.
+``max_rounds`` evaluations: it is always bounded.
 
 Every round is a ``pair_round`` event in the log (score, gaps, the memories shown
 for each, the output evaluated), and the session ends with a ``pair_result`` event.
@@ -160,7 +160,7 @@ def gap_query(gap: Gap) -> str:
 
 
 def suggestions_for(gap: Gap, memories: Sequence[dict[str, Any]]) -> list[str]:
-    """Spec 003's ``generateSuggestions``, without a model: the gap to address, then
+    """The suggestions for one gap, without a model: the gap to address, then
     what each retrieved memory teaches — a past outcome as something that worked
     (or, under 50%, to avoid), other insights to apply, else the memory itself."""
     found = [f"Address: {gap.description}"]

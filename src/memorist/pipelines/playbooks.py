@@ -1,7 +1,7 @@
-"""Playbooks as objects of their own (spec 001 §2.2, §2.3, §7.3), over the store contract.
+"""Playbooks as objects of their own, over the store contract.
 
 A playbook is named and belongs to one space — (tenant, user, agent): an agent's,
-a user's (spec 000's per-learner playbooks are these), the tenant's (user and agent
+a user's (the per-learner playbooks are these), the tenant's (user and agent
 empty) or the global one (tenant, user and agent empty). It is made of memories
 that no fact call sees (:func:`memorist.model.is_fact`):
 
@@ -17,16 +17,16 @@ that no fact call sees (:func:`memorist.model.is_fact`):
   scores, and the index of the versions kept.
 - **versions**: every change makes one immutable memory of kind
   ``playbook_version`` (run ``memorist:playbook-versions``) holding a snapshot of
-  every strategy. Retention (§7.3,
-  :class:`~memorist.policies.learning.VersionRetention`) deletes the others in the
+  every strategy. Retention
+  (:class:`~memorist.policies.learning.VersionRetention`) deletes the others in the
   same transaction — versions are memories, not events, precisely so that they can
   be pruned.
 
-Evidence (§6.2) lives on each strategy: how many trajectories support it and by how
+Evidence lives on each strategy: how many trajectories support it and by how
 much, the newest evidence time and the last few (trajectory, outcome) pairs; a
 confidence is computed from it when read, so old evidence decays. An entry given by
 hand (``update_playbook``) keeps the confidence it was given until trajectories
-add evidence; a spec 000 bullet's counters are read as evidence
+add evidence; a tutoring bullet's counters are read as evidence
 (``helpful / (helpful + harmful)``).
 """
 
@@ -168,7 +168,7 @@ def category(record: MemoryRecord) -> str:
 class Evidence:
     """What a strategy rests on. ``count``/``supporting``: trajectory evidence (the
     summed support of ``count`` trajectories); ``declared``: a confidence given by
-    hand (or read from spec 000's counters) for ``declared_count`` pieces of
+    hand (or read from a tutoring bullet's counters) for ``declared_count`` pieces of
     evidence; ``items``: the latest ``[trajectory_id, status, at, support]``."""
 
     count: int = 0
@@ -208,7 +208,7 @@ class Evidence:
         )
 
     def merge(self, other: Evidence, keep: int) -> Evidence:
-        """Two strategies' evidence combined (§6.3: evidence counts add; a trajectory
+        """Two strategies' evidence combined (evidence counts add; a trajectory
         both list counts once)."""
         mine = {i[0] for i in self.items}
         twice = [i for i in other.items if i[0] in mine]
@@ -245,7 +245,7 @@ class Evidence:
 
 
 def evidence_of(record: MemoryRecord) -> Evidence:
-    """The evidence a stored strategy carries (a spec 000 bullet's counters otherwise)."""
+    """The evidence a stored strategy carries (a tutoring bullet's counters otherwise)."""
     meta = record.metadata
     if "trajectory_evidence" not in meta and "declared" not in meta:
         n = max(0, record.helpful) + max(0, record.harmful)
@@ -272,7 +272,7 @@ def evidence_of(record: MemoryRecord) -> Evidence:
 
 def with_evidence(record: MemoryRecord, evidence: Evidence, *, now: float, half_life_days: float | None) -> MemoryRecord:
     """``record`` carrying ``evidence``: metadata, a cached confidence, and counters
-    (helpful = the support, harmful = the rest) that spec 000's views read."""
+    (helpful = the support, harmful = the rest) that the tutoring playbook's views read."""
     meta = {k: v for k, v in record.metadata.items() if k not in ("declared", "last_evidence_at")}
     meta.update(evidence.to_metadata())
     meta["evidence_count"] = evidence.total
@@ -317,7 +317,7 @@ def recategorized(record: MemoryRecord, new: str, *, now: float, half_life_days:
 
 # views ------------------------------------------------------------------------------------------
 def strategy_entry(record: MemoryRecord, *, now: float, half_life_days: float | None) -> dict[str, Any]:
-    """Spec 001's ``StrategyEntry`` of a stored strategy, plus its id and symbol."""
+    """A stored strategy as a playbook lists it, plus its id and symbol."""
     evidence = evidence_of(record)
     cat = category(record)
     examples = record.metadata.get("examples") or record.metadata.get("sources") or []
@@ -347,8 +347,8 @@ def content_view(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, 
 def playbook_view(
     ref: PlaybookRef, header: MemoryRecord | None, strategies: Iterable[MemoryRecord], *, now: float, half_life_days: float | None
 ) -> dict[str, Any]:
-    """What ``get_playbook`` returns: the header's fields (spec 001 §2.2) and the
-    strategies by category (§2.3). A playbook never written is empty, version 0."""
+    """What ``get_playbook`` returns: the header's fields and the
+    strategies by category. A playbook never written is empty, version 0."""
     meta = header.metadata if header is not None else {}
     entries = [strategy_entry(r, now=now, half_life_days=half_life_days) for r in strategies]
     uses = int(meta.get("scored_uses") or 0)
@@ -558,7 +558,7 @@ class PlaybookStore:
         now: float,
         extra: Mapping[str, Any] | None = None,
     ) -> MemoryRecord:
-        """A new strategy record of the playbook (a valid spec 000 bullet too)."""
+        """A new strategy record of the playbook (a valid tutoring bullet too)."""
         kind = _KIND_OF[cat]
         cls = DEFAULT_CLASS[kind]
         topic = snake_case(context)[:64] if context else ""

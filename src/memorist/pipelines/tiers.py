@@ -1,4 +1,4 @@
-"""Maintain: spec 002's energy tiers over the store (decay, expire, promote), their
+"""Maintain: the energy tiers over the store (decay, expire, promote), their
 persisted configuration, test memories, the maintenance log and background runs.
 
 The rules are :mod:`memorist.policies.energy`'s; this module applies them through the
@@ -15,8 +15,8 @@ store contract, every change with its event:
   (lineage ``promoted_from``), and the original archived with ``valid_to`` and
   ``promoted_to``. By-id calls on the original reach the promoted memory.
 
-One run does all three in one transaction, decay first: the spec could not chain
-them in one Cypher query. It re-reads every memory it changes inside the
+One run does all three in one transaction, decay first, not as three separate
+queries. It re-reads every memory it changes inside the
 transaction and computes from what it reads there, so a write that raced with it
 (an update, a boost, a delete) is never overwritten, and two runs (two processes)
 never decay the same hours twice. At most ``decay_batch`` memories are decayed and
@@ -318,7 +318,7 @@ class BackgroundRuns:
 
 # the engine ---------------------------------------------------------------------------------
 class EnergyTiers:
-    """Spec 002 over one store, for one tenant (and its test space)."""
+    """The energy tiers over one store, for one tenant (and its test space)."""
 
     def __init__(self, store: Store, tenant_id: str, embedder: Callable[[], Embedder], *, log_path: str | None = None) -> None:
         self.store = store
@@ -354,7 +354,7 @@ class EnergyTiers:
                 self._config_event = event
 
     def config(self) -> EnergyConfig:
-        """The configuration in force: the store's latest, else spec 002's defaults.
+        """The configuration in force: the store's latest, else the defaults.
         A persisted configuration that cannot work is a :class:`ConfigurationError`."""
         self._refresh_config()
         if self._config_error is not None:
@@ -373,7 +373,7 @@ class EnergyTiers:
         }
 
     def set_config(self, changes: dict[str, Any] | None, *, reset: bool = False, actor: str = "") -> dict[str, Any]:
-        """Apply ``changes`` (``reset``: from spec 002's defaults), check and persist."""
+        """Apply ``changes`` (``reset``: from the defaults), check and persist."""
         self._refresh_config()
         base = EnergyConfig() if reset or self._config_error is not None else self._config
         config = base.with_changes(changes or {})

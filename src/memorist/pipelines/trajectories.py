@@ -1,4 +1,4 @@
-"""Trajectories, traces and reflections (spec 001 §2.2, §3.1, §7.1), over the store contract.
+"""Trajectories, traces and reflections, over the store contract.
 
 - A **trajectory** is a memory of kind ``trajectory`` (run ``memorist:trajectories``)
   in its owner's space: the task description is its text; task type, status
@@ -12,13 +12,13 @@
   addressed by content: SHA-256 of the canonical JSON
   (:func:`~memorist.policies.learning.trace_digest`). A trace is stored once per
   space, as a memory of kind ``trace`` (run ``memorist:traces``), found with
-  ``find_active_hash``; identical step sequences share it. Per §7.1 failures (and
+  ``find_active_hash``; identical step sequences share it. Failures (and
   partial runs) always store their trace, successes at the sample rate; an
   unsampled success keeps its hash, and its steps stay readable from the log.
 - A **reflection** is a memory of kind ``reflection`` (run ``memorist:reflections``)
   linked to its trajectory (or trajectories, for a batch), holding the insights.
 
-Retention (§7.1): trajectories that completed (or started, if never completed)
+Retention: trajectories that completed (or started, if never completed)
 more than ``trajectory_retention_days`` ago are deleted with their reflections;
 a trace goes when no remaining trajectory uses it. These are memory rows, so they
 can go; the step events stay in the log.
@@ -54,7 +54,7 @@ def _iso(value: Any) -> str | None:
 
 
 def trajectory_view(record: MemoryRecord, steps: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """A trajectory as the API returns it (spec 001's ``trajectories`` columns)."""
+    """A trajectory as the API returns it, one field per column of a trajectory."""
     meta = record.metadata
     out = {
         "trajectory_id": record.id,
@@ -192,7 +192,8 @@ class Trajectories:
         extra: Mapping[str, Any] | None = None,
     ) -> MemoryRecord:
         """Close the trajectory: outcome and metrics, the trace content-addressed
-        (stored when §7.1 says so). Returns the completed record."""
+        (stored when :func:`~memorist.policies.learning.keep_trace` says so). Returns the
+        completed record."""
         steps = self.logged_steps(record.id)
         canonical = [{"type": s["type"], "description": s["description"], "metadata": s["metadata"]} for s in steps]
         digest = trace_digest(canonical)
@@ -432,7 +433,7 @@ class Trajectories:
 
     # retention -------------------------------------------------------------------------------
     def prune(self, scope: ScopeFilter, *, now: float) -> dict[str, int]:
-        """Delete what §7.1's retention has expired in ``scope``: trajectories and
+        """Delete what the retention has expired in ``scope``: trajectories and
         reflections older than the retention days, and traces no trajectory uses."""
         days = self.config.trajectory_retention_days
         counts = {"trajectories": 0, "traces": 0, "reflections": 0}

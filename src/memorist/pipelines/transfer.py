@@ -297,7 +297,7 @@ def record_from_item(
         energy=_number(obj, "energy", defaults.energy, low=0),  # decay never takes energy below 0
         tier=_enum(obj, "tier", Tier, defaults.tier),
         created_at=created,
-        # Spec 004 shows a never-updated memory with updated_at == created_at.
+        # The memory service shows a never-updated memory with updated_at == created_at.
         updated_at=None if updated is None or updated == created else updated,
         valid_to=validate.timestamp(obj.get("valid_to"), field="valid_to"),
         content_hash=content_hash(text),
@@ -1023,7 +1023,7 @@ def _exactly(scope: Scope) -> ScopeFilter:
 def _taken(mid: str, old: MemoryRecord, tenant_id: str) -> str:
     """Why a memory line cannot take ``mid``: the store gives it to a memory of another
     scope. Ids are unique across a store, and an import updates a memory in place
-    only within its own scope (as :func:`check_etienne_ids` refuses a memories.json file)."""
+    only within its own scope (as :func:`check_memories_json_ids` refuses a memories.json file)."""
     if old.scope.tenant_id != tenant_id:
         return f"id {mid!r} belongs to another tenant's memory"
     return (
@@ -1136,15 +1136,15 @@ def _import_lines(
     return {"lines": n - from_line + 1, **importer.summary()}
 
 
-# spec 004's .etienne/memories.json ----------------------------------------------------------
-#: The keys of a memory in spec 004's minimal version (its ``.etienne/memories.json``),
+# the minimal memories.json format -----------------------------------------------------------
+#: The keys of a memory in the minimal ``memories.json`` format,
 #: and the scope ids Memorist adds when a memory has them. Other keys are not kept.
-ETIENNE_KEYS = ("id", "memory", "user_id", "created_at", "updated_at", "metadata")
-_ETIENNE_SCOPE_KEYS = ("agent_id", "run_id")
-_ETIENNE_SHAPE = "{id, memory, user_id, created_at, updated_at?, metadata?}"
+MEMORIES_JSON_KEYS = ("id", "memory", "user_id", "created_at", "updated_at", "metadata")
+_MEMORIES_JSON_SCOPE_KEYS = ("agent_id", "run_id")
+_MEMORIES_JSON_SHAPE = "{id, memory, user_id, created_at, updated_at?, metadata?}"
 
 
-def etienne_items(
+def memories_json_items(
     source: str | Any,
     *,
     defaults: dict[str, str | None] | None = None,
@@ -1153,7 +1153,7 @@ def etienne_items(
     max_metadata_bytes: int = validate.METADATA_BYTES,
 ) -> list[dict[str, Any]]:
     """The memories of a ``memories.json`` file (one JSON array of memory objects,
-    as spec 004's minimal version keeps in ``.etienne/memories.json``) as export items.
+    as a project keeps them in its ``memories.json``) as export items.
 
     ``source`` is the file's text or its parsed JSON: an array of memories
     ``{id, memory, user_id, created_at, updated_at?, metadata?}``. Each becomes the
@@ -1167,14 +1167,14 @@ def etienne_items(
     """
     data = source
     if isinstance(source, str):
-        data = _parse_etienne(source)
+        data = _parse_memories_json(source)
     if not isinstance(data, list):
         hint = ""
         if isinstance(data, dict) and isinstance(data.get("results"), list):
             hint = ' (an API response? its memories are under "results")'
         raise ValidationError(
             "file",
-            f"must be a JSON array of memories {_ETIENNE_SHAPE}, as a memories.json file holds them; "
+            f"must be a JSON array of memories {_MEMORIES_JSON_SHAPE}, as a memories.json file holds them; "
             f"got {_json_kind(data)}{hint}",
         )
     items = []
@@ -1182,12 +1182,12 @@ def etienne_items(
     for i, obj in enumerate(data):
         where = f"memories[{i}]"
         if not isinstance(obj, dict):
-            raise ValidationError(where, f"must be a memory object {_ETIENNE_SHAPE}, got {_json_kind(obj)}")
+            raise ValidationError(where, f"must be a memory object {_MEMORIES_JSON_SHAPE}, got {_json_kind(obj)}")
         for key in ("id", "memory", "created_at"):
             if obj.get(key) is None:
-                raise ValidationError(f"{where}.{key}", f"is required in a memory {_ETIENNE_SHAPE}")
+                raise ValidationError(f"{where}.{key}", f"is required in a memory {_MEMORIES_JSON_SHAPE}")
         item: dict[str, Any] = {"type": "memory"}
-        item.update((k, obj[k]) for k in (*ETIENNE_KEYS, *_ETIENNE_SCOPE_KEYS) if obj.get(k) is not None)
+        item.update((k, obj[k]) for k in (*MEMORIES_JSON_KEYS, *_MEMORIES_JSON_SCOPE_KEYS) if obj.get(k) is not None)
         if not any(item.get(k) is not None for k in _SCOPE_KEYS):
             if not defaults or not any(defaults.values()):
                 raise ValidationError(f"{where}.user_id", "is missing, and no default scope was given")
@@ -1217,12 +1217,12 @@ def etienne_items(
     return items
 
 
-def check_etienne_ids(store: Store, items: list[dict[str, Any]], tenant_id: str) -> None:
-    """Refuse items (from :func:`etienne_items`) whose id the store already gives to a
+def check_memories_json_ids(store: Store, items: list[dict[str, Any]], tenant_id: str) -> None:
+    """Refuse items (from :func:`memories_json_items`) whose id the store already gives to a
     memory of another scope.
 
     The importer takes a known id for the same memory and updates it in place; but
-    spec 004's ids (``mem_1``, ``mem_2``, ...) are only unique within one project's
+    a memories.json file's ids (``mem_1``, ``mem_2``, ...) are only unique within one project's
     file, so a second project's ``mem_1`` would overwrite the first's. Raises
     :class:`~memorist.errors.ValidationError` naming the memory.
     """
@@ -1239,7 +1239,7 @@ def check_etienne_ids(store: Store, items: list[dict[str, Any]], tenant_id: str)
             )
 
 
-def _parse_etienne(text: str) -> Any:
+def _parse_memories_json(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -1266,37 +1266,37 @@ def _json_kind(value: Any) -> str:
     return "a number" if isinstance(value, int | float) else type(value).__name__
 
 
-def etienne_memory(item: dict[str, Any]) -> dict[str, Any]:
-    """An export item as a memory of spec 004's ``.etienne/memories.json``:
+def memories_json_memory(item: dict[str, Any]) -> dict[str, Any]:
+    """An export item as a memory of the minimal ``memories.json`` format:
     ``{id, memory, user_id, created_at, updated_at, metadata}`` (``updated_at`` equals
-    ``created_at`` for a memory never updated, as in spec 004), plus ``agent_id`` and
+    ``created_at`` for a memory never updated, as that format writes it), plus ``agent_id`` and
     ``run_id`` when the memory has them."""
-    memory = {key: item.get(key) for key in ETIENNE_KEYS}
+    memory = {key: item.get(key) for key in MEMORIES_JSON_KEYS}
     memory["metadata"] = memory["metadata"] or {}
-    memory.update((k, item[k]) for k in _ETIENNE_SCOPE_KEYS if item.get(k) is not None)
+    memory.update((k, item[k]) for k in _MEMORIES_JSON_SCOPE_KEYS if item.get(k) is not None)
     return memory
 
 
-def etienne_memories(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def memories_json_memories(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The active memories among export items (:func:`export_lines`) as the array
-    spec 004's minimal version keeps in ``.etienne/memories.json``, oldest first.
+    a project keeps in its ``memories.json``, oldest first.
     It has no archived state, and no event log: those are left out."""
     return [
-        etienne_memory(item)
+        memories_json_memory(item)
         for item in items
         if item.get("type") == "memory" and item.get("status", Status.ACTIVE.value) == Status.ACTIVE.value
     ]
 
 
 __all__ = [
-    "ETIENNE_KEYS",
+    "MEMORIES_JSON_KEYS",
     "IMPORT_BATCH",
     "ImportInterrupted",
     "Importer",
-    "check_etienne_ids",
-    "etienne_items",
-    "etienne_memories",
-    "etienne_memory",
+    "check_memories_json_ids",
+    "memories_json_items",
+    "memories_json_memories",
+    "memories_json_memory",
     "export_item",
     "export_lines",
     "import_lines",

@@ -1,4 +1,4 @@
-"""Access-count decay: spec 000's memory score. Pure, no I/O.
+"""Access-count decay: the playbooks' memory score. Pure, no I/O.
 
 A playbook bullet (any memory, really) has a strength per memory class and, per
 class, the value of its space's *access clock* when that component was last
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from ..errors import ConfigurationError
 from ..model import MemoryClass, MemoryRecord
 
-#: Spec 000's default decay per access event: semantic 1 %, episodic 5 %, procedural 0.2 %.
+#: The default decay per access event: semantic 1 %, episodic 5 %, procedural 0.2 %.
 DEFAULT_DECAY_RATES: Mapping[str, float] = {
     MemoryClass.SEMANTIC.value: 0.01,
     MemoryClass.EPISODIC.value: 0.05,

@@ -1,6 +1,6 @@
 """Duplicate handling for playbook bullets: survivor choice, merging, similarity. Pure.
 
-Spec 000's canonical rule: when two bullets say the same thing, the survivor is the
+The canonical rule: when two bullets say the same thing, the survivor is the
 one with the higher ``helpful - harmful``, then the newer one. Merging sums the
 counters, keeps the survivor's metadata and fills its gaps from the other, unions
 the tags, keeps one memory class and the survivor's id.

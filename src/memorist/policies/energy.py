@@ -1,4 +1,4 @@
-"""Spec 002's energy tiers: the rules, pure. Configuration is data.
+"""The energy tiers: the rules, pure. Configuration is data.
 
 A memory under the energy policy has an *energy* and a *tier*: ``working``,
 ``short_term`` or ``long_term`` (then, when maintenance is done with it,
@@ -14,13 +14,13 @@ whose energy fell *strictly below* 0.1.
 Where a new memory's energy comes from (:func:`start_energy`):
 
 1. ``metadata["energy"]``: an explicit start energy (a number > 0);
-2. else ``metadata["type"]``, the spec's kinds of memory, case-insensitive:
+2. else ``metadata["type"]``, a kind of memory by name, case-insensitive:
    ``insight`` or ``crystallization`` 3.0, ``reminder`` 2.5, ``learning`` 2.0
    (:attr:`EnergyConfig.start_energy` holds the table; add names to it);
 3. else :attr:`EnergyConfig.default_energy` (1.0).
 
 ``metadata["tier"]`` may start a memory in another tier (``short_term``,
-``long_term``; spec 002's phases 2-4 create such test memories).
+``long_term``; test memories are often made so).
 
 An explicit boost adds :attr:`EnergyConfig.boost` (1.0). Use boosts too: every
 time search returns a memory, it earns :attr:`EnergyConfig.use_boost` (0.5; 0 turns
@@ -28,7 +28,7 @@ use boosts off). Searches never write energy: the store already counts each
 memory's retrievals (its access count), and the next boost or maintenance run adds
 ``use_boost`` per retrieval since the last one, after the decay.
 
->>> round(decay(2.0, 1, 0.5), 3)          # spec 002, phase 3, case 1
+>>> round(decay(2.0, 1, 0.5), 3)          # case 1: an hour at rate 0.5
 1.213
 >>> decay(0.05, 20, 0.5) < 0.001          # case 2: near expiry
 True
@@ -60,7 +60,7 @@ _TIER_NAMES = {
     "short_term": Tier.SHORT_TERM, "short-term": Tier.SHORT_TERM, "shortterm": Tier.SHORT_TERM, "short": Tier.SHORT_TERM,
     "long_term": Tier.LONG_TERM, "long-term": Tier.LONG_TERM, "longterm": Tier.LONG_TERM, "long": Tier.LONG_TERM,
 }
-#: Spec 002's start energies by kind of memory (``metadata["type"]``).
+#: The start energies by kind of memory (``metadata["type"]``).
 DEFAULT_START_ENERGY: Mapping[str, float] = {
     "insight": 3.0,
     "crystallization": 3.0,
@@ -80,7 +80,7 @@ def _number(value: Any) -> bool:
 @dataclass(frozen=True)
 class EnergyConfig:
     """The energy policy's settings: decay rates, thresholds, start energies, boosts
-    and how much one maintenance run may do. Spec 002's values by default.
+    and how much one maintenance run may do.
 
     It is persisted in the store (``memorist tiers config``), so every process that
     maintains the store uses the same one.

@@ -1,4 +1,4 @@
-"""Spec 003's memory evaluator: scores, and the rules of an evaluation run. Pure.
+"""The minutes' evaluator: scores, and the rules of an evaluation run. Pure.
 
 Each indexed minute gets four scores in [0, 1] and their mean:
 
@@ -6,7 +6,7 @@ Each indexed minute gets four scores in [0, 1] and their mean:
 - **relevance** how often it was retrieved, normalised by the most retrieved
   memory of the run (0 for all when none was ever retrieved);
 - **accuracy** its outcome insight's confidence (``success_criteria_met`` / 100),
-  else 0.5 (spec 003: unknown is neither right nor wrong);
+  else 0.5 (unknown is neither right nor wrong);
 - **impact** how many later minutes reference it, normalised by the most
   referenced of the run: a minute others build on shaped the coordination (0 for
   all when nothing references anything);
@@ -41,9 +41,9 @@ _BLOCK = 512  # rows of the similarity matrix computed at a time
 class EvaluationConfig:
     """The evaluation run's thresholds (configuration is data)."""
 
-    #: Minutes whose composite is below this leave the index (spec 003: 0.3).
+    #: Minutes whose composite is below this leave the index.
     prune_below: float = 0.3
-    #: Weeks after which recency is 0 (spec 003: 4).
+    #: Weeks after which recency is 0.
     recency_weeks: float = 4.0
     #: Cosine at or above which two minutes say the same thing (one is kept).
     duplicate_similarity: float = 0.95
@@ -166,7 +166,7 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def plan(candidates: Sequence[Candidate], vectors: np.ndarray, config: EvaluationConfig) -> list[Removal]:
-    """Which minutes leave the index, in spec 003's order: deduplicate, resolve
+    """Which minutes leave the index, in this order: deduplicate, resolve
     contradictions, prune low scores. ``vectors`` are their embeddings, one row each.
 
     Near-duplicates (cosine >= ``duplicate_similarity``) that do not contradict keep

@@ -1,7 +1,7 @@
-"""The learning loop's rules (spec 001): evidence-based confidence, version retention,
+"""The learning loop's rules: evidence-based confidence, version retention,
 trace sampling and the loop's configuration. Pure; configuration is data.
 
-A strategy's confidence comes from the trajectories that support it (§6.2): the
+A strategy's confidence comes from the trajectories that support it: the
 share of them whose outcome agrees with its category (a ✓ helpful strategy: the
 successes; a ✗ harmful one: the failures; a partial outcome counts half; a ○
 neutral observation is context-dependent and counts half whatever happened), plus
@@ -35,7 +35,7 @@ HELPFUL = "helpful"
 HARMFUL = "harmful"
 NEUTRAL = "neutral"
 CATEGORIES = (HELPFUL, HARMFUL, NEUTRAL)
-#: How spec 001 draws each category.
+#: How each category is drawn.
 SYMBOLS: Mapping[str, str] = {HELPFUL: "✓", HARMFUL: "✗", NEUTRAL: "○"}
 _CATEGORY_NAMES = {
     "helpful": HELPFUL, "✓": HELPFUL, "strategy": HELPFUL, "success": HELPFUL, "successful": HELPFUL,
@@ -73,7 +73,7 @@ def recency_factor(last_evidence_at: float | None, now: float, half_life_days: f
 def confidence(
     supporting: float, total: float, *, last_evidence_at: float | None, now: float, half_life_days: float | None = 90.0
 ) -> float:
-    """Spec 001 §6.2: ``min(1, success rate + min(0.2, 0.01 * evidence)) * recency``,
+    """The confidence: ``min(1, success rate + min(0.2, 0.01 * evidence)) * recency``,
     rounded to four places. ``supporting`` is the summed :func:`support` of the
     ``total`` pieces of evidence."""
     if total <= 0:
@@ -183,7 +183,7 @@ def version_label(previous: str | None, *, major: bool) -> str:
 
 
 def keep_trace(status: str, *, sample_rate: float, always_store_failures: bool, draw: float) -> bool:
-    """Whether a completed trajectory's detailed trace is stored (spec 001 §7.1):
+    """Whether a completed trajectory's detailed trace is stored (the sampling rule):
     failures and partial runs always (when so configured), successes when the
     random ``draw`` in [0, 1) falls under ``sample_rate``."""
     if status != "success" and always_store_failures:

@@ -1,4 +1,4 @@
-"""Spec 003's minutes: what a coordination event is, and the pure rules over it.
+"""The minutes: what a coordination event is, and the pure rules over it.
 
 A *minute* is one coordination event (a task assigned, a conflict resolved, a
 hand-off, an outcome) as the append-only log keeps it. Its search-index entry
@@ -27,7 +27,7 @@ from typing import Any
 
 
 class Category(enum.StrEnum):
-    """Spec 003's memory categories."""
+    """The categories of a minute."""
 
     AGENT_CAPABILITY = "agent_capability"
     COORDINATION_PATTERN = "coordination_pattern"
@@ -136,7 +136,7 @@ def success_of(data: Mapping[str, Any]) -> float | None:
 
 
 def categorize(minute: Minute) -> Category:
-    """Spec 003's ``categorizeEvent``, as keyword rules (deterministic, offline).
+    """The category of a minute, by keyword rules (deterministic, offline).
 
     A conflict in the data (``conflict_type``) is a conflict resolution; an outcome
     under 50% of the criteria is a failure pattern; an ``assignment_reasoning`` is a
@@ -172,7 +172,7 @@ def _contexts(minute: Minute) -> tuple[str, ...]:
 
 
 def derive_insights(minute: Minute) -> list[Insight]:
-    """The insights a minute's data states (spec 003's ``extractInsights``):
+    """The insights a minute's data states:
 
     - ``outcome`` from ``success_criteria_met`` (confidence = the percentage / 100):
       what the evaluator's accuracy reads;
@@ -224,7 +224,7 @@ def _flat(value: Any) -> str:
 
 
 def minute_text(minute: Minute) -> str:
-    """What the index embeds and searches (spec 003's ``formatForEmbedding``): the
+    """What the index embeds and searches: the
     event type, who, the note, the data as ``key: value`` and the findings."""
     head = minute.event_type.replace("_", " ")
     if minute.agent_id:
@@ -247,7 +247,7 @@ def is_negated(text: str) -> bool:
 
 
 def references_of(minutes: Iterable[Minute]) -> list[str]:
-    """The ids the minutes reference (spec 003's ``extractReferences``), first seen first."""
+    """The ids the minutes reference, first seen first."""
     return list(dict.fromkeys(ref for m in minutes for ref in m.context_references))
 
 

@@ -88,7 +88,7 @@ def prune_plan(items: Sequence[tuple[str, float, int, float]], max_bullets: int)
 
 
 def room_for_new(count: int, cap: int | None) -> bool:
-    """Spec 000's cap on new bullets per turn: whether a turn that already has
+    """The cap on new bullets per turn: whether a turn that already has
     ``count`` new bullets may add one more (``cap`` None: no cap).
 
     The one statement of the rule: the heuristic and LLM curators apply it while
@@ -173,7 +173,7 @@ class PlaybookConfig:
     def preset(cls, name: str, **overrides: Any) -> PlaybookConfig:
         """A named preset with ``overrides``: ``"per-learner"`` (the default; its former
         name is still accepted) or ``"baseline"`` (the ACE baseline)."""
-        # "ltmbse" and "ltmbse-ace": the per-learner preset's former names, still accepted.
+        # The two after "per-learner": its former names, still accepted.
         if name in ("per-learner", "ltmbse", "ltmbse-ace", "default"):
             return cls.per_learner_preset(**overrides)
         if name in ("baseline", "ace", "ace-baseline"):

@@ -117,7 +117,7 @@ _STEMS_KEPT = 200_000
 
 
 def preview(text: Any, limit: int = 120) -> str:
-    """``text`` shortened for a log line: ``prefix… [len=N]`` (spec 000's format).
+    """``text`` shortened for a log line: ``prefix… [len=N]`` (the ACE log format).
 
     The one definition: the LLM layer, the roles, the learning pipeline and the
     CLI all log through it, so every shortened line reads the same. ``limit`` is

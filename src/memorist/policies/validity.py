@@ -1,4 +1,4 @@
-"""Validity window (spec 004's ``MEMORY_DECAY_DAYS``)."""
+"""Validity window (``MEMORY_DECAY_DAYS``)."""
 
 from __future__ import annotations
 

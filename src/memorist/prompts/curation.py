@@ -1,9 +1,9 @@
-"""Curation (spec 000's curator): current bullets + lessons → a delta.
+"""Curation (the tutoring playbooks' curator): current bullets + lessons → a delta.
 
 The model sees the lessons of a reflection, numbered, each with the learner's most
 similar existing bullets (and their similarity), and the playbook bullets relevant
 to the question, all under small integer ids. It answers with new bullets,
-reinforcements and removals — JSON only. Spec 000's rules are in the instructions:
+reinforcements and removals — JSON only. The rules are in the instructions:
 reinforce over clone (a lesson at least as similar as the threshold to a bullet
 reinforces it), at most ``max_new`` new bullets. :func:`check` rejects unknown ids
 and lessons left without a decision.

@@ -1,4 +1,4 @@
-"""Fresh-context evaluation (spec 003's "FLUX State" evaluation).
+"""Fresh-context evaluation.
 
 The evaluator sees only the original task, the success criteria and the output
 produced — no conversation, no memory of producing it — and judges critically how

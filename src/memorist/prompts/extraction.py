@@ -1,4 +1,4 @@
-"""Fact extraction (spec 004's "Production-Ready Memory Extraction Prompt").
+"""Fact extraction from a conversation.
 
 Adapted to Memorist: each fact also carries its ``kind`` (fact, preference,
 experience) and the role of the message it came from; relative times are resolved
@@ -129,7 +129,7 @@ class ExtractionResult(BaseModel):
     @field_validator("facts", mode="before")
     @classmethod
     def _plain_strings(cls, value: Any) -> Any:
-        # Spec 004's own format is a list of strings.
+        # A list of plain strings is a list of facts too.
         if isinstance(value, list):
             return [{"text": v} if isinstance(v, str) else v for v in value if not (isinstance(v, str) and not v.strip())]
         return value

@@ -1,4 +1,4 @@
-"""Memory update (spec 004's "Memory Update Prompt"): ADD / UPDATE / DELETE / NONE.
+"""Memory update: ADD / UPDATE / DELETE / NONE.
 
 Adapted to Memorist: existing memories are shown under small integer ids (``0``,
 ``1``, ...), never the store's ids, and :func:`check` rejects any id that was not

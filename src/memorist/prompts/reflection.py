@@ -1,4 +1,4 @@
-"""Reflection (spec 001's reflection prompt, with spec 000's bullet tags).
+"""Reflection on a turn or a task, with the bullets tagged helpful, harmful or neutral.
 
 From one turn or task — the question, the answer, the feedback or outcome, and the
 playbook bullets that were in the prompt — the model names the successful (✓),
@@ -86,7 +86,7 @@ class ReflectionResult(BaseModel):
         if isinstance(value, list):
             out = []
             for v in value:
-                if isinstance(v, dict):  # {"pattern": "..."} as spec 001's playbook entries
+                if isinstance(v, dict):  # {"pattern": "..."} as a playbook's strategy entries
                     v = v.get("pattern") or v.get("content") or v.get("text") or ""
                 if isinstance(v, str) and v.strip():
                     out.append(" ".join(v.split()))

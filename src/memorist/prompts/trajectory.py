@@ -1,8 +1,8 @@
-"""Reflection on task trajectories (spec 001's reflection prompt, §4 Phase 5).
+"""Reflection on task trajectories.
 
 One trajectory: the task, its status and score, its steps in order → the ✓
 successful patterns, ✗ failure patterns, ○ context-dependent observations and
-recommendations (spec 001's output format). Several trajectories (batch
+recommendations. Several trajectories (batch
 reflection): the patterns they share, each with the numbers of the trajectories
 that show it; :func:`check_batch` rejects any other number.
 """
@@ -60,7 +60,7 @@ def _sentences(value: Any) -> Any:
     if isinstance(value, list):
         out = []
         for v in value:
-            if isinstance(v, dict):  # {"pattern": "..."} as spec 001's playbook entries
+            if isinstance(v, dict):  # {"pattern": "..."} as a playbook's strategy entries
                 v = v.get("pattern") or v.get("content") or v.get("text") or ""
             if isinstance(v, str) and v.strip():
                 out.append(" ".join(v.split()))
@@ -127,7 +127,7 @@ def _steps(steps: Sequence[Mapping[str, Any]]) -> str:
 def render(
     *, task: str, status: str, score: float | None, steps: Sequence[Mapping[str, Any]], error: str | None = None, task_type: str = ""
 ) -> str:
-    """Spec 001's reflection input: task, status, score, the steps."""
+    """The reflection's input: task, status, score, the steps."""
     parts = [
         "Task:\n" + block("task", task),
         f"Task type: {task_type or 'unknown'}",

@@ -2,7 +2,7 @@
 
 An :class:`Extractor` turns a conversation into short, self-contained facts; a
 :class:`Reconciler` decides, for each fact, what happens to the memories that
-already exist in the same scope (spec 004's ADD / UPDATE / DELETE / NONE).
+already exist in the same scope (ADD / UPDATE / DELETE / NONE).
 
 Both are pure: they receive plain values and return plain values. The ingest
 pipeline does the I/O (finding similar memories, applying the decisions in one

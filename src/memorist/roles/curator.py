@@ -1,6 +1,6 @@
-"""Deterministic curators: reinforce-over-clone (LTMBSE) and always-append (the ACE baseline).
+"""Deterministic curators: reinforce-over-clone (per-learner) and always-append (the ACE baseline).
 
-:class:`HeuristicCurator` follows spec 000's rules: a lesson at least
+:class:`HeuristicCurator` follows the per-learner rules: a lesson at least
 ``reinforce_threshold`` similar to an existing bullet of the learner and topic
 increments that bullet's helpful count instead of cloning it; every other lesson
 is proposed as a new bullet with inferred tags, topic, concept, memory type and
@@ -101,7 +101,7 @@ def _tag_counts(data: CurationInput) -> _Counts:
 
 
 class HeuristicCurator(Curator):
-    """Reinforce-over-clone with a cap on new bullets (spec 000's LTMBSE curator)."""
+    """Reinforce-over-clone with a cap on new bullets (the per-learner preset's curator)."""
 
     label = "Curator"
 

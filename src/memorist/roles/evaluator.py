@@ -1,7 +1,7 @@
-"""The Evaluator seam (spec 003): judge an output against its success criteria.
+"""The Evaluator seam: judge an output against its success criteria.
 
 An :class:`Evaluator` gets the original task, the success criteria and the output,
-nothing else (spec 003's fresh context), and returns an :class:`Evaluation`: the
+nothing else (a fresh context), and returns an :class:`Evaluation`: the
 percentage of criteria met and the gaps. :class:`HeuristicEvaluator` is the
 deterministic default; the LLM evaluator (:class:`memorist.roles.llm.LLMEvaluator`)
 plugs into the same seam and falls back to it.

@@ -1,4 +1,4 @@
-"""Deterministic fact extraction: spec 004's extraction guidelines without an LLM.
+"""Deterministic fact extraction: the extraction prompt's guidelines without an LLM.
 
 :class:`HeuristicExtractor` reads user and assistant messages clause by clause,
 keeps first-person statements (and, from the assistant, statements about the
@@ -358,7 +358,7 @@ def _en_core(clause: str) -> _Rewritten:
             words = words[1:]
         rest = _sub_all(_EN_INNER, " ".join(words))
         if re.match(r"(?:allergic|intolerant|(?:lactose|gluten)[- ]intolerant)\b", rest, _I):
-            return [(_cap(rest), None)]  # spec 004 writes "Allergic to nuts", not "Is allergic to nuts"
+            return [(_cap(rest), None)]  # a fact reads "Allergic to nuts", not "Is allergic to nuts"
         return [("Is " + rest, None)]
     for pattern, head in _EN_HEADS:
         if m := pattern.match(clause):
@@ -613,7 +613,7 @@ _NOTE_LEAD = re.compile(r"^(?:remember|note|don'?t forget|fyi)\s*[:\-–—]\s*"
 
 
 class HeuristicExtractor(Extractor):
-    """Rule-based extractor following spec 004's extraction guidelines (English and German).
+    """Rule-based extractor following the extraction prompt's guidelines (English and German).
 
     Pure and deterministic: standard library only, no network, no model. Facts
     are subjectless third person ("Is vegetarian"), deduplicated within a call,

@@ -1,6 +1,6 @@
 """The role seams of the learning pipeline: :class:`Reflector` and :class:`Curator`.
 
-Spec 000's loop is reflect → curate → apply the delta. The two roles are pure: plain,
+The tutoring loop is reflect → curate → apply the delta. The two roles are pure: plain,
 JSON-friendly dataclasses in and out (every one has ``to_dict`` / ``from_dict``), no
 I/O. The learning pipeline does the I/O: it loads the learner's playbook, finds for
 each lesson the most similar existing bullets, and applies the delta in one
@@ -14,7 +14,7 @@ transaction.
   most similar to it (:class:`Similar`) and the policy it must follow
   (``max_new``, ``reinforce_threshold``).
 
-Spec 001's loop reflects on task executions instead of tutoring turns: the same
+The learning loop over tasks reflects on task executions instead of tutoring turns: the same
 :class:`Reflector` turns a :class:`Trajectory` (a task, its steps and outcome) into
 :class:`Insights` — ✓ successful patterns, ✗ failure patterns, ○ neutral
 observations, recommendations — with :meth:`Reflector.reflect_trajectory`, and
@@ -27,7 +27,7 @@ implementation subclasses the same base and implements ``_reflect`` / ``_curate`
 (through :class:`~memorist.roles.base.FallbackRole`, as the LLM extractor and
 reconciler do): when one of them raises, the failure is logged and the role's
 ``fallback`` (the heuristic by default) answers instead, so no turn's input is
-ever lost. The :class:`Curator` base also owns spec 000's cap on new bullets per
+ever lost. The :class:`Curator` base also owns the cap on new bullets per
 turn: whatever a curator proposes, :meth:`Curator.curate` keeps at most
 ``max_new`` new bullets and turns the overflow into reinforcements.
 """
@@ -338,7 +338,7 @@ class Step(_Plain):
 
 @dataclass(frozen=True, slots=True)
 class Trajectory(_Plain):
-    """One task execution as a reflector sees it (spec 001): the task, its steps in
+    """One task execution as a reflector sees it: the task, its steps in
     order and how it ended (``status`` ``"success"``, ``"failure"`` or
     ``"partial"``; ``score`` in [0, 1])."""
 
@@ -355,7 +355,7 @@ class Trajectory(_Plain):
 
 @dataclass(frozen=True, slots=True)
 class Insights(_Plain):
-    """What a reflection found (spec 001's reflection output): ✓ successful
+    """What a reflection of trajectories found: ✓ successful
     patterns, ✗ failure patterns, ○ neutral (context-dependent) observations and
     recommendations, each one short reusable sentence.
 
@@ -377,7 +377,7 @@ class Insights(_Plain):
     #: strategy that only one run ever made ✓ or ✗ goes back to ○ until they do.
     doubted: tuple[str, ...] = ()
 
-    #: The four lists, in spec 001's order.
+    #: The four lists, in the order a reflection gives them.
     LISTS: ClassVar[tuple[str, ...]] = ("successful_patterns", "failure_patterns", "neutral_observations", "recommendations")
 
     def lists(self) -> dict[str, list[str]]:
@@ -408,7 +408,7 @@ def _as_fallback(call: Callable[[], T]) -> T:
 
 
 class _LearningRole(FallbackRole):
-    """Spec 000's log line for a learning role that falls back."""
+    """The ACE log line for a learning role that falls back."""
 
     #: Shown in log lines.
     label: str = ""
@@ -496,7 +496,7 @@ def _lesson_of(data: CurationInput, bullet: NewBullet) -> int | None:
 
 
 def cap_new(delta: Delta, data: CurationInput, *, by: str = "Heuristic") -> Delta:
-    """Spec 000's cap on new bullets per turn, applied to any curator's proposal:
+    """The cap on new bullets per turn, applied to any curator's proposal:
     the first ``data.max_new`` new bullets stay (each logged ``[Curator][<by> New
     i]``), each one past the cap reinforces the bullet most similar to its lesson
     when it is at least ``data.overflow_floor`` similar, and is dropped otherwise

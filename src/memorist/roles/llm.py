@@ -64,7 +64,7 @@ class _ModelRole(FallbackRole):
 
 
 class LLMExtractor(_ModelRole, Extractor):
-    """Spec 004's fact extraction by a model.
+    """Fact extraction by a model.
 
     ``fallback`` (default :class:`~memorist.roles.extractor.HeuristicExtractor`) answers
     when the model fails; with ``fallback=None`` a failed extraction yields no facts
@@ -132,7 +132,7 @@ class LLMExtractor(_ModelRole, Extractor):
 
 
 class LLMReconciler(_ModelRole, Reconciler):
-    """Spec 004's memory update by a model.
+    """Memory update (ADD / UPDATE / DELETE / NONE) by a model.
 
     The memories the pipeline found for the facts are shown under small integer ids;
     :func:`memorist.prompts.memory_update.check` rejects any other id (and a fact left
@@ -176,7 +176,7 @@ class LLMReconciler(_ModelRole, Reconciler):
 
 
 class LLMEvaluator(_ModelRole, Evaluator):
-    """Spec 003's fresh-context evaluation by a model: each call carries only the
+    """Fresh-context evaluation by a model: each call carries only the
     task, the criteria and the output."""
 
     role = "evaluator"
@@ -204,14 +204,14 @@ class LLMEvaluator(_ModelRole, Evaluator):
 
 
 class LLMReflector(Reflector):
-    """Spec 001's reflection by a model: ✓ successful and ✗ failure patterns, ○ neutral
+    """Reflection by a model: ✓ successful and ✗ failure patterns, ○ neutral
     observations, recommendations, what the turn showed about the learner, and a
     helpful/harmful tag for each bullet that was in the prompt (shown under small
     ids; any other id is rejected). Lessons a trace already carries are used as
     they are (the heuristic answers; no model call). The :class:`Reflector` base
     falls back to ``fallback`` (the heuristic) when the model fails.
 
-    On trajectories it asks spec 001's reflection prompt
+    On trajectories it asks the trajectory reflection prompt
     (:mod:`memorist.prompts.trajectory`); a batch names, per pattern, the
     trajectories that show it (any other number is rejected: repair retry, then
     the heuristic).
@@ -350,10 +350,10 @@ def _patterns_fit(result: Any) -> None:
 
 
 class LLMCurator(Curator):
-    """Spec 000's curator by a model, JSON only: current bullets + lessons → a delta.
+    """The tutoring playbooks' curator by a model, JSON only: current bullets + lessons → a delta.
 
     The model decides, per lesson, to reinforce an existing bullet or add a new one,
-    and may remove bullets the lessons show wrong. Spec 000's rules hold whatever the
+    and may remove bullets the lessons show wrong. The curator's rules hold whatever the
     model says: a new bullet whose lesson is at least ``reinforce_threshold``
     similar to an existing bullet reinforces it instead; past ``max_new`` new
     bullets the overflow reinforces the nearest bullet (``LLM ReinforceOverflow``);
@@ -506,7 +506,7 @@ class LLMCurator(Curator):
 
 
 def curator_uses_llm() -> bool:
-    """Spec 000's ``ACE_CURATOR_USE_LLM`` (default false): whether the learning roles
+    """``ACE_CURATOR_USE_LLM`` (default false): whether the learning roles
     (reflector and curator) call a model."""
     from .. import config
 
@@ -518,8 +518,8 @@ def learning_llm(spec: str | LLM | None = None, *, enabled: bool | None = None) 
 
     ``spec`` when given (``"none"`` for no model); else, only when the learning
     roles use a model (``enabled``; None: ``ACE_CURATOR_USE_LLM``):
-    ``MEMORIST_LLM``, else Gemini when ``GEMINI_API_KEY`` is set (spec 000's
-    configuration: ``GEMINI_MODEL``, ``ACE_LLM_TEMPERATURE``). Nothing is called
+    ``MEMORIST_LLM``, else Gemini when ``GEMINI_API_KEY`` is set (configured by
+    ``GEMINI_MODEL`` and ``ACE_LLM_TEMPERATURE``). Nothing is called
     unless so configured.
     """
     from .. import config

@@ -1,4 +1,4 @@
-"""Deterministic reconciliation: spec 004's ADD / UPDATE / DELETE / NONE without an LLM.
+"""Deterministic reconciliation: ADD / UPDATE / DELETE / NONE without an LLM.
 
 :class:`HeuristicReconciler` compares each new fact with the stored memories it
 is shown and decides, in this order:
@@ -204,7 +204,7 @@ def _update_reason(new: _Text, old: _Text) -> str | None:
 
 
 class HeuristicReconciler(Reconciler):
-    """Rule-based reconciler implementing spec 004's memory-update decision logic.
+    """Rule-based reconciler implementing the memory-update decision logic.
 
     Pure and deterministic. Each stored memory is the target of at most one
     decision per call (the first fact wins), decisions only target ids listed in

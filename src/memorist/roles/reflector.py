@@ -6,7 +6,7 @@ remind me that ...", "I prefer ...") in the question and the feedback, what the
 feedback says helped or hurt, and the outcome. The bullets that were in the prompt
 are tagged helpful after a success and harmful after a failure.
 
-On a trajectory (spec 001) it credits the run's decisions (its ``decision`` steps;
+On a trajectory it credits the run's decisions (its ``decision`` steps;
 actions only carry them out, observations are what happened) by their association
 with outcomes across the trajectories of the same task type
 (:func:`~memorist.policies.learning.credit`): a decision present in failures and

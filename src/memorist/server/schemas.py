@@ -161,7 +161,7 @@ class UpdateRequest(_Request):
     metadata: dict[str, Any] | None = Field(default=None, description="Keys merged into the memory's metadata.")
 
 
-# learning (spec 001) ----------------------------------------------------------------------
+# learning -------------------------------------------------------------------------------
 _Owner = Field(default=None, **id_schema("The user id (a user-bound key: its user)."))
 _Agent = Field(default=None, **id_schema("The agent id (no user and no agent: the agent 'default')."))
 _ScopeField = Field(default=None, description="Whose playbook: agent, user, tenant or global (default: from the ids).")
@@ -241,7 +241,7 @@ class RollbackRequest(_Request):
     scope: PlaybookScope | None = _ScopeField
 
 
-# minutes (spec 003) -----------------------------------------------------------------------
+# minutes --------------------------------------------------------------------------------
 _CATEGORIES = "^(agent_capability|coordination_pattern|conflict_resolution|task_assignment|failure_pattern|project_knowledge)$"
 
 
@@ -305,7 +305,7 @@ class PairRequest(_Request):
     agent_id: str | None = _maybe_id("The agent whose output it is.")
 
 
-# energy tiers (spec 002) ------------------------------------------------------------------
+# energy tiers ---------------------------------------------------------------------------
 _NOW = Field(default=None, description="The time of the operation: ISO-8601 or epoch seconds (default: now).")
 
 

@@ -34,7 +34,7 @@ class Tenants:
         self.path = path
         self._embedder = embedder
         self._decay_days = decay_days
-        # policy: "energy" for spec 002's tiers (None: MEMORIST_POLICY, else the default).
+        # policy: "energy" for the energy tiers (None: MEMORIST_POLICY, else the default).
         self._config = MemoryConfig(max_message_chars=max_text_chars, policy=policy)
         self._memories: dict[str, Memory] = {}
         self._lock = threading.Lock()

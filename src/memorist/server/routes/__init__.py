@@ -5,12 +5,12 @@ Each route is thin: it turns its request into one call on what the request acts 
 tenant key acts across the tenant) and answers with the call's result. The keys,
 limits, body size and error shape are the app's (:mod:`memorist.server.app`).
 
-- :mod:`.memories`: spec 004's memory calls, and the users of a tenant;
+- :mod:`.memories`: the memory calls, and the users of a tenant;
 - :mod:`.health`: the service's liveness;
-- :mod:`.trajectories`: the learning loop's trajectories and reflections (spec 001);
-- :mod:`.playbooks`: the learning loop's versioned playbooks (spec 001);
-- :mod:`.minutes`: minutes, the context window, evaluation and PAIR (spec 003);
-- :mod:`.tiers`: the energy tiers (spec 002);
+- :mod:`.trajectories`: the learning loop's trajectories and reflections;
+- :mod:`.playbooks`: the learning loop's versioned playbooks;
+- :mod:`.minutes`: minutes, the context window, evaluation and PAIR;
+- :mod:`.tiers`: the energy tiers;
 - :mod:`.relations`: sharing through relation tuples.
 """
 

@@ -1,4 +1,4 @@
-"""Spec 004's memory calls (``/api/memories/``) and the users of a tenant (``/api/users/``).
+"""The memory calls (``/api/memories/``) and the users of a tenant (``/api/users/``).
 
 Each route is one declared call (:data:`memorist.api.CALLS` names its route) on what
 the request acts on: ``reach.scope(...)`` for a call in a scope, ``reach.by_id(...)``

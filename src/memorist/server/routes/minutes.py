@@ -1,4 +1,4 @@
-"""Spec 003's routes: minutes, the context window, evaluation and one PAIR round.
+"""The minutes' routes: minutes, the context window, evaluation and one PAIR round.
 
 A minute's project is Memorist's ``user_id`` (see :mod:`memorist.pipelines.minutes`):
 each route acts through ``reach.project(project_id)``, so a key bound to a user reads

@@ -1,5 +1,5 @@
-"""Spec 001's versioned playbooks (``/api/playbooks/``): the strategies the learning
-loop curates, their versions and rollbacks, under the same keys and tenants.
+"""The learning loop's versioned playbooks (``/api/playbooks/``): the strategies the loop
+curates, their versions and rollbacks, under the same keys and tenants.
 
 A playbook is an agent's, a user's, the tenant's or everyone's (``scope``). A key bound
 to a user reads its user's, the tenant's and everyone's, and another user's when a

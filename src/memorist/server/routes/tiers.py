@@ -1,4 +1,4 @@
-"""Spec 002's routes: energy-tier maintenance, the end of a conversation, boosts,
+"""The energy tiers' routes: maintenance, the end of a conversation, boosts,
 status, health, configuration and test memories.
 
 They need a store under the energy policy (recorded in the store; ``memorist config

@@ -1,5 +1,5 @@
-"""Spec 001's trajectories and reflections (``/api/trajectories/``, ``/api/reflections/``):
-the learning loop's record of task executions, under the same keys and tenants.
+"""The learning loop's trajectories and reflections (``/api/trajectories/``, ``/api/reflections/``):
+its record of task executions, under the same keys and tenants.
 
 A by-id route acts through ``reach.by_id("trajectory", ...)``: a user-bound key naming
 another user finds no trajectory (see :class:`~memorist.server.deps.Reach`).
