@@ -7,12 +7,14 @@ unexplained benchmark. This walks everything a user reads without opening the co
 every command's ``--help``, the service's OpenAPI schema (its description, every
 route's summary and description, every schema and field), the MCP server's
 instructions and tool descriptions, and the docstrings the Python API reference
-renders (docs/reference/python.md). Comments in the code may keep design-document
-references for developers; none of these may.
+renders (docs/reference/python.md). The code itself does not name the design
+documents either, in a docstring or a comment (``help()`` shows any module's
+docstrings); the few lines that accept a former name are listed, each with why.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import importlib
 import inspect
@@ -34,6 +36,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The words: a design document by number, the method's and the folder's names, the
 #: former product name, a benchmark never explained where it appears.
 FORBIDDEN = re.compile(rf"\bspecs? ?-?0{{1,2}}[0-4]\b|ltmbse|etienne|{re.escape(PREVIOUS_NAME)}|\bdragon\b", re.IGNORECASE)
+
+#: The design documents' words alone: a document by number, the method's and the folder's names.
+DESIGN_WORDS = re.compile(r"\bspecs? ?-?0{1,2}[0-4]\b|ltmbse|etienne", re.IGNORECASE)
 
 
 def offending(text: str) -> list[str]:
@@ -221,3 +226,62 @@ def test_a_learners_playbook_is_listed_by_a_name_users_know(tmp_path: Path) -> N
         ["analyze"], ["--json", "export", "--user", "lee"]))
     assert "per-learner" in shown
     assert not offending(shown), offending(shown)
+
+
+#: The lines of src/memorist that may name them: each defines or uses a compatibility
+#: alias, a former name users typed or stores hold, accepted as the name it stands for.
+ALIAS_LINES = {
+    ("src/memorist/cli/transfer.py", '_FORMAT_ALIASES = {"etienne": "memories-json"}'):
+        "--format etienne, the memories-json format's former name",
+    ("src/memorist/cli/playbook.py",
+     '_PRESETS = AliasChoice(["per-learner", "baseline"], {"ltmbse": "per-learner", "ltmbse-ace": "per-learner"})'):
+        "--preset ltmbse and ltmbse-ace, the per-learner preset's former names",
+    ("src/memorist/policies/playbook.py", 'if name in ("per-learner", "ltmbse", "ltmbse-ace", "default"):'):
+        "PlaybookConfig.preset() takes the per-learner preset's former names",
+    ("src/memorist/policies/playbook.py", 'setattr(PlaybookConfig, "ltmbse", PlaybookConfig.per_learner_preset)  # noqa: B010'):
+        "PlaybookConfig.ltmbse(), kept for code written against the former name",
+    ("src/memorist/reserved.py", 'PREVIOUS_PER_LEARNER_PLAYBOOK = "ltmbse"'):
+        "the name a store of release 0.2.0 holds a learner's playbook under, migrated and still accepted",
+}
+
+
+def _docstrings_of(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """Each docstring of a module (its own, its classes' and functions'), with its line."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                yield body[0].lineno, body[0].value.value
+
+
+def test_the_code_does_not_name_them() -> None:
+    """Every line of every module of the package: its docstrings, comments and code. A
+    docstring is also read as one line, for a word a line break splits ("spec" at the
+    end of one line, "001" at the start of the next)."""
+    files = sorted((ROOT / "src" / "memorist").rglob("*.py"))
+    assert len(files) > 100
+    found: list[str] = []
+    allowed_seen = set()
+    for path in files:
+        rel = path.relative_to(ROOT).as_posix()
+        text = path.read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), 1):
+            if not DESIGN_WORDS.search(line):
+                continue
+            if (rel, line.strip()) in ALIAS_LINES:
+                allowed_seen.add((rel, line.strip()))
+            else:
+                found.append(f"{rel}:{number}: {line.strip()}")
+        for number, doc in _docstrings_of(ast.parse(text, filename=rel)):
+            if DESIGN_WORDS.search(" ".join(doc.split())) and not DESIGN_WORDS.search(doc):
+                found.append(f"{rel}:{number}: the docstring, across a line break: {' '.join(doc.split())[:200]}")
+    assert not found, "the code names a design document; say what it is instead:\n" + "\n".join(found)
+    stale = set(ALIAS_LINES) - allowed_seen
+    assert not stale, f"ALIAS_LINES lists lines that no longer name them; remove them: {sorted(stale)}"
+
+
+def test_the_code_check_catches_a_split_word() -> None:
+    tree = ast.parse('"""Energy tiers of spec\n002."""\n\ndef f():\n    """As LTMBSE does."""\n')
+    docs = [" ".join(doc.split()) for _, doc in _docstrings_of(tree)]
+    assert [bool(DESIGN_WORDS.search(doc)) for doc in docs] == [True, True]
