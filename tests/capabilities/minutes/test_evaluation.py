@@ -58,6 +58,25 @@ def test_plan_dedup_then_contradiction_then_threshold():
     assert gone == {"dup": ("duplicate", "keep"), "loser": ("superseded", "winner"), "stale": ("low_score", None)}
 
 
+def test_many_copies_of_one_minute_all_give_way_to_the_best():
+    """Before, every similar pair was kept first (8,000 copies: 32 million pairs, 4 GB,
+    17 s): a minute absorbed already is no longer compared with the rest. Several
+    blocks of copies, a few contradicting ones, and minutes of other subjects."""
+    n = 1_300
+    axes = np.eye(41, dtype=np.float32)
+    same = np.tile(axes[:1], (n, 1))
+    other = axes[1:]  # 40 minutes of other subjects, alike to nothing
+    c = [Candidate(f"m{i}", T0 - i, 0.9 - i * 1e-4, 0.1 if i % 97 == 5 else 0.9, False) for i in range(n)]
+    c += [Candidate(f"o{i}", T0 - i, 0.9, None, False) for i in range(40)]
+    gone = {r.id: (r.reason, r.link) for r in plan(c, np.vstack([same, other]), EvaluationConfig())}
+    contrary = [f"m{i}" for i in range(n) if i % 97 == 5]  # the opposite outcome: never merged with the rest
+    assert "m0" not in gone  # the best copy stays
+    assert all(gone[f"m{i}"] == ("duplicate", "m0") for i in range(1, n) if f"m{i}" not in contrary)
+    assert gone["m5"] == ("superseded", "m0")  # the best contrary copy gives way to the better one
+    assert all(gone[m] == ("duplicate", "m5") for m in contrary[1:])
+    assert not [k for k in gone if k.startswith("o")]
+
+
 def test_config_is_checked():
     with pytest.raises(ValidationError, match="prune_below"):
         EvaluationConfig(prune_below=-1)
