@@ -44,6 +44,9 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 #: The ids of a scope: every scoped call takes them, a :class:`Scoped` handle binds them.
 SCOPE_IDS = ("user_id", "agent_id", "run_id")
+#: The events the service answers when a request names no limit (a page: the next
+#: starts after its last seq); ``Client.events()`` without a limit reads them all so.
+EVENTS_PAGE = 1_000
 
 
 class MemoryAPI(Protocol):

@@ -48,7 +48,7 @@ from typing import Any
 from urllib.parse import quote
 
 from . import validate
-from .api import CALLS, CALLS_BY_NAME, Scoped
+from .api import CALLS, CALLS_BY_NAME, EVENTS_PAGE, Scoped
 from .errors import (
     NO_ROUTE,
     ConfigurationError,
@@ -101,6 +101,9 @@ class _Call:
     #: the service found it (the request then sent an empty text, which the service
     #: refuses with a 422 on ``text`` once it found the memory, changing nothing).
     refused: ValidationError | None = None
+    #: The request of the next page, from this page's answer (None: this is the last):
+    #: a call whose answer the service gives in pages (the events, without a limit).
+    then: Callable[[Any], _Call | None] | None = None
 
 
 # answers ---------------------------------------------------------------------------------
@@ -334,13 +337,23 @@ class _Calls:
     def events(user_id: Any, agent_id: Any, run_id: Any, since: Any, limit: Any) -> _Call:
         validate.require_scope(user_id, agent_id, run_id)
         ids = _ids(user_id, agent_id, run_id)
-        params: dict[str, Any] = {"since": validate.since(since)}
-        if limit is not None:
-            params["limit"] = validate.limit(limit)
+        since = validate.since(since)
         if not _in_path(ids.get("user_id")):
-            return _Call("GET", "/api/events/", {**ids, **params}, None, _result_list)
-        user = _segment("user_id", ids.pop("user_id"))
-        return _Call("GET", f"{_API}/{user}/events/", {**ids, **params}, None, _result_list)
+            path = "/api/events/"
+        else:
+            path = f"{_API}/{_segment('user_id', ids.pop('user_id'))}/events/"
+        if limit is not None:
+            return _Call("GET", path, {**ids, "since": since, "limit": validate.limit(limit)}, None, _result_list)
+
+        # No limit: the whole log, as Memory gives it, read a page at a time (the
+        # service answers at most a page unless asked for more).
+        def page(after: int) -> _Call:
+            return _Call("GET", path, {**ids, "since": after, "limit": EVENTS_PAGE}, None, _result_list, then=following)
+
+        def following(events: list[dict[str, Any]]) -> _Call | None:
+            return page(int(events[-1]["seq"])) if len(events) == EVENTS_PAGE else None
+
+        return page(since)
 
     @staticmethod
     def rollback(event_or_run_id: Any, user_id: Any, agent_id: Any, run_id: Any) -> _Call:
@@ -530,6 +543,16 @@ class Client(_Base):
         self._http = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=self._timeout, transport=transport)
 
     def _send(self, call: _Call) -> Any:
+        answer = self._send_one(call)
+        if call.then is None:
+            return answer
+        pages, page = list(answer), answer  # a paged answer is a list: the pages one after another
+        while (call := call.then(page)) is not None:  # type: ignore[assignment]
+            page = self._send_one(call)
+            pages.extend(page)
+        return pages
+
+    def _send_one(self, call: _Call) -> Any:
         if self._http.is_closed:  # as a closed Memory answers
             raise StoreError(f"the client of {self.base_url} is closed")
         try:
@@ -568,6 +591,16 @@ class AsyncClient(_Base):
         self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self._timeout, transport=transport)
 
     async def _send(self, call: _Call) -> Any:
+        answer = await self._send_one(call)
+        if call.then is None:
+            return answer
+        pages, page = list(answer), answer  # a paged answer is a list: the pages one after another
+        while (call := call.then(page)) is not None:  # type: ignore[assignment]
+            page = await self._send_one(call)
+            pages.extend(page)
+        return pages
+
+    async def _send_one(self, call: _Call) -> Any:
         if self._http.is_closed:  # as a closed Memory answers
             raise StoreError(f"the client of {self.base_url} is closed")
         try:

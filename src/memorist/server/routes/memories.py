@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
+from ...api import EVENTS_PAGE
 from ...validate import MAX_LIMIT, MAX_SEQ
 from .. import schemas as s
 from ..deps import ERRORS, ReachDep
@@ -141,11 +142,11 @@ def user_events(
     reach: ReachDep,
     user_id: str = UserPath,
     since: int = Query(0, ge=0, le=MAX_SEQ, description="Only events after this seq."),
-    limit: int = Query(None, ge=1, le=MAX_LIMIT),
+    limit: int = Query(EVENTS_PAGE, ge=1, le=MAX_LIMIT, description=f"At most this many (default {EVENTS_PAGE:,}: a page; the next starts after the last seq)."),
     agent_id: str = query_id("agent"),
     run_id: str = query_id("run"),
 ) -> Any:
-    """The event log of the user (turns, adds, updates, deletes, retrievals), oldest first."""
+    """The event log of the user (turns, adds, updates, deletes, retrievals), oldest first, a page at a time."""
     handle = reach.scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
     return JSONResponse({"results": handle.events(since=since, limit=limit)})
 
@@ -198,7 +199,7 @@ def scope_events(
     agent_id: str = query_id("agent"),
     run_id: str = query_id("run"),
     since: int = Query(0, ge=0, le=MAX_SEQ, description="Only events after this seq."),
-    limit: int = Query(None, ge=1, le=MAX_LIMIT),
+    limit: int = Query(EVENTS_PAGE, ge=1, le=MAX_LIMIT, description=f"At most this many (default {EVENTS_PAGE:,}: a page; the next starts after the last seq)."),
 ) -> Any:
     """The event log of the scope (one id at least), oldest first (``GET /api/memories/{user_id}/events/`` by another path)."""
     handle = reach.scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
