@@ -114,8 +114,19 @@ def _new_sqlite_file(target: Any) -> str | None:
 
 
 def _remove_new_store(path: str | None) -> None:
-    """Remove the store file (and its log files) an open that failed had created."""
-    for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal") if path else ():
+    """Remove the store file (and its log files) an open that failed had created, if
+    it holds nothing yet: another process may have made it first and written to it."""
+    if path is None:
+        return
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            if any(conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() for table in ("memories", "events")):
+                return
+    except sqlite3.Error:
+        return  # not what the open made (or unreadable): left as it is
+    for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
         with contextlib.suppress(OSError):
             os.remove(name)
 

@@ -227,3 +227,19 @@ def test_a_model_that_cannot_be_loaded_is_named_and_leaves_no_store(tmp_path) ->
         Memory(str(tmp_path / "kept.db"), embedder="sentence-transformers:no-such/model")
     with Memory(str(tmp_path / "kept.db"), embedder="hashing") as memory:
         assert [r["memory"] for r in memory.get_all(user_id="u")["results"]] == ["Likes tea"]
+
+
+def test_a_store_another_process_wrote_to_meanwhile_is_never_removed(tmp_path) -> None:
+    """An open that failed removes the file it created only while it holds nothing:
+    another process may have made the same new store first and written to it."""
+    from memorist.memory import _remove_new_store
+
+    path = tmp_path / "shared.db"
+    with Memory(str(path), embedder="hashing") as memory:
+        memory.add("Likes tea", user_id="u", infer=False)
+    _remove_new_store(str(path))
+    with Memory(str(path), embedder="hashing") as memory:
+        assert [r["memory"] for r in memory.get_all(user_id="u")["results"]] == ["Likes tea"]
+    (tmp_path / "other.txt").write_text("not a store")
+    _remove_new_store(str(tmp_path / "other.txt"))
+    assert (tmp_path / "other.txt").read_text() == "not a store"
