@@ -70,6 +70,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 DEFAULT_URL = "http://127.0.0.1:6060"
 #: A MEMORY_MANAGEMENT_URL ends with this; the client takes either form.
 _API = "/api/memories"
+#: An update's body of an empty text: what the client sends for an argument it holds
+#: back until the service found the memory (see ``_Call.refused``).
+_EMPTY_TEXT = b'{"text":""}'
 # Text lengths are the service's to judge (its Memory's max_message_chars and its
 # request limits): here only what no length changes.
 _ANY_LENGTH = 2**62
@@ -289,7 +292,7 @@ class _Calls:
         # text's own error is raised, as Memory raises it.
         # Metadata comes after the text, and is judged here only once the memory is
         # found, the same way.
-        probe = _encode({"text": ""}, free="text")
+        probe = _EMPTY_TEXT
         if not isinstance(text, str):
             try:
                 validate.text("text", text, max_chars=_ANY_LENGTH)

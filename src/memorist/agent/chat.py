@@ -58,9 +58,9 @@ from ..errors import MemoristError, NotFoundError, StoreError, ValidationError
 from ..integrations.langgraph import MemoristStore
 from ..memory import Memory
 from ..policies.text import preview
-from ..server.app import HeadAsGet, SecurityHeaders, register_docs, with_body
+from ..server.app import HeadAsGet, SecurityHeaders, receive_body, register_docs, with_body
 from ..server.deps import is_loopback_host
-from ..server.errors import ApiError, install_error_handlers
+from ..server.errors import ApiError, install_error_handlers, retry_after
 from ..server.keys import KeyStore
 from ..server.limits import SPARE_THREADS, RateLimiter, WorkShares
 from .conversations import Conversations
@@ -209,8 +209,6 @@ def caller(request: Request) -> Iterator[ChatUser]:
     """The key's user (401 without a valid key, 403 for a key bound to no user, 429
     with ``Retry-After`` beyond the user's rate or its requests at work at once, 503
     beyond the chat's), counted as at work until its request is answered."""
-    from ..server.errors import retry_after
-
     service: ChatService = request.app.state.chat
     user = _identify(request)
     wait = service.limiter.acquire(user.owner)
@@ -425,8 +423,6 @@ def _memory_service() -> Iterator[None]:
     except MemoristError as exc:
         log.warning("[Chat] memory unavailable: %s", preview(exc))
         wait = getattr(exc, "retry_after", None)
-        from ..server.errors import retry_after
-
         headers = retry_after(wait) if isinstance(wait, int | float) and wait > 0 else None
         raise ApiError(503, "long-term memory is unavailable right now: the memory service refused the chat's request "
                        f"({type(exc).__name__})", headers=headers) from None
@@ -444,30 +440,11 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        from ..server.errors import error_response
-
-        too_large = error_response(413, f"the request body is larger than {self.limit:,} bytes")
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await too_large(scope, receive, send)
-            return
         # Read whole before the app sees it (a body streamed without a length too): an
         # app reading it stops at the first error, which would name the JSON, not the size.
-        chunks: list[bytes] = []
-        seen = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            seen += len(chunk)
-            if seen > self.limit:
-                await too_large(scope, receive, send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        await self.app(scope, with_body(b"".join(chunks), receive), send)
+        body = await receive_body(scope, receive, send, self.limit, field=None)
+        if body is not None:
+            await self.app(scope, with_body(body, receive), send)
 
 
 def create_chat_app(

@@ -298,32 +298,38 @@ class ServiceMiddleware:
             return None
 
     async def _receive_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
-        limit = self.service.limits.max_body_bytes
-        too_large = error_response(413, f"the request body is larger than {limit:,} bytes", "body")
-        for name, value in scope.get("headers", ()):
-            if name.lower() == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    declared = 0
-                if declared > limit:
-                    await too_large(scope, receive, send)
-                    return None
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
+        return await receive_body(scope, receive, send, self.service.limits.max_body_bytes)
+
+
+async def receive_body(scope: Scope, receive: Receive, send: Send, limit: int, *, field: str | None = "body") -> bytes | None:
+    """The whole request body, read before any app sees it (as it streams in, a body
+    without a declared length too); None when the client left, or when it is larger
+    than ``limit`` bytes: then a 413 (naming ``field``) was sent."""
+    too_large = error_response(413, f"the request body is larger than {limit:,} bytes", field)
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-length":
+            try:
+                declared = int(value)
+            except ValueError:
+                declared = 0
+            if declared > limit:
                 await too_large(scope, receive, send)
                 return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        return b"".join(chunks)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            await too_large(scope, receive, send)
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
 
 
 def with_body(body: bytes, receive: Receive) -> Receive:
@@ -542,5 +548,5 @@ def service_of(app: FastAPI) -> Service:
 
 
 __all__: list[str] = [
-    "Caller", "SecurityHeaders", "Service", "ServiceMiddleware", "create_app", "register_docs", "service_of", "with_body", "with_security_headers",
+    "Caller", "SecurityHeaders", "Service", "ServiceMiddleware", "create_app", "register_docs", "receive_body", "service_of", "with_body", "with_security_headers",
 ]
