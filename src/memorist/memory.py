@@ -689,9 +689,8 @@ class Memory:
         # version too, so its versions still hold what it holds.
         # (The undo is done and durable: a version that cannot be written now is the
         # next curation's to write, not a failure of the undo.)
-        changed = [r for r in self.store.get_many([*result["restored"], *result["retired"]]).values() if strategy_playbook(r)]
-        touched = {strategy_playbook(r) for r in changed}
-        for scope, name in sorted(t for t in touched if t is not None):
+        touched = {t for r in self.store.get_many([*result["restored"], *result["retired"]]).values() if (t := strategy_playbook(r))}
+        for scope, name in sorted(touched):
             try:
                 self.learning.playbooks.version_if_changed(scope, name, time.time(), reason="undo",
                                                            change={"rolled_back": result["rolled_back"], "rollback_seq": result["rollback_seq"]})
