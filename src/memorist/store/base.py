@@ -231,6 +231,16 @@ class Store(abc.ABC):
         """
         return nullcontext()
 
+    def released(self) -> AbstractContextManager[None]:
+        """Inside a :meth:`reading` group, let the store's other callers in while this
+        thread works on what it read without the store (a search checking a costly
+        filter in Python), and take the group back after.
+
+        A backend whose reading group holds nothing that other callers wait for
+        keeps the default, which does nothing.
+        """
+        return nullcontext()
+
     @abc.abstractmethod
     def get(self, memory_id: str) -> MemoryRecord | None: ...
 

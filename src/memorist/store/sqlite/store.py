@@ -619,6 +619,13 @@ class SQLiteStore(Store):
                 self._reading -= 1
 
     @contextmanager
+    def released(self) -> Iterator[None]:
+        # A reading() group holds the store's lock: a filter checked under it made
+        # every other call of the store (other users, other keys) wait seconds.
+        with self._lock, self._unlocked():
+            yield
+
+    @contextmanager
     def _unlocked(self) -> Iterator[None]:
         """Let go of the store's lock, however deeply this thread holds it, and take it
         back: while a search multiplies a large space's vectors (arrays it holds, which
