@@ -7,7 +7,7 @@ import pytest
 
 from memorist.errors import CancelledCallError, ValidationError
 from memorist.policies import filters
-from memorist.policies.filters import MAX_NODES, compile_filters
+from memorist.policies.filters import CONDITION, MAX_NODES, compile_filters
 from memorist.work import Meter, charge, metered
 
 #: A smaller budget than the real one (filters.MAX_CHECKS), so the tests stay fast.
@@ -57,18 +57,43 @@ def test_values_nested_in_a_filter_value_count_as_conditions() -> None:
 
 
 def test_the_checks_of_one_call_are_bounded() -> None:
-    flt = compile_filters({"OR": [{"cat": f"x{i}"} for i in range(999)]})
+    flt = compile_filters({"OR": [{f"cat{i}": "x"} for i in range(999)]})
     assert flt is not None
+    # Each of 999 comparisons, the OR, and the memory itself.
+    assert flt.cost == 999 * CONDITION + 1 + 2
 
     class Record:
-        metadata = {"cat": "y"}
+        metadata = {"cat1": "y"}
 
     record = Record()
-    for _ in range(MAX_CHECKS // flt.nodes):
+    for _ in range(MAX_CHECKS // flt.cost):
         assert flt(record) is False  # type: ignore[arg-type]
     with pytest.raises(ValidationError) as err:
         flt(record)  # type: ignore[arg-type]
-    assert err.value.field == "filters" and f"{MAX_CHECKS:,} condition checks" in str(err.value)
+    assert err.value.field == "filters" and f"{MAX_CHECKS:,} units, about a second of work" in str(err.value)
+
+
+def test_what_a_condition_costs_follows_its_work() -> None:
+    """Plain values of an 'in' are looked up at once; an OR of one key's plain
+    values is checked as one 'in'; lists and mappings compared one by one cost what
+    they hold. (The units were measured: ``bench/filter_cost.py``.)"""
+    cost = {name: compile_filters(flt).cost for name, flt in {  # type: ignore[union-attr]
+        "eq": {"k": 1},
+        "in 900": {"k": {"in": list(range(900))}},
+        "OR of 900 values of k": {"OR": [{"k": i} for i in range(900)]},
+        "OR of eq and in of k": {"OR": [{"k": 1}, {"k": {"in": ["a", "b"]}}, {"k": {"eq": None}}]},
+        "OR of two keys": {"OR": [{"k": 1}, {"j": 1}]},
+        "in of two lists": {"k": {"in": [[1, 2], [3]]}},
+        "eq of a list": {"k": [1, 2, 3]},
+        "NOT": {"NOT": {"k": 1}},
+    }.items()}
+    one = CONDITION + 2
+    assert cost["eq"] == cost["in 900"] == one
+    assert cost["OR of 900 values of k"] == cost["OR of eq and in of k"] == one + 1
+    assert cost["OR of two keys"] == 2 * CONDITION + 1 + 2
+    assert cost["in of two lists"] == one + 2 * CONDITION + 3
+    assert cost["eq of a list"] == one + 3
+    assert cost["NOT"] == one + 1
 
 
 def test_the_work_meter_counts_and_cancels() -> None:
@@ -91,7 +116,7 @@ class _Record:
 
 def _calls_until_refused(flt: object, record: object) -> int:
     calls = 0
-    with pytest.raises(ValidationError, match="a long text or list counting as several"):
+    with pytest.raises(ValidationError, match="a long text or list more"):
         for _ in range(MAX_CHECKS + 1):
             flt(record)  # type: ignore[operator]
             calls += 1
@@ -101,15 +126,20 @@ def _calls_until_refused(flt: object, record: object) -> int:
 def test_long_values_count_as_several_checks() -> None:
     """Comparing with a long text or list is as much work as many short checks: a
     filter over memories whose values are long runs out of budget sooner."""
-    within = {"OR": [{"big": {"contains": f"zz{i}"}} for i in range(99)]}  # 100 conditions
+    within = {"OR": [{"big": {"contains": f"zz{i}"}} for i in range(99)]}  # 99 comparisons and an OR
     short, long_text = _Record(big="x" * 255), _Record(big="x" * 256_000)
-    assert _calls_until_refused(compile_filters(within), short) == MAX_CHECKS // 100
-    # 100 + 99 x 1,000 (a condition per 256 characters) per memory
-    assert _calls_until_refused(compile_filters(within), long_text) == MAX_CHECKS // (100 + 99 * 1000)
-    # an 'in' of 500 options over a list of 1,000 items: each option meets each item
+    per_memory = 99 * CONDITION + 1 + 2
+    assert _calls_until_refused(compile_filters(within), short) == MAX_CHECKS // per_memory
+    # and 99 x 1,000 more (a unit per 256 characters, for each condition reading them)
+    assert _calls_until_refused(compile_filters(within), long_text) == MAX_CHECKS // (per_memory + 99 * 1000)
+    # an 'in' of 500 plain options over a list of 1,000 items: each item is looked up once
     by_tag = compile_filters({"big": {"in": list(range(500))}})
-    assert _calls_until_refused(by_tag, _Record(big=list(range(1000)))) == MAX_CHECKS // (501 + 501 * 1000)
-    assert _calls_until_refused(compile_filters({"big": {"in": list(range(500))}}), _Record(big=7)) == MAX_CHECKS // 501
+    assert _calls_until_refused(by_tag, _Record(big=list(range(1000)))) == MAX_CHECKS // (CONDITION + 2 + 1000)
+    assert _calls_until_refused(compile_filters({"big": {"in": list(range(500))}}), _Record(big=7)) == MAX_CHECKS // (CONDITION + 2)
+    # options that are lists are compared with each item one by one
+    by_pairs = compile_filters({"big": {"in": [[i, i] for i in range(10)]}})
+    per_pairs = CONDITION + 10 * (CONDITION + 2) + 2
+    assert _calls_until_refused(by_pairs, _Record(big=list(range(1000)))) == MAX_CHECKS // (per_pairs + 11 * 1000)
 
 
 def test_the_budget_is_checked_before_the_check_that_would_exceed_it() -> None:

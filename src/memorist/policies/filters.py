@@ -38,12 +38,21 @@ What one filter may cost is bounded, because a filter is checked against every
 candidate memory: it nests at most :data:`MAX_DEPTH` deep, holds at most
 :data:`MAX_NODES` conditions (each comparison, ``AND``/``OR``/``NOT`` and value of
 an ``in`` list counts one, as does every value nested in a list or mapping a
-condition compares with), and one call checks at most :data:`MAX_CHECKS`
-conditions in all (its conditions times the memories it was checked against, a
-condition reading a long text or list counting as several: one more per 256
-characters or list item); past either bound the call fails with a :class:`~memorist.errors.ValidationError`
-naming ``filters``. The checks are also counted on the call's work meter
+condition compares with), and one call spends at most :data:`MAX_CHECKS` units
+checking it, about a second of CPU. The units follow what checking costs, measured
+(``bench/filter_cost.py``; a unit is about 0.2 µs): a condition checked against one
+memory costs :data:`CONDITION` (an ``in``/``nin`` list as one condition however
+many plain values it holds, since they are looked up at once; a list or mapping
+among them, or in the value of another operator, costs one more per value it
+holds), an ``AND``/``OR``/``NOT`` one, each memory checked two, and a condition
+reading a long text or list one more per 256 characters or list item. Past either
+bound the call fails with a :class:`~memorist.errors.ValidationError` naming
+``filters``. The units are also counted on the call's work meter
 (:mod:`memorist.work`), which a service uses to charge and to cancel.
+
+An ``OR`` whose branches each compare one key with plain values (``eq`` or
+``in``) is checked as one ``in`` of all their values: the same memories, at the
+cost of one condition.
 
 A compiled filter also carries its :class:`Narrowing` (:func:`narrowing`): what its
 conditions say in a form a store can check in its own query language, so that a
@@ -88,37 +97,43 @@ _OPERATORS = {"eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "ex
 MAX_DEPTH = 32
 #: The most conditions one filter may hold (comparisons, AND/OR/NOT, list values).
 MAX_NODES = 1_000
-#: The most condition checks one call may make (conditions x memories checked): about
-#: a second of CPU. A 1,000-condition filter can be checked against 5,000 memories, a
-#: 10-condition one against 500,000.
+#: The most units one call may spend checking a filter: about a second of CPU (a unit
+#: is about 0.2 µs). A filter of 1,000 comparisons can be checked against 1,250
+#: memories, one of 10 against 119,000, one of a single comparison against 833,000.
 MAX_CHECKS = 5_000_000
+#: What checking one condition against one memory costs, in units.
+CONDITION = 4
+#: What checking one memory costs besides its conditions (the call), in units.
+_PER_MEMORY = 2
 
 
 class Filter:
     """A compiled filter: a predicate over memories that counts its cost.
 
-    ``nodes`` is its number of conditions. Each call checks them against one record
-    and counts on the call's budget of :data:`MAX_CHECKS` before it does: ``nodes``
-    checks, plus the size of the values they read (a condition reading a string of
-    256 characters, or a list of one item, counts one check more), since comparing
-    with a long text or list is as much work as that many checks. Past the budget it
-    raises, before the check that would go over it.
+    ``nodes`` is its number of conditions (bounded by :data:`MAX_NODES`); ``cost``
+    what checking them against one memory costs in units (see the module's
+    docstring). Each call counts on the call's budget of :data:`MAX_CHECKS` before
+    it checks: ``cost``, plus the size of the values the conditions read (a
+    condition reading a string of 256 characters, or a list of one item, costs one
+    more), since comparing with a long text or list is as much work as that. Past
+    the budget it raises, before the check that would go over it.
     """
 
-    __slots__ = ("_left", "_predicate", "_reads", "field", "narrowing", "nodes")
+    __slots__ = ("_left", "_predicate", "_reads", "cost", "field", "narrowing", "nodes")
 
     def __init__(self, predicate: Predicate, state: _State, narrowing: Narrowing | None = None) -> None:
         self._predicate = predicate
         #: What a store can check of this filter in its own queries (None: nothing).
         self.narrowing = narrowing
         self.nodes = state.nodes
+        self.cost = state.cost + _PER_MEMORY
         self.field = state.field
-        # The fields whose values can be long, each with the conditions that read it.
+        # The fields whose values can be long, each with what reading it costs per item.
         self._reads = [(_getter(key), n) for key, n in state.reads.items() if _can_be_long(key)]
         self._left = MAX_CHECKS
 
     def __call__(self, record: MemoryRecord) -> bool:
-        spent = self.nodes
+        spent = self.cost
         for read, conditions in self._reads:
             value = read(record)
             if isinstance(value, str):
@@ -129,8 +144,8 @@ class Filter:
             raise ValidationError(
                 self.field,
                 f"this filter of {self.nodes:,} conditions was checked against as many memories (and their values) "
-                f"as one call may: {MAX_CHECKS:,} condition checks, a long text or list counting as several; "
-                "narrow the scope or simplify the filter",
+                f"as one call may: {MAX_CHECKS:,} units, about a second of work (a condition costs {CONDITION} "
+                "for each memory, a long text or list more); narrow the scope or simplify the filter",
             )
         self._left -= spent
         charge(spent)
@@ -142,11 +157,12 @@ class _State:
     fields they read; and, while checking, the casefolding of a text the ``contains``
     conditions share (many conditions on one field fold its value once per memory)."""
 
-    __slots__ = ("_folded", "field", "nodes", "reads")
+    __slots__ = ("_folded", "cost", "field", "nodes", "reads")
 
     def __init__(self, field: str) -> None:
         self.field = field
         self.nodes = 0
+        self.cost = 0  # units per memory checked
         self.reads: dict[str, int] = {}
         self._folded: tuple[str, str] = ("", "")
 
@@ -201,11 +217,23 @@ def _compile(node: Any, path: str, depth: int, count: _State) -> Predicate:
         upper = key.upper()
         if upper in ("AND", "OR", "NOT"):
             count.add(1)
+            count.cost += 1
         if upper in ("AND", "OR"):
             if not isinstance(value, list | tuple) or not value:
                 raise ValidationError(here, f"{upper} takes a non-empty list of filters")
+            before = (count.cost, dict(count.reads))
             subs = [_compile(v, f"{here}[{i}]", depth + 1, count) for i, v in enumerate(value)]
-            parts.append(_all(subs) if upper == "AND" else _any(subs))
+            values = _one_key_values(value) if upper == "OR" else None
+            if values is not None:
+                # Checked as one 'in' (validated above, branch by branch, and
+                # counted so against MAX_NODES): one condition's cost.
+                key, options = values
+                count.cost, count.reads = before
+                count.cost += CONDITION
+                count.reads[key] = count.reads.get(key, 0) + 1
+                parts.append(_membership(_getter(key), [_coerce(key, v, here) for v in options], negate=False))
+            else:
+                parts.append(_all(subs) if upper == "AND" else _any(subs))
         elif upper == "NOT":
             sub = _compile(value, here, depth + 1, count)
             parts.append(lambda r, sub=sub: not sub(r))
@@ -262,15 +290,21 @@ def _field_predicate(key: str, spec: Any, path: str, count: _State) -> Predicate
                 f"{path}.{op}" if named else path, f"unknown operator {show(op)}; use one of {', '.join(sorted(_OPERATORS))}"
             )
         where = f"{path}.{op}"
-        weight = 1 + _values_in(raw)
-        count.add(weight)
-        count.reads[key] = count.reads.get(key, 0) + weight
+        nested = _values_in(raw)
+        count.add(1 + nested)
         if op in ("in", "nin"):
             if not isinstance(raw, list | tuple | set | frozenset):
                 raise ValidationError(where, f"{op} takes a list, got {type(raw).__name__}")
             options = [_coerce(key, v, where) for v in raw]
+            # Plain values are looked up at once; lists and mappings compared one by one.
+            compound = [o for o in options if _typed(o) is None]
+            count.cost += CONDITION + sum(CONDITION + _values_in(o) for o in compound)
+            count.reads[key] = count.reads.get(key, 0) + 1 + len(compound)
             checks.append(_membership(get, options, negate=op == "nin"))
-        elif op == "exists":
+            continue
+        count.cost += CONDITION + nested
+        count.reads[key] = count.reads.get(key, 0) + 1 + nested
+        if op == "exists":
             if not isinstance(raw, bool):
                 raise ValidationError(where, "exists takes true or false")
             checks.append(lambda r, g=get, want=raw: (g(r) not in (_MISSING, None)) == want)
@@ -283,8 +317,38 @@ def _field_predicate(key: str, spec: Any, path: str, count: _State) -> Predicate
             value = _coerce(key, raw, where)
             if op in ("gt", "gte", "lt", "lte") and not _comparable(value):
                 raise ValidationError(where, f"{op} takes a number, string or date, got {show(raw)}")
-            checks.append(_comparison(get, op, value))
+            if op in ("eq", "ne") and _typed(value) is not None:
+                # A plain value: what 'in' of it matches, looked up as 'in' does (faster).
+                checks.append(_membership(get, [value], negate=op == "ne"))
+            else:
+                checks.append(_comparison(get, op, value))
     return _all(checks)
+
+
+def _one_key_values(branches: list[Any] | tuple[Any, ...]) -> tuple[str, list[Any]] | None:
+    """The key and values of an OR whose branches (valid ones) each compare that one
+    key with plain values, by ``eq`` or ``in``; None for any other OR. An ``eq`` of
+    a list or mapping compares the whole value, which an ``in`` does not: such an OR
+    stays as it is."""
+    key: str | None = None
+    values: list[Any] = []
+    for branch in branches:
+        if len(branch) != 1:
+            return None
+        ((name, spec),) = branch.items()
+        if name.upper() in ("AND", "OR", "NOT") or (key is not None and name != key):
+            return None
+        key = name
+        if not isinstance(spec, Mapping):
+            spec = {"eq": spec}
+        if len(spec) != 1:  # (several operators: all of them must hold)
+            return None
+        ((op, raw),) = spec.items()
+        given = [raw] if op == "eq" else raw if op == "in" else None
+        if given is None or any(_typed(v) is None for v in given):
+            return None
+        values += given
+    return (key, values) if key is not None else None
 
 
 def _values_in(value: Any) -> int:
@@ -477,7 +541,7 @@ def _narrowing(filters: Mapping[str, Any]) -> Narrowing | None:
         elif upper == "OR":
             branches = [_narrowing(sub) for sub in value]
             if all(branch is not None for branch in branches):
-                parts.append(_join("any", branches))  # type: ignore[arg-type]
+                parts.append(_any_of(branches))  # type: ignore[arg-type]
         elif upper != "NOT":
             parts += _field_narrowings(key, value)
     return _join("all", parts) if parts else None
@@ -485,6 +549,18 @@ def _narrowing(filters: Mapping[str, Any]) -> Narrowing | None:
 
 def _join(op: str, parts: list[Narrowing]) -> Narrowing:
     return parts[0] if len(parts) == 1 else Narrowing(op, parts=tuple(parts))
+
+
+def _any_of(branches: list[Narrowing]) -> Narrowing:
+    """The narrowing of an OR: one ``"in"`` of all the values when every branch is
+    an ``"in"`` of one key (an OR of its values: lighter, and narrowed by the store
+    up to :data:`MAX_NARROWING` values), else any of the branches."""
+    first = branches[0]
+    if all(b.op == "in" and b.key == first.key and b.column == first.column for b in branches):
+        # (Deduplicated as JSON values: True is not 1 here.)
+        values = tuple({_typed(v): v for b in branches for v in b.values}.values())
+        return Narrowing("in", first.key, first.column, values)
+    return _join("any", branches)
 
 
 def _field_narrowings(key: str, spec: Any) -> list[Narrowing]:

@@ -46,8 +46,8 @@ DEFAULT_AUTH_FAILURES_PER_MINUTE = 20.0
 #: ``erasures_per_minute``).
 DEFAULT_ERASURES_PER_MINUTE = 2.0
 #: Units of work (memorist.work) one rate-limit token pays for, beyond the token
-#: every request takes: a plain search does a few hundred, a 1,000-condition filter
-#: checked against 5,000 memories five million (about a second of CPU: 500 tokens).
+#: every request takes: a plain search does a few hundred, a filter checked for as
+#: long as one call may five million (about a second of CPU: 500 tokens).
 WORK_PER_TOKEN = 10_000
 #: The largest whole-number limit (a body of about 1 GB, as many messages...).
 MAX_WHOLE = MAX_LIMIT * 1024
