@@ -28,7 +28,7 @@ from memorist.store import open_store
 from memorist.store.base import ScopeFilter
 
 VALUES = [
-    "a", "A", "ß", "SS", "1", "", "0.1", "x.y", "ünï", "a" * 300,
+    "a", "A", "ß", "SS", "1", "", "0.1", "x.y", "ünï", "a" * 300, "\u212a", "k", "ﬁ", "FI", "50%_x\\y", "%", "_", "\\",
     0, 1, -1, 2, 1.0, 0.1, 0.30000000000000004, 1e20, 10**20, 2**53 + 1, 2**63 - 1, 2**64, -0.0, 1e-300, 1.5e308, 1.7976931348623157e308, -5e-324,
     True, False, None, ["a", 1], [True], [], ["A", "ß"], [0.1, 2**63 - 1], {"x": 1}, [["a"]], {},
 ]
@@ -179,3 +179,35 @@ def test_filtered_search_and_listing_give_what_checking_every_memory_gives(memor
     for limit in (1, 2):
         best = [item["id"] for item in memory.search("the red kite", user_id="alex", limit=limit, filters=spec)["results"]]
         assert set(best) <= set(kept) and len(best) == min(limit, len(kept))
+
+
+TEXTS = ["Green tea", "GREEN TEA at noon", "greentea", "tea", "50% off_the\\shelf", "50 percent", "Straße", "STRASSE",
+         "\u212aelvin", "kelvin", "ﬁne", "FINE", "café au lait", "CAFÉ", "", ["green tea", "x"], ["TEA"], 7, None]
+NEEDLES = ["tea", "TEA", "green t", "%", "_", "\\", "% off_", "ß", "ss", "k", "K", "\u212a", "fi", "ﬁ", "é", "É", "", "zz"]
+
+
+def test_contains_is_narrowed_by_the_text_it_asks_for(backend):
+    """A ``contains`` of a text keeps, of the ASCII texts, only those holding it but
+    for case (LIKE's own characters taken literally); a text that is not ASCII is
+    kept for the filter to decide, as casefolding may make it hold the needle."""
+    store = open_store(backend.target)
+    store.bind_embedder(EMB.name, EMB.dim)
+    records = []
+    with store.transaction() as batch:
+        for n, value in enumerate(TEXTS):
+            text = f"note {n}"
+            record = MemoryRecord(id=f"t{n:02d}", scope=SCOPE, text=text, search_text=text, content_hash=content_hash(text),
+                                  created_at=NOW - n, metadata={"say": value})
+            batch.add(record, EMB.embed_one(text))
+            records.append(record)
+    try:
+        for needle in NEEDLES:
+            flt = compile_filters({"say": {"contains": needle}})
+            kept = {r.id for r in records if flt(r)}
+            narrowed = set(store.narrowed_ids(ScopeFilter("", "alex"), flt.narrowing, cutoff=None, now=NOW + 1, limit=100))
+            assert kept <= narrowed, (needle, kept - narrowed)
+            # Beyond what it keeps, only texts that are not ASCII, and lists.
+            extra = [r.metadata["say"] for r in records if r.id in narrowed - kept]
+            assert all(isinstance(v, list) or not v.isascii() for v in extra), (needle, extra)
+    finally:
+        store.close()

@@ -498,9 +498,10 @@ class Narrowing:
     metadata key, ``"in"`` keeps a stored value equal to one of ``values`` (strings,
     booleans or numbers) and any stored list; the comparisons keep a stored value of
     the same type (number or string) on that side of ``values[0]``; ``"exists"``
-    keeps a value other than null; ``"contains"`` keeps a string or a list
-    (``values[0]`` a string) or any list. A store may keep more than a narrowing
-    says, never less: numbers may compare within a rounding error.
+    keeps a value other than null; ``"contains"`` keeps any list, and a string
+    holding ``values[0]`` but for case when that is a string. A store may keep
+    more than a narrowing says, never less: numbers may compare within a rounding
+    error, and a text that is not ASCII is kept whatever it holds.
     """
 
     op: str

@@ -95,7 +95,9 @@ class JsonDialect:
     each taking that parameter once; ``string`` and ``numbers`` are the engine's names
     of those JSON types; ``boolean`` is the condition that the key holds the boolean
     ``{b}``; ``number`` is the SQL of a number parameter in ``value``'s terms, and
-    ``number_arg`` that parameter; ``collate`` orders text by code point. ``rows``
+    ``number_arg`` that parameter; ``collate`` orders text by code point (and makes
+    ``lower`` change ASCII letters only); ``octets`` is the length in UTF-8 bytes of
+    the text ``{t}``. ``rows``
     joins what the expressions read to ``memories m`` (nothing when they read the
     column itself), and ``unparsed`` is the condition of a row the engine could not
     parse, kept for the filter to decide (empty: none is ever kept so)."""
@@ -111,6 +113,7 @@ class JsonDialect:
     number_arg: Callable[[float], Any]
     collate: str
     mark: str
+    octets: str
     rows: str = ""
     unparsed: str = ""
 
@@ -150,8 +153,23 @@ def metadata_where(narrowing: Narrowing, dialect: JsonDialect) -> Condition | No
     if narrowing.op == "exists":
         return f"{d.kind} <> 'null'", [key]
     if narrowing.op == "contains":
-        types = f"'{d.string}', 'array'" if isinstance(narrowing.values[0], str) else "'array'"
-        return f"{d.kind} IN ({types})", [key]
+        needle = narrowing.values[0]
+        if not isinstance(needle, str):
+            return f"{d.kind} = 'array'", [key]
+        if "\x00" in needle:
+            return f"{d.kind} IN ('{d.string}', 'array')", [key]
+        # A text contains the needle ignoring case as Python's casefold says. For an
+        # ASCII text that is its lower case holding the needle's casefold (never, when
+        # that is not ASCII); a text that is not ASCII (or holds a NUL, where SQLite's
+        # text functions stop) is kept for the filter to decide.
+        folded = needle.casefold()
+        said = f"{d.octets.format(t=d.text)} <> length({d.text})"
+        args: list[Any] = [key, key, key, key]
+        if folded.isascii():
+            escaped = folded.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            said += f" OR lower({d.text}{d.collate}) LIKE {mark} ESCAPE '\\'"
+            args += [key, f"%{escaped}%"]
+        return f"({d.kind} = 'array' OR ({d.kind} = '{d.string}' AND ({said})))", args
     return None
 
 

@@ -1801,7 +1801,7 @@ __all__ = ["PostgresStore"]
 _JSONB = JsonDialect(
     path=lambda key: None if "\x00" in key else key, value=f"(x.j -> {M})", text=f"(x.j ->> {M})",
     kind=f"jsonb_typeof(x.j -> {M})", string="string", numbers="'number'", boolean=f"(x.j -> {M}) = '{{b}}'::jsonb",
-    number=f"to_jsonb({M}::numeric)", number_arg=repr, collate=' COLLATE "C"', mark=M,
+    number=f"to_jsonb({M}::numeric)", number_arg=repr, collate=' COLLATE "C"', mark=M, octets="octet_length({t})",
     rows=(" CROSS JOIN LATERAL (SELECT CASE WHEN pg_input_is_valid(m.metadata, 'jsonb') THEN m.metadata::jsonb END"
           " AS j OFFSET 0) x"),
     unparsed="x.j IS NULL",

@@ -1599,5 +1599,5 @@ def _json_path(key: str) -> str | None:
 _JSON = JsonDialect(
     path=_json_path, value="json_extract(m.metadata, ?)", text="json_extract(m.metadata, ?)",
     kind="json_type(m.metadata, ?)", string="text", numbers="'integer', 'real'", boolean="json_type(m.metadata, ?) = '{b}'",
-    number="?", number_arg=float, collate="", mark="?",
+    number="?", number_arg=float, collate="", mark="?", octets="length(CAST({t} AS BLOB))",
 )
