@@ -26,6 +26,10 @@ from .codec import CLASS_NAMES, dumps
 
 #: Buffered retrievals after which a backend writes them without waiting for a write.
 FLUSH_EVERY = 32
+#: Buffered retrievals after which a backend writes them even if it must wait for
+#: another writer for that (below it, a search does not wait: they stay buffered),
+#: so that what the buffer holds, and what a crash loses, stays bounded.
+FLUSH_WAIT = 32 * FLUSH_EVERY
 
 
 @dataclass(slots=True)

@@ -170,3 +170,35 @@ def test_concurrent_imports_into_a_new_store_all_succeed(tmp_path: Path) -> None
         assert _turns(m, f"user{p}") == n // transfer.IMPORT_BATCH  # batches stayed whole
     assert m.check()["healthy"]
     m.close()
+
+
+def test_searches_do_not_wait_for_another_writer_to_write_their_bookkeeping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every 32 searches their access counts are written. While another process held
+    the write lock (an import's batch), that search waited for it, up to the busy
+    timeout, and then failed with it. Now they stay buffered until the lock is free,
+    up to FLUSH_WAIT of them; past that a search waits (and says so) as a write does."""
+    from memorist.store.sqlite import store as sqlite_store
+
+    path = tmp_path / "s.db"
+    with Memory(str(path), embedder="hashing") as first:
+        first.add("I like green tea", user_id="u", infer=False)
+    m = Memory(config=MemoryConfig(path=str(path), embedder="hashing", busy_timeout=0.5))
+    monkeypatch.setattr(sqlite_store, "FLUSH_WAIT", 100)
+    hog = _hold_write_lock(path)
+    try:
+        started = time.monotonic()
+        for _ in range(99):
+            assert m.search("tea", user_id="u")["results"]
+        assert time.monotonic() - started < 0.5 * 3  # not one busy timeout per 32 searches
+        assert len(m.store._touches) == 99
+        with pytest.raises(StoreError, match="busy timeout"):
+            m.search("tea", user_id="u")  # the 100th waits for the lock
+    finally:
+        hog.rollback()
+        hog.close()
+    assert m.search("tea", user_id="u")["results"]  # the lock is free: written
+    assert len(m.store._touches) == 0
+    (memory,) = m.get_all(user_id="u")["results"]
+    m.close()
+    with Memory(str(path), embedder="hashing") as again:
+        assert again._get_record(memory["id"], "u", None, None).access_count == 101

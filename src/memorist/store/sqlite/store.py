@@ -67,7 +67,7 @@ from ..sql import (
     validity_where,
     with_consolidations,
 )
-from ..touches import FLUSH_EVERY, TouchBuffer
+from ..touches import FLUSH_EVERY, FLUSH_WAIT, TouchBuffer
 from ..vector_index import Row, SpaceIndex, TextStats
 from .check import connect_reader
 from .checkpoint import BACKSTOP_PAGES, Checkpointer, LogSync
@@ -460,20 +460,22 @@ class SQLiteStore(Store):
 
     # transactions ----------------------------------------------------------------
     @contextmanager
-    def _write(self, *, sync: bool = True) -> Iterator[sqlite3.Connection]:
+    def _write(self, *, sync: bool = True, wait: bool = True) -> Iterator[sqlite3.Connection]:
         """One write transaction. Once it committed, its log is synced; if that
         fails, :class:`_Unflushed` (a :class:`StoreError`) is raised after the
         commit, and the store takes no further write (see checkpoint.py).
 
         ``sync=False``: left for the next write's sync (or a checkpoint, or the
-        close) to put on disk; only for what a crash may lose anyway."""
+        close) to put on disk; only for what a crash may lose anyway.
+        ``wait=False``: SQLite's busy error at once if another connection holds
+        the write lock, instead of waiting up to ``busy_timeout``."""
         with self._lock:
             self._require_open()
             if self._log_failed is not None:
                 raise StoreError(f"{self._log_failed} Close the store and open it again to write.")
             if self._refused is not None:
                 raise StoreError(f"{self.path} takes no write: {self._refused}")
-            self._begin()
+            self._begin(wait=wait)
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
@@ -502,7 +504,7 @@ class SQLiteStore(Store):
         if getattr(self, "_conn", None) is None:
             raise StoreError(f"{self.path} is closed")
 
-    def _begin(self) -> None:
+    def _begin(self, *, wait: bool = True) -> None:
         """``BEGIN IMMEDIATE``: take the write lock, waiting up to ``busy_timeout``.
 
         Not with SQLite's own busy handler: it sleeps longer and longer between
@@ -513,15 +515,16 @@ class SQLiteStore(Store):
         writer looks again after short jittered sleeps growing from 1 ms to 20 ms:
         every waiter has about the same chance at each gap.
         """
-        self._when_unlocked("BEGIN IMMEDIATE")
+        self._when_unlocked("BEGIN IMMEDIATE", wait=wait)
 
-    def _when_unlocked(self, sql: str) -> None:
+    def _when_unlocked(self, sql: str, *, wait: bool = True) -> None:
         """Run ``sql``, trying again while another connection holds the lock it
-        needs, for up to ``busy_timeout`` (see :meth:`_begin`)."""
+        needs, for up to ``busy_timeout`` (see :meth:`_begin`; only once without
+        ``wait``)."""
         conn = self._conn
         conn.execute("PRAGMA busy_timeout = 0")
         try:
-            deadline = time.monotonic() + self.busy_timeout
+            deadline = time.monotonic() + (self.busy_timeout if wait else 0.0)
             attempt = 0
             while True:
                 try:
@@ -1183,8 +1186,10 @@ class SQLiteStore(Store):
                 # Buffered retrievals are lost in a crash until written, so this write
                 # need not wait for the disk: the next write's sync covers it. A search
                 # that synced here waited behind whatever the disk was flushing (up to
-                # a second right after a bulk load, bench/RESULTS.md).
-                self.flush(sync=False)
+                # a second right after a bulk load, bench/RESULTS.md). Nor for another
+                # process's write (an import's batch): they stay buffered for a later
+                # search, unless FLUSH_WAIT of them are.
+                self._flush(sync=False, wait=len(self._touches) >= FLUSH_WAIT)
 
     def _flush_touches(self, conn: sqlite3.Connection) -> int:
         """Write buffered retrievals (see :mod:`memorist.store.touches`): clock advance,
@@ -1240,18 +1245,25 @@ class SQLiteStore(Store):
 
     def flush(self, *, sync: bool = True) -> None:
         """Write buffered retrieval bookkeeping now (``sync``: on disk before returning)."""
+        self._flush(sync=sync, wait=True)
+
+    def _flush(self, *, sync: bool, wait: bool) -> None:
+        """:meth:`flush`; without ``wait``, nothing is written while another
+        connection holds the write lock (the retrievals stay buffered)."""
         with self._lock:
             if self._refused is not None:
                 self._touches.taken(len(self._touches))  # a damaged store: reads write nothing
                 return
             if len(self._touches):
                 try:
-                    with self._write(sync=sync) as conn:
+                    with self._write(sync=sync, wait=wait) as conn:
                         flushed = self._flush_touches(conn)
                 except _Unflushed:
                     self._touches.taken(flushed)  # committed: not to be written again
                     raise
                 except sqlite3.Error as exc:
+                    if not wait and is_busy(exc):
+                        return  # another connection is writing: later
                     raise self._error(exc, "writing retrieval bookkeeping") from exc
                 self._touches.taken(flushed)
 
