@@ -323,9 +323,11 @@ FACTS_ONLY = "m.section = '' AND m.kind NOT IN ({})".format(
 #: The users of the store with a memory (of any status) in one of their spaces: an
 #: erased user's spaces keep their rows (their events' tombstones name them) but no
 #: memory, and are not counted.
+#: The users with a memory that is not deleted (one whose every memory was deleted
+#: keeps only their history).
 USERS_SQL = (
     "SELECT count(DISTINCT s.user_id) FROM spaces s WHERE s.user_id <> '' "
-    "AND EXISTS (SELECT 1 FROM memories x WHERE x.space_id = s.id)"
+    "AND EXISTS (SELECT 1 FROM memories x WHERE x.space_id = s.id AND x.status <> 'deleted')"
 )
 
 

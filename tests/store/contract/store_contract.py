@@ -958,6 +958,8 @@ class StoreContract:
         assert (s["memories"], s["deleted"], s["archived"], s["users"], s["spaces"], s["events"]) == (3, 1, 0, 2, 3, 5)
         assert s["by_kind"] == {"fact": 3}
         assert (s["embedder"], s["dim"]) == (EMB.name, EMB.dim)
+        delete(store, "c")  # Bob's only memory: Bob keeps a history, and is no user counted
+        assert (store.stats()["users"], store.stats()["deleted"]) == (1, 2)
 
     # the access clock -----------------------------------------------------------------------------
 
