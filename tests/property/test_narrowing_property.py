@@ -182,8 +182,10 @@ def test_filtered_search_and_listing_give_what_checking_every_memory_gives(memor
 
 
 TEXTS = ["Green tea", "GREEN TEA at noon", "greentea", "tea", "50% off_the\\shelf", "50 percent", "Straße", "STRASSE",
-         "\u212aelvin", "kelvin", "ﬁne", "FINE", "café au lait", "CAFÉ", "", ["green tea", "x"], ["TEA"], 7, None]
-NEEDLES = ["tea", "TEA", "green t", "%", "_", "\\", "% off_", "ß", "ss", "k", "K", "\u212a", "fi", "ﬁ", "é", "É", "", "zz"]
+         "\u212aelvin", "kelvin", "ﬁne", "FINE", "café au lait", "CAFÉ", "", ["green tea", "x"], ["TEA"], 7, None,
+         "wow! 100%", "Green tea at noon" * 4, "GREEN TEA AT NOON and more words than the narrowing looks for, and more"]
+NEEDLES = ["tea", "TEA", "green t", "%", "_", "\\", "% off_", "ß", "ss", "k", "K", "\u212a", "fi", "ﬁ", "é", "É", "", "zz",
+           "!", "! 1", "wow!", "green tea at noon" * 3, "GREEN TEA AT NOON and more words than the narrowing looks for"]
 
 
 def test_contains_is_narrowed_by_the_text_it_asks_for(backend):

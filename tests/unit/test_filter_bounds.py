@@ -127,11 +127,14 @@ def test_long_values_count_as_several_checks() -> None:
     """Comparing with a long text or list is as much work as many short checks: a
     filter over memories whose values are long runs out of budget sooner."""
     within = {"OR": [{"big": {"contains": f"zz{i}"}} for i in range(99)]}  # 99 comparisons and an OR
+    needles = sum(len(f"zz{i}") for i in range(99))  # 386 characters looked for
     short, long_text = _Record(big="x" * 255), _Record(big="x" * 256_000)
     per_memory = 99 * CONDITION + 1 + 2
-    assert _calls_until_refused(compile_filters(within), short) == MAX_CHECKS // per_memory
+    # and each text looked for in 255 characters: 255 x 386 steps, a unit per 1,024
+    assert _calls_until_refused(compile_filters(within), short) == MAX_CHECKS // (per_memory + 255 * needles // 1024)
     # and 99 x 1,000 more (a unit per 256 characters, for each condition reading them)
-    assert _calls_until_refused(compile_filters(within), long_text) == MAX_CHECKS // (per_memory + 99 * 1000)
+    assert _calls_until_refused(compile_filters(within), long_text) == MAX_CHECKS // (
+        per_memory + 99 * 1000 + 256_000 * needles // 1024)
     # an 'in' of 500 plain options over a list of 1,000 items: each item is looked up once
     by_tag = compile_filters({"big": {"in": list(range(500))}})
     assert _calls_until_refused(by_tag, _Record(big=list(range(1000)))) == MAX_CHECKS // (CONDITION + 2 + 1000)
@@ -140,6 +143,22 @@ def test_long_values_count_as_several_checks() -> None:
     by_pairs = compile_filters({"big": {"in": [[i, i] for i in range(10)]}})
     per_pairs = CONDITION + 10 * (CONDITION + 2) + 2
     assert _calls_until_refused(by_pairs, _Record(big=list(range(1000)))) == MAX_CHECKS // (per_pairs + 11 * 1000)
+
+
+def test_looking_for_a_long_text_counts_its_length() -> None:
+    """Looking for a text of m characters in one of n costs up to n x m steps (Python's
+    search, below 2,500 characters): "a" x 1,200 + "ba" in "a" x 2,499 took 0.2 ms a
+    memory and was counted 15 units, so a call's budget bought 75 s of CPU. Among a
+    list's texts, each is casefolded and compared whole: their length counts."""
+    needle = "a" * 1200 + "ba"
+    flt = compile_filters({"big": {"contains": needle}})
+    assert _calls_until_refused(flt, _Record(big="a" * 2499)) == MAX_CHECKS // (CONDITION + 2 + 9 + 2499 * 1202 // 1024)
+    # Above 2,500 characters the search is linear: at most 100 characters a step counted.
+    flt = compile_filters({"big": {"contains": needle}})  # (a call's budget afresh)
+    assert _calls_until_refused(flt, _Record(big="a" * 60_000)) == MAX_CHECKS // (CONDITION + 2 + 234 + 60_000 * 100 // 1024)
+    words = compile_filters({"big": {"contains": "ß"}})
+    listed = _Record(big=["ß" * 600] * 100)  # 100 items of 600 characters
+    assert _calls_until_refused(words, listed) == MAX_CHECKS // (CONDITION + 2 + 100 + 60_000 // 256)
 
 
 def test_the_budget_is_checked_before_the_check_that_would_exceed_it() -> None:

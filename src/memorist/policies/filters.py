@@ -44,8 +44,11 @@ checking it, about a second of CPU. The units follow what checking costs, measur
 memory costs :data:`CONDITION` (an ``in``/``nin`` list as one condition however
 many plain values it holds, since they are looked up at once; a list or mapping
 among them, or in the value of another operator, costs one more per value it
-holds), an ``AND``/``OR``/``NOT`` one, each memory checked two, and a condition
-reading a long text or list one more per 256 characters or list item. Past either
+holds), an ``AND``/``OR``/``NOT`` one, each memory checked two, a condition
+reading a long text or list one more per 256 characters or list item, and a
+``contains`` of a text what looking for it costs (a unit per 1,024 of the text's
+length times the needle's, the needle counted at most 100 characters in a text of
+2,500 or more, where Python's search is linear). Past either
 bound the call fails with a :class:`~memorist.errors.ValidationError` naming
 ``filters``. The units are also counted on the call's work meter
 (:mod:`memorist.work`), which a service uses to charge and to cancel.
@@ -128,18 +131,29 @@ class Filter:
         self.nodes = state.nodes
         self.cost = state.cost + _PER_MEMORY
         self.field = state.field
-        # The fields whose values can be long, each with what reading it costs per item.
-        self._reads = [(_getter(key), n) for key, n in state.reads.items() if _can_be_long(key)]
+        # The fields whose values can be long, each with what reading it costs per item,
+        # and the lengths of the texts its 'contains' conditions look for in it.
+        self._reads = [
+            (_getter(key), n, *state.needles.get(key, (0, 0))) for key, n in state.reads.items() if _can_be_long(key)
+        ]
         self._left = MAX_CHECKS
 
     def __call__(self, record: MemoryRecord) -> bool:
         spent = self.cost
-        for read, conditions in self._reads:
+        for read, conditions, needles, capped in self._reads:
             value = read(record)
             if isinstance(value, str):
-                spent += conditions * (len(value) >> 8)
+                n = len(value)
+                spent += conditions * (n >> 8)
+                if needles:
+                    # Looking for a text of m characters in one of n costs up to n x m
+                    # steps below 2,500 characters, n x min(m, 100) above (where
+                    # Python's search is linear for long texts): bench/filter_cost.py.
+                    spent += (n * (needles if n < 2500 else capped)) >> 10
             elif isinstance(value, list | tuple):
                 spent += conditions * len(value)
+                if needles:  # each text among them casefolded and compared
+                    spent += conditions * (sum(len(a) for a in value if isinstance(a, str)) >> 8)
         if spent > self._left:
             raise ValidationError(
                 self.field,
@@ -157,13 +171,16 @@ class _State:
     fields they read; and, while checking, the casefolding of a text the ``contains``
     conditions share (many conditions on one field fold its value once per memory)."""
 
-    __slots__ = ("_folded", "cost", "field", "nodes", "reads")
+    __slots__ = ("_folded", "cost", "field", "needles", "nodes", "reads")
 
     def __init__(self, field: str) -> None:
         self.field = field
         self.nodes = 0
         self.cost = 0  # units per memory checked
         self.reads: dict[str, int] = {}
+        # key -> the lengths of the texts 'contains' looks for in it, summed: whole,
+        # and each capped at 100 characters
+        self.needles: dict[str, tuple[int, int]] = {}
         self._folded: tuple[str, str] = ("", "")
 
     def add(self, n: int) -> None:
@@ -312,6 +329,9 @@ def _field_predicate(key: str, spec: Any, path: str, count: _State) -> Predicate
             wanted = json_value(where, raw)
             # Folded once here, not per memory checked.
             folded = wanted.casefold() if isinstance(wanted, str) else None
+            if folded is not None:
+                whole, capped = count.needles.get(key, (0, 0))
+                count.needles[key] = (whole + len(folded), capped + min(len(folded), 100))
             checks.append(lambda r, g=get, v=wanted, f=folded, c=count: _contains(g(r), v, f, c.fold))
         else:
             value = _coerce(key, raw, where)

@@ -118,6 +118,10 @@ class JsonDialect:
     unparsed: str = ""
 
 
+#: The most characters of a ``contains`` needle a narrowing looks for (see metadata_where).
+LIKE_CHARS = 32
+
+
 def metadata_where(narrowing: Narrowing, dialect: JsonDialect) -> Condition | None:
     """A narrowing's condition on a metadata key (``"in"``, a comparison, ``"exists"``,
     ``"contains"``) in an engine's JSON functions; None when the engine cannot name
@@ -161,13 +165,15 @@ def metadata_where(narrowing: Narrowing, dialect: JsonDialect) -> Condition | No
         # A text contains the needle ignoring case as Python's casefold says. For an
         # ASCII text that is its lower case holding the needle's casefold (never, when
         # that is not ASCII); a text that is not ASCII (or holds a NUL, where SQLite's
-        # text functions stop) is kept for the filter to decide.
+        # text functions stop) is kept for the filter to decide. Only the casefold's
+        # first LIKE_CHARS are looked for (a text holding it holds them): a LIKE
+        # costs the text's length times the pattern's, and is not metered.
         folded = needle.casefold()
         said = f"{d.octets.format(t=d.text)} <> length({d.text})"
         args: list[Any] = [key, key, key, key]
         if folded.isascii():
-            escaped = folded.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            said += f" OR lower({d.text}{d.collate}) LIKE {mark} ESCAPE '\\'"
+            escaped = folded[:LIKE_CHARS].replace("!", "!!").replace("%", "!%").replace("_", "!_")
+            said += f" OR lower({d.text}{d.collate}) LIKE {mark} ESCAPE '!'"
             args += [key, f"%{escaped}%"]
         return f"({d.kind} = 'array' OR ({d.kind} = '{d.string}' AND ({said})))", args
     return None
