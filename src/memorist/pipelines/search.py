@@ -29,7 +29,6 @@ and turns the records into result items; everything between is here.
 from __future__ import annotations
 
 import heapq
-from contextlib import nullcontext
 
 import numpy as np
 
@@ -157,12 +156,10 @@ class Searcher:
             if unread:
                 charge(len(unread))
                 records = self.store.get_many(unread, scope=scope, exact_access=exact)
-                # A filter is checked without holding the store from its other callers.
-                with self.store.released() if predicate is not None else nullcontext():
-                    for mid in unread:
-                        record = records.get(mid)
-                        keep = record is not None and is_fact(record) and (predicate is None or predicate(record))
-                        decided[mid] = record if keep else None
+                for mid in unread:
+                    record = records.get(mid)
+                    keep = record is not None and is_fact(record) and (predicate is None or predicate(record))
+                    decided[mid] = record if keep else None
             return [(record, _discounted(record, fused[mid], discount)) for mid in chunk if (record := decided[mid]) is not None]
 
         for depth in (pool, 8 * pool, 64 * pool, None):

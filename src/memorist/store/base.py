@@ -227,17 +227,9 @@ class Store(abc.ABC):
         """Group the reads of one operation (a search).
 
         A backend may use it to check once, instead of on every call, whether
-        other writers changed the store. Writes inside it stay correct.
-        """
-        return nullcontext()
-
-    def released(self) -> AbstractContextManager[None]:
-        """Inside a :meth:`reading` group, let the store's other callers in while this
-        thread works on what it read without the store (a search checking a costly
-        filter in Python), and take the group back after.
-
-        A backend whose reading group holds nothing that other callers wait for
-        keeps the default, which does nothing.
+        other writers changed the store. Writes inside it stay correct. It must not
+        keep the store's other callers waiting meanwhile: a search decodes, fuses
+        and checks its filter inside it, for seconds at a large limit.
         """
         return nullcontext()
 

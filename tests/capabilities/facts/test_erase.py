@@ -491,3 +491,38 @@ def test_an_erased_user_is_no_longer_listed_among_the_users(backend) -> None:
         listed = users_of(m)
         assert [(u["user_id"], u["memories"]) for u in listed] == [("bob@example.com", 1), ("cal@example.com", 0)]
         assert m.store.user_counts("", now=time.time(), only="ann@example.com") == {}
+
+
+def test_a_search_under_way_ends_before_an_erasure_and_logs_nothing_after_it(backend, monkeypatch) -> None:
+    """A search reads, ranks, checks its filter and logs its retrieval (its query and
+    the ids it returned) in steps, other callers going on between them. An erasure
+    that ran between two steps left the retrieval logged after it, whole. Here the
+    erasure starts while the search checks its filter: it waits for the search, and
+    then blanks its retrieval with the rest; a search after it finds nothing."""
+    import threading
+
+    from memorist.policies import filters
+
+    m = Memory(backend.target, embedder="hashing")
+    for i in range(20):
+        m.add(f"My {SECRETS['fact']} note number {i}", user_id="alex", infer=False, metadata={"n": i})
+    checked = filters.Filter.__call__
+    erased: list[dict] = []
+    eraser = threading.Thread(target=lambda: erased.append(m.erase(user_id="alex")))
+    waited: list[bool] = []
+
+    def check(self, record):
+        if not eraser.is_alive() and not waited:
+            eraser.start()
+            eraser.join(0.5)
+            waited.append(eraser.is_alive())  # the erasure waits for this search
+        return checked(self, record)
+
+    monkeypatch.setattr(filters.Filter, "__call__", check)
+    found = m.search(f"{SECRETS['query']} {SECRETS['fact']}", user_id="alex", filters={"n": {"gte": 0}})["results"]
+    eraser.join(30)
+    assert waited == [True] and found and erased and erased[0]["erased"]["facts"] == 20
+    assert m.search(SECRETS["fact"], user_id="alex", filters={"n": {"gte": 0}})["results"] == []
+    blobs = _scan(m, backend)
+    assert _found(blobs, SECRETS["query"]) == [] and _found(blobs, SECRETS["fact"]) == []
+    m.close()

@@ -80,7 +80,7 @@ def test_inside_a_write_transaction_the_lock_is_kept(tmp_path):
         probe = threading.Thread(target=try_lock)
         probe.start()
         probe.join()
-    with store.reading(), store._unlocked():
+    with store.reading(), store._lock, store._unlocked():
         probe = threading.Thread(target=try_lock)
         probe.start()
         probe.join()

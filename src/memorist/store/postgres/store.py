@@ -87,6 +87,7 @@ from ...policies.filters import Narrowing
 from .. import redact
 from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of
 from ..codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
+from ..gate import SearchGate
 from ..sql import (
     POSTGRES_JSON,
     TURN_NAMED,
@@ -554,6 +555,7 @@ class PostgresStore(Store):
         self._flushing: TouchBuffer | None = None  # taken from _touches by a flush not yet committed
         self._touch_lock = threading.RLock()  # _touches and _flushing
         self._flush_lock = threading.Lock()  # one flush at a time (taken before _touch_lock)
+        self._gate = SearchGate()
         self._pool: Any = None
         kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in conninfo:
@@ -770,7 +772,8 @@ class PostgresStore(Store):
             yield
             return
         try:
-            with self._pool_connection() as conn:
+            # An erasure waits for the searches under way, and new ones for it (gate.py).
+            with self._gate.search(), self._pool_connection() as conn:
                 conn.execute(_SNAPSHOT)
                 self._local.conn, self._local.reading, self._local.spaces = conn, True, {}
                 try:
@@ -1558,6 +1561,18 @@ class PostgresStore(Store):
         dry_run: bool = False,
         log: Scope | None = None,
         describe: Callable[[Erased], dict[str, Any]] | None = None,
+    ) -> Erased:
+        # The searches under way end first, and new ones wait for the erasure (gate.py).
+        with self._gate.erasure() if not dry_run else nullcontext():
+            return self._erase(owners, dry_run=dry_run, log=log, describe=describe)
+
+    def _erase(
+        self,
+        owners: Sequence[ScopeFilter],
+        *,
+        dry_run: bool,
+        log: Scope | None,
+        describe: Callable[[Erased], dict[str, Any]] | None,
     ) -> Erased:
         if not dry_run:
             # Buffered retrievals are logged now, to be blanked with the rest, after the

@@ -23,7 +23,7 @@ import time
 import weakref
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from ..codec import (
     speaker_of,
     stored_row,
 )
+from ..gate import SearchGate
 from ..sql import (
     SQLITE_JSON,
     TURN_NAMED,
@@ -373,7 +374,9 @@ class SQLiteStore(Store):
         # data_version tells when another connection committed.
         self._space_cache: dict[tuple[str, str | None, str | None], list[tuple[int, int]]] = {}
         self._data_version = -1
-        self._reading = 0  # depth of reading() blocks: inside, the cache was checked once
+        # Each thread's depth of reading() blocks: inside, the cache was checked once.
+        self._reading = threading.local()
+        self._gate = SearchGate()
         self._readers: list[sqlite3.Connection] = []  # idle connections for long reads (_reader)
         self._file = ""  # the database file's absolute path ("" in memory)
         try:
@@ -612,21 +615,21 @@ class SQLiteStore(Store):
 
     @contextmanager
     def reading(self) -> Iterator[None]:
-        with self._lock:
-            self._require_open()
-            self._check_data_version()
-            self._reading += 1
+        # Not under the store's lock throughout: each read of the group takes it as
+        # it goes. Held for a whole search, it made every other call of the store
+        # (other users, other keys) wait while the search decoded, fused and checked
+        # its filter: seconds for a search of a large limit.
+        # An erasure waits for the searches under way, and new ones for it (gate.py).
+        depth = getattr(self._reading, "depth", 0)
+        with self._gate.search() if not depth else nullcontext():
+            with self._lock:
+                self._require_open()
+                self._check_data_version()
+            self._reading.depth = depth + 1
             try:
                 yield
             finally:
-                self._reading -= 1
-
-    @contextmanager
-    def released(self) -> Iterator[None]:
-        # A reading() group holds the store's lock: a filter checked under it made
-        # every other call of the store (other users, other keys) wait seconds.
-        with self._lock, self._unlocked():
-            yield
+                self._reading.depth = depth
 
     @contextmanager
     def _unlocked(self) -> Iterator[None]:
@@ -640,14 +643,11 @@ class SQLiteStore(Store):
         if self._conn.in_transaction:
             yield
             return
-        # Only the lock's holder reads or changes the depth of reading() blocks.
-        reading, self._reading = self._reading, 0
         state = self._lock._release_save()  # type: ignore[attr-defined]  # as threading.Condition does
         try:
             yield
         finally:
             self._lock._acquire_restore(state)  # type: ignore[attr-defined]
-            self._reading = reading
         self._require_open()  # closed meanwhile: say so, as any later call would
 
     def _check_data_version(self) -> None:
@@ -664,7 +664,7 @@ class SQLiteStore(Store):
         clear the cache, and SQLite's data_version tells when another connection
         committed (checked once per :meth:`reading` block, else on every call).
         """
-        if not self._reading:
+        if not getattr(self._reading, "depth", 0):
             self._check_data_version()
         key = (scope.tenant_id, scope.user_id, scope.agent_id)
         spaces = self._space_cache.get(key)
@@ -747,9 +747,11 @@ class SQLiteStore(Store):
         which may lag behind retrievals (they change without a new index generation).
         A space loaded from the store holds a row once it has been read here.
         """
-        out: dict[str, MemoryRecord] = {}
         ids = list(dict.fromkeys(memory_ids))
         indexes: list[SpaceIndex] = []  # (current ones, to keep what is read)
+        rows: list[Any] = []
+        # The rows are read under the store's lock, 500 at a time, and decoded after
+        # it: decoding 100,000 took 3 s, the store's other callers waiting.
         with self._lock:
             if scope is not None and not exact_access:
                 # Only indexes already loaded and current: a read never loads one.
@@ -763,24 +765,27 @@ class SQLiteStore(Store):
                     for index in indexes:
                         stored = index.stored(mid)
                         if stored is not None:
-                            out[mid] = row_to_record(stored)
+                            rows.append(stored)
                             break
                     else:
                         unread.append(mid)
                 ids = unread
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for row in self._conn.execute(f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE m.id IN ({marks})", chunk):
-                    out[row[0]] = row_to_record(row)
-                    if row[AT["status"]] == "active" and not self._conn.in_transaction:
-                        # A space loaded from the store holds no stored columns until
-                        # its results are shown: these are current (read under the
-                        # lock, the indexes current, and no write of ours pending that
-                        # a rollback could undo), so the next showing reads nothing.
-                        for index in indexes:
-                            index.keep_stored(row[0], row)
-        return out
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            with self._lock:
+                read = self._conn.execute(f"SELECT {COLUMNS} {FROM_MEMORIES} WHERE m.id IN ({marks})", chunk).fetchall()
+                if indexes and not self._conn.in_transaction:
+                    # A space loaded from the store holds no stored columns until its
+                    # results are shown: these are current (read under the lock, and no
+                    # write of ours pending that a rollback could undo), so the next
+                    # showing reads nothing.
+                    for row in read:
+                        if row[AT["status"]] == "active":
+                            for index in indexes:
+                                index.keep_stored(row[0], row)
+            rows += read
+        return {row[0]: row_to_record(row) for row in rows}
 
     @_store_errors
     def list(self, scope: ScopeFilter, *, limit: int | None = None, cutoff: float | None = None, now: float | None = None, status: Status = Status.ACTIVE, until: float | None = None) -> list[MemoryRecord]:
@@ -797,8 +802,15 @@ class SQLiteStore(Store):
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        with self._lock:
-            return [row_to_record(r) for r in self._conn.execute(sql, args)]
+        # Decoded after the lock (a whole scope's decoding held the store for
+        # seconds); a long list read on a connection of its own, without it.
+        if limit is not None and limit <= 500:
+            with self._lock:
+                rows = self._conn.execute(sql, args).fetchall()
+        else:
+            with self._reader() as conn:
+                rows = conn.execute(sql, args).fetchall()
+        return [row_to_record(r) for r in rows]
 
     @_store_errors
     def narrowed_ids(
@@ -1387,7 +1399,7 @@ class SQLiteStore(Store):
         log: Scope | None = None,
         describe: Callable[[Erased], dict[str, Any]] | None = None,
     ) -> Erased:
-        with self._lock:
+        with self._gate.erasure() if not dry_run else nullcontext(), self._lock:
             if dry_run:
                 owned = self._owned(self._conn, owners)
                 changed_by_runs = self._changed_by_runs(self._conn, owned)
