@@ -71,6 +71,8 @@ _MAX_HOPS = 16
 #: store's own check of the filter; when it keeps more, the listing reads the scope
 #: newest first instead, and fills its page long before the end.
 NARROWED_READ = 10_000
+#: Memories ``delete_all`` deletes in one transaction (see there).
+DELETE_ALL_BATCH = 1_000
 
 
 def _promoted(record: MemoryRecord | None, get: Callable[[str], MemoryRecord | None]) -> MemoryRecord | None:
@@ -614,9 +616,15 @@ class Memory:
     def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> DeleteAllResult:
         scope = self._scope_filter(user_id, agent_id, run_id)
         records = [r for r in self.store.list(scope) if is_fact(r)]  # playbooks and trajectories stay
-        with self.store.transaction() as batch:
-            for record in records:
-                batch.delete(record, payload={"delete_all": {k: v for k, v in (("user_id", scope.user_id), ("agent_id", scope.agent_id), ("run_id", scope.run_id)) if v}})
+        payload = {"delete_all": {k: v for k, v in (("user_id", scope.user_id), ("agent_id", scope.agent_id), ("run_id", scope.run_id)) if v}}
+        # A transaction per DELETE_ALL_BATCH memories: one for 100,000 held the store's
+        # writes (every user's, on SQLite) for 10 s. What a crash interrupts, the
+        # same call again finishes.
+        for start in range(0, len(records), DELETE_ALL_BATCH):
+            with self.store.transaction() as batch:
+                for record in records[start : start + DELETE_ALL_BATCH]:
+                    batch.delete(record, payload=payload)
+        charge(len(records))  # (after: a call given up midway would leave a part)
         noun = "memory" if len(records) == 1 else "memories"
         return {"deleted": len(records), "message": f"Deleted {len(records)} {noun}"}
 

@@ -280,3 +280,21 @@ def test_the_automatic_threshold_is_off_by_default(mem) -> None:
     for text in LOW * 20:
         mem.add(text + ".", user_id="u", infer=False, importance=0.3)
     assert not [e for e in mem.events(user_id="u") if e["event"] == "CONSOLIDATION"]
+
+
+def test_a_consolidation_counts_its_work_and_stops_when_its_caller_left(mem) -> None:
+    """Comparing every candidate with every other is the run's work: the service's
+    meter counts it (and charges the caller), and gives the run up when its caller
+    has left, as it does a search. 50,000 candidates took 50 s that nothing saw."""
+    from memorist.errors import CancelledCallError
+    from memorist.work import Meter, metered
+
+    fill(mem)
+    with metered() as meter:
+        mem.learning.consolidate(user_id="u", dry_run=True)
+    assert meter.units >= len(LOW) + 1  # every candidate embedded and compared
+    gone = Meter()
+    gone.cancel()
+    with metered(gone), pytest.raises(CancelledCallError):
+        mem.learning.consolidate(user_id="u")
+    assert texts(mem) == set(LOW) | set(HIGH) | {OTHER}  # nothing written

@@ -177,3 +177,32 @@ def test_a_time_typed_as_text_means_the_same_on_every_surface(backend):
     runner = CliRunner()
     result = runner.invoke(cli, ["--db", backend.target, "--embedder", "hashing", "--policy", "energy", "maintain", "--now", "+10"])
     assert result.exit_code == 1 and "--now" in result.stderr, (result.stdout, result.stderr)
+
+
+def test_a_large_run_writes_in_transactions_of_a_bounded_size(mem, monkeypatch):
+    """One transaction for a run of a million decays held every other write of the
+    store (every tenant's, on SQLite) for 13 s. A run now changes at most RUN_CHUNK
+    memories a transaction, another writer gets in between, and the run is logged
+    once, whole."""
+    from memorist.pipelines import tiers
+
+    ids = [remember(mem, f"note number {i}") for i in range(5)]
+    monkeypatch.setattr(tiers, "RUN_CHUNK", 2)
+    store = mem.store
+    opened = store.transaction
+    transactions: list[int] = []
+
+    def transaction(*args, **kwargs):
+        transactions.append(len(transactions))
+        if len(transactions) == 2:
+            mem.add("written between two of the run's transactions", user_id="other", infer=False)
+        return opened(*args, **kwargs)
+
+    monkeypatch.setattr(store, "transaction", transaction)
+    run = mem.tiers.maintain(now=at(1))
+    assert run["decayed"] == len(ids) and run["memories"] == len(ids) and run["expired"] == 0
+    assert len(transactions) == 3 + 1  # the run's three, and the add between them
+    logged = [e for e in store.events(None, ops=(tiers.RUN_OP,)) if e.payload.get("run") == run["run"]]
+    assert len(logged) == 1 and logged[0].payload["counts"]["decayed"] == len(ids)
+    assert all(mem.get(i, user_id="alex")["energy"] < 1.0 for i in ids)
+    assert [m["memory"] for m in mem.get_all(user_id="other")["results"]] == ["written between two of the run's transactions"]
