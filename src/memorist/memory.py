@@ -620,13 +620,18 @@ class Memory:
         # A transaction per DELETE_ALL_BATCH memories: one for 100,000 held the store's
         # writes (every user's, on SQLite) for 10 s. What a crash interrupts, the
         # same call again finishes.
+        deleted = 0
         for start in range(0, len(records), DELETE_ALL_BATCH):
             with self.store.transaction() as batch:
-                for record in records[start : start + DELETE_ALL_BATCH]:
-                    batch.delete(record, payload=payload)
+                # As they are now: another caller may have deleted or changed one since.
+                current = batch.get_many([r.id for r in records[start : start + DELETE_ALL_BATCH]])
+                for record in current.values():
+                    if record.status is Status.ACTIVE and is_fact(record):
+                        batch.delete(record, payload=payload)
+                        deleted += 1
         charge(len(records))  # (after: a call given up midway would leave a part)
-        noun = "memory" if len(records) == 1 else "memories"
-        return {"deleted": len(records), "message": f"Deleted {len(records)} {noun}"}
+        noun = "memory" if deleted == 1 else "memories"
+        return {"deleted": deleted, "message": f"Deleted {deleted} {noun}"}
 
     @implements(MemoryAPI.erase)
     def erase(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, dry_run: bool = False) -> EraseResult:

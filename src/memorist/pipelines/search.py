@@ -33,7 +33,7 @@ import heapq
 import numpy as np
 
 from ..config import MemoryConfig
-from ..model import MemoryRecord, is_fact
+from ..model import MemoryRecord, Status, is_fact
 from ..policies.filters import Filter
 from ..policies.fusion import episode_fusion, normalized_score_fusion, reciprocal_rank_fusion
 from ..policies.ranking import RankContext, RankingPolicy
@@ -158,7 +158,10 @@ class Searcher:
                 records = self.store.get_many(unread, scope=scope, exact_access=exact)
                 for mid in unread:
                     record = records.get(mid)
-                    keep = record is not None and is_fact(record) and (predicate is None or predicate(record))
+                    # (Deleted, archived or promoted since the rankings were read: other
+                    # callers write between a search's reads.)
+                    keep = (record is not None and record.status is Status.ACTIVE and is_fact(record)
+                            and (predicate is None or predicate(record)))
                     decided[mid] = record if keep else None
             return [(record, _discounted(record, fused[mid], discount)) for mid in chunk if (record := decided[mid]) is not None]
 

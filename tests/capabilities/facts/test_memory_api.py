@@ -265,6 +265,30 @@ def test_delete_all_of_many_memories_lets_other_writers_in_between_its_batches(t
     assert {"Bob wrote meanwhile"} <= {item["memory"] for item in m.get_all(user_id="bob")["results"]}
 
 
+def test_delete_all_skips_what_another_caller_deleted_between_its_batches(two_users, monkeypatch):
+    import memorist.memory as memory_module
+
+    m, a, b = two_users
+    extra = [m.add(f"Note {i} of alex", user_id="alex", infer=False)["results"][0]["id"] for i in range(3)]
+    monkeypatch.setattr(memory_module, "DELETE_ALL_BATCH", 2)
+    store = m.store
+    opened = store.transaction
+    calls: list[int] = []
+
+    def transaction(*args, **kwargs):
+        calls.append(len(calls))
+        if len(calls) == 2:  # after the first batch (the newest two): another caller deletes and updates
+            m.delete(a[0])
+            m.update(a[1], "Note changed meanwhile")
+        return opened(*args, **kwargs)
+
+    monkeypatch.setattr(store, "transaction", transaction)
+    assert m.delete_all(user_id="alex")["deleted"] == 2 + len(extra) - 1
+    assert m.get_all(user_id="alex")["results"] == []
+    # The delete logged the text it deleted, the one changed meanwhile.
+    assert [e["old_memory"] for e in m.history(a[1], user_id="alex") if e["event"] == "DELETE"] == ["Note changed meanwhile"]
+
+
 def test_delete_all_without_scope_is_refused_and_deletes_nothing(two_users):
     m, a, b = two_users
     with pytest.raises(ValidationError) as info:

@@ -134,6 +134,30 @@ def test_searches_beside_writes_and_deletes_return_live_memories_with_true_score
     reopened.close()
 
 
+def test_a_search_shows_no_memory_deleted_while_it_ran(tmp_path, monkeypatch):
+    """Other callers write between a search's reads: a memory its rankings found
+    and another thread deleted before the search read it is not shown."""
+    memory = filled(tmp_path / "m.db", n=50)
+    victim = memory.search("kayak club", user_id="u", limit=1)["results"][0]["id"]
+    store = memory.store
+    read = store.get_many
+    deleted: list[bool] = []
+
+    searching = threading.current_thread()
+
+    def get_many(ids, **kwargs):
+        if victim in ids and not deleted and threading.current_thread() is searching:
+            other = threading.Thread(target=lambda: (memory.delete(victim), deleted.append(True)))
+            other.start()
+            other.join(10)
+        return read(ids, **kwargs)
+
+    monkeypatch.setattr(store, "get_many", get_many)
+    hits = memory.search("kayak club", user_id="u", limit=5)["results"]
+    assert deleted == [True] and len(hits) == 5 and victim not in {h["id"] for h in hits}
+    memory.close()
+
+
 def test_a_search_checking_its_filter_lets_the_store_serve_others(tmp_path, monkeypatch):
     """A filter is checked in Python against every memory it reads; a costly one took
     seconds, and with the store held meanwhile every other user's call waited. Here

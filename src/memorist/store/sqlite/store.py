@@ -621,7 +621,10 @@ class SQLiteStore(Store):
         # its filter: seconds for a search of a large limit.
         # An erasure waits for the searches under way, and new ones for it (gate.py).
         depth = getattr(self._reading, "depth", 0)
-        with self._gate.search() if not depth else nullcontext():
+        # (Not again in a nested group, nor in a write transaction of this thread: an
+        # erasure waiting for the searches would wait for it, and it for the erasure.)
+        inside = depth or self._lock._is_owned()  # type: ignore[attr-defined]
+        with self._gate.search() if not inside else nullcontext():
             with self._lock:
                 self._require_open()
                 self._check_data_version()
