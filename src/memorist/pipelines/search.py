@@ -29,6 +29,7 @@ and turns the records into result items; everything between is here.
 from __future__ import annotations
 
 import heapq
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -47,6 +48,11 @@ Ranked = list[tuple[MemoryRecord, float]]
 
 #: The digits a result's ``similarity`` is reported with.
 SIMILARITY_DIGITS = 6
+
+
+#: Hits beyond which a search fuses and ranks them with the store let go (they grow
+#: with the caller's ``limit``: 400,000 for a limit of 100,000).
+_LARGE = 2_000
 
 
 def reported_similarity(similarity: float) -> float:
@@ -156,13 +162,15 @@ class Searcher:
             if unread:
                 charge(len(unread))
                 records = self.store.get_many(unread, scope=scope, exact_access=exact)
-                for mid in unread:
-                    record = records.get(mid)
-                    # (Deleted, archived or promoted since the rankings were read: other
-                    # callers write between a search's reads.)
-                    keep = (record is not None and record.status is Status.ACTIVE and is_fact(record)
-                            and (predicate is None or predicate(record)))
-                    decided[mid] = record if keep else None
+                # A filter is checked with the store let go (as long as it takes).
+                with self.store.released() if predicate is not None else nullcontext():
+                    for mid in unread:
+                        record = records.get(mid)
+                        # (Deleted, archived or promoted since the rankings were read:
+                        # other callers write while the store is let go.)
+                        keep = (record is not None and record.status is Status.ACTIVE and is_fact(record)
+                                and (predicate is None or predicate(record)))
+                        decided[mid] = record if keep else None
             return [(record, _discounted(record, fused[mid], discount)) for mid in chunk if (record := decided[mid]) is not None]
 
         for depth in (pool, 8 * pool, 64 * pool, None):
@@ -178,7 +186,8 @@ class Searcher:
             vector_hits = self.store.vector_search(scope, qvec, k=depth, cutoff=cutoff, now=now)
             text_hits = self.store.text_search(scope, query, k=depth or 64 * pool, cutoff=cutoff, now=now)
             charge(len(vector_hits) + len(text_hits))  # the work meter: cost, and a caller that left
-            fused, ordered = self._fuse(scope, {"vector": vector_hits, "text": text_hits, **signals})
+            with self.store.released() if len(vector_hits) + len(text_hits) > _LARGE else nullcontext():
+                fused, ordered = self._fuse(scope, {"vector": vector_hits, "text": text_hits, **signals})
             similarity = dict(vector_hits)
             if threshold is not None:
                 similarity.update(self.store.similarities(scope, qvec, [m for m in ordered if m not in similarity]))
@@ -203,7 +212,8 @@ class Searcher:
             rejected = any(record is None for record in decided.values())
             if len(candidates) >= need or not cut or not rejected:
                 break
-        return self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit], similarity
+        with self.store.released() if len(candidates) > _LARGE else nullcontext():
+            return self.ranking.rank(candidates, RankContext(query=query, now=now))[:limit], similarity
 
     def _signals(
         self,

@@ -227,9 +227,16 @@ class Store(abc.ABC):
         """Group the reads of one operation (a search).
 
         A backend may use it to check once, instead of on every call, whether
-        other writers changed the store. Writes inside it stay correct. It must not
-        keep the store's other callers waiting meanwhile: a search decodes, fuses
-        and checks its filter inside it, for seconds at a large limit.
+        other writers changed the store. Writes inside it stay correct.
+        """
+        return nullcontext()
+
+    def released(self) -> AbstractContextManager[None]:
+        """Inside a :meth:`reading` group, let the store's other callers in while this
+        thread works on what it read, for as long as the caller's request makes it
+        (a search checking a filter, fusing a large pool), and take the group back
+        after. A backend whose reading group holds nothing others wait for keeps
+        the default, which does nothing.
         """
         return nullcontext()
 

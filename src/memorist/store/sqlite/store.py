@@ -615,24 +615,30 @@ class SQLiteStore(Store):
 
     @contextmanager
     def reading(self) -> Iterator[None]:
-        # Not under the store's lock throughout: each read of the group takes it as
-        # it goes. Held for a whole search, it made every other call of the store
-        # (other users, other keys) wait while the search decoded, fused and checked
-        # its filter: seconds for a search of a large limit.
+        # Under the store's lock, so that searches at once run one after the other
+        # (each ends sooner than if all shared the interpreter), but for what grows
+        # with the caller's request: the search lets the store go (``released``)
+        # while it checks a filter, decodes many rows or fuses a large pool, and
+        # reads many rows a few hundred at a time. Held throughout, a costly search
+        # made every other call of the store wait for seconds.
         # An erasure waits for the searches under way, and new ones for it (gate.py).
         depth = getattr(self._reading, "depth", 0)
         # (Not again in a nested group, nor in a write transaction of this thread: an
         # erasure waiting for the searches would wait for it, and it for the erasure.)
         inside = depth or self._lock._is_owned()  # type: ignore[attr-defined]
-        with self._gate.search() if not inside else nullcontext():
-            with self._lock:
-                self._require_open()
-                self._check_data_version()
+        with self._gate.search() if not inside else nullcontext(), self._lock:
+            self._require_open()
+            self._check_data_version()
             self._reading.depth = depth + 1
             try:
                 yield
             finally:
                 self._reading.depth = depth
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        with self._lock, self._unlocked():
+            yield
 
     @contextmanager
     def _unlocked(self) -> Iterator[None]:
@@ -751,10 +757,15 @@ class SQLiteStore(Store):
         A space loaded from the store holds a row once it has been read here.
         """
         ids = list(dict.fromkeys(memory_ids))
+        # Many rows are read under the store's lock 500 at a time, letting it go in
+        # between (even inside a search's reading group), and decoded without it:
+        # decoding 100,000 took 3 s, the store's other callers waiting.
+        with self.released() if len(ids) > 500 else nullcontext():
+            return self._get_many(ids, scope, exact_access)
+
+    def _get_many(self, ids: list[str], scope: ScopeFilter | None, exact_access: bool) -> dict[str, MemoryRecord]:
         indexes: list[SpaceIndex] = []  # (current ones, to keep what is read)
         rows: list[Any] = []
-        # The rows are read under the store's lock, 500 at a time, and decoded after
-        # it: decoding 100,000 took 3 s, the store's other callers waiting.
         with self._lock:
             if scope is not None and not exact_access:
                 # Only indexes already loaded and current: a read never loads one.
