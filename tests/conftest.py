@@ -107,6 +107,28 @@ def db_path(tmp_path):
 
 
 @pytest.fixture
+def between_transactions(monkeypatch):
+    """``install(store, n, action)``: ``action`` runs as the store's ``n``-th
+    transaction from now opens (another caller writing between two transactions of
+    one call); returns the list of the transactions opened, itself growing."""
+
+    def install(store, n, action):
+        opened = store.transaction
+        calls: list[int] = []
+
+        def transaction(*args, **kwargs):
+            calls.append(len(calls))
+            if len(calls) == n:
+                action()
+            return opened(*args, **kwargs)
+
+        monkeypatch.setattr(store, "transaction", transaction)
+        return calls
+
+    return install
+
+
+@pytest.fixture
 def memory(db_path):
     from memorist import Memory
 

@@ -239,7 +239,7 @@ def test_delete_all_of_one_user_leaves_the_other_untouched(two_users):
             m.get(mid)
 
 
-def test_delete_all_of_many_memories_lets_other_writers_in_between_its_batches(two_users, monkeypatch):
+def test_delete_all_of_many_memories_lets_other_writers_in_between_its_batches(two_users, monkeypatch, between_transactions):
     """One transaction for all of them held every other write of the store (every
     user's, on SQLite) until the end: 10 s for 100,000. Here batches of 2: another
     user's write lands between two of them, and every memory is deleted."""
@@ -248,41 +248,22 @@ def test_delete_all_of_many_memories_lets_other_writers_in_between_its_batches(t
     m, a, b = two_users
     extra = [m.add(f"Note {i} of alex", user_id="alex", infer=False)["results"][0]["id"] for i in range(3)]
     monkeypatch.setattr(memory_module, "DELETE_ALL_BATCH", 2)
-    store = m.store
-    opened = store.transaction
-    batches: list[int] = []
-
-    def transaction(*args, **kwargs):
-        batches.append(len(batches))
-        if len(batches) == 2:  # between the first batch and the second
-            m.add("Bob wrote meanwhile", user_id="bob", infer=False)
-        return opened(*args, **kwargs)
-
-    monkeypatch.setattr(store, "transaction", transaction)
+    # between the first batch and the second
+    batches = between_transactions(m.store, 2, lambda: m.add("Bob wrote meanwhile", user_id="bob", infer=False))
     assert m.delete_all(user_id="alex")["deleted"] == 2 + len(extra)
     assert len(batches) == 3 + 1  # three batches of alex's five, and bob's write
     assert m.get_all(user_id="alex")["results"] == []
     assert {"Bob wrote meanwhile"} <= {item["memory"] for item in m.get_all(user_id="bob")["results"]}
 
 
-def test_delete_all_skips_what_another_caller_deleted_between_its_batches(two_users, monkeypatch):
+def test_delete_all_skips_what_another_caller_deleted_between_its_batches(two_users, monkeypatch, between_transactions):
     import memorist.memory as memory_module
 
     m, a, b = two_users
     extra = [m.add(f"Note {i} of alex", user_id="alex", infer=False)["results"][0]["id"] for i in range(3)]
     monkeypatch.setattr(memory_module, "DELETE_ALL_BATCH", 2)
-    store = m.store
-    opened = store.transaction
-    calls: list[int] = []
-
-    def transaction(*args, **kwargs):
-        calls.append(len(calls))
-        if len(calls) == 2:  # after the first batch (the newest two): another caller deletes and updates
-            m.delete(a[0])
-            m.update(a[1], "Note changed meanwhile")
-        return opened(*args, **kwargs)
-
-    monkeypatch.setattr(store, "transaction", transaction)
+    # after the first batch (the newest two): another caller deletes and updates
+    between_transactions(m.store, 2, lambda: (m.delete(a[0]), m.update(a[1], "Note changed meanwhile")))
     assert m.delete_all(user_id="alex")["deleted"] == 2 + len(extra) - 1
     assert m.get_all(user_id="alex")["results"] == []
     # The delete logged the text it deleted, the one changed meanwhile.

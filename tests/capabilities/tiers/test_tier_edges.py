@@ -179,7 +179,7 @@ def test_a_time_typed_as_text_means_the_same_on_every_surface(backend):
     assert result.exit_code == 1 and "--now" in result.stderr, (result.stdout, result.stderr)
 
 
-def test_a_large_run_writes_in_transactions_of_a_bounded_size(mem, monkeypatch):
+def test_a_large_run_writes_in_transactions_of_a_bounded_size(mem, monkeypatch, between_transactions):
     """One transaction for a run of a million decays held every other write of the
     store (every tenant's, on SQLite) for 13 s. A run now changes at most RUN_CHUNK
     memories a transaction, another writer gets in between, and the run is logged
@@ -189,16 +189,8 @@ def test_a_large_run_writes_in_transactions_of_a_bounded_size(mem, monkeypatch):
     ids = [remember(mem, f"note number {i}") for i in range(5)]
     monkeypatch.setattr(tiers, "RUN_CHUNK", 2)
     store = mem.store
-    opened = store.transaction
-    transactions: list[int] = []
-
-    def transaction(*args, **kwargs):
-        transactions.append(len(transactions))
-        if len(transactions) == 2:
-            mem.add("written between two of the run's transactions", user_id="other", infer=False)
-        return opened(*args, **kwargs)
-
-    monkeypatch.setattr(store, "transaction", transaction)
+    transactions = between_transactions(
+        store, 2, lambda: mem.add("written between two of the run's transactions", user_id="other", infer=False))
     run = mem.tiers.maintain(now=at(1))
     assert run["decayed"] == len(ids) and run["memories"] == len(ids) and run["expired"] == 0
     assert len(transactions) == 3 + 1  # the run's three, and the add between them
