@@ -166,10 +166,11 @@ class Searcher:
                 with self.store.released() if predicate is not None else nullcontext():
                     for mid in unread:
                         record = records.get(mid)
-                        # (Deleted, archived or promoted since the rankings were read:
-                        # other callers write while the store is let go.)
+                        # (Deleted, archived, promoted or moved to another tenant since
+                        # the rankings were read: other callers write while the store
+                        # is let go.)
                         keep = (record is not None and record.status is Status.ACTIVE and is_fact(record)
-                                and (predicate is None or predicate(record)))
+                                and scope.matches(record.scope) and (predicate is None or predicate(record)))
                         decided[mid] = record if keep else None
             return [(record, _discounted(record, fused[mid], discount)) for mid in chunk if (record := decided[mid]) is not None]
 

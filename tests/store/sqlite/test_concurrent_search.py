@@ -159,6 +159,28 @@ def test_a_search_shows_no_memory_deleted_while_it_ran(tmp_path, monkeypatch):
     memory.close()
 
 
+def test_a_search_shows_no_memory_moved_to_another_tenant_while_it_ran(tmp_path, monkeypatch):
+    """A search reads its rankings, then the memories: another connection that moved
+    the user's memories to another tenant in between (an adoption) leaves the search
+    nothing of theirs to show, rather than the other tenant's memories."""
+    memory = filled(tmp_path / "m.db", n=50)
+    other = Memory(tmp_path / "m.db", embedder="hashing")
+    store = memory.store
+    read = store.get_many
+    moved: list[dict] = []
+
+    def get_many(ids, **kwargs):
+        if not moved:
+            moved.append(other.store.adopt([("", "elsewhere")]))
+        return read(ids, **kwargs)
+
+    monkeypatch.setattr(store, "get_many", get_many)
+    hits = memory.search("kayak club", user_id="u", limit=5, filters={"NOT": {"topic": "none"}})["results"]
+    assert moved and moved[0]["memories"] == 50 and hits == []
+    other.close()
+    memory.close()
+
+
 def test_a_search_checking_its_filter_lets_the_store_serve_others(tmp_path, monkeypatch):
     """A filter is checked in Python against every memory it reads; a costly one took
     seconds, and with the store held meanwhile every other user's call waited. Here
