@@ -53,6 +53,7 @@ from ..errors import ConfigurationError, NotFoundError, StoreError, ValidationEr
 from ..model import EventRecord, MemoryRecord, Scope, Status, Tier, from_epoch, is_fact, new_id
 from ..policies.energy import HOUR, LIVE_TIERS, EnergyConfig, current_energy, next_tier, start_energy
 from ..store.base import ScopeFilter, Store
+from ..work import charge
 
 logger = logging.getLogger("memorist.tiers")
 
@@ -489,6 +490,7 @@ class EnergyTiers:
                 r for r in self.store.list(scope)
                 if is_fact(r) and (r.valid_to is None or r.valid_to > now) and r.created_at <= now
             ]
+            charge(len(records))  # the call's meter: a run of a large tenant costs that
             plan = plan_run(records, now, config)
             by_id = {r.id: r for r in records}
             vectors = self._vectors([by_id[i] for i in plan.promote])
@@ -646,7 +648,11 @@ class EnergyTiers:
 
     def _records(self, tenant: str, status: Status = Status.ACTIVE, scope: ScopeFilter | None = None) -> list[MemoryRecord]:
         where = scope if scope is not None else ScopeFilter(tenant)
-        return [r for r in self.store.list(where, status=status) if is_fact(r)]
+        records = self.store.list(where, status=status)
+        # Each memory read counts on the call's meter: a service charges a status or
+        # health of a large tenant as what it costs (over a second at 100,000).
+        charge(len(records))
+        return [r for r in records if is_fact(r)]
 
     def _within(self, tenant: str, owner: ScopeFilter | None) -> ScopeFilter:
         """The tenant's (or test space's) memories, narrowed to ``owner``'s ids if given."""

@@ -198,3 +198,16 @@ def test_a_large_run_writes_in_transactions_of_a_bounded_size(mem, monkeypatch, 
     assert len(logged) == 1 and logged[0].payload["counts"]["decayed"] == len(ids)
     assert all(mem.get(i, user_id="alex")["energy"] < 1.0 for i in ids)
     assert [m["memory"] for m in mem.get_all(user_id="other")["results"]] == ["written between two of the run's transactions"]
+
+
+def test_status_health_and_runs_count_the_memories_they_read(mem):
+    """A status or health of a large tenant reads each of its memories (over a second
+    at 100,000): the call's meter counts them, so a service charges what it costs."""
+    from memorist.work import metered
+
+    for i in range(30):
+        remember(mem, f"note number {i}")
+    for call in (lambda: mem.tiers.status(), lambda: mem.tiers.health(), lambda: mem.tiers.maintain(now=at(1))):
+        with metered() as meter:
+            call()
+        assert meter.units >= 30
