@@ -211,3 +211,29 @@ def test_a_search_checking_its_filter_lets_the_store_serve_others(tmp_path, monk
     assert len(hits) == 3 and all("kayak" in h["memory"] or "Note" in h["memory"] for h in hits)
     assert [m["memory"] for m in memory.get_all(user_id="other")["results"]] == ["Written meanwhile", "Another user's note"]
     memory.close()
+
+
+def test_a_search_begun_while_its_thread_holds_the_store_keeps_it(tmp_path):
+    """A search whose thread already holds the store (inside one of the store's own
+    operations) does not wait for an erasure, which would wait for it; so it must not
+    let the store go either, or an erasure could run in between."""
+    memory = filled(tmp_path / "m.db", n=10)
+    store = memory.store
+    took: list[bool] = []
+
+    def try_lock() -> None:
+        got = store._lock.acquire(timeout=0.2)
+        took.append(got)
+        if got:
+            store._lock.release()
+
+    with store._lock, store.reading(), store.released():
+        probe = threading.Thread(target=try_lock)
+        probe.start()
+        probe.join()
+    with store.reading(), store.released():  # an ordinary search lets it go
+        probe = threading.Thread(target=try_lock)
+        probe.start()
+        probe.join()
+    assert took == [False, True]
+    memory.close()

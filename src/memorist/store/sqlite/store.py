@@ -625,18 +625,26 @@ class SQLiteStore(Store):
         depth = getattr(self._reading, "depth", 0)
         # (Not again in a nested group, nor in a write transaction of this thread: an
         # erasure waiting for the searches would wait for it, and it for the erasure.)
-        inside = depth or self._lock._is_owned()  # type: ignore[attr-defined]
-        with self._gate.search() if not inside else nullcontext(), self._lock:
+        held = not depth and self._lock._is_owned()  # type: ignore[attr-defined]
+        ungated = getattr(self._reading, "ungated", False)
+        with self._gate.search() if not (depth or held) else nullcontext(), self._lock:
             self._require_open()
             self._check_data_version()
             self._reading.depth = depth + 1
+            # Outside the gate, the group must not let the store go: an erasure
+            # could run meanwhile.
+            self._reading.ungated = ungated or held
             try:
                 yield
             finally:
                 self._reading.depth = depth
+                self._reading.ungated = ungated
 
     @contextmanager
     def released(self) -> Iterator[None]:
+        if getattr(self._reading, "ungated", False):
+            yield  # (see reading)
+            return
         with self._lock, self._unlocked():
             yield
 
