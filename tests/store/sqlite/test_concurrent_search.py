@@ -64,10 +64,8 @@ def test_two_searches_of_one_process_multiply_at_the_same_time(tmp_path, small_c
     memory.close()
 
 
-def test_inside_a_write_transaction_the_lock_is_kept(tmp_path):
-    """Another thread's statements would join the open transaction."""
-    memory = filled(tmp_path / "m.db", n=10)
-    store = memory.store
+def another_thread_takes_the_lock(store) -> bool:
+    """Whether another thread gets the store's lock within 0.2 s (now)."""
     took: list[bool] = []
 
     def try_lock() -> None:
@@ -76,15 +74,20 @@ def test_inside_a_write_transaction_the_lock_is_kept(tmp_path):
         if got:
             store._lock.release()
 
+    probe = threading.Thread(target=try_lock)
+    probe.start()
+    probe.join()
+    return took[0]
+
+
+def test_inside_a_write_transaction_the_lock_is_kept(tmp_path):
+    """Another thread's statements would join the open transaction."""
+    memory = filled(tmp_path / "m.db", n=10)
+    store = memory.store
     with store.transaction(), store._unlocked():
-        probe = threading.Thread(target=try_lock)
-        probe.start()
-        probe.join()
+        assert not another_thread_takes_the_lock(store)
     with store.reading(), store._lock, store._unlocked():
-        probe = threading.Thread(target=try_lock)
-        probe.start()
-        probe.join()
-    assert took == [False, True]
+        assert another_thread_takes_the_lock(store)
     memory.close()
 
 
@@ -219,21 +222,8 @@ def test_a_search_begun_while_its_thread_holds_the_store_keeps_it(tmp_path):
     let the store go either, or an erasure could run in between."""
     memory = filled(tmp_path / "m.db", n=10)
     store = memory.store
-    took: list[bool] = []
-
-    def try_lock() -> None:
-        got = store._lock.acquire(timeout=0.2)
-        took.append(got)
-        if got:
-            store._lock.release()
-
     with store._lock, store.reading(), store.released():
-        probe = threading.Thread(target=try_lock)
-        probe.start()
-        probe.join()
+        assert not another_thread_takes_the_lock(store)
     with store.reading(), store.released():  # an ordinary search lets it go
-        probe = threading.Thread(target=try_lock)
-        probe.start()
-        probe.join()
-    assert took == [False, True]
+        assert another_thread_takes_the_lock(store)
     memory.close()
