@@ -257,8 +257,9 @@ class Consolidator:
         """The members' embeddings, unit length (embedded ``chunk`` at a time)."""
         parts = []
         for i in range(0, len(members), chunk):
-            charge(len(members[i:i + chunk]))  # the work meter: cost, and a caller that left
-            parts.append(np.asarray(self.embedder.embed([r.text for r in members[i:i + chunk]]), np.float32))
+            texts = [r.text for r in members[i:i + chunk]]
+            charge(len(texts))  # the work meter: cost, and a caller that left
+            parts.append(np.asarray(self.embedder.embed(texts), np.float32))
         vectors = np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         norms[norms == 0] = 1.0

@@ -48,8 +48,6 @@ Ranked = list[tuple[MemoryRecord, float]]
 
 #: The digits a result's ``similarity`` is reported with.
 SIMILARITY_DIGITS = 6
-
-
 #: Hits beyond which a search fuses and ranks them with the store let go (they grow
 #: with the caller's ``limit``: 400,000 for a limit of 100,000).
 _LARGE = 2_000

@@ -19,9 +19,9 @@ One run does all three together, decay first, not as three separate queries, in
 transactions of at most :data:`RUN_CHUNK` memories (the last logs the run). It
 re-reads every memory it changes inside its transaction and computes from what it
 reads there, so a write that raced with it (an update, a boost, a delete) is never
-overwritten, and two runs (two processes) never decay the same hours twice. At most ``decay_batch`` memories are decayed and
-``promotion_batch`` promoted per run: promotion candidates first, then the memories
-whose last decay is oldest.
+overwritten, and two runs (two processes) never decay the same hours twice. At most
+``decay_batch`` memories are decayed and ``promotion_batch`` promoted per run:
+promotion candidates first, then the memories whose last decay is oldest.
 
 **Test memories** (``add(..., test=True)`` or ``metadata={"is_test": True}``) live
 in the tenant's *test space*: the tenant id followed by :data:`TEST_MARK`, a
@@ -487,10 +487,9 @@ class EnergyTiers:
             # A run dated before a memory existed leaves it alone: no decay, expiry or
             # promotion of what did not exist yet at ``now``.
             records = [
-                r for r in self.store.list(scope)
-                if is_fact(r) and (r.valid_to is None or r.valid_to > now) and r.created_at <= now
+                r for r in self._records(scope.tenant_id, scope=scope)
+                if (r.valid_to is None or r.valid_to > now) and r.created_at <= now
             ]
-            charge(len(records))  # the call's meter: a run of a large tenant costs that
             plan = plan_run(records, now, config)
             by_id = {r.id: r for r in records}
             vectors = self._vectors([by_id[i] for i in plan.promote])

@@ -160,8 +160,6 @@ def metadata_where(narrowing: Narrowing, dialect: JsonDialect) -> Condition | No
         needle = narrowing.values[0]
         if not isinstance(needle, str):
             return f"{d.kind} = 'array'", [key]
-        if "\x00" in needle:
-            return f"{d.kind} IN ('{d.string}', 'array')", [key]
         # A text contains the needle ignoring case as Python's casefold says. For an
         # ASCII text that is its lower case holding the needle's casefold (never, when
         # that is not ASCII); a text that is not ASCII (or holds a NUL, where SQLite's
@@ -326,11 +324,10 @@ FACTS_ONLY = "m.section = '' AND m.kind NOT IN ({})".format(
 )
 
 
-#: The users of the store with a memory (of any status) in one of their spaces: an
-#: erased user's spaces keep their rows (their events' tombstones name them) but no
-#: memory, and are not counted.
-#: The users with a memory that is not deleted (one whose every memory was deleted
-#: keeps only their history).
+#: The users of the store with a memory that is not deleted in one of their spaces:
+#: an erased user's spaces keep their rows (their events' tombstones name them) but
+#: no memory, and one whose every memory was deleted keeps only its history; neither
+#: is counted.
 USERS_SQL = (
     "SELECT count(DISTINCT s.user_id) FROM spaces s WHERE s.user_id <> '' "
     "AND EXISTS (SELECT 1 FROM memories x WHERE x.space_id = s.id AND x.status <> 'deleted')"
