@@ -85,9 +85,10 @@ from ..policies.learning import (
 )
 from ..policies.playbook import curation_key
 from ..reserved import playbook_name
-from ..roles.learning import Insights, Reflector
+from ..roles.learning import Insights, Reflector, Trajectory
 from ..roles.reflector import HeuristicReflector
 from ..store.base import ScopeFilter
+from ..work import charge
 
 logger = logging.getLogger("memorist.ace.learning")
 
@@ -109,6 +110,9 @@ _TYPE_CHARS = 64
 # argument checks ---------------------------------------------------------------------------------
 #: The most strategies one update_playbook call takes (more when a playbook may hold more).
 MAX_STRATEGIES_PER_CALL = 500
+#: A batch reflection reads the newest this many trajectories of each task type: one
+#: prompt holds them all (each shown in at most ``prompts.trajectory.BATCH_STEP_CHARS``).
+BATCH_TRAJECTORIES = 50
 
 
 def _name(value: Any, field: str = "name") -> str:
@@ -487,7 +491,7 @@ class Learning:
         if record.metadata.get("status", RUNNING) == RUNNING:
             raise ValidationError("trajectory_id", f"trajectory {record.id!r} is still running; complete it first")
         reflector = self.reflector if llm is None else self._make_reflector(llm)
-        view = self.trajectories.as_role_view(record, self.trajectories.steps(record))
+        view = self._view_of(record)
         owner = Scope(record.scope.tenant_id, record.scope.user_id, record.scope.agent_id)
         if isinstance(reflector, HeuristicReflector):
             insights = reflector.reflect_in_context(view, self._history(owner, record))
@@ -495,6 +499,12 @@ class Learning:
             insights = reflector.reflect_trajectory(view)
         saved = self.trajectories.save_reflection(owner, insights, trajectories=[record], batch_of=False, now=self.clock())
         return reflection_view(saved)
+
+    def _view_of(self, record: MemoryRecord) -> Trajectory:
+        """The trajectory as the reflector reads it, its steps counted on the call's meter."""
+        steps = self.trajectories.steps(record)
+        charge(1 + len(steps))
+        return self.trajectories.as_role_view(record, steps)
 
     def _history(self, owner: Scope, record: MemoryRecord) -> list[tuple[bool, list[str]]]:
         """The outcomes and decisions of the runs of ``record``'s task type reflected on
@@ -514,7 +524,8 @@ class Learning:
     ) -> list[ReflectionItem]:
         """Patterns across completed trajectories (``since``/``until``, one
         ``task_type`` or all), one reflection per task type that has at least
-        ``min_trajectories`` of them."""
+        ``min_trajectories`` of them, drawn from its newest ``BATCH_TRAJECTORIES``
+        (50)."""
         minimum = validate.limit(min_trajectories, name="min_trajectories")
         user, agent = self._ids(user_id, agent_id)
         if user is None and agent is None:
@@ -531,10 +542,12 @@ class Learning:
             groups.setdefault((r.scope.space, str(r.metadata.get("task_type") or "")), []).append(r)
         reflector = self.reflector if llm is None else self._make_reflector(llm)
         out = []
+        charge(len(rows))
         for (space, kind), records in groups.items():
             if len(records) < minimum:
                 continue
-            views = [self.trajectories.as_role_view(r, self.trajectories.steps(r)) for r in records]
+            records = records[-BATCH_TRAJECTORIES:]
+            views = [self._view_of(r) for r in records]
             insights = reflector.reflect_batch(views)
             saved = self.trajectories.save_reflection(
                 Scope(*space), insights, trajectories=records, batch_of=True, now=self.clock(), task_type=kind or None

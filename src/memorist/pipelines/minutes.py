@@ -58,6 +58,7 @@ from ..policies.minutes import (
 )
 from ..policies.text import content_hash
 from ..store.base import ScopeFilter, Store
+from ..work import charge
 
 #: The minute's own event: the record of truth.
 OP_MINUTE = "minute"
@@ -426,6 +427,7 @@ class Minutes:
         since = 0
         while True:
             events = self.store.events(scope, since=since, ops=(OP_MINUTE,), limit=_PAGE)
+            charge(len(events))  # a project's log may be long: counted, and given up with its caller
             yield from (e for e in events if not e.erased)  # an erased minute is no minute
             if len(events) < _PAGE:
                 return

@@ -113,41 +113,82 @@ class BatchInsights(BaseModel):
     summary: str = Field("", description="One sentence.")
 
 
-def _steps(steps: Sequence[Mapping[str, Any]]) -> str:
+#: What a prompt shows of one trajectory's steps, in characters (about 6,000 tokens):
+#: a trajectory may log any number of steps, of up to a message's length each.
+STEP_CHARS = 24_000
+#: The same for each trajectory of a batch reflection (which lists up to
+#: ``learning.BATCH_TRAJECTORIES`` of them).
+BATCH_STEP_CHARS = 2_000
+#: What a prompt shows of one step, or of a task or error text, in characters.
+LINE_CHARS = 1_000
+TEXT_CHARS = 4_000
+
+
+def _clip(text: str, limit: int) -> str:
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def _steps(steps: Sequence[Mapping[str, Any]], budget: int = STEP_CHARS) -> str:
+    """The steps, one numbered line each, within ``budget`` characters: past it the
+    first steps (a third of it) and the last ones are shown, with how many were left
+    out between them (how a task began and how it ended tell the most)."""
     if not steps:
         return "(no steps were logged)"
-    lines = []
-    for i, s in enumerate(steps, 1):
+
+    def line(i: int) -> str:
+        s = steps[i]
         meta = s.get("metadata") or {}
         extra = f" {meta}" if meta else ""
-        lines.append(f"{i}. [{s.get('type', '')}] {s.get('description', '')}{extra}")
-    return "\n".join(lines)
+        return _clip(f"{i + 1}. [{s.get('type', '')}] {s.get('description', '')}{extra}", LINE_CHARS)
+
+    head: list[str] = []
+    used = 0
+    for i in range(len(steps)):
+        text = line(i)
+        if used + len(text) > budget // 3:
+            break
+        head.append(text)
+        used += len(text) + 1
+    tail: list[str] = []
+    for i in range(len(steps) - 1, len(head) - 1, -1):
+        text = line(i)
+        if used + len(text) > budget:
+            break
+        tail.append(text)
+        used += len(text) + 1
+    left_out = len(steps) - len(head) - len(tail)
+    gap = [f"… ({left_out:,} steps left out) …"] if left_out else []
+    return "\n".join([*head, *gap, *reversed(tail)])
 
 
 def render(
     *, task: str, status: str, score: float | None, steps: Sequence[Mapping[str, Any]], error: str | None = None, task_type: str = ""
 ) -> str:
-    """The reflection's input: task, status, score, the steps."""
+    """The reflection's input: task, status, score, the steps (at most ``STEP_CHARS``
+    of them, and ``TEXT_CHARS`` of the task and of the error)."""
     parts = [
-        "Task:\n" + block("task", task),
+        "Task:\n" + block("task", _clip(task, TEXT_CHARS)),
         f"Task type: {task_type or 'unknown'}",
         f"Status: {status}",
         f"Success Score: {'unknown' if score is None else score}",
         "Execution Steps:\n" + block("steps", _steps(steps)),
     ]
     if error:
-        parts.append("Error:\n" + block("error", error))
+        parts.append("Error:\n" + block("error", _clip(error, TEXT_CHARS)))
     return "\n\n".join(parts)
 
 
 def render_batch(trajectories: Sequence[Mapping[str, Any]]) -> str:
-    """Each trajectory under its number: task, status, score, steps."""
+    """Each trajectory under its number: task, status, score, steps (what a prompt
+    shows of each is bounded: ``LINE_CHARS`` of its task and error, ``BATCH_STEP_CHARS``
+    of its steps)."""
     parts = []
     for i, t in enumerate(trajectories):
         body = (
-            f"Task: {t.get('task', '')}\nStatus: {t.get('status', '')}\nSuccess Score: {t.get('score')}\n"
-            f"Steps:\n{_steps(t.get('steps') or ())}"
-            + (f"\nError: {t['error']}" if t.get("error") else "")
+            f"Task: {_clip(t.get('task', ''), LINE_CHARS)}\nStatus: {t.get('status', '')}\nSuccess Score: {t.get('score')}\n"
+            f"Steps:\n{_steps(t.get('steps') or (), BATCH_STEP_CHARS)}"
+            + (f"\nError: {_clip(t['error'], LINE_CHARS)}" if t.get("error") else "")
         )
         parts.append(f"[{i}]\n" + block("trajectory", body))
     return "\n\n".join(parts)

@@ -138,3 +138,50 @@ def test_llm_reflector_unit(fake_openai) -> None:
     fake_openai.script("responses", text({"failure_patterns": ["A", "a", " "]}))
     insights = LLMReflector(OpenAIResponsesLLM(sleep=lambda _s: None)).reflect_trajectory(Trajectory(task="t", status="failure"))
     assert insights.failure_patterns == ("A",)
+
+
+def test_a_long_trajectory_reaches_the_model_within_a_bounded_prompt(llm_mem, fake_openai) -> None:
+    """A trajectory may log any number of steps of up to a message's length: the
+    reflection's prompt shows how it began and how it ended, and says how many steps
+    it left out, instead of sending megabytes (which no model would take)."""
+    long = "x" * 20_000
+    steps = [("action", f"Call {i}: {long}") for i in range(300)]
+    tid = run_task(llm_mem, [("decision", "Start with the cached token"), *steps, ("observation", "Finished: HTTP 200")],
+                   "success", task="T" * 50_000)
+    fake_openai.script("responses", text({"successful_patterns": ["Reuse a cached token"]}))
+    assert llm_mem.learning.reflect(tid, agent_id="bot")["insights"]["successful_patterns"] == ["Reuse a cached token"]
+    prompt = json.dumps(fake_openai.requests[-1].body)
+    assert len(prompt) < 60_000  # 6 MB of steps and a 50,000-character task
+    assert "Start with the cached token" in prompt and "Finished: HTTP 200" in prompt
+    assert "steps left out" in prompt and "more characters" in prompt
+
+
+def test_a_batch_reflection_reads_the_newest_trajectories_of_a_task_type(llm_mem, fake_openai) -> None:
+    """One prompt lists every trajectory of a batch: past 50 of one task type, the
+    newest 50, each shown within a bound."""
+    from memorist.ace.learning import BATCH_TRAJECTORIES
+
+    tids = [run_task(llm_mem, [("decision", f"Step #{i}."), ("observation", "y" * 30_000)], "success")
+            for i in range(BATCH_TRAJECTORIES + 5)]
+    fake_openai.script("responses", text({"successful_patterns": [{"pattern": "Cache answers", "trajectories": [0, 49]}]}))
+    (result,) = llm_mem.learning.batch_reflect(agent_id="bot", min_trajectories=3)
+    assert set(result["evidence"]["Cache answers"]) == {tids[5], tids[-1]}  # listed oldest first, from the 6th
+    prompt = json.dumps(fake_openai.requests[-1].body)
+    assert "Step #4." not in prompt and "Step #5." in prompt and f"Step #{BATCH_TRAJECTORIES + 4}." in prompt
+    assert len(prompt) < 200_000  # 55 trajectories of 30,000 characters each
+
+
+def test_a_batch_reflection_counts_what_it_reads_and_stops_when_its_caller_left(mem) -> None:
+    from memorist.errors import CancelledCallError
+    from memorist.work import Meter, metered
+
+    for i in range(6):
+        run_task(mem, [("decision", "Use exponential backoff for retries"), ("observation", f"Page {i}")], "success")
+    with metered() as meter:
+        assert len(mem.learning.batch_reflect(agent_id="bot")) == 1
+    assert meter.units >= 6 * 3  # each trajectory and its steps
+    gone = Meter()
+    gone.cancel()
+    with metered(gone), pytest.raises(CancelledCallError):
+        mem.learning.batch_reflect(agent_id="bot")
+    assert mem.store.stats()["by_kind"]["reflection"] == 1  # the first batch's, and no other

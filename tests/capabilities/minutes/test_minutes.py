@@ -214,6 +214,23 @@ def test_pruning_leaves_the_log_and_reindex_restores_the_index(backend):
         assert ops == ["minute", "add", "minute_prune", "minute_reindex"]
 
 
+def test_a_reindex_counts_the_log_it_reads_and_stops_when_its_caller_left(m):
+    """A project's log may be long: a reindex (a service route) counts each minute it
+    reads on the call's meter, and is given up when its client has left."""
+    from memorist.errors import CancelledCallError
+    from memorist.work import Meter, metered
+
+    for i in range(3):
+        record(m, "status", memory_note=f"standup {i} happened", now=T0 + i)
+    with metered() as meter:
+        assert m.minutes.reindex(project_id="apollo")["minutes"] == 3
+    assert meter.units >= 3
+    gone = Meter()
+    gone.cancel()
+    with metered(gone), pytest.raises(CancelledCallError):
+        m.minutes.reindex(project_id="apollo")
+
+
 def test_an_exported_project_imports_with_its_log_so_reindex_keeps_it(m, backend):
     first = record(m, "task_assigned", agent_id="planner", memory_note="t1 to coder", now=T0)
     second = record(m, "task_completed", agent_id="coder", memory_note="t1 done", data={"success_criteria_met": 90},

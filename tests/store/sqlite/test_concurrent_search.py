@@ -227,3 +227,31 @@ def test_a_search_begun_while_its_thread_holds_the_store_keeps_it(tmp_path):
     with store.reading(), store.released():  # an ordinary search lets it go
         assert another_thread_takes_the_lock(store)
     memory.close()
+
+
+def test_a_long_listing_or_page_of_events_lets_the_store_serve_others(tmp_path, monkeypatch):
+    """A listing of a whole scope, or of 100,000 events, held the store while SQLite
+    read it (0.3 s at 100,000 events): a long one reads on a connection of its own,
+    without the store's lock; a short page stays under it."""
+    from contextlib import contextmanager
+
+    from memorist.store.base import ScopeFilter
+
+    memory = filled(tmp_path / "m.db", n=600)
+    store = memory.store
+    reader = store._reader
+    free: list[bool] = []
+
+    @contextmanager
+    def watched():
+        with reader() as conn:
+            free.append(another_thread_takes_the_lock(store))
+            yield conn
+
+    monkeypatch.setattr(store, "_reader", watched)
+    assert len(store.events(limit=10)) == 10 and free == []
+    assert len(store.list(ScopeFilter("", "u", None, None), limit=10)) == 10 and free == []
+    assert len(store.events(limit=100_000)) >= 600 and free == [True]
+    assert len(store.list(ScopeFilter("", "u", None, None))) == 600 and free == [True, True]
+    assert len(store.events(ops=["add"])) >= 600 and free == [True, True, True]
+    memory.close()

@@ -79,6 +79,9 @@ from .schema import APPEND_ONLY, MIGRATIONS, SCHEMA_VERSION
 log = logging.getLogger(__name__)
 #: How many idle connections for long reads a store keeps open (see SQLiteStore._reader).
 _IDLE_READERS = 4
+#: A listing of at most this many rows is read under the store's lock; a longer
+#: one (or one without a limit) on a connection of its own (see SQLiteStore._rows).
+_SHORT_READ = 500
 #: A scan of the rows for a filter (narrowed_ids) counts _SCAN_UNITS units of work
 #: every _SCAN_STEPS steps of SQLite's machine (about 10 steps a row and condition:
 #: a unit is a record read, about 40 times a row's check in SQL).
@@ -824,15 +827,17 @@ class SQLiteStore(Store):
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        # Decoded after the lock (a whole scope's decoding held the store for
-        # seconds); a long list read on a connection of its own, without it.
-        if limit is not None and limit <= 500:
+        return [row_to_record(r) for r in self._rows(sql, args, limit)]
+
+    def _rows(self, sql: str, args: Sequence[Any], limit: int | None) -> list[Any]:
+        """The rows of a listing, decoded by the caller after the lock (a whole
+        scope's decoding held the store for seconds); a long one read on a
+        connection of its own, without the lock, so that other callers go on."""
+        if limit is not None and limit <= _SHORT_READ:
             with self._lock:
-                rows = self._conn.execute(sql, args).fetchall()
-        else:
-            with self._reader() as conn:
-                rows = conn.execute(sql, args).fetchall()
-        return [row_to_record(r) for r in rows]
+                return self._conn.execute(sql, args).fetchall()
+        with self._reader() as conn:
+            return conn.execute(sql, args).fetchall()
 
     @_store_errors
     def narrowed_ids(
@@ -1141,8 +1146,7 @@ class SQLiteStore(Store):
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        with self._lock:
-            rows = self._conn.execute(sql, args).fetchall()
+        rows = self._rows(sql, args, limit)
         return [
             EventRecord(
                 seq=r[0], ts=r[1], op=r[2], memory_id=r[3],
