@@ -85,6 +85,20 @@ def test_the_heuristic_merge_leaves_out_a_clause_held_word_for_word() -> None:
     assert merge_texts(["Owes 5 dollars", "Owes 5 dollars to Sam"]) == "Owes 5 dollars to Sam"
 
 
+@pytest.mark.parametrize(("short", "longer"), [
+    ("Does not eat meat", "Does not eat meat on Fridays"),  # a denial narrowed is another denial
+    ("Wants to move abroad", "Wants to move abroad no longer"),  # turned around at its end
+    ("Eats meat", "Eats meat only on Fridays"),  # narrowed
+    ("Drinks coffee", "Drinks coffee when it is cold"),
+    ("Isn't vegetarian", "Isn't vegetarian at home"),
+])
+def test_the_heuristic_merge_keeps_a_clause_another_turns_around_or_narrows(short, longer) -> None:
+    """Held word for word is not enough when the longer clause says something else:
+    merged into it alone, "never eats meat" became "not on Fridays"."""
+    for texts in ([short, longer], [longer, short]):
+        assert set(merge_texts(texts).split("; ")) == {short, longer}
+
+
 def test_a_title_s_or_initials_full_stop_ends_no_clause() -> None:
     assert merge_texts(["Saw Dr. Smith about the knee on Monday", "Saw Dr. Smith about the knee"]) == (
         "Saw Dr. Smith about the knee on Monday"

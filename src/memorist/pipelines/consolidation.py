@@ -5,7 +5,8 @@ keeps apart every memory at or above ``min_importance`` (and, with
 ``preserve_high_importance``, at or above ``importance_threshold`` whatever
 ``min_importance`` says), and takes the rest oldest first, in batches of
 ``batch_size`` memories of one scope (at most ``MAX_BATCHES`` batches a run; the rest
-is reported as ``remaining``). Each memory of a batch not yet grouped seeds a group:
+is reported as ``remaining``, and the next run starts where this one stopped, going
+round: memories that merge with nothing do not hold every run at the oldest ones). Each memory of a batch not yet grouped seeds a group:
 the candidates of its scope at least ``similarity`` alike to it (cosine of their
 embeddings; every member that close to the seed, not merely chained through others),
 wherever they are in the scope, at most ``MAX_GROUP``. The similarities are computed
@@ -79,6 +80,9 @@ from .undo import UNDO, undo_payload
 logger = logging.getLogger("memorist.consolidation")
 
 OP_CONSOLIDATION = "consolidation"
+#: Where a run that could not take every candidate stopped (bookkeeping: the next run
+#: of the scope starts after it).
+OP_WINDOW = "consolidation_window"
 OP_CONSOLIDATE = "consolidate"
 #: Most batches one run works through; what is left is reported as ``remaining``.
 MAX_BATCHES = 50
@@ -157,6 +161,10 @@ def _key(plan: _Plan) -> str:
     return memory_key(plan.text, name=name) if keyed else plan.text
 
 
+def _age(record: MemoryRecord) -> tuple[float, str]:
+    return record.created_at, record.id
+
+
 def _consolidated(plan: _Plan, sources: Sequence[MemoryRecord], run_id: str) -> MemoryRecord:
     """The memory ``plan`` makes of ``sources`` (as read inside the writing transaction)."""
     first = sources[0]
@@ -186,6 +194,8 @@ def _consolidated(plan: _Plan, sources: Sequence[MemoryRecord], run_id: str) -> 
         tier=max((s.tier for s in sources), key=lambda t: LIVE_TIERS.index(t) if t in LIVE_TIERS else -1),
         created_at=min(s.created_at for s in sources),
         updated_at=max(s.updated_at if s.updated_at is not None else s.created_at for s in sources),
+        # It holds what each source said: it stays valid while one of them would have.
+        valid_to=None if any(s.valid_to is None for s in sources) else max(s.valid_to for s in sources if s.valid_to is not None),
         content_hash=content_hash(plan.text),
         metadata=metadata,
         lineage={"consolidated_from": [s.id for s in sources], "consolidation_run": run_id},
@@ -226,7 +236,8 @@ class Consolidator:
             (preserved if high or record.importance >= settings.min_importance else candidates).append(record)
         by_scope: dict[Scope, list[MemoryRecord]] = {}
         most = MAX_BATCHES * settings.batch_size  # a run's bound; the rest waits for the next run
-        for record in sorted(candidates, key=lambda r: (r.created_at, r.id))[:most]:
+        window = self._window(sorted(candidates, key=_age), most, event_scope)
+        for record in sorted(window, key=_age):
             by_scope.setdefault(record.scope, []).append(record)
         batches = [(scope_, i) for scope_, members in by_scope.items() for i in range(0, len(members), settings.batch_size)]
         report: dict[str, Any] = {
@@ -251,7 +262,25 @@ class Consolidator:
                 plans = self._plan(members, unit, taken, start, settings, llm, report)
                 if plans:
                     self._write(plans, settings, run_id, event_scope, actor, report)
+        if len(window) < len(candidates) and not settings.dry_run:
+            last = window[-1]
+            with self.store.transaction() as batch:
+                batch.event(OP_WINDOW, event_scope, actor=actor, payload={"run_id": run_id, "after": [last.created_at, last.id]})
         return report
+
+    def _window(self, candidates: list[MemoryRecord], most: int, event_scope: Scope) -> list[MemoryRecord]:
+        """The ``most`` candidates (oldest first) a run takes: those after where the
+        scope's last bounded run stopped, then from the oldest on."""
+        if len(candidates) <= most:
+            return candidates
+        last = self.store.events(ScopeFilter(*event_scope.space, event_scope.run_id or None), ops=[OP_WINDOW],
+                                 newest_first=True, limit=1)
+        after = last[0].payload.get("after") if last else None
+        start = 0
+        if isinstance(after, list) and len(after) == 2:
+            mark = (float(after[0]), str(after[1]))
+            start = next((i for i, r in enumerate(candidates) if _age(r) > mark), 0)
+        return (candidates[start:] + candidates[:start])[:most]
 
     def _unit_vectors(self, members: list[MemoryRecord], chunk: int) -> np.ndarray:
         """The members' embeddings, unit length (embedded ``chunk`` at a time)."""

@@ -194,7 +194,9 @@ def find_operation(store: Store, target: Any, scope: ScopeFilter) -> tuple[list[
         label = label.strip()
         if not label or len(label) > 200:
             raise ValidationError("event_or_run_id", "must be an event's seq number or a run id")
-        events = [e for e in store.history(label) if isinstance(e.payload.get(UNDO), dict)]
+        # A run's events are logged under its id; a memory's id names no operation
+        # (it found the memory's own reversible changes, all of them at once).
+        events = [e for e in store.history(label) if isinstance(e.payload.get(UNDO), dict) and operation_of(e) == label]
     if not events or not all(scope.matches(e.scope) for e in events):
         raise NotFoundError("reversible operation", str(target))
     return events, label
@@ -314,6 +316,16 @@ def rollback(store: Store, target: Any, scope: ScopeFilter, embed: Callable[[lis
             raise ConflictError(f"operation {label} changed while it was being rolled back; try again")
         _later_change(store, events, label)
         current = batch.get_many([*final, *created])
+        # A memory is restored where it is filed now: a tenant's adoption of the
+        # development tenant's memories (`memorist keys adopt`) moves them, and the
+        # states the log keeps name their old tenant. One now outside the caller's
+        # scope is not the caller's to change: the operation is refused whole.
+        for mid, held in current.items():
+            if not scope.matches(held.scope):
+                raise ConflictError(
+                    f"memory {mid} has moved out of this scope since operation {label} "
+                    f"(it is now filed under tenant {held.scope.tenant_id!r}); it cannot be rolled back from here"
+                )
         for mid in dict.fromkeys(created):
             made = current.get(mid)
             if made is not None and made.status is not Status.DELETED and mid not in final:
@@ -322,6 +334,8 @@ def rollback(store: Store, target: Any, scope: ScopeFilter, embed: Callable[[lis
         for record in final.values():
             held = current.get(record.id)
             record = as_filed(record, held)
+            if held is not None and held.scope != record.scope:
+                record = record.copy(scope=held.scope)
             if held is not None:
                 batch.update(record, vector_of.get(record.id), old_text=held.text, op=OP_ROLLBACK, actor=actor, payload=payload)
             else:

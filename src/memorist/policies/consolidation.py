@@ -312,25 +312,49 @@ def _token_key(text: str) -> str:
     return "\0" + "\0".join(t.casefold() for t in _TOKEN.findall(text)) + "\0"
 
 
+# Words that turn a statement around or narrow it: a clause another holds with one of
+# them added ("Wants to move abroad no longer", "Eats meat only on Fridays"), or a
+# denial another holds with anything added ("Does not eat meat on Fridays"), says
+# something else, and is kept beside it.
+_TURNING = frozenset(
+    "not no never nor neither none nothing nobody longer anymore without only except unless but "
+    "if when sometimes occasionally rarely seldom until once formerly previously used".split()
+)
+
+
+def _turns(clause: str, other: str) -> bool:
+    """Whether ``other`` (which holds ``clause`` word for word) says something else."""
+    words = {t.casefold() for t in _TOKEN.findall(clause)}
+    added = {t.casefold() for t in _TOKEN.findall(other)} - words
+
+    def turning(terms: set[str]) -> bool:
+        return any(t in _TURNING or t.endswith(("n't", "n’t")) for t in terms)
+
+    return turning(added) or (bool(added) and turning(words))
+
+
 def merge_texts(texts: Sequence[str]) -> str:
     """The heuristic merge: every clause of every text, once; a clause that another
     clause holds word for word, in order, is left out (so nothing it said is lost:
     "Lives in Berlin" is inside "Lives in Berlin since 2019", but "Bob owes Alice"
     is not inside "Alice owes Bob", nor "5 degrees" inside "-5 degrees"), the longer
-    clauses first. Clauses are joined with "; " in the order first seen."""
+    clauses first; unless the other adds a word that turns it around or narrows it
+    ("no longer", "only", "except"), or it is a denial ("Does not eat meat" is not
+    what "Does not eat meat on Fridays" says). Clauses are joined with "; " in the
+    order first seen."""
     clauses: dict[str, str] = {}  # casefolded -> as first seen
     for text in texts:
         for clause in _clauses(text):
             clauses.setdefault(clause.casefold(), clause)
     keys = {clause: _token_key(clause) for clause in clauses.values()}
     kept: set[str] = set()
-    kept_keys: list[str] = []
+    kept_clauses: list[str] = []
     for clause in sorted(keys, key=lambda c: -keys[c].count("\0")):
         key = keys[clause]
-        if any(key in other for other in kept_keys):
+        if any(key in keys[other] and not _turns(clause, other) for other in kept_clauses):
             continue
         kept.add(clause)
-        kept_keys.append(key)
+        kept_clauses.append(clause)
     return "; ".join(c for c in clauses.values() if c in kept)
 
 

@@ -298,3 +298,42 @@ def test_a_consolidation_counts_its_work_and_stops_when_its_caller_left(mem) -> 
     with metered(gone), pytest.raises(CancelledCallError):
         mem.learning.consolidate(user_id="u")
     assert texts(mem) == set(LOW) | set(HIGH) | {OTHER}  # nothing written
+
+
+def test_a_merged_memory_expires_when_the_last_of_its_sources_would_have(mem) -> None:
+    """Memories valid until a date (an import's ``valid_to``) merged: the merged memory
+    holds what they said, so it expires with the last of them; with a source that
+    never expires, it never does."""
+    soon = time.time() + 3600
+    at = "2026-01-01T00:00:00+00:00"
+    stay = "Is staying at the Hilton in room 42 this week"
+    mem.import_([
+        {"memory": stay, "user_id": "u", "importance": 0.3, "valid_to": soon, "created_at": at},
+        {"memory": stay + " with Bob", "user_id": "u", "importance": 0.3, "valid_to": soon + 60, "created_at": at},
+        {"memory": "Plays tennis on Sundays", "user_id": "u", "importance": 0.3, "valid_to": soon, "created_at": at},
+        {"memory": "Plays tennis on Sundays with Tom", "user_id": "u", "importance": 0.3, "created_at": at},
+    ])
+    report = mem.learning.consolidate(user_id="u")
+    valid_to = {r["memory"]: mem.store.get(r["id"]).valid_to for r in report["results"]}
+    assert valid_to == {stay + " with Bob": soon + 60, "Plays tennis on Sundays with Tom": None}
+
+
+def test_runs_that_cannot_take_every_candidate_go_round_the_scope(backend) -> None:
+    """A run takes at most 50 batches of candidates. Old memories that merge with
+    nothing stay candidates: if every run began at the oldest again, newer
+    duplicates past that window would never merge. The next run starts where the
+    last one stopped."""
+    with Memory(backend.target, embedder="hashing", config=MemoryConfig(consolidation_batch_size=2)) as m:
+        at = time.time() - 3600
+        for i in range(120):  # the window is 50 × 2 = 100 candidates
+            m.add(f"Distinct note number {i} about topic{i} and code{i}x", user_id="u", infer=False, importance=0.3,
+                  timestamp=at + i)
+        m.add(LOW[0], user_id="u", infer=False, importance=0.3, timestamp=at + 200)
+        m.add(LOW[1], user_id="u", infer=False, importance=0.3, timestamp=at + 201)
+        first = m.learning.consolidate(user_id="u")
+        assert (first["merged_count"], first["remaining"]) == (0, 22)
+        assert m.learning.consolidate(user_id="u", dry_run=True)["merged_count"] == 2  # a preview marks nothing
+        second = m.learning.consolidate(user_id="u")
+        assert second["merged_count"] == 2 and LOW[1] in texts(m) and LOW[0] not in texts(m)
+        m.rollback(second["run_id"], user_id="u")  # the window's mark is bookkeeping
+        assert {LOW[0], LOW[1]} <= texts(m)

@@ -59,3 +59,18 @@ def test_an_update_changed_again_must_be_rolled_back_latest_first(mem) -> None:
     mem.rollback(second_seq)
     mem.rollback(first_seq)
     assert mem.get(memory["id"], user_id="u")["memory"] == "Lives in Berlin"
+
+
+def test_a_memory_id_names_no_operation(mem) -> None:
+    """A rollback takes an event's seq or a run's id. A memory's id found every
+    reversible change of that memory and undid them all at once, as "update <id>"."""
+    from memorist.errors import NotFoundError
+
+    mem.add("I live in Berlin.", user_id="u")
+    (memory,) = mem.get_all(user_id="u")["results"]
+    mem.add("I live in Munich now.", user_id="u")
+    with pytest.raises(NotFoundError, match="reversible operation"):
+        mem.rollback(memory["id"], user_id="u")
+    assert mem.get(memory["id"], user_id="u")["memory"] == "Lives in Munich now"
+    mem.rollback(event_of(mem, "UPDATE")["seq"], user_id="u")
+    assert mem.get(memory["id"], user_id="u")["memory"] == "Lives in Berlin"

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from memorist import Memory
 from memorist.cli import cli
+from memorist.errors import ConflictError
 from memorist.store.base import ScopeFilter
 
 
@@ -135,3 +136,35 @@ def test_serve_with_keys_says_when_records_of_no_tenant_wait_for_adoption(backen
     assert "written before keys, in no tenant" in started.stderr and "memorist keys adopt --tenant NAME" in started.stderr
     memorist("keys", "adopt", "--tenant", "acme")
     assert "before keys" not in memorist("serve", "--port", "7002").stderr
+
+
+def test_a_merge_made_before_the_adoption_is_undone_inside_the_tenant(backend, memorist):
+    """The log keeps a merged memory's sources as they were, under the development
+    tenant: undone by the tenant that adopted them, they come back in that tenant, and
+    the development tenant cannot change the tenant's memories by undoing it."""
+    texts = ("Likes green tea in the morning", "Likes green tea in the morning with honey")
+
+    def merged_by_dev() -> str:
+        with Memory(backend.target, embedder="hashing") as dev:
+            for text in texts:
+                dev.add(text, user_id="alice", infer=False, importance=0.3)
+            return dev.learning.consolidate(user_id="alice")["run_id"]
+
+    run = merged_by_dev()
+    memorist("keys", "adopt", "--tenant", "acme")
+    with Memory(backend.target, embedder="hashing", tenant_id="acme") as acme:
+        assert len(acme.rollback(run, user_id="alice")["restored"]) == 2
+        assert sorted(m["memory"] for m in acme.get_all(user_id="alice")["results"]) == list(texts)
+    with Memory(backend.target, embedder="hashing") as dev:
+        assert dev.get_all(user_id="alice")["results"] == []
+
+    # Adopted into a user the tenant has already: the memories move, the log stays.
+    with Memory(backend.target, embedder="hashing", tenant_id="acme") as acme:
+        acme.delete_all(user_id="alice")
+        acme.add("Works at ACME", user_id="alice", infer=False)
+    run = merged_by_dev()
+    memorist("keys", "adopt", "--tenant", "acme")
+    with Memory(backend.target, embedder="hashing") as dev, pytest.raises(ConflictError, match="moved out of this scope"):
+        dev.rollback(run, user_id="alice")
+    with Memory(backend.target, embedder="hashing", tenant_id="acme") as acme:
+        assert sorted(m["memory"] for m in acme.get_all(user_id="alice")["results"]) == [texts[1], "Works at ACME"]
