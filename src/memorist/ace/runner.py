@@ -161,6 +161,10 @@ def _check(payload: Any, max_chars: int) -> tuple[list[dict[str, str]], str, str
         clean.append({"role": m.get("role", "user"), "content": m["content"]})
     if not any(m["role"] == "user" and m["content"].strip() for m in clean):
         raise ValidationError("messages", "need at least one user message with content")
+    # The question (the last user message with content) must have something visible:
+    # one of only a zero-width space would fail later, named as the playbook's "query".
+    at = next(i for i in range(len(clean) - 1, -1, -1) if clean[i]["role"] == "user" and clean[i]["content"].strip())
+    validate.text(f"messages[{at}].content", clean[at]["content"], max_chars=max_chars)
     learner = payload.get("learner_id", payload.get("learnerId"))
     if learner is None:
         learner = DEFAULT_LEARNER

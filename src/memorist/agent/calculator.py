@@ -166,7 +166,7 @@ def _eval(node: ast.AST, depth: int, source: str) -> Fraction:
                 raise ValidationError("expression", "divides by zero")
             if isinstance(op, ast.Div):
                 return _check_size(a / b)
-            return Fraction(a // b) if isinstance(op, ast.FloorDiv) else _check_size(a % b)
+            return _check_size(Fraction(a // b) if isinstance(op, ast.FloorDiv) else a % b)
         if isinstance(op, ast.Pow):
             if b.denominator != 1:
                 raise ValidationError("expression", "takes whole-number exponents only")

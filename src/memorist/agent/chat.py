@@ -27,7 +27,11 @@ Keys: the chat checks its own keys (``memorist --db CHAT_DB keys create --tenant
 all; each key names its user, who owns the conversations it starts. With no key in
 the chat's store it is a development server: loopback only, one user, ``default``.
 
-Routes: ``POST /api/ai/chat``; ``GET /api/ai/memories`` (``limit``, at most 500, and
+"Helpful" / "Not helpful" on an answer counts for the playbook bullets that answer
+used: the chat keeps each conversation's last answer, and a mark (``POST
+/api/ai/chat/outcome``, or the ``outcome`` of the next message) is credited to it.
+
+Routes: ``POST /api/ai/chat``; ``POST /api/ai/chat/outcome``; ``GET /api/ai/memories`` (``limit``, at most 500, and
 ``more`` when there are others) and ``DELETE /api/ai/memories/{id}`` (the page's memory
 drawer, the caller's memories in the memory service); ``GET /healthz``; the page at ``/``; the API's documentation at
 ``/docs`` and ``/redoc``, from the package's files as ``memorist serve`` serves them,
@@ -80,6 +84,7 @@ HISTORY_WINDOW = 20
 #: The largest request body the chat reads (413 beyond).
 MAX_BODY_BYTES = 1_048_576
 UNAVAILABLE = "Long-term memory is unavailable right now, so this answer does not use it and this turn was not remembered."
+PARTIAL = "Long-term memory became unavailable while this turn was being saved, so only part of it was remembered."
 #: How a learner tells the tutor what helped, on the chat's page.
 FEEDBACK_HINT = 'mark my answer "Helpful" or "Not helpful"; it goes with your next message'
 
@@ -136,7 +141,16 @@ class ChatRequest(BaseModel):
     conversationId: Annotated[str | None, Field(max_length=128)] = None
     memoryEnabled: bool = False
     feedback: Annotated[str | None, Field(max_length=MAX_MESSAGE_CHARS)] = None
+    #: The mark on the conversation's previous answer ("Helpful": success).
     outcome: Outcome | None = None
+
+
+class MarkRequest(BaseModel):
+    """``POST /api/ai/chat/outcome``'s body: the mark on the conversation's last answer."""
+
+    model_config = ConfigDict(extra="ignore")
+    conversationId: Annotated[str, Field(min_length=1, max_length=128)]
+    outcome: Outcome
 
 
 @dataclass(frozen=True)
@@ -251,11 +265,10 @@ Caller = Annotated[ChatUser, Depends(caller)]
 # the routes ------------------------------------------------------------------------------
 def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
     service: ChatService = request.app.state.chat
-    if not body.message.strip():
-        raise ValidationError("message", "must have some text")
-    # Refused here, as the memory service would refuse them: a NUL or a lone surrogate
-    # is bad input, not a sign that long-term memory is unavailable.
-    validate.unicode("message", body.message)
+    # Refused here, before the conversation is claimed, as the memory service would
+    # refuse them: a NUL, a lone surrogate or nothing visible (a zero-width space) is
+    # bad input, not a sign that long-term memory is unavailable.
+    validate.text("message", body.message, max_chars=MAX_MESSAGE_CHARS)
     for i, m in enumerate(body.conversationHistory):
         validate.unicode(f"conversationHistory[{i}].content", m.content)
     if body.feedback is not None:
@@ -264,11 +277,12 @@ def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
         conversation = service.conversations.claim(user.owner, body.conversationId)
     except NotFoundError:
         raise ApiError(404, f"conversation {body.conversationId!r} not found", field="conversationId") from None
+    mark = _apply_mark(service, user, conversation, body.outcome) if body.outcome else None
     history = [{"role": m.role, "content": m.content} for m in body.conversationHistory if m.role != "system" and m.content.strip()]
     payload = {
         "messages": [*history[-HISTORY_WINDOW:], {"role": "user", "content": body.message}],
         "learner_id": user.learner_id, "conversation_id": conversation,
-        "feedback": body.feedback, "outcome": body.outcome,
+        "feedback": body.feedback,  # the outcome is the previous answer's: applied above
     }
     memory_status: dict[str, Any] = {"enabled": body.memoryEnabled, "status": "off"}
     client = service.client() if body.memoryEnabled else None
@@ -276,11 +290,19 @@ def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
         store = MemoristStore(client, agent_id=CHAT_AGENT) if client is not None else None
         out = service.tutor.run_turn(payload, store=store, namespace=(user.learner_id,), decay_days=service.settings.decay_days)
         answer = out["answer"]
+        service.conversations.set_answer(user.owner, conversation, {
+            "bullets": out["scratch"]["injected_ids"], "question": body.message, "answer": answer,
+            "mode": out["mode"], "topic": out["scratch"]["topic"]})
         if client is not None:
             error = out["scratch"].get("memory_error")
             if error is None:
                 added, error = _remember(service, client, user, conversation, body.message, answer)
                 memory_status.update(status="used", used=out["result"]["facts"], added=added)
+                if error is not None and added:  # some facts were stored before it failed
+                    log.warning("[Chat] memory failed partway for user=%s: %s", user.learner_id, preview(error))
+                    memory_status.update(status="partial", message=PARTIAL)
+                    answer = f"{answer}\n\n({PARTIAL})"
+                    error = None
             if error is not None:
                 log.warning("[Chat] memory unavailable for user=%s: %s", user.learner_id, preview(error))
                 memory_status.update(status="unavailable", message=UNAVAILABLE, used=[], added=[])
@@ -298,13 +320,42 @@ def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
             "reasoningMode": out["scratch"]["reasoning_mode"],
             "memoryEnabled": body.memoryEnabled,
             "memory": memory_status,
+            "outcome": mark,
             "scratch": out["scratch"],
         },
     }
 
 
+def _mark(request: Request, body: MarkRequest, user: Caller) -> dict[str, Any]:
+    """The learner's mark on the conversation's last answer, credited to the bullets it used."""
+    service: ChatService = request.app.state.chat
+    return {"conversationId": body.conversationId, **_apply_mark(service, user, body.conversationId, body.outcome)}
+
+
+def _apply_mark(service: ChatService, user: ChatUser, conversation: str, outcome: str) -> dict[str, Any]:
+    """``outcome`` applied to the playbook bullets the conversation's last answer used
+    (kept by the chat, never named by the caller), once per answer: ``applied`` is
+    False when there is no answer left to mark. 404 for another user's conversation."""
+    try:
+        answer = service.conversations.take_answer(user.owner, conversation)
+    except NotFoundError:
+        raise ApiError(404, f"conversation {conversation!r} not found", field="conversationId") from None
+    if answer is None:
+        return {"outcome": outcome, "applied": False, "bullets": [], "ace_delta": None}
+    ids = [i for i in answer.get("bullets", []) if isinstance(i, str)]
+    playbook = service.tutor.playbook
+    used = [b for b in playbook.bullets(user.learner_id) if b.id in ids]
+    # No question: what it taught was learned with it; the mark teaches what the answer did.
+    delta = playbook.turn(user.learner_id, conversation, topic=answer.get("topic") or None).learn(
+        question="", answer=answer.get("answer", ""), outcome=outcome, used=used, answer_mode=answer.get("mode", ""),
+        messages=[{"role": "user", "content": answer.get("question", "")}, {"role": "assistant", "content": answer.get("answer", "")}])
+    log.info("[Chat] user=%s conversation=%s outcome=%s bullets=%d", user.learner_id, conversation, outcome, len(used))
+    return {"outcome": outcome, "applied": True, "bullets": [b.id for b in used], "ace_delta": delta}
+
+
 def _remember(service: ChatService, client: Client, user: ChatUser, conversation: str, message: str, answer: str) -> tuple[list[dict[str, Any]], str | None]:
-    """Add the turn's facts to the memory service; (what it did, the error if it failed).
+    """Add the turn's facts to the memory service; (what it added, the error if it
+    failed: what was added before the failure is kept and returned with it).
 
     With the chat's extraction model, its facts are stored as written, labelled with
     the model that extracted them. When that model fails (after its retries and its
@@ -315,6 +366,7 @@ def _remember(service: ChatService, client: Client, user: ChatUser, conversation
     ``llm_call`` events in the chat's own log."""
     meta = {"source": "chat", "session_id": conversation}
     scope = {"user_id": user.learner_id, "agent_id": CHAT_AGENT}
+    added: list[dict[str, Any]] = []
     try:
         if service.extractor is None:
             return _extracted_by_service(client, scope, conversation, meta, message), None
@@ -330,7 +382,6 @@ def _remember(service: ChatService, client: Client, user: ChatUser, conversation
             return _extracted_by_service(client, scope, conversation, meta, message), None
         llm = getattr(service.extractor, "llm", None)
         extracted_by = getattr(llm, "model", None) or type(service.extractor).__name__
-        added: list[dict[str, Any]] = []
         for text in dict.fromkeys(f.text.strip() for f in facts if f.text.strip()):
             # The model's facts are stored as written; one the user already has is not stored twice.
             known = client.search(text, **scope, limit=3)["results"]
@@ -339,8 +390,9 @@ def _remember(service: ChatService, client: Client, user: ChatUser, conversation
             result = client.add(text, **scope, run_id=conversation, metadata={**meta, "extracted_by": extracted_by}, infer=False)
             added.extend(result.get("results", []))
         return added, None
-    except (MemoristError, OSError) as exc:
-        return [], str(exc)
+    except (MemoristError, OSError, KeyError, TypeError, AttributeError) as exc:
+        # What was added before the failure stays added, and is said so.
+        return added, str(exc)
 
 
 def _extracted_by_service(client: Client, scope: dict[str, str], conversation: str, meta: dict[str, Any], message: str) -> list[dict[str, Any]]:
@@ -486,6 +538,7 @@ def create_chat_app(
     install_error_handlers(app)
     register_docs(app)
     app.add_api_route("/api/ai/chat", _chat, methods=["POST"], summary="One chat turn with the tutor")
+    app.add_api_route("/api/ai/chat/outcome", _mark, methods=["POST"], summary="Mark the conversation's last answer helpful or not")
     app.add_api_route("/api/ai/memories", _memories, methods=["GET"], summary="The caller's memories (newest first) or a search")
     app.add_api_route("/api/ai/memories/{memory_id}", _delete_memory, methods=["DELETE"], summary="Delete one of the caller's memories")
 
@@ -504,4 +557,4 @@ def create_chat_app(
     return app
 
 
-__all__ = ["CHAT_AGENT", "ChatRequest", "ChatService", "ChatSettings", "UNAVAILABLE", "create_chat_app"]
+__all__ = ["CHAT_AGENT", "PARTIAL", "UNAVAILABLE", "ChatRequest", "ChatService", "ChatSettings", "MarkRequest", "create_chat_app"]

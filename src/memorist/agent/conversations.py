@@ -2,15 +2,20 @@
 chat's own store (as the API keys are), so ownership survives a restart.
 
 A conversation belongs to the key's user that started it; asking for it with
-another user's key answers exactly as an unknown conversation would.
+another user's key answers exactly as an unknown conversation would. The table also
+keeps the conversation's last answer (the playbook bullets it used, its question and
+text), until the learner marks it "Helpful" or "Not helpful": the mark is credited to
+the bullets that answer used, which only the chat knows, so no caller can name others.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
 import uuid
+from typing import Any
 
 from ..errors import ConfigurationError, NotFoundError, ValidationError
 
@@ -20,7 +25,8 @@ CREATE TABLE IF NOT EXISTS chat_conversations (
     owner           TEXT NOT NULL,
     created_at      REAL NOT NULL,
     updated_at      REAL NOT NULL,
-    turns           INTEGER NOT NULL DEFAULT 0
+    turns           INTEGER NOT NULL DEFAULT 0,
+    last_answer     TEXT
 )
 """
 MAX_ID_CHARS = 128
@@ -36,6 +42,9 @@ class Conversations:
         self._db = sqlite3.connect(path, timeout=busy_timeout, check_same_thread=False, isolation_level=None)
         self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         self._db.execute(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(chat_conversations)")}
+        if "last_answer" not in columns:  # a store made before the chat kept it
+            self._db.execute("ALTER TABLE chat_conversations ADD COLUMN last_answer TEXT")
 
     def claim(self, owner: str, conversation_id: str | None) -> str:
         """The conversation ``conversation_id`` of ``owner``: started now if unknown
@@ -56,6 +65,28 @@ class Conversations:
                 raise NotFoundError("conversation", conversation_id)
             self._db.execute("UPDATE chat_conversations SET updated_at = ?, turns = turns + 1 WHERE conversation_id = ?", (now, conversation_id))
         return conversation_id
+
+    def set_answer(self, owner: str, conversation_id: str, answer: dict[str, Any]) -> None:
+        """Keep ``answer`` (a JSON object) as the conversation's last answer, the one a
+        mark is about, in place of the one before."""
+        with self._lock:
+            self._db.execute("UPDATE chat_conversations SET last_answer = ? WHERE conversation_id = ? AND owner = ?",
+                             (json.dumps(answer), conversation_id, owner))
+
+    def take_answer(self, owner: str, conversation_id: str) -> dict[str, Any] | None:
+        """The conversation's last answer, once: a second mark of the same answer finds
+        None (the first one counted). :class:`~memorist.errors.NotFoundError` if the
+        conversation is unknown or another owner's."""
+        with self._lock:
+            row = self._db.execute("SELECT owner, last_answer FROM chat_conversations WHERE conversation_id = ?",
+                                   (conversation_id,)).fetchone()
+            if row is None or row[0] != owner:
+                raise NotFoundError("conversation", conversation_id)
+            if row[1] is None:
+                return None
+            self._db.execute("UPDATE chat_conversations SET last_answer = NULL WHERE conversation_id = ?", (conversation_id,))
+        answer = json.loads(row[1])
+        return answer if isinstance(answer, dict) else None
 
     def close(self) -> None:
         with self._lock:

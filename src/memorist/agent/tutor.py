@@ -20,8 +20,9 @@
   fails (an error, a timeout, an empty or unusable reply, a ``react`` loop still
   calling tools after its last step) gets the same offline answer, which says the
   model failed; the turn's ``mode`` is then ``deterministic``.
-- ``critic`` cleans the answer: no scratchpad or tool lines, no stray lone numbers,
-  and no premature reveal when the planner said so.
+- ``critic`` cleans the answer: no tool lines, no stray lone numbers, and no
+  premature reveal when the planner said so. A step-by-step answer keeps its
+  ``Step N:`` lines: only ``cot``'s scratchpad, before its ``Answer:`` label, is left out.
 - ``learning`` runs the Reflector and the Curator on the turn and applies the delta to
   the learner's playbook (at most ``ACE_CURATOR_MAX_NEW``, default 2, new bullets a
   turn; helpful/harmful from the feedback), and remembers the learner's facts.
@@ -35,12 +36,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any, TypedDict, TypeVar
 
 try:
     from langchain_core.runnables import RunnableConfig
@@ -60,7 +63,7 @@ from ..errors import (
     ValidationError,
 )
 from ..integrations.langgraph import MemoristStore
-from ..llm.base import ChatMessage
+from ..llm.base import ChatMessage, call_with_deadline
 from ..pipelines.llm_events import watched
 from ..policies.taxonomy import infer_topic, snake_case
 from ..policies.text import preview
@@ -68,6 +71,7 @@ from ..roles.learning import Bullet, messages_of
 from . import prompts
 from .calculator import calculate, find_expression
 
+T = TypeVar("T")
 log = logging.getLogger("memorist.ace.graph")
 thought_log = logging.getLogger("memorist.ace.thought")
 
@@ -89,7 +93,9 @@ _EXPLAIN = re.compile(r"\b(how (do|can|should|would) (i|we|you)|why|explain|unde
 _CHOICE = re.compile(r"\b(best way|ways to|approach(es)?|strateg(y|ies)|options?|compare|which (method|way)|plan|study|practice|prepare|improve|alternatives?)\b", re.I)
 _NO_REVEAL = re.compile(r"\b(hint|don'?t (tell|give) me|do not (tell|give) me|let me try|on my own|myself|without (telling|giving) (me )?the answer)\b", re.I)
 _ANSWER = re.compile(r"^\s*answer\s*:\s*", re.I)
-_STEP = re.compile(r"^\s*(step\s*\d+|thought|action|observation)\s*[:.)-]", re.I)
+#: A scratchpad line of ``cot`` (before its ``Answer:``), and of the ReAct loop's (anywhere).
+_STEP = re.compile(r"^\s*step\s*\d+\s*[:.)-]", re.I)
+_TOOL_LINE = re.compile(r"^\s*(thought|action|observation)\s*[:.)-]", re.I)
 _ACTION = re.compile(r"^\s*action\s*:\s*(calculator|memory_search)\s*\[(.*)\]\s*$", re.I | re.M)
 
 
@@ -186,6 +192,7 @@ class Tutor:
         llm = _default_llm(memory, **bounds) if llm is Tutor._UNSET else llm
         # Its calls are the memory's too (``memory.llm_usage()``), as its learning's are.
         self.llm = watched(memory, llm) if llm is not None else None
+        self.turn_seconds = _turn_seconds(self.llm, float(model_timeout), model_retries)
         self.feedback_hint = feedback_hint
         self.store = store if store is not None else MemoristStore(memory, agent_id=FACTS_AGENT)
         self.remember_facts = remember_facts
@@ -301,7 +308,8 @@ class Tutor:
         if self.llm is not None:
             try:
                 solve = {"cot": self._cot, "tot": self._tot, "react": self._react}[mode]
-                draft = solve(state, system, reveal, thoughts, tools, conf)
+                # One deadline for all the turn's requests to the model (react makes up to five).
+                draft = solve(state, system, reveal, thoughts, tools, {**conf, "deadline": time.monotonic() + self.turn_seconds})
                 if not clean_answer(draft):
                     raise _NoAnswer("its reply held no answer")
                 answer_mode = "llm"
@@ -353,14 +361,19 @@ class Tutor:
             # An op given to batch: a learner id may hold periods (an e-mail address),
             # which LangGraph's search method would refuse as a label.
             items = store.batch([SearchOp(namespace, query=query, limit=FACTS_K)])[0]
+            if decay_days:
+                cutoff = time.time() - decay_days * 86400.0
+                items = [i for i in items if max(i.created_at.timestamp(), i.updated_at.timestamp()) >= cutoff]
+            facts = [{"key": i.key, "text": str(i.value.get("text", i.value)), "score": i.score} for i in items
+                     if i.score is None or i.score > 0]
         except MemoristError as exc:
             log.warning("[ACE Memory][Facts] unavailable (%s)", preview(exc))
             return [], str(exc)
-        if decay_days:
-            cutoff = time.time() - decay_days * 86400.0
-            items = [i for i in items if max(i.created_at.timestamp(), i.updated_at.timestamp()) >= cutoff]
-        facts = [{"key": i.key, "text": str(i.value.get("text", i.value)), "score": i.score} for i in items
-                 if i.score is None or i.score > 0]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # A remote store (the memory service) answered rows it could not read: it is
+            # unavailable to this turn, not the turn's error.
+            log.warning("[ACE Memory][Facts] unreadable (%s: %s)", type(exc).__name__, preview(exc))
+            return [], f"the memory store answered what could not be read ({type(exc).__name__}: {preview(exc)})"
         log.info("[ACE Memory][Facts] Retrieved %d facts for question: %s", len(facts), preview(query))
         return facts, None
 
@@ -391,25 +404,18 @@ class Tutor:
 
     def _cot(self, state: TurnState, system: str, reveal: str, thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any]) -> str:
         steps = state["params"]["steps"]
-        reply = self.llm.generate(self._chat(state), system=system + "\n\n" + prompts.COT.format(steps=steps, reveal=reveal),
-                                  role="tutor", prompt_version=prompts.COT_VERSION)
-        answer_lines: list[str] = []
-        in_answer = False
-        for line in reply.splitlines():
-            if _ANSWER.match(line):
-                in_answer = True
-                answer_lines.append(_ANSWER.sub("", line))
-            elif in_answer:
-                answer_lines.append(line)
-            elif line.strip():
-                _thought(thoughts, f"cot {line.strip()}")
-        return "\n".join(answer_lines).strip() or reply
+        reply = self._ask(conf, self.llm.generate, self._chat(state), system=system + "\n\n" + prompts.COT.format(steps=steps, reveal=reveal),
+                          role="tutor", prompt_version=prompts.COT_VERSION)
+        scratch, answer = _scratchpad(reply, steps_too=True)
+        for line in scratch:
+            _thought(thoughts, f"cot {line}")
+        return answer
 
     def _tot(self, state: TurnState, system: str, reveal: str, thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any]) -> str:
         n = state["params"]["branches"]
         conversation = "\n".join(f"{m.role}: {m.content}" for m in self._chat(state))
-        tree = self.llm.generate_json(prompts.Branches, prompts.TOT_BRANCHES.format(branches=n) + "\n\n" + conversation,
-                                      system=system, role="tutor", prompt_version=prompts.TOT_VERSION)
+        tree = self._ask(conf, self.llm.generate_json, prompts.Branches, prompts.TOT_BRANCHES.format(branches=n) + "\n\n" + conversation,
+                         system=system, role="tutor", prompt_version=prompts.TOT_VERSION)
         branches = sorted(tree.branches[: max(n, 1)], key=lambda b: -b.score)
         if not branches:
             raise ValidationError("branches", "the model proposed no approach")
@@ -417,8 +423,9 @@ class Tutor:
             _thought(thoughts, f"tot branch {i} score={b.score:g} approach={preview(b.approach)}")
         best = branches[0]
         _thought(thoughts, f"tot chose score={best.score:g} approach={preview(best.approach)}")
-        return self.llm.generate(self._chat(state), system=system + "\n\n" + prompts.TOT_ANSWER.format(approach=best.approach, reveal=reveal),
-                                 role="tutor", prompt_version=prompts.TOT_VERSION)
+        return self._ask(conf, self.llm.generate, self._chat(state),
+                         system=system + "\n\n" + prompts.TOT_ANSWER.format(approach=best.approach, reveal=reveal),
+                         role="tutor", prompt_version=prompts.TOT_VERSION)
 
     def _react(self, state: TurnState, system: str, reveal: str, thoughts: list[str], tools: list[dict[str, Any]], conf: Mapping[str, Any]) -> str:
         observations: list[str] = []
@@ -427,10 +434,11 @@ class Tutor:
             instructions = prompts.REACT.format(reveal=reveal)
             if observations:
                 instructions += "\n\n" + "\n".join(observations)
-            reply = self.llm.generate(chat, system=system + "\n\n" + instructions, role="tutor", prompt_version=prompts.REACT_VERSION)
+            reply = self._ask(conf, self.llm.generate, chat, system=system + "\n\n" + instructions, role="tutor",
+                              prompt_version=prompts.REACT_VERSION)
             action = _ACTION.search(reply)
             if action is None:
-                return reply
+                return _scratchpad(reply, steps_too=False)[1]
             tool, argument = action.group(1).lower(), action.group(2).strip()
             result = self._tool(state, tool, argument, thoughts, tools, step, conf)
             observations.append(f"Action: {tool}[{argument}]\nObservation: {result}")
@@ -439,10 +447,21 @@ class Tutor:
         steps = state["params"]["max_steps"]
         _thought(thoughts, f"react out of tool steps ({steps}); asking for the answer")
         instructions = prompts.REACT_FINAL.format(reveal=reveal) + "\n\n" + "\n".join(observations)
-        reply = self.llm.generate(chat, system=system + "\n\n" + instructions, role="tutor", prompt_version=prompts.REACT_FINAL_VERSION)
+        reply = self._ask(conf, self.llm.generate, chat, system=system + "\n\n" + instructions, role="tutor",
+                          prompt_version=prompts.REACT_FINAL_VERSION)
         if _ACTION.search(reply):
             raise _NoAnswer(f"it did not finish within {steps} tool steps")
-        return reply
+        return _scratchpad(reply, steps_too=False)[1]
+
+    def _ask(self, conf: Mapping[str, Any], request: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``request(*args, **kwargs)`` to the model, given only what is left of the turn's time: a
+        turn of many requests is bounded as one request is (``model_timeout`` and
+        ``model_retries``), not by their sum."""
+        name = getattr(self.llm, "name", "the model")
+        left = conf["deadline"] - time.monotonic()
+        if left <= 0:
+            raise TransientProviderError(f"{name}: the request timed out (the turn's {self.turn_seconds:g}s are up)")
+        return call_with_deadline(functools.partial(request, *args, **kwargs), left, name)
 
     def _tool(self, state: TurnState, tool: str, argument: str, thoughts: list[str], tools: list[dict[str, Any]], step: int,
               conf: Mapping[str, Any]) -> str:
@@ -492,10 +511,24 @@ class _NoAnswer(InvalidOutputError):
         self.reason = reason
 
 
+def _scratchpad(reply: str, *, steps_too: bool) -> tuple[list[str], str]:
+    """``reply`` split into its scratchpad lines and the learner's answer: what follows
+    the first ``Answer:`` label, when there is one; else the reply without its tool
+    lines (and, with ``steps_too``, for ``cot``, without its ``Step N:`` lines)."""
+    lines = reply.splitlines()
+    label = next((i for i, line in enumerate(lines) if _ANSWER.match(line)), None)
+    if label is not None:
+        return [x.strip() for x in lines[:label] if x.strip()], "\n".join([_ANSWER.sub("", lines[label]), *lines[label + 1:]]).strip()
+    scratch = [bool(_TOOL_LINE.match(x) or (steps_too and _STEP.match(x))) for x in lines]
+    return ([x.strip() for x, s in zip(lines, scratch, strict=True) if s],
+            "\n".join(x for x, s in zip(lines, scratch, strict=True) if not s).strip())
+
+
 def clean_answer(draft: Any) -> str:
-    """The learner's part of a reply: no scratchpad or tool lines, no ``Answer:``
-    label, no ``[ACE ...]`` log text, no stray lone numbers."""
-    lines = [line for line in str(draft or "").replace("\r\n", "\n").split("\n") if not _STEP.match(line)]
+    """The learner's part of a reply: no tool lines, no ``Answer:`` label, no
+    ``[ACE ...]`` log text, no stray lone numbers. ``Step N:`` lines stay: they are
+    how a step-by-step answer is written (the solver leaves out ``cot``'s scratchpad)."""
+    lines = [line for line in str(draft or "").replace("\r\n", "\n").split("\n") if not _TOOL_LINE.match(line)]
     text = "\n".join(_ANSWER.sub("", line) for line in lines)
     return sanitize_answer(re.sub(r"\[ACE [^\]]*\][^\n]*", "", text))
 
@@ -521,27 +554,62 @@ def model_failure(exc: BaseException) -> str:
 
 
 def mask_reveal(answer: str, tool_calls: Sequence[Mapping[str, Any]], question: str = "") -> tuple[str, bool]:
-    """``answer`` with the final result hidden: every result a tool computed (as a
-    fraction and as its decimal), the result of the arithmetic ``question`` asks about
-    (a model may state it without the calculator), and a trailing ``= <number>``,
-    become ``?``. Returns the text and whether it changed."""
-    masked = answer
-    results = [str(call.get("result", "")) for call in tool_calls if call.get("tool") == "calculator"]
+    """``answer`` with the final result hidden: every number in it worth a result a tool
+    computed, or the result of the arithmetic ``question`` asks about (a model may
+    state it without the calculator), however it is written (``60``, ``60.0``,
+    ``5/6``, ``5 / 6``, ``10/12``, ``0.833``, ``0.8333...``), and a trailing
+    ``= <number>``, become ``?``. Returns the text and whether it changed."""
+    results: list[Fraction] = []
+    for call in tool_calls:
+        if call.get("tool") == "calculator":
+            with contextlib.suppress(ValidationError):  # an error, not a result
+                results.append(calculate(str(call.get("result", "")).split(" (=")[0]).value)
     expression = find_expression(question) if question else None
     if expression is not None:
         with contextlib.suppress(ValidationError):  # not arithmetic after all: nothing of it to hide
-            results.append(calculate(expression).text)
-    for text in results:
-        if text.startswith("error"):
-            continue
-        decimal = re.search(r"\(=\s*([^)]+)\)", text)
-        for result in (text.split(" (=")[0].strip(), decimal.group(1).strip() if decimal else ""):
-            if result:
-                masked = re.sub(rf"(?<![\w/.]){re.escape(result)}(?![\w/]|\.\d)", "?", masked)
+            results.append(calculate(expression).value)
+    masked = _NUMBER_TEXT.sub(lambda m: "?" if any(_worth(m, r) for r in results) else m.group(0), answer) if results else answer
     masked = re.sub(r"=\s*-?\d+(?:[./]\d+)?(?=\s*$|\s*[.!])", "= ?", masked, flags=re.M)
     if masked != answer:
         masked = masked.rstrip() + "\n\nTry the last step yourself, then tell me what you get."
     return masked, masked != answer
+
+
+_NUM_TEXT = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\.\d+"
+#: A number as a model writes a result: ``60``, ``-3``, ``1,000``, ``60.0``, ``5/6``,
+#: ``5 / 6``, ``0.8333...`` (an ellipsis: cut short).
+_NUMBER_TEXT = re.compile(
+    rf"(?<![\w.,/])(?P<sign>-(?=[\d.]))?(?P<a>{_NUM_TEXT})(?:\s*/\s*(?P<b>{_NUM_TEXT}))?(?P<cut>\.\.\.|…)?(?![\w/]|[.,]\d)")
+
+
+def _worth(match: re.Match[str], result: Fraction) -> bool:
+    """Whether the number ``match`` found is ``result``: exactly, or, written as a
+    decimal of two places or more, rounded (or cut short, before an ellipsis) from it."""
+    a, b = match.group("a").replace(",", ""), match.group("b")
+    try:
+        value = Fraction(a) / (Fraction(b.replace(",", "")) if b else 1)
+    except ZeroDivisionError:
+        return False
+    if match.group("sign"):
+        value = -value
+    if value == result:
+        return True
+    places = len(a.partition(".")[2])
+    if b or places < 2:
+        return False
+    return abs(value - result) <= Fraction(1 if match.group("cut") else 5, 10 ** (places + (0 if match.group("cut") else 1)))
+
+
+def _turn_seconds(llm: Any, timeout: float, retries: int) -> float:
+    """The most one turn waits for its model: what one request may take, its retries
+    and their backoff included (the model's own settings, else the tutor's bounds)."""
+    number = lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0  # noqa: E731
+    own_timeout, own_retries = getattr(llm, "timeout", None), getattr(llm, "max_retries", None)
+    timeout = float(own_timeout) if number(own_timeout) and own_timeout > 0 else timeout
+    retries = int(own_retries) if number(own_retries) else retries
+    backoff, most = getattr(llm, "backoff", 0.5), getattr(llm, "max_backoff", 8.0)
+    backoff, most = (backoff if number(backoff) else 0.5), (most if number(most) else 8.0)
+    return timeout * (retries + 1) + sum(min(most, backoff * 2.0 ** i) for i in range(retries))
 
 
 def _default_llm(memory: Any, **bounds: Any) -> Any:

@@ -424,3 +424,103 @@ def test_the_model_bounds_are_checked(option, value):
     with Memory(":memory:", embedder="hashing") as memory, pytest.raises(ValidationError) as info:
         Tutor(memory, llm=None, **{option: value})
     assert info.value.field == option
+
+
+BRANCHES = {"branches": [{"approach": "a weekly practice plan", "score": 9}]}
+PLAN_QUESTION = "What is the best way to study fractions? Give me a step by step plan."
+
+
+@pytest.mark.parametrize("plan", [
+    "Here is a plan for you:\nStep 1: Review equivalent fractions.\nStep 2: Practise adding with like denominators.",
+    "Step 1: Review equivalent fractions.\nStep 2: Practise adding with like denominators.",
+])
+def test_a_step_by_step_answer_reaches_the_learner_with_its_steps(plan):
+    """Before, every `Step N:` line was cut from the answer: the plan reached the
+    learner as its first line only, and a plan made of steps alone was thrown away
+    for the offline answer ("its reply held no answer")."""
+    with Memory(":memory:", embedder="hashing") as memory:
+        out = Tutor(memory, llm=ScriptedLLM([BRANCHES, plan]), remember_facts=False).run_turn(
+            {"messages": [{"role": "user", "content": PLAN_QUESTION}]})
+    assert (out["mode"], out["scratch"]["reasoning_mode"], out["scratch"]["model_error"]) == ("llm", "tot", None)
+    assert out["answer"] == plan
+
+
+def test_cot_leaves_out_its_scratchpad_but_keeps_the_steps_of_its_answer():
+    reply = ("Step 1: the learner wants steps.\nAnswer: To add 1/4 + 1/6:\nStep 1: find the common denominator, 12.\n"
+             "Step 2: rewrite as 3/12 + 2/12.")
+    with Memory(":memory:", embedder="hashing") as memory:
+        out = Tutor(memory, llm=ScriptedLLM([reply]), remember_facts=False).run_turn(
+            {"messages": [{"role": "user", "content": "Explain how to add fractions with unlike denominators, step by step"}]})
+    assert out["scratch"]["reasoning_mode"] == "cot"
+    assert out["answer"] == "To add 1/4 + 1/6:\nStep 1: find the common denominator, 12.\nStep 2: rewrite as 3/12 + 2/12."
+
+
+def test_a_react_turn_is_bounded_as_one_request_is_however_many_it_makes():
+    """Before, each of react's five requests had the whole timeout: a slow model held
+    the turn five times as long as a cot turn."""
+    def slow(request):
+        time.sleep(0.5)
+        return "Action: calculator[12*5]"
+
+    with Memory(":memory:", embedder="hashing") as memory:
+        llm = ScriptedLLM(slow, timeout=1.2, max_retries=0)
+        tutor = Tutor(memory, llm=llm, remember_facts=False)
+        started = time.monotonic()
+        out = tutor.run_turn({"messages": [{"role": "user", "content": "What is 12 * 5?"}]})
+        took = time.monotonic() - started
+    assert took < 2.0, took  # five requests of 0.5 s would take 2.5 s
+    assert out["mode"] == "deterministic" and out["scratch"]["model_error"] == "it did not answer in time"
+    assert out["answer"].startswith("12 * 5 = 60")  # the offline calculator answers in its place
+
+
+@pytest.mark.parametrize(("question", "reply", "hidden", "kept"), [
+    ("What is 12 * 5? just a hint please", "Answer: Think of 10*5 + 2*5. You should get 60.0 in the end.", "60", "10*5 + 2*5"),
+    ("What is 1/2 + 1/3? hint only", "Answer: Common denominator 6: 3/6 + 2/6 = 5 / 6 exactly.", "5 / 6", "3/6 + 2/6"),
+    ("What is 1/2 + 1/3? hint only", "Answer: Common denominator 6, so you get 0.8333...", "0.83", "denominator 6"),
+    ("What is 1/2 + 1/3? hint only", "Answer: Rewrite both in twelfths and you get 10/12, about 0.83.", "10/12", "twelfths"),
+])
+def test_the_critic_masks_the_result_however_the_model_writes_it(question, reply, hidden, kept):
+    """Before, only the result written exactly as the calculator writes it was hidden:
+    "60.0", "5 / 6" and "0.8333..." reached a learner who asked for a hint."""
+    with Memory(":memory:", embedder="hashing") as memory:
+        out = Tutor(memory, llm=ScriptedLLM([reply]), remember_facts=False).run_turn({"messages": [{"role": "user", "content": question}]})
+    assert out["scratch"]["params"]["reveal_answer"] is False
+    assert hidden not in out["answer"] and "?" in out["answer"] and kept in out["answer"], out["answer"]
+    assert "0.83" not in out["answer"]
+
+
+def test_a_question_of_nothing_visible_is_refused_by_its_field_and_stores_nothing(backend):
+    from memorist import ValidationError
+
+    with Memory(backend.target, embedder="hashing") as memory:
+        tutor = Tutor(memory, llm=None)
+        events = memory.stats()["events"]
+        with pytest.raises(ValidationError) as info:
+            tutor.run_turn({"messages": [{"role": "user", "content": "Hi"}, {"role": "user", "content": "\u200b"}]})
+        assert info.value.field == "messages[1].content"  # before, "query"
+        assert memory.stats()["events"] == events and tutor.playbook.bullets() == []
+
+
+def test_floor_division_is_held_to_the_calculators_size_cap():
+    from memorist import ValidationError
+    from memorist.agent.calculator import MAX_DIGITS, calculate
+
+    with pytest.raises(ValidationError, match=f"more than {MAX_DIGITS} digits"):
+        calculate("9**64*9**64*9**64//(1/9**64)//(1/9**64)//(1/9**64)//(1/9**64)//(1/9**64)")
+    assert calculate("7 // 2").text == "3"
+
+
+class _Rows:
+    """A store whose search answers rows a memory service should not send."""
+
+    def batch(self, ops):
+        raise KeyError("created_at")  # as MemoristStore does on a row without created_at
+
+
+def test_a_store_answering_unreadable_rows_leaves_the_turn_without_facts():
+    """Before, the KeyError escaped the turn (the chat answered 500)."""
+    with Memory(":memory:", embedder="hashing") as memory:
+        out = Tutor(memory, llm=None, remember_facts=False).run_turn(
+            {"messages": [{"role": "user", "content": "What is 2+2?"}]}, store=_Rows())
+    assert out["answer"] == "2+2 = 4" and out["result"]["facts"] == []
+    assert "could not be read" in out["scratch"]["memory_error"]

@@ -173,6 +173,7 @@ def test_the_chat_takes_the_outcomes_a_turn_takes():
 @pytest.mark.parametrize(("change", "message"), [
     ({"learner_id": "l\x00x"}, "error: learner_id: holds a NUL character (U+0000) at position 1"),
     ({"outcome": "great"}, "error: outcome: must be one of success, failure (or left out), got 'great'"),
+    ({"messages": [{"role": "user", "content": "\u200b"}]}, "error: messages[0].content: must not be empty (it has no visible character)"),
 ])
 def test_run_turn_reports_a_bad_turn_in_one_line_and_creates_no_store(tmp_path, change, message):
     pytest.importorskip("langgraph")

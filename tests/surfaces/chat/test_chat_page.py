@@ -190,6 +190,10 @@ def test_the_last_answer_can_be_marked_helpful_and_the_playbook_learns_from_it(p
     assert "outcome" not in _send(page, "I get confused when adding fractions with different denominators.")
     expect(page.locator(".message.assistant").last).to_contain_text('mark my answer "Helpful" or "Not helpful"')
     expect(outcome).to_be_visible()
+    with page.expect_response(lambda r: r.url.endswith("/api/ai/chat")) as answered:
+        _send(page, "How do I add fractions with different denominators?")
+    used = answered.value.json()["metadata"]["scratch"]["injected_ids"]
+    assert used  # the bullet the first message taught
     helpful = outcome.get_by_role("button", name="Helpful", exact=True)
     not_helpful = outcome.get_by_role("button", name="Not helpful")
     not_helpful.click()
@@ -200,13 +204,13 @@ def test_the_last_answer_can_be_marked_helpful_and_the_playbook_learns_from_it(p
     expect(not_helpful).to_have_attribute("aria-pressed", "false")
 
     with page.expect_response(lambda r: r.url.endswith("/api/ai/chat")) as answered:
-        sent = _send(page, "How do I add fractions with different denominators?")
+        sent = _send(page, "Thanks!")
     assert sent["outcome"] == "success"
-    # The bullet the first message taught was used, and counted as helpful.
-    scratch = answered.value.json()["metadata"]["scratch"]
-    assert scratch["injected_ids"] and scratch["ace_delta"]["num_updates"] == 1
+    # The mark counts for the bullets the marked answer used, not the next message's.
+    mark = answered.value.json()["metadata"]["outcome"]
+    assert mark["applied"] and mark["bullets"] == used and mark["ace_delta"]["num_updates"] == 1
     expect(helpful).to_have_attribute("aria-pressed", "false")  # a mark goes with one message only
-    assert "outcome" not in _send(page, "Thanks!")
+    assert "outcome" not in _send(page, "One more question: what is 1/2 + 1/3?")
     page.get_by_role("button", name="New conversation").click()
     expect(outcome).to_be_hidden()
     assert not refused, refused

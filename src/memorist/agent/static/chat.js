@@ -1,7 +1,8 @@
 // The tutor's chat page: a conversation, the "Long Term Memory" setting (kept in
 // localStorage and sent as memoryEnabled with each message), "Helpful" / "Not
-// helpful" on the last answer (sent as the outcome of the next message, which the
-// tutor's playbook learns from), the memory indicator and the drawer with the
+// helpful" on the last answer (sent as the outcome of the next message, or on its own
+// when the conversation ends first; the chat credits it to the playbook bullets that
+// answer used), the memory indicator and the drawer with the
 // project's long term memory. Plain browser JavaScript, no
 // build step, no dependency; data is written with textContent, never parsed as HTML.
 "use strict";
@@ -61,6 +62,7 @@
   function applyKey() {
     const key = el.apiKey.value.trim();
     if (!storage("session") || key === apiKey()) return;
+    sendPendingOutcome();  // the mark is the previous user's, sent with their key
     storeKey(key);
     newConversation();
     state.ticket++;  // a load of the other user's memories, still on its way, is dropped
@@ -166,6 +168,18 @@
   function toggleOutcome(outcome) {
     setOutcome(state.outcome === outcome ? null : outcome);
   }
+  // The mark on the conversation's last answer, sent on its own: the conversation
+  // ends (a new one, another key, the page closed) before a next message carries it.
+  // Not while a message is on its way: that message carries it.
+  function sendPendingOutcome() {
+    if (!state.outcome || !state.conversationId || state.busy) return;
+    const headers = { "Content-Type": "application/json" };
+    const key = apiKey();
+    if (key) headers.Authorization = "Bearer " + key;
+    const body = JSON.stringify({ conversationId: state.conversationId, outcome: state.outcome });
+    state.outcome = null;
+    fetch("api/ai/chat/outcome", { method: "POST", headers, body, cache: "no-store", keepalive: true }).catch(() => {});
+  }
 
   async function send(event) {
     event.preventDefault();
@@ -194,8 +208,10 @@
       // every later message of the conversation would be refused.
       state.history.push({ role: "user", content: text }, { role: "assistant", content: clip(data.response, HISTORY_CHARS) });
       const memory = data.metadata && data.metadata.memory;
-      const note = memory && memory.status === "used" && memory.added && memory.added.length
-        ? "Remembered " + memory.added.length + (memory.added.length === 1 ? " thing" : " things") + " about you." : "";
+      const saved = memory && (memory.status === "used" || memory.status === "partial") && memory.added ? memory.added.length : 0;
+      const note = saved
+        ? "Remembered " + saved + (saved === 1 ? " thing" : " things") + " about you"
+          + (memory.status === "partial" ? "; the rest of this message could not be saved." : ".") : "";
       addMessage("assistant", data.response, note);
       setOutcome(null);
       el.outcome.hidden = false;
@@ -222,6 +238,7 @@
 
   // A fresh conversation: a reply still on its way is dropped, not shown in it.
   function newConversation() {
+    sendPendingOutcome();
     state.turn++;
     if (state.controller) state.controller.abort();
     state.controller = null;
@@ -372,5 +389,6 @@
   el.more.addEventListener("click", () => loadMemories({ more: true }));
   el.clear.addEventListener("click", () => { el.query.value = ""; loadMemories(); el.query.focus(); });
   window.addEventListener("storage", (e) => { if (e.key === MEMORY_SETTING) showIndicator(); });
+  window.addEventListener("pagehide", sendPendingOutcome);
   showIndicator();
 })();
