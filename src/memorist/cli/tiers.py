@@ -21,6 +21,8 @@ from .app import (
     CommandError,
     FiniteFloat,
     cli,
+    confirm,
+    describe_scope,
     echo,
     pass_app,
     read_text,
@@ -238,13 +240,18 @@ def list_(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
 @tiers.command("tests")
 @scope_options
 @click.option("--limit", default=100, show_default=True, type=LIMIT, help="How many.")
-@click.option("--delete", is_flag=True, help="Delete them instead (the real memories are never touched).")
+@click.option("--delete", is_flag=True, help="Delete them instead (the real memories are never touched); "
+              "with no --user, --agent or --run, every user's.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (with --delete).")
 @pass_app
-def tests(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, limit: int, delete: bool) -> None:
+def tests(app: App, user_id: str | None, agent_id: str | None, run_id: str | None, limit: int, delete: bool, yes: bool) -> None:
     """The test memories (kept apart from the real ones), or --delete them."""
     memory = _energy(app)
     if delete:
-        done = memory.tiers.delete_test_memories(**scope(user_id, agent_id, run_id))
+        ids = scope(user_id, agent_id, run_id)
+        if not yes:
+            confirm(f"Delete the test memories of {describe_scope(ids) or 'every user'} in {app.label}?")
+        done = memory.tiers.delete_test_memories(**ids)
         app.emit(done, lambda: echo(f"Deleted {done['deleted']} test memories."))
         return
     data = memory.tiers.test_memories(**scope(user_id, agent_id, run_id), limit=limit)

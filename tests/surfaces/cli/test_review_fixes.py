@@ -355,3 +355,18 @@ def test_a_test_memory_on_a_missing_store_needs_the_energy_policy_and_makes_no_s
     assert "add --policy energy" in error_line_of(done) and not path.exists()
     made = run(str(path), "--policy", "energy", "tiers", "test-memory", "Stretch at noon", "--user", "alex")
     assert "Stretch at noon" in made.output
+
+
+# deleting test memories asks first -------------------------------------------------------
+def test_deleting_every_users_test_memories_asks_first(tmp_path: Path) -> None:
+    """`tiers tests --delete` with no scope deleted every user's test memories, without
+    a word; it asks, as the other commands that delete do, and --yes answers."""
+    path = str(tmp_path / "tiers.db")
+    for user in ("alice", "bob"):
+        run(path, "--policy", "energy", "tiers", "test-memory", f"{user} test", "--user", user)
+    asked = run(path, "tiers", "tests", "--delete", code=1, input="n\n")
+    assert "Delete the test memories of every user" in asked.output
+    assert "alice test" in run(path, "tiers", "tests").output
+    assert "Deleted 1 test memories" in run(path, "tiers", "tests", "--delete", "--user", "bob", input="y\n").output
+    assert "Deleted 1 test memories" in run(path, "tiers", "tests", "--delete", "--yes").output
+    assert "No test memories" in run(path, "tiers", "tests").output
