@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import CorruptStoreError
 from ..model import EventRecord, MemoryRecord, RelationTuple, Scope, Status
 from ..policies.filters import Narrowing
 
@@ -75,6 +76,14 @@ TOMBSTONE = '{"erased":true}'
 #: ``events_unnamed``, schema version 6, is on the same condition).
 UNNAMED_CHANGES = ("erase", "adopt")
 UNNAMED_CHANGES_SQL = "op IN (" + ", ".join(f"'{op}'" for op in UNNAMED_CHANGES) + ")"
+
+
+def version_of(value: Any, label: str) -> int:
+    """A store's stored ``schema_version``, which only damage makes other than a number."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise CorruptStoreError(f"{label}: its schema version {value!r} is not a number; the store is damaged") from None
 
 
 def holds_text_of(payload: dict[str, Any], owners: Sequence[ScopeFilter], memories: Collection[str] = ()) -> bool:

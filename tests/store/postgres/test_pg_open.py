@@ -103,6 +103,8 @@ def test_an_unknown_connection_parameter_is_libpq_s_error(pg_url: str) -> None:
         ("pool_min=3&pool_size=2", "pool_min"),
         ("schema=bad-name", "schema"),
         ("lock_timeout=-1", "lock_timeout"),
+        ("pool_timeout=0", "pool_timeout"),
+        ("pool_timeout=soon", "pool_timeout"),
     ],
 )
 def test_bad_options_in_the_url_are_configuration_errors(pg_url: str, extra: str, match: str) -> None:
@@ -111,10 +113,10 @@ def test_bad_options_in_the_url_are_configuration_errors(pg_url: str, extra: str
 
 
 def test_options_in_the_url_are_taken_and_hidden_from_libpq(pg_url: str) -> None:
-    store = open_store(with_query(pg_url, "pool_size=3&pool_min=2&lock_timeout=5&schema=memorist_other"))
+    store = open_store(with_query(pg_url, "pool_size=3&pool_min=2&lock_timeout=5&pool_timeout=7&schema=memorist_other"))
     try:
         assert isinstance(store, PostgresStore)
-        assert (store.pool_size, store.lock_timeout, store.schema) == (3, 5.0, "memorist_other")
+        assert (store.pool_size, store.lock_timeout, store.pool_timeout, store.schema) == (3, 5.0, 7.0, "memorist_other")
         assert store.schema_version() >= 1
     finally:
         store.close()
@@ -160,6 +162,22 @@ def test_a_schema_holding_someone_elses_tables_is_refused_and_left_alone(pg_url:
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT total FROM memorist.invoices").fetchall() == [(9.5,)]
         assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'memorist'").fetchone()[0] == 1
+
+
+def test_a_schema_whose_meta_table_is_someone_elses_is_refused(pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA memorist")
+        conn.execute("CREATE TABLE memorist.meta (name text, setting text)")
+    with pytest.raises(CorruptStoreError, match="meta table that is not Memorist's"):
+        open_store(pg_url)
+
+
+def test_a_schema_version_that_is_no_number_is_damage(pg_url: str) -> None:
+    open_store(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE memorist.meta SET value = 'abc' WHERE key = 'schema_version'")
+    with pytest.raises(CorruptStoreError, match="schema version 'abc' is not a number"):
+        open_store(pg_url)
 
 
 def test_tables_of_other_schemas_are_none_of_memorists_business(pg_url: str) -> None:
@@ -240,3 +258,48 @@ def test_a_database_error_while_writing_retrievals_is_a_store_error(pg_url: str)
     with pytest.raises(StoreError, match="is closed"):  # PoolClosed, said as a store error
         m.store.flush()
     m.close()
+
+
+def test_a_call_waits_for_a_busy_pool_but_fails_within_a_second_when_the_server_is_down(pg_url: str, tmp_path) -> None:
+    """With the server down every call waited the pool's whole timeout (30 s, not
+    configurable) and then blamed the pool; the reason went only to the log. Now a
+    call that finds no connection asks the server once, on a connection of its own:
+    down, it fails with the server's words; up (every connection busy), it waits."""
+    import threading
+
+    store = open_store(pg_url, pool_size=1, pool_timeout=10)
+    assert isinstance(store, PostgresStore)
+    try:
+        held = threading.Event()
+        release = threading.Event()
+
+        def hold() -> None:
+            with store._pool_connection():
+                held.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait(10)
+        threading.Timer(1.6, release.set).start()
+        began = time.monotonic()
+        assert store.schema_version() >= 1  # busy, not down: it waited for the connection
+        assert 1.5 < time.monotonic() - began < 8
+        holder.join(10)
+
+        release.clear()
+        held.clear()
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait(10)
+        real = store._conninfo
+        store._conninfo = f"host={tmp_path}/nowhere dbname=x"  # the server gone: no socket there
+        began = time.monotonic()
+        with pytest.raises(StoreError, match="the server does not answer"):
+            store.schema_version()
+        assert time.monotonic() - began < 5
+        store._conninfo = real
+        release.set()
+        holder.join(10)
+    finally:
+        store.close()

@@ -305,3 +305,34 @@ def test_an_erasure_or_adopt_by_another_process_reloads_the_index(opened):
     assert writer.adopt([("", "acme")])["memories"] == 3
     assert ids(search(reader, "tea", F_BOB)) == []
     assert set(ids(search(reader, "tea", ScopeFilter("acme", "alex")))) == {"c", "d"}
+
+
+def _rows_processed(plan: dict) -> int:
+    """Every row a plan's nodes produced or threw away, loops counted."""
+    rows = plan.get("Actual Rows", 0) * plan.get("Actual Loops", 1)
+    rows += plan.get("Rows Removed by Join Filter", 0) + plan.get("Rows Removed by Filter", 0)
+    return int(rows) + sum(_rows_processed(p) for p in plan.get("Plans", ()))
+
+
+def test_bm25_in_sql_reads_each_hit_a_bounded_number_of_times_whatever_the_join_the_planner_picks(opened, pg_url):
+    """Right after a bulk load, before the tables are analyzed, the planner took the
+    hits for one row and joined each matching term back to its hit in a nested loop:
+    n² rows, 4 s a search at 8,000 memories until autovacuum ran. With nested loops
+    forced on it, the work stays linear in the hits."""
+    import psycopg
+
+    from memorist.store.postgres.store import _space_filter
+
+    store = opened(text_index_above=0)
+    n = 1500
+    add(store, *(record(f"t{i}", f"tea and the weather on day {i}", created_at=time.time() - i) for i in range(n)))
+    assert len(search(store, "tea weather")) == 10
+    terms = pg_text.query_terms("tea weather")
+    spaces, args = _space_filter(F_ALEX)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{store.schema}", public')
+        conn.execute("SET enable_hashjoin = off")
+        conn.execute("SET enable_mergejoin = off")
+        (plan,) = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + pg_text.BM25.format(spaces=spaces, keep=""),
+                               [*args, *args, pg_text.tsquery(terms), terms, 10]).fetchone()[0]
+    assert _rows_processed(plan["Plan"]) < 40 * n

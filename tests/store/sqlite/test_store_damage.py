@@ -154,6 +154,21 @@ def _check(path: Path, *extra: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def test_a_schema_version_that_is_no_number_or_a_foreign_meta_table_is_refused_at_open(tmp_path: Path) -> None:
+    """Both raised a raw ValueError or sqlite3 error, which no caller catches as a store's."""
+    damaged = tmp_path / "damaged.db"
+    Memory(str(damaged), embedder="hashing").close()
+    with sqlite3.connect(damaged) as conn:
+        conn.execute("UPDATE meta SET value = 'abc' WHERE key = 'schema_version'")
+    with pytest.raises(CorruptStoreError, match="schema version 'abc' is not a number"):
+        Memory(str(damaged), embedder="hashing")
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE meta (name TEXT, setting TEXT)")
+    with pytest.raises(CorruptStoreError, match="not a Memorist store"):
+        Memory(str(foreign), embedder="hashing")
+
+
 def test_check_a_healthy_store(base: Path, tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     shutil.copy(base, path)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import psycopg
+
 from ...errors import ConfigurationError, CorruptStoreError
 from ...policies.relations import rekeyed
 from ...reserved import (
@@ -36,7 +38,7 @@ from ...reserved import (
     renamed_run,
 )
 from .. import playbook_names
-from ..base import TOMBSTONE
+from ..base import TOMBSTONE, version_of
 from .text import full_text
 
 V1 = """
@@ -406,10 +408,13 @@ def schema_version(conn: Any, schema: str, label: str) -> int:
                 "name another with ?schema=... in the URL"
             )
         return 0
-    row = conn.execute(
-        f"SELECT value FROM {quote_ident(schema)}.meta WHERE key = 'schema_version'"
-    ).fetchone()
-    return int(row[0]) if row else 0
+    try:
+        row = conn.execute(
+            f"SELECT value FROM {quote_ident(schema)}.meta WHERE key = 'schema_version'"
+        ).fetchone()
+    except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable) as exc:
+        raise CorruptStoreError(f"{label}: schema {schema!r} holds a meta table that is not Memorist's; name another with ?schema=...") from exc
+    return version_of(row[0], label) if row else 0
 
 
 #: Pages of the memories table keep a tenth free for the new version of a row whose

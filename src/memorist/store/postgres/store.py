@@ -6,7 +6,9 @@ pool. The server needs the pgvector extension (0.5 or newer). Options, as keywor
 arguments or URL query parameters (which libpq never sees): ``pool_size`` (most
 connections, 8), ``pool_min`` (kept open, 1), ``schema`` (the PostgreSQL schema of
 Memorist's tables, ``memorist``), ``lock_timeout`` (seconds a writer waits for another
-one, 30), ``text_index_above`` and ``text_index_rows`` (the in-process index, text
+one, 30), ``pool_timeout`` (seconds a call waits for a pooled connection while all are
+busy, 30; with the server down it fails after about a second, naming why),
+``text_index_above`` and ``text_index_rows`` (the in-process index, text
 and vectors, of large spaces, see Full text below; 0 turns it off).
 
 How the contract's rules are kept (see :mod:`memorist.store.base`):
@@ -63,6 +65,7 @@ import dataclasses
 import functools
 import json
 import logging
+import math
 import re
 import struct
 import threading
@@ -143,7 +146,7 @@ _T = TypeVar("_T")
 #: How long buffered retrievals wait for other writers' space locks before they
 #: stay buffered for the next write.
 _TOUCH_LOCK_TIMEOUT_MS = 200
-_OPTIONS = ("pool_size", "pool_min", "schema", "lock_timeout", "text_index_above", "text_index_rows")
+_OPTIONS = ("pool_size", "pool_min", "schema", "lock_timeout", "pool_timeout", "text_index_above", "text_index_rows")
 
 # PostgreSQL text cannot hold NUL: such text is stored with NUL as ESC "0" and ESC
 # itself as ESC "1" (ESC is a noncharacter that real text does not use).
@@ -206,6 +209,11 @@ logger = logging.getLogger(__name__)
 
 #: Seconds a health check waits for the database to accept a connection.
 _PING_TIMEOUT = 2
+#: Seconds a call waits for a pooled connection before it asks whether the server
+#: answers at all (a connection of its own): down, the call fails then, with the reason.
+_FIRST_WAIT = 1.0
+#: Seconds one such answer stands for the other calls waiting meanwhile.
+_PROBE_FOR = 1.0
 
 
 def _split_url(url: str) -> tuple[str, dict[str, str], str | None]:
@@ -251,6 +259,7 @@ class _Local(threading.local):
     batch: _PostgresBatch | None = None
     reading = False  # conn holds a reading block's snapshot
     spaces: dict[tuple[str, tuple[Any, ...]], Space | None] | None = None  # one_space's answers in that snapshot
+    snapshot: ExitStack | None = None  # a reading block's hold on its pooled connection
 
 
 def _translating(action: str, *, decode: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -515,6 +524,7 @@ class PostgresStore(Store):
         pool_min: int | None = None,
         schema: str | None = None,
         lock_timeout: float | None = None,
+        pool_timeout: float | None = None,
         connect_timeout: float = 10.0,
         exact_below: int = hnsw.EXACT_BELOW,
         ef_search: int = hnsw.EF_SEARCH,
@@ -543,6 +553,15 @@ class PostgresStore(Store):
             self.lock_timeout = -1.0
         if not 0 <= self.lock_timeout <= 86_400:
             raise ConfigurationError(f"lock_timeout must be seconds from 0 to 86400, got {wait!r}")
+        waits = pool_timeout if pool_timeout is not None else in_url.get("pool_timeout", 30)
+        try:
+            self.pool_timeout = float(waits)
+        except (TypeError, ValueError):
+            self.pool_timeout = -1.0
+        if not 0.1 <= self.pool_timeout <= 3_600:
+            raise ConfigurationError(f"pool_timeout must be seconds from 0.1 to 3600, got {waits!r}")
+        self._probe_lock = threading.Lock()
+        self._probed: tuple[float, str | None] = (-math.inf, None)  # (when, why the server did not answer)
         exact_below, ef_search = int(exact_below), int(ef_search)
         self.pool_size = size
         above = _count("text_index_above", text_index_above if text_index_above is not None else in_url.get("text_index_above", TEXT_INDEX_ABOVE))
@@ -646,8 +665,35 @@ class PostgresStore(Store):
         pool = self._pool
         if pool is None:
             raise StoreError(f"{self.label} is closed")
-        with pool.connection() as conn:
+        with ExitStack() as stack:
+            first = min(_FIRST_WAIT, self.pool_timeout)
+            try:
+                conn = stack.enter_context(pool.connection(timeout=first))
+            except psycopg_pool.PoolTimeout:
+                # Every connection busy, or none can be made: a server that is down
+                # fails the call now, with its reason, not after the whole timeout.
+                down = self._down()
+                if down is not None:
+                    raise StoreError(f"{self.label}: no database connection: the server does not answer: {down}") from None
+                if self.pool_timeout <= first:
+                    raise
+                conn = stack.enter_context(pool.connection(timeout=self.pool_timeout - first))
             yield conn
+
+    def _down(self) -> str | None:
+        """Why the server does not answer a connection of its own (None: it does),
+        asked at most once a ``_PROBE_FOR`` for all the calls waiting."""
+        with self._probe_lock:
+            at, why = self._probed
+            if time.monotonic() - at < _PROBE_FOR:
+                return why
+            try:
+                with psycopg.connect(self._conninfo, **{**self._connect_kwargs, "connect_timeout": _PING_TIMEOUT}):
+                    why = None
+            except Exception as exc:  # the server down or refusing connections
+                why = self._scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+            self._probed = (time.monotonic(), why)
+            return why
 
     def _own_connection(self) -> Any:
         """A connection of its own, outside the pool (for work that takes long, such
@@ -698,8 +744,8 @@ class PostgresStore(Store):
             )
         if isinstance(exc, psycopg.errors.LockNotAvailable):
             return StoreError(
-                f"{self.label}: {action} failed: another writer held the space for more than the lock "
-                f"timeout ({self.lock_timeout:g} s; lock_timeout in the URL)"
+                f"{self.label}: {action} failed: another writer held the space (or an erasure rewrote the "
+                f"store's tables) for more than the lock timeout ({self.lock_timeout:g} s; lock_timeout in the URL)"
             )
         if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
             return CorruptStoreError(f"{self.label}: {action} failed: the Memorist schema {self.schema!r} is damaged or was dropped: {message}")
@@ -767,25 +813,60 @@ class PostgresStore(Store):
     @contextmanager
     def reading(self) -> Iterator[None]:
         """One snapshot for the reads of a search (a read-only repeatable-read
-        transaction on one connection)."""
+        transaction on one connection), given back to the pool while the search works
+        on what it read for as long as its request makes it (:meth:`released`)."""
         if self._local.conn is not None:
             yield
             return
         try:
             # An erasure waits for the searches under way, and new ones for it (gate.py).
-            with self._gate.search(), self._pool_connection() as conn:
-                conn.execute(_SNAPSHOT)
-                self._local.conn, self._local.reading, self._local.spaces = conn, True, {}
+            with self._gate.search():
+                self._take_snapshot()
                 try:
                     yield
                 finally:
-                    self._local.conn, self._local.reading, self._local.spaces = None, False, None
-                    with suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
+                    self._give_snapshot()
         except MemoristError:
             raise
         except psycopg.Error as exc:
             raise self._error(exc, "search") from exc
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        """Inside a reading block, its connection goes back to the pool meanwhile (a
+        costly filter's checks held one of the pool's connections for up to a second),
+        and the reads after it take a new snapshot: as on SQLite, what a search reads
+        next may be newer, and it keeps only what is still active and in its scope."""
+        if self._local.snapshot is None:  # no reading block, or a transaction's connection
+            yield
+            return
+        self._give_snapshot()
+        try:
+            yield
+        finally:
+            try:
+                self._take_snapshot()
+            except psycopg.Error as exc:
+                raise self._error(exc, "search") from exc
+
+    def _take_snapshot(self) -> None:
+        stack = ExitStack()
+        conn = stack.enter_context(self._pool_connection())
+        try:
+            conn.execute(_SNAPSHOT)
+        except BaseException:
+            stack.close()
+            raise
+        self._local.conn, self._local.reading, self._local.spaces, self._local.snapshot = conn, True, {}, stack
+
+    def _give_snapshot(self) -> None:
+        conn, stack = self._local.conn, self._local.snapshot
+        self._local.conn, self._local.reading, self._local.spaces, self._local.snapshot = None, False, None, None
+        if stack is None:
+            return
+        with suppress(psycopg.Error):
+            conn.execute("ROLLBACK")
+        stack.close()
 
     # embedder identity -----------------------------------------------------------------
     @_translating("reading the embedder identity")

@@ -34,7 +34,7 @@ from ...model import EventRecord, MemoryRecord, RelationTuple, Scope, Status
 from ...policies.filters import Narrowing
 from ...policies.text import index_terms, query_terms, stable_token
 from ...work import charge
-from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of
+from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of, version_of
 from ..codec import (
     AT,
     COLUMNS,
@@ -435,8 +435,11 @@ class SQLiteStore(Store):
             if others:
                 raise CorruptStoreError(f"{self.path} is a SQLite database but not a Memorist store")
             return 0
-        row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+        try:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.OperationalError as exc:  # a table named meta, not Memorist's
+            raise CorruptStoreError(f"{self.path} is a SQLite database but not a Memorist store ({exc})") from exc
+        return version_of(row[0], self.path) if row else 0
 
     def _migrate(self, target: int = SCHEMA_VERSION) -> None:
         current = self.schema_version()
