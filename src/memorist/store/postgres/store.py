@@ -26,7 +26,9 @@ How the contract's rules are kept (see :mod:`memorist.store.base`):
   ``update``, ``delete``, learning step) never deadlock: each holds one space lock.
 - **Reads** outside a transaction run in autocommit mode; the reads of one search
   (:meth:`PostgresStore.reading`) share one repeatable-read snapshot, so a search sees
-  each transaction whole or not at all.
+  each transaction whole or not at all; one that lets its connection go for a while
+  (:meth:`PostgresStore.released`: a costly filter's checks) reads on from a new one,
+  and keeps only what is still active and in its scope.
 - **Vectors** are pgvector values in an untyped column (the dimension is known only
   once the store's embedder wrote its first vector). A scope of at most
   ``exact_below`` vectors (20,000) is searched exactly: a distance for each of its
