@@ -460,9 +460,10 @@ CAPABILITY_CALLS: tuple[Call, ...] = (
     _tiers("status", Surface("GET /api/tiers/", omitted=_SCOPE), Surface("tiers status")),
     _tiers("health", Surface("GET /api/tiers/health/", omitted=_SCOPE), Surface("tiers health")),
     _tiers("config", Surface("PUT /api/tiers/config/"), Surface("tiers config", renamed={"changes": "settings"})),
-    _tiers("test_memories", Surface("GET /api/tiers/tests/"), Surface("tiers tests", extra={"delete": "deletes them (delete_test_memories)"})),
+    _tiers("test_memories", Surface("GET /api/tiers/tests/"), Surface("tiers tests", extra={"delete": "deletes them (delete_test_memories)", "yes": "with --delete: skip the confirmation"})),
     _tiers("delete_test_memories", None,  # test memories are the library's and the CLI's testing aid
-           Surface("tiers tests", extra={"delete": "selects this call", "limit": "without --delete: how many to list"})),
+           Surface("tiers tests", extra={"delete": "selects this call", "limit": "without --delete: how many to list",
+                                         "yes": "skip the confirmation"})),
     _minutes("record", Surface("POST /api/minutes/", renamed={"now": "timestamp"}),
              Surface("minutes record", renamed={"context_references": "refs", "memory_note": "note", "now": "at"},
                      omitted={"insights": "written through the library or the service", "run_id": "a command is no session"})),

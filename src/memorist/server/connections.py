@@ -91,35 +91,48 @@ class ConnectionGuard:
         # The service answers 408 at timeout_body; past this the connection goes.
         self.body_deadline = timeout_body + 5.0
         self.open: dict[GuardedH11Protocol, None] = {}
+        # Closed by the guard, not yet gone (their descriptors go on the loop's next
+        # turn): still counted open, never chosen again.
+        self.closing: set[GuardedH11Protocol] = set()
         self.shed = 0  # connections closed for the cap
         self.expired = 0  # connections closed for a deadline
         self._sweeping: asyncio.TimerHandle | None = None
 
     def opened(self, conn: GuardedH11Protocol) -> None:
         self.open[conn] = None
-        if len(self.open) > self.max_connections:
+        if len(self.open) - len(self.closing) > self.max_connections:
             self._shed(conn)
         if self._sweeping is None:
             self._sweeping = conn.loop.call_later(self.period, self._sweep, conn.loop)
 
     def closed(self, conn: GuardedH11Protocol) -> None:
         self.open.pop(conn, None)
+        self.closing.discard(conn)
+
+    def _close(self, conn: GuardedH11Protocol) -> None:
+        """Drop ``conn`` at once, with whatever it still had to send (see
+        :meth:`GuardedH11Protocol.close`); it counts as open until it is gone."""
+        self.closing.add(conn)
+        conn.close()
 
     def _shed(self, newcomer: GuardedH11Protocol) -> None:
         victim, since = newcomer, None
         for conn in self.open:
+            if conn in self.closing:
+                continue
             waiting = conn.waiting_since()
             if conn is not newcomer and waiting is not None and (since is None or waiting < since):
                 victim, since = conn, waiting
         if self.shed % 1000 == 0:
             log.warning("%d connections open (the cap): closing the one waiting longest", len(self.open))
         self.shed += 1
-        self.open.pop(victim, None)  # it is gone as far as the cap goes (its descriptor goes on the next turn)
-        victim.close()
+        self._close(victim)
 
     def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
         now = time.monotonic()
         for conn in list(self.open):
+            if conn in self.closing:
+                continue
             waiting = conn.waiting_since()
             if waiting is None:
                 continue
@@ -131,8 +144,7 @@ class ConnectionGuard:
                 limit = self.timeout_head
             if now - waiting > limit:
                 self.expired += 1
-                self.open.pop(conn, None)
-                conn.close()
+                self._close(conn)
         self._sweeping = loop.call_later(self.period, self._sweep, loop) if self.open else None
 
 
@@ -194,8 +206,11 @@ class GuardedH11Protocol(H11Protocol):
         return self._paused_at
 
     def close(self) -> None:
-        if not self.transport.is_closing():
-            self.transport.close()
+        """Drop the connection now. Not ``transport.close()``: that waits until what
+        is left to send has been sent, which a client that stopped reading never lets
+        happen, so the connection (its descriptor, its buffered answer) stayed, and a
+        shutdown waited for it."""
+        self.transport.abort()
 
 
 def protocol_class(guard: ConnectionGuard) -> type[GuardedH11Protocol]:

@@ -179,6 +179,38 @@ def test_an_answer_the_client_does_not_read_is_cut_off(tmp_path: Path) -> None:
         stop(proc)
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts the server's descriptors in /proc")
+def test_connections_whose_client_stops_reading_are_dropped_not_left_to_drain(tmp_path: Path) -> None:
+    """A connection closed for a deadline or the cap waited to send what it had left,
+    which a client that never reads never lets happen: its descriptor and its answer
+    stayed, past the cap, and a shutdown waited for the client to go."""
+    proc, port = serve(tmp_path / "stall.db", "--max-connections", "4", "--timeout-body", "1", "--timeout-head", "1")
+    socks: list[socket.socket] = []
+    try:
+        def descriptors() -> int:
+            return len(os.listdir(f"/proc/{proc.pid}/fd"))
+
+        before = descriptors()
+        for _ in range(8):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"GET /docs-assets/swagger-ui-bundle.js HTTP/1.1\r\nHost: localhost\r\n\r\n" * 8)
+            socks.append(s)
+            time.sleep(0.2)
+        deadline = time.monotonic() + 20
+        while descriptors() > before + 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert descriptors() <= before + 1  # every stalled connection gone, though its client still holds it
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+        proc.terminate()
+        proc.wait(10)  # no connection left for the shutdown to wait on
+    finally:
+        for s in socks:
+            s.close()
+        stop(proc)
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
