@@ -1060,7 +1060,8 @@ class Memory:
         left out (counted as skipped), with a warning.
 
         Returns counts: ``lines``, ``added``, ``updated``, ``unchanged``, ``skipped``
-        (deleted here since, or a playbook's header joining one), ``deleted`` (by reconciliation), ``events`` (event lines,
+        (deleted here since, or a playbook's header joining one), ``joined`` (of the skipped: the
+        headers and versions of a playbook joining one of its name), ``deleted`` (by reconciliation), ``events`` (event lines,
         which are not replayed), ``relations`` (tuples written) and ``calls``. A bad line raises
         :class:`~memorist.ImportLineError` naming it; the lines before
         it stay imported. ``progress(line)`` is called as each line is read, with its number (a function that raises stops the import with a ValidationError).

@@ -155,13 +155,25 @@ def import_(
         # Not cli_message: the message names the line's fields (user_id), not flags.
         raise CommandError(str(exc) + _import_hint(exc, lines, scope(user_id, agent_id, run_id))) from exc
     parts = [f"added {summary['added']} memories"]
-    labels = (("updated", "updated"), ("deleted", "deleted"), ("unchanged", "already there"), ("skipped", "deleted here since, skipped"))
+    labels = (("updated", "updated"), ("deleted", "deleted"), ("unchanged", "already there"))
     parts += [f"{summary[key]} {label}" for key, label in labels if summary[key]]
+    parts += _skipped(summary)
     if summary.get("relations"):
         parts.append(f"{summary['relations']} relation tuples")
     note = f"; {summary['events']} event lines not replayed" if summary["events"] else ""
     start = f" from line {from_line}" if skip else ""
     app.emit(summary, lambda: click.echo(f"Read {summary['lines']} lines{start}; " + ", ".join(parts) + note + "."))
+
+
+def _skipped(summary: dict[str, Any]) -> list[str]:
+    """The lines skipped, by why: ``skipped`` also counts the playbook headers and
+    versions that joined a playbook of the same name (``joined``), which nothing deleted."""
+    joined = summary.get("joined", 0)
+    deleted = summary["skipped"] - joined
+    parts = [f"{deleted} deleted here since, skipped"] if deleted else []
+    if joined:
+        parts.append(f"{joined} joined the playbook of that name already here")
+    return parts
 
 
 def _interrupted(exc: Any, total: int) -> None:
@@ -226,8 +238,9 @@ def _import_memories_json(app: App, file: Any, ids: dict[str, str | None]) -> No
     except ValidationError as exc:
         raise CommandError(f"{name}: {exc}") from exc
     parts = [f"added {summary['added']} memories"]
-    labels = (("updated", "updated"), ("unchanged", "already there"), ("skipped", "deleted here since, skipped"))
+    labels = (("updated", "updated"), ("unchanged", "already there"))
     parts += [f"{summary[key]} {label}" for key, label in labels if summary[key]]
+    parts += _skipped(summary)
     read = f"{len(items)} {'memory' if len(items) == 1 else 'memories'}"
     app.emit(summary, lambda: click.echo(f"Read {read}; " + ", ".join(parts) + "."))
 

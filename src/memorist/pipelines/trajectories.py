@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..embed.base import Embedder
-from ..model import DEFAULT_CLASS, Kind, MemoryRecord, Scope, Status, from_epoch
+from ..model import DEFAULT_CLASS, EventRecord, Kind, MemoryRecord, Scope, Status, from_epoch
 from ..policies.learning import CREDIT_HISTORY, DAY, LearningConfig, canonical_steps, keep_trace, trace_digest
 from ..policies.text import preview
 from ..reserved import RUN_PREFIX, RUN_TRAJECTORIES
@@ -51,6 +51,19 @@ DEFAULT_SCORES = {"success": 1.0, "partial": 0.5, "failure": 0.0}
 
 def _iso(value: Any) -> str | None:
     return from_epoch(float(value)).isoformat() if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def step_of(event: EventRecord) -> dict[str, Any]:
+    """The step a ``trajectory_step`` event logged."""
+    p = event.payload
+    return {"type": p.get("type", ""), "description": p.get("description", ""), "metadata": p.get("metadata") or {}}
+
+
+def step_time(event: EventRecord) -> float:
+    """When a step was taken: when it was logged, or, for a step an import logged,
+    the time its export gave it (``at`` in its payload)."""
+    at = event.payload.get("at")
+    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else event.ts
 
 
 def trajectory_view(record: MemoryRecord, steps: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
@@ -167,18 +180,7 @@ class Trajectories:
         return self.logged_steps(record.id)
 
     def logged_steps(self, trajectory_id: str) -> list[dict[str, Any]]:
-        out = []
-        for event in self.store.history(trajectory_id):
-            if event.op != STEP_OP:
-                continue
-            p = event.payload
-            out.append({
-                "type": p.get("type", ""),
-                "description": p.get("description", ""),
-                "metadata": p.get("metadata") or {},
-                "at": from_epoch(event.ts).isoformat(),
-            })
-        return out
+        return [{**step_of(e), "at": from_epoch(step_time(e)).isoformat()} for e in self.store.history(trajectory_id) if e.op == STEP_OP]
 
     def complete(
         self,
@@ -467,5 +469,7 @@ __all__ = [
     "STEP_OP",
     "Trajectories",
     "reflection_view",
+    "step_of",
+    "step_time",
     "trajectory_view",
 ]

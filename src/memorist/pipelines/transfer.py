@@ -7,6 +7,10 @@ idempotent: a memory whose id the store already holds is left alone when the fil
 copy is not newer, and updated in place when it is, so re-importing a file never
 doubles anything, and export → import → export gives the same file. An import never
 moves a memory: an id the store gives to a memory of another scope is a bad line.
+The store's copy is as new as its dates, or as the store's last change to it when
+later (a rollback restores a memory with the dates it had). A line naming no
+tenant is the importing Memory's. A trajectory's line carries its steps (events of
+the log), which the import logs again.
 
 An import file may also hold conversation turns, ``{"messages": [...] | "text": ...}``,
 which go through :meth:`memorist.Memory.add` like any conversation (verbatim turns
@@ -48,6 +52,8 @@ from ..embed.base import Embedder
 from ..errors import ImportLineError, MemoristError, StoreError, ValidationError
 from ..model import (
     DEFAULT_CLASS,
+    LEARNING_KINDS,
+    MINUTE_KINDS,
     Kind,
     MemoryClass,
     MemoryRecord,
@@ -61,11 +67,12 @@ from ..model import (
 from ..policies import relations as rules
 from ..policies.consolidation import DEFAULT_IMPORTANCE
 from ..policies.text import content_hash
-from ..reserved import RUN_PLAYBOOKS
+from ..reserved import PREVIOUS_RUN_PREFIX, RUN_PLAYBOOKS, RUN_PREFIX
 from ..store.base import ScopeFilter, Store
 from ..store.sqlite.errors import is_busy, retry_busy
-from .minutes import log_imported
+from .minutes import OP_MINUTE, log_imported
 from .playbooks import as_filed, strategy_playbook, with_current_names
+from .trajectories import STEP_OP, step_of, step_time
 
 log = logging.getLogger("memorist.import")
 #: The most strategy ids a version made by an import lists in its change.
@@ -93,6 +100,8 @@ _SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 _EXPORT_STATUSES = (Status.ACTIVE, Status.ARCHIVED)
 _MAX_NUMBER = 1.7976931348623157e308  # the largest finite float
 _MAX_COUNT = 2**63 - 1  # counters are SQLite INTEGERs
+#: Events filed under a memory that are entries of the log, not changes of the memory.
+_LOG_ENTRIES = frozenset({STEP_OP, OP_MINUTE})
 
 
 def _iso(seconds: float | None) -> str | None:
@@ -130,11 +139,15 @@ def export_lines(store: Store, scope: ScopeFilter, *, events: bool = False, rela
     """The scope's memories (active and archived), oldest first, then the tenant's
     relation tuples if asked (an export of the whole tenant), then its events if asked."""
     records = [r for status in _EXPORT_STATUSES for r in store.list(scope, status=status)]
+    steps = _logged_steps(store, scope) if any(r.kind is Kind.TRAJECTORY for r in records) else {}
     # Oldest first; list() is newest first with rowid as the tie-break, so reversing
     # before a stable sort keeps insertion order among equal times, and a re-import
     # exports identically.
     for record in sorted(reversed(records), key=lambda r: r.created_at):
-        yield export_item(record)
+        item = export_item(record)
+        if record.kind is Kind.TRAJECTORY and steps.get(record.id):
+            item["steps"] = steps[record.id]
+        yield item
     if relations:
         # Every tuple of the tenant: they are few next to its memories, and this export
         # reads every memory of the tenant too.
@@ -143,6 +156,18 @@ def export_lines(store: Store, scope: ScopeFilter, *, events: bool = False, rela
     if events:
         for event in store.events(scope):
             yield {"type": "event", **event.to_item()}
+
+
+def _logged_steps(store: Store, scope: ScopeFilter) -> dict[str, list[dict[str, Any]]]:
+    """The steps of the scope's trajectories, by trajectory, as their line carries them.
+
+    A trajectory's steps are events of the log (and of a stored trace only when it
+    was sampled): without them in its line, an imported trajectory has none."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for event in store.events(scope, ops=(STEP_OP,)):
+        if event.memory_id:
+            out.setdefault(event.memory_id, []).append({**step_of(event), "at": _iso(step_time(event))})
+    return out
 
 
 def relation_item(row: RelationTuple, tenant_id: str) -> dict[str, Any]:
@@ -156,7 +181,7 @@ _RELATION_KEYS = frozenset({"type", "subject", "relation", "object", "created_at
 _MEMORY_KEYS = frozenset({
     "type", "id", "memory", *_SCOPE_KEYS, "tenant_id", "created_at", "updated_at", "metadata", "kind", "memory_class",
     "importance", "status", "topic", "concept", "section", "tags", "helpful", "harmful", "energy", "tier", "strengths",
-    "access_count", "valid_to", "lineage", "search_text",
+    "access_count", "valid_to", "lineage", "search_text", "steps",
 })
 #: The fields of a conversation line (``{"messages": [...] | "text": ...}``).
 _TURN_KEYS = frozenset({"type", "messages", "text", *_SCOPE_KEYS, "metadata", "timestamp", "infer", "importance"})
@@ -365,7 +390,9 @@ class Importer:
     # text line is added alone).
     add_texts: Callable[..., dict[str, Any]] | None = None
     counts: dict[str, int] = field(
-        default_factory=lambda: {"added": 0, "updated": 0, "unchanged": 0, "skipped": 0, "deleted": 0, "events": 0, "relations": 0}
+        default_factory=lambda: {
+            "added": 0, "updated": 0, "unchanged": 0, "skipped": 0, "joined": 0, "deleted": 0, "events": 0, "relations": 0,
+        }
     )
     calls: int = 0
     _turns: dict[tuple[Any, ...], _Pending] = field(default_factory=dict)  # oldest first
@@ -394,6 +421,8 @@ class Importer:
     playbooks: Callable[[], Any] | None = None
     _strategies_written: dict[tuple[Scope, str], list[str]] = field(default_factory=dict)
     _versions_written: set[tuple[Scope, str]] = field(default_factory=set)
+    # The steps of the trajectory lines read, by id: logged when the trajectory is added.
+    _steps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def first_open(self) -> int | None:
@@ -443,7 +472,7 @@ class Importer:
             self.counts["events"] += 1
             return
         if kind == "relation":
-            tenant = obj.get("tenant_id") or ""
+            tenant = self._tenant(obj)
             if tenant != self.tenant_id:
                 raise _Bad(f"the relation belongs to tenant {validate.show(tenant)}, not this Memory's tenant {self.tenant_id!r}")
             self._relations.append((line_no, relation_from_item(obj)))
@@ -471,7 +500,7 @@ class Importer:
             # stored as a tombstone and counted as added.
             raise ValidationError("status", '"deleted" is not imported: an import restores active and archived memories; '
                                   "leave the line out (or delete the memory once it is imported)")
-        tenant = obj.get("tenant_id") or ""
+        tenant = self._tenant(obj)
         if tenant != self.tenant_id:
             raise _Bad(f"the memory belongs to tenant {validate.show(tenant)}, not this Memory's tenant {self.tenant_id!r}")
         if not any(obj.get(k) is not None for k in _SCOPE_KEYS) and not _tenants_strategy(obj):
@@ -487,10 +516,40 @@ class Importer:
             max_metadata_depth=self.max_metadata_depth,
             max_metadata_bytes=self.max_metadata_bytes,
         )
+        if obj.get("steps") is not None:
+            if record.kind is not Kind.TRAJECTORY:
+                raise ValidationError("steps", f"are a trajectory's; this line's memory is a {record.kind.value}")
+            self._steps[record.id] = self._checked_steps(obj["steps"])
         self._records.append((line_no, record))
         self._held = True
         if len(self._records) >= IMPORT_BATCH:
             self._flush_records()
+
+    def _checked_steps(self, steps: Any) -> list[dict[str, Any]]:
+        """A trajectory line's steps, checked as ``log_step`` checks a step."""
+        if not isinstance(steps, list):
+            raise ValidationError("steps", f"must be a list of steps, got {type(steps).__name__}")
+        out = []
+        for i, step in enumerate(steps):
+            where = f"steps[{i}]"
+            if not isinstance(step, dict) or set(step) - {"type", "description", "metadata", "at"}:
+                raise ValidationError(where, "must be a step {type, description, metadata, at}")
+            at = validate.timestamp(step.get("at"), field=f"{where}.at")
+            out.append({
+                "type": validate.text(f"{where}.type", step.get("type"), max_chars=self.max_chars),
+                "description": _str(step, "description"),
+                "metadata": validate.metadata(step.get("metadata"), field=f"{where}.metadata",
+                                              max_depth=self.max_metadata_depth, max_bytes=self.max_metadata_bytes),
+                **({} if at is None else {"at": at}),
+            })
+        return out
+
+    def _tenant(self, obj: dict[str, Any]) -> Any:
+        """The tenant a line names; a line naming none is this Memory's (a file written
+        by hand, a memories.json file, an export of the default tenant), as a line
+        naming no scope gets the import's."""
+        tenant = obj.get("tenant_id")
+        return self.tenant_id if tenant is None else tenant
 
     def _turn(self, line_no: int, obj: dict[str, Any], messages: Any) -> None:
         _refuse_unknown(obj, _TURN_KEYS, "conversation", "messages or text, the scope's ids, metadata, timestamp, infer, importance")
@@ -845,7 +904,9 @@ class Importer:
         for record in latest.values():
             old = stored.get(record.id)
             if old is None and self._joining(record):
+                # Skipped, though nothing was deleted: ``joined`` tells them apart.
                 self.counts["skipped"] += 1
+                self.counts["joined"] += 1
             elif old is None:
                 writes.append((record, None))
             elif old.scope != record.scope:
@@ -859,20 +920,36 @@ class Importer:
             elif old.status is Status.DELETED:
                 # Deleted here after the export was made: the deletion is newer.
                 self.counts["skipped"] += 1
-            elif _version(record) > _version(old) and not _same(record := as_filed(record, old), old):
+            elif (_version(record) > _version(old) and not _same(record := as_filed(record, old), old)
+                  and _version(record) > self._stored_version(old)):
                 # (An import never moves a memory to another playbook, nor renames one.)
                 writes.append((record, old))
             else:
                 self.counts["unchanged"] += 1
         self.counts["unchanged"] += len(pending) - len(latest)
         self.flush_writes(writes)
+        self._steps.clear()  # every trajectory line read was in pending
         self._wrote(pending)
+
+    def _stored_version(self, old: MemoryRecord) -> tuple[float, bool]:
+        """How new the store's copy is: its dates, or the last time this store changed
+        it, when later. A rollback restores a memory as it was, dates and all, so a
+        copy exported before it looks newer by its dates alone (decay and other upkeep
+        leave the dates as they were too). Not changes: the import's own writes (the
+        copy they wrote carries the file's dates) and the log entries filed under a
+        memory (a trajectory's steps, a minute's entry). Read only for a copy the file
+        would replace, so importing a file again reads no history."""
+        edited, archived = _version(old)
+        changed = max((e.ts for e in self.store.history(old.id)
+                       if e.op not in _LOG_ENTRIES and e.payload.get("import") is not True), default=edited)
+        return max(edited, changed), archived
 
     def flush_writes(self, writes: list[tuple[MemoryRecord, MemoryRecord | None]]) -> None:
         """Write new memories and newer copies, in one transaction."""
         if not writes:
             return
         vectors = self.embedder.embed([r.search_text or r.text for r, _ in writes])
+        steps = {record.id: self._new_steps(record.id, old) for record, old in writes if record.id in self._steps}
 
         def write() -> None:
             with self.store.transaction() as batch:
@@ -884,6 +961,10 @@ class Importer:
                     else:
                         record.last_access = old.last_access
                         batch.update(record, live, old_text=old.text, payload={"import": True})
+                    for step in steps.get(record.id, ()):
+                        # A trajectory's steps, in the log where its own would be.
+                        batch.event(STEP_OP, record.scope, memory_id=record.id, new_text=step["description"],
+                                    actor="trajectory", payload=step)
 
         retry_busy(write, attempts=IMPORT_BUSY_ATTEMPTS)  # one transaction: retried whole
         for record, old in writes:
@@ -894,6 +975,18 @@ class Importer:
                 self._versions_written.add((replace(record.scope, run_id=""), name))
             elif playbook is not None:
                 self._strategies_written.setdefault(playbook, []).append(record.id)
+
+    def _new_steps(self, trajectory_id: str, old: MemoryRecord | None) -> list[dict[str, Any]]:
+        """The steps of a trajectory line the store's log does not hold yet: all of them
+        for a new trajectory; for one the store holds, those after the steps its log
+        holds when these begin the line's (a copy exported while it ran, completed
+        since), else none (the log records what happened here)."""
+        steps = self._steps.get(trajectory_id, [])
+        if old is None:
+            return steps
+        logged = [step_of(e) for e in self.store.history(trajectory_id) if e.op == STEP_OP]
+        filed = [{k: v for k, v in step.items() if k != "at"} for step in steps[:len(logged)]]
+        return steps[len(logged):] if filed == logged else []
 
     def version_playbooks(self) -> int:
         """Make a version of each playbook whose strategies this import changed
@@ -1186,6 +1279,15 @@ def memories_json_items(
         for key in ("id", "memory", "created_at"):
             if obj.get(key) is None:
                 raise ValidationError(f"{where}.{key}", f"is required in a memory {_MEMORIES_JSON_SHAPE}")
+        run = obj.get("run_id")
+        if isinstance(run, str) and run.startswith((RUN_PREFIX, PREVIOUS_RUN_PREFIX)):
+            # Written by an export of an earlier release: it would be imported as a fact.
+            raise ValidationError(
+                f"{where}.run_id",
+                f"{validate.show(run)} is a run Memorist keeps for its own records (a playbook, a version of one, a "
+                "trajectory, a reflection), not a memory; a memories-json file holds memories only: leave it out "
+                "(`memorist export` in JSON lines carries those records)",
+            )
         item: dict[str, Any] = {"type": "memory"}
         item.update((k, obj[k]) for k in (*MEMORIES_JSON_KEYS, *_MEMORIES_JSON_SCOPE_KEYS) if obj.get(k) is not None)
         if not any(item.get(k) is not None for k in _SCOPE_KEYS):
@@ -1280,12 +1382,24 @@ def memories_json_memory(item: dict[str, Any]) -> dict[str, Any]:
 def memories_json_memories(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The active memories among export items (:func:`export_lines`) as the array
     a project keeps in its ``memories.json``, oldest first.
-    It has no archived state, and no event log: those are left out."""
+    It has no archived state, no event log and no kinds: those are left out, and so
+    are the learning loop's records and the minutes (playbooks, their versions and
+    strategies, trajectories, reflections), which would come back as plain facts."""
     return [
         memories_json_memory(item)
         for item in items
         if item.get("type") == "memory" and item.get("status", Status.ACTIVE.value) == Status.ACTIVE.value
+        and _fact_item(item)
     ]
+
+
+def _fact_item(item: dict[str, Any]) -> bool:
+    """Whether an export item is one of the user's memories (:func:`~memorist.model.is_fact`)."""
+    try:
+        kind = Kind(item.get("kind") or Kind.FACT.value)
+    except ValueError:
+        return False
+    return not item.get("section") and kind not in LEARNING_KINDS and kind not in MINUTE_KINDS
 
 
 __all__ = [
