@@ -337,6 +337,14 @@ def rollback(store: Store, target: Any, scope: ScopeFilter, embed: Callable[[lis
             if held is not None and held.scope != record.scope:
                 record = record.copy(scope=held.scope)
             if held is not None:
+                # Retrievals since are no change of the memory, and no event: they stay
+                # counted (an evaluation's relevance and the energy policy read them).
+                record = record.copy(
+                    access_count=max(record.access_count, held.access_count),
+                    last_access={c: max(int(record.last_access.get(c, 0)), int(held.last_access.get(c, 0)))
+                                 for c in {*record.last_access, *held.last_access}},
+                )
+            if held is not None:
                 batch.update(record, vector_of.get(record.id), old_text=held.text, op=OP_ROLLBACK, actor=actor, payload=payload)
             else:
                 batch.add(record, vector_of.get(record.id), actor=actor, payload=payload)

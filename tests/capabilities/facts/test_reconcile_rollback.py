@@ -74,3 +74,17 @@ def test_a_memory_id_names_no_operation(mem) -> None:
     assert mem.get(memory["id"], user_id="u")["memory"] == "Lives in Munich now"
     mem.rollback(event_of(mem, "UPDATE")["seq"], user_id="u")
     assert mem.get(memory["id"], user_id="u")["memory"] == "Lives in Berlin"
+
+
+def test_retrievals_since_the_operation_stay_counted_after_its_rollback(mem) -> None:
+    """A search counts its retrievals without an event, so a rollback's check for later
+    changes cannot see them; restoring the memory whole set its count back."""
+    mem.add("I live in Berlin.", user_id="u")
+    (memory,) = mem.get_all(user_id="u")["results"]
+    mem.add("I live in Munich now.", user_id="u")
+    for _ in range(3):
+        assert mem.search("where does the user live", user_id="u")["results"]
+    mem.store.flush()
+    mem.rollback(event_of(mem, "UPDATE")["seq"], user_id="u")
+    restored = mem.store.get(memory["id"])
+    assert restored.text == "Lives in Berlin" and restored.access_count == 3
