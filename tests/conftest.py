@@ -7,6 +7,7 @@ import ipaddress
 import itertools
 import os
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -124,6 +125,38 @@ def between_transactions(monkeypatch):
 
         monkeypatch.setattr(store, "transaction", transaction)
         return calls
+
+    return install
+
+
+@pytest.fixture
+def another_caller_in_filter_checks(monkeypatch):
+    """``install(memory)``: the first filter check of a search runs another caller (a
+    listing of user ``other``, then a write for them) and waits for it to finish. A
+    search that holds the store (its lock, its pooled connection) meanwhile keeps that
+    caller waiting: the check then fails. Returns what the caller did."""
+
+    def install(memory):
+        from memorist.policies import filters
+
+        checked = filters.Filter.__call__
+        served: list[str] = []
+
+        def other_caller() -> None:
+            served.append(memory.get_all(user_id="other", limit=1)["results"][0]["memory"])
+            memory.add("Written meanwhile", user_id="other", infer=False)
+            served.append("written")
+
+        def check(self, record):
+            if not served:
+                other = threading.Thread(target=other_caller)
+                other.start()
+                other.join(10)
+                assert served[1:] == ["written"], "the other caller waited on the search"
+            return checked(self, record)
+
+        monkeypatch.setattr(filters.Filter, "__call__", check)
+        return served
 
     return install
 

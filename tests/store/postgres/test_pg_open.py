@@ -172,14 +172,6 @@ def test_a_schema_whose_meta_table_is_someone_elses_is_refused(pg_url: str) -> N
         open_store(pg_url)
 
 
-def test_a_schema_version_that_is_no_number_is_damage(pg_url: str) -> None:
-    open_store(pg_url).close()
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("UPDATE memorist.meta SET value = 'abc' WHERE key = 'schema_version'")
-    with pytest.raises(CorruptStoreError, match="schema version 'abc' is not a number"):
-        open_store(pg_url)
-
-
 def test_tables_of_other_schemas_are_none_of_memorists_business(pg_url: str) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("CREATE TABLE public.events (id int)")  # Memorist has an events table too
@@ -190,11 +182,15 @@ def test_tables_of_other_schemas_are_none_of_memorists_business(pg_url: str) -> 
         assert conn.execute("SELECT count(*) FROM public.events").fetchone()[0] == 0
 
 
-def test_a_store_of_a_newer_memorist_is_refused(pg_url: str) -> None:
+@pytest.mark.parametrize(("version", "match"), [
+    ("99", "has schema version 99, newer than"),  # a store of a newer Memorist
+    ("abc", "schema version 'abc' is not a number"),  # damage
+])
+def test_a_store_of_a_newer_memorist_or_a_version_that_is_no_number_is_refused(pg_url: str, version: str, match: str) -> None:
     open_store(pg_url).close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("UPDATE memorist.meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(CorruptStoreError, match="99"):
+        conn.execute("UPDATE memorist.meta SET value = %s WHERE key = 'schema_version'", (version,))
+    with pytest.raises(CorruptStoreError, match=match):
         open_store(pg_url)
 
 

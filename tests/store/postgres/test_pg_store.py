@@ -722,39 +722,19 @@ def test_text_with_nul_characters_round_trips(store):
     assert store.get_many(["a", "b\x00"]).keys() == {"a"}
 
 
-def test_a_search_checking_its_filter_gives_its_connection_back_meanwhile(pg_url):
+def test_a_search_checking_its_filter_gives_its_connection_back_meanwhile(pg_url, another_caller_in_filter_checks):
     """A filter is checked in Python against every memory read (up to about a second);
     the search held its pooled connection meanwhile, so a pool's worth of such
     searches left every other call waiting. With one connection in the pool, the
     first check here waits until another thread's listing and write are done: held,
     they could not have a connection."""
     from memorist import Memory
-    from memorist.policies import filters
 
     url = pg_url + ("&" if "?" in pg_url else "?") + "pool_size=1&pool_timeout=3"
     with Memory(url, embedder="hashing") as memory:
         memory.add([{"role": "user", "content": f"Note {i}: the kayak club met"} for i in range(20)], user_id="u", infer=False)
         memory.add("Another user's note", user_id="other", infer=False)
-        checked = filters.Filter.__call__
-        served: list[str] = []
-
-        def other_caller() -> None:
-            served.append(memory.get_all(user_id="other", limit=1)["results"][0]["memory"])
-            memory.add("Written meanwhile", user_id="other", infer=False)
-            served.append("written")
-
-        def check(self, record):
-            if not served:
-                other = threading.Thread(target=other_caller)
-                other.start()
-                other.join(10)
-                assert served == ["Another user's note", "written"], "the other caller waited on the search"
-            return checked(self, record)
-
-        filters.Filter.__call__ = check
-        try:
-            hits = memory.search("kayak club", user_id="u", limit=3, filters={"NOT": {"topic": "none"}})["results"]
-        finally:
-            filters.Filter.__call__ = checked
-        assert len(hits) == 3
+        served = another_caller_in_filter_checks(memory)
+        hits = memory.search("kayak club", user_id="u", limit=3, filters={"NOT": {"topic": "none"}})["results"]
+        assert served == ["Another user's note", "written"] and len(hits) == 3
         assert [m["memory"] for m in memory.get_all(user_id="other")["results"]] == ["Written meanwhile", "Another user's note"]

@@ -184,33 +184,16 @@ def test_a_search_shows_no_memory_moved_to_another_tenant_while_it_ran(tmp_path,
     memory.close()
 
 
-def test_a_search_checking_its_filter_lets_the_store_serve_others(tmp_path, monkeypatch):
+def test_a_search_checking_its_filter_lets_the_store_serve_others(tmp_path, another_caller_in_filter_checks):
     """A filter is checked in Python against every memory it reads; a costly one took
     seconds, and with the store held meanwhile every other user's call waited. Here
     the first check waits until another thread's listing of another user (and a write)
     has finished: held, they could not, and the check would give up waiting."""
-    from memorist.policies import filters
-
     memory = filled(tmp_path / "m.db", n=200)
     memory.add([{"role": "user", "content": "Another user's note"}], user_id="other", infer=False)
-    checked = filters.Filter.__call__
-    served: list[str] = []
-
-    def other_caller() -> None:
-        served.append(memory.get_all(user_id="other", limit=1)["results"][0]["memory"])
-        memory.add([{"role": "user", "content": "Written meanwhile"}], user_id="other", infer=False)
-        served.append("written")
-
-    def check(self, record):
-        if not served:
-            other = threading.Thread(target=other_caller)
-            other.start()
-            other.join(10)
-            assert served == ["Another user's note", "written"], "the other caller waited on the search"
-        return checked(self, record)
-
-    monkeypatch.setattr(filters.Filter, "__call__", check)
+    served = another_caller_in_filter_checks(memory)
     hits = memory.search("kayak club", user_id="u", limit=3, filters={"NOT": {"topic": "none"}})["results"]
+    assert served == ["Another user's note", "written"]
     assert len(hits) == 3 and all("kayak" in h["memory"] or "Note" in h["memory"] for h in hits)
     assert [m["memory"] for m in memory.get_all(user_id="other")["results"]] == ["Written meanwhile", "Another user's note"]
     memory.close()

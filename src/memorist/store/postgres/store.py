@@ -251,6 +251,17 @@ def _positive_int(name: str, value: Any) -> int:
     return number
 
 
+def _seconds(name: str, value: Any, low: float, high: float) -> float:
+    """A number of seconds from ``low`` to ``high``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not low <= number <= high:
+        raise ConfigurationError(f"{name} must be seconds from {low:g} to {high:g}, got {value!r}")
+    return number
+
+
 def _count(name: str, value: Any) -> int:
     """A whole number of at least 0 (0 turns the feature off)."""
     return 0 if value in (0, "0") else _positive_int(name, value)
@@ -548,20 +559,8 @@ class PostgresStore(Store):
         self.schema = schema if schema is not None else in_url.get("schema", pg_schema.DEFAULT_SCHEMA)
         if not isinstance(self.schema, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", self.schema):
             raise ConfigurationError(f"schema must be a PostgreSQL name (letters, digits, _), got {self.schema!r}")
-        wait = lock_timeout if lock_timeout is not None else in_url.get("lock_timeout", 30)
-        try:
-            self.lock_timeout = float(wait)
-        except (TypeError, ValueError):
-            self.lock_timeout = -1.0
-        if not 0 <= self.lock_timeout <= 86_400:
-            raise ConfigurationError(f"lock_timeout must be seconds from 0 to 86400, got {wait!r}")
-        waits = pool_timeout if pool_timeout is not None else in_url.get("pool_timeout", 30)
-        try:
-            self.pool_timeout = float(waits)
-        except (TypeError, ValueError):
-            self.pool_timeout = -1.0
-        if not 0.1 <= self.pool_timeout <= 3_600:
-            raise ConfigurationError(f"pool_timeout must be seconds from 0.1 to 3600, got {waits!r}")
+        self.lock_timeout = _seconds("lock_timeout", lock_timeout if lock_timeout is not None else in_url.get("lock_timeout", 30), 0, 86_400)
+        self.pool_timeout = _seconds("pool_timeout", pool_timeout if pool_timeout is not None else in_url.get("pool_timeout", 30), 0.1, 3_600)
         self._probe_lock = threading.Lock()
         self._probed: tuple[float, str | None] = (-math.inf, None)  # (when, why the server did not answer)
         exact_below, ef_search = int(exact_below), int(ef_search)
