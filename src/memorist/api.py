@@ -573,6 +573,9 @@ class Scoped:
         user, agent, run = self.ids["user_id"], self.ids["agent_id"], self.ids["run_id"]
         if user is None or agent is not None or run is not None:
             raise ValidationError("user_id", "minutes belong to a project: scope the handle by user_id (the project) alone")
+        from .pipelines.minutes import project_of
+
+        project_of(user)  # not "*", which stands for every project: a handle holds one
         return ScopedMinutes(self, "minutes", {"project_id": user})
 
     def __repr__(self) -> str:

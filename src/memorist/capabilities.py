@@ -28,7 +28,7 @@ from .pipelines.evaluation import evaluate
 from .pipelines.minutes import Minutes as MinutesLog
 from .pipelines.minutes import project_of
 from .pipelines.pair import PairLoop, combined_retriever, evaluator_of, rounds_of, threshold_of
-from .pipelines.tiers import EnergyTiers, tier_item
+from .pipelines.tiers import EnergyTiers, refuse_ahead, tier_item
 from .policies.energy import MAX_ENERGY
 from .policies.evaluation import EvaluationConfig
 from .roles.evaluator import HeuristicEvaluator
@@ -49,6 +49,8 @@ class Tiers:
 
     #: The public calls.
     CALLS = ("maintain", "boost", "end_conversation", "wait", "status", "health", "config", "test_memories", "delete_test_memories")
+    #: Why a maintenance run refuses a ``now`` in the future.
+    _RUN_AHEAD = "a run decays memories up to then, and runs dated before then would leave them alone"
 
     def __init__(self, host: Any) -> None:
         self._host = host
@@ -65,11 +67,12 @@ class Tiers:
         memory promoted since is boosted in its new tier. Test memories are boosted
         too. Returns the memory's item with ``energy``, ``tier``, ``amount`` and
         ``energy_before`` (its decayed energy before the boost). The ids restrict it
-        to the caller's memories, as in :meth:`memorist.Memory.get`. Needs ``policy="energy"``."""
+        to the caller's memories, as in :meth:`memorist.Memory.get`. A ``now`` more
+        than 5 minutes ahead of this machine's clock is refused. Needs ``policy="energy"``."""
         self._host._require_energy("tiers.boost")
         mid = validate.memory_id(memory_id)
         owner = self._host._optional_scope(user_id, agent_id, run_id)
-        at = self._now(now)
+        at = self._now(now, ahead="a boost decays the memory up to then, and runs dated before then would leave it alone")
         config = self.engine.config()
         if amount is None:
             amount = config.boost
@@ -81,9 +84,15 @@ class Tiers:
         return item
 
     @staticmethod
-    def _now(now: Any) -> float:
+    def _now(now: Any, *, ahead: str | None = None) -> float:
+        """``now`` as epoch seconds (None: the current time); with ``ahead`` (why), a
+        call that writes refuses one more than 5 minutes in the future."""
         at = validate.timestamp(now, field="now")
-        return time.time() if at is None else at
+        if at is None:
+            return time.time()
+        if ahead is not None:
+            refuse_ahead("now", now, at, ahead)
+        return at
 
     def maintain(self, now: Any = None, test_only: bool = False, *, user_id: str | None = None, agent_id: str | None = None,
                  run_id: str | None = None) -> TierRun:
@@ -97,12 +106,13 @@ class Tiers:
         ``promoted`` (``promoted_to_short_term``, ``promoted_to_long_term``),
         ``use_boosted``, ``pending`` (left for later runs), ``skipped``, with its
         ``run`` id, ``now``, ``scopes``, ``results`` (one per changed memory) and the
-        ``log`` file it was appended to. Needs ``policy="energy"``.
+        ``log`` file it was appended to. A ``now`` more than 5 minutes ahead of this
+        machine's clock is refused. Needs ``policy="energy"``.
         """
         self._host._require_energy("tiers.maintain")
         if not isinstance(test_only, bool):
             raise ValidationError("test_only", f"must be True or False, got {validate.show(test_only)}")
-        at = self._now(now)
+        at = self._now(now, ahead=self._RUN_AHEAD)
         ids = self._host._optional_scope(user_id, agent_id, run_id)
         scope = self.engine.scope_for(test_only=test_only, user_id=ids.user_id, agent_id=ids.agent_id, run_id=ids.run_id)
         return self.engine.run(scope, now=at)
@@ -117,11 +127,12 @@ class Tiers:
         run is merged into it (``coalesced``), none is lost. The run covers the
         user's and agent's memories of every conversation (only ``run_id``: that
         conversation's). :meth:`wait` waits for it; :meth:`close`
-        does too. Needs ``policy="energy"``.
+        does too. A ``now`` more than 5 minutes ahead of this machine's clock is
+        refused. Needs ``policy="energy"``.
         """
         self._host._require_energy("tiers.end_conversation")
         u, a, r = validate.require_scope(user_id, agent_id, run_id)
-        at = validate.timestamp(now, field="now")
+        at = None if now is None else self._now(now, ahead=self._RUN_AHEAD)
         scope = self.engine.scope_for(test_only=False, user_id=u, agent_id=a, run_id=None if (u or a) else r)
         trigger = {k: v for k, v in (("user_id", u), ("agent_id", a), ("run_id", r)) if v}
         answer = self.engine.background.request(scope, at, trigger)
@@ -214,8 +225,10 @@ class Minutes:
                       now: Any = None) -> Any:
         """The bounded context window for ``agent_id``: the project's last 50
         minutes, the minutes they reference, the agent's own memory and the 5 minutes
-        most relevant to ``task``, each once, cut to ``budget_tokens`` (about four
-        characters a token). Returns a :class:`memorist.pipelines.context_window.ContextWindow`
+        most relevant to ``task``, each once, cut to ``budget_tokens`` (counted by the
+        bundled embedding model's tokenizer, as :func:`memorist.pipelines.context.pack_context`
+        counts them; :func:`memorist.pipelines.context_window.build_context` takes
+        another). Returns a :class:`memorist.pipelines.context_window.ContextWindow`
         (``text``, ``sections``, ``tokens``, ``cut``; ``to_dict()``)."""
         return build_context(self.engine, agent_id, task, budget_tokens=budget_tokens, project_id=project_id, now=now)
 
@@ -223,7 +236,8 @@ class Minutes:
         """An evaluation run over the project's minutes index: score each
         (recency, relevance, accuracy, impact, composite), drop duplicates, supersede
         the lower-scored of contradicting ones, prune composites under 0.3 — from the
-        index only, never the log — and log the run's stats. ``dry_run``: report only.
+        index only, never the log — and log the run's stats, as of ``now`` (default: the
+        current time; not more than 5 minutes ahead of it). ``dry_run``: report only.
         ``config``: an :class:`memorist.policies.evaluation.EvaluationConfig` or a mapping."""
         if not isinstance(dry_run, bool):
             raise ValidationError("dry_run", f"must be True or False, got {validate.show(dry_run)}")
@@ -231,7 +245,9 @@ class Minutes:
             config = EvaluationConfig.from_mapping(config)
         if config is not None and not isinstance(config, EvaluationConfig):
             raise ValidationError("config", f"must be an EvaluationConfig or a mapping, got {type(config).__name__}")
-        return evaluate(self.engine, project_id=project_id, now=self.engine._now(now), dry_run=dry_run, config=config)
+        # A time to come would score fresh minutes as aged and prune them, stamped then.
+        at = self.engine.past(now, "an evaluation scores what has happened")
+        return evaluate(self.engine, project_id=project_id, now=at, dry_run=dry_run, config=config)
 
     def _pair_texts(self, task: Any, criteria: Any, output: Any) -> list[str]:
         return [validate.text(name, value, max_chars=self._host.config.max_message_chars)

@@ -70,7 +70,9 @@ def _run_line(echo: Callable[[str], Any], hour: float, result: dict[str, Any]) -
 
 
 def _run(path: str, echo: Callable[[str], Any], embedder: str | Embedder | None, *, kept: bool) -> dict[str, Any]:
-    t0 = float(int(time.time() // HOUR) * HOUR)
+    # The story's hours 0-8 end at the current hour: a run or a boost never dated ahead
+    # of the clock (the tiers refuse that), so the demo's store stays true to time.
+    t0 = float(int(time.time() // HOUR) * HOUR) - 8 * HOUR
 
     def at(hour: float) -> float:
         return t0 + hour * HOUR

@@ -3,7 +3,9 @@
 
 They need a store under the energy policy (recorded in the store; a new store
 takes ``--policy energy``) and refuse any other. Times (``--now``) are ISO-8601, epoch seconds or an
-offset from now (``+10h``, ``-2d``, ``+30m``), so runs can be replayed and tested without waiting hours.
+offset from now (``-10h``, ``-2d``, ``+2m``), so runs can be replayed and tested without waiting hours; a
+command that writes (``maintain``, ``boost``, ``tiers test-memory``) takes no time more than 5 minutes ahead of the
+clock, while ``tiers status``, ``health`` and ``plot`` may look ahead.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from .app import (
 )
 
 _TIME = "ISO-8601, epoch seconds, or an offset from now: +10h, -2d, +30m, -45s, +1w"
-_NOW_HELP = f"The time of the run ({_TIME}) [default: now]."
+_PAST = "ISO-8601, epoch seconds, or an offset from now: -10h, -2d, +2m; at most 5 minutes ahead"
+_NOW_HELP = f"The time of the run ({_PAST}) [default: now]."
 
 
 def _energy(app: App, *, create: bool = False) -> Any:
@@ -131,7 +134,7 @@ def maintain(app: App, test_only: bool, now: str | None, user_id: str | None, ag
 @cli.command()
 @click.argument("memory_id", metavar="ID")
 @click.option("--amount", type=FiniteFloat(min=0, min_open=True), help="Energy to add [default: the configured boost, 1.0].")
-@click.option("--now", metavar="TIME", help=f"When ({_TIME}) [default: now].")
+@click.option("--now", metavar="TIME", help=f"When ({_PAST}) [default: now].")
 @scope_options
 @pass_app
 def boost(app: App, memory_id: str, amount: float | None, now: str | None, user_id: str | None, agent_id: str | None,
@@ -264,7 +267,7 @@ def tests(app: App, user_id: str | None, agent_id: str | None, run_id: str | Non
 @click.option("--energy", type=FiniteFloat(min=0, min_open=True), help="Start energy [default: by --type, else 1.0].")
 @click.option("--tier", type=click.Choice(["working", "short_term", "long_term"]), help="Start tier [default: working].")
 @click.option("--type", "kind", metavar="TYPE", help="insight, crystallization, learning, reminder (start energy by type).")
-@click.option("--timestamp", metavar="TIME", help=f"When it was made ({_TIME}) [default: now].")
+@click.option("--timestamp", metavar="TIME", help=f"When it was made ({_PAST}) [default: now].")
 @pass_app
 def test_memory(app: App, text: tuple[str, ...], user_id: str | None, agent_id: str | None, run_id: str | None,
                 energy: float | None, tier: str | None, kind: str | None, timestamp: str | None) -> None:

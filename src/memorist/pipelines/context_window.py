@@ -18,21 +18,26 @@ counts only what it may show. Each memory appears once, in the first section tha
 has it. Then the window is cut to ``budget_tokens``: items are kept in that order of
 priority (the newest recent minutes first, then referenced, agent memory, retrieved,
 each best or newest first) while they fit, and what did not fit is reported in
-``cut``. Tokens are estimated at four characters a token
-(:func:`memorist.policies.minutes.estimate_tokens`), the section headings included,
-so the rendered block never exceeds the budget.
+``cut``. Tokens are counted by ``count_tokens``, as :func:`memorist.pipelines.context.pack_context`
+counts them: by default the bundled embedding model's tokenizer
+(:func:`memorist.embed.tokens.token_counter`; without it, its estimate), the header and
+section headings included. The rendered block is counted whole too, and never exceeds
+the budget by that count.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import validate
+from ..embed.tokens import token_counter
 from ..errors import ValidationError
 from ..model import is_fact
-from ..policies.minutes import Minute, estimate_tokens, references_of, render_minute_line
+from ..policies.minutes import Minute, references_of, render_minute_line
 from ..policies.validity import is_valid, validity_cutoff
+from ..work import charge
 from .minutes import Minutes, project_of, view_of
 
 SECTIONS = ("recent", "referenced", "agent", "retrieved")
@@ -52,7 +57,8 @@ _MAX_BUDGET = 1_000_000
 @dataclass(slots=True)
 class ContextWindow:
     """A built context: the kept items per section, the rendered ``text``, its
-    estimated ``tokens`` and what was ``cut`` to stay within ``budget_tokens``."""
+    ``tokens`` (by the window's token counter) and what was ``cut`` to stay within
+    ``budget_tokens``."""
 
     agent_id: str
     project_id: str
@@ -114,6 +120,7 @@ def _own_memory(minutes: Minutes, space: Any, at: float, limit: int, seen: set[s
     page = 4 * limit + len(seen)
     while True:
         records = minutes.store.list(space, limit=page, cutoff=cutoff, now=at, until=at)
+        charge(len(records))
         own: list[tuple[float, dict[str, Any], str]] = []
         for record in records:
             if record.id in seen or record.created_at > at:
@@ -141,8 +148,10 @@ def build_context(
     window: int = WINDOW,
     retrieve_limit: int = RETRIEVE,
     agent_limit: int = AGENT_LIMIT,
+    count_tokens: Callable[[str], int] | None = None,
 ) -> ContextWindow:
-    """The context window of one agent, bounded (see the module docstring)."""
+    """The context window of one agent, bounded (see the module docstring):
+    ``count_tokens(text)`` counts a text's tokens (default: :func:`~memorist.embed.tokens.token_counter`)."""
     agent = validate.scope_id("agent_id", agent_id)
     if not agent:
         raise ValidationError("agent_id", "is required: the context is built for one agent")
@@ -153,6 +162,9 @@ def build_context(
     window = validate.limit(window, name="window")
     retrieve_limit = validate.limit(retrieve_limit, name="retrieve_limit")
     agent_limit = validate.limit(agent_limit, name="agent_limit")
+    if count_tokens is not None and not callable(count_tokens):
+        raise ValidationError("count_tokens", f"must be a function of a text to its number of tokens, got {type(count_tokens).__name__}")
+    count = count_tokens if count_tokens is not None else token_counter()
     at = minutes._now(now)
 
     # Every section is as of ``at``: a minute or fact dated later is in none of them.
@@ -170,8 +182,9 @@ def build_context(
 
     # The most relevant among the minutes dated up to ``at`` (a later one takes no
     # place). Counted as retrievals (the evaluator's relevance) only if they are shown: below.
-    found = minutes.ranked(task, retrieve_limit, minutes.scope(project), until=at, touch=False) if task else []
-    retrieved = [m for m in found if m["id"] not in seen]
+    # Ranked past the ones shown elsewhere, so that the section still holds up to its limit.
+    found = minutes.ranked(task, retrieve_limit + len(seen), minutes.scope(project), until=at, touch=False) if task else []
+    retrieved = [m for m in found if m["id"] not in seen][:retrieve_limit]
 
     candidates: dict[str, list[tuple[dict[str, Any], str]]] = {
         # Priority within the section: the newest recent minute first.
@@ -183,32 +196,48 @@ def build_context(
     header = [f"## Coordination context for {agent} (project {project})"]
     if task:
         header.append(f"Task: {task}")
-    used = sum(estimate_tokens(line + "\n") for line in header)
+    used = sum(count(line + "\n") for line in header)
     kept: dict[str, list[tuple[dict[str, Any], str]]] = {name: [] for name in SECTIONS}
     cut: list[dict[str, Any]] = []
     header_fits = used <= budget
     titles = {name: _TITLES[name] + (f" ({agent})" if name == "agent" else "") for name in SECTIONS}
     for name in SECTIONS:
-        heading = estimate_tokens("\n### " + titles[name] + "\n")
+        heading = count("\n### " + titles[name] + "\n")
         for item, line in candidates[name]:
-            cost = estimate_tokens(line + "\n") + (0 if kept[name] else heading)
+            cost = count(line + "\n") + (0 if kept[name] else heading)
             if header_fits and used + cost <= budget:
                 kept[name].append((item, line))
                 used += cost
             else:
-                cut.append({"section": name, "id": item.get("id"), "tokens": estimate_tokens(line + "\n")})
+                cut.append({"section": name, "id": item.get("id"), "tokens": count(line + "\n")})
+
+    def render() -> str:
+        lines = list(header) if header_fits else []
+        for name in SECTIONS:
+            if kept[name]:
+                lines.extend(["", f"### {titles[name]}"])
+                lines.extend(line for _, line in (reversed(kept[name]) if name == "recent" else kept[name]))
+        return "\n".join(lines)
+
+    text = render()
+    tokens = count(text)
+    # Lines are counted apart; a tokenizer that merges across line breaks may count
+    # their join otherwise: then the items of least priority go until the block fits.
+    while tokens > budget:
+        name = next((n for n in reversed(SECTIONS) if kept[n]), None)
+        if name is None:
+            header_fits, text = False, ""
+            tokens = 0
+            break
+        item, line = kept[name].pop()
+        cut.append({"section": name, "id": item.get("id"), "tokens": count(line + "\n")})
+        text = render()
+        tokens = count(text)
     kept["recent"].reverse()  # shown oldest first, as the log reads
     shown = [item["id"] for item, _ in kept["retrieved"]]
     if shown:
         records = minutes.store.get_many(shown)
         minutes.store.touch([records[i] for i in shown if i in records], query=task or "")
-    lines = list(header) if header_fits else []
-    for name in SECTIONS:
-        if kept[name]:
-            lines.extend(["", f"### {titles[name]}"])
-            lines.extend(line for _, line in kept[name])
-    text = "\n".join(lines)
-    tokens = estimate_tokens(text)
     sections = {name: [item for item, _ in kept[name]] for name in SECTIONS}
     return ContextWindow(agent, project, task, budget, sections, text, tokens, cut)
 

@@ -10,6 +10,13 @@ statistics (minutes in the log, kept in the index, pruned, average score) are
 appended to the log as a ``minute_evaluation`` event, all in one transaction.
 
 ``dry_run=True`` computes the same report and writes nothing, not even the event.
+
+The run's work grows with the project: it is counted on the caller's meter
+(:func:`memorist.work.charge`: a unit per minute read, scored and embedded, and per
+comparison row ``1 + n/16``), so a service charges it and gives it up when its client
+leaves. Duplicates and contradictions are looked for among the
+:data:`~memorist.policies.evaluation.MAX_COMPARED` best minutes and the rest
+(``remaining`` says how many are below them: compared with those only).
 """
 
 from __future__ import annotations
@@ -20,11 +27,13 @@ from typing import Any
 import numpy as np
 
 from ..model import Scope, Status
-from ..policies.evaluation import Candidate, EvaluationConfig, Removal, plan, score
+from ..policies.evaluation import MAX_COMPARED, Candidate, EvaluationConfig, Removal, plan, score
 from ..policies.minutes import Insight, is_negated, outcome_of
+from ..work import charge
 from .minutes import OP_DUPLICATE, OP_LINK, OP_PRUNE, OP_SUPERSEDE, Minutes, minute_of
 from .undo import OP_EVALUATION, OP_EVALUATION_UNDO, OPERATION_ID, UNDO, new_operation_id, undo_payload
 
+_EMBED_CHUNK = 512  # texts embedded at a time (each charged: a caller that left stops the run)
 _OPS = {"duplicate": OP_DUPLICATE, "superseded": OP_SUPERSEDE, "low_score": OP_PRUNE}
 _LINKS = {"duplicate": "duplicate_of", "superseded": "superseded_by"}
 
@@ -42,10 +51,12 @@ def evaluate(
         {"dry_run", "project_id", "in_log", "in_index", "kept_in_index", "pruned",
          "deduplicated", "superseded", "pruned_low_score", "average_score",
          "removed": [{"id", "reason", "link", "composite"}], "scores": {id: {...}},
-         "event_seq"}
+         "remaining", "event_seq"}
 
     ``pruned`` counts every entry that left the index (the three reasons together);
-    ``average_score`` is the mean composite of those kept (0.0 when none is).
+    ``average_score`` is the mean composite of those kept (0.0 when none is);
+    ``remaining`` the minutes ranked below the :data:`MAX_COMPARED` best, compared
+    for duplicates and contradictions with those only (0 in a smaller index).
     """
     config = config or EvaluationConfig()
     scope = minutes.scope(project_id)
@@ -53,7 +64,8 @@ def evaluate(
     # As of ``now``: a minute that happened later is neither scored nor counted.
     log = [e for e in minutes.iter_log(scope) if minute_of(e).ts <= now]
     referenced_by: Counter[str] = Counter(ref for e in log for ref in dict.fromkeys(minute_of(e).context_references))
-    records = [r for r in minutes.index_records(scope) if r.created_at <= now]
+    records = [r for r in minutes.index_records(scope) if r.created_at <= now]  # read: charged
+    charge(len(records))  # scored
     insights = {r.id: [Insight.from_dict(i) for i in (r.metadata.get("minute") or {}).get("insights") or ()] for r in records}
     max_retrieved = max((r.access_count for r in records), default=0)
     max_refs = max((referenced_by[r.id] for r in records), default=0)
@@ -73,8 +85,7 @@ def evaluate(
         scores[r.id] = s
         note = str((r.metadata.get("minute") or {}).get("memory_note") or "")
         candidates.append(Candidate(r.id, r.created_at, s.composite, None if outcome is None else outcome.confidence, is_negated(note)))
-    vectors = minutes.host.embedder.embed([r.search_text or r.text for r in records]) if records else np.zeros((0, 1))
-    removals = plan(candidates, np.asarray(vectors), config)
+    removals = plan(candidates, _vectors(minutes, records), config)
     gone = {x.id for x in removals}
     kept = [scores[r.id].composite for r in records if r.id not in gone]
     reasons = Counter(x.reason for x in removals)
@@ -91,12 +102,23 @@ def evaluate(
         "average_score": round(sum(kept) / len(kept), 4) if kept else 0.0,
         "removed": [{"id": x.id, "reason": x.reason, "link": x.link, "composite": round(x.composite, 4)} for x in removals],
         "scores": {rid: s.to_dict() for rid, s in scores.items()},
+        "remaining": max(0, len(records) - MAX_COMPARED),
         "event_seq": None,
     }
     if dry_run:
         return report
     _write(minutes, removals, scores, report, now)
     return report
+
+
+def _vectors(minutes: Minutes, records: list[Any]) -> np.ndarray:
+    """The records' embeddings, a chunk at a time, each text charged."""
+    parts = []
+    for start in range(0, len(records), _EMBED_CHUNK):
+        texts = [r.search_text or r.text for r in records[start:start + _EMBED_CHUNK]]
+        charge(len(texts))
+        parts.append(np.asarray(minutes.host.embedder.embed(texts), dtype=np.float32))
+    return np.concatenate(parts) if parts else np.zeros((0, 1), dtype=np.float32)
 
 
 def _write(minutes: Minutes, removals: list[Removal], scores: dict[str, Any], report: dict[str, Any], now: float) -> None:

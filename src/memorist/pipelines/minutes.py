@@ -69,6 +69,11 @@ OP_SUPERSEDE = "minute_supersede"
 OP_LINK = "minute_link"
 OP_REINDEX = "minute_reindex"
 DEFAULT_PROJECT = "default"
+#: Not a project: every project of the tenant, which only a reindex of the whole
+#: store takes (``memory.minutes.reindex(project_id="*")``, ``memorist minutes reindex
+#: --all-projects``). Refused as a project, so that no handle or key bound to a user
+#: of that name reaches the other projects through it.
+ALL_PROJECTS = "*"
 _EVENT_TYPE_CHARS = 64
 _NOTE_CHARS = 4000
 _MAX_REFERENCES = 100
@@ -96,7 +101,10 @@ def project_of(value: Any) -> str:
         return DEFAULT_PROJECT
     if not isinstance(value, str):
         raise ValidationError("project_id", f"must be a string, got {validate.show(value)}")
-    return validate.scope_id("project_id", value) or DEFAULT_PROJECT
+    project = validate.scope_id("project_id", value) or DEFAULT_PROJECT
+    if project == ALL_PROJECTS:
+        raise ValidationError("project_id", f"{ALL_PROJECTS!r} is not a project: it stands for every project, which only a reindex of the whole store takes")
+    return project
 
 
 def _event_type(value: Any) -> str:
@@ -251,6 +259,17 @@ class Minutes:
         at = validate.timestamp(now, field="now")
         return self.clock() if at is None else at
 
+    def past(self, now: Any, why: str) -> float:
+        """``now`` (default: the clock), refused more than :data:`CLOCK_SKEW` ahead of
+        the clock: ``why`` says what a time to come would falsify."""
+        at = self._now(now)
+        if now is not None and at > self.clock() + CLOCK_SKEW:
+            raise ValidationError(
+                "now", f"{validate.show(now)} is in the future; {why} (up to "
+                f"{CLOCK_SKEW / 60:g} minutes ahead of this machine's clock are taken, for clock skew)",
+            )
+        return at
+
     # recording --------------------------------------------------------------------------------
     def record(
         self,
@@ -287,12 +306,7 @@ class Minutes:
         _success(payload)
         chosen = category_of(category)
         given = _insights(insights)
-        at = self._now(now)
-        if now is not None and at > self.clock() + CLOCK_SKEW:
-            raise ValidationError(
-                "now", f"{validate.show(now)} is in the future; a minute records what happened (up to "
-                f"{CLOCK_SKEW / 60:g} minutes ahead of this machine's clock are taken, for clock skew)",
-            )
+        at = self.past(now, "a minute records what happened")
         known = self._events_of(refs)
         missing = [r for r in refs if r not in known or known[r].scope.user_id != project]
         if missing:
@@ -348,6 +362,7 @@ class Minutes:
     def _events_of(self, ids: Sequence[str]) -> dict[str, EventRecord]:
         found: dict[str, EventRecord] = {}
         for mid in ids:
+            charge(1)
             for event in self.store.history(mid):
                 if event.op == OP_MINUTE and event.scope.tenant_id == self.tenant and not event.erased:
                     found[mid] = event
@@ -375,6 +390,7 @@ class Minutes:
         before: int | None = None
         while True:
             page = self.store.events(scope, ops=(OP_MINUTE,), limit=_PAGE, newest_first=True, before=before)
+            charge(len(page))  # a back-filled log is read to its start: counted, and given up with its caller
             for event in page:
                 if event.erased:  # an erased minute is no minute
                     continue
@@ -435,8 +451,11 @@ class Minutes:
 
     # the index --------------------------------------------------------------------------------
     def index_records(self, scope: ScopeFilter) -> list[MemoryRecord]:
-        """The scope's minutes now in the index (active entries), newest first."""
-        return [r for r in self.store.list(scope) if r.kind is Kind.MINUTE]
+        """The scope's minutes now in the index (active entries), newest first (the
+        records read are charged: the project's facts are read too)."""
+        records = self.store.list(scope)
+        charge(len(records))
+        return [r for r in records if r.kind is Kind.MINUTE]
 
     def search(
         self,
@@ -474,7 +493,9 @@ class Minutes:
             # Minutes share their project's spaces with facts: rank the whole space by
             # vector (exact search is what the store does at this size anyway).
             vector_hits = self.store.vector_search(scope, qvec, k=None, cutoff=None, now=now)
+            charge(len(vector_hits))  # every memory of the space scored: counted, and given up with its caller
             text_hits = self.store.text_search(scope, query, k=pool * 4, cutoff=None, now=now)
+            charge(len(text_hits))
             fused = reciprocal_rank_fusion(
                 {"vector": [m for m, _ in vector_hits], "text": [m for m, _ in text_hits]},
                 {"vector": conf.retrieval.vector_weight, "text": conf.retrieval.text_weight},
@@ -485,6 +506,7 @@ class Minutes:
             ordered = sorted(fused, key=lambda m: (-fused[m], -similarity.get(m, -2.0), m))
             for start in range(0, len(ordered), pool):
                 chunk = ordered[start : start + pool]
+                charge(len(chunk))
                 records = self.store.get_many(chunk, scope=scope)
                 for mid in chunk:
                     r = records.get(mid)
@@ -514,10 +536,11 @@ class Minutes:
 
     def reindex(self, *, project_id: str | None = None) -> dict[str, int]:
         """Rebuild the index entries of the project's minutes (every project's, with
-        ``project_id="*"``) from the log: pruned, superseded and duplicate entries come
-        back, missing ones are re-created, every one re-embedded from the minute.
+        ``project_id="*"`` on the Memory's own ``minutes``: :data:`ALL_PROJECTS` is no
+        project, and every other call refuses it) from the log: pruned, superseded and duplicate entries
+        come back, missing ones are re-created, every one re-embedded from the minute.
         Returns ``{"minutes", "restored", "created", "unchanged"}``."""
-        scope = ScopeFilter(self.tenant) if project_id == "*" else self.scope(project_id)
+        scope = ScopeFilter(self.tenant) if project_id == ALL_PROJECTS else self.scope(project_id)
         counts = {"minutes": 0, "restored": 0, "created": 0, "unchanged": 0}
         batch_events: list[EventRecord] = []
         for event in self.iter_log(scope):
@@ -565,6 +588,7 @@ class Minutes:
 
 __all__ = [
     "CLOCK_SKEW",
+    "ALL_PROJECTS",
     "DEFAULT_PROJECT",
     "OP_DUPLICATE",
     "OP_LINK",

@@ -12,12 +12,16 @@ Every round is a ``pair_round`` event in the log (score, gaps, the memories show
 for each, the output evaluated), and the session ends with a ``pair_result`` event.
 An evaluator that fails — a model's malformed answer after its repair retry, an
 exception in a custom evaluator, a result that is not an
-:class:`~memorist.roles.evaluator.Evaluation` — is replaced for that round by the
-heuristic evaluator, so a round is never lost; the round records the fallback.
+:class:`~memorist.roles.evaluator.Evaluation` or whose gaps are not
+:class:`~memorist.roles.evaluator.Gap` s — is replaced for that round by the
+heuristic evaluator, so a round is never lost; the round records the fallback. Each
+gap is a retrieval: a round keeps the :data:`MAX_GAPS` (10) most severe an evaluator
+names (in its order within a severity), and logs how many it dropped.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import uuid
@@ -38,6 +42,9 @@ OP_PAIR_ROUND = "pair_round"
 OP_PAIR_RESULT = "pair_result"
 _OUTPUT_KEPT = 20_000  # characters of each round's output kept in its event
 _MAX_ROUNDS = 100
+#: The most gaps a round looks up in memory (one retrieval each); the rest are dropped.
+MAX_GAPS = 10
+_SEVERITY = {"high": 0, "medium": 1, "low": 2}
 
 Retriever = Callable[[str, int], list[dict[str, Any]]]
 Revise = Callable[[str, list[dict[str, Any]]], str]
@@ -178,6 +185,25 @@ def suggestions_for(gap: Gap, memories: Sequence[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(s for s in found if s.strip()))
 
 
+def _checked_gaps(result: Evaluation) -> Evaluation:
+    """``result`` with its gaps checked (a wrong one raises: the round falls back) and
+    cut to the :data:`MAX_GAPS` most severe."""
+    if not isinstance(result.gaps, list | tuple):
+        raise TypeError(f"the evaluator's gaps are {type(result.gaps).__name__}, not a list of Gap")
+    for i, gap in enumerate(result.gaps):
+        if not isinstance(gap, Gap):
+            raise TypeError(f"the evaluator's gap {i} is {type(gap).__name__}, not a Gap")
+        if not isinstance(gap.description, str) or not gap.description.strip():
+            raise ValueError(f"the evaluator's gap {i} has no description")
+        if gap.severity not in _SEVERITY or not isinstance(gap.criterion, str):
+            raise ValueError(f"the evaluator's gap {i} has severity {gap.severity!r} (low, medium or high) or a criterion that is no text")
+    gaps = list(result.gaps)
+    if len(gaps) > MAX_GAPS:
+        logger.warning("memorist: the PAIR evaluator named %d gaps; the %d most severe are looked up, the rest dropped", len(gaps), MAX_GAPS)
+        gaps = sorted(gaps, key=lambda g: _SEVERITY[g.severity])[:MAX_GAPS]
+    return dataclasses.replace(result, gaps=gaps)
+
+
 # the loop ------------------------------------------------------------------------------------
 class PairLoop:
     """Runs PAIR rounds for one caller (``scope``: the tenant, the project as user,
@@ -197,10 +223,10 @@ class PairLoop:
                 raise TypeError(f"the evaluator returned {type(result).__name__}, not an Evaluation")
             if isinstance(result.score, bool) or not isinstance(result.score, int | float) or not 0 <= result.score <= 100:
                 raise ValueError(f"the evaluator's score {result.score!r} is not a percentage")
-            return result, None
+            return _checked_gaps(result), None
         except Exception as exc:  # never lose the round: the heuristic answers
             logger.warning("memorist: the PAIR evaluator failed, using the heuristic evaluator: %s", exc)
-            return HeuristicEvaluator().evaluate(task, criteria, output), f"{type(exc).__name__}: {exc}"[:500]
+            return _checked_gaps(HeuristicEvaluator().evaluate(task, criteria, output)), f"{type(exc).__name__}: {exc}"[:500]
 
     def round(self, task: str, criteria: str, output: str, *, number: int, session: str, threshold: float, improve: bool) -> PairRound:
         """Evaluate ``output``; with ``improve`` and a score below ``threshold``,
@@ -261,6 +287,7 @@ class PairLoop:
 
 
 __all__ = [
+    "MAX_GAPS",
     "OP_PAIR_RESULT",
     "OP_PAIR_ROUND",
     "PairLoop",

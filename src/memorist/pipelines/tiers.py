@@ -23,6 +23,13 @@ overwritten, and two runs (two processes) never decay the same hours twice. At m
 ``decay_batch`` memories are decayed and ``promotion_batch`` promoted per run:
 promotion candidates first, then the memories whose last decay is oldest.
 
+**Time**: a run at ``now`` maintains the memories made at or before ``now``
+(:func:`live_at`), and ``status`` and ``health`` count those. A boost, run or new
+memory dated more than :data:`~memorist.pipelines.minutes.CLOCK_SKEW` ahead of this
+machine's clock is refused (:func:`refuse_ahead`); a last decay left that far ahead
+before is counted as decayed up to the next run's or boost's ``now``
+(:func:`decayed_ahead`).
+
 **Test memories** (``add(..., test=True)`` or ``metadata={"is_test": True}``) live
 in the tenant's *test space*: the tenant id followed by :data:`TEST_MARK`, a
 control character no id may hold. Every read of the engine filters by tenant, so
@@ -48,12 +55,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import validate
 from ..embed.base import Embedder
 from ..errors import ConfigurationError, NotFoundError, StoreError, ValidationError
 from ..model import EventRecord, MemoryRecord, Scope, Status, Tier, from_epoch, is_fact, new_id
 from ..policies.energy import HOUR, LIVE_TIERS, EnergyConfig, current_energy, next_tier, start_energy
 from ..store.base import ScopeFilter, Store
 from ..work import charge
+from .minutes import CLOCK_SKEW
 
 logger = logging.getLogger("memorist.tiers")
 
@@ -93,6 +102,37 @@ def last_decay(record: MemoryRecord) -> float:
     return record.created_at
 
 
+def refuse_ahead(field_name: str, given: Any, at: float, reason: str, *, clock: float | None = None) -> None:
+    """Refuse ``at`` (``given``, as the caller gave it) when it is more than
+    :data:`~memorist.pipelines.minutes.CLOCK_SKEW` ahead of this machine's clock, as
+    ``minutes.record`` refuses a minute from the future: a boost or run dated ahead
+    would mark memories decayed up to then, and runs before then would leave them
+    alone. ``reason`` says why the call needs a time that has come."""
+    if at > (time.time() if clock is None else clock) + CLOCK_SKEW:
+        raise ValidationError(
+            field_name, f"{validate.show(given)} is in the future; {reason} (up to {CLOCK_SKEW / 60:g} minutes "
+            "ahead of this machine's clock are taken, for clock skew)",
+        )
+
+
+def decayed_ahead(record: MemoryRecord, now: float, clock: float | None = None) -> bool:
+    """Whether the memory's last decay lies after ``now`` and more than
+    :data:`CLOCK_SKEW` ahead of ``clock`` (this machine's): a time that has not come,
+    left by a boost or run dated in the future before those were refused. A run or
+    boost at ``now`` counts such a memory as decayed up to ``now`` (its energy as
+    stored, its later decays from ``now``), where one dated before the last decay
+    otherwise leaves it alone: else it would not decay until that time came."""
+    last = last_decay(record)
+    return last > now and last > (time.time() if clock is None else clock) + CLOCK_SKEW
+
+
+def decayed_to(record: MemoryRecord, now: float, clock: float | None = None) -> float:
+    """The last decay a run or boost at ``now`` leaves the memory: ``now``, or its
+    last decay if later (a run dated before it does not undo it), unless that one
+    has not come yet (:func:`decayed_ahead`)."""
+    return now if decayed_ahead(record, now, clock) else max(now, last_decay(record))
+
+
 def pending_uses(record: MemoryRecord) -> int:
     """Retrievals since the last decay or boost counted them (memories older than the
     energy policy count from their first maintenance run)."""
@@ -110,8 +150,19 @@ def energy_now(record: MemoryRecord, now: float, config: EnergyConfig) -> tuple[
     return current_energy(record.energy, hours, record.tier, config, uses=uses), hours, uses
 
 
+def live_at(records: Iterable[MemoryRecord], now: float) -> list[MemoryRecord]:
+    """The memories live at ``now``: made at or before it and not yet ended
+    (``valid_to``). What a run at ``now`` maintains, and ``status`` and ``health``
+    count: a memory made later did not exist yet."""
+    return [r for r in records if r.created_at <= now and (r.valid_to is None or r.valid_to > now)]
+
+
+def _made_by(records: Iterable[MemoryRecord], now: float) -> list[MemoryRecord]:
+    return [r for r in records if r.created_at <= now]
+
+
 def _bookkept(record: MemoryRecord, now: float, **lineage: Any) -> dict[str, Any]:
-    return {**record.lineage, "last_decay": max(now, last_decay(record)), "uses_counted": record.access_count, **lineage}
+    return {**record.lineage, "last_decay": decayed_to(record, now), "uses_counted": record.access_count, **lineage}
 
 
 def tier_item(record: MemoryRecord, score: float | None = None, *, now: float | None = None,
@@ -174,14 +225,16 @@ class Plan:
     pending: int = 0
 
 
-def plan_run(records: Sequence[MemoryRecord], now: float, config: EnergyConfig) -> Plan:
+def plan_run(records: Sequence[MemoryRecord], now: float, config: EnergyConfig, *, clock: float | None = None) -> Plan:
     """Choose what one run may change, within the batch sizes.
 
     Promotion candidates (energy now strictly above their tier's threshold) come
     first, highest energy first, at most ``promotion_batch``; then the memories
-    that need a decay (time passed or retrievals since) or an expiry, oldest last
-    decay first, until ``decay_batch`` memories are chosen in all.
+    that need a decay (time passed or retrievals since, or a last decay that has
+    not come yet: :func:`decayed_ahead`, ``clock`` this machine's time) or an
+    expiry, oldest last decay first, until ``decay_batch`` memories are chosen in all.
     """
+    clock = time.time() if clock is None else clock
     current: dict[str, tuple[float, float, int]] = {}
     candidates = []
     due = []
@@ -191,14 +244,15 @@ def plan_run(records: Sequence[MemoryRecord], now: float, config: EnergyConfig) 
         energy, hours, uses = current[r.id] = energy_now(r, now, config)
         if config.promotes(r.tier, energy):
             candidates.append(r)
-        elif hours > 0 or uses > 0 or config.expires(energy):
+        elif hours > 0 or uses > 0 or config.expires(energy) or decayed_ahead(r, now, clock):
             due.append(r)
     candidates.sort(key=lambda r: (-current[r.id][0], r.created_at, r.id))
     promote = candidates[: min(config.promotion_batch, config.decay_batch)]
     # Candidates left over wait for the next run's promotion (decayed meanwhile if they need it).
     left_over = candidates[len(promote):]
-    due.extend(r for r in left_over if current[r.id][1] > 0 or current[r.id][2] > 0)
-    due.sort(key=lambda r: (last_decay(r), r.created_at, r.id))
+    due.extend(r for r in left_over if current[r.id][1] > 0 or current[r.id][2] > 0 or decayed_ahead(r, now, clock))
+    # A last decay that has not come yet counts as ``now`` (not last, behind every other).
+    due.sort(key=lambda r: (now if decayed_ahead(r, now, clock) else last_decay(r), r.created_at, r.id))
     room = config.decay_batch - len(promote)
     chosen = due[:room]
     waiting = {r.id for r in left_over} | {r.id for r in due[room:]}
@@ -399,7 +453,10 @@ class EnergyTiers:
         ``now`` (decayed since its last decay, with the use boosts it earned), its
         tier the highest of theirs, and it is decayed to ``now`` (``last_decay``, its
         retrievals counted): never weaker, nor decaying faster, than its strongest
-        source, and not decayed again over the hours its sources already were."""
+        source, and not decayed again over the hours its sources already were.
+
+        A new memory dated more than :data:`CLOCK_SKEW` ahead of this machine's clock
+        (``timestamp``) is refused: it would decay only from then on."""
         if sources:
             at = time.time() if now is None else now
             config = self.shown_config() or self._config  # a configuration that cannot work: as last read
@@ -409,6 +466,8 @@ class EnergyTiers:
             record.lineage["last_decay"] = max(at, *(last_decay(s) for s in sources))
             record.lineage["uses_counted"] = record.access_count
             return
+        refuse_ahead("timestamp", _iso(record.created_at), record.created_at,
+                     "under the energy policy a memory decays from when it was made, and runs dated before then leave it alone")
         energy, tier = start_energy(record.metadata, self._config)
         record.energy = energy
         record.tier = tier
@@ -486,10 +545,7 @@ class EnergyTiers:
             self.store.flush()  # buffered retrievals count as uses in the plan too
             # A run dated before a memory existed leaves it alone: no decay, expiry or
             # promotion of what did not exist yet at ``now``.
-            records = [
-                r for r in self._records(scope.tenant_id, scope=scope)
-                if (r.valid_to is None or r.valid_to > now) and r.created_at <= now
-            ]
+            records = live_at(self._records(scope.tenant_id, scope=scope), now)
             plan = plan_run(records, now, config)
             by_id = {r.id: r for r in records}
             vectors = self._vectors([by_id[i] for i in plan.promote])
@@ -539,7 +595,7 @@ class EnergyTiers:
                 continue
             results.append(result)
             action = result["action"]
-            counts["decayed"] += 1 if result["hours"] > 0 or result["uses"] > 0 else 0
+            counts["decayed"] += 1 if result["hours"] > 0 or result["uses"] > 0 or "last_decay_was" in result else 0
             counts["use_boosted"] += 1 if result["uses"] > 0 else 0
             if action == "expire":
                 counts["expired"] += 1
@@ -584,6 +640,9 @@ class EnergyTiers:
         energy, hours, uses = energy_now(record, now, config)
         base = {"id": record.id, "tier": record.tier.value, "energy_before": round(record.energy, 6), "energy": round(energy, 6),
                 "hours": round(hours, 6), "uses": uses}
+        ahead = decayed_ahead(record, now)
+        if ahead:  # counted as decayed up to now: its next decays count from now, not from then
+            base["last_decay_was"] = _iso(last_decay(record))
         payload = {**base, "run": run_id, "now": _iso(now)}
         key_matches = vector is not None and vector[0] == (record.search_text or record.text)
         target = next_tier(record.tier)
@@ -601,7 +660,7 @@ class EnergyTiers:
                     **{k: v for k, v in record.lineage.items() if k not in ("promoted_to", "archived_at")},
                     "promoted_from": record.id,
                     "promoted_at": now,
-                    "last_decay": max(now, last_decay(record)),
+                    "last_decay": decayed_to(record, now),
                     "uses_counted": record.access_count,
                 },
             )
@@ -618,7 +677,7 @@ class EnergyTiers:
                                   lineage=_bookkept(record, now, expired_at=now, expired_from=record.tier.value))
             batch.update(expired, None, old_text=record.text, op="expire", actor=actor, payload=payload)
             return {**base, "action": "expire"}
-        if hours <= 0 and uses <= 0:
+        if hours <= 0 and uses <= 0 and not ahead:
             return None
         decayed = record.copy(energy=energy, lineage=_bookkept(record, now))
         batch.update(decayed, None, old_text=record.text, op="decay", actor=actor, payload=payload)
@@ -667,8 +726,9 @@ class EnergyTiers:
         tenant = self.test_tenant if test_only else self.tenant_id
         config = self.config()
         self.store.flush()  # buffered retrievals count in the energies, as a run counts them
-        active = [r for r in self._records(tenant, scope=self._within(tenant, owner)) if r.valid_to is None or r.valid_to > now]
-        archived = self._records(tenant, Status.ARCHIVED, scope=self._within(tenant, owner))
+        # As of ``now``: a memory made later is not counted, as a run then leaves it alone.
+        active = live_at(self._records(tenant, scope=self._within(tenant, owner)), now)
+        archived = _made_by(self._records(tenant, Status.ARCHIVED, scope=self._within(tenant, owner)), now)
         tiers: dict[str, dict[str, Any]] = {}
         for tier in LIVE_TIERS:
             energies = [energy_now(r, now, config)[0] for r in active if r.tier is tier]
@@ -688,7 +748,7 @@ class EnergyTiers:
             "expired": expired,
         }
         if not test_only:
-            out["test_memories"] = len(self._records(self.test_tenant, scope=self._within(self.test_tenant, owner)))
+            out["test_memories"] = len(_made_by(self._records(self.test_tenant, scope=self._within(self.test_tenant, owner)), now))
         run = _run_summary(self.last_run(test_only=test_only, owner=owner))
         background = self.background.info()
         if owner is not None:
@@ -727,8 +787,9 @@ class EnergyTiers:
             f"batches {config.promotion_batch} promotions / {config.decay_batch} decays")
         within = self._within(self.tenant_id, owner)
         self.store.flush()  # buffered retrievals count in the energies, as a run counts them
-        active = [r for r in self._records(self.tenant_id, scope=within) if r.valid_to is None or r.valid_to > now]
-        archived = self._records(self.tenant_id, Status.ARCHIVED, scope=within)
+        # As of ``now``: a memory made later is not counted, as a run then leaves it alone.
+        active = live_at(self._records(self.tenant_id, scope=within), now)
+        archived = _made_by(self._records(self.tenant_id, Status.ARCHIVED, scope=within), now)
         by_tier = {t.value: sum(1 for r in active if r.tier is t) for t in LIVE_TIERS}
         add("counts", "ok", f"{len(active)} live memories ({', '.join(f'{k} {v}' for k, v in by_tier.items())}), "
             f"{sum(1 for r in archived if r.tier is not Tier.EXPIRED)} archived, {sum(1 for r in archived if r.tier is Tier.EXPIRED)} expired",
@@ -736,10 +797,17 @@ class EnergyTiers:
                     "expired": sum(1 for r in archived if r.tier is Tier.EXPIRED)})
         stale_after = config.stale_after_hours
         stale = [r for r in active if (now - last_decay(r)) / HOUR > stale_after]
-        if stale:
-            oldest = max((now - last_decay(r)) / HOUR for r in stale)
-            add("stale_decays", "warn", f"{len(stale)} memories not decayed for over {stale_after:g} hours (the oldest {oldest:.1f} h): "
-                "run `memorist maintain` (end_conversation runs it too)", count=len(stale))
+        ahead = [r for r in active if decayed_ahead(r, now)]
+        if stale or ahead:
+            found = []
+            if stale:
+                oldest = max((now - last_decay(r)) / HOUR for r in stale)
+                found.append(f"{len(stale)} memories not decayed for over {stale_after:g} hours (the oldest {oldest:.1f} h)")
+            if ahead:
+                found.append(f"{len(ahead)} memories last decayed at a time that has not come (the latest "
+                             f"{_iso(max(last_decay(r) for r in ahead))}): the next run counts them as decayed up to its time")
+            add("stale_decays", "warn", "; ".join(found) + ": run `memorist maintain` (end_conversation runs it too)",
+                count=len(stale) + len(ahead))
         else:
             add("stale_decays", "ok", f"every live memory decayed within {stale_after:g} hours", count=0)
         currents = {r.id: energy_now(r, now, config)[0] for r in active}
@@ -770,7 +838,7 @@ class EnergyTiers:
                 shown = ""  # its counts are of the whole run's scope, not only the owner's memories
             add("last_run", "ok", f"run {run.payload.get('run')} at {_iso(run.ts)} ({ago:.1f} h ago){shown}")
         add("log", *self._log_check())
-        tests = len(self._records(self.test_tenant, scope=self._within(self.test_tenant, owner)))
+        tests = len(_made_by(self._records(self.test_tenant, scope=self._within(self.test_tenant, owner)), now))
         add("test_memories", "ok", f"{tests} test memories, apart from the real ones", count=tests)
         worst = "fail" if any(c["status"] == "fail" for c in checks) else "warn" if any(c["status"] == "warn" for c in checks) else "ok"
         return {"now": _iso(now), "status": worst, "healthy": worst != "fail", "checks": checks}
@@ -810,7 +878,7 @@ class EnergyTiers:
         ``now``) as ``(text, energy)``: what ``memorist tiers plot`` draws."""
         config = self.config()
         tenant = self.test_tenant if test_only else self.tenant_id
-        active = [r for r in self._records(tenant) if r.valid_to is None or r.valid_to > now]
+        active = live_at(self._records(tenant), now)
         out: dict[str, list[tuple[str, float]]] = {}
         for tier in LIVE_TIERS:
             ranked = sorted(((energy_now(r, now, config)[0], r.text) for r in active if r.tier is tier), reverse=True)
@@ -878,12 +946,16 @@ __all__ = [
     "EnergyTiers",
     "Plan",
     "append_log",
+    "decayed_ahead",
+    "decayed_to",
     "energy_now",
     "is_test_scope",
     "last_decay",
+    "live_at",
     "pending_uses",
     "plan_run",
     "real_tenant",
+    "refuse_ahead",
     "store_run_lock",
     "test_tenant",
     "tier_item",

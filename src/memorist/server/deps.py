@@ -21,6 +21,7 @@ from .. import validate
 from ..api import Scoped
 from ..errors import MemoristError, NotFoundError
 from ..memory import Memory
+from ..pipelines.minutes import project_of
 from ..policies import relations as rules
 from ..relations import Subject, Target
 from . import schemas as s
@@ -383,15 +384,20 @@ class Reach:
         that project's; a tenant key naming none acts on the default project. A key
         bound to an agent alone has no project of its own (404); with a user, its
         user's, whose context windows and PAIR rounds read only what its subject may
-        (another agent's memories: 404 agent unless a relation lets it read them)."""
+        (another agent's memories: 404 agent unless a relation lets it read them).
+        ``"*"`` is no project, named or bound (422): a handle of it would reindex every
+        project of the tenant (:data:`memorist.pipelines.minutes.ALL_PROJECTS`)."""
         if self.caller.agent_id is not None:
             if self.caller.user_id is None:
                 raise NotFoundError("project", project_id or "default")
-            self._user(project_id, "project")
+            project_of(self._user(project_id, "project"))
             subject = self.subject()
             assert subject is not None
             return _SubjectProject(subject)
-        return self._handle(self._user(project_id, "project"), None, None)
+        user = self._user(project_id, "project")
+        if user is not None:
+            project_of(user)
+        return self._handle(user, None, None)
 
     def tenant(self, what: str, *, field: str | None = None) -> Memory:
         """For a change of the tenant's own (its configuration, its shared playbooks):

@@ -292,7 +292,7 @@ class ContextRequest(_Request):
 class EvaluateRequest(_Request):
     project_id: str | None = _maybe_id("The project.")
     dry_run: bool = Field(default=False, description="Report only; change nothing.")
-    now: Date | None = Field(default=None, description="Score as of this time: ISO-8601, epoch seconds or an offset such as +1d (default: now).")
+    now: Date | None = Field(default=None, description="Score as of this time: ISO-8601, epoch seconds or an offset such as -1d, at most 5 minutes ahead (default: now).")
 
 
 class PairRequest(_Request):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memorist import ValidationError
-from memorist.policies.minutes import estimate_tokens
+from memorist.embed.tokens import token_counter
 
 T0 = 1_700_000_000.0  # in the past: a minute dated in the future is refused
 
@@ -46,7 +46,7 @@ def test_all_four_sections_deduplicated_and_rendered(m, project):
     assert project["lesson"]["id"] not in ids(sections["retrieved"])  # each memory once
     every = [x["id"] for items in sections.values() for x in items]
     assert len(every) == len(set(every))
-    assert window.cut == [] and window.tokens == estimate_tokens(window.text) <= window.budget_tokens
+    assert window.cut == [] and window.tokens == token_counter()(window.text) <= window.budget_tokens
     text = window.text
     assert text.startswith("## Coordination context for coder (project apollo)\nTask: parse quoted fields")
     assert "### Earlier events they reference" in text and "CSV importer goes to coder" in text
@@ -116,7 +116,7 @@ def test_the_agent_s_section_reads_a_bounded_number_of_records(m, monkeypatch):
 def test_the_budget_cuts_lowest_priority_first_and_reports_it(m, project):
     full = m.minutes.build_context("coder", "quoted fields", project_id="apollo", now=T0 + 100)
     small = m.minutes.build_context("coder", "quoted fields", budget_tokens=300, project_id="apollo", now=T0 + 100)
-    assert small.tokens <= 300 and small.tokens == estimate_tokens(small.text)
+    assert small.tokens <= 300 and small.tokens == token_counter()(small.text)
     kept = [x["id"] for items in small.sections.values() for x in items]
     cut = [c["id"] for c in small.cut]
     assert sorted(kept + cut) == sorted(x["id"] for items in full.sections.values() for x in items)

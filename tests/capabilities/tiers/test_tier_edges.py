@@ -104,13 +104,18 @@ def test_a_boost_above_the_cap_names_the_cap(mem):
 
 
 @pytest.mark.parametrize(("offset", "seconds"), [("+10h", 36_000), ("-2d", -172_800), ("+30m", 1_800), ("-45s", -45),
-                                                 ("+1w", 604_800), ("+1.5h", 5_400)])
+                                                 ("+1w", 604_800), ("+1.5h", 5_400), ("+4m", 240)])
 def test_now_takes_offsets_from_the_current_time(mem, offset, seconds):
     before = time.time()
-    run = mem.tiers.maintain(now=offset)
-    ran_at = time.mktime(time.strptime(run["now"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
-    assert before + seconds - 2 <= ran_at <= time.time() + seconds + 2
-    assert mem.tiers.status(now=offset)["now"][:16] == run["now"][:16]
+    status = mem.tiers.status(now=offset)
+    seen_at = time.mktime(time.strptime(status["now"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    assert before + seconds - 2 <= seen_at <= time.time() + seconds + 2
+    if seconds > 300:  # a run dated in the future is refused: up to 5 minutes ahead are taken, for clock skew
+        with pytest.raises(ValidationError, match="is in the future"):
+            mem.tiers.maintain(now=offset)
+    else:
+        run = mem.tiers.maintain(now=offset)
+        assert run["now"][:16] == status["now"][:16]
 
 
 def test_an_offset_that_is_not_one_is_refused(mem):
@@ -128,8 +133,10 @@ def test_the_cli_takes_offsets_and_names_the_energy_flag(backend, tmp_path):
         assert result.exit_code == code, (result.stdout, result.stderr)
         return result
 
-    memorist("add", "--user", "alex", "--no-infer", "--metadata", '{"energy": 3.0}', "Renew the TLS certificate")
-    run = json.loads(memorist("--json", "maintain", "--now", "+10h").stdout)
+    memorist("add", "--user", "alex", "--no-infer", "--metadata", '{"energy": 3.0}', "--timestamp", "-10h",
+             "Renew the TLS certificate")
+    assert "is in the future" in memorist("maintain", "--now", "+10h", code=1).stderr  # a run is dated at most 5 min ahead
+    run = json.loads(memorist("--json", "maintain", "--now", "+2m").stdout)
     assert run["decayed"] == 1 and run["expired"] == 1  # 3.0 * e^-5 < 0.1
     earlier = json.loads(memorist("--json", "maintain", "--now", "-2d").stdout)
     assert earlier["memories"] == 0  # the memory did not exist two days ago
@@ -168,10 +175,15 @@ def test_a_time_typed_as_text_means_the_same_on_every_surface(backend):
             c.post("/api/memories/", json={"messages": "Renew the TLS certificate", "user_id": "alex", "infer": False})
             r = c.get("/api/tiers/", params={"user_id": "alex", "now": "+10"})
             assert r.status_code == 422 and "now" in r.text, r.text
-            by_query = c.get("/api/tiers/", params={"user_id": "alex", "now": "1800000000"})
-            by_body = c.post("/api/tiers/maintain/", json={"user_id": "alex", "now": "1800000000"})
+            by_query = c.get("/api/tiers/", params={"user_id": "alex", "now": "1700000000"})
+            by_body = c.post("/api/tiers/maintain/", json={"user_id": "alex", "now": "1700000000"})
             assert by_query.status_code == by_body.status_code == 200, (by_query.text, by_body.text)
-            assert by_query.json()["now"][:19] == by_body.json()["now"][:19] == "2027-01-15T08:00:00"
+            assert by_query.json()["now"][:19] == by_body.json()["now"][:19] == "2023-11-14T22:13:20"
+            # A status may look ahead; a run dated in the future is refused (5 minutes of clock skew aside).
+            ahead = c.get("/api/tiers/", params={"user_id": "alex", "now": "4102444800"})
+            assert ahead.status_code == 200 and ahead.json()["now"][:19] == "2100-01-01T00:00:00", ahead.text
+            refused = c.post("/api/tiers/maintain/", json={"user_id": "alex", "now": "4102444800"})
+            assert refused.status_code == 422 and "is in the future" in refused.text, refused.text
     finally:
         app.state.service.close()
     runner = CliRunner()
