@@ -70,9 +70,10 @@ from ..policies.text import content_hash
 from ..reserved import PREVIOUS_RUN_PREFIX, RUN_PLAYBOOKS, RUN_PREFIX
 from ..store.base import ScopeFilter, Store
 from ..store.sqlite.errors import is_busy, retry_busy
-from .minutes import OP_MINUTE, log_imported
+from .minutes import log_imported
 from .playbooks import as_filed, strategy_playbook, with_current_names
 from .trajectories import STEP_OP, step_of, step_time
+from .undo import OP_ROLLBACK
 
 log = logging.getLogger("memorist.import")
 #: The most strategy ids a version made by an import lists in its change.
@@ -100,8 +101,6 @@ _SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 _EXPORT_STATUSES = (Status.ACTIVE, Status.ARCHIVED)
 _MAX_NUMBER = 1.7976931348623157e308  # the largest finite float
 _MAX_COUNT = 2**63 - 1  # counters are SQLite INTEGERs
-#: Events filed under a memory that are entries of the log, not changes of the memory.
-_LOG_ENTRIES = frozenset({STEP_OP, OP_MINUTE})
 
 
 def _iso(seconds: float | None) -> str | None:
@@ -932,16 +931,14 @@ class Importer:
         self._wrote(pending)
 
     def _stored_version(self, old: MemoryRecord) -> tuple[float, bool]:
-        """How new the store's copy is: its dates, or the last time this store changed
-        it, when later. A rollback restores a memory as it was, dates and all, so a
-        copy exported before it looks newer by its dates alone (decay and other upkeep
-        leave the dates as they were too). Not changes: the import's own writes (the
-        copy they wrote carries the file's dates) and the log entries filed under a
-        memory (a trajectory's steps, a minute's entry). Read only for a copy the file
-        would replace, so importing a file again reads no history."""
+        """How new the store's copy is: its dates, or its last rollback here, when
+        later. A rollback restores a memory as it was, dates and all, so a copy
+        exported before it looks newer by its dates alone. Other changes date the
+        memory themselves, and bookkeeping (a decay, a boost) is no edit: a copy
+        edited elsewhere since still wins. Read only for a copy the file would
+        replace, so importing a file again reads no history."""
         edited, archived = _version(old)
-        changed = max((e.ts for e in self.store.history(old.id)
-                       if e.op not in _LOG_ENTRIES and e.payload.get("import") is not True), default=edited)
+        changed = max((e.ts for e in self.store.history(old.id) if e.op == OP_ROLLBACK), default=edited)
         return max(edited, changed), archived
 
     def flush_writes(self, writes: list[tuple[MemoryRecord, MemoryRecord | None]]) -> None:

@@ -91,8 +91,9 @@ class ConnectionGuard:
         # The service answers 408 at timeout_body; past this the connection goes.
         self.body_deadline = timeout_body + 5.0
         self.open: dict[GuardedH11Protocol, None] = {}
-        # Closed by the guard, not yet gone (their descriptors go on the loop's next
-        # turn): still counted open, never chosen again.
+        # Dropped by the guard, not yet gone (their descriptors go on the loop's next
+        # turn): in ``open`` until then, but not counted for the cap (a newcomer then
+        # closes no other) and never chosen again.
         self.closing: set[GuardedH11Protocol] = set()
         self.shed = 0  # connections closed for the cap
         self.expired = 0  # connections closed for a deadline
@@ -111,7 +112,7 @@ class ConnectionGuard:
 
     def _close(self, conn: GuardedH11Protocol) -> None:
         """Drop ``conn`` at once, with whatever it still had to send (see
-        :meth:`GuardedH11Protocol.close`); it counts as open until it is gone."""
+        :meth:`GuardedH11Protocol.close`)."""
         self.closing.add(conn)
         conn.close()
 

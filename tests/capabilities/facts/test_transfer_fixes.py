@@ -65,6 +65,25 @@ def test_a_copy_changed_after_the_rollback_still_wins(backend) -> None:
 
 
 # memories-json holds memories only ---------------------------------------------------------------
+def test_bookkeeping_in_the_store_does_not_make_its_copy_newer_than_an_edit(tmp_path: Path) -> None:
+    """A decay (or a boost) leaves a memory's dates as they were and is no edit: a copy
+    edited elsewhere since still wins over the store's."""
+    import time
+
+    with Memory(str(tmp_path / "s.db"), embedder="hashing", policy="energy") as source, \
+            Memory(str(tmp_path / "t.db"), embedder="hashing", policy="energy") as target:
+        mid = source.add("The office opens at 9", user_id="u", infer=False, timestamp=time.time() - 10 * 3600,
+                         metadata={"energy": 50.0})["results"][0]["id"]
+        target.import_(list(source.export(user_id="u")))
+        time.sleep(0.05)
+        source.update(mid, "The office opens at 8", user_id="u")
+        time.sleep(0.05)
+        assert target.tiers.maintain()["decayed"] == 1
+        target.tiers.boost(mid, user_id="u")
+        assert target.import_(list(source.export(user_id="u")))["updated"] == 1
+        assert target.get(mid, user_id="u")["memory"] == "The office opens at 8"
+
+
 def test_a_memories_json_file_holds_the_users_memories_only(backend) -> None:
     with Memory(backend.target, embedder="hashing") as m:
         with_internal_records(m)

@@ -299,3 +299,43 @@ def test_a_call_waits_for_a_busy_pool_but_fails_within_a_second_when_the_server_
         holder.join(10)
     finally:
         store.close()
+
+
+def test_a_server_at_its_connection_limit_is_busy_not_down(pg_url: str) -> None:
+    """The probe of a call that waited a second is refused by a server at its limit
+    ("too many connections"): that server answers, so the call waits for the pool
+    instead of failing as if the server were down."""
+    import threading
+    import uuid
+
+    role, name = f"lim_{uuid.uuid4().hex[:8]}", f"lim_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN CONNECTION LIMIT 2")
+        conn.execute(f"CREATE DATABASE {name} OWNER {role}")
+    with psycopg.connect(database_of(pg_url, name), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    head, _, rest = database_of(pg_url, name).partition("://")
+    url = with_query(f"{head}://{role}@{rest.partition('@')[2]}", "pool_size=2&pool_min=2&pool_timeout=10")
+    store = open_store(url)
+    try:
+        held = threading.Barrier(3)
+
+        def hold() -> None:
+            with store.connection():
+                held.wait()
+                time.sleep(2.5)
+
+        holders = [threading.Thread(target=hold) for _ in range(2)]
+        for t in holders:
+            t.start()
+        held.wait()
+        began = time.monotonic()
+        assert store.schema_version() >= 1
+        assert 2 < time.monotonic() - began < 9
+        for t in holders:
+            t.join()
+    finally:
+        store.close()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+            conn.execute(f"DROP ROLE {role}")

@@ -738,3 +738,36 @@ def test_a_search_checking_its_filter_gives_its_connection_back_meanwhile(pg_url
         hits = memory.search("kayak club", user_id="u", limit=3, filters={"NOT": {"topic": "none"}})["results"]
         assert served == ["Another user's note", "written"] and len(hits) == 3
         assert [m["memory"] for m in memory.get_all(user_id="other")["results"]] == ["Written meanwhile", "Another user's note"]
+
+
+def test_what_a_search_raises_while_its_connection_is_back_in_the_pool_comes_out_at_once(pg_url):
+    """A filter that fails, or a caller who left, ends the search: it took a new
+    snapshot first, waiting for a pool that another caller held, and then raised a
+    "search failed" in place of what happened. Inside a write transaction the
+    connection is the transaction's, and stays with it."""
+    from memorist.store import open_store
+
+    store = open_store(pg_url + ("&" if "?" in pg_url else "?") + "pool_size=1&pool_timeout=5")
+    try:
+        taken = threading.Event()
+        done = threading.Event()
+
+        def hold() -> None:
+            with store.connection():
+                taken.set()
+                done.wait(10)
+
+        holder = threading.Thread(target=hold)
+        began = time.monotonic()
+        with pytest.raises(KeyError, match="the filter failed"), store.reading(), store.released():
+            holder.start()
+            taken.wait(10)
+            raise KeyError("the filter failed")
+        assert time.monotonic() - began < 2
+        done.set()
+        holder.join(10)
+        with store.reading(), store.transaction() as batch, store.released():
+            batch.event("note", Scope(user_id="alex"), payload={"kept": True})  # still the transaction's connection
+        assert [e.payload for e in store.events(ScopeFilter("", "alex"), ops=["note"])] == [{"kept": True}]
+    finally:
+        store.close()

@@ -691,8 +691,12 @@ class PostgresStore(Store):
             try:
                 with psycopg.connect(self._conninfo, **{**self._connect_kwargs, "connect_timeout": _PING_TIMEOUT}):
                     why = None
-            except Exception as exc:  # the server down or refusing connections
-                why = self._scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+            except Exception as exc:
+                # A server that answers with an error of its own (libpq's "FATAL:" line:
+                # too many connections, a refused login) is up: the call waits for the
+                # pool as long as it may. Down is no answer at all.
+                answered = getattr(exc, "sqlstate", None) or "FATAL:" in str(exc)
+                why = None if answered else self._scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
             self._probed = (time.monotonic(), why)
             return why
 
@@ -838,17 +842,15 @@ class PostgresStore(Store):
         costly filter's checks held one of the pool's connections for up to a second),
         and the reads after it take a new snapshot: as on SQLite, what a search reads
         next may be newer, and it keeps only what is still active and in its scope."""
-        if self._local.snapshot is None:  # no reading block, or a transaction's connection
+        if self._local.snapshot is None or not self._local.reading:  # no reading block, or inside a transaction
             yield
             return
         self._give_snapshot()
+        yield  # what it raises ends the search: no snapshot is taken again for it
         try:
-            yield
-        finally:
-            try:
-                self._take_snapshot()
-            except psycopg.Error as exc:
-                raise self._error(exc, "search") from exc
+            self._take_snapshot()
+        except psycopg.Error as exc:
+            raise self._error(exc, "search") from exc
 
     def _take_snapshot(self) -> None:
         stack = ExitStack()
