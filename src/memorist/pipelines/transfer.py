@@ -7,7 +7,7 @@ idempotent: a memory whose id the store already holds is left alone when the fil
 copy is not newer, and updated in place when it is, so re-importing a file never
 doubles anything, and export → import → export gives the same file. An import never
 moves a memory: an id the store gives to a memory of another scope is a bad line.
-The store's copy is as new as its dates, or as the store's last change to it when
+The store's copy is as new as its dates, or as its last rollback in the store when
 later (a rollback restores a memory with the dates it had). A line naming no
 tenant is the importing Memory's. A trajectory's line carries its steps (events of
 the log), which the import logs again.
