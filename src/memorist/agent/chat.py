@@ -344,11 +344,18 @@ def _apply_mark(service: ChatService, user: ChatUser, conversation: str, outcome
         return {"outcome": outcome, "applied": False, "bullets": [], "ace_delta": None}
     ids = [i for i in answer.get("bullets", []) if isinstance(i, str)]
     playbook = service.tutor.playbook
-    used = [b for b in playbook.bullets(user.learner_id) if b.id in ids]
-    # No question: what it taught was learned with it; the mark teaches what the answer did.
-    delta = playbook.turn(user.learner_id, conversation, topic=answer.get("topic") or None).learn(
-        question="", answer=answer.get("answer", ""), outcome=outcome, used=used, answer_mode=answer.get("mode", ""),
-        messages=[{"role": "user", "content": answer.get("question", "")}, {"role": "assistant", "content": answer.get("answer", "")}])
+    try:
+        used = [b for b in playbook.bullets(user.learner_id) if b.id in ids]
+        # No question: what it taught was learned with it; the mark teaches what the answer did.
+        delta = playbook.turn(user.learner_id, conversation, topic=answer.get("topic") or None).learn(
+            question="", answer=answer.get("answer", ""), outcome=outcome, used=used, answer_mode=answer.get("mode", ""),
+            messages=[{"role": "user", "content": answer.get("question", "")}, {"role": "assistant", "content": answer.get("answer", "")}])
+    except MemoristError as exc:
+        # The playbook's store failed: the answer stays to be marked again, and the
+        # message the mark came with is still answered.
+        service.conversations.set_answer(user.owner, conversation, answer)
+        log.warning("[Chat] the mark of user=%s conversation=%s was not applied: %s", user.learner_id, conversation, preview(exc))
+        return {"outcome": outcome, "applied": False, "bullets": [], "ace_delta": None, "error": str(exc)}
     log.info("[Chat] user=%s conversation=%s outcome=%s bullets=%d", user.learner_id, conversation, outcome, len(used))
     return {"outcome": outcome, "applied": True, "bullets": [b.id for b in used], "ace_delta": delta}
 

@@ -133,3 +133,29 @@ def test_a_memory_service_answering_unreadable_rows_is_unavailable_not_an_error(
     assert answered.status_code == 200, answered.text
     assert answered.json()["metadata"]["memory"]["status"] == "unavailable"
     assert answered.json()["response"] == f"2+2 = 4\n\n({UNAVAILABLE})"
+
+
+def test_a_mark_the_playbook_could_not_take_stays_to_be_marked_again(keys, monkeypatch):
+    """The playbook's store failing under a mark failed the message it came with, and
+    the answer's mark was used up."""
+    from memorist.ace.playbook import PlaybookTurn
+    from memorist.errors import StoreError
+
+    db, alice, _ = keys
+    with chat(db) as client:
+        first = client.post("/api/ai/chat", json={"message": FRACTIONS}, headers=alice).json()
+        learn = PlaybookTurn.learn
+
+        def failing(self, *args, **kwargs):
+            if kwargs.get("question") == "":  # the mark's learning, not a turn's
+                raise StoreError("the store is busy")
+            return learn(self, *args, **kwargs)
+
+        monkeypatch.setattr(PlaybookTurn, "learn", failing)
+        refused = client.post("/api/ai/chat/outcome", json={"conversationId": first["conversationId"], "outcome": "success"},
+                              headers=alice)
+        assert refused.status_code == 200 and refused.json()["applied"] is False and "busy" in refused.json()["error"]
+        monkeypatch.setattr(PlaybookTurn, "learn", learn)
+        again = client.post("/api/ai/chat/outcome", json={"conversationId": first["conversationId"], "outcome": "success"},
+                            headers=alice)
+        assert again.json()["applied"] is True
