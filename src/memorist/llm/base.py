@@ -208,6 +208,24 @@ def note_fallback(role: str, error: BaseException | str) -> None:
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?```$", re.S)
 
 
+def _nul_at(data: Any) -> str | None:
+    """Where in parsed JSON a string (or a key) holds a NUL character, or None."""
+    stack: list[tuple[str, Any]] = [("the reply", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return where
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and "\x00" in key:
+                    return f"a key of {where}"
+                stack.append((f"{where}.{key}" if where != "the reply" else str(key), item))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
+    return None
+
+
 def loads_lenient(text: str) -> Any:
     """Parse a model's JSON reply, forgiving what models commonly wrap around it:
     Markdown code fences and prose before or after the object."""
@@ -580,6 +598,11 @@ class LLM(abc.ABC):
         if not text.strip():
             raise ValueError("the reply was empty")
         data = loads_lenient(text)
+        where = _nul_at(data)
+        if where is not None:
+            # Refused as a user's text would be: stored, it breaks the log's JSON on
+            # PostgreSQL and every export's import.
+            raise ValueError(f"{where} holds a NUL character (U+0000); write the text without it")
         try:
             value = schema.model_validate(data)  # type: ignore[attr-defined]
         except RecursionError:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import config
-from ..errors import ConfigurationError, TransientProviderError
+from ..errors import ConfigurationError, ProviderError, TransientProviderError
 from .base import LLM, LLMRequest, LLMResponse
 from .openai import (
     LazyClient,
@@ -139,15 +139,26 @@ class OpenAICompatibleLLM(LLM):
         message = getattr(choices[0], "message", None)
         if message is None:
             raise wrong_shape(self.name, "its first choice has no message")
-        if not getattr(message, "content", None):
+        content = getattr(message, "content", None)
+        if not content:
             refusal = getattr(message, "refusal", None)
             if isinstance(refusal, str) and refusal.strip():
                 raise refused(self.name, refusal)
             if getattr(message, "tool_calls", None):
                 raise answered_with_tool_call(self.name)
+        if isinstance(content, list):  # content parts, as some compatible servers send them
+            parts = [p.get("text") if isinstance(p, dict) else getattr(p, "text", None) for p in content]
+            if not all(isinstance(p, str) for p in parts):
+                raise wrong_shape(self.name, "its message's content parts are not all text")
+            content = "".join(parts)
+        if content is not None and not isinstance(content, str):
+            raise wrong_shape(self.name, f"its message's content is no text ({type(content).__name__})")
+        if getattr(choices[0], "finish_reason", None) == "length":
+            # Cut off at max_tokens: what is there is no whole answer.
+            raise ProviderError(f"{self.name}: the reply is incomplete (length; max_output_tokens={request.max_output_tokens})")
         usage = getattr(completion, "usage", None)
         return LLMResponse(
-            text=(getattr(message, "content", None) or ""),
+            text=(content or ""),
             model=getattr(completion, "model", "") or self.model,
             input_tokens=getattr(usage, "prompt_tokens", None),
             output_tokens=getattr(usage, "completion_tokens", None),

@@ -60,3 +60,33 @@ def test_a_responses_output_that_is_no_list_is_the_wrong_shape(fake_openai) -> N
     with pytest.raises(ProviderError, match="shape is wrong: 'output' is no list"):
         llm.generate("hi")  # was: '' returned as the answer
     assert len(fake_openai.requests) == 1
+
+
+def _chat_reply(message: dict, finish: str = "stop") -> Reply:
+    from fake_openai import _chat_body
+
+    body = _chat_body({"model": "m"}, "", (1, 1))
+    body["choices"][0]["message"] = {"role": "assistant", **message}
+    body["choices"][0]["finish_reason"] = finish
+    return Reply(body=body)
+
+
+def test_chat_content_sent_as_text_parts_is_their_text(fake_openai) -> None:
+    """Some compatible servers send a message's content as a list of parts: it came
+    back as a list, and a JSON reply then failed on it with a raw AttributeError."""
+    fake_openai.script("chat", _chat_reply({"content": [{"type": "text", "text": '{"facts": '}, {"type": "text", "text": "[]}"}]}))
+    llm = OpenAICompatibleLLM("m", base_url=fake_openai.base_url, max_retries=0, sleep=lambda s: None)
+    assert llm.generate("hi") == '{"facts": []}'
+    fake_openai.script("chat", _chat_reply({"content": 42}))
+    with pytest.raises(ProviderError, match="shape is wrong: its message's content is no text"):
+        llm.generate("hi")
+
+
+def test_a_chat_reply_cut_off_at_the_token_cap_is_incomplete(fake_openai) -> None:
+    """Accepted whole before, it failed later as JSON that does not parse, after a
+    repair that hit the same cap; the Responses API's cut reply was refused so already."""
+    fake_openai.script("chat", _chat_reply({"content": '{"facts": ["Has a dog named Rex", "Lives in Ber'}, finish="length"))
+    llm = OpenAICompatibleLLM("m", base_url=fake_openai.base_url, max_retries=2, sleep=lambda s: None)
+    with pytest.raises(ProviderError, match="the reply is incomplete"):
+        llm.generate("hi")
+    assert len(fake_openai.requests) == 1

@@ -185,6 +185,16 @@ def test_deep_json_gets_the_repair_retry_then_the_turn_is_pending(fake_openai, l
     assert len(fake_openai.requests) == 2 and "nested too deeply" in fake_openai.requests[1].body["input"][-1]["content"]
 
 
+def test_a_nul_in_a_models_fact_gets_the_repair_retry_as_a_users_text_would_be_refused(fake_openai, llm) -> None:
+    """A user's text holding NUL is refused; a model's was stored, and on PostgreSQL the
+    turn's log entry then broke every later read of the user's pending turns."""
+    fake_openai.script("responses", text({"facts": ["Likes tea\u0000 a lot"]}), text({"facts": ["Likes tea a lot"]}))
+    with Memory(":memory:", embedder="hashing", llm=llm) as m:
+        m.add("I like tea a lot", user_id="u")
+        assert [r["memory"] for r in m.get_all(user_id="u")["results"]] == ["Likes tea a lot"]
+    assert "holds a NUL character" in json.dumps(fake_openai.requests[1].body)
+
+
 def test_deep_json_does_not_abort_consolidation_or_a_tutor_turn(fake_openai, llm) -> None:
     from memorist.agent.tutor import Tutor
 
