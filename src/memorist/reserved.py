@@ -51,6 +51,11 @@ RUN_PLAYBOOK_VERSIONS = f"{RUN_PREFIX}playbook-versions"
 #: The run of trajectories (:mod:`memorist.pipelines.trajectories`).
 RUN_TRAJECTORIES = f"{RUN_PREFIX}trajectories"
 
+#: The metadata key naming the key of a LangGraph store's item
+#: (:mod:`memorist.integrations.langgraph`): such a memory is the store's value,
+#: which only the store changes (a reconciler is never shown it).
+STORE_ITEM_KEY = "lg_key"
+
 
 def header_digest(name: str, *, run: str = RUN_PLAYBOOKS) -> str:
     """The content address of the header of the playbook ``name`` in its space."""

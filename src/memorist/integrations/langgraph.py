@@ -86,6 +86,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from .. import validate
 from ..errors import NotFoundError, ValidationError
+from ..reserved import STORE_ITEM_KEY
 from ..validate import MAX_LIMIT
 
 #: The most candidates a search with a ``filter`` ranks before filtering.
@@ -104,7 +105,7 @@ MAX_COPIES = 100
 _ROUNDS = 8
 
 _NS = "lg_namespace"  # the labels after the first
-_KEY = "lg_key"
+_KEY = STORE_ITEM_KEY
 _VALUE = "lg_value"  # the value, when it is metadata Memorist takes as it is
 _JSON = "lg_json"  # else the value as JSON text
 _TEXT_AT = "lg_text_at"  # the value's field that is the memory's text (a large value)

@@ -34,6 +34,7 @@ from ..model import (
 from ..policies.consolidation import DEFAULT_IMPORTANCE
 from ..policies.search_keys import memory_key
 from ..policies.text import content_hash
+from ..reserved import STORE_ITEM_KEY
 from ..roles.base import Extractor, Reconciler
 from ..store.base import Batch, ScopeFilter, Store
 from ..store.sql import CHANGED_BY_RUNS
@@ -413,8 +414,8 @@ class Ingestor:
 
     def _similar_facts(self, space: ScopeFilter, vector: np.ndarray, now: float) -> list[Existing]:
         """The ``similar_k`` facts nearest to ``vector``. Playbook strategies and the
-        other learning objects of the space are never shown (:func:`is_fact`): when
-        they fill the first hits, further hits are read."""
+        other learning objects of the space are never shown (:func:`is_fact`), nor a
+        LangGraph store's items: when they fill the first hits, further hits are read."""
         k = self.similar_k
         while True:
             group = self.store.vector_search(space, vector, k=k, cutoff=None, now=now)
@@ -423,7 +424,9 @@ class Ingestor:
             shown = [
                 Existing(mid, records[mid].text, max(0.0, min(1.0, score)))
                 for mid, score in group
-                if mid in records and is_fact(records[mid])
+                # A LangGraph store's item is its value: an UPDATE would leave the value
+                # the store returns as it was, under a text that says otherwise.
+                if mid in records and is_fact(records[mid]) and STORE_ITEM_KEY not in records[mid].metadata
             ]
             if len(shown) >= self.similar_k or len(group) < k:
                 return shown[: self.similar_k]

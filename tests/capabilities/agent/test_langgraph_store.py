@@ -565,3 +565,25 @@ def test_what_the_store_cannot_use_is_refused_when_it_is_made(tmp_path):
         assert info.value.field == "memory"
     finally:
         concurrent.memory.close()
+
+
+def test_an_add_that_infers_facts_never_rewrites_a_store_item(backend):
+    """A store's item is its value: a model's reconciler shown it updated the memory
+    under it, and the store then returned the old value under a text that said
+    otherwise. It is not shown: the fact is added beside it."""
+    from memorist import ScriptedLLM
+
+    model = ScriptedLLM(default=None)
+    with Memory(backend.target, embedder="hashing", llm=model) as memory:
+        store = MemoristStore(memory)
+        store.put(("sam", "prefs"), "diet", {"text": "Sam is vegetarian", "since": 2019})
+        shown: list[str] = []
+
+        def decide(request):
+            shown.append(json.dumps(request.messages[-1].content if request.messages else ""))
+            return {"memory": [{"event": "UPDATE", "id": "0", "text": "Sam is no longer vegetarian", "fact": 0}]}
+
+        model.push({"facts": ["Sam is no longer vegetarian"]}, decide)
+        events = [r["event"] for r in memory.add("I'm not vegetarian anymore.", user_id="sam", agent_id="langgraph")["results"]]
+        assert events == ["ADD"] and not any("Sam is vegetarian" in s for s in shown)
+        assert store.get(("sam", "prefs"), "diet").value == {"text": "Sam is vegetarian", "since": 2019}
