@@ -35,12 +35,13 @@ import functools
 import inspect
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import validate
-from ..errors import ConfigurationError, NotFoundError, ValidationError
+from ..errors import CancelledCallError, ConfigurationError, NotFoundError, ValidationError
 from ..model import (
     LEARNING_KINDS,
     MINUTE_KINDS,
@@ -88,7 +89,7 @@ from ..reserved import playbook_name
 from ..roles.learning import Insights, Reflector, Trajectory
 from ..roles.reflector import HeuristicReflector
 from ..store.base import ScopeFilter
-from ..work import charge
+from ..work import charge, metered
 
 logger = logging.getLogger("memorist.ace.learning")
 
@@ -108,8 +109,12 @@ _TYPE_CHARS = 64
 
 
 # argument checks ---------------------------------------------------------------------------------
-#: The most strategies one update_playbook call takes (more when a playbook may hold more).
+#: The most strategies one update_playbook call takes, and the most patterns one
+#: curate_playbook call curates (more when a playbook may hold more): curating compares
+#: each with every strategy of the playbook, and merging every strategy with every other.
 MAX_STRATEGIES_PER_CALL = 500
+#: The most reflection ids one curate_playbook call takes.
+MAX_REFLECTIONS_PER_CALL = 100
 #: A batch reflection reads the newest this many trajectories of each task type: one
 #: prompt holds them all (each shown in at most ``prompts.trajectory.BATCH_STEP_CHARS``).
 BATCH_TRAJECTORIES = 50
@@ -182,6 +187,20 @@ def _wants_run(fn: Callable[..., Any]) -> bool:
 def _is_async(fn: Callable[..., Any]) -> bool:
     call = type(fn).__call__ if not inspect.isroutine(fn) and callable(fn) else None
     return inspect.iscoroutinefunction(fn) or (call is not None and inspect.iscoroutinefunction(call))
+
+
+def _cancelled(exc: BaseException) -> bool:
+    """Whether ``exc`` stopped a run rather than the task failing: a cancellation
+    (``asyncio.CancelledError``, a timeout's), ``KeyboardInterrupt``, ``SystemExit``,
+    a call given up by its caller (:class:`~memorist.errors.CancelledCallError`)."""
+    return not isinstance(exc, Exception) or isinstance(exc, CancelledCallError)
+
+
+def _discard(awaitable: Any) -> None:
+    """Close a coroutine nobody will await (no "never awaited" warning)."""
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()
 
 
 def _outcome(value: Any) -> tuple[Any, str, Any]:
@@ -645,7 +664,7 @@ class Learning:
             raise ValidationError("strategies", f"must be a list of strategy objects, got {type(strategies).__name__}")
         # Curating compares each strategy with the playbook's (and merges run over all
         # of them): a call is bounded to what a playbook can hold, several times over.
-        most = max(MAX_STRATEGIES_PER_CALL, self.config.max_strategies)
+        most = self._most_per_call()
         if len(strategies) > most:
             raise ValidationError("strategies", f"holds {len(strategies):,} strategies; one call takes at most {most:,} "
                                   f"(a playbook keeps {self.config.max_strategies:,}): send them in several calls")
@@ -719,15 +738,29 @@ class Learning:
     ) -> CurationResult:
         """Curate reflections (their ids) into the playbook: their patterns
         become strategies, added, merged into similar ones or removed. Returns
-        ``{"added", "updated", "removed"}``."""
+        ``{"added", "updated", "removed", "left_out"}`` (``left_out``: strategies this
+        call made that the playbook's capacity, ``max_strategies``, did not keep).
+
+        One call takes at most ``MAX_REFLECTIONS_PER_CALL`` (100) reflections
+        holding at most ``MAX_STRATEGIES_PER_CALL`` (500) patterns (or
+        ``max_strategies``, if more); more is a
+        :class:`~memorist.errors.ValidationError`: send them in several calls."""
         if isinstance(reflections, str) or not isinstance(reflections, list | tuple):
             raise ValidationError("reflections", "must be a list of reflection memory ids")
+        if len(reflections) > MAX_REFLECTIONS_PER_CALL:
+            raise ValidationError("reflections", f"holds {len(reflections):,} ids; one call curates at most {MAX_REFLECTIONS_PER_CALL} "
+                                  "reflections: send them in several calls")
         ref = self.ref(playbook_name, user_id, agent_id, scope, writing=True, field="playbook_name")
         records = [self._reflection(mid, user_id, agent_id) for mid in dict.fromkeys(reflections)]
+        charge(len(records))
         key = _curation_key(ref)
         now = self.clock()
         fresh = [r for r in records if key not in (r.metadata.get("curated_into") or ())]
         candidates = [c for r in fresh for c in self._candidates(r, now)]
+        most = self._most_per_call()
+        if len(candidates) > most:
+            raise ValidationError("reflections", f"hold {len(candidates):,} patterns; one call curates at most {most:,} "
+                                  f"(a playbook keeps {self.config.max_strategies:,}): send fewer reflections per call")
         analyzed = {tid for r in fresh for tid in (r.metadata.get("statuses") or {})}
 
         def mark(batch: Any) -> None:
@@ -916,7 +949,9 @@ class Learning:
         }
 
     def _begin(self, task_description: Any, task_type: Any, playbook_name: Any, user_id: Any, agent_id: Any, scope: Any, parent: Any) -> tuple[LearningRun, PlaybookRef]:
-        ref = self.ref(playbook_name, user_id, agent_id, scope, field="playbook_name")
+        # A run writes its playbook (its use, then the curation): a tenant that may not
+        # write a global playbook may not run against one either.
+        ref = self.ref(playbook_name, user_id, agent_id, scope, writing=True, field="playbook_name")
         playbook = self._view(ref)
         owner = self.owner(user_id, agent_id)
         extra = {"playbook": ref.name, "playbook_scope": ref.label, "playbook_version": playbook["version"]}
@@ -937,7 +972,7 @@ class Learning:
             return
         now = self.clock()
         record = self.memory.store.get(reflection["memory_id"])
-        candidates = self._candidates(record, now)
+        candidates = self._bounded(self._candidates(record, now), run.trajectory_id)
         key = _curation_key(ref)
 
         def mark(batch: Any) -> None:
@@ -952,6 +987,22 @@ class Learning:
             return changes
 
         self.curation.apply(ref, candidates, now=now, reason="curate", within=mark, header_changes=header_changes)
+
+    def _most_per_call(self) -> int:
+        """The most strategies (or patterns) one call curates."""
+        return max(MAX_STRATEGIES_PER_CALL, self.config.max_strategies)
+
+    def _bounded(self, candidates: list[Candidate], trajectory_id: str) -> list[Candidate]:
+        """A run's patterns as its curation takes them: at most :meth:`_most_per_call`,
+        the uncredited ○ neutral observations left out first (a run of thousands of
+        decisions would otherwise make one curation compare them all)."""
+        most = self._most_per_call()
+        if len(candidates) <= most:
+            return candidates
+        order = sorted(range(len(candidates)), key=lambda i: (candidates[i].category == NEUTRAL and not candidates[i].settles, i))
+        logger.warning("[Learning] trajectory %s shows %d patterns; its curation takes at most %d (the neutral observations last)",
+                       trajectory_id, len(candidates), most)
+        return [candidates[i] for i in sorted(order[:most])]
 
     def execute_with_learning(
         self,
@@ -1016,23 +1067,64 @@ class Learning:
             outcome = call(run)
         except BaseException as exc:
             _ACTIVE.reset(token)
-            self._after_failure(run, ref, exc, auto_reflect, auto_curate)
+            if _cancelled(exc):
+                self._close_failed(run, exc, cancelled=True)
+            else:
+                self._after_failure(run, ref, exc, auto_reflect, auto_curate)
             raise
         _ACTIVE.reset(token)
+        if inspect.isawaitable(outcome):
+            _discard(outcome)
+            error = ValidationError("task_fn", "returned an awaitable (a coroutine) that a sync task cannot await: pass an "
+                                    "async function (async def) to execute_with_learning, and await what it returns")
+            self._close_failed(run, error)
+            error.trajectory_id = run.trajectory_id  # type: ignore[attr-defined]
+            raise error
         return self._close(run, ref, outcome, auto_reflect, auto_curate)
 
     async def _run_async(self, call: Callable[[LearningRun], Any], description: Any, *, task_type: Any, playbook_name: Any,
                          user_id: Any, agent_id: Any, scope: Any, parent: Any, auto_reflect: bool, auto_curate: bool) -> tuple[Any, str]:
-        run, ref = await asyncio.to_thread(self._begin, description, task_type, playbook_name, user_id, agent_id, scope, parent)
+        run, ref = await self._begin_async(description, task_type, playbook_name, user_id, agent_id, scope, parent)
         token = _ACTIVE.set(run)
         try:
-            outcome = await call(run)
+            outcome = call(run)
+            while inspect.isawaitable(outcome):  # an async task, or a sync one handing back a coroutine
+                outcome = await outcome
         except BaseException as exc:
             _ACTIVE.reset(token)
-            await asyncio.to_thread(self._after_failure, run, ref, exc, auto_reflect, auto_curate)
+            if _cancelled(exc):  # not the task failing: closed, neither reflected on nor curated
+                await asyncio.to_thread(self._close_failed, run, exc, cancelled=True)
+            else:
+                await asyncio.to_thread(self._after_failure, run, ref, exc, auto_reflect, auto_curate)
             raise
         _ACTIVE.reset(token)
         return await asyncio.to_thread(self._close, run, ref, outcome, auto_reflect, auto_curate)
+
+    async def _begin_async(self, *args: Any) -> tuple[LearningRun, PlaybookRef]:
+        """:meth:`_begin` in a thread. A cancellation while it runs does not stop the
+        thread: the trajectory it opens is then closed as cancelled (by the thread, or
+        here if it had ended), never left running."""
+        lock = threading.Lock()
+        state: dict[str, Any] = {"abandoned": False, "begun": None}
+
+        def begin() -> tuple[LearningRun, PlaybookRef]:
+            begun = self._begin(*args)
+            with lock:
+                abandoned = state["abandoned"]
+                state["begun"] = begun
+            if abandoned:
+                self._close_failed(begun[0], asyncio.CancelledError(), cancelled=True)
+            return begun
+
+        try:
+            return await asyncio.to_thread(begin)
+        except BaseException as exc:
+            with lock:
+                state["abandoned"] = True
+                begun = state["begun"]
+            if begun is not None:  # begun, and cancelled before it was handed over
+                await asyncio.to_thread(self._close_failed, begun[0], exc, cancelled=True)
+            raise
 
     def _close(self, run: LearningRun, ref: PlaybookRef, outcome: Any, auto_reflect: bool, auto_curate: bool) -> tuple[Any, str]:
         """Record what the task returned, then reflect and curate; returns ``(result,
@@ -1059,22 +1151,30 @@ class Learning:
             raise
         return result, run.trajectory_id
 
-    def _close_failed(self, run: LearningRun, exc: Exception) -> None:
+    def _close_failed(self, run: LearningRun, exc: BaseException, *, cancelled: bool = False) -> None:
         """Complete a trajectory still running as a failure naming ``exc``: with the
-        task's metrics, or without them when they are what was refused."""
+        task's metrics, or without them when they are what was refused. ``cancelled``:
+        the run was cancelled or interrupted (``exc`` is no failure of the task): its
+        error is ``"cancelled"`` (with the interruption's name, unless it is an asyncio
+        cancellation) and its metadata says ``cancelled``."""
         ids = {"user_id": run.owner.user_id or None, "agent_id": run.owner.agent_id or None}
-        message = (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__).replace("\x00", "")
+        if cancelled:
+            message = "cancelled" if isinstance(exc, asyncio.CancelledError) else f"cancelled ({type(exc).__name__})"
+        else:
+            message = (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__).replace("\x00", "")
         try:
-            record = self.memory.store.get(run.trajectory_id)
-            if record is None or record.metadata.get("status", RUNNING) != RUNNING:
-                return
-            for metrics in (run.metrics, None):
-                try:
-                    self.complete_trajectory(run.trajectory_id, "failure", 0.0, message[: self.memory.config.max_message_chars], metrics, **ids)
+            with metered():  # recorded even when the call's own meter was given up
+                record = self.memory.store.get(run.trajectory_id)
+                if record is None or record.metadata.get("status", RUNNING) != RUNNING:
                     return
-                except ValidationError:
-                    if metrics is None:
-                        raise
+                for metrics in (run.metrics, None):
+                    try:
+                        self.complete_trajectory(run.trajectory_id, "failure", 0.0, message[: self.memory.config.max_message_chars], metrics,
+                                                 _extra={"cancelled": True} if cancelled else None, **ids)
+                        return
+                    except ValidationError:
+                        if metrics is None:
+                            raise
         except Exception:  # the error that made the task's outcome unrecordable is what the caller must see
             logger.exception("[Learning] could not close trajectory %s as a failure", run.trajectory_id)
 

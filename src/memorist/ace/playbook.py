@@ -28,11 +28,13 @@ import numpy as np
 
 from .. import validate
 from ..errors import ValidationError
-from ..model import Message
+from ..model import Message, Status
 from ..pipelines.learn import LearningPipeline, PlaybookState
-from ..pipelines.playbooks import is_strategy_of, playbook_of
+from ..pipelines.playbooks import category, evidence_of, is_strategy_of, playbook_of, with_evidence
+from ..pipelines.undo import OPERATION_ID, UNDO, new_operation_id, undo_payload
 from ..policies.decay import record_score
-from ..policies.dedup import choose_first_seen, choose_survivor, clusters, cosine_matrix
+from ..policies.dedup import choose_first_seen, choose_survivor, clusters, cosine_matrix, merge_into
+from ..policies.learning import HARMFUL
 from ..policies.playbook import PlaybookConfig
 from ..policies.taxonomy import CLASS_KEYWORDS, LESSON_KINDS, snake_case
 from ..roles.curator import AppendCurator, HeuristicCurator
@@ -253,17 +255,26 @@ class Playbook:
     def cleanup(self, learner_id: str | None = None, *, threshold: float = 0.9, dry_run: bool = False) -> dict[str, Any]:
         """Merge near-duplicate bullets: clusters at cosine ``>= threshold`` within each
         playbook, each merged into its survivor by the same rule and helper as at run
-        time. ``dry_run``: report the plan, write nothing."""
+        time (the survivor's rule and the merge; unlike the run-time pass, across topics
+        and memory classes). An anti-pattern (✗) is never merged with a bullet that is
+        not one — a strategy and the anti-pattern that warns against its opposite are
+        alike in words, not in advice — and a learning-loop strategy only with one of
+        its category (✓ helpful, ✗ harmful, ○ neutral), as curation merges them. A
+        merge keeps the evidence of both (a learning-loop strategy's trajectories and
+        declared confidence are combined, as curation combines them). ``dry_run``:
+        report the plan, write nothing."""
         if validate.threshold(threshold) is None:
             raise ValidationError("threshold", "must be a number from -1 to 1, got None")
         _bool(dry_run, "dry_run")
         rows = self._rows(learner_id)
-        # Within one playbook: a space may hold several (the learning loop's named playbooks).
-        by_space: dict[tuple[tuple[str, str, str], str], list[tuple[Any, Any]]] = {}
+        # Within one playbook (a space may hold several: the learning loop's named
+        # playbooks) and one kind of advice (_advice).
+        by_space: dict[tuple[tuple[str, str, str], str, str], list[tuple[Any, Any]]] = {}
         for record, vector in rows:
-            by_space.setdefault((record.scope.space, playbook_of(record, self.config.name)), []).append((record, vector))
+            key = (record.scope.space, playbook_of(record, self.config.name), _advice(record))
+            by_space.setdefault(key, []).append((record, vector))
         plan = []
-        for (_space, name), space_rows in by_space.items():
+        for (_space, name, _), space_rows in by_space.items():
             if len(space_rows) < 2:
                 continue
             dim = max((v.shape[0] for _, v in space_rows if v is not None), default=0)
@@ -304,13 +315,49 @@ class Playbook:
             gone = []
             for other in others:
                 if survivor in state.records and other in state.records:
-                    new = pipeline.merge(batch, state, survivor, other, now)
+                    new = self._merge(batch, state, survivor, other, now)
                     gone.append(other if new == survivor else survivor)
                     survivor = new
                     merged += 1
             if merged:
                 pipeline.record_version(batch, state, now, change={"updated": [survivor], "removed": gone}, reason="cleanup", name=name)
         return merged
+
+    def _merge(self, batch: Any, state: PlaybookState, a: str, b: str, now: float) -> str:
+        """Merge two bullets as at run time (:meth:`LearningPipeline.merge`); two whose
+        evidence the learning loop keeps (trajectories, a declared confidence) are
+        merged with both evidences combined (the run-time merge keeps the survivor's)."""
+        pipeline = self.pipeline
+        fresh = batch.get_many([a, b])
+        ra, rb = fresh.get(a, state.records[a]), fresh.get(b, state.records[b])
+        if not any(_LOOP_EVIDENCE & r.metadata.keys() for r in (ra, rb)):
+            return pipeline.merge(batch, state, a, b, now)
+        keep, drop = choose_first_seen(ra, rb) if self.config.dedup == "jaccard" else choose_survivor(ra, rb)
+        learning = self.memory.learning.config
+        evidence = evidence_of(keep).merge(evidence_of(drop), learning.evidence_kept)
+        merged = merge_into(keep, drop, normalise_tags=self.config.normalise_tags)
+        merged = with_evidence(merged, evidence, now=now, half_life_days=learning.confidence_half_life_days)
+        operation = new_operation_id("merge")
+        batch.update(merged, None, old_text=keep.text, op="merge", actor="dedup", payload={"merged": drop.id, OPERATION_ID: operation})
+        gone = drop.copy(status=Status.DELETED, updated_at=now, lineage={**drop.lineage, "merged_into": keep.id})
+        batch.update(gone, None, old_text=drop.text, op="merge", actor="dedup",
+                     payload={"kept": keep.id, OPERATION_ID: operation, UNDO: undo_payload([keep, drop])})
+        state.remove(drop.id)
+        state.put(merged, state.vectors.get(keep.id))
+        logger.info("[ACE Memory][Cleanup Merge] kept=%s merged=%s (evidence combined)", keep.id, drop.id)
+        return str(keep.id)
+
+
+#: The metadata of a strategy whose evidence the learning loop keeps.
+_LOOP_EVIDENCE = frozenset({"trajectory_evidence", "declared"})
+
+
+def _advice(record: Any) -> str:
+    """What cleanup never merges across: a learning-loop strategy's category (its
+    metadata names it); for a tutoring bullet, whether it is an anti-pattern."""
+    if "category" in record.metadata:
+        return category(record)
+    return HARMFUL if category(record) == HARMFUL else "advice"
 
 
 def _score(pipeline: LearningPipeline, record: Any, clock: int) -> float:

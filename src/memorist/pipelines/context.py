@@ -107,15 +107,18 @@ def _line(item: Mapping[str, Any], bullets: bool = True) -> str:
 
 
 def _words(item: Mapping[str, Any]) -> frozenset[str]:
-    return frozenset(w.casefold() for w in _WORDS.findall(str(item["memory"])))
+    """The words a near-duplicate is judged by; a text without any ("🙂🙂", "!!!") is
+    judged by its whole text (as shown): only the same text repeats it."""
+    text = str(item["memory"])
+    words = frozenset(w.casefold() for w in _WORDS.findall(text))
+    return words or frozenset({"\x00" + " ".join(text.split())})
 
 
 def _duplicate(words: frozenset[str], speaker: str, kept: list[tuple[frozenset[str], str]]) -> bool:
     for other, who in kept:
         if who != speaker:
             continue
-        union = len(words | other)
-        if union == 0 or len(words & other) / union >= NEAR_DUPLICATE:
+        if len(words & other) / len(words | other) >= NEAR_DUPLICATE:
             return True
     return False
 

@@ -41,6 +41,7 @@ from ..policies.learning import HARMFUL, HELPFUL, NEUTRAL, LearningConfig, suppo
 from ..policies.text import normalize
 from ..reserved import PER_LEARNER_PLAYBOOK
 from ..store.base import Batch
+from ..work import charge
 from .playbooks import (
     Evidence,
     PlaybookRef,
@@ -94,8 +95,80 @@ class Candidate:
     doubts: bool = False
 
 
+@dataclass(slots=True)
+class _Plan:
+    """A curation worked out: the strategies ``before`` and after (``records``, their
+    ``vectors``), the new ones, those candidates landed on, the merges (kept, merged)
+    and the strategies the capacity removed (``pruned``)."""
+
+    before: dict[str, MemoryRecord]
+    records: dict[str, MemoryRecord]
+    vectors: dict[str, np.ndarray]
+    new_ids: list[str]
+    touched: list[str]
+    merged: list[tuple[str, str]]
+    pruned: dict[str, MemoryRecord]
+
+
 def _weighed(items: tuple[tuple[str, str, float, float | None], ...], cat: str) -> tuple[tuple[str, str, float, float], ...]:
     return tuple((t, st, at, support(cat, st) if w is None else w) for t, st, at, w in items)
+
+
+_CODE = {HELPFUL: 0, HARMFUL: 1, NEUTRAL: 2}
+#: Candidates (or strategies) compared with the playbook at a time: one matrix product each.
+_BLOCK = 256
+
+
+class _Index:
+    """Where each candidate lands (rules 1 and 2 of the module), candidate after
+    candidate: the playbook's vectors are stacked once and compared with ``_BLOCK``
+    candidates at a time; a candidate may land on a strategy an earlier one made
+    (those columns follow the playbook's)."""
+
+    def __init__(self, records: dict[str, MemoryRecord], vectors: dict[str, np.ndarray], cand_vectors: np.ndarray, threshold: float) -> None:
+        self.threshold = threshold - 1e-6
+        self.by_text: dict[str, str] = {}
+        for rid, record in records.items():
+            self.by_text.setdefault(normalize(record.text), rid)
+        self.ids = [rid for rid in records if rid in vectors]
+        self.column = {rid: k for k, rid in enumerate(self.ids)}
+        self.candidates = np.asarray(cand_vectors, np.float32)
+        self.codes = np.empty(len(self.ids) + len(self.candidates), np.int8)  # each column's category
+        self.codes[: len(self.ids)] = [_CODE[category(records[rid])] for rid in self.ids]
+        self.existing = np.stack([vectors[i] for i in self.ids]) if self.ids else None
+        self.made: list[int] = []  # the candidate each column after the playbook's came from
+        self.block = -1
+        self.against_old = self.against_new = np.zeros((0, 0), np.float32)
+
+    def match(self, i: int, cand: Candidate) -> str | None:
+        charge(1 + (len(self.ids) >> 4))  # compared with every strategy: 16 a unit
+        target = self.by_text.get(normalize(cand.pattern))
+        if target is not None or not self.ids:
+            return target
+        if i // _BLOCK != self.block:
+            self.block = i // _BLOCK
+            rows = self.candidates[self.block * _BLOCK:(self.block + 1) * _BLOCK]
+            self.against_old = rows @ self.existing.T if self.existing is not None else np.zeros((len(rows), 0), np.float32)
+            self.against_new = rows @ self.candidates.T
+        row = i % _BLOCK
+        sims = np.concatenate([self.against_old[row], self.against_new[row][self.made]]) if self.made else self.against_old[row]
+        if cand.category != NEUTRAL:
+            sims = np.where(self.codes[: len(self.ids)] == _CODE[cand.category], sims, -np.inf)
+        k = int(np.argmax(sims))
+        return self.ids[k] if float(sims[k]) >= self.threshold else None
+
+    def landed(self, record: MemoryRecord) -> None:
+        """A candidate landed on ``record`` (its category may have changed)."""
+        if record.id in self.column:
+            self.codes[self.column[record.id]] = _CODE[category(record)]
+
+    def added(self, i: int, record: MemoryRecord) -> None:
+        """Candidate ``i`` made the new strategy ``record`` (its vector is the candidate's)."""
+        self.by_text.setdefault(normalize(record.text), record.id)
+        self.codes[len(self.ids)] = _CODE[category(record)]
+        self.column[record.id] = len(self.ids)
+        self.ids.append(record.id)
+        self.made.append(i)
 
 
 class Curation:
@@ -111,49 +184,55 @@ class Curation:
         return self.playbooks.store
 
     # the plan ---------------------------------------------------------------------------------
-    def _match(
-        self, cand: Candidate, vector: np.ndarray, records: dict[str, MemoryRecord], vectors: dict[str, np.ndarray]
-    ) -> str | None:
-        key = normalize(cand.pattern)
-        for rid, record in records.items():
-            if normalize(record.text) == key:
-                return rid
-        ids = [rid for rid, r in records.items() if rid in vectors and (cand.category == NEUTRAL or category(r) == cand.category)]
-        if not ids:
-            return None
-        sims = np.stack([vectors[i] for i in ids]) @ vector.astype(np.float32)
-        k = int(np.argmax(sims))
-        return ids[k] if float(sims[k]) >= self.config.merge_threshold - 1e-6 else None
-
     def _dedup(self, records: dict[str, MemoryRecord], vectors: dict[str, np.ndarray], now: float) -> list[tuple[str, str]]:
-        """Merge strategies of one category at cosine >= the threshold; returns (kept, merged) pairs."""
+        """Merge strategies of one category at cosine >= the threshold; returns (kept, merged) pairs.
+
+        As if every pair were examined in the playbook's order, the first close pair
+        merged and the examination started again: the strategies before a merged pair
+        have no close partner left (merging changes no vector nor category), so one pass
+        in that order, each strategy merging its close partners until it is merged
+        itself, gives the same merges. The similarities are computed per category,
+        ``_BLOCK`` rows at a time."""
+        threshold = self.config.merge_threshold - 1e-6
+        ids = [i for i in records if i in vectors]
+        if len(ids) < 2:
+            return []
+        groups: dict[str, list[int]] = {}
+        for k, rid in enumerate(ids):
+            groups.setdefault(category(records[rid]), []).append(k)
+        partners: list[np.ndarray] = [np.zeros(0, np.int64)] * len(ids)
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            where = np.asarray(members, np.int64)
+            matrix = np.stack([vectors[ids[k]] for k in members])
+            for start in range(0, len(members), _BLOCK):
+                rows = matrix[start:start + _BLOCK]
+                charge(len(rows) * (1 + (len(members) >> 4)))  # every pair of the category: 16 a unit
+                sims = rows @ matrix.T
+                for row in range(len(rows)):
+                    close = np.flatnonzero(sims[row, start + row + 1:] >= threshold) + start + row + 1
+                    if len(close):
+                        partners[members[start + row]] = where[close]
+        alive = np.ones(len(ids), bool)
         merged: list[tuple[str, str]] = []
-        changed = True
-        while changed:
-            changed = False
-            ids = [i for i in records if i in vectors]
-            if len(ids) < 2:
-                break
-            matrix = np.stack([vectors[i] for i in ids])
-            sims = matrix @ matrix.T
-            for a in range(len(ids)):
-                for b in range(a + 1, len(ids)):
-                    ra, rb = records[ids[a]], records[ids[b]]
-                    if category(ra) != category(rb) or float(sims[a, b]) < self.config.merge_threshold - 1e-6:
-                        continue
-                    ea, eb = evidence_of(ra), evidence_of(rb)
-                    keep, drop = (ra, rb) if (ea.total, -ra.created_at) >= (eb.total, -rb.created_at) else (rb, ra)
-                    ek, ed = (ea, eb) if keep is ra else (eb, ea)
-                    survivor = with_evidence(keep, ek.merge(ed, self.config.evidence_kept), now=now, half_life_days=self.playbooks.half_life_days)
-                    if not survivor.metadata.get("context") and drop.metadata.get("context"):
-                        survivor = survivor.copy(metadata={**survivor.metadata, "context": drop.metadata["context"]})
-                    records[keep.id] = survivor
-                    del records[drop.id]
-                    vectors.pop(drop.id, None)
-                    merged.append((keep.id, drop.id))
-                    changed = True
-                    break
-                if changed:
+        for a in range(len(ids)):
+            if not alive[a] or not len(partners[a]):
+                continue
+            for b in partners[a][alive[partners[a]]].tolist():
+                ra, rb = records[ids[a]], records[ids[b]]
+                ea, eb = evidence_of(ra), evidence_of(rb)
+                keep, drop = (ra, rb) if (ea.total, -ra.created_at) >= (eb.total, -rb.created_at) else (rb, ra)
+                ek, ed = (ea, eb) if keep is ra else (eb, ea)
+                survivor = with_evidence(keep, ek.merge(ed, self.config.evidence_kept), now=now, half_life_days=self.playbooks.half_life_days)
+                if not survivor.metadata.get("context") and drop.metadata.get("context"):
+                    survivor = survivor.copy(metadata={**survivor.metadata, "context": drop.metadata["context"]})
+                records[keep.id] = survivor
+                del records[drop.id]
+                vectors.pop(drop.id, None)
+                merged.append((keep.id, drop.id))
+                alive[a if drop is ra else b] = False
+                if drop is ra:
                     break
         return merged
 
@@ -180,6 +259,64 @@ class Curation:
 
         return [r.id for r in sorted(records.values(), key=rank)[:excess]]
 
+    def _plan(self, ref: PlaybookRef, rows: Sequence[tuple[MemoryRecord, Any]], candidates: Sequence[Candidate], cand_vectors: np.ndarray,
+              *, now: float, replace: bool) -> _Plan:
+        """What curating ``candidates`` into the strategies ``rows`` makes of them (no write)."""
+        keep = self.config.evidence_kept
+        hl = self.playbooks.half_life_days
+        charge(len(rows))  # the playbook read
+        before = {r.id: r for r, _ in rows}
+        records = dict(before)
+        vectors = {r.id: np.asarray(v, np.float32) for r, v in rows if v is not None}
+        if replace:
+            records.clear()
+            vectors.clear()
+        index = _Index(records, vectors, cand_vectors, self.config.merge_threshold)
+        new_ids: list[str] = []
+        touched: list[str] = []
+        for i, (cand, vector) in enumerate(zip(candidates, cand_vectors, strict=True)):
+            target = index.match(i, cand)
+            if target is not None:
+                current = records[target]
+                ev = evidence_of(current)
+                if cand.declared is not None or cand.declared_count:
+                    ev = ev.merge(Evidence(declared=cand.declared, declared_count=cand.declared_count, last_at=now), keep)
+                ev = ev.add(_weighed(cand.evidence, category(current)), keep)
+                updated = with_evidence(current, ev, now=now, half_life_days=hl)
+                if cand.settles:
+                    if category(updated) != cand.category:
+                        updated = recategorized(updated, cand.category, now=now, half_life_days=hl)
+                    updated = updated.copy(metadata={**updated.metadata, SETTLED: True})
+                elif cand.doubts:
+                    # A ✓ the runs no longer credit (one success made it, or a credit
+                    # that more runs have not borne out) goes back to ○; a ✗ stays until
+                    # the runs credit it otherwise (trying a harmful step again costs more).
+                    if category(updated) == HELPFUL:
+                        updated = recategorized(updated, NEUTRAL, now=now, half_life_days=hl)
+                    meta = {k: v for k, v in updated.metadata.items() if k != SETTLED or category(updated) == HARMFUL}
+                    updated = updated.copy(metadata={**meta, DOUBTED: True})
+                if cand.context and not updated.metadata.get("context"):
+                    updated = updated.copy(metadata={**updated.metadata, "context": cand.context})
+                records[target] = updated
+                index.landed(updated)
+                touched.append(target)
+                continue
+            ev = Evidence(declared=cand.declared, declared_count=cand.declared_count, last_at=now if cand.declared is not None else None)
+            ev = ev.add(_weighed(cand.evidence, cand.category), keep)
+            record = self.playbooks.new_strategy(ref, cand.pattern, cand.category, context=cand.context, evidence=ev, now=now)
+            if cand.settles or cand.doubts:
+                record = record.copy(metadata={**record.metadata, (SETTLED if cand.settles else DOUBTED): True})
+            records[record.id] = record
+            vectors[record.id] = np.asarray(vector, np.float32)
+            index.added(i, record)
+            new_ids.append(record.id)
+        for rid in dict.fromkeys(touched):
+            records[rid] = self._follow_evidence(records[rid], now)
+        merged = self._dedup(records, vectors, now)
+        pruned = self._over_capacity(records, now)
+        gone = {rid: records.pop(rid) for rid in pruned}
+        return _Plan(before, records, vectors, new_ids, touched, merged, gone)
+
     # the transaction -------------------------------------------------------------------------------
     def apply(
         self,
@@ -195,65 +332,28 @@ class Curation:
     ) -> dict[str, Any]:
         """Curate ``candidates`` into the playbook ``ref`` (``replace``: instead of
         what it holds). ``within(batch)`` runs in the same transaction (e.g. marking
-        reflections curated); ``header_changes(header)`` gives header metadata to set."""
-        keep = self.config.evidence_kept
+        reflections curated); ``header_changes(header)`` gives header metadata to set.
+
+        The comparisons are made before the write transaction, on the playbook as
+        read then; in the transaction the playbook is read again, and compared again
+        only if another writer changed it meanwhile. Strategies this call made that
+        the playbook's capacity (``max_strategies``) left out are the result's
+        ``left_out``."""
         hl = self.playbooks.half_life_days
         cand_vectors = self.playbooks.embedder.embed([c.pattern for c in candidates]) if candidates else np.zeros((0, 1), np.float32)
+        cand_vectors = np.asarray(cand_vectors, np.float32)
+        read = self.playbooks.strategies(ref, default=self.default_name)
+        plan = self._plan(ref, read, candidates, cand_vectors, now=now, replace=replace)
         with self.store.transaction() as batch:
             header, _ = self.playbooks.ensure_header(batch, ref, now)
             rows = self.playbooks.strategies_in(batch, ref, default=self.default_name)
-            before = {r.id: r for r, _ in rows}
-            records = dict(before)
-            vectors = {r.id: np.asarray(v, np.float32) for r, v in rows if v is not None}
-            if replace:
-                records.clear()
-                vectors.clear()
-            new_ids: list[str] = []
-            touched: list[str] = []
-            for cand, vector in zip(candidates, cand_vectors, strict=True):
-                vector = np.asarray(vector, np.float32)
-                target = self._match(cand, vector, records, vectors)
-                if target is not None:
-                    current = records[target]
-                    ev = evidence_of(current)
-                    if cand.declared is not None or cand.declared_count:
-                        ev = ev.merge(Evidence(declared=cand.declared, declared_count=cand.declared_count, last_at=now), keep)
-                    ev = ev.add(_weighed(cand.evidence, category(current)), keep)
-                    updated = with_evidence(current, ev, now=now, half_life_days=hl)
-                    if cand.settles:
-                        if category(updated) != cand.category:
-                            updated = recategorized(updated, cand.category, now=now, half_life_days=hl)
-                        updated = updated.copy(metadata={**updated.metadata, SETTLED: True})
-                    elif cand.doubts:
-                        # A ✓ the runs no longer credit (one success made it, or a credit
-                        # that more runs have not borne out) goes back to ○; a ✗ stays until
-                        # the runs credit it otherwise (trying a harmful step again costs more).
-                        if category(updated) == HELPFUL:
-                            updated = recategorized(updated, NEUTRAL, now=now, half_life_days=hl)
-                        meta = {k: v for k, v in updated.metadata.items() if k != SETTLED or category(updated) == HARMFUL}
-                        updated = updated.copy(metadata={**meta, DOUBTED: True})
-                    if cand.context and not updated.metadata.get("context"):
-                        updated = updated.copy(metadata={**updated.metadata, "context": cand.context})
-                    records[target] = updated
-                    touched.append(target)
-                    continue
-                ev = Evidence(declared=cand.declared, declared_count=cand.declared_count, last_at=now if cand.declared is not None else None)
-                ev = ev.add(_weighed(cand.evidence, cand.category), keep)
-                record = self.playbooks.new_strategy(ref, cand.pattern, cand.category, context=cand.context, evidence=ev, now=now)
-                if cand.settles or cand.doubts:
-                    record = record.copy(metadata={**record.metadata, (SETTLED if cand.settles else DOUBTED): True})
-                records[record.id] = record
-                vectors[record.id] = vector
-                new_ids.append(record.id)
-            for rid in dict.fromkeys(touched):
-                records[rid] = self._follow_evidence(records[rid], now)
-            merged = self._dedup(records, vectors, now)
-            pruned = self._over_capacity(records, now)
+            if [r for r, _ in rows] != [r for r, _ in read]:  # another writer came between: compare again
+                plan = self._plan(ref, rows, candidates, cand_vectors, now=now, replace=replace)
+            before, records, vectors, merged = plan.before, plan.records, plan.vectors, plan.merged
+            new_ids, touched, pruned = plan.new_ids, plan.touched, plan.pruned
             if pruned:
                 logger.warning("memorist: playbook %s holds at most %d strategies (max_strategies): removed the %d of least confidence",
                                ref.name, self.config.max_strategies, len(pruned))
-            for rid in pruned:
-                records.pop(rid)
             # Write the difference between before and after.
             added = [rid for rid in new_ids if rid in records]
             removed: list[MemoryRecord] = []
@@ -309,6 +409,8 @@ class Curation:
             "updated": [strategy_entry(records[i], now=now, half_life_days=hl) for i in updated_ids],
             "removed": [strategy_entry(r, now=now, half_life_days=hl) for r in removed],
             "merged": [list(p) for p in merged],
+            # Strategies this call made that the playbook's capacity left out (never stored).
+            "left_out": [strategy_entry(pruned[i], now=now, half_life_days=hl) for i in new_ids if i in pruned],
         }
         if undo_seq is not None:
             result["rollback_id"] = undo_seq
