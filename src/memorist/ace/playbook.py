@@ -28,12 +28,11 @@ import numpy as np
 
 from .. import validate
 from ..errors import ValidationError
-from ..model import Message, Status
+from ..model import MemoryRecord, Message
 from ..pipelines.learn import LearningPipeline, PlaybookState
 from ..pipelines.playbooks import category, evidence_of, is_strategy_of, playbook_of, with_evidence
-from ..pipelines.undo import OPERATION_ID, UNDO, new_operation_id, undo_payload
 from ..policies.decay import record_score
-from ..policies.dedup import choose_first_seen, choose_survivor, clusters, cosine_matrix, merge_into
+from ..policies.dedup import choose_first_seen, choose_survivor, clusters, cosine_matrix
 from ..policies.learning import HARMFUL
 from ..policies.playbook import PlaybookConfig
 from ..policies.taxonomy import CLASS_KEYWORDS, LESSON_KINDS, snake_case
@@ -327,25 +326,16 @@ class Playbook:
         """Merge two bullets as at run time (:meth:`LearningPipeline.merge`); two whose
         evidence the learning loop keeps (trajectories, a declared confidence) are
         merged with both evidences combined (the run-time merge keeps the survivor's)."""
-        pipeline = self.pipeline
         fresh = batch.get_many([a, b])
-        ra, rb = fresh.get(a, state.records[a]), fresh.get(b, state.records[b])
-        if not any(_LOOP_EVIDENCE & r.metadata.keys() for r in (ra, rb)):
-            return pipeline.merge(batch, state, a, b, now)
-        keep, drop = choose_first_seen(ra, rb) if self.config.dedup == "jaccard" else choose_survivor(ra, rb)
+        if not any(_LOOP_EVIDENCE & r.metadata.keys() for r in (fresh.get(a, state.records[a]), fresh.get(b, state.records[b]))):
+            return self.pipeline.merge(batch, state, a, b, now)
         learning = self.memory.learning.config
-        evidence = evidence_of(keep).merge(evidence_of(drop), learning.evidence_kept)
-        merged = merge_into(keep, drop, normalise_tags=self.config.normalise_tags)
-        merged = with_evidence(merged, evidence, now=now, half_life_days=learning.confidence_half_life_days)
-        operation = new_operation_id("merge")
-        batch.update(merged, None, old_text=keep.text, op="merge", actor="dedup", payload={"merged": drop.id, OPERATION_ID: operation})
-        gone = drop.copy(status=Status.DELETED, updated_at=now, lineage={**drop.lineage, "merged_into": keep.id})
-        batch.update(gone, None, old_text=drop.text, op="merge", actor="dedup",
-                     payload={"kept": keep.id, OPERATION_ID: operation, UNDO: undo_payload([keep, drop])})
-        state.remove(drop.id)
-        state.put(merged, state.vectors.get(keep.id))
-        logger.info("[ACE Memory][Cleanup Merge] kept=%s merged=%s (evidence combined)", keep.id, drop.id)
-        return str(keep.id)
+
+        def combined(keep: MemoryRecord, drop: MemoryRecord, merged: MemoryRecord) -> MemoryRecord:
+            evidence = evidence_of(keep).merge(evidence_of(drop), learning.evidence_kept)
+            return with_evidence(merged, evidence, now=now, half_life_days=learning.confidence_half_life_days)
+
+        return self.pipeline.merge(batch, state, a, b, now, combine=combined)
 
 
 #: The metadata of a strategy whose evidence the learning loop keeps.

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -614,13 +614,18 @@ class LearningPipeline:
                 result.updated.append(kept)
             queue.insert(0, kept)  # the survivor may duplicate yet another bullet
 
-    def merge(self, batch: Batch, state: PlaybookState, a: str, b: str, now: float) -> str:
-        """Merge two bullets of ``state`` inside ``batch``; returns the survivor's id."""
+    def merge(self, batch: Batch, state: PlaybookState, a: str, b: str, now: float, *,
+              combine: Callable[[MemoryRecord, MemoryRecord, MemoryRecord], MemoryRecord] | None = None) -> str:
+        """Merge two bullets of ``state`` inside ``batch``; returns the survivor's id.
+        ``combine(keep, drop, merged)`` adds to the merged bullet what else of both it
+        keeps (a playbook's cleanup: the evidence of both)."""
         cfg = self.config
         fresh = batch.get_many([a, b])
         ra, rb = fresh.get(a, state.records[a]), fresh.get(b, state.records[b])
         keep, drop = choose_first_seen(ra, rb) if cfg.dedup == "jaccard" else choose_survivor(ra, rb)
         merged = merge_into(keep, drop, normalise_tags=cfg.normalise_tags).copy(updated_at=now)
+        if combine is not None:
+            merged = combine(keep, drop, merged)
         # Both events carry the merge's id: once it is rolled back, the survivor's
         # update is not a later change standing in the way of an earlier merge's rollback.
         operation = new_operation_id("merge")
