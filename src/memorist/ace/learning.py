@@ -744,11 +744,14 @@ class Learning:
         One call takes at most ``MAX_REFLECTIONS_PER_CALL`` (100) reflections
         holding at most ``MAX_STRATEGIES_PER_CALL`` (500) patterns (or
         ``max_strategies``, if more); more is a
-        :class:`~memorist.errors.ValidationError`: send them in several calls."""
+        :class:`~memorist.errors.ValidationError`: send them in several calls. One
+        reflection of more patterns alone is curated from that many of them, its
+        neutral observations left out first (as a run's own curation takes it)."""
         if isinstance(reflections, str) or not isinstance(reflections, list | tuple):
             raise ValidationError("reflections", "must be a list of reflection memory ids")
-        if len(reflections) > MAX_REFLECTIONS_PER_CALL:
-            raise ValidationError("reflections", f"holds {len(reflections):,} ids; one call curates at most {MAX_REFLECTIONS_PER_CALL} "
+        distinct = len(dict.fromkeys(r for r in reflections if isinstance(r, str))) + sum(not isinstance(r, str) for r in reflections)
+        if distinct > MAX_REFLECTIONS_PER_CALL:
+            raise ValidationError("reflections", f"holds {distinct:,} ids; one call curates at most {MAX_REFLECTIONS_PER_CALL} "
                                   "reflections: send them in several calls")
         ref = self.ref(playbook_name, user_id, agent_id, scope, writing=True, field="playbook_name")
         records = [self._reflection(mid, user_id, agent_id) for mid in dict.fromkeys(reflections)]
@@ -759,8 +762,12 @@ class Learning:
         candidates = [c for r in fresh for c in self._candidates(r, now)]
         most = self._most_per_call()
         if len(candidates) > most:
-            raise ValidationError("reflections", f"hold {len(candidates):,} patterns; one call curates at most {most:,} "
-                                  f"(a playbook keeps {self.config.max_strategies:,}): send fewer reflections per call")
+            if len(fresh) > 1:
+                raise ValidationError("reflections", f"hold {len(candidates):,} patterns; one call curates at most {most:,} "
+                                      f"(a playbook keeps {self.config.max_strategies:,}): send fewer reflections per call")
+            # One reflection of more (a trajectory of many decisions): curated as a run's
+            # own curation takes it, not refused, which no call could then curate.
+            candidates = self._bounded(candidates, f"reflection {fresh[0].id}")
         analyzed = {tid for r in fresh for tid in (r.metadata.get("statuses") or {})}
 
         def mark(batch: Any) -> None:
@@ -972,7 +979,7 @@ class Learning:
             return
         now = self.clock()
         record = self.memory.store.get(reflection["memory_id"])
-        candidates = self._bounded(self._candidates(record, now), run.trajectory_id)
+        candidates = self._bounded(self._candidates(record, now), f"trajectory {run.trajectory_id}")
         key = _curation_key(ref)
 
         def mark(batch: Any) -> None:
@@ -992,16 +999,17 @@ class Learning:
         """The most strategies (or patterns) one call curates."""
         return max(MAX_STRATEGIES_PER_CALL, self.config.max_strategies)
 
-    def _bounded(self, candidates: list[Candidate], trajectory_id: str) -> list[Candidate]:
-        """A run's patterns as its curation takes them: at most :meth:`_most_per_call`,
-        the uncredited ○ neutral observations left out first (a run of thousands of
-        decisions would otherwise make one curation compare them all)."""
+    def _bounded(self, candidates: list[Candidate], source: str) -> list[Candidate]:
+        """The patterns of a run (or of one reflection, ``source`` names it) as a
+        curation takes them: at most :meth:`_most_per_call`, the uncredited ○ neutral
+        observations left out first (a run of thousands of decisions would otherwise
+        make one curation compare them all)."""
         most = self._most_per_call()
         if len(candidates) <= most:
             return candidates
         order = sorted(range(len(candidates)), key=lambda i: (candidates[i].category == NEUTRAL and not candidates[i].settles, i))
-        logger.warning("[Learning] trajectory %s shows %d patterns; its curation takes at most %d (the neutral observations last)",
-                       trajectory_id, len(candidates), most)
+        logger.warning("[Learning] %s shows %d patterns; its curation takes at most %d (the neutral observations last)",
+                       source, len(candidates), most)
         return [candidates[i] for i in sorted(order[:most])]
 
     def execute_with_learning(

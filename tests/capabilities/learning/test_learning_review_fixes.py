@@ -49,17 +49,22 @@ def _run(mem, decisions: int, status: str = "failure", *, agent: str = "bot", ta
 
 def test_one_curation_takes_a_bounded_number_of_reflections_and_patterns(mem) -> None:
     """1,500 reflection ids and a reflection of 3,000 patterns were curated in one call
-    (9.5 s, inside the store's write transaction)."""
+    (9.5 s, inside the store's write transaction). Several reflections of more patterns
+    than a call takes are refused; one alone is curated as a run's own curation takes
+    it (refused, no call could curate it)."""
     from memorist.ace.learning import MAX_REFLECTIONS_PER_CALL, MAX_STRATEGIES_PER_CALL
 
     with pytest.raises(ValidationError, match=f"at most {MAX_REFLECTIONS_PER_CALL} reflections"):
         mem.learning.curate_playbook([f"r{i}" for i in range(MAX_REFLECTIONS_PER_CALL + 1)], "p", agent_id="bot")
     big = mem.learning.reflect(_run(mem, MAX_STRATEGIES_PER_CALL + 1), agent_id="bot")["memory_id"]
-    with pytest.raises(ValidationError, match=f"at most {MAX_STRATEGIES_PER_CALL}"):
-        mem.learning.curate_playbook([big], "p", agent_id="bot")
-    assert mem.learning.get_playbook("p", agent_id="bot")["version"] == 0  # nothing written
     small = mem.learning.reflect(_run(mem, 3), agent_id="bot")["memory_id"]
-    assert len(mem.learning.curate_playbook([small], "p", agent_id="bot")["added"]) == 3
+    with pytest.raises(ValidationError, match=f"at most {MAX_STRATEGIES_PER_CALL}.*send fewer reflections"):
+        mem.learning.curate_playbook([big, small], "p", agent_id="bot")
+    assert mem.learning.get_playbook("p", agent_id="bot")["version"] == 0  # nothing written
+    assert len(mem.learning.curate_playbook([small] * (MAX_REFLECTIONS_PER_CALL + 1), "p", agent_id="bot")["added"]) == 3
+    curated = mem.learning.curate_playbook([big], "p", agent_id="bot")
+    assert curated["added"] and curated["left_out"]  # bounded to what the call takes, then to the playbook's capacity
+    assert mem.learning.get_playbook("p", agent_id="bot")["size"] == mem.learning.config.max_strategies
 
 
 def test_a_run_of_many_decisions_curates_a_bounded_number(mem, caplog) -> None:
