@@ -198,7 +198,8 @@ class LLMEvaluator(_ModelRole, Evaluator):
             role=self.role,
             prompt_version=evaluation_prompt.VERSION,
         )
-        gaps = [Gap(g.description.strip(), g.severity, g.criterion.strip()) for g in result.identified_gaps]
+        # A gap of no words (whitespace) says nothing: left out, the model's verdict kept.
+        gaps = [Gap(g.description.strip(), g.severity, g.criterion.strip()) for g in result.identified_gaps if g.description.strip()]
         # Unrounded: PAIR compares it with the threshold (94.96 is below 95); displays round.
         return Evaluation(float(result.success_criteria_met), gaps, result.summary.strip(), self.llm.name)
 

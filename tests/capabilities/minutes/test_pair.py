@@ -152,3 +152,17 @@ def test_a_revise_that_returns_no_text_is_an_error_after_its_round_is_logged(m):
     with pytest.raises(ValidationError, match="revise"):
         m.minutes.pair(TASK, CRITERIA, "v1", lambda output, improvements: None, evaluator=ScriptedEvaluator([10]))
     assert len(m.store.events(ops=["pair_round"])) == 1
+
+
+def test_a_blank_gap_from_the_model_is_left_out_and_its_verdict_kept(m):
+    """A gap of whitespace passed the reply's schema and was stripped to nothing; the
+    round's check of its gaps then threw the model's whole evaluation away."""
+    from memorist.roles.llm import LLMEvaluator
+
+    reply = {"success_criteria_met": 90, "summary": "mostly there", "identified_gaps": [
+        {"description": "Missing the rollback step", "severity": "high", "criterion": "rollback"},
+        {"description": "  ", "severity": "low", "criterion": ""}]}
+    r = m.minutes.pair_round("Write the deploy plan", "Mentions the rollback step; names the owner", "deploy plan: owner Ann",
+                             project_id="p", evaluator=LLMEvaluator(ScriptedLLM(default=reply)))
+    assert r["score"] == 90.0
+    assert [g if isinstance(g, str) else g["description"] for g in r["gaps"]] == ["Missing the rollback step"]
