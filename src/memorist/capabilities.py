@@ -28,7 +28,7 @@ from .pipelines.evaluation import evaluate
 from .pipelines.minutes import Minutes as MinutesLog
 from .pipelines.minutes import project_of
 from .pipelines.pair import PairLoop, combined_retriever, evaluator_of, rounds_of, threshold_of
-from .pipelines.tiers import EnergyTiers, refuse_ahead, tier_item
+from .pipelines.tiers import EnergyTiers, tier_item
 from .policies.energy import MAX_ENERGY
 from .policies.evaluation import EvaluationConfig
 from .roles.evaluator import HeuristicEvaluator
@@ -91,7 +91,7 @@ class Tiers:
         if at is None:
             return time.time()
         if ahead is not None:
-            refuse_ahead("now", now, at, ahead)
+            validate.not_ahead("now", now, at, ahead)
         return at
 
     def maintain(self, now: Any = None, test_only: bool = False, *, user_id: str | None = None, agent_id: str | None = None,

@@ -299,6 +299,23 @@ def offset_seconds(value: str) -> float | None:
     return -seconds if sign == "-" else seconds
 
 
+#: How far ahead of this machine's clock a time that must have come (a minute's, a
+#: tiers run's) may be: clocks of the machines that write drift apart by seconds,
+#: rarely by minutes.
+CLOCK_SKEW = 300.0
+
+
+def not_ahead(field: str, given: Any, at: float, reason: str, *, clock: float | None = None) -> None:
+    """Refuse ``at`` (``given``, as the caller gave it) when it is more than
+    :data:`CLOCK_SKEW` ahead of ``clock`` (default: this machine's): ``reason`` says
+    what a time to come would falsify."""
+    if at > (time.time() if clock is None else clock) + CLOCK_SKEW:
+        raise ValidationError(
+            field, f"{show(given)} is in the future; {reason} (up to {CLOCK_SKEW / 60:g} minutes "
+            "ahead of this machine's clock are taken, for clock skew)",
+        )
+
+
 def timestamp(value: Any, *, field: str = "timestamp") -> float | None:
     """A datetime, an ISO-8601 string, epoch seconds (a number, or a string of digits),
     or a time relative to now (``"+10h"``, ``"-2d"``, ``"+30m"``, ``"-45s"``, ``"+1w"``),

@@ -58,6 +58,7 @@ from ..policies.minutes import (
 )
 from ..policies.text import content_hash
 from ..store.base import ScopeFilter, Store
+from ..validate import CLOCK_SKEW
 from ..work import charge
 
 #: The minute's own event: the record of truth.
@@ -82,9 +83,6 @@ _MAX_INSIGHTS = 100
 _MAX_CONTEXTS = 100
 _CONTEXT_CHARS = 256
 _PAGE = 500
-#: How far ahead of this machine's clock a minute's time may be: clocks of the
-#: machines that record minutes drift apart by seconds, rarely by minutes.
-CLOCK_SKEW = 300.0
 
 
 class Host(Protocol):
@@ -263,11 +261,8 @@ class Minutes:
         """``now`` (default: the clock), refused more than :data:`CLOCK_SKEW` ahead of
         the clock: ``why`` says what a time to come would falsify."""
         at = self._now(now)
-        if now is not None and at > self.clock() + CLOCK_SKEW:
-            raise ValidationError(
-                "now", f"{validate.show(now)} is in the future; {why} (up to "
-                f"{CLOCK_SKEW / 60:g} minutes ahead of this machine's clock are taken, for clock skew)",
-            )
+        if now is not None:
+            validate.not_ahead("now", now, at, why, clock=self.clock())
         return at
 
     # recording --------------------------------------------------------------------------------

@@ -25,8 +25,8 @@ promotion candidates first, then the memories whose last decay is oldest.
 
 **Time**: a run at ``now`` maintains the memories made at or before ``now``
 (:func:`live_at`), and ``status`` and ``health`` count those. A boost, run or new
-memory dated more than :data:`~memorist.pipelines.minutes.CLOCK_SKEW` ahead of this
-machine's clock is refused (:func:`refuse_ahead`); a last decay left that far ahead
+memory dated more than :data:`~memorist.validate.CLOCK_SKEW` ahead of this
+machine's clock is refused (:func:`memorist.validate.not_ahead`); a last decay left that far ahead
 before is counted as decayed up to the next run's or boost's ``now``
 (:func:`decayed_ahead`).
 
@@ -61,8 +61,8 @@ from ..errors import ConfigurationError, NotFoundError, StoreError, ValidationEr
 from ..model import EventRecord, MemoryRecord, Scope, Status, Tier, from_epoch, is_fact, new_id
 from ..policies.energy import HOUR, LIVE_TIERS, EnergyConfig, current_energy, next_tier, start_energy
 from ..store.base import ScopeFilter, Store
+from ..validate import CLOCK_SKEW
 from ..work import charge
-from .minutes import CLOCK_SKEW
 
 logger = logging.getLogger("memorist.tiers")
 
@@ -100,19 +100,6 @@ def last_decay(record: MemoryRecord) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return record.created_at
-
-
-def refuse_ahead(field_name: str, given: Any, at: float, reason: str, *, clock: float | None = None) -> None:
-    """Refuse ``at`` (``given``, as the caller gave it) when it is more than
-    :data:`~memorist.pipelines.minutes.CLOCK_SKEW` ahead of this machine's clock, as
-    ``minutes.record`` refuses a minute from the future: a boost or run dated ahead
-    would mark memories decayed up to then, and runs before then would leave them
-    alone. ``reason`` says why the call needs a time that has come."""
-    if at > (time.time() if clock is None else clock) + CLOCK_SKEW:
-        raise ValidationError(
-            field_name, f"{validate.show(given)} is in the future; {reason} (up to {CLOCK_SKEW / 60:g} minutes "
-            "ahead of this machine's clock are taken, for clock skew)",
-        )
 
 
 def decayed_ahead(record: MemoryRecord, now: float, clock: float | None = None) -> bool:
@@ -466,7 +453,7 @@ class EnergyTiers:
             record.lineage["last_decay"] = max(at, *(last_decay(s) for s in sources))
             record.lineage["uses_counted"] = record.access_count
             return
-        refuse_ahead("timestamp", _iso(record.created_at), record.created_at,
+        validate.not_ahead("timestamp", _iso(record.created_at), record.created_at,
                      "under the energy policy a memory decays from when it was made, and runs dated before then leave it alone")
         energy, tier = start_energy(record.metadata, self._config)
         record.energy = energy
@@ -955,7 +942,6 @@ __all__ = [
     "pending_uses",
     "plan_run",
     "real_tenant",
-    "refuse_ahead",
     "store_run_lock",
     "test_tenant",
     "tier_item",

@@ -66,6 +66,12 @@ def step_time(event: EventRecord) -> float:
     return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else event.ts
 
 
+def logged_step(event: EventRecord) -> dict[str, Any]:
+    """The step a ``trajectory_step`` event logged, with when it was taken (ISO-8601):
+    as a trajectory shows it, and as its export line carries it."""
+    return {**step_of(event), "at": from_epoch(step_time(event)).isoformat()}
+
+
 def trajectory_view(record: MemoryRecord, steps: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """A trajectory as the API returns it, one field per column of a trajectory."""
     meta = record.metadata
@@ -180,7 +186,7 @@ class Trajectories:
         return self.logged_steps(record.id)
 
     def logged_steps(self, trajectory_id: str) -> list[dict[str, Any]]:
-        return [{**step_of(e), "at": from_epoch(step_time(e)).isoformat()} for e in self.store.history(trajectory_id) if e.op == STEP_OP]
+        return [logged_step(e) for e in self.store.history(trajectory_id) if e.op == STEP_OP]
 
     def complete(
         self,
@@ -468,6 +474,7 @@ __all__ = [
     "RUN_TRAJECTORIES",
     "STEP_OP",
     "Trajectories",
+    "logged_step",
     "reflection_view",
     "step_of",
     "step_time",

@@ -72,7 +72,7 @@ from ..store.base import ScopeFilter, Store
 from ..store.sqlite.errors import is_busy, retry_busy
 from .minutes import log_imported
 from .playbooks import as_filed, strategy_playbook, with_current_names
-from .trajectories import STEP_OP, step_of, step_time
+from .trajectories import STEP_OP, logged_step, step_of
 from .undo import OP_ROLLBACK
 
 log = logging.getLogger("memorist.import")
@@ -165,7 +165,7 @@ def _logged_steps(store: Store, scope: ScopeFilter) -> dict[str, list[dict[str, 
     out: dict[str, list[dict[str, Any]]] = {}
     for event in store.events(scope, ops=(STEP_OP,)):
         if event.memory_id:
-            out.setdefault(event.memory_id, []).append({**step_of(event), "at": _iso(step_time(event))})
+            out.setdefault(event.memory_id, []).append(logged_step(event))
     return out
 
 
