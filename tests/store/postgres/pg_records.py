@@ -1,9 +1,11 @@
 """Memories for the tests of the PostgreSQL store's in-process indexes
 (test_pg_text.py, test_pg_vectors.py): records, their batched add, and a scope of
-runs, times, expiries and speakers to rank."""
+runs, times, expiries and speakers to rank; and a pool kept busy by other callers
+(:class:`HeldConnections`, test_pg_open.py, test_pg_store.py)."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 from memorist import HashingEmbedder
@@ -40,3 +42,33 @@ def mixed(texts: list[str], now: float) -> list[MemoryRecord]:
         )
         for i, text in enumerate(texts)
     ]
+
+
+class HeldConnections:
+    """``n`` of ``store``'s pooled connections, each held by a thread of its own (other
+    callers keeping the pool busy) from construction until :meth:`release`."""
+
+    def __init__(self, store, n: int = 1) -> None:
+        self.freed = threading.Event()
+        taken = threading.Barrier(n + 1)
+
+        def hold() -> None:
+            with store.connection():
+                taken.wait(10)
+                self.freed.wait(30)
+
+        self.threads = [threading.Thread(target=hold) for _ in range(n)]
+        for t in self.threads:
+            t.start()
+        taken.wait(10)
+
+    def release(self, after: float = 0.0) -> None:
+        """Give the connections back, now or ``after`` seconds from now."""
+        if after:
+            threading.Timer(after, self.freed.set).start()
+        else:
+            self.freed.set()
+
+    def join(self) -> None:
+        for t in self.threads:
+            t.join(30)

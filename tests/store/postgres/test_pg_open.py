@@ -8,6 +8,7 @@ import time
 import psycopg
 import pytest
 from click.testing import CliRunner
+from pg_records import HeldConnections
 
 from memorist import ConfigurationError, CorruptStoreError, Memory, StoreError
 from memorist.cli import cli
@@ -261,33 +262,17 @@ def test_a_call_waits_for_a_busy_pool_but_fails_within_a_second_when_the_server_
     configurable) and then blamed the pool; the reason went only to the log. Now a
     call that finds no connection asks the server once, on a connection of its own:
     down, it fails with the server's words; up (every connection busy), it waits."""
-    import threading
-
     store = open_store(pg_url, pool_size=1, pool_timeout=10)
     assert isinstance(store, PostgresStore)
     try:
-        held = threading.Event()
-        release = threading.Event()
-
-        def hold() -> None:
-            with store._pool_connection():
-                held.set()
-                release.wait(10)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        held.wait(10)
-        threading.Timer(1.6, release.set).start()
+        held = HeldConnections(store)
+        held.release(after=1.6)
         began = time.monotonic()
         assert store.schema_version() >= 1  # busy, not down: it waited for the connection
         assert 1.5 < time.monotonic() - began < 8
-        holder.join(10)
+        held.join()
 
-        release.clear()
-        held.clear()
-        holder = threading.Thread(target=hold)
-        holder.start()
-        held.wait(10)
+        held = HeldConnections(store)
         real = store._conninfo
         store._conninfo = f"host={tmp_path}/nowhere dbname=x"  # the server gone: no socket there
         began = time.monotonic()
@@ -295,8 +280,8 @@ def test_a_call_waits_for_a_busy_pool_but_fails_within_a_second_when_the_server_
             store.schema_version()
         assert time.monotonic() - began < 5
         store._conninfo = real
-        release.set()
-        holder.join(10)
+        held.release()
+        held.join()
     finally:
         store.close()
 
@@ -305,7 +290,6 @@ def test_a_server_at_its_connection_limit_is_busy_not_down(pg_url: str) -> None:
     """The probe of a call that waited a second is refused by a server at its limit
     ("too many connections"): that server answers, so the call waits for the pool
     instead of failing as if the server were down."""
-    import threading
     import uuid
 
     role, name = f"lim_{uuid.uuid4().hex[:8]}", f"lim_{uuid.uuid4().hex[:8]}"
@@ -318,22 +302,12 @@ def test_a_server_at_its_connection_limit_is_busy_not_down(pg_url: str) -> None:
     url = with_query(f"{head}://{role}@{rest.partition('@')[2]}", "pool_size=2&pool_min=2&pool_timeout=10")
     store = open_store(url)
     try:
-        held = threading.Barrier(3)
-
-        def hold() -> None:
-            with store.connection():
-                held.wait()
-                time.sleep(2.5)
-
-        holders = [threading.Thread(target=hold) for _ in range(2)]
-        for t in holders:
-            t.start()
-        held.wait()
+        held = HeldConnections(store, 2)
+        held.release(after=2.5)
         began = time.monotonic()
         assert store.schema_version() >= 1
         assert 2 < time.monotonic() - began < 9
-        for t in holders:
-            t.join()
+        held.join()
     finally:
         store.close()
         with psycopg.connect(pg_url, autocommit=True) as conn:
