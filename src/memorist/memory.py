@@ -415,7 +415,7 @@ class Memory:
             meta = {**meta, "is_test": True}
             tenant = test_tenant(tenant)
         if self.energy:
-            self._energy_engine().check_start(meta)  # a bad start energy or tier fails here, before anything is written
+            self._energy_engine().check_start(meta, at)  # a bad start energy, tier or date fails here, before anything is extracted or written
         scope = Scope(tenant, u or "", a or "", r or "")
         if infer:
             result = self._ingest.add_inferred(msgs, scope, metadata=meta, at=at, importance=weight, note=plain_text)

@@ -184,6 +184,11 @@ def _iso(epoch: float) -> str:
     return from_epoch(epoch).isoformat()
 
 
+def _not_ahead(created_at: float) -> None:
+    validate.not_ahead("timestamp", _iso(created_at), created_at,
+                       "under the energy policy a memory decays from when it was made, and runs dated before then leave it alone")
+
+
 def append_log(path: str | None, entry: dict[str, Any]) -> bool:
     """Append ``entry`` as one JSON line to ``path``. Never raises: a log that cannot
     be written is reported (a warning, and False), the run it describes stands."""
@@ -453,8 +458,7 @@ class EnergyTiers:
             record.lineage["last_decay"] = max(at, *(last_decay(s) for s in sources))
             record.lineage["uses_counted"] = record.access_count
             return
-        validate.not_ahead("timestamp", _iso(record.created_at), record.created_at,
-                     "under the energy policy a memory decays from when it was made, and runs dated before then leave it alone")
+        _not_ahead(record.created_at)
         energy, tier = start_energy(record.metadata, self._config)
         record.energy = energy
         record.tier = tier
@@ -468,8 +472,13 @@ class EnergyTiers:
         except ConfigurationError:
             return None
 
-    def check_start(self, metadata: dict[str, Any]) -> None:
+    def check_start(self, metadata: dict[str, Any], at: float | None = None) -> None:
+        """Refuse, before anything is extracted or written, a new memory :meth:`prepare`
+        would refuse: a start energy or tier that cannot work, or one dated ``at``
+        too far ahead."""
         start_energy(metadata, self.config())
+        if at is not None:
+            _not_ahead(at)
 
     # by id ------------------------------------------------------------------------------
     def _owned(self, record: MemoryRecord | None, owner: ScopeFilter) -> bool:

@@ -76,6 +76,19 @@ def test_a_memory_dated_in_the_future_is_refused_under_the_energy_policy(mem, te
     assert len(made["results"]) == 1
 
 
+def test_a_memory_dated_in_the_future_is_refused_before_its_facts_are_extracted(opened):
+    """Before, the model was asked for the facts (and billed for them) first."""
+    from memorist import ScriptedLLM
+
+    model = ScriptedLLM(default=None)
+    model.push({"facts": ["Had pasta for lunch"]})
+    mem = opened(llm=model)
+    with pytest.raises(ValidationError, match="is in the future") as info:
+        mem.add("I had pasta for lunch", user_id="alex", timestamp="+52w")
+    assert info.value.field == "timestamp"
+    assert model.requests == [] and mem.get_all(user_id="alex")["results"] == []
+
+
 def test_the_cli_refuses_a_future_time_for_a_run_a_boost_and_a_test_memory(backend):
     runner = CliRunner()
 
