@@ -77,7 +77,9 @@ DELETE_ALL_BATCH = 1_000
 
 def _promoted(record: MemoryRecord | None, get: Callable[[str], MemoryRecord | None]) -> MemoryRecord | None:
     """``record``, or the memory it was promoted to (energy tiers: a promotion
-    archives the original and links it to its successor), followed to the end."""
+    archives the original and links it to its successor), followed to the end. A
+    promotion keeps the scope: a link out of it (an imported lineage can name any id)
+    is not followed."""
     for _ in range(_MAX_HOPS):
         if record is None or record.status is not Status.ARCHIVED:
             return record
@@ -85,7 +87,7 @@ def _promoted(record: MemoryRecord | None, get: Callable[[str], MemoryRecord | N
         if not isinstance(target, str):
             return record
         successor = get(target)
-        if successor is None:
+        if successor is None or successor.scope != record.scope:
             return record
         record = successor
     return record
@@ -655,7 +657,7 @@ class Memory:
         source = record.lineage.get("promoted_from")
         while isinstance(source, str) and len(chain) < _MAX_HOPS:  # a promoted memory's history starts with its originals'
             earlier = self.store.get(source)
-            if earlier is None:
+            if earlier is None or earlier.scope != record.scope:  # a promotion keeps the scope; an imported lineage may name any id
                 break
             chain.append(earlier.id)
             source = earlier.lineage.get("promoted_from")

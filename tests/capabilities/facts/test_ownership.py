@@ -78,6 +78,30 @@ def test_another_tenant_never_sees_the_memory(tmp_path: Path) -> None:
         assert acme.get(mid, user_id="alice")["memory"] == "Name is Alice"
 
 
+@pytest.mark.parametrize("link", ["promoted_from", "promoted_to"])
+def test_an_imported_lineage_never_reaches_another_scope(tmp_path: Path, link: str) -> None:
+    """A promotion keeps the scope. An imported memory whose lineage names another
+    user's (or tenant's) memory showed that memory's history, text included, to its
+    owner, or was read as that memory (and its own history not found)."""
+    import json
+
+    path = str(tmp_path / "m.db")
+    with Memory(path, embedder="hashing", tenant_id="acme") as acme:
+        secret = acme.add("The merger target is Globex", user_id="ceo", infer=False)["results"][0]["id"]
+    with Memory(path, embedder="hashing") as m:
+        pin = m.add("Alex's bank PIN is 4471", user_id="alex", infer=False)["results"][0]["id"]
+        for n, source in enumerate((pin, secret)):
+            mid = f"00000000-0000-0000-0000-00000000000{n}"
+            line = {"type": "memory", "id": mid, "memory": "Carol likes tea", "user_id": "carol",
+                    "created_at": "2024-01-01T00:00:00+00:00", "lineage": {link: source}}
+            if link == "promoted_to":
+                line["status"] = "archived"
+            (tmp_path / "in.jsonl").write_text(json.dumps(line) + "\n")
+            assert m.import_(str(tmp_path / "in.jsonl"))["added"] == 1
+            shown = json.dumps(m.history(mid, user_id="carol"))
+            assert "Carol likes tea" in shown and "4471" not in shown and "Globex" not in shown
+
+
 def test_without_ids_a_by_id_call_spans_the_tenant(m: Memory) -> None:
     # The single-user pattern keeps working: no ids, the tenant is the only bound.
     mid = alice_memory(m)
