@@ -84,15 +84,22 @@ class TouchBuffer:
             rows[cls].append((count, before + offset, memory_id))
         return rows
 
-    def log_entries(self) -> list[tuple[float, Hashable, str]]:
+    def log_entries(self, stored: Callable[[list[str]], set[str]] | None = None) -> list[tuple[float, Hashable, str]]:
         """``(ts, space, payload)`` of each buffered retrieval's ``retrieve`` event.
 
         A retrieval that cannot be logged (a query no encoder accepts) must never
         fail the write it rides with, and so every later one: its entry is dropped;
         its touches still count.
+
+        ``stored(ids)``: of ``ids``, those the store still holds. A retrieval none of
+        whose memories it holds is not logged: an erasure (in another process, after
+        the search) took them, and the query is the erased owner's words.
         """
+        kept = None if stored is None else stored(sorted({i for *_, ids in self._events for i in ids}))
         entries = []
         for ts, space, query, ids in self._events:
+            if kept is not None and not kept.intersection(ids):
+                continue
             try:
                 payload = dumps({"query": query, "ids": ids})
                 payload.encode("utf-8")

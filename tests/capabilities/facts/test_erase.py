@@ -269,6 +269,24 @@ def test_erase_survives_reopening_and_a_second_erase_finds_nothing(filled, backe
         assert len(m.store.events(None, ops=("erase",))) == 2  # each erasure is logged
 
 
+def test_a_search_made_elsewhere_before_the_erasure_is_not_logged_after_it(backend) -> None:
+    """Another process's buffered retrieval of the owner (its query, the erased ids)
+    was written into the owner's space when it flushed, after the erasure."""
+    with Memory(backend.target, embedder="hashing") as searcher:
+        searcher.add("Alex was diagnosed with Qwertaxia last spring", user_id="alex", infer=False)
+        searcher.add("Bob plays chess on Sundays", user_id="bob", infer=False)
+        searcher.store.flush()
+        assert searcher.search("what about my Zylophrenia treatment", user_id="alex")["results"]
+        assert searcher.search("Queenside chess openings", user_id="bob")["results"]
+        with Memory(backend.target, embedder="hashing") as eraser:
+            assert eraser.erase(user_id="alex")["erased"]["facts"] == 1
+        searcher.store.flush()  # what it still held is written now
+    with Memory(backend.target, embedder="hashing") as m:
+        assert _found(_scan(m, backend), "Zylophrenia") == []
+        logged = [e["payload"]["query"] for e in m.events(user_id="bob") if e["event"] == "RETRIEVE"]
+        assert logged == ["Queenside chess openings"]  # the others' retrievals are logged as before
+
+
 def test_erasing_an_agent_or_a_run_takes_only_theirs(backend) -> None:
     with Memory(backend.target, embedder="hashing") as m:
         m.add("Alex alone knows Vexmorlk", user_id="alex", infer=False)

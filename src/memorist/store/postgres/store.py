@@ -1490,7 +1490,11 @@ class PostgresStore(Store):
                                     "FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) AS v(n, stamp, id) WHERE m.id = v.id",
                                     (touches, marks, memory_ids),
                                 )
-                    entries = [(ts, ids[key], payload) for ts, key, payload in buffer.log_entries() if key in ids]
+
+                    def stored(wanted: list[str]) -> set[str]:  # an erasure elsewhere may have taken them since
+                        return {row[0] for row in conn.execute("SELECT id FROM memories WHERE id = ANY(%s::text[])", (wanted,))}
+
+                    entries = [(ts, ids[key], payload) for ts, key, payload in buffer.log_entries(stored) if key in ids]
                     if entries:
                         cur.executemany("INSERT INTO events (ts, op, space_id, payload) VALUES (%s, 'retrieve', %s, %s)", entries)
                 if committed is not None:

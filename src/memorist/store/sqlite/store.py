@@ -308,6 +308,16 @@ def _translating(method: Callable[..., Any], *, decode: bool) -> Callable[..., A
     return wrapper
 
 
+def _stored_ids(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
+    """Of ``ids``, those with a row in ``memories``."""
+    found: set[str] = set()
+    for start in range(0, len(ids), _SHORT_READ):
+        part = ids[start:start + _SHORT_READ]
+        marks = ",".join("?" * len(part))
+        found.update(row[0] for row in conn.execute(f"SELECT id FROM memories WHERE id IN ({marks})", part))
+    return found
+
+
 def _erased_rows(owned: list[tuple[str, list[Any]]], changed_by_runs: Sequence[str]) -> Iterator[tuple[str, str, list[Any]]]:
     """What an erasure removes, as (the condition on ``memories``, on ``events``, their
     arguments): each owner's rows (:meth:`SQLiteStore._owned`), then the memories of
@@ -1255,7 +1265,7 @@ class SQLiteStore(Store):
                 )
         conn.executemany(
             "INSERT INTO events (ts, op, space_id, payload) VALUES (?, 'retrieve', ?, ?)",
-            [entry for entry in self._touches.log_entries() if entry[1] not in gone],
+            [entry for entry in self._touches.log_entries(lambda ids: _stored_ids(conn, ids)) if entry[1] not in gone],
         )
         return flushed
 
