@@ -726,8 +726,8 @@ class Memory:
         is read every ``CHECK_EVERY`` adds of a space in this process, not on every add."""
         threshold = self.config.auto_consolidate_threshold
         added = sum(1 for r in result.get("results", ()) if r.get("event") == "ADD")
-        if not threshold or not added:
-            return
+        if not threshold or not added or not (scope.user_id or scope.agent_id):
+            return  # consolidation acts on a user's or an agent's memories: a run-only add's space is every run's
         key = scope.space
         with self._cache_lock:
             counts = self._adds_since_check
@@ -740,8 +740,12 @@ class Memory:
             return
         if self.config.run_consolidation_async:
             self._consolidation_runs().request(space, None, {"trigger": "auto", "threshold": threshold})
-        else:
+            return
+        try:
             self._auto_consolidate(space, None, {})
+        except Exception:  # the add is stored: its caller must not retry it, nor the run fail it
+            log.exception("auto-consolidation (user_id=%r, agent_id=%r) failed after the add was stored; "
+                          "the next adds over the threshold try again", space.user_id, space.agent_id)
 
     def _auto_consolidate(self, space: ScopeFilter, _now: float | None, _trigger: dict[str, Any]) -> dict[str, Any]:
         return self.learning._consolidate(None, None, 0.5, True, 0.8, None, False, user_id=space.user_id, agent_id=space.agent_id,

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))  # the
 from learning_helpers import Mapped  # noqa: E402
 
 from memorist import Memory, MemoryConfig  # noqa: E402
-from memorist.errors import ConflictError, NotFoundError, ValidationError  # noqa: E402
+from memorist.errors import ConflictError, NotFoundError, StoreError, ValidationError  # noqa: E402
 from memorist.policies.consolidation import key_terms  # noqa: E402
 
 LOW = [
@@ -274,6 +274,37 @@ def test_a_scope_over_the_automatic_threshold_is_consolidated_after_adds(backend
         assert len(left) == 3 and all(any(t in kept for kept in left) for t in ("7am", "Zurich", "Tom"))
         runs = [e for e in m.events(user_id="u") if e["event"] == "CONSOLIDATION"]
         assert runs and runs[0]["actor"] == "auto-consolidation"
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_a_run_only_add_over_the_threshold_is_stored_and_no_consolidation_is_tried(backend, background, caplog) -> None:
+    """Consolidation acts on a user's or an agent's memories. A run-only add counted
+    the whole tenant's memories, then its consolidation was refused: the add raised
+    after it was stored (a retry stored it twice)."""
+    config = MemoryConfig(auto_consolidate_threshold=3, run_consolidation_async=background)
+    with Memory(backend.target, embedder="hashing", config=config) as m:
+        for i in range(2):
+            m.add(f"Other user's note number {i}", user_id="alice", infer=False)
+        for i in range(4):
+            m.add(f"Meeting note number {i}", run_id="chat-1", infer=False)
+        assert m.learning.wait_consolidation(30)
+        assert len(m.get_all(run_id="chat-1")["results"]) == 4
+        assert not [e for e in m.events(run_id="chat-1") if e["event"] == "CONSOLIDATION"]
+    assert "auto-consolidation" not in caplog.text
+
+
+def test_an_automatic_consolidation_that_fails_leaves_the_add_stored_and_says_so(backend, monkeypatch, caplog) -> None:
+    config = MemoryConfig(auto_consolidate_threshold=3, run_consolidation_async=False)
+    with Memory(backend.target, embedder="hashing", config=config) as m:
+        def broken(*_args, **_kwargs):
+            raise StoreError("the disk is full")
+
+        monkeypatch.setattr(m.learning, "_consolidate", broken)
+        for text in LOW:
+            m.add(text, user_id="u", infer=False, importance=0.3)  # none raises: each is stored
+        assert texts(m) == set(LOW)
+    assert "auto-consolidation (user_id='u', agent_id=None) failed after the add was stored" in caplog.text
+    assert "the disk is full" in caplog.text
 
 
 def test_the_automatic_threshold_is_off_by_default(mem) -> None:
