@@ -768,19 +768,18 @@ class Memory:
         return True if runs is None else runs.wait(timeout)
 
     def stats(self) -> dict[str, Any]:
-        """Counts and identity of the store (this tenant's test memories not counted)."""
-        stats = self.store.stats()
-        stats["decay_days"] = self.config.decay_days
+        """This tenant's counts (memories by status and kind, users, spaces, events;
+        its energy tiers' test memories apart, as ``test_memories``) and the store's
+        identity (path, schema version, embedder, size). A store several tenants
+        share (the service's) counts each tenant apart."""
         from .pipelines.tiers import test_tenant
 
-        tests = [r for r in self.store.list(ScopeFilter(test_tenant(self.config.tenant_id))) if is_fact(r)]
+        tenant = self.config.tenant_id
+        stats = {"tenant_id": tenant, **self.store.stats(tenant)}
+        stats["decay_days"] = self.config.decay_days
+        tests = self.store.stats(test_tenant(tenant))["memories"]
         if tests:
-            stats["memories"] -= len(tests)
-            by_kind = stats.get("by_kind") or {}
-            for r in tests:
-                if by_kind.get(r.kind.value):
-                    by_kind[r.kind.value] -= 1
-            stats["test_memories"] = len(tests)
+            stats["test_memories"] = tests
         stats["policy"] = self.config.policy
         return stats
 

@@ -414,7 +414,10 @@ class Store(abc.ABC):
         return pending if limit is None else pending[:limit]
 
     @abc.abstractmethod
-    def stats(self) -> dict[str, Any]: ...
+    def stats(self, tenant_id: str | None = None) -> dict[str, Any]:
+        """Counts and identity of the store. With ``tenant_id``, the counts (memories
+        by status and kind, users, spaces, events) are that tenant's; the identity
+        (path, schema, embedder, size) is the store's."""
 
     # access clock ----------------------------------------------------------------
     @abc.abstractmethod

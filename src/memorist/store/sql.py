@@ -334,6 +334,21 @@ USERS_SQL = (
 )
 
 
+def stats_scope(tenant_id: str | None, mark: str) -> tuple[Callable[..., str], tuple[str, ...]]:
+    """The condition a store's stats put on their rows (``of(alias)``: a row of
+    ``memories`` or ``events``; ``of(alias, space=True)``: a row of ``spaces``) and its
+    arguments: every row, or the rows of ``tenant_id``'s spaces (once per condition)."""
+    if tenant_id is None:
+        return (lambda _alias, space=False: "TRUE"), ()
+
+    def of(alias: str, space: bool = False) -> str:
+        if space:
+            return f"{alias}.tenant_id = {mark}"
+        return f"{alias}.space_id IN (SELECT id FROM spaces WHERE tenant_id = {mark})"
+
+    return of, (tenant_id,)
+
+
 def user_counts_sql(
     tenant_id: str, *, now: float, cutoff: float | None, only: str | None, limit: int, mark: str = "?", agent: str | None = None
 ) -> tuple[str, list[Any]]:

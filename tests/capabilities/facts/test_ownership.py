@@ -123,3 +123,20 @@ def test_the_cli_by_id_commands_take_the_callers_ids(tmp_path: Path) -> None:
     own = runner.invoke(cli, ["get", mid, "--user", "alice", "--db", db, "--embedder", "hashing", "--json"])
     assert own.exit_code == 0, own.output
     assert '"Name is Alice"' in own.output
+
+
+def test_a_tenants_stats_count_its_own_memories_only(backend) -> None:
+    """In a store tenants share (the service's), a tenant's stats counted every
+    tenant's memories, users and events, and others' test memories."""
+    with Memory(backend.target, embedder="hashing", tenant_id="t1", policy="energy") as t1, \
+            Memory(backend.target, embedder="hashing", tenant_id="t2", policy="energy") as t2:
+        t1.add("Likes green tea", user_id="a", infer=False)
+        t1.add("Near expiry", user_id="a", infer=False, test=True)
+        for i in range(5):
+            t2.add(f"Secret number {i}", user_id=f"u{i}", infer=False)
+        for i in range(3):
+            t2.add(f"Test number {i}", user_id="x", infer=False, test=True)
+        one, two = t1.stats(), t2.stats()
+        assert (one["tenant_id"], one["memories"], one["users"], one["test_memories"], one["by_kind"]) == ("t1", 1, 1, 1, {"fact": 1})
+        assert (two["tenant_id"], two["memories"], two["users"], two["test_memories"]) == ("t2", 5, 5, 3)
+        assert one["events"] < two["events"] and one["path"] == two["path"]

@@ -67,7 +67,9 @@ def test_every_public_call_on_postgresql(pg_url: str) -> None:
         assert m.delete_all(user_id="sam")["deleted"] == 1
         assert m.get_all(user_id="sam")["results"] == []
         stats = m.stats()
-        assert stats["memories"] == len(m.get_all(user_id="alex", limit=1000)["results"]) + 1  # + acme's
+        assert stats["memories"] == len(m.get_all(user_id="alex", limit=1000)["results"])  # a tenant counts its own only
+        with Memory(pg_url, embedder="hashing", tenant_id="acme") as acme:
+            assert (acme.stats()["memories"], acme.stats()["users"], acme.stats()["tenant_id"]) == (1, 1, "acme")
         assert stats["schema_version"] >= 1 and stats["size_bytes"] > 0
         m.reset()
         assert m.get_all(user_id="alex")["results"] == [] and m.stats()["events"] == 1  # the policy, kept

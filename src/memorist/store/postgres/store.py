@@ -97,6 +97,7 @@ from ..sql import (
     POSTGRES_JSON,
     TURN_NAMED,
     USERS_SQL,
+    stats_scope,
     JsonDialect,
     active_hash_sql,
     changed_by_run_sql,
@@ -1335,15 +1336,16 @@ class PostgresStore(Store):
         return self._events(where, args, limit)
 
     @_translating("stats")
-    def stats(self) -> dict[str, Any]:
+    def stats(self, tenant_id: str | None = None) -> dict[str, Any]:
         identity = self.embedder_identity()
+        of, args = stats_scope(tenant_id, "%s")
         with self._connection() as conn:
             q = conn.execute
-            by_status = dict(q("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
-            by_kind = dict(q("SELECT kind, count(*) FROM memories WHERE status = 'active' GROUP BY kind").fetchall())
-            users = q(USERS_SQL).fetchone()[0]
-            spaces = q("SELECT count(*) FROM spaces").fetchone()[0]
-            events = q("SELECT count(*) FROM events").fetchone()[0]
+            by_status = dict(q(f"SELECT m.status, count(*) FROM memories m WHERE {of('m')} GROUP BY m.status", args).fetchall())
+            by_kind = dict(q(f"SELECT m.kind, count(*) FROM memories m WHERE m.status = 'active' AND {of('m')} GROUP BY m.kind", args).fetchall())
+            users = q(USERS_SQL + f" AND {of('s', space=True)}", args).fetchone()[0]
+            spaces = q(f"SELECT count(*) FROM spaces s WHERE {of('s', space=True)}", args).fetchone()[0]
+            events = q(f"SELECT count(*) FROM events e WHERE {of('e')}", args).fetchone()[0]
             size = q(
                 "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
                 "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",

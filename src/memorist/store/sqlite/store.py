@@ -51,6 +51,7 @@ from ..sql import (
     SQLITE_JSON,
     TURN_NAMED,
     USERS_SQL,
+    stats_scope,
     JsonDialect,
     active_hash_sql,
     changed_by_run_sql,
@@ -1198,11 +1199,12 @@ class SQLiteStore(Store):
         return self._events(where, args, limit)
 
     @_store_errors
-    def stats(self) -> dict[str, Any]:
+    def stats(self, tenant_id: str | None = None) -> dict[str, Any]:
+        of, args = stats_scope(tenant_id, "?")
         with self._lock:
             q = self._conn.execute
-            by_status = dict(q("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
-            by_kind = dict(q("SELECT kind, count(*) FROM memories WHERE status = 'active' GROUP BY kind").fetchall())
+            by_status = dict(q(f"SELECT m.status, count(*) FROM memories m WHERE {of('m')} GROUP BY m.status", args).fetchall())
+            by_kind = dict(q(f"SELECT m.kind, count(*) FROM memories m WHERE m.status = 'active' AND {of('m')} GROUP BY m.kind", args).fetchall())
             identity = self.embedder_identity()
             return {
                 "path": self.path,
@@ -1211,9 +1213,9 @@ class SQLiteStore(Store):
                 "deleted": by_status.get("deleted", 0),
                 "archived": by_status.get("archived", 0),
                 "by_kind": by_kind,
-                "users": q(USERS_SQL).fetchone()[0],
-                "spaces": q("SELECT count(*) FROM spaces").fetchone()[0],
-                "events": q("SELECT count(*) FROM events").fetchone()[0],
+                "users": q(USERS_SQL + f" AND {of('s', space=True)}", args).fetchone()[0],
+                "spaces": q(f"SELECT count(*) FROM spaces s WHERE {of('s', space=True)}", args).fetchone()[0],
+                "events": q(f"SELECT count(*) FROM events e WHERE {of('e')}", args).fetchone()[0],
                 "embedder": identity[0] if identity else None,
                 "dim": identity[1] if identity else None,
                 # The write-ahead log holds recent commits until a checkpoint: the
