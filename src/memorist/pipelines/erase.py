@@ -43,8 +43,18 @@ def owned_relations(store: Store, owner: ScopeFilter, *, limit: int = RELATIONS_
     user, agent = owner.user_id or "", owner.agent_id or ""
     subjects = rules.owner_subjects(user, agent)
     found = store.relations(owner.tenant_id, subjects=subjects, limit=limit) if subjects else []
-    on = store.relations(owner.tenant_id, object_like=rules.owner_object_patterns(user, agent), limit=limit)
-    found += [r for r in on if rules.names_owned(r.object_type, r.object_id, user, agent) and r not in found]
+    patterns = rules.owner_object_patterns(user, agent)
+    # The LIKE read is a superset (SQLite's ignores ASCII case: ``user:ALEX`` for
+    # ``user:alex``): while tuples of others fill it, it is read again, larger, until
+    # the owner's are found or the read is exhausted. An erasure never stops short.
+    fetch = limit
+    while True:
+        on = store.relations(owner.tenant_id, object_like=patterns, limit=fetch)
+        owned = [r for r in on if rules.names_owned(r.object_type, r.object_id, user, agent)]
+        if len(owned) >= limit or len(on) < fetch:
+            break
+        fetch *= 2
+    found += [r for r in owned if r not in found]
     return found[:limit]
 
 

@@ -110,6 +110,20 @@ def test_erasure_takes_any_number_of_tuples(memory) -> None:
     assert memory.relations.list(object=("scope", "user:alex"))["results"] == []
 
 
+def test_erasure_finds_the_owners_tuples_behind_a_page_of_another_cases(memory) -> None:
+    """SQLite's LIKE ignores case: a page of ``user:ALEX``'s tuples hid ``user:alex``'s,
+    and the erasure stopped with them left (a new ``alex`` was readable by bob)."""
+    for i in range(1001):
+        memory.relations.create(f"user:reader{i}", "viewer", ("scope", "user:ALEX"))
+    memory.relations.create("user:bob", "viewer", ("scope", "user:alex"))
+    memory.relations.create("user:bob", "viewer", ("playbook", "user:alex/default"))
+    assert memory.erase(user_id="alex", dry_run=True)["erased"]["relations"] == 2
+    assert memory.erase(user_id="alex")["erased"]["relations"] == 2
+    assert memory.relations.list(object=("scope", "user:alex"))["results"] == []
+    assert memory.relations.list(object=("playbook", "user:alex/default"))["results"] == []
+    assert len(memory.relations.list(object=("scope", "user:ALEX"), limit=2000)["results"]) == 1001
+
+
 @pytest.mark.parametrize("relation", ["viewer", "editor", "owner"])
 def test_only_the_owner_erases_whatever_the_grant(memory, relation) -> None:
     from memorist.errors import NotFoundError, PermissionDeniedError
