@@ -67,7 +67,7 @@ from ..server.deps import is_loopback_host
 from ..server.errors import ApiError, install_error_handlers, retry_after
 from ..server.keys import KeyStore
 from ..server.limits import SPARE_THREADS, RateLimiter, WorkShares
-from .conversations import Conversations
+from .conversations import Conversations, learner_of
 from .tutor import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT, Tutor
 
 log = logging.getLogger("memorist.chat")
@@ -171,9 +171,7 @@ class ChatUser:
         stay apart there ("school/alice", "club/alice"), though the chat reaches the
         memory service with one key; "%" and "/" in a tenant id are escaped, so no
         two callers share an id."""
-        if not self.tenant_id:
-            return self.user_id
-        return f"{self.tenant_id.replace('%', '%25').replace('/', '%2F')}/{self.user_id}"
+        return learner_of(self.tenant_id, self.user_id)
 
 
 class ChatService:
@@ -274,7 +272,7 @@ def _chat(request: Request, body: ChatRequest, user: Caller) -> dict[str, Any]:
     if body.feedback is not None:
         validate.unicode("feedback", body.feedback)
     try:
-        conversation = service.conversations.claim(user.owner, body.conversationId)
+        conversation = service.conversations.claim(user.owner, body.conversationId, learner=user.learner_id)
     except NotFoundError:
         raise ApiError(404, f"conversation {body.conversationId!r} not found", field="conversationId") from None
     mark = _apply_mark(service, user, conversation, body.outcome) if body.outcome else None

@@ -26,10 +26,20 @@ CREATE TABLE IF NOT EXISTS chat_conversations (
     created_at      REAL NOT NULL,
     updated_at      REAL NOT NULL,
     turns           INTEGER NOT NULL DEFAULT 0,
-    last_answer     TEXT
+    last_answer     TEXT,
+    learner         TEXT
 )
 """
 MAX_ID_CHARS = 128
+
+
+def learner_of(tenant_id: str, user_id: str) -> str:
+    """The learner id of a key's ``tenant_id`` and ``user_id`` (:attr:`memorist.agent.chat.ChatUser.learner_id`):
+    the user of the tutor's playbooks and of the facts, ``school/alice``; "%" and "/"
+    in a tenant id are escaped, so no two callers share an id."""
+    if not tenant_id:
+        return user_id
+    return f"{tenant_id.replace('%', '%25').replace('/', '%2F')}/{user_id}"
 
 
 class Conversations:
@@ -45,10 +55,19 @@ class Conversations:
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(chat_conversations)")}
         if "last_answer" not in columns:  # a store made before the chat kept it
             self._db.execute("ALTER TABLE chat_conversations ADD COLUMN last_answer TEXT")
+        if "learner" not in columns:  # nor its learner: an erasure of the learner deletes the rows
+            self._db.execute("ALTER TABLE chat_conversations ADD COLUMN learner TEXT")
+        with self._lock:
+            owners = [row[0] for row in self._db.execute("SELECT DISTINCT owner FROM chat_conversations WHERE learner IS NULL")]
+            for owner in owners:
+                tenant, _, user = owner.partition("\x1f")
+                self._db.execute("UPDATE chat_conversations SET learner = ? WHERE owner = ? AND learner IS NULL",
+                                 (learner_of(tenant, user), owner))
 
-    def claim(self, owner: str, conversation_id: str | None) -> str:
-        """The conversation ``conversation_id`` of ``owner``: started now if unknown
-        (a new id when None); :class:`~memorist.errors.NotFoundError` if another owner's."""
+    def claim(self, owner: str, conversation_id: str | None, *, learner: str) -> str:
+        """The conversation ``conversation_id`` of ``owner`` (the learner ``learner``,
+        whose erasure deletes it): started now if unknown (a new id when None);
+        :class:`~memorist.errors.NotFoundError` if another owner's."""
         if conversation_id is None:
             conversation_id = uuid.uuid4().hex
         elif (not isinstance(conversation_id, str) or not conversation_id.strip() or len(conversation_id) > MAX_ID_CHARS
@@ -57,8 +76,8 @@ class Conversations:
         now = time.time()
         with self._lock:
             self._db.execute(
-                "INSERT OR IGNORE INTO chat_conversations (conversation_id, owner, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                (conversation_id, owner, now, now),
+                "INSERT OR IGNORE INTO chat_conversations (conversation_id, owner, created_at, updated_at, learner) VALUES (?, ?, ?, ?, ?)",
+                (conversation_id, owner, now, now, learner),
             )
             row = self._db.execute("SELECT owner FROM chat_conversations WHERE conversation_id = ?", (conversation_id,)).fetchone()
             if row[0] != owner:
@@ -93,4 +112,4 @@ class Conversations:
             self._db.close()
 
 
-__all__ = ["MAX_ID_CHARS", "Conversations"]
+__all__ = ["MAX_ID_CHARS", "Conversations", "learner_of"]

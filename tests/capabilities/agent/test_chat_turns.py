@@ -159,3 +159,47 @@ def test_a_mark_the_playbook_could_not_take_stays_to_be_marked_again(keys, monke
         again = client.post("/api/ai/chat/outcome", json={"conversationId": first["conversationId"], "outcome": "success"},
                             headers=alice)
         assert again.json()["applied"] is True
+
+
+def test_erasing_a_learner_takes_their_conversations_last_answer_from_the_chats_file(keys):
+    """The chat keeps a conversation's last question and answer, to be marked, in its
+    own file: an erasure of the learner left them there (and in the file's pages)."""
+    import sqlite3
+    from pathlib import Path
+
+    from memorist import Memory
+
+    db, alice, bob = keys
+    with chat(db) as client:
+        for headers, words in ((alice, "Vrendalquist"), (bob, "Quorbleton")):
+            assert client.post("/api/ai/chat", json={"message": f"I failed my {words} exam, explain derivatives",
+                                                     "memoryEnabled": False}, headers=headers).status_code == 200
+    with Memory(db, embedder="hashing") as memory:
+        memory.erase(user_id="school/alice")
+    with sqlite3.connect(db) as conn:
+        assert [row[0] for row in conn.execute("SELECT learner FROM chat_conversations")] == ["school/bob"]
+    data = b"".join(Path(name).read_bytes() for name in (db, db + "-wal") if Path(name).exists())
+    assert b"Vrendalquist" not in data and b"Quorbleton" in data
+
+
+def test_conversations_kept_before_their_learner_was_recorded_are_erased_with_them(tmp_path):
+    import sqlite3
+
+    from memorist import Memory
+    from memorist.agent.conversations import Conversations
+
+    db = str(tmp_path / "old.db")
+    Memory(db, embedder="hashing").close()  # the chat's store, with its table as an older chat made it
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE chat_conversations (conversation_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+                     "created_at REAL NOT NULL, updated_at REAL NOT NULL, turns INTEGER NOT NULL DEFAULT 0, last_answer TEXT)")
+        conn.executemany("INSERT INTO chat_conversations VALUES (?, ?, 0, 0, 1, ?)",
+                         [("c1", "school\x1falice", '{"question": "secret"}'), ("c2", "\x1fdefault", "{}"), ("c3", "a/b\x1fcarol", "{}")])
+    Conversations(db).close()
+    with sqlite3.connect(db) as conn:
+        assert dict(conn.execute("SELECT conversation_id, learner FROM chat_conversations")) == {
+            "c1": "school/alice", "c2": "default", "c3": "a%2Fb/carol"}
+    with Memory(db, embedder="hashing") as memory:
+        memory.erase(user_id="school/alice")
+    with sqlite3.connect(db) as conn:
+        assert [row[0] for row in conn.execute("SELECT conversation_id FROM chat_conversations ORDER BY 1")] == ["c2", "c3"]

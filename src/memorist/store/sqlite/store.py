@@ -319,6 +319,22 @@ def _stored_ids(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
     return found
 
 
+#: Tables other parts of Memorist keep in a SQLite store's file (the chat's
+#: conversations, with the learner's last question and answer), and the column naming
+#: the user each row is of: an erasure of that user (no agent, no run) deletes its rows.
+ERASED_BESIDE = (("chat_conversations", "learner"),)
+
+
+def _erase_beside(conn: sqlite3.Connection, owners: Sequence[ScopeFilter]) -> int:
+    users = sorted({o.user_id for o in owners if o.user_id is not None and o.agent_id is None and o.run_id is None})
+    deleted = 0
+    for table, column in ERASED_BESIDE if users else ():
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is None:
+            continue
+        deleted += conn.execute(f"DELETE FROM {table} WHERE {column} IN ({','.join('?' * len(users))})", users).rowcount
+    return deleted
+
+
 def _erased_rows(owned: list[tuple[str, list[Any]]], changed_by_runs: Sequence[str]) -> Iterator[tuple[str, str, list[Any]]]:
     """What an erasure removes, as (the condition on ``memories``, on ``events``, their
     arguments): each owner's rows (:meth:`SQLiteStore._owned`), then the memories of
@@ -1476,6 +1492,7 @@ class SQLiteStore(Store):
                             "UPDATE events SET old_text = NULL, new_text = NULL, payload = ? WHERE seq = ?", (TOMBSTONE, seq)
                         ).rowcount
                     counts = Erased(counts.memories, counts.vectors, counts.events + len(wider), counts.spaces)
+                    changed += _erase_beside(conn, owners)
                     spaces = sorted({space for _, args in owned for space in args if isinstance(space, int)})
                     for start in range(0, len(spaces), 500):  # other processes' indexes of them reload
                         chunk = spaces[start : start + 500]
