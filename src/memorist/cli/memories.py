@@ -318,7 +318,7 @@ def events(app: App, user_id: str | None, agent_id: str | None, run_id: str | No
 @cli.command()
 @pass_app
 def stats(app: App) -> None:
-    """Counts and identity of the store."""
+    """The tenant's counts (memories, users, events) and the store's identity."""
     data = app.memory().stats()
     app.emit(data, lambda: app.pairs(data))
 
