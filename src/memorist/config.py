@@ -491,8 +491,9 @@ def gemini_model() -> str | None:
 
 
 def ace_memory_file() -> str | None:
-    """``ACE_MEMORY_FILE``: the store of the tutoring playbooks when the
-    command names none with ``--db`` (None: unset or empty)."""
+    """``ACE_MEMORY_FILE``: the store of the tutoring playbooks (``memorist run-turn``,
+    ``memorist analyze``) when neither ``--db`` nor ``MEMORIST_DB`` names one (None:
+    unset or empty)."""
     return os.environ.get("ACE_MEMORY_FILE") or None
 
 

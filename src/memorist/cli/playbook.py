@@ -62,9 +62,20 @@ def _playbook(app: App, preset: str, *, create: bool = False, **overrides: Any) 
     # ACE_MEMORY_FILE chooses the playbooks' store unless --db (or
     # MEMORIST_DB) names one.
     chosen = config.ace_memory_file()
-    if chosen and click.get_current_context().find_root().get_parameter_source("db") in (ParameterSource.DEFAULT, None):
+    from_variable = bool(chosen) and click.get_current_context().find_root().get_parameter_source("db") in (ParameterSource.DEFAULT, None)
+    if from_variable:
         app.db = chosen
-    memory = app.memory(create=create)
+    try:
+        memory = app.memory(create=create)
+    except CommandError as exc:
+        if not from_variable:
+            raise
+        # The path came from ACE_MEMORY_FILE: point there, not at --db and MEMORIST_DB.
+        message = exc.message.replace("check --db (or MEMORIST_DB)", "check ACE_MEMORY_FILE, which names it (or give --db)")
+        message = message.replace("`memorist add` (or `memorist serve --create`)", "`memorist run-turn`")
+        if "ACE_MEMORY_FILE" not in message:
+            message += " (the store ACE_MEMORY_FILE names)"
+        raise CommandError(message) from exc
     return Playbook(memory, preset=preset, **{k: v for k, v in overrides.items() if v is not None})
 
 

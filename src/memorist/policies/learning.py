@@ -17,10 +17,11 @@ a boost for more evidence, times a decay for evidence that has grown old.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
-import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,9 +86,10 @@ def confidence(
 
 @dataclass(frozen=True, slots=True)
 class VersionRetention:
-    """Which playbook versions survive: the latest ``keep_latest``,
+    """Which playbook versions survive: the latest ``keep_latest`` (at least 1),
     every major version (``keep_all_major``), and those made in the last
-    ``keep_days`` days (None: no age rule). The current version always survives."""
+    ``keep_days`` days (None: no age rule; 0: none kept for its age). The current
+    version always survives."""
 
     keep_latest: int = 5
     keep_all_major: bool = True
@@ -217,6 +219,82 @@ def improvement(first: Sequence[float], recent: Sequence[float]) -> float:
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+#: What ``TRAJECTORY_RETENTION_DAYS`` also takes for "keep forever", and
+#: ``PLAYBOOK_VERSION_KEEP_DAYS`` for "no age rule" (not "forever" there: a version is
+#: then kept for its age not at all, the opposite of what the word says).
+_KEEP_FOREVER = ("none", "never", "forever")
+_NO_AGE_RULE = ("none", "never")
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """What a numeric setting holds: a whole number or not, and its range."""
+
+    what: str  # the message's description, e.g. "a number of days >= 0"
+    low: float
+    above: bool = False  # True: ``low`` itself is refused
+    high: float | None = None
+    whole: bool = False
+
+    def holds(self, value: Any) -> bool:
+        try:
+            if not finite_number(value) or (self.whole and not isinstance(value, int)):
+                return False
+        except OverflowError:  # an int beyond any float
+            return False
+        return (value > self.low if self.above else value >= self.low) and (self.high is None or value <= self.high)
+
+
+_DAYS = _Rule("a number of days >= 0", 0.0)
+_RATE = _Rule("a number from 0 to 1", 0.0, high=1.0)
+_LATEST = _Rule("a whole number >= 1 (a playbook keeps at least its latest version)", 1, whole=True)
+_COSINE = _Rule("a cosine above 0 and at most 1", 0.0, above=True, high=1.0)
+_HALF_LIFE = _Rule("a number of days above 0 (None: evidence never grows old)", 0.0, above=True)
+_COUNT = _Rule("a whole number >= 1", 1, whole=True)
+
+
+def _check(value: Any, source: str, rule: _Rule) -> Any:
+    """``value`` when it is a number ``rule`` allows; else a ConfigurationError naming ``source``."""
+    if not rule.holds(value):
+        raise ConfigurationError(f"{source} must be {rule.what}, got {value!r}")
+    return value
+
+
+def _from_environment(env: Mapping[str, str], variable: str, rule: _Rule, default: Any, *, none_words: tuple[str, ...] = ()) -> Any:
+    """The number ``variable`` holds, checked by ``rule`` with a message that names the
+    variable and quotes its text; ``default`` when it is unset or empty; None for one of
+    ``none_words``."""
+    raw = env.get(variable, "")
+    text = raw.strip()
+    if not text:
+        return default
+    if text.lower() in none_words:
+        return None
+    value: Any = None
+    if rule.whole:
+        # Digits only: "2.9" is refused rather than cut to 2.
+        value = int(text) if _WHOLE.fullmatch(text) else None
+    else:
+        with contextlib.suppress(ValueError):
+            value = float(text)
+    if not rule.holds(value):
+        also = " or 'none'" if none_words else ""
+        raise ConfigurationError(f"{variable} must be {rule.what}{also}, got {raw!r}")
+    return value
+
+
+def _flag(env: Mapping[str, str], variable: str, source: str, value: Any, default: bool) -> bool:
+    if value is not None:
+        if not isinstance(value, bool):
+            raise ConfigurationError(f"{source} must be True or False, got {value!r}")
+        return value
+    raw = env.get(variable, "").strip().lower()
+    if not raw:
+        return default
+    if raw not in _TRUE | _FALSE:
+        raise ConfigurationError(f"{variable} must be true or false, got {raw!r}")
+    return raw in _TRUE
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,10 +302,12 @@ class LearningConfig:
     """How the learning loop keeps trajectories, curates strategies and versions playbooks.
 
     The defaults: traces of 10 % of successes and of every failure are
-    stored, trajectories are deleted 30 days after they complete, strategies
-    merge at cosine ≥ 0.85, and playbook versions follow :class:`VersionRetention`.
+    stored, trajectories are deleted 30 days after they complete
+    (``trajectory_retention_days``; 0: never), strategies merge at cosine ≥ 0.85,
+    and playbook versions follow :class:`VersionRetention`.
     ``max_strategies`` bounds a playbook (the lowest-confidence entries go first);
-    ``confidence_half_life_days`` is the decay of old evidence; ``evidence_kept``
+    ``confidence_half_life_days`` is the half life of old evidence (None: it never
+    grows old); ``evidence_kept``
     is how many evidence entries (trajectory, outcome, time) a strategy lists (its
     counts cover all). Learning calls that name neither a user nor an agent act for
     ``default_agent_id``.
@@ -236,10 +316,11 @@ class LearningConfig:
     ``TRAJECTORY_RETENTION_DAYS``, ``TRAJECTORY_SAMPLE_RATE``,
     ``TRAJECTORY_ALWAYS_STORE_FAILURES``, ``PLAYBOOK_VERSION_KEEP_LATEST``,
     ``PLAYBOOK_VERSION_KEEP_ALL_MAJOR``, ``PLAYBOOK_VERSION_KEEP_DAYS``), when the
-    engine is built, never at import.
+    engine is built, never at import. The two ``..._DAYS`` variables also take
+    ``none`` (or ``never``): no age rule (for trajectories, as 0 does: kept forever).
     """
 
-    trajectory_retention_days: float | None = None  # 30; 0 or "none": keep forever
+    trajectory_retention_days: float | None = None  # 30; 0 (the variable: also "none"): keep forever
     trajectory_sample_rate: float | None = None  # 0.1
     always_store_failures: bool | None = None  # True
     versions: VersionRetention | None = None
@@ -253,67 +334,45 @@ class LearningConfig:
     retention_every: int = 16
 
     def resolved(self, environ: Mapping[str, str] | None = None) -> LearningConfig:
-        """A checked copy with the environment's values where this one has None."""
+        """A checked copy with the environment's values where this one has None.
+
+        A value that is not a number of the setting's kind and range (NaN, an
+        infinity, a string, a bool, 2.9 for a whole number, a negative number of
+        days) is a :class:`~memorist.ConfigurationError` naming the setting, or the
+        variable when the value came from the environment."""
         env = config.learning_environment() if environ is None else environ
-
-        def number(name: str, value: float | None, default: float | None, *, allow_none: bool = False) -> float | None:
-            if value is not None:
-                return value
-            raw = env.get(name, "").strip()
-            if not raw:
-                return default
-            if allow_none and raw.lower() in ("none", "never", "forever"):
-                return None
-            try:
-                number = float(raw)
-            except ValueError as exc:
-                raise ConfigurationError(f"{name} must be a number, got {raw!r}") from exc
-            if not finite_number(number):
-                raise ConfigurationError(f"{name} must be a finite number, got {raw!r}")
-            return number
-
-        def flag(name: str, value: bool | None, default: bool) -> bool:
-            if value is not None:
-                return value
-            raw = env.get(name, "").strip().lower()
-            if not raw:
-                return default
-            if raw not in _TRUE | _FALSE:
-                raise ConfigurationError(f"{name} must be true or false, got {raw!r}")
-            return raw in _TRUE
-
-        days = number("TRAJECTORY_RETENTION_DAYS", self.trajectory_retention_days, 30.0, allow_none=True)
-        rate = number("TRAJECTORY_SAMPLE_RATE", self.trajectory_sample_rate, 0.1)
-        failures = flag("TRAJECTORY_ALWAYS_STORE_FAILURES", self.always_store_failures, True)
+        days = self.trajectory_retention_days
+        if days is None:
+            days = _from_environment(env, "TRAJECTORY_RETENTION_DAYS", _DAYS, 30.0, none_words=_KEEP_FOREVER)
+        else:
+            _check(days, "trajectory_retention_days", _DAYS)
+        if days == 0:
+            days = None  # 0: never delete by age
+        rate = self.trajectory_sample_rate
+        if rate is None:
+            rate = _from_environment(env, "TRAJECTORY_SAMPLE_RATE", _RATE, 0.1)
+        else:
+            _check(rate, "trajectory_sample_rate", _RATE)
+        failures = _flag(env, "TRAJECTORY_ALWAYS_STORE_FAILURES", "always_store_failures", self.always_store_failures, True)
         versions = self.versions
         if versions is None:
-            latest = number("PLAYBOOK_VERSION_KEEP_LATEST", None, 5.0)
-            keep_days = number("PLAYBOOK_VERSION_KEEP_DAYS", None, 90.0, allow_none=True)
             versions = VersionRetention(
-                keep_latest=int(latest or 0),
-                keep_all_major=flag("PLAYBOOK_VERSION_KEEP_ALL_MAJOR", None, True),
-                keep_days=keep_days,
+                keep_latest=_from_environment(env, "PLAYBOOK_VERSION_KEEP_LATEST", _LATEST, 5),
+                keep_all_major=_flag(env, "PLAYBOOK_VERSION_KEEP_ALL_MAJOR", "versions.keep_all_major", None, True),
+                keep_days=_from_environment(env, "PLAYBOOK_VERSION_KEEP_DAYS", _DAYS, 90.0, none_words=_NO_AGE_RULE),
             )
-        if days is not None and days <= 0:
-            days = None  # 0: never delete by age
-        if rate is None or not 0.0 <= rate <= 1.0:
-            raise ConfigurationError(f"the trajectory sample rate must be in [0, 1], got {rate!r}")
         if not isinstance(versions, VersionRetention):
             raise ConfigurationError(f"versions must be a VersionRetention or a mapping of its fields, got {type(versions).__name__}")
-        latest, major, keep_days = versions.keep_latest, versions.keep_all_major, versions.keep_days
-        if isinstance(latest, bool) or not isinstance(latest, int) or latest < 1:
-            raise ConfigurationError(f"a playbook keeps at least its latest version: versions.keep_latest must be a whole number >= 1, got {latest!r}")
-        if not isinstance(major, bool):
-            raise ConfigurationError(f"versions.keep_all_major must be true or false, got {major!r}")
-        if keep_days is not None and (isinstance(keep_days, bool) or not isinstance(keep_days, int | float)
-                                      or not math.isfinite(keep_days) or keep_days < 0):
-            raise ConfigurationError(f"versions.keep_days must be a number of days >= 0 or None, got {keep_days!r}")
-        if not 0.0 < self.merge_threshold <= 1.0:
-            raise ConfigurationError(f"merge_threshold must be in (0, 1], got {self.merge_threshold!r}")
+        _check(versions.keep_latest, "versions.keep_latest", _LATEST)
+        if not isinstance(versions.keep_all_major, bool):
+            raise ConfigurationError(f"versions.keep_all_major must be True or False, got {versions.keep_all_major!r}")
+        if versions.keep_days is not None:
+            _check(versions.keep_days, "versions.keep_days", _DAYS)
+        _check(self.merge_threshold, "merge_threshold", _COSINE)
+        if self.confidence_half_life_days is not None:
+            _check(self.confidence_half_life_days, "confidence_half_life_days", _HALF_LIFE)
         for name in ("max_strategies", "evidence_kept", "retention_every"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigurationError(f"{name} must be a whole number >= 1, got {value!r}")
+            _check(getattr(self, name), name, _COUNT)
         if not isinstance(self.default_agent_id, str) or not self.default_agent_id.strip():
             raise ConfigurationError("default_agent_id must be a non-empty string")
         return dataclasses.replace(

@@ -103,6 +103,11 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
+def _whole(value: Any, low: int) -> bool:
+    """Whether ``value`` is a whole number >= ``low`` (not a bool, not 2.9 cut to 2)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
 @dataclass(frozen=True, slots=True)
 class PlaybookConfig:
     """How a :class:`~memorist.Playbook` learns, dedups, prunes and retrieves.
@@ -185,25 +190,29 @@ class PlaybookConfig:
         env = config.playbook_environment() if environ is None else environ
         max_new = self.max_new
         if max_new is None:
-            raw = env.get("ACE_CURATOR_MAX_NEW", "").strip()
-            try:
-                max_new = int(raw) if raw else 2
-            except ValueError as exc:
-                raise ConfigurationError(f"ACE_CURATOR_MAX_NEW must be a whole number, got {raw!r}") from exc
+            raw = env.get("ACE_CURATOR_MAX_NEW", "")
+            text = raw.strip()
+            if not text:
+                max_new = 2
+            elif text.isascii() and text.isdigit():  # not "2.9" cut to 2, nor "-1"
+                max_new = int(text)
+            else:  # refused here, so that the message names the variable the user set
+                raise ConfigurationError(f"ACE_CURATOR_MAX_NEW must be a whole number >= 0, got {raw!r}")
+        elif not _whole(max_new, 0):
+            raise ConfigurationError(f"max_new must be a whole number >= 0, got {max_new!r}")
         use_llm = self.use_llm
         if use_llm is None:
             raw = env.get("ACE_CURATOR_USE_LLM", "false").strip().lower()
             if raw not in _TRUE | _FALSE:
                 raise ConfigurationError(f"ACE_CURATOR_USE_LLM must be true or false, got {raw!r}")
             use_llm = raw in _TRUE
-        if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 0:
-            raise ConfigurationError(f"max_new must be a whole number >= 0, got {max_new!r}")
-        if isinstance(self.max_bullets, bool) or not isinstance(self.max_bullets, int) or self.max_bullets < 1:
-            raise ConfigurationError(f"max_bullets must be a whole number >= 1, got {self.max_bullets!r}")
+        elif not isinstance(use_llm, bool):
+            raise ConfigurationError(f"use_llm must be True, False or None, got {use_llm!r}")
+        for name, low in (("max_bullets", 1), ("top_k", 1), ("candidates", 1)):
+            if not _whole(getattr(self, name), low):
+                raise ConfigurationError(f"{name} must be a whole number >= {low}, got {getattr(self, name)!r}")
         if self.dedup not in ("semantic", "jaccard"):
             raise ConfigurationError(f"dedup must be 'semantic' or 'jaccard', got {self.dedup!r}")
-        if self.top_k < 1 or self.candidates < 1:
-            raise ConfigurationError("top_k and candidates must be >= 1")
         for name in ("dedup_threshold", "prune_threshold", "min_relevance"):
             value = getattr(self, name)
             if not finite_number(value):
