@@ -346,17 +346,30 @@ def with_body(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+class _RevalidatedStaticFiles(StaticFiles):
+    """The panel's files with ``Cache-Control: no-cache``: the browser asks each time
+    (an ETag answer is a 304 without a body), so after an upgrade it never runs an older
+    app.js, cached by heuristic, against the newer API."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers["Cache-Control"] = "no-cache"
+        return response
+
+
 def _register_panel(app: FastAPI) -> None:
     index = STATIC_DIR / "index.html"
+    static = _RevalidatedStaticFiles(directory=STATIC_DIR, check_dir=False)
 
     @app.get("/", include_in_schema=False)
-    def panel() -> Any:
+    def panel(request: Request) -> Any:
         if not index.is_file():
             return error_response(404, "the memory panel is not installed in this build; the API is documented at /docs")
-        return FileResponse(index, media_type="text/html")
+        # index.html as the static files are served: no-cache, ETag, 304 on a match.
+        return static.file_response(index, index.stat(), request.scope)
 
     if STATIC_DIR.is_dir():
-        app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
+        app.mount("/static", static, name="static")
 
 
 def _docs_assets() -> Path | None:

@@ -46,8 +46,8 @@ class Caller:
     agent_id: str | None = None
 
 
-_bearer = HTTPBearer(auto_error=False, description="An Memorist API key: `Authorization: Bearer ek_...`.")
-_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="An Memorist API key in the `X-API-Key` header.")
+_bearer = HTTPBearer(auto_error=False, description="A Memorist API key: `Authorization: Bearer ek_...`.")
+_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="A Memorist API key in the `X-API-Key` header.")
 
 
 async def current_caller(request: Request, _b: Annotated[Any, Depends(_bearer)], _k: Annotated[Any, Depends(_api_key)]) -> Caller:

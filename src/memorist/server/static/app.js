@@ -1,6 +1,6 @@
 // The memory panel: one project's memories, newest first, over Memorist's REST API.
 // Plain browser JavaScript, no build step, no dependency. Every piece of data is
-// written with textContent or setAttribute, never parsed as HTML.
+// written as text (textContent, text nodes, setAttribute), never parsed as HTML.
 "use strict";
 
 (function () {
@@ -9,6 +9,7 @@
   const SEARCH_LIMIT = 20;   // results of a search
   const CHIP_MAX = 80;       // characters of a metadata value shown in a chip
   const USERS_MAX = 1000;    // projects in the picker; beyond, they are opened by their id
+  const OPTION_MAX = 60;     // characters of a user id shown in the picker (the full id in its title)
 
   const $ = (id) => document.getElementById(id);
   const el = {
@@ -59,6 +60,9 @@
   async function api(method, path, body) {
     const headers = { Accept: "application/json" };
     const key = apiKey();
+    const bad = key ? badKeyMessage(key) : "";
+    // Not the "could not be reached" of a failed fetch: the request was never sent.
+    if (bad) throw new ApiError(0, "bad_key", bad);
     if (key) headers.Authorization = "Bearer " + key;
     if (body !== undefined) headers["Content-Type"] = "application/json";
     let response;
@@ -95,37 +99,97 @@
 
   const enc = encodeURIComponent;
 
+  // ---------------------------------------------------------------- text
+
+  // At most `max` characters (code points), with "…" when cut.
+  function shorten(text, max) {
+    const chars = Array.from(text);
+    return chars.length > max ? chars.slice(0, max - 1).join("") + "…" : text;
+  }
+
+  // A user's text (an id, a query, a message quoting one) inside the panel's own
+  // sentence: in a <bdi>, so a right-to-left id or a direction control in it takes its
+  // own direction and cannot reorder the words around it.
+  function bdi(text) {
+    const node = document.createElement("bdi");
+    node.textContent = text;
+    return node;
+  }
+
+  // Right-to-left letters or direction controls: text that needs isolating where no
+  // element can do it (an <option>'s label).
+  const BIDI = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFC\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069\u{10800}-\u{10FFF}\u{1E800}-\u{1EFFF}]/u;
+
+  function isolated(text) {
+    return BIDI.test(text) ? "\u2068" + text + "\u2069" : text;
+  }
+
+  // The service's message, with the field it names ("user_id: string should have at
+  // most 256 characters"): a 422's message leaves the field out.
+  function errorText(err) {
+    const message = String(err.message || "");
+    return err.field && !message.startsWith(`${err.field}:`) ? `${err.field}: ${message}` : message;
+  }
+
+  // What an HTTP header can carry of a key: printable ASCII (keys are "ek_" and
+  // URL-safe base64). Fetch refuses anything else before sending the request.
+  const NOT_IN_HEADER = /[^\x20-\x7E]/u;
+  // Characters that copying a key picks up and that no key holds: zero-width spaces
+  // and joiners, the byte-order mark.
+  const INVISIBLE = /[\u200B-\u200D\u2060\uFEFF]/g;
+
+  function badKeyMessage(key) {
+    const match = NOT_IN_HEADER.exec(key);
+    if (!match) return "";
+    const code = "U+" + match[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+    const shown = /^[\p{L}\p{N}\p{P}\p{S}]$/u.test(match[0]) ? `“${match[0]}” (${code})` : code;
+    return `The API key holds ${shown}, a character an HTTP header cannot carry: copy the key again.`;
+  }
+
   // ---------------------------------------------------------------- states
 
-  function announce(text) {
-    el.status.textContent = text;
+  // The status line: the panel's words as strings, a user's text as <bdi> nodes.
+  function announce(...parts) {
+    el.status.replaceChildren(...parts);
+  }
+
+  function isKeyError(err) {
+    return err.status === 401 || err.type === "bad_key";
   }
 
   function showError(err, what) {
+    // "Show more" had the focus: it goes to Retry, not to the page's start.
+    const hadFocus = el.more.contains(document.activeElement);
     el.list.replaceChildren();
     el.more.hidden = true;
+    el.more.removeAttribute("aria-disabled");
     el.list.removeAttribute("aria-busy");
     const where = err.status ? ` (HTTP ${err.status})` : "";
-    let text = `${what}: ${err.message}${where}`;
-    el.enterKey.hidden = err.status !== 401;
-    if (err.status === 401) {
+    const message = bdi(errorText(err));
+    let parts = [`${what}: `, message, where];
+    el.enterKey.hidden = !isKeyError(err);
+    if (err.type === "bad_key") {
+      keyRefused(err);
+    } else if (err.status === 401) {
       // With a key set, the service refused that key: say so, not that one is missing.
-      text = apiKey()
-        ? `The service refused the API key: ${err.message}${where}`
-        : `This service needs an API key. ${err.message}${where}`;
+      parts = apiKey()
+        ? ["The service refused the API key: ", message, where]
+        : ["This service needs an API key. ", message, where];
       keyRefused(err);
     }
-    el.errorMessage.textContent = text;
+    el.errorMessage.replaceChildren(...parts);
     el.error.hidden = false;
     announce("");
+    if (hadFocus) el.retry.focus();
   }
 
   // The key field is marked invalid, and says why, when the service refuses the key
-  // (or asks for one).
+  // (or asks for one), or the key cannot be sent at all.
   function keyRefused(err) {
     el.key.setAttribute("aria-invalid", "true");
     el.enterKey.textContent = apiKey() ? "Change the API key" : "Enter an API key";
-    if (apiKey()) el.keyState.textContent = `The service refused this key: ${err.message}`;
+    if (err.type === "bad_key") el.keyState.textContent = errorText(err);
+    else if (apiKey()) el.keyState.replaceChildren("The service refused this key: ", bdi(errorText(err)));
   }
 
   function keyAccepted() {
@@ -142,8 +206,12 @@
 
   function setHeading() {
     if (!state.user) el.heading.textContent = "Memories";
-    else if (state.query) el.heading.textContent = `Search results for “${state.query}” in ${state.user}`;
-    else el.heading.textContent = `Memories of ${state.user}, newest first`;
+    else if (state.query) el.heading.replaceChildren("Search results for “", bdi(state.query), "” in ", bdi(state.user));
+    else el.heading.replaceChildren("Memories of ", bdi(state.user), ", newest first");
+  }
+
+  function noMatch() {
+    return ["No memories match “", bdi(state.query), "”."];
   }
 
   // ---------------------------------------------------------------- rendering
@@ -161,16 +229,18 @@
   }
 
   function chipValue(value) {
-    const text = typeof value === "string" ? value : JSON.stringify(value);
-    return text.length > CHIP_MAX ? text.slice(0, CHIP_MAX - 1) + "…" : text;
+    return shorten(typeof value === "string" ? value : JSON.stringify(value), CHIP_MAX);
   }
 
   function addChip(list, key, value, kind) {
     const group = document.createElement("div");
     group.className = kind ? `chip chip-${kind}` : "chip";
+    // Each takes its own direction (an Arabic key, a Hebrew value).
     const dt = document.createElement("dt");
+    dt.dir = "auto";
     dt.textContent = key;
     const dd = document.createElement("dd");
+    dd.dir = "auto";
     const full = typeof value === "string" ? value : JSON.stringify(value);
     dd.textContent = chipValue(value);
     if (full !== dd.textContent) dd.title = full;
@@ -199,26 +269,29 @@
     if (!chips.children.length) chips.remove();
     else chips.setAttribute("aria-label", "Metadata");
     const del = li.querySelector(".delete");
-    const short = text.length > 60 ? text.slice(0, 59) + "…" : text;
+    const short = shorten(text, 60);
     del.setAttribute("aria-label", `Delete memory: ${short}`);
     del.addEventListener("click", () => askDelete(li, del, text));
     return li;
   }
 
+  // emptyText: a string, or the parts of a sentence (strings and <bdi> nodes).
   function render(results, emptyText) {
     el.list.replaceChildren(...results.map(renderItem));
     el.list.removeAttribute("aria-busy");
     if (!results.length) {
       const li = document.createElement("li");
       li.className = "empty";
-      li.textContent = emptyText;
+      li.append(...[].concat(emptyText));
       el.list.append(li);
     }
   }
 
   // ---------------------------------------------------------------- loading
 
-  async function load(kind) {
+  // more: the next page of the list, asked with "Show more", which stays where it is
+  // (aria-disabled while loading) so that it keeps the keyboard focus.
+  async function load(kind, { more = false } = {}) {
     state.lastLoad = kind;
     const ticket = ++state.ticket;
     clearError();
@@ -226,11 +299,17 @@
     if (!state.user) {
       el.list.replaceChildren();
       el.more.hidden = true;
+      el.more.removeAttribute("aria-disabled");
       announce("Choose a project to see its memories.");
       return;
     }
+    const shown = el.list.querySelectorAll(".memory").length;
     el.list.setAttribute("aria-busy", "true");
-    el.more.hidden = true;
+    if (more) el.more.setAttribute("aria-disabled", "true");
+    else {
+      el.more.hidden = true;
+      el.more.removeAttribute("aria-disabled");
+    }
     announce(kind === "search" ? "Searching…" : "Loading memories…");
     try {
       let data;
@@ -244,18 +323,32 @@
       if (ticket !== state.ticket) return;
       const results = Array.isArray(data && data.results) ? data.results : [];
       if (kind === "search") {
-        render(results, `No memories match “${state.query}”.`);
-        announce(results.length ? `${count(results.length)} found for “${state.query}”.` : `No memories match “${state.query}”.`);
+        render(results, noMatch());
+        if (results.length) announce(`${count(results.length)} found for “`, bdi(state.query), "”.");
+        else announce(...noMatch());
       } else {
+        const hadFocus = el.more.contains(document.activeElement);
         render(results, "No memories for this project yet");
+        el.more.removeAttribute("aria-disabled");
         el.more.hidden = results.length < state.limit;
         announce(results.length ? `${count(results.length)}, newest first.` : "No memories for this project yet.");
+        // The button went away under the focus: the focus goes to the first memory
+        // just loaded (or the last one, when none came).
+        if (hadFocus && el.more.hidden) focusAfterMore(shown);
       }
       keyAccepted();
     } catch (err) {
       if (ticket !== state.ticket) return;
       showError(err, kind === "search" ? "Search failed" : "Could not load the memories");
     }
+  }
+
+  function focusAfterMore(shown) {
+    const items = el.list.querySelectorAll(".memory");
+    const target = items[shown] || items[items.length - 1];
+    const button = target && target.querySelector(".delete");
+    if (button) button.focus();
+    else el.heading.focus();
   }
 
   function count(n) {
@@ -273,13 +366,17 @@
     } catch (err) {
       if (ticket !== state.usersTicket) return;
       fillPicker([]);
-      if (err.status === 401 && apiKey()) {
+      const message = bdi(errorText(err));
+      if (err.type === "bad_key") {
         keyRefused(err);
-        el.projectState.textContent = `The service refused the API key (${err.message}); enter another key to list the projects.`;
+        el.projectState.replaceChildren("Could not list the projects (", message, "); enter the key again.");
+      } else if (err.status === 401 && apiKey()) {
+        keyRefused(err);
+        el.projectState.replaceChildren("The service refused the API key (", message, "); enter another key to list the projects.");
+      } else if (err.status === 401) {
+        el.projectState.textContent = "Enter an API key to list the projects, or open a user id.";
       } else {
-        el.projectState.textContent = err.status === 401
-          ? "Enter an API key to list the projects, or open a user id."
-          : `Could not list the projects (${err.message}); open a user id instead.`;
+        el.projectState.replaceChildren("Could not list the projects (", message, "); open a user id instead.");
       }
       return;
     }
@@ -297,6 +394,18 @@
     }
   }
 
+  // A project's option: a long id cut short (the full id in its title), isolated from
+  // the count after it when it holds right-to-left text or direction controls.
+  function projectOption(id, memories) {
+    const short = shorten(id, OPTION_MAX);
+    const n = Number(memories);
+    const label = Number.isFinite(n) ? `${isolated(short)} (${count(n)})` : isolated(short);
+    const option = new Option(label, id);
+    option.dir = "auto";
+    if (short !== id) option.title = id;
+    return option;
+  }
+
   function fillPicker(users) {
     const options = [];
     const placeholder = new Option(users.length ? "Choose a project…" : "No projects listed", "");
@@ -306,10 +415,9 @@
       const id = String(u.user_id ?? "");
       if (!id || seen.has(id)) continue;
       seen.add(id);
-      const n = Number(u.memories);
-      options.push(new Option(Number.isFinite(n) ? `${id} (${count(n)})` : id, id));
+      options.push(projectOption(id, u.memories));
     }
-    if (state.user && !seen.has(state.user)) options.push(new Option(state.user, state.user));
+    if (state.user && !seen.has(state.user)) options.push(projectOption(state.user));
     el.project.replaceChildren(...options);
     el.project.value = state.user;
   }
@@ -320,7 +428,7 @@
     state.limit = PAGE;
     el.query.value = "";
     if (user && ![...el.project.options].some((o) => o.value === user)) {
-      el.project.append(new Option(user, user));
+      el.project.append(projectOption(user));
     }
     el.project.value = user;
     const hash = user ? "#user=" + enc(user) : "";
@@ -344,9 +452,14 @@
   function askDelete(item, button, text) {
     state.pending = { item, button };
     el.dialogMemory.textContent = text;
+    el.dialogMemory.scrollTop = 0;
     el.dialogError.textContent = "";
     el.dialogDelete.disabled = false;
     el.dialog.showModal();
+    // A long memory scrolls inside its quote (the question and the buttons stay in
+    // view): the quote is then reachable by keyboard to scroll it.
+    if (el.dialogMemory.scrollHeight > el.dialogMemory.clientHeight) el.dialogMemory.tabIndex = 0;
+    else el.dialogMemory.removeAttribute("tabindex");
     el.dialogCancel.focus();
   }
 
@@ -386,7 +499,8 @@
     } catch (err) {
       el.dialogDelete.disabled = false;
       const where = err.status ? ` (HTTP ${err.status})` : "";
-      el.dialogError.textContent = `Could not delete: ${err.message}${where}`;
+      el.dialogError.replaceChildren("Could not delete: ", bdi(errorText(err)), where);
+      if (err.type === "bad_key") keyRefused(err);
       return;
     }
     // Focus goes to the next memory's delete button, or the previous one's, or the heading.
@@ -398,7 +512,7 @@
     if (next) next.focus();
     else el.heading.focus();
     if (!el.list.querySelector(".memory")) {
-      render([], state.query ? `No memories match “${state.query}”.` : "No memories for this project yet");
+      render([], state.query ? noMatch() : "No memories for this project yet");
     }
     announce("Memory deleted.");
     loadUsers();  // the picker's counts
@@ -419,7 +533,16 @@
 
   el.keyForm.addEventListener("submit", (event) => {
     event.preventDefault();
-    const key = el.key.value.trim();
+    const key = el.key.value.replace(INVISIBLE, "").trim();
+    const bad = badKeyMessage(key);
+    if (bad) {
+      // Not used: fetch could not send it, and the service would never see it.
+      el.key.setAttribute("aria-invalid", "true");
+      el.keyState.textContent = apiKey() ? `${bad} The key set before is still in use.` : bad;
+      announce("The key was not used: it holds a character an HTTP header cannot carry.");
+      el.key.focus();
+      return;
+    }
     keptKey = key;
     try {
       if (key) sessionStorage.setItem(KEY_STORAGE, key);
@@ -501,8 +624,9 @@
   el.enterKey.addEventListener("click", () => el.key.focus());
 
   el.more.addEventListener("click", () => {
+    if (el.more.getAttribute("aria-disabled") === "true") return;  // the page is loading
     state.limit += PAGE;
-    load("list");
+    load("list", { more: true });
   });
 
   window.addEventListener("hashchange", () => {
