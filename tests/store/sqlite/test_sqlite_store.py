@@ -389,3 +389,38 @@ def test_a_filter_checked_by_the_store_reads_the_same_file_after_a_change_of_dir
         assert not (elsewhere / "mem.db").exists()  # no stray store made where the process went
     finally:
         memory.close()
+
+
+def test_a_re_embedding_keeps_the_vectors_of_memories_another_process_wrote_just_before_it(tmp_path, monkeypatch):
+    """The rows to re-embed were read before the write began: a memory committed by
+    another process in between lost its vector to the re-embedding's DELETE, and the
+    store was then damaged (a memory without a vector)."""
+    from contextlib import contextmanager
+
+    from memorist import Memory
+    from memorist.memory import reembed
+
+    db = str(tmp_path / "m.db")
+    with Memory(db, embedder="hashing") as m:
+        m.add("Likes sushi", user_id="alex", infer=False)
+    original = SQLiteStore._write
+    armed = {"writes": 0}
+
+    @contextmanager
+    def write_after_another_process(self, *args, **kwargs):
+        armed["writes"] += 1
+        if armed["writes"] == 2:  # the re-embedding's own write: another process commits first
+            with Memory(db, embedder="hashing") as other:
+                other.add("Plays chess on Sundays", user_id="bob", infer=False)
+        with original(self, *args, **kwargs) as conn:
+            yield conn
+
+    monkeypatch.setattr(SQLiteStore, "_write", write_after_another_process)
+    result = reembed(db, "hashing")
+    monkeypatch.undo()
+    assert result == {"indexed": 2, "re_embedded": 2}
+    with raw(db) as c:
+        assert c.execute("SELECT count(*) FROM memories m WHERE NOT EXISTS "
+                         "(SELECT 1 FROM embeddings e WHERE e.memory_rowid = m.rowid)").fetchone()[0] == 0
+    with Memory(db, embedder="hashing") as m:
+        assert [r["memory"] for r in m.search("chess", user_id="bob")["results"]] == ["Plays chess on Sundays"]

@@ -1354,10 +1354,12 @@ class SQLiteStore(Store):
                 conn.execute("UPDATE spaces SET generation = generation + 1")
             re_embedded = 0
             if embed is not None:
-                rows = self._conn.execute(
-                    "SELECT rowid, space_id, search_text FROM memories WHERE status = 'active' ORDER BY rowid"
-                ).fetchall()
                 with self._write() as conn:
+                    # Read inside the write: a memory another process commits before it
+                    # would lose its vector to the DELETE below, and never be re-embedded.
+                    rows = conn.execute(
+                        "SELECT rowid, space_id, search_text FROM memories WHERE status = 'active' ORDER BY rowid"
+                    ).fetchall()
                     conn.execute("DELETE FROM embeddings")
                     conn.execute("UPDATE spaces SET generation = generation + 1")
                     for start in range(0, len(rows), 256):
