@@ -311,6 +311,30 @@ def test_another_embedder_is_refused_and_reindex_switches(opened, memory_target)
     assert texts(again.search("chess", user_id="alex", limit=1)) == ["Plays chess"]
 
 
+@pytest.mark.parametrize("other", ["hashing:256", "hashing-other"])
+def test_a_process_open_while_another_re_embeds_never_writes_the_old_embedders_vectors(opened, other, memory_target):
+    """A process checked the store's embedder once: after another re-embedded the store
+    (another dimension, or the same), its adds still wrote vectors of the old one, and
+    every search of the scope failed, or compared two models' vectors in silence."""
+    from memorist.embed import HashingEmbedder
+
+    running = opened()
+    remember(running, "Likes sushi")
+    remember(running, "Plays chess")
+    elsewhere = opened(embedder="hashing")
+    new = HashingEmbedder(dim=256) if other == "hashing:256" else HashingEmbedder()
+    if other == "hashing-other":
+        new.name = "hashing-other"  # the same dimension, another model
+    elsewhere.store.reindex(new.embed, name=new.name, dim=new.dim)
+    with pytest.raises(EmbedderMismatchError, match=f"holds vectors of {new.name}"):
+        running.add("Walks the dog", user_id="alex", infer=False)
+    assert texts(elsewhere.get_all(user_id="alex")) and "Walks the dog" not in texts(elsewhere.get_all(user_id="alex"))
+    if memory_target.startswith(("postgresql:", "postgres:")):
+        return  # (its searches compare in the database: left as they are)
+    with pytest.raises(EmbedderMismatchError, match=f"holds vectors of {new.name}"):
+        running.search("sushi", user_id="alex")  # its query's vector is the old model's
+
+
 # concurrent writers ----------------------------------------------------------------------------
 
 

@@ -314,6 +314,7 @@ class _PostgresBatch(Batch):
         self._bumped: set[tuple[str, str, str]] = set()
         #: Memories written per space id (adds, updates, deletes): see TextIndexes.after_write.
         self.written: dict[int, int] = {}
+        self.identity_dim = 0  # the vector dimension whose embedder this transaction checked
 
     # spaces: the lock first, then anything read or written ----------------------------
     def _lock(self, space: tuple[str, str, str]) -> None:
@@ -370,7 +371,9 @@ class _PostgresBatch(Batch):
 
     def _put_vector(self, rowid: int, space: int, vector: np.ndarray) -> None:
         vector = np.ascontiguousarray(vector, dtype=np.float32)
-        self._store._record_identity(self._conn, vector.shape[0])
+        if self.identity_dim != vector.shape[0]:  # once a transaction: another process may have re-embedded since the last
+            self._store._record_identity(self._conn, vector.shape[0])
+            self.identity_dim = vector.shape[0]
         self._conn.execute(
             "INSERT INTO embeddings (memory_rowid, space_id, vector) VALUES (%s, %s, %b) "
             "ON CONFLICT (memory_rowid) DO UPDATE SET vector = EXCLUDED.vector, space_id = EXCLUDED.space_id",
@@ -571,7 +574,6 @@ class PostgresStore(Store):
         self._text = TextIndexes(self.label, self._pool_connection, _unescape, above=above, max_rows=most)
         self._local = _Local()
         self._bound: tuple[str, int] | None = None
-        self._identity_checked = 0  # as in SQLiteStore: trusted once read back from the store
         self._touches = TouchBuffer()
         self._flushing: TouchBuffer | None = None  # taken from _touches by a flush not yet committed
         self._touch_lock = threading.RLock()  # _touches and _flushing
@@ -883,13 +885,14 @@ class PostgresStore(Store):
 
     def bind_embedder(self, name: str, dim: int) -> None:
         self._bound = (name, dim)
-        self._identity_checked = 0
 
     def _record_identity(self, conn: Any, dim: int) -> None:
         """Inside a write: record the bound identity (and build the vector index for
-        its dimension) if the store has none yet; refuse vectors of another one."""
-        if self._identity_checked == dim:
-            return
+        its dimension) if the store has none yet; refuse vectors of another one. Read
+        in each write, under the lock a re-embedding waits for (it locks the table
+        against writers): another process may re-embed the store while this one is
+        open, and not between this read and the commit."""
+        conn.execute("LOCK TABLE embeddings IN ROW EXCLUSIVE MODE")
         stored = self._stored_identity(conn)
         if stored is None:
             # The first vector of the store: one writer records it, the others wait
@@ -903,7 +906,6 @@ class PostgresStore(Store):
                     f"{self.label} holds vectors of {stored[0]} ({stored[1]} dims); "
                     f"refusing to write vectors of {bound[0] if bound else 'another embedder'} ({dim} dims)"
                 )
-            self._identity_checked = dim
             return
         if bound is None or bound[1] != dim:
             raise StoreError(f"{self.label}: no embedder bound for a {dim}-dim vector; call bind_embedder first")
@@ -922,7 +924,6 @@ class PostgresStore(Store):
 
     @_translating("recording the embedder identity", decode=False)
     def set_embedder_identity(self, name: str, dim: int) -> None:
-        self._identity_checked = 0
         with self._pool_connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (pg_schema.lock_key("memorist", self.schema, "identity"),))
             self._write_identity(conn, name, dim)
@@ -1530,7 +1531,6 @@ class PostgresStore(Store):
     # maintenance -------------------------------------------------------------------------
     @_translating("reindex", decode=False)
     def reindex(self, embed: Callable[[list[str]], np.ndarray] | None = None, *, name: str | None = None, dim: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
-        self._identity_checked = 0
         self.flush()
         re_embedded = 0
         with self._pool_connection() as conn:
@@ -1587,6 +1587,8 @@ class PostgresStore(Store):
                     # Every process's in-process indexes reload (no event of a space names these vectors).
                     pg_schema.set_meta(conn, **{VECTORS_REWRITTEN: str(seq)})
             indexed = conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0]
+        if embed is not None and name is not None and dim is not None:
+            self._bound = (name, dim)  # the store is the new embedder's, and so is this process's writing
         self.build_indexes()  # the large spaces' HNSW indexes, missing or damaged ones too
         return {"indexed": int(indexed), "re_embedded": re_embedded}
 
@@ -1632,7 +1634,6 @@ class PostgresStore(Store):
 
     @_translating("reset", decode=False)
     def reset(self) -> None:
-        self._identity_checked = 0
         with self._flush_lock, self._touch_lock:
             self._touches.clear()
         with self._pool_connection() as conn, conn.transaction():

@@ -100,6 +100,7 @@ class _SQLiteBatch(Batch):
         self.index_upserts: dict[int, list[Row]] = {}
         self.index_removals: dict[int, list[str]] = {}
         self.last_seq = 0  # the last event this transaction appended
+        self.identity_dim = 0  # the vector dimension whose embedder this transaction checked
 
     def _space(self, scope: Scope) -> int:
         space = self._space_ids.get(scope.space)
@@ -131,7 +132,9 @@ class _SQLiteBatch(Batch):
             rowid = self._conn.execute("SELECT rowid FROM memories WHERE id = ?", (record.id,)).fetchone()[0]
         if vector is not None:
             vector = np.ascontiguousarray(vector, dtype=np.float32)
-            self._store._record_identity(self._conn, vector.shape[0])
+            if self.identity_dim != vector.shape[0]:  # once a transaction: another process may have re-embedded since the last
+                self._store._record_identity(self._conn, vector.shape[0])
+                self.identity_dim = vector.shape[0]
             self._conn.execute(
                 "INSERT OR REPLACE INTO embeddings (memory_rowid, space_id, vector) VALUES (?, ?, ?)",
                 (rowid, space, vector.tobytes()),
@@ -391,7 +394,6 @@ class SQLiteStore(Store):
         # The vector dimension already checked against meta in this session (0: not yet).
         # A failed transaction may have recorded nothing, so it is only trusted
         # once the identity was read back from the store.
-        self._identity_checked = 0
         self._indexes = IndexCache(self.path, files=index_files)
         _OPEN.add(self)
         self._touches = TouchBuffer()
@@ -748,12 +750,11 @@ class SQLiteStore(Store):
 
     def bind_embedder(self, name: str, dim: int) -> None:
         self._bound = (name, dim)
-        self._identity_checked = 0
 
     def _record_identity(self, conn: sqlite3.Connection, dim: int) -> None:
-        """Inside a write: record the bound identity if the store has none yet."""
-        if self._identity_checked == dim:
-            return
+        """Inside a write: record the bound identity if the store has none yet; refuse
+        vectors of another one (read in each write: another process may re-embed the
+        store while this one is open)."""
         rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')").fetchall())
         bound = self._bound
         if "embedder_name" in rows:
@@ -763,7 +764,6 @@ class SQLiteStore(Store):
                     f"{self.path} holds vectors of {stored[0]} ({stored[1]} dims); "
                     f"refusing to write vectors of {bound[0] if bound else 'another embedder'} ({dim} dims)"
                 )
-            self._identity_checked = dim
             return
         if bound is None or bound[1] != dim:
             raise StoreError(f"{self.path}: no embedder bound for a {dim}-dim vector; call bind_embedder first")
@@ -772,7 +772,6 @@ class SQLiteStore(Store):
 
     @_store_write_errors
     def set_embedder_identity(self, name: str, dim: int) -> None:
-        self._identity_checked = 0
         with self._write() as conn:
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_name', ?)", (name,))
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
@@ -1022,7 +1021,16 @@ class SQLiteStore(Store):
 
     # vector search -----------------------------------------------------------------
     def _index(self, space: int, generation: int) -> SpaceIndex:
-        """The space's in-process index, current to ``generation`` (see :class:`IndexCache`)."""
+        """The space's in-process index, current to ``generation`` (see :class:`IndexCache`).
+        One that is (re)loaded is first checked to hold the bound embedder's vectors:
+        another process may have re-embedded the store since this one opened it."""
+        if self._bound is not None and self._indexes.current(space, generation) is None:
+            stored = self.embedder_identity()
+            if stored is not None and stored != self._bound:
+                raise EmbedderMismatchError(
+                    f"{self.path} holds vectors of {stored[0]} ({stored[1]} dims) now (re-embedded since it was opened); "
+                    f"this process embeds with {self._bound[0]} ({self._bound[1]} dims): open it again with {stored[0]}"
+                )
         return self._indexes.get(self._conn, space, generation, self._dim)
 
     def _dim(self) -> int:
@@ -1340,7 +1348,6 @@ class SQLiteStore(Store):
     @_store_write_errors
     def reindex(self, embed: Callable[[list[str]], np.ndarray] | None = None, *, name: str | None = None, dim: int | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
         with self._lock:
-            self._identity_checked = 0
             self.flush()
             self._indexes.clear()
             with self._write() as conn:
@@ -1377,6 +1384,8 @@ class SQLiteStore(Store):
                         conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dim', ?)", (str(dim),))
                     conn.execute("INSERT INTO events (ts, op, payload) VALUES (?, 'reindex', ?)", (time.time(), dumps({"embedder": name, "re_embedded": re_embedded})))
             self._indexes.remove_files()  # of the old vectors
+            if embed is not None and name is not None and dim is not None:
+                self._bound = (name, dim)  # the store is the new embedder's, and so is this process's writing
             indexed = self._conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0]
             return {"indexed": int(indexed), "re_embedded": re_embedded}
 
@@ -1431,7 +1440,6 @@ class SQLiteStore(Store):
     @_store_write_errors
     def reset(self) -> None:
         with self._lock:
-            self._identity_checked = 0
             self._touches.clear()
             with self._write() as conn:
                 conn.execute("DROP TRIGGER IF EXISTS events_no_update")
