@@ -236,6 +236,8 @@ class Memory:
             speaker_keys=self.config.retrieval.speaker_keys,
             context_keys=self.config.retrieval.context_keys,
             fact_keys=self.config.retrieval.fact_keys,
+            max_metadata_depth=self.config.max_metadata_depth,
+            max_metadata_bytes=self.config.max_metadata_bytes,
         )
         self._search = Searcher(self.store, self.config, policy)
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()

@@ -4,6 +4,10 @@
 (ADD / UPDATE / DELETE / NONE) → apply every decision and the turn's event in one
 transaction. ``infer=False``: every non-system message is stored verbatim, with one
 batched embedding call for the whole list.
+
+What a turn is reconciled against is :func:`candidates_of` its scope: a user's or an
+agent's memories last across conversations, so a turn of one run of theirs may
+confirm, update or delete what another run said; a scope of a run alone is that run.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import validate
 from ..embed.base import Embedder
+from ..errors import ValidationError
 from ..llm.base import recording
 from ..model import (
     DEFAULT_CLASS,
@@ -27,6 +33,7 @@ from ..model import (
     MemoryRecord,
     Message,
     Scope,
+    Status,
     from_epoch,
     is_fact,
     new_id,
@@ -36,6 +43,7 @@ from ..policies.search_keys import memory_key
 from ..policies.text import content_hash
 from ..reserved import STORE_ITEM_KEY
 from ..roles.base import Extractor, Reconciler
+from ..roles.extractor import MAX_FACTS_PER_TURN, first_facts
 from ..store.base import Batch, ScopeFilter, Store
 from ..store.sql import CHANGED_BY_RUNS
 from .llm_events import turn_flags, write_llm_calls
@@ -51,6 +59,31 @@ DECIDE_TRIES = 3
 #: meanwhile must be to leave the candidates unchanged (float32 products of the
 #: index and of this check may differ in their last bits).
 _SCORE_MARGIN = 1e-4
+
+
+def candidates_of(scope: Scope) -> ScopeFilter:
+    """The memories a turn added in ``scope`` is reconciled against, and checked for
+    duplicates in: its space (tenant, user, agent), whatever the run, when a user or
+    an agent is named (their memories last across conversations); else the run's
+    own. The space of no user and no agent holds every run-only conversation of the
+    tenant, unrelated people's: one must neither change nor absorb another's facts."""
+    if scope.user_id or scope.agent_id:
+        return ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
+    return ScopeFilter(scope.tenant_id, "", "", scope.run_id)
+
+
+def _holds(record: MemoryRecord | None, candidates: ScopeFilter) -> bool:
+    """Whether ``record`` is a stored fact a turn of ``candidates`` may find its text
+    in: active, among them, a fact (no strategy saying the same words), and no
+    LangGraph store's item (the app owns it and may delete it: the reconciler is
+    never shown one either, see :meth:`Ingestor._similar_facts`)."""
+    return (
+        record is not None
+        and record.status is Status.ACTIVE
+        and candidates.matches(record.scope)
+        and is_fact(record)
+        and STORE_ITEM_KEY not in record.metadata
+    )
 
 
 class _ScopeMoved(Exception):
@@ -221,19 +254,26 @@ class Ingestor:
         context_keys: bool = True,
         fact_keys: bool = True,
         decay_days: float | None = None,
+        max_metadata_depth: int = validate.METADATA_DEPTH,
+        max_metadata_bytes: int = validate.METADATA_BYTES,
     ) -> None:
         from ..roles.extractor import HeuristicExtractor
 
         self.speaker_keys = speaker_keys
         self.context_keys = context_keys
         self.fact_keys = fact_keys
-        self._key_extractor = HeuristicExtractor()
+        # Every fact of a turn is a search key (not memories to reconcile): no cap.
+        self._key_extractor = HeuristicExtractor(max_facts=None)
         self.store = store
         self.embedder = embedder
         self.extractor = extractor
         self.reconciler = reconciler
         self.similar_k = similar_k
         self.decay_days = decay_days
+        #: The limits of a memory's metadata (``MemoryConfig``'s), which a merge of the
+        #: call's metadata with a message's or a memory's must keep to as well.
+        self.max_metadata_depth = max_metadata_depth
+        self.max_metadata_bytes = max_metadata_bytes
         #: Called on every new memory before it is written (a policy's start
         #: values: the energy policy sets energy and tier). None: nothing.
         self.prepare: Callable[[MemoryRecord], None] | None = None
@@ -294,19 +334,22 @@ class Ingestor:
 
     def add_verbatim(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float, plain_text: bool,
                      importance: float | None = None) -> dict[str, Any]:
-        kept = [m for m in messages if m.role != "system" and m.content.strip()]
+        """Store each non-system message as it is; refused (:class:`ValidationError`,
+        nothing written) when a message's metadata merged with the call's is past the
+        limits."""
+        kept: list[Message] = []
+        metas: list[dict[str, Any]] = []
+        for position, message in enumerate(messages):
+            if message.role != "system" and message.content.strip():
+                kept.append(message)
+                metas.append(self._verbatim_metadata(message, position, metadata, plain_text=plain_text))
         keys = self._keys(kept, conversation=not plain_text, at=at)
         vectors = self.embedder.embed(keys)
         kind = Kind.FACT if plain_text else Kind.TURN
         results = []
         with self.store.transaction() as batch:
             turn = batch.event("turn", scope, payload=self._turn_payload(messages, metadata, at, False, importance))
-            for i, (message, vector) in enumerate(zip(kept, vectors, strict=True)):
-                meta = {**metadata, **(message.metadata or {})}
-                if not plain_text:
-                    meta.setdefault("role", message.role)
-                    if message.name:
-                        meta.setdefault("name", message.name)
+            for i, (message, meta, vector) in enumerate(zip(kept, metas, vectors, strict=True)):
                 # Later messages of one call are later in time, so order survives.
                 when = message.timestamp if message.timestamp is not None else at + i * 1e-6
                 record = make_record(message.content, scope, kind=kind, at=when, metadata=meta, lineage={"turn_event": turn}, importance=importance)
@@ -316,6 +359,38 @@ class Ingestor:
                 batch.add(record, vector)
                 results.append({"id": record.id, "memory": record.text, "event": "ADD"})
         return {"results": results, "message": _summary({"ADD": len(results)})}
+
+    def _verbatim_metadata(self, message: Message, position: int, metadata: dict[str, Any], *, plain_text: bool) -> dict[str, Any]:
+        """The metadata ``message`` (``messages[position]``) is stored with: the
+        call's, the message's over it, and in a conversation its role and speaker.
+        Each was checked alone; the merge is checked too (a memory stored past the
+        limits could not be updated or imported again), and refused naming the
+        message's metadata (the call's when the message has none)."""
+        meta = {**metadata, **(message.metadata or {})}
+        if not plain_text:
+            meta.setdefault("role", message.role)
+            if message.name:
+                meta.setdefault("name", message.name)
+        field = f"messages[{position}].metadata" if message.metadata else "metadata"
+        try:
+            validate.metadata(meta, field=field, max_depth=self.max_metadata_depth, max_bytes=self.max_metadata_bytes)
+        except ValidationError as exc:
+            merged = "merged with the call's metadata" if message.metadata else f"with the role and name of messages[{position}]"
+            raise ValidationError(field, f"{merged}, {str(exc).split(': ', 1)[1]}") from None
+        return meta
+
+    def extract(self, messages: Sequence[Message], *, at: float, note: bool = False) -> list[Fact]:
+        """The facts of a turn: the extractor's (its :meth:`~Extractor.note` with
+        ``note``, when it found none), at most its ``max_facts`` or
+        :data:`~memorist.roles.extractor.MAX_FACTS_PER_TURN`, the first ones (the cut
+        is logged): whatever the extractor, one turn's reconciliation is bounded."""
+        facts = self.extractor.extract(messages, timestamp=from_epoch(at))
+        if not facts and note:
+            facts = self.extractor.note(messages[0].content)
+        limit = getattr(self.extractor, "max_facts", None)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            limit = MAX_FACTS_PER_TURN
+        return first_facts(list(facts), limit, f"the {type(self.extractor).__name__}")
 
     def add_inferred(self, messages: Sequence[Message], scope: Scope, *, metadata: dict[str, Any], at: float,
                      importance: float | None = None, note: bool = False) -> dict[str, Any]:
@@ -334,15 +409,13 @@ class Ingestor:
         ``note``: ``messages`` is one text the caller gave as a thing to remember; if
         extraction finds no fact in it, the extractor's :meth:`~Extractor.note` may.
         """
-        space = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
+        space = candidates_of(scope)
         # The recording sees the LLM calls and role fallbacks of this turn: a failed
         # extraction leaves the turn pending (see pipelines/reprocess.py). The turn's
         # calls are written with it; a model that just failed on the way is not asked
         # again in it (the reconciler then decides heuristically).
         with recording(turn=True) as rec:
-            facts = self.extractor.extract(messages, timestamp=from_epoch(at))
-            if not facts and note:
-                facts = self.extractor.note(messages[0].content)
+            facts = self.extract(messages, at=at, note=note)
             vectors = self.embedder.embed([f.text for f in facts]) if facts else np.zeros((0, self.embedder.dim), np.float32)
             turn = _Turn(self, scope, space, facts, vectors)
             turn.decide()
@@ -454,17 +527,20 @@ class Ingestor:
         ``turn`` is the seq of the turn event the change is attributed to;
         ``vector_of`` maps fact texts to the embeddings already computed (others are
         embedded here); ``allowed`` are the ids the reconciler was shown, the only
-        ones it may update or delete. An ADD of a text already stored is a NONE.
+        ones it may update or delete. An ADD of a text already stored (as a fact
+        among :func:`candidates_of` the scope) is a NONE; an UPDATE to such a text
+        is a DELETE of its target (the fact it now states is held already).
         Under a decay window (``decay_days``), a fact judged already stored renews
         the memory holding it: repeating a fact keeps it (or brings it back) in view.
         ``importance`` (the caller's) wins over the extractor's estimate for the fact;
-        an UPDATE keeps the memory's importance unless the caller gave one. An UPDATE
-        or DELETE logs the memory as it was, so :func:`memorist.pipelines.undo.rollback`
-        can restore it. ``operation``: the id of the replacement this decision is part
-        of, written in its event; a DELETE of it adds the memory to ``replaced`` and
-        records them all, with ``created`` (the replacing memory, added just before),
-        so that the operation's last DELETE undoes all of it. Public for the same
-        reason as :meth:`similar`.
+        an UPDATE keeps the memory's importance unless the caller gave one, and merges
+        ``metadata`` into the memory's unless that passes the limits (it then keeps
+        its own). An UPDATE or DELETE logs the memory as it was, so
+        :func:`memorist.pipelines.undo.rollback` can restore it. ``operation``: the id
+        of the replacement this decision is part of, written in its event; a DELETE of
+        it adds the memory to ``replaced`` and records them all, with ``created`` (the
+        replacing memory, added just before), so that the operation's last DELETE
+        undoes all of it. Public for the same reason as :meth:`similar`.
         """
         action = decision.action
         if action is not Action.ADD and decision.target_id not in allowed:
@@ -477,12 +553,7 @@ class Ingestor:
         if operation is not None:
             payload[OPERATION_ID] = operation
         if action is Action.ADD:
-            digest = content_hash(decision.text)
-            duplicate = batch.find_active_hash(scope, digest)
-            if duplicate is not None:
-                held = batch.get_many([duplicate]).get(duplicate)
-                if held is None or not is_fact(held):
-                    duplicate = None  # a strategy saying the same words is no fact: the fact is added
+            duplicate = self._holder(batch, scope, content_hash(decision.text))
             if duplicate is not None:
                 # Already stored, perhaps by a concurrent writer: a NONE.
                 return self._renew(batch, duplicate, at=at, payload=payload)
@@ -502,17 +573,24 @@ class Ingestor:
         current = self.store.get(decision.target_id)  # type: ignore[arg-type]
         if current is None or current.status.value != "active":
             return None
+        digest = content_hash(decision.text)
+        if action is Action.UPDATE and digest != current.content_hash:
+            holder = self._holder(batch, scope, digest, besides=current.id)
+            if holder is not None:
+                # Another memory already says what this one would: it is retired, not
+                # made a second copy (left as it was, it would state what the fact replaced).
+                action = Action.DELETE
+                payload["reason"] = f"updated to '{decision.text}', which memory {holder} already holds"
         if action is Action.UPDATE:
             vector = vector_of.get(decision.text)
             if vector is None:
                 vector = self.embedder.embed_one(decision.text)
-            merged_meta = {**current.metadata, **metadata}
             updated = current.copy(
                 text=decision.text,
                 search_text=decision.text,
-                content_hash=content_hash(decision.text),
+                content_hash=digest,
                 updated_at=max(at, current.created_at),
-                metadata=merged_meta,
+                metadata=self._merged_metadata(current, metadata),
                 lineage=changed_by(current, scope.run_id, {**current.lineage, "updated_by_turn": turn}),
                 importance=current.importance if importance is None else importance,
             )
@@ -524,6 +602,33 @@ class Ingestor:
             before = list(replaced)
         batch.delete(current, payload={**payload, UNDO: undo_payload(before, created)})
         return {"id": current.id, "memory": current.text, "event": "DELETE"}
+
+    def _holder(self, batch: Batch, scope: Scope, digest: str, *, besides: str | None = None) -> str | None:
+        """The id of a stored fact among :func:`candidates_of` ``scope`` whose text
+        has the hash ``digest`` (see :func:`_holds`), other than ``besides``; None when
+        there is none. Read inside the write transaction, so two writers of one text
+        cannot both miss each other."""
+        candidates = candidates_of(scope)
+        found = batch.find_active_hash(scope, digest)  # any row of the space, first
+        if found is None:
+            return None
+        if found != besides and _holds(batch.get_many([found]).get(found), candidates):
+            return found
+        # That row is no such fact (another run's, an item, a strategy): another may be.
+        return next((r.id for r in self.store.find_by_hash(candidates, digest) if r.id != besides and _holds(r, candidates)), None)
+
+    def _merged_metadata(self, current: MemoryRecord, metadata: dict[str, Any]) -> dict[str, Any]:
+        """``metadata`` merged into ``current``'s, or ``current``'s own when the merge
+        would pass the limits (a memory past them could not be updated or imported
+        again)."""
+        merged = {**current.metadata, **metadata}
+        if metadata:
+            try:
+                validate.metadata(merged, max_depth=self.max_metadata_depth, max_bytes=self.max_metadata_bytes)
+            except ValidationError as exc:
+                logger.warning("memorist: the turn's metadata is not merged into memory %s: %s", current.id, exc)
+                return dict(current.metadata)
+        return merged
 
     def _renew(self, batch: Batch, memory_id: str, *, at: float, payload: dict[str, Any]) -> dict[str, Any] | None:
         """A repeated fact under a decay window: the memory's validity restarts at ``at``.

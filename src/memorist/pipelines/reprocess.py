@@ -29,9 +29,10 @@ import numpy as np
 
 from ..errors import StoreError
 from ..llm.base import recording
-from ..model import EventRecord, MemoryRecord, Message, Status, from_epoch
+from ..model import EventRecord, MemoryRecord, Message, Status
 from ..policies.text import content_hash
 from ..store.base import ScopeFilter
+from .ingest import candidates_of
 from .llm_events import turn_flags, write_llm_calls
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def reprocess_turn(ingestor: Ingestor, event: EventRecord) -> dict[str, Any]:
     metadata = payload.get("metadata") if isinstance(payload.get("metadata"), dict) else {}
     importance = _importance(payload)
     with recording(turn=True) as rec:
-        facts = ingestor.extractor.extract(messages, timestamp=from_epoch(at))
+        facts = ingestor.extract(messages, at=at)  # capped per turn, as an add's
         failed = rec.failed("extractor")
         if failed is None:
             provisional = provisional_memories(ingestor, event)
@@ -108,7 +109,7 @@ def reprocess_turn(ingestor: Ingestor, event: EventRecord) -> dict[str, Any]:
                     new_facts.append(fact)
             retract = [r for r in provisional if r.id not in kept]
             gone = {r.id for r in retract}
-            space = ScopeFilter(scope.tenant_id, scope.user_id, scope.agent_id)
+            space = candidates_of(scope)
             vectors = (
                 ingestor.embedder.embed([f.text for f in new_facts])
                 if new_facts else np.zeros((0, ingestor.embedder.dim), np.float32)

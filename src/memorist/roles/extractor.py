@@ -21,10 +21,14 @@ Deliberate choices:
   ago" and last/next/this week/month/year become absolute ("on 2024-05-07").
 - Clauses over 60 words are skipped: they are no concise fact, and the bound
   keeps the work linear on very long input.
+- A turn gives at most :data:`MAX_FACTS_PER_TURN` facts, the first ones (the cut
+  is logged): each fact costs a reconciliation, and one long message can state
+  thousands.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
@@ -32,7 +36,29 @@ from datetime import date, datetime, timedelta
 
 from memorist.model import Fact, Message
 from memorist.policies.consolidation import derive_importance
+from memorist.policies.text import preview
 from memorist.roles.base import Extractor
+
+logger = logging.getLogger("memorist")
+
+#: The most facts one turn yields: every extractor's default, and what the ingest
+#: pipeline keeps of any extractor's answer. The first ones are kept and the cut is
+#: logged (:func:`first_facts`): each fact costs a reconciliation, and one message of
+#: 100,000 characters can state thousands.
+MAX_FACTS_PER_TURN = 50
+
+
+def first_facts(facts: list[Fact], limit: int, source: str) -> list[Fact]:
+    """The first ``limit`` of ``facts``; a longer list is cut, and the cut logged
+    (``source`` names who found them, for the log line)."""
+    if len(facts) <= limit:
+        return facts
+    logger.warning(
+        "memorist: %s found %d facts in one turn; keeping the first %d, dropping: %s",
+        source, len(facts), limit, preview("; ".join(f.text for f in facts[limit:]), 300),
+    )
+    return facts[:limit]
+
 
 _MAX_CLAUSE_WORDS = 60
 _MAX_FACT_WORDS = 40
@@ -619,7 +645,12 @@ class HeuristicExtractor(Extractor):
     are subjectless third person ("Is vegetarian"), deduplicated within a call,
     with ``kind="preference"`` for likes, dislikes, favourites and wants, and an
     importance by the rules of :func:`memorist.policies.consolidation.derive_importance`.
+    A call gives at most ``max_facts`` facts, the first ones (the cut is logged);
+    None keeps them all.
     """
+
+    def __init__(self, *, max_facts: int | None = MAX_FACTS_PER_TURN) -> None:
+        self.max_facts = max_facts
 
     nothing_found_hint = (
         " (without a model, facts are read from statements about oneself, such as 'I am vegetarian';"
@@ -657,7 +688,7 @@ class HeuristicExtractor(Extractor):
                 if key not in seen:
                     seen.add(key)
                     facts.append(Fact(text=text, kind=kind, source_role=message.role, importance=derive_importance(text, kind)))
-        return facts
+        return facts if self.max_facts is None else first_facts(facts, self.max_facts, "the heuristic extractor")
 
     @staticmethod
     def _message_facts(content: str, role: str, timestamp: datetime | None) -> Iterator[tuple[str, str]]:

@@ -30,6 +30,7 @@ from ..prompts import reflection as reflection_prompt
 from ..prompts import trajectory as trajectory_prompt
 from .base import Extractor, FallbackRole, Reconciler
 from .evaluator import Evaluation, Evaluator, Gap, HeuristicEvaluator
+from .extractor import MAX_FACTS_PER_TURN
 from .learning import (
     HARMFUL,
     HELPFUL,
@@ -76,7 +77,7 @@ class LLMExtractor(_ModelRole, Extractor):
 
     role = "extractor"
 
-    def __init__(self, llm: LLM, *, fallback: Extractor | None | str = "heuristic", max_facts: int = 50,
+    def __init__(self, llm: LLM, *, fallback: Extractor | None | str = "heuristic", max_facts: int = MAX_FACTS_PER_TURN,
                  max_chars: int = MAX_TEXT_CHARS) -> None:
         if fallback == "heuristic":
             from .extractor import HeuristicExtractor

@@ -13,7 +13,10 @@ is shown and decides, in this order:
    the fact clearly contradicts a memory: one of them is negated ("no longer",
    "not", "n't", "never", "stopped", "quit", "anymore", "gave up", "nicht",
    "kein...") and they share object words (light stemming: pizza/pizzas) and
-   a related predicate ("Loves pizza" vs "No longer eats pizza").
+   a related predicate ("Loves pizza" vs "No longer eats pizza"). The negated
+   one must say nothing the other does not: "Does not like pineapple on pizza"
+   or "Does not drink coffee after 6pm" narrows what it denies, and leaves
+   "Loves pizza" and "Drinks coffee" standing.
 3. UPDATE when the fact fills a single-valued slot with a new value (name,
    lives in, age, works as/at, job, born in/on, birthday, favourite X, X's
    name, "<attribute> is ...", German "Name ist", "Wohnt in", "Lieblings... ist",
@@ -23,6 +26,11 @@ is shown and decides, in this order:
 4. ADD otherwise; multi-valued predicates (likes, allergic to, has) simply
    accumulate.
 
+Each fact is compared with its own candidates (the memories found for it), and
+with the candidates of other facts that hold its very text or the slot it fills;
+with the call's earlier facts through an index. So a call costs in proportion to
+its facts, not to their square.
+
 Scores are only a tie-breaker for near-identical texts: the text and slot rules
 work the same with the semantic and the hashing embedder.
 """
@@ -31,6 +39,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -127,6 +136,9 @@ class _Text:
     predicates: frozenset[str]
     objects: frozenset[str]
     slot: tuple[str, str] | None
+    #: The content words of each negated clause ("Became vegan, no longer eats
+    #: pizza": one, {pizza}): what the text denies.
+    denials: tuple[frozenset[str], ...] = ()
 
 
 def _words(folded: str) -> list[str]:
@@ -154,16 +166,22 @@ def _analyze(text: str) -> _Text:
     norm = " ".join(w for w in words if w not in _ARTICLES)
     tokens = frozenset(_stem(w) for w in words if w not in _STOP and w not in _NEGATION_WORDS)
     predicates = set()
-    for segment in re.split(r"[,;]| and | but | und | aber ", folded):
+    segments = re.split(r"[,;]| and | but | und | aber ", folded)
+    for segment in segments:
         for word in _words(segment):
             if word not in _PREDICATE_SKIP and word not in _ARTICLES:
                 predicates.add(_stem(word))
                 break
+    denials = []
+    for segment in segments:
+        if _NEGATION.search(segment):
+            said = {_stem(w) for w in _words(segment) if w not in _STOP and w not in _NEGATION_WORDS}
+            denials.append(frozenset(t for t in said if t not in predicates and t not in _VERBS) or frozenset(said))
     return _Text(
         text=text, norm=norm, head=_stem(norm.split()[0]) if norm else "", tokens=tokens,
         negative=bool(_NEGATION.search(folded)), predicates=frozenset(predicates),
         objects=frozenset(t for t in tokens if t not in predicates and t not in _VERBS),
-        slot=_slot(norm))
+        slot=_slot(norm), denials=tuple(denials))
 
 
 def _captured_by(new: _Text, old: _Text, score: float) -> str | None:
@@ -180,8 +198,14 @@ def _captured_by(new: _Text, old: _Text, score: float) -> str | None:
 
 
 def _contradicts(new: _Text, old: _Text) -> bool:
-    """True only for a clear contradiction: opposite polarity, shared object, related predicate."""
+    """True only for a clear contradiction: opposite polarity, shared object, related
+    predicate, and a negated side that adds no object or qualifier of its own (it
+    would deny less than the other states: "Does not drink coffee after 6pm")."""
     if new.negative == old.negative:
+        return False
+    denied, stated = (new, old) if new.negative else (old, new)
+    said = stated.objects or stated.tokens
+    if not any(denial <= said for denial in denied.denials or (denied.objects or denied.tokens,)):
         return False
     if not (new.objects or new.tokens) & (old.objects or old.tokens):
         return False
@@ -203,12 +227,40 @@ def _update_reason(new: _Text, old: _Text) -> str | None:
     return None
 
 
+class _Kept:
+    """The texts stored or confirmed by earlier decisions of one call, indexed so that
+    a fact is checked against them without a scan: what :func:`_captured_by` says
+    with no score (the same text, or all of the fact's words in a text of the same
+    polarity and leading word)."""
+
+    def __init__(self) -> None:
+        self._norms: set[str] = set()
+        self._holding: dict[tuple[bool, str, str], set[int]] = {}  # (negative, head, word) -> texts
+        self._count = 0
+
+    def add(self, text: _Text) -> None:
+        self._norms.add(text.norm)
+        for token in text.tokens:
+            self._holding.setdefault((text.negative, text.head, token), set()).add(self._count)
+        self._count += 1
+
+    def covers(self, new: _Text) -> bool:
+        if new.norm in self._norms:
+            return True
+        if not new.tokens:
+            return False
+        holding = sorted((self._holding.get((new.negative, new.head, t), set()) for t in new.tokens), key=len)
+        return bool(holding[0].intersection(*holding[1:]))
+
+
 class HeuristicReconciler(Reconciler):
     """Rule-based reconciler implementing the memory-update decision logic.
 
     Pure and deterministic. Each stored memory is the target of at most one
     decision per call (the first fact wins), decisions only target ids listed in
-    ``existing``, and decisions come out in the order of the facts.
+    ``existing``, and decisions come out in the order of the facts. A fact is
+    compared with its own candidates (``existing[i]``) and with the candidates of
+    other facts that hold its very text or its slot.
     """
 
     local = True
@@ -224,17 +276,38 @@ class HeuristicReconciler(Reconciler):
 
         decisions: list[Decision] = []
         targeted: set[str] = set()
-        kept: list[_Text] = []  # texts stored or confirmed by earlier decisions of this call
-        everything = [memory for group in existing for memory in group]
+        kept = _Kept()
+        # The call's candidates by normalised text and by slot, whichever fact's search
+        # found them: a fact stored word for word is found there, and so is the slot
+        # it gives a new value ("Lives in Munich" updates "Lives in Berlin").
+        by_norm: dict[str, dict[str, Existing]] = {}
+        by_slot: dict[str, dict[str, Existing]] = {}
+        for group in existing:
+            for memory in group:
+                text = analyze(memory.text)
+                by_norm.setdefault(text.norm, {}).setdefault(memory.id, memory)
+                if text.slot is not None:
+                    by_slot.setdefault(text.slot[0], {}).setdefault(memory.id, memory)
+        free_in_slot = {key: deque(found.values()) for key, found in by_slot.items()}
+
+        def first_free(key: str) -> list[Existing]:
+            # Targeted memories leave their slot's queue for good: each is skipped once.
+            queue = free_in_slot.get(key)
+            while queue and queue[0].id in targeted:
+                queue.popleft()
+            return [queue[0]] if queue else []
+
         for index, fact in enumerate(facts):
             new = analyze(fact.text)
-            if any(_captured_by(new, earlier, 0.0) for earlier in kept):
+            if kept.covers(new):
                 decisions.append(Decision(Action.NONE, fact.text, fact=fact,
                                           reason="already covered by an earlier fact in this call"))
                 continue
             own = list(existing[index]) if index < len(existing) else []
+            same_text = list(by_norm.get(new.norm, {}).values())
+            same_slot = first_free(new.slot[0]) if new.slot is not None else []
             candidates: dict[str, Existing] = {}
-            for memory in own + everything:  # the fact's own neighbours first, best first
+            for memory in own + same_text + same_slot:  # the fact's own neighbours first, best first
                 if memory.id not in targeted and memory.id not in candidates:
                     candidates[memory.id] = memory
             decisions.extend(self._decide(fact, new, list(candidates.values()), analyze, targeted, kept))
@@ -242,7 +315,7 @@ class HeuristicReconciler(Reconciler):
 
     @staticmethod
     def _decide(fact: Fact, new: _Text, candidates: list[Existing], analyze: Callable[[str], _Text],
-                targeted: set[str], kept: list[_Text]) -> list[Decision]:
+                targeted: set[str], kept: _Kept) -> list[Decision]:
         """Decide for one fact; ``targeted`` and ``kept`` carry what earlier facts of the call did."""
         captured = next(((m, why) for m in candidates if (why := _captured_by(new, analyze(m.text), m.score))),
                         None)
@@ -257,7 +330,7 @@ class HeuristicReconciler(Reconciler):
         if captured is not None:
             memory, why = captured
             targeted.add(memory.id)
-            kept.append(analyze(memory.text))
+            kept.add(analyze(memory.text))
             out.append(Decision(Action.NONE, memory.text, target_id=memory.id, fact=fact,
                                 reason=f"already stored ({why}): '{memory.text}'"))
             return out
@@ -265,10 +338,10 @@ class HeuristicReconciler(Reconciler):
             for memory in candidates:
                 if why := _update_reason(new, analyze(memory.text)):
                     targeted.add(memory.id)
-                    kept.append(new)
+                    kept.add(new)
                     return [Decision(Action.UPDATE, fact.text, target_id=memory.id, old_text=memory.text,
                                      fact=fact, reason=why)]
-        kept.append(new)
+        kept.add(new)
         reason = "novel information" if contradicted is None else "replaces a contradicted memory"
         out.append(Decision(Action.ADD, fact.text, fact=fact, reason=reason))
         return out
