@@ -1,8 +1,8 @@
 """:class:`AsyncMemory`: :class:`~memorist.Memory` for asyncio applications (FastAPI,
 LangGraph), as mem0's ``AsyncMemory``.
 
-Every call is Memory's, awaited: it runs in a worker thread (:func:`asyncio.to_thread`),
-so the event loop never waits on SQLite or an embedding model:
+Every call is Memory's, awaited: it runs in the instance's own worker thread, so the
+event loop never waits on SQLite or an embedding model:
 
 >>> import asyncio
 >>> from memorist import AsyncMemory
@@ -13,26 +13,41 @@ so the event loop never waits on SQLite or an embedding model:
 >>> asyncio.run(main())
 ['Is vegetarian']
 
-The calls of one AsyncMemory run one at a time. The store serialises its own reads
-and writes, but Memory keeps state between them that is not under that lock (the
-query-vector cache; an ``add`` reads the scope's memories, then writes what it
-decided), so concurrent tasks queue on a lock of the instance instead. Building one
-opens the store (and may load a model): do it at start-up, or in
-``await asyncio.to_thread(AsyncMemory, ...)``.
+The calls of one AsyncMemory run one at a time, in the order they were made. The store
+serialises its own reads and writes, but Memory keeps state between them that is not
+under that lock (the query-vector cache; an ``add`` reads the scope's memories, then
+writes what it decided), so concurrent tasks queue for the instance's worker thread
+instead. They queue as futures, not as threads: a burst of calls on one busy instance
+holds no thread of the event loop's default executor, so other instances and the
+application's own :func:`asyncio.to_thread` work go on meanwhile, and a call cancelled
+before its turn never runs. One AsyncMemory may serve several event loops (threads):
+their calls share the one queue. Building one opens the store (and may load a model):
+do it at start-up, or in ``await asyncio.to_thread(AsyncMemory, ...)``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import inspect
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from .ace.learning import Learning
+from .ace.playbook import Playbook, PlaybookTurn
 from .api import CALLS, Scoped
-from .capabilities import LEARNING_CALLS, Minutes, Tiers
+from .capabilities import (
+    BACKGROUND_WAITS,
+    LEARNING_CALLS,
+    PLAYBOOK_CALLS,
+    PLAYBOOK_TURN_CALLS,
+    Minutes,
+    Tiers,
+)
 from .config import MemoryConfig
 from .embed import Embedder
 from .llm import LLM
@@ -82,6 +97,12 @@ class AsyncMemory:
             policy=policy,
             **settings,
         )
+        # The instance's calls run on one worker thread of its own, made on first use:
+        # queued calls wait in its queue, not in threads of the loop's default executor.
+        self._worker: ThreadPoolExecutor | None = None
+        self._worker_lock = threading.Lock()
+        # Held while a call runs: the worker replaced after aclose() may start before the
+        # old one has drained, and two threads must never work the Memory at once.
         self._lock = threading.Lock()
 
     @classmethod
@@ -120,11 +141,22 @@ class AsyncMemory:
         self.memory.learning_config = config
 
     async def _run(self, call: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``call(*args, **kwargs)`` on the instance's worker thread, after the calls
+        queued before it, in the caller's context (as :func:`asyncio.to_thread`)."""
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+
         def locked() -> T:
             with self._lock:
-                return call(*args, **kwargs)
+                return context.run(call, *args, **kwargs)
 
-        return await asyncio.to_thread(locked)
+        return await asyncio.wrap_future(self._submit(locked), loop=loop)
+
+    def _submit(self, fn: Callable[[], T]) -> Future[T]:
+        with self._worker_lock:
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memorist-async")
+            return self._worker.submit(fn)
 
     # The declared calls (memorist.api.CALLS) are derived below, one per declaration.
 
@@ -171,9 +203,10 @@ class AsyncMemory:
         return await self._run(self.memory.reindex, embedder=embedder, progress=progress)
 
     @property
-    def playbooks(self) -> Any:
-        """:attr:`memorist.Memory.playbooks` (its calls are synchronous)."""
-        return self.memory.playbooks
+    def playbooks(self) -> AsyncPlaybook:
+        """:attr:`memorist.Memory.playbooks`, its calls awaited (``turn()`` gives a turn
+        whose calls are awaited)."""
+        return AsyncPlaybook(self, self.memory.playbooks)
 
     @property
     def learning(self) -> AsyncLearning:
@@ -250,8 +283,15 @@ class AsyncMemory:
         return await self._run(self.memory.backup, dest, force=force)
 
     async def aclose(self) -> None:
-        """Flush buffered bookkeeping and close the store (after the running call)."""
-        await self._run(self.memory.close)
+        """Flush buffered bookkeeping and close the store (after the calls queued
+        before), then let the worker thread end."""
+        try:
+            await self._run(self.memory.close)
+        finally:
+            with self._worker_lock:
+                worker, self._worker = self._worker, None
+            if worker is not None:
+                worker.shutdown(wait=False)
 
     async def __aenter__(self) -> AsyncMemory:
         return self
@@ -265,7 +305,8 @@ class AsyncMemory:
 
 def _awaited(name: str, declared: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """``AsyncMemory.<name>``: :class:`~memorist.Memory`'s call of that name, awaited
-    (same parameters; run in a worker thread under the instance lock). A declared
+    (same parameters; run on the instance's worker thread, after the calls queued
+    before it). A declared
     call (:mod:`memorist.api`) takes its declaration's signature and docstring."""
     call = declared if declared is not None else getattr(Memory, name)
 
@@ -327,6 +368,47 @@ def _awaited_call(capability: str, name: str, source: type) -> Callable[..., Any
     return method
 
 
+async def _waited(call: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``call(*args, **kwargs)``, a wait for this process's background runs, on a
+    thread of its own: not in the instance's queue (its other calls go on while it
+    waits, and the runs it waits for are not among them) and not in the loop's
+    default executor (a long wait holds none of its threads)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():  # cancelled meanwhile
+            return
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
+
+    def wait() -> None:
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = context.run(call, *args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: no one awaits the answer
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=wait, name="memorist-wait", daemon=True).start()
+    return await future
+
+
+def _awaited_wait(capability: str, name: str, source: type) -> Callable[..., Any]:
+    target = getattr(source, name)
+
+    @functools.wraps(target)
+    async def method(self: _AsyncCapability, *args: Any, **kwargs: Any) -> Any:
+        return await _waited(getattr(getattr(self._owner.memory, capability), name), *args, **kwargs)
+
+    return method
+
+
 class AsyncLearning(_AsyncCapability):
     """``AsyncMemory.learning``: trajectories, reflection, curation, versioned playbooks."""
 
@@ -370,18 +452,93 @@ class AsyncRelations(_AsyncCapability):
     """``AsyncMemory.relations``: relation tuples (sharing)."""
 
 
+# Each call of a capability awaited on the instance's worker thread; its waits for
+# background runs (BACKGROUND_WAITS) on a thread of their own.
 for _cls, _capability, _source, _names in (
     (AsyncLearning, "learning", Learning, LEARNING_CALLS),
     (AsyncTiers, "tiers", Tiers, Tiers.CALLS),
     (AsyncMinutes, "minutes", Minutes, Minutes.CALLS),
     (AsyncRelations, "relations", Relations, Relations.CALLS),
 ):
-    for _name in _names:
+    _waits = BACKGROUND_WAITS.get(_capability, ())
+    for _name in dict.fromkeys((*_names, *_waits)):
         if _name not in vars(_cls):
-            setattr(_cls, _name, _awaited_call(_capability, _name, _source))
+            setattr(_cls, _name, (_awaited_wait if _name in _waits else _awaited_call)(_capability, _name, _source))
 # The store's configuration.
 AsyncMemory.set_policy = _awaited("set_policy")
-del _cls, _capability, _source, _names, _name
+del _cls, _capability, _source, _names, _name, _waits
 
 
-__all__ = ["AsyncLearning", "AsyncMemory", "AsyncMinutes", "AsyncRelations", "AsyncSubject", "AsyncTiers"]
+class AsyncPlaybook:
+    """``AsyncMemory.playbooks``: a :class:`~memorist.Playbook`'s calls, awaited on the
+    AsyncMemory's worker thread (``run_turn``'s ``answerer`` is called there too);
+    :meth:`turn` gives a turn whose calls are awaited. ``playbook`` is the Playbook
+    itself (its ``config`` and roles)."""
+
+    def __init__(self, owner: AsyncMemory, playbook: Playbook) -> None:
+        self._owner = owner
+        self.playbook = playbook
+        self._target: Any = playbook
+
+    @property
+    def config(self) -> Any:
+        """The playbook's rules (:class:`memorist.policies.playbook.PlaybookConfig`)."""
+        return self.playbook.config
+
+    def turn(self, learner_id: str, conversation_id: str | None = None, *, topic: str | None = None) -> AsyncPlaybookTurn:
+        """:meth:`memorist.Playbook.turn`: one turn of ``learner_id``; its ``retrieve``,
+        ``context`` and ``learn`` are awaited. The ids are checked now."""
+        return AsyncPlaybookTurn(self._owner, self.playbook.turn(learner_id, conversation_id, topic=topic))
+
+    def __repr__(self) -> str:
+        return f"AsyncPlaybook({self.playbook.config.preset_name!r})"
+
+
+class AsyncPlaybookTurn:
+    """``AsyncMemory.playbooks.turn(...)``: one turn of one learner, its calls awaited on
+    the AsyncMemory's worker thread. ``turn`` is the
+    :class:`memorist.ace.playbook.PlaybookTurn` itself (``state``, ``size``: read it
+    after an awaited call, as those load the learner's playbook)."""
+
+    def __init__(self, owner: AsyncMemory, turn: PlaybookTurn) -> None:
+        self._owner = owner
+        self.turn = turn
+        self._target: Any = turn
+
+    @property
+    def learner_id(self) -> str:
+        return self.turn.learner_id
+
+    @property
+    def conversation_id(self) -> str:
+        return self.turn.conversation_id
+
+    @property
+    def injected(self) -> list[Any]:
+        """The bullets this turn's retrievals returned (what ``learn`` tags by default)."""
+        return self.turn.injected
+
+    def __repr__(self) -> str:
+        return f"AsyncPlaybookTurn(learner_id={self.turn.learner_id!r})"
+
+
+def _awaited_of(name: str, source: type) -> Callable[..., Any]:
+    """``<source>.<name>`` of the wrapped object (``_target``), awaited on the owner's worker thread."""
+    target = getattr(source, name)
+
+    @functools.wraps(target)
+    async def method(self: AsyncPlaybook | AsyncPlaybookTurn, *args: Any, **kwargs: Any) -> Any:
+        return await self._owner._run(getattr(self._target, name), *args, **kwargs)
+
+    return method
+
+
+for _cls, _source, _names in ((AsyncPlaybook, Playbook, PLAYBOOK_CALLS), (AsyncPlaybookTurn, PlaybookTurn, PLAYBOOK_TURN_CALLS)):
+    for _name in _names:
+        setattr(_cls, _name, _awaited_of(_name, _source))
+del _cls, _source, _names, _name
+
+
+__all__ = [
+    "AsyncLearning", "AsyncMemory", "AsyncMinutes", "AsyncPlaybook", "AsyncPlaybookTurn", "AsyncRelations", "AsyncSubject", "AsyncTiers",
+]

@@ -41,6 +41,19 @@ LEARNING_CALLS = (
     "delete_playbook", "list_playbook_versions", "get_playbook_version", "rollback_playbook", "execute_with_learning", "consolidate",
 )
 
+#: The calls that wait for this process's background runs (the energy tiers' end of a
+#: conversation, consolidation started by adds): they read no store, so an
+#: :class:`~memorist.AsyncMemory` awaits them outside its queue, and its other calls go on
+#: meanwhile. (``learning.wait_consolidation`` acts beyond any scope and is served by no
+#: other surface: it is declared here only.)
+BACKGROUND_WAITS: dict[str, tuple[str, ...]] = {"tiers": ("wait",), "learning": ("wait_consolidation",)}
+
+#: The calls of ``memory.playbooks`` (:class:`memorist.Playbook`) and of one of its turns
+#: (:class:`memorist.ace.playbook.PlaybookTurn`): the library's only (they run the
+#: caller's turns); an AsyncMemory awaits them.
+PLAYBOOK_CALLS = ("retrieve", "learn", "run_turn", "bullets", "search", "stats", "cleanup")
+PLAYBOOK_TURN_CALLS = ("retrieve", "context", "learn")
+
 
 class Tiers:
     """Energy tiers (``memory.tiers``). Every call but :meth:`wait` needs a store under
@@ -322,4 +335,4 @@ for _name in LOG_CALLS:
 del _name
 
 
-__all__ = ["LEARNING_CALLS", "LOG_CALLS", "Minutes", "Tiers"]
+__all__ = ["BACKGROUND_WAITS", "LEARNING_CALLS", "LOG_CALLS", "PLAYBOOK_CALLS", "PLAYBOOK_TURN_CALLS", "Minutes", "Tiers"]

@@ -76,6 +76,9 @@ _EMPTY_TEXT = b'{"text":""}'
 # Text lengths are the service's to judge (its Memory's max_message_chars and its
 # request limits): here only what no length changes.
 _ANY_LENGTH = 2**62
+#: The longest query string a request's URL can carry (httpx refuses a longer one; the
+#: service reads at most as much of a filter given in the query).
+_MAX_QUERY = 65_536
 
 
 class AuthenticationError(ConfigurationError):
@@ -279,6 +282,15 @@ class _Calls:
         params: dict[str, Any] = {**ids, "limit": limit}
         if filters is not None:
             params["filters"] = _encode(dict(_filters(filters)), free="filters").decode("utf-8")  # type: ignore[arg-type]
+            # The listing route takes its filters in the URL, which has a limit that Memory
+            # (and search, which sends them in its body) does not have.
+            length = len(str(httpx.QueryParams(params)))
+            if length > _MAX_QUERY:
+                raise ValidationError(
+                    "filters",
+                    f"are too long for the service's URL, where get_all sends them ({length:,} characters encoded; "
+                    f"at most {_MAX_QUERY:,}): use fewer or shorter conditions, or search, which sends its filters in the request body",
+                )
         return _Call("GET", f"{_API}/", params, None, _results)
 
     @staticmethod
@@ -338,7 +350,8 @@ class _Calls:
 
     @staticmethod
     def events(user_id: Any, agent_id: Any, run_id: Any, since: Any, limit: Any) -> _Call:
-        validate.require_scope(user_id, agent_id, run_id)
+        # No id is sent as it is, as by the other calls: a key bound to a user reads its
+        # user's log, any other request is refused by the service as Memory refuses it.
         ids = _ids(user_id, agent_id, run_id)
         since = validate.since(since)
         if not _in_path(ids.get("user_id")):
@@ -427,6 +440,10 @@ def _retry_after(value: str | None) -> float | None:
         except (TypeError, ValueError):
             return None
     return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _unsendable(exc: Exception) -> ValidationError:
+    return ValidationError("request", f"cannot be sent in a URL: {exc}")
 
 
 class _Base:
@@ -531,7 +548,10 @@ class Client(_Base):
     URL (``http://localhost:6060/api/memories``, as ``MEMORY_MANAGEMENT_URL`` names it); ``api_key`` is
     sent as ``Authorization: Bearer``. ``timeout`` is in seconds (None: none).
     ``transport`` is an httpx transport (tests, proxies, retries).
-    ``get``/``history``/``events`` need a ``user_id``: the service's routes carry it.
+    A call naming no id is sent as it is: under a key bound to a user it acts as that
+    user, otherwise the service refuses it as Memory does. ``get_all`` sends its
+    ``filters`` in the URL: filters too long for one are a ValidationError on
+    ``filters`` (``search`` sends them in its body).
     """
 
     def __init__(
@@ -565,6 +585,8 @@ class Client(_Base):
             )  # fmt: skip
         except httpx.RequestError as exc:
             raise self._unreachable(exc) from exc
+        except httpx.InvalidURL as exc:  # (every argument a URL carries is checked before: a safety net)
+            raise _unsendable(exc) from exc
         return self._answer(call, response)
 
     def close(self) -> None:
@@ -613,6 +635,8 @@ class AsyncClient(_Base):
             )  # fmt: skip
         except httpx.RequestError as exc:
             raise self._unreachable(exc) from exc
+        except httpx.InvalidURL as exc:  # (every argument a URL carries is checked before: a safety net)
+            raise _unsendable(exc) from exc
         return self._answer(call, response)
 
     async def aclose(self) -> None:

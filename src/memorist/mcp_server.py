@@ -16,9 +16,10 @@ the configured scope, so whatever the model sends, a host cannot reach another
 user's memories (a memory outside the scope is "not found", exactly like a missing
 one). Arguments are taken as the tool's schema states them, strictly: ``"3"`` is not
 the integer a ``limit`` takes, and an argument the tool does not take is refused by
-name, never ignored. The engine validates every argument as it does for the library;
-a :class:`~memorist.errors.MemoristError` becomes a tool error result whose text
-names the field or the id, never a crash of the server.
+name, never ignored. The engine validates every argument as it does for the library
+(a range the schema states, such as an importance from 0 to 1, is the engine's to
+check too); a :class:`~memorist.errors.MemoristError` becomes a tool error result
+whose one-line text names the field or the id, never a crash of the server.
 
 >>> from memorist import Memory
 >>> from memorist.mcp_server import create_server
@@ -34,7 +35,7 @@ import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,13 +66,21 @@ search_memories, list_memories and add_memory).
 
 
 class ChatMessage(BaseModel):
-    """One message of a conversation turn."""
+    """One message of a conversation turn (the library's, as :func:`memorist.validate.messages` takes it)."""
 
-    role: Literal["user", "assistant", "system"] = Field(
-        description="Who said it: 'user' (the person), 'assistant' (you) or 'system' (ignored for memory)."
+    model_config = ConfigDict(strict=True)
+
+    role: Literal["user", "assistant", "system", "tool"] = Field(
+        description="Who said it: 'user' (the person), 'assistant' (you), 'tool' (a tool's output) or 'system' (ignored for memory)."
     )
     content: str = Field(description="What was said.")
     name: str | None = Field(default=None, description="The speaker's name, when several people talk.")
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Optional JSON object for what this message yields, merged over the call's metadata."
+    )
+    timestamp: str | float | None = Field(
+        default=None, description="When it was said: ISO-8601 (e.g. '2024-05-01T09:30:00Z') or epoch seconds (default: now)."
+    )
 
 
 def _version() -> str:
@@ -142,6 +151,12 @@ def _tool(title: str, *, read_only: bool, destructive: bool = False, idempotent:
     return register
 
 
+# The bounds of a number from 0 to 1, stated in the schema for the model but checked by
+# the engine (as for every surface), whose refusal names the field in one line: a bound
+# in the argument model would be checked first, and answered with a validation dump.
+_UNIT = {"minimum": 0, "maximum": 1}
+
+
 # Not marked destructive: reconciliation may update or delete a memory a new fact
 # contradicts, but every change stays in the memory's history.
 @_tool("Remember", read_only=False)
@@ -162,7 +177,8 @@ def add_memory(
     ] = True,
     importance: Annotated[
         float | None,
-        Field(description="How much this matters, 0 to 1 (0.8 or more: never merged by consolidation). Default: estimated.", ge=0, le=1),
+        Field(description="How much this matters, 0 to 1 (0.8 or more: never merged by consolidation). Default: estimated.",
+              json_schema_extra=_UNIT),
     ] = None,
 ) -> dict[str, Any]:
     """Remember something about the person for future conversations.
@@ -346,9 +362,10 @@ def check_relation(handle: Scoped, subject: Annotated[str, _SUBJECT], relation: 
 def consolidate_memories(
     handle: Scoped,
     memory_type: Annotated[str | None, Field(description="Only memories of this kind: 'fact', 'preference', 'experience'... (default: all).")] = None,
-    min_importance: Annotated[float, Field(description="Only memories below this importance are merged (default 0.5).", ge=0, le=1)] = 0.5,
+    min_importance: Annotated[float, Field(description="Only memories below this importance are merged (default 0.5).",
+                                           json_schema_extra=_UNIT)] = 0.5,
     preserve_high_importance: Annotated[bool, Field(description="Never touch a memory at or above importance_threshold (default true).")] = True,
-    importance_threshold: Annotated[float, Field(description="What counts as high importance (default 0.8).", ge=0, le=1)] = 0.8,
+    importance_threshold: Annotated[float, Field(description="What counts as high importance (default 0.8).", json_schema_extra=_UNIT)] = 0.8,
     dry_run: Annotated[bool, Field(description="Only report what would be merged.")] = False,
 ) -> dict[str, Any]:
     """Merge near-duplicate memories of low importance into one each, keeping every
@@ -364,7 +381,11 @@ def consolidate_memories(
 @_tool("Undo a merge", read_only=False)
 def rollback(
     handle: Scoped,
-    event_or_run_id: Annotated[int | str, Field(description="A consolidation's run_id, or the seq of the event of the merge, update or delete to undo.")],
+    event_or_run_id: Annotated[
+        Any,
+        Field(description="A consolidation's run_id, or the seq of the event of the merge, update or delete to undo.",
+              json_schema_extra={"anyOf": [{"type": "integer"}, {"type": "string"}]}),
+    ],
 ) -> dict[str, Any]:
     """Undo a consolidation, or an update or delete that reconciliation made: the
     memories come back exactly as they were. Refused if it was undone already or
@@ -411,13 +432,41 @@ def _bound(fn: Callable[..., Any], handle: Scoped, lock: threading.Lock) -> Call
     return tool
 
 
+def _takes_json(annotation: Any) -> bool:
+    """Whether an argument of this type takes a list or an object."""
+    kinds = [annotation, *get_args(annotation)]
+    return any((get_origin(kind) or kind) in (list, dict) for kind in kinds)
+
+
+@functools.cache
+def _json_where_taken() -> type:
+    """The SDK's ``FuncMetadata``, reading a JSON string as a list or an object only
+    for an argument that takes one (the SDK reads it so for any argument but a plain
+    ``str``, so ``"null"`` given as an optional text was no text at all)."""
+    from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+
+    class JsonWhereTaken(FuncMetadata):
+        def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+            parsed = super().pre_parse_json(data)
+            fields = self.arg_model.model_fields
+            return {k: parsed[k] if k in fields and _takes_json(fields[k].annotation) else v for k, v in data.items()}
+
+    return JsonWhereTaken
+
+
 def _strict(tool: Tool) -> Tool:
     """``tool`` taking its arguments as its schema states them: no coercion (``"3"``
     is not an integer, ``"yes"`` not a boolean, as in the library) and no argument it
-    does not take (refused by name; the schema says ``additionalProperties: false``)."""
-    loose = tool.fn_metadata.arg_model
+    does not take (refused by name; the schema says ``additionalProperties: false``).
+
+    A list or an object sent as a JSON string (some hosts send them so) is still read
+    as JSON, but only for an argument that takes one: a text is the text it is, even
+    ``"null"`` or ``'["a"]'``."""
+    meta = tool.fn_metadata
+    loose = meta.arg_model
     model = type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid", strict=True), "__module__": __name__})
-    tool.fn_metadata.arg_model = model
+    fields = {name: getattr(meta, name) for name in type(meta).model_fields}
+    tool.fn_metadata = _json_where_taken()(**{**fields, "arg_model": model})
     tool.parameters = model.model_json_schema(by_alias=True)
     return tool
 

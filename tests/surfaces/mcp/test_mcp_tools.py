@@ -75,7 +75,7 @@ def test_the_tools_describe_themselves(memory: Memory) -> None:
         assert tools["erase_memories"].annotations.destructive_hint is True
         assert tools["add_memory"].annotations.read_only_hint is False
         roles = tools["add_memory"].input_schema["$defs"]["ChatMessage"]["properties"]["role"]["enum"]
-        assert roles == ["user", "assistant", "system"]
+        assert roles == ["user", "assistant", "system", "tool"]
 
     run(memory, body, user_id="alex")
 

@@ -7,7 +7,8 @@ so. Each acts through ``reach``: a key bound to a user maintains, boosts, counts
 lists that user's memories only, a tenant key naming no id the whole tenant; changing
 the tenant's configuration needs a tenant key (403 otherwise).
 
-- ``POST /api/tiers/maintain/``: one run now (decay, expire, promote), its counts;
+- ``POST /api/tiers/maintain/``: one run now (decay, expire, promote), its counts
+  (``log``: "the server's maintenance log" when the run was logged, never the file's path);
 - ``POST /api/tiers/end-conversation/``: 202, the run happens in the background;
 - ``POST /api/tiers/boost/``: add energy to a memory;
 - ``GET /api/tiers/``: the distribution per tier; ``GET /api/tiers/health/``;
@@ -40,6 +41,9 @@ _NOT_ENERGY = (
 )
 
 
+#: What a client is told of the maintenance log, instead of the server's path to it.
+_LOG = "the server's maintenance log"
+
 _NOW_QUERY = Query(None, max_length=64, description="As of this time: ISO-8601, epoch seconds or an offset such as +10h or -2d (default: now).")
 
 
@@ -55,7 +59,12 @@ def maintain(body: s.MaintainRequest, reach: ReachDep) -> Any:
     """Decay, expire and promote the memories of the scope (a tenant key naming no
     id: the whole tenant) at ``now``; the run's counts and changes."""
     handle = _energy(reach).scope(user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
-    return JSONResponse(handle.tiers.maintain(body.now, body.test_only))
+    run = handle.tiers.maintain(body.now, body.test_only)
+    # The run names the log file it was appended to: a client is told only that it was
+    # (the file's path is the server's, as in the health route).
+    if run.get("log"):
+        run["log"] = _LOG  # type: ignore[typeddict-unknown-key]
+    return JSONResponse(run)
 
 
 @router.post("/api/tiers/end-conversation/", response_model=s.Scheduled, status_code=202, summary="A conversation ended", **_API)
@@ -90,7 +99,7 @@ def health(reach: ReachDep, now: str | None = _NOW_QUERY) -> Any:
     path = reach.memory.tiers.engine.log_path
     for check in report["checks"]:
         if check["check"] == "log" and path:
-            check["detail"] = check["detail"].replace(path, "the server's maintenance log")
+            check["detail"] = check["detail"].replace(path, _LOG)
     return JSONResponse(report)
 
 
