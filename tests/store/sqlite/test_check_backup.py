@@ -234,3 +234,27 @@ def test_backup_refuses_the_store_s_own_files_even_with_force(tmp_path: Path) ->
             m.backup(dest, force=True)
     assert [r["memory"] for r in m.get_all(user_id="u")["results"]] == ["First fact"]
     m.close()
+
+
+def test_a_backup_is_not_put_in_place_of_a_store_another_process_has_open(tmp_path: Path) -> None:
+    """Restoring with ``backup --db BACKUP STORE --force`` replaced the file under a
+    server that had it open: what the server wrote after went to the file taken away."""
+    live, saved = tmp_path / "live.db", tmp_path / "saved.db"
+    with Memory(str(live), embedder="hashing") as m:
+        m.add("Before the backup", user_id="u", infer=False)
+        m.backup(str(saved))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from memorist import Memory; m = Memory(sys.argv[1], embedder='hashing'); "
+         "m.get_all(user_id='u'); print('open', flush=True); sys.stdin.read(); m.close()", str(live)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        result = CliRunner().invoke(cli, ["--db", str(saved), "backup", "--force", str(live)])
+        assert result.exit_code == 1 and "is open in another process" in result.output, result.output
+        assert live.exists()
+    finally:
+        holder.communicate("", timeout=30)
+    result = CliRunner().invoke(cli, ["--db", str(saved), "backup", "--force", str(live)])
+    assert result.exit_code == 0, result.output  # stopped: the backup is put in place
+    with Memory(str(live), embedder="hashing") as m:
+        assert [r["memory"] for r in m.get_all(user_id="u")["results"]] == ["Before the backup"]

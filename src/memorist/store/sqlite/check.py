@@ -503,6 +503,25 @@ def store_file(store: str, target: str) -> str | None:
     return None
 
 
+def _open_elsewhere(path: str) -> bool:
+    """Whether another connection has the SQLite file ``path`` open: this one cannot
+    take it for itself alone (a file that is no SQLite database: False)."""
+    try:
+        probe = sqlite3.connect(path, timeout=0.2, isolation_level=None)
+    except sqlite3.Error:
+        return False
+    try:
+        probe.execute("PRAGMA locking_mode = EXCLUSIVE")
+        probe.execute("BEGIN EXCLUSIVE")
+        probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        probe.execute("COMMIT")
+        return False
+    except sqlite3.Error as exc:
+        return is_busy(exc)
+    finally:
+        probe.close()
+
+
 def backup_store(
     source: str | sqlite3.Connection,
     dest: str | os.PathLike[str],
@@ -536,6 +555,10 @@ def backup_store(
         raise ValidationError("dest", f"{target} is a folder; name the backup file")
     if os.path.exists(target) and not force:
         raise ValidationError("dest", f"{target} already exists; refusing to overwrite it without force (--force)")
+    if os.path.exists(target) and _open_elsewhere(target):
+        # Replaced under them, their later writes would go to the file taken away
+        # (a restore of a store a server still has open lost what it wrote after).
+        raise StoreError(f"{target} is open in another process (a server, a command): stop it, then put the backup in place")
     folder = os.path.dirname(target)
     try:
         os.makedirs(folder, exist_ok=True)
