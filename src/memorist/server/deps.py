@@ -203,6 +203,9 @@ def store_damage(path: str) -> str | None:
     if report["healthy"]:
         return None
     shown = "; ".join(p["problem"] for p in report["problems"][:3])
+    if all(p["check"] in ("fts", "vectors") for p in report["problems"]):
+        # Its search indexes only: rebuilt from the memories, no backup needed.
+        return f"the store's search indexes are damaged ({shown}): stop the service and repair them as said, then start it again"
     return f"the store is damaged ({shown}): run `memorist check`, restore the last backup"
 
 

@@ -120,3 +120,14 @@ def test_memorist_serve_writes_nothing_into_a_damaged_store(built: Path, monkeyp
     r = CliRunner().invoke(cli, ["--db", str(built), "--embedder", "hashing", "serve", "--host", "0.0.0.0"])
     assert r.exit_code == 1 and "refusing to serve" in r.stderr
     assert _digest(built) == before
+
+
+def test_a_store_whose_vectors_only_are_missing_is_told_to_reindex_not_to_restore(built: Path) -> None:
+    """Search indexes are rebuilt from the memories: a backup is no repair for them."""
+    with sqlite3.connect(built) as c:
+        c.execute("DELETE FROM embeddings WHERE memory_rowid IN (SELECT rowid FROM memories LIMIT 5)")
+    app = create_app(str(built), embedder="hashing", limits=UNLIMITED)
+    with TestClient(app) as client:
+        problem = client.get("/healthz").json()["store"]["problem"]
+    assert problem.startswith("the store's search indexes are damaged (active memories without a vector")
+    assert "memorist reindex --embedder" in problem and "backup" not in problem
