@@ -9,22 +9,8 @@ import asyncio
 import json
 
 import pytest
-from client_live import live_server
 
 from memorist import AsyncClient, Client, MemoristError, Memory, ValidationError
-
-
-@pytest.fixture
-def keyed(tmp_path):
-    """A service with a tenant key and a key bound to user "bob", and its store's path."""
-    from memorist.server.keys import KeyStore
-
-    db = str(tmp_path / "keyed.db")
-    with KeyStore(db) as keys:
-        tenant_key, _ = keys.create("acme", label="app")
-        bob_key, _ = keys.create("acme", user_id="bob", label="bob's panel")
-    with live_server(db) as server:
-        yield server, {"tenant": tenant_key, "bob": bob_key}
 
 
 def _tags(n: int, width: int) -> dict:

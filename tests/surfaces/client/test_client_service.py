@@ -19,21 +19,6 @@ from memorist import (
 from memorist.client import AuthenticationError, RateLimitError
 
 
-@pytest.fixture
-def keyed(tmp_path):
-    """A service with keys: tenant "acme" (any user) and one bound to user "bob"."""
-    from memorist.server.keys import KeyStore
-
-    db = str(tmp_path / "keyed.db")
-    with KeyStore(db) as keys:
-        tenant_key, _ = keys.create("acme", label="app")
-        bob_key, _ = keys.create("acme", user_id="bob", label="bob's panel")
-        revoked_key, record = keys.create("acme", label="old")
-        keys.revoke(record.key_id)
-    with live_server(db) as server:
-        yield server, {"tenant": tenant_key, "bob": bob_key, "revoked": revoked_key}
-
-
 def test_a_key_is_sent_as_a_bearer_token_and_a_refused_one_is_an_authentication_error(keyed):
     server, keys = keyed
     with Client(server.url, api_key=keys["tenant"]) as client:

@@ -14,8 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,9 +25,8 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-import uvicorn  # noqa: E402
-
 from memorist import Memory  # noqa: E402
+from surfaces.client.client_live import live_server  # noqa: E402
 
 try:
     from playwright.sync_api import expect
@@ -74,27 +71,8 @@ def _seed(db: str, tenant_id: str = "") -> None:
 
 @contextlib.contextmanager
 def _serve(db: str, tenant_id: str = "") -> Iterator[Service]:
-    from memorist.server.app import create_app
-
-    app = create_app(db, embedder="hashing")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the service did not start")
-        time.sleep(0.02)
-    try:
-        yield Service(f"http://127.0.0.1:{port}", db, tenant_id)
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with live_server(db) as server:
+        yield Service(server.url, db, tenant_id)
 
 
 @pytest.fixture

@@ -4,15 +4,14 @@ right-to-left text and direction controls, a long memory in the delete dialog, p
 keyboard, a key no header can carry, validation errors, and how the panel's files are
 cached.
 
-The service is the real app served by uvicorn in a background thread on a free port,
+The service is the real app served by uvicorn in a background thread on a free port
+(``client_live.live_server``),
 over a throwaway store seeded through ``Memory``. Without ``/usr/bin/chromium`` the
 tests skip locally and fail when ``CI`` is set.
 """
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from urllib.parse import quote
@@ -22,10 +21,8 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-import uvicorn  # noqa: E402
-
 from memorist import Memory  # noqa: E402
-from surfaces.conftest import browser  # noqa: E402, F401  (the surfaces' headless Chromium)
+from surfaces.client.client_live import live_server  # noqa: E402
 
 try:
     from playwright.sync_api import expect
@@ -59,29 +56,10 @@ def _seed(db: str) -> None:
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The service's URL, over one seeded store for the module (no test writes to it)."""
-    from memorist.server.app import create_app
-
     db = str(tmp_path_factory.mktemp("panel-fixes") / "panel.db")
     _seed(db)
-    app = create_app(db, embedder="hashing")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the service did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with live_server(db) as server:
+        yield server.url
 
 
 def _page(browser, width: int = 1000, height: int = 900):  # noqa: F811
