@@ -55,8 +55,8 @@ def format_context(
 ) -> str:
     """A compact block of retrieved memories, ready for a system prompt.
 
-    Without ``max_tokens``: best first, each line with the date the memory is from,
-    so the model can judge recency. With it: the block :func:`pack_context` builds
+    Without ``max_tokens``: best first, each memory on one line with the date it is
+    from (``created_at``), so the model can judge recency. With it: the block :func:`pack_context` builds
     within that many tokens (counted by ``count_tokens``, by default the embedding
     model's tokenizer when installed). Returns an empty string when there is nothing
     to inject. ``results`` is the search's ``results`` list, or the whole search
@@ -70,7 +70,7 @@ def format_context(
     lines = [f"## {title}"]
     for item in results:
         when = _date(item)
-        lines.append(f"- {item['memory']}" + (f" ({when})" if when else ""))
+        lines.append(f"- {_one_line(item)}" + (f" ({when})" if when else ""))
     return "\n".join(lines)
 
 
@@ -88,7 +88,20 @@ class PackedContext:
 
 
 def _date(item: Mapping[str, Any]) -> str:
-    return str(item.get("updated_at") or item.get("created_at") or "")[:10]
+    """The day a memory is from: when it happened (``created_at``), not when it was
+    last updated (a turn of May 2023 whose metadata changed today still says what
+    "yesterday" was in May 2023)."""
+    return _time(item)[:10]
+
+
+def _time(item: Mapping[str, Any]) -> str:
+    return str(item.get("created_at") or item.get("updated_at") or "")
+
+
+def _one_line(item: Mapping[str, Any]) -> str:
+    """The memory's text on one line, whatever it held: a newline in it could end the
+    block, or start a heading of its own."""
+    return " ".join(str(item["memory"]).split())
 
 
 def _speaker(item: Mapping[str, Any]) -> str:
@@ -99,7 +112,7 @@ def _speaker(item: Mapping[str, Any]) -> str:
 
 def _line(item: Mapping[str, Any], bullets: bool = True) -> str:
     speaker = _speaker(item)
-    text = " ".join(str(item["memory"]).split())  # one line, whatever it held
+    text = _one_line(item)
     if not speaker:
         return f"- {text}"
     # Without bullets a turn reads as a transcript line, one token less (see pack_context).
@@ -140,13 +153,14 @@ def pack_context(
     short memory may pass a long one of nearly the same score). Each is kept whole
     if it still fits, else left out while smaller ones may still fit; with
     ``dedupe``, one that repeats a kept memory of the same speaker (most of the same
-    words) is left out. The kept ones are shown by date, oldest first, under one
-    ``[YYYY-MM-DD]`` header per day, each as ``- Speaker: text``; with
-    ``bullets=False`` a turn is a transcript line, ``Speaker: text``, one token less
-    (memories of no speaker keep their bullet). On LoCoMo that holds 0.6 points more
-    questions' evidence at 1,000 tokens but 0.2 fewer at 500, where a different set
-    of memories fits (bench/RESULTS.md, issue 29): not the default. ``results`` is
-    the search's ``results`` list, or the whole search result.
+    words) is left out. The kept ones are shown in the order they happened
+    (``created_at``), oldest first, under one ``[YYYY-MM-DD]`` header per day, each
+    as ``- Speaker: text``; with ``bullets=False`` a turn is a transcript line,
+    ``Speaker: text``, one token less (memories of no speaker keep their bullet). On
+    LoCoMo that holds 0.6 points more questions' evidence at 1,000 tokens but 0.2
+    fewer at 500, where a different set of memories fits (bench/RESULTS.md, issue
+    29): not the default. ``results`` is the search's ``results`` list, or the whole
+    search result.
     """
     results = _results(results)
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
@@ -200,7 +214,7 @@ def pack_context(
 
 def _in_time_order(chosen: list[tuple[int, Mapping[str, Any], str]]) -> list[tuple[int, Mapping[str, Any], str]]:
     # Undated memories last; within a day by time, then by rank.
-    return sorted(chosen, key=lambda t: (not _date(t[1]), _date(t[1]), str(t[1].get("created_at") or ""), t[0]))
+    return sorted(chosen, key=lambda t: (not _date(t[1]), _date(t[1]), _time(t[1]), t[0]))
 
 
 def _render(head: str, chosen: list[tuple[int, Mapping[str, Any], str]]) -> str:

@@ -29,6 +29,7 @@ and turns the records into result items; everything between is here.
 from __future__ import annotations
 
 import heapq
+import math
 from contextlib import nullcontext
 
 import numpy as np
@@ -243,7 +244,8 @@ class Searcher:
         return scored
 
     def _fuse(self, scope: ScopeFilter, scored: dict[str, list[tuple[str, float]]]) -> tuple[dict[str, float], list[str]]:
-        """The rankings fused: each memory's score, and the memories best first."""
+        """The rankings fused: each memory's score, and the memories best first (of
+        equal scores, the oldest first)."""
         conf = self.config.retrieval
         weights = {"vector": conf.vector_weight, "text": conf.text_weight, "time": conf.time_weight}
         weights.update({name: conf.speaker_weight for name in scored if name.startswith("speaker:")})
@@ -256,14 +258,28 @@ class Searcher:
             by_score = normalized_score_fusion(scored, weights)
             fused = {m: (1 - conf.score_weight) * f + conf.score_weight * by_score.get(m, 0.0) for m, f in fused.items()}
         ordered = sorted(fused, key=fused.__getitem__, reverse=True)
-        if conf.episode_weight and len(ordered) > 1:
+        episodes = bool(conf.episode_weight) and len(ordered) > 1
+        # Equal scores come oldest first (created_at), whichever ranking listed a
+        # memory first; of equal times, in the rankings' order. The times of the
+        # best few, which episodes need, are read in the same call.
+        ties = _ties(ordered, fused)
+        tied = [m for start, end in ties for m in ordered[start:end]]
+        wanted = [*ordered[: conf.episode_depth], *tied] if episodes else tied
+        times = self.store.created_times(scope, list(dict.fromkeys(wanted))) if wanted else {}
+        for start, end in ties:
+            ordered[start:end] = sorted(ordered[start:end], key=lambda m: times.get(m, math.inf))
+
+        def best_first(m: str) -> tuple[float, float]:
+            return -fused[m], times.get(m, math.inf)
+
+        if episodes:
             # What was said around a strong match rises toward it, among the best
             # few (deeper, whole episodes would crowd out lone matches). Scores only
             # rise, so the best few stay ahead of the rest and only they are re-sorted.
             head = ordered[: conf.episode_depth]
-            times = self.store.created_times(scope, head)
-            fused.update(episode_fusion(fused, times, weight=conf.episode_weight, gap=conf.episode_gap))
-            ordered[: len(head)] = sorted(head, key=fused.__getitem__, reverse=True)
+            at = {m: times[m] for m in head if m in times}
+            fused.update(episode_fusion(fused, at, weight=conf.episode_weight, gap=conf.episode_gap))
+            ordered[: len(head)] = sorted(head, key=best_first)
         return fused, ordered
 
     def _from_latest(
@@ -291,6 +307,19 @@ class Searcher:
         if moved is None or moved == window:
             return window, []
         return moved, self.store.vector_search(scope, qvec, k=pool, cutoff=cutoff, now=now, window=moved)
+
+
+def _ties(ordered: list[str], fused: dict[str, float]) -> list[tuple[int, int]]:
+    """Where ``ordered`` (best first) holds runs of equal fused scores: each run's
+    start and end."""
+    runs: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(ordered) + 1):
+        if i == len(ordered) or fused[ordered[i]] != fused[ordered[start]]:
+            if i - start > 1:
+                runs.append((start, i))
+            start = i
+    return runs
 
 
 def _discounted(record: MemoryRecord, relevance: float, discount: float) -> float:

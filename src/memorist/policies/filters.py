@@ -27,6 +27,10 @@ contains (substring of a string, or element of a list), exists. What they mean:
 - ``contains`` ignores case wherever it compares text: a substring of a stored string,
   or an element of a stored list (a string element equal but for case; any other
   element equal).
+- ``created_at`` and ``updated_at`` compare as results show them: to the
+  microsecond (:func:`reported_time`), so a result's own time given as a bound
+  equals it, and ``{"created_at": {"lt": last["created_at"]}}`` pages through a
+  listing. A memory never updated has its ``created_at`` as ``updated_at``.
 
 :func:`compile_filters` validates the whole filter once and returns a predicate;
 malformed filters raise :class:`~memorist.errors.ValidationError` naming the part
@@ -66,6 +70,7 @@ filter keeps and may keep more; the predicate still decides.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -89,8 +94,9 @@ _RECORD_FIELDS = {
     "concept": lambda r: r.concept or None,
     "section": lambda r: r.section or None,
     "tags": lambda r: list(r.tags),
-    "created_at": lambda r: r.created_at,
-    "updated_at": lambda r: r.updated_at,
+    "created_at": lambda r: reported_time(r.created_at),
+    # A memory never updated reports its created_at as updated_at: filtered so too.
+    "updated_at": lambda r: reported_time(r.created_at if r.updated_at is None else r.updated_at),
     "helpful": lambda r: r.helpful,
     "harmful": lambda r: r.harmful,
     "importance": lambda r: r.importance,
@@ -108,6 +114,22 @@ MAX_CHECKS = 5_000_000
 CONDITION = 4
 #: What checking one memory costs besides its conditions (the call), in units.
 _PER_MEMORY = 2
+
+
+def reported_time(seconds: float) -> float:
+    """A time as results report it, to the microsecond (their ISO 8601 text), in
+    epoch seconds: the number ``to_epoch(from_epoch(seconds))`` gives (rounded half
+    to even), for a fifth of its cost.
+
+    A filter compares ``created_at`` and ``updated_at`` so, and its bounds too: a
+    stored time (``time.time()``'s) has digits below the microsecond that a result
+    does not show, and a result's own time given back as a bound must equal it
+    (``eq`` and ``lte`` keep that memory, ``lt`` leaves it out)."""
+    if not math.isfinite(seconds):
+        return seconds
+    whole = math.floor(seconds)
+    # (Exact: a whole number of microseconds, divided once.)
+    return (int(whole) * 1_000_000 + round((seconds - whole) * 1_000_000)) / 1_000_000
 
 
 class Filter:
@@ -286,10 +308,12 @@ def _getter(key: str) -> Callable[[MemoryRecord], Any]:
 
 
 def _coerce(key: str, value: Any, path: str) -> Any:
-    """Dates given as ISO strings or datetimes compare as epoch seconds; every other
-    value must be JSON data (see the module docstring)."""
-    if key in _DATE_FIELDS and value is not None:
-        return timestamp(value, field=path)
+    """Dates given as ISO strings or datetimes compare as epoch seconds, to the
+    microsecond (:func:`reported_time`); every other value must be JSON data (see
+    the module docstring)."""
+    seconds = timestamp(value, field=path) if key in _DATE_FIELDS else None
+    if seconds is not None:
+        return reported_time(seconds)
     return json_value(path, value)
 
 
@@ -521,7 +545,9 @@ class Narrowing:
     keeps a value other than null; ``"contains"`` keeps any list, and a string
     holding ``values[0]`` but for case when that is a string. A store may keep
     more than a narrowing says, never less: numbers may compare within a rounding
-    error, and a text that is not ASCII is kept whatever it holds.
+    error, times (``created_at``; ``updated_at``, or ``created_at`` for a memory
+    never updated) within a few microseconds of the stored ones, and a text that is
+    not ASCII is kept whatever it holds.
     """
 
     op: str

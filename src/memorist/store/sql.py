@@ -66,6 +66,16 @@ _TEXT_COLUMNS = frozenset({"kind", "memory_class", "topic", "concept", "section"
 #: The number columns holding whole numbers (64-bit integers), and their range.
 _WHOLE_COLUMNS = frozenset({"helpful", "harmful"})
 _WHOLE_RANGE = 2**63 - 1
+#: The time columns: a filter compares their values to the microsecond, as results
+#: show them (:func:`memorist.policies.filters.reported_time`), and a memory never
+#: updated with its ``created_at`` as ``updated_at``.
+_TIME_COLUMNS = {"created_at": "m.created_at", "updated_at": "COALESCE(m.updated_at, m.created_at)"}
+#: How far a narrowing widens a bound on a time column, in seconds: a stored time and
+#: the one a filter compares differ by half a microsecond and a float's rounding at
+#: most (under a microsecond together up to 2242; a later time holds no digit below
+#: the microsecond). The column itself is compared, with its index, and the filter
+#: decides.
+_TIME_SLACK = 2e-6
 #: How far apart two numbers a narrowing compares may be and still count as equal:
 #: a store reading a number from its JSON text may round it otherwise than Python.
 NUMBER_SLACK = 1e-9
@@ -216,7 +226,7 @@ def narrowed_ids_sql(
 
 
 def _column_where(narrowing: Narrowing, mark: str, collate: str) -> Condition:
-    column = "m." + narrowing.key
+    column = _TIME_COLUMNS.get(narrowing.key, "m." + narrowing.key)
     # A filter compares numbers with numbers and text with text: a value of the
     # other type never matches, and is left out (an engine may refuse to compare it).
     if narrowing.key in _NUMBER_COLUMNS:
@@ -238,9 +248,15 @@ def _column_where(narrowing: Narrowing, mark: str, collate: str) -> Condition:
     if op == "in":
         if not values:
             return "1 = 0", []
+        if narrowing.key in _TIME_COLUMNS:
+            ranges = " OR ".join([f"{column} BETWEEN {mark} AND {mark}"] * len(values))
+            return f"({ranges})", [bound for v in values for bound in (v - _TIME_SLACK, v + _TIME_SLACK)]
         return f"{column} IN ({', '.join([mark] * len(values))})", values
     if not values:
         return "1 = 0", []
+    if narrowing.key in _TIME_COLUMNS:
+        below = op in ("lt", "lte")
+        return f"{column} {'<=' if below else '>='} {mark}", [values[0] + (_TIME_SLACK if below else -_TIME_SLACK)]
     order = collate if narrowing.key in _TEXT_COLUMNS else ""
     return f"{column}{order} {COMPARISONS[op]} {mark}", values
 
