@@ -76,10 +76,12 @@ class ChatMessage(BaseModel):
     content: str = Field(description="What was said.")
     name: str | None = Field(default=None, description="The speaker's name, when several people talk.")
     metadata: dict[str, Any] | None = Field(
-        default=None, description="Optional JSON object for what this message yields, merged over the call's metadata."
+        default=None, description="Optional JSON object for this message, merged over the call's metadata "
+        "(kept when infer is false: with infer, the facts take the call's)."
     )
     timestamp: str | float | None = Field(
-        default=None, description="When it was said: ISO-8601 (e.g. '2024-05-01T09:30:00Z') or epoch seconds (default: now)."
+        default=None, description="When it was said: ISO-8601 (e.g. '2024-05-01T09:30:00Z') or epoch seconds "
+        "(default: now; kept when infer is false: with infer, the facts take the call's timestamp)."
     )
 
 

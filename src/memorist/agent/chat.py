@@ -188,7 +188,7 @@ class ChatService:
         self.tutor = Tutor(self.memory, llm=llm, remember_facts=False, model_timeout=settings.model_timeout,
                            model_retries=settings.model_retries, feedback_hint=FEEDBACK_HINT)
         self.keys = KeyStore(db)
-        self.conversations = Conversations(db)
+        self.conversations = Conversations(db, tenant=self.memory.config.tenant_id)
         self.extractor = extractor if extractor is not None else _spec_extractor(settings)
         self.limiter = RateLimiter(settings.rate_per_minute, settings.burst)
         self.at_work = WorkShares(settings.max_concurrency, settings.max_per_user)

@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS chat_conversations (
     updated_at      REAL NOT NULL,
     turns           INTEGER NOT NULL DEFAULT 0,
     last_answer     TEXT,
-    learner         TEXT
+    learner         TEXT,
+    tenant          TEXT
 )
 """
 MAX_ID_CHARS = 128
@@ -42,27 +43,35 @@ def learner_of(tenant_id: str, user_id: str) -> str:
     return f"{tenant_id.replace('%', '%25').replace('/', '%2F')}/{user_id}"
 
 
+def _learner_of_owner(owner: str) -> str:
+    """The learner of a conversation's ``owner``, "tenant\x1fuser" (ChatUser.owner)."""
+    tenant, mark, user = owner.partition("\x1f")
+    return learner_of(tenant, user) if mark else owner
+
+
 class Conversations:
     """The conversations table of the SQLite file ``path`` (``":memory:"`` for a throwaway)."""
 
-    def __init__(self, path: str, *, busy_timeout: float = 30.0) -> None:
+    def __init__(self, path: str, *, busy_timeout: float = 30.0, tenant: str = "") -> None:
+        """``tenant``: the tenant of the chat's memory in this file (the learners' playbooks):
+        an erasure of a learner in that tenant deletes their conversations."""
         if "://" in path:
             raise ConfigurationError(f"memorist chat keeps its conversations in a SQLite file, not at {path.split('://')[0]}:// URLs")
         self._lock = threading.Lock()
+        self.tenant = tenant
         self._db = sqlite3.connect(path, timeout=busy_timeout, check_same_thread=False, isolation_level=None)
         self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         self._db.execute(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(chat_conversations)")}
         if "last_answer" not in columns:  # a store made before the chat kept it
             self._db.execute("ALTER TABLE chat_conversations ADD COLUMN last_answer TEXT")
-        if "learner" not in columns:  # nor its learner: an erasure of the learner deletes the rows
-            self._db.execute("ALTER TABLE chat_conversations ADD COLUMN learner TEXT")
-        with self._lock:
-            owners = [row[0] for row in self._db.execute("SELECT DISTINCT owner FROM chat_conversations WHERE learner IS NULL")]
-            for owner in owners:
-                tenant, _, user = owner.partition("\x1f")
-                self._db.execute("UPDATE chat_conversations SET learner = ? WHERE owner = ? AND learner IS NULL",
-                                 (learner_of(tenant, user), owner))
+        for column in ("learner", "tenant"):  # nor whose learner a row is: an erasure of the learner deletes it
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE chat_conversations ADD COLUMN {column} TEXT")
+        with self._lock:  # one statement, whatever the rows
+            self._db.create_function("learner_of_owner", 1, _learner_of_owner, deterministic=True)
+            self._db.execute("UPDATE chat_conversations SET learner = COALESCE(learner, learner_of_owner(owner)), "
+                             "tenant = COALESCE(tenant, ?) WHERE learner IS NULL OR tenant IS NULL", (tenant,))
 
     def claim(self, owner: str, conversation_id: str | None, *, learner: str) -> str:
         """The conversation ``conversation_id`` of ``owner`` (the learner ``learner``,
@@ -76,8 +85,9 @@ class Conversations:
         now = time.time()
         with self._lock:
             self._db.execute(
-                "INSERT OR IGNORE INTO chat_conversations (conversation_id, owner, created_at, updated_at, learner) VALUES (?, ?, ?, ?, ?)",
-                (conversation_id, owner, now, now, learner),
+                "INSERT OR IGNORE INTO chat_conversations (conversation_id, owner, created_at, updated_at, learner, tenant) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (conversation_id, owner, now, now, learner, self.tenant),
             )
             row = self._db.execute("SELECT owner FROM chat_conversations WHERE conversation_id = ?", (conversation_id,)).fetchone()
             if row[0] != owner:

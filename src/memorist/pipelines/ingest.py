@@ -375,7 +375,8 @@ class Ingestor:
         try:
             validate.metadata(meta, field=field, max_depth=self.max_metadata_depth, max_bytes=self.max_metadata_bytes)
         except ValidationError as exc:
-            merged = "merged with the call's metadata" if message.metadata else f"with the role and name of messages[{position}]"
+            merged = ("merged with the call's metadata" if message.metadata
+                      else f"with the role{' and name' if message.name else ''} of messages[{position}]")
             raise ValidationError(field, f"{merged}, {str(exc).split(': ', 1)[1]}") from None
         return meta
 
@@ -578,7 +579,10 @@ class Ingestor:
             holder = self._holder(batch, scope, digest, besides=current.id)
             if holder is not None:
                 # Another memory already says what this one would: it is retired, not
-                # made a second copy (left as it was, it would state what the fact replaced).
+                # made a second copy (left as it was, it would state what the fact replaced),
+                # and the holder is renewed, as a repeated fact is (under a decay window it
+                # may have expired: the fact must stay in view).
+                self._renew(batch, holder, at=at, payload=dict(payload))
                 action = Action.DELETE
                 payload["reason"] = f"updated to '{decision.text}', which memory {holder} already holds"
         if action is Action.UPDATE:

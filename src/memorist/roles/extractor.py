@@ -646,7 +646,8 @@ class HeuristicExtractor(Extractor):
     with ``kind="preference"`` for likes, dislikes, favourites and wants, and an
     importance by the rules of :func:`memorist.policies.consolidation.derive_importance`.
     A call gives at most ``max_facts`` facts, the first ones (the cut is logged);
-    None keeps them all.
+    None keeps them all here, but a :class:`~memorist.Memory`'s add still keeps at
+    most :data:`MAX_FACTS_PER_TURN` of a turn (its reconciliation is bounded).
     """
 
     def __init__(self, *, max_facts: int | None = MAX_FACTS_PER_TURN) -> None:

@@ -203,3 +203,27 @@ def test_conversations_kept_before_their_learner_was_recorded_are_erased_with_th
         memory.erase(user_id="school/alice")
     with sqlite3.connect(db) as conn:
         assert [row[0] for row in conn.execute("SELECT conversation_id FROM chat_conversations ORDER BY 1")] == ["c2", "c3"]
+
+
+def test_an_erasure_in_another_tenant_leaves_the_chats_learner_of_that_id(tmp_path):
+    """The chat's learners are users of its own memory's tenant: an erasure of "alice"
+    in another tenant of the file deleted the chat learner "alice"'s conversations."""
+    import sqlite3
+
+    from memorist import Memory
+    from memorist.agent.conversations import Conversations
+
+    db = str(tmp_path / "chat.db")
+    Memory(db, embedder="hashing").close()
+    conversations = Conversations(db)
+    conversations.claim("\x1falice", "c1", learner="alice")
+    conversations.close()
+    with Memory(db, embedder="hashing", tenant_id="club") as club:
+        club.erase(user_id="alice")
+    with sqlite3.connect(db) as conn:
+        assert [row[0] for row in conn.execute("SELECT conversation_id FROM chat_conversations")] == ["c1"]
+    with Memory(db, embedder="hashing") as own:
+        own.erase(user_id="alice")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM chat_conversations").fetchone()[0] == 0
+

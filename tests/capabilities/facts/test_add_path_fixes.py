@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -248,3 +249,18 @@ def test_a_model_update_to_a_text_already_stored_retires_its_target(backend) -> 
         assert "already holds" in json.dumps(deleted)
         m.rollback(deleted["seq"], user_id="kim")  # undone, the old memory is back
         assert texts(m.get_all(user_id="kim")) == ["Likes green tea", "Likes tea"]
+
+
+def test_an_update_to_a_text_an_expired_memory_holds_brings_that_memory_back_in_view(backend) -> None:
+    """Under a decay window, the memory already holding the text may have expired: the
+    UPDATE retired its target and the user's fact was in view nowhere."""
+    model = ScriptedLLM([{"facts": [{"text": "Likes green tea"}]}, _update_tea_to_green_tea])
+    now = time.time()
+    with Memory(backend.target, embedder="hashing", llm=model, decay_days=30) as m:
+        m.add("Likes green tea", user_id="kim", infer=False, timestamp=now - 90 * 86_400)  # out of the window
+        m.add("Likes tea", user_id="kim", infer=False, timestamp=now - 5 * 86_400)
+        assert texts(m.get_all(user_id="kim")) == ["Likes tea"]
+        result = m.add([{"role": "user", "content": "I like green tea now."}], user_id="kim")
+        assert changes(result) == [("DELETE", "Likes tea")]
+        assert texts(m.get_all(user_id="kim")) == ["Likes green tea"]
+

@@ -323,18 +323,21 @@ def _stored_ids(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
 
 
 #: Tables other parts of Memorist keep in a SQLite store's file (the chat's
-#: conversations, with the learner's last question and answer), and the column naming
-#: the user each row is of: an erasure of that user (no agent, no run) deletes its rows.
-ERASED_BESIDE = (("chat_conversations", "learner"),)
+#: conversations, with the learner's last question and answer), and the columns naming
+#: the user and the tenant each row is of: an erasure of that user (no agent, no run) in
+#: that tenant deletes its rows.
+ERASED_BESIDE = (("chat_conversations", "learner", "tenant"),)
 
 
 def _erase_beside(conn: sqlite3.Connection, owners: Sequence[ScopeFilter]) -> int:
-    users = sorted({o.user_id for o in owners if o.user_id is not None and o.agent_id is None and o.run_id is None})
+    users = sorted({(o.tenant_id, o.user_id) for o in owners if o.user_id is not None and o.agent_id is None and o.run_id is None})
     deleted = 0
-    for table, column in ERASED_BESIDE if users else ():
+    for table, user_column, tenant_column in ERASED_BESIDE if users else ():
         if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is None:
             continue
-        deleted += conn.execute(f"DELETE FROM {table} WHERE {column} IN ({','.join('?' * len(users))})", users).rowcount
+        for tenant, user in users:
+            deleted += conn.execute(f"DELETE FROM {table} WHERE {user_column} = ? AND COALESCE({tenant_column}, '') = ?",
+                                    (user, tenant)).rowcount
     return deleted
 
 
@@ -391,9 +394,6 @@ class SQLiteStore(Store):
         self._lock = threading.RLock()
         self._pid = os.getpid()
         self._bound: tuple[str, int] | None = None
-        # The vector dimension already checked against meta in this session (0: not yet).
-        # A failed transaction may have recorded nothing, so it is only trusted
-        # once the identity was read back from the store.
         self._indexes = IndexCache(self.path, files=index_files)
         _OPEN.add(self)
         self._touches = TouchBuffer()
