@@ -526,6 +526,7 @@ def test_large_spaces_get_their_own_hnsw_index_and_small_ones_exact_search(opene
     used = index_scans(pg_url, at_least=30)[name]
     assert used >= 30  # alex's searches (3 scopes x 10 queries) went through the index
     again = opened(exact_below=100)
+    again.bind_embedder("random", DIM)  # (bound to another, its searches are refused)
     for q in queries:
         again.vector_search(ScopeFilter("", "bob"), q, k=10, cutoff=None, now=time.time())
     again.close()

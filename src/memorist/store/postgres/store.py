@@ -1105,14 +1105,17 @@ class PostgresStore(Store):
             hits = self._from_index(conn, scope, nearest)
             if hits is not None:
                 return hits
-            dim, in_scope, large, in_large = conn.execute(
-                "SELECT (SELECT value FROM meta WHERE key = 'embedder_dim'), COALESCE(sum(s.vectors), 0), "
+            dim, name, in_scope, large, in_large = conn.execute(
+                "SELECT (SELECT value FROM meta WHERE key = 'embedder_dim'), (SELECT value FROM meta WHERE key = 'embedder_name'), "
+                "COALESCE(sum(s.vectors), 0), "
                 "COALESCE(array_agg(ARRAY[s.id, s.vectors]) FILTER (WHERE s.vectors > %s), '{}'), "
                 f"COALESCE(sum(s.vectors) FILTER (WHERE s.vectors > %s), 0) FROM spaces s WHERE {spaces}",
                 [self.exact_below, self.exact_below, *space_args],
             ).fetchone()
             if not in_scope or dim is None:
                 return []  # no vector stored in the scope: nothing to find
+            if name is not None:
+                self._same_embedder(name, dim)
             dim = int(dim)
             if dim != query.shape[0]:
                 raise StoreError(f"query vector has {query.shape[0]} dims but the store's vectors have {dim}")
@@ -1238,7 +1241,19 @@ class PostgresStore(Store):
         if not self._text.enabled or self._local.batch is not None:
             return None
         with snapshot(conn):
-            return self._text.read(conn, self._one_space(conn, scope), read)
+            found = self._one_space(conn, scope)
+            if found is not None and found.embedder is not None and found.vectors[0] is not None:
+                self._same_embedder(found.embedder, found.vectors[0])
+            return self._text.read(conn, found, read)
+
+    def _same_embedder(self, name: str, dim: Any) -> None:
+        """Refuse a search of vectors another process re-embedded with another model
+        since this one bound its own: its query's vector is of the old model."""
+        if self._bound is not None and (name, int(dim)) != self._bound:
+            raise EmbedderMismatchError(
+                f"{self.label} holds vectors of {name} ({int(dim)} dims) now (re-embedded since it was opened); "
+                f"this process embeds with {self._bound[0]} ({self._bound[1]} dims): open it again with {name}"
+            )
 
     def _one_space(self, conn: Any, scope: ScopeFilter) -> Space | None:
         """The one space ``scope`` sees (None: none or several), as ``conn``'s snapshot

@@ -200,11 +200,15 @@ class Space(NamedTuple):
     #: The store's vector dimension and the last rewrite of every vector (a reindex):
     #: an index loaded under other values reloads (no event of the space names them).
     vectors: tuple[str | None, str | None]
+    #: The store's embedder now (None: none recorded): another process may have
+    #: re-embedded the store since this one bound its own.
+    embedder: str | None = None
 
 
 _SPACE = (
     "SELECT s.id, s.generation, s.docs, (SELECT COALESCE(max(e.seq), 0) FROM events e WHERE e.space_id = s.id), "
-    f"(SELECT value FROM meta WHERE key = 'embedder_dim'), (SELECT value FROM meta WHERE key = '{VECTORS_REWRITTEN}') "
+    f"(SELECT value FROM meta WHERE key = 'embedder_dim'), (SELECT value FROM meta WHERE key = '{VECTORS_REWRITTEN}'), "
+    "(SELECT value FROM meta WHERE key = 'embedder_name') "
     "FROM spaces s WHERE {spaces} LIMIT 2"
 )
 
@@ -564,8 +568,8 @@ def one_space(conn: Any, spaces: str, space_args: Sequence[Any]) -> Space | None
     rows = conn.execute(_SPACE.format(spaces=spaces), list(space_args)).fetchall()
     if len(rows) != 1:
         return None
-    space, generation, docs, end, dim, rewritten = rows[0]
-    return Space(int(space), int(generation), int(docs), int(end), (dim, rewritten))
+    space, generation, docs, end, dim, rewritten, embedder = rows[0]
+    return Space(int(space), int(generation), int(docs), int(end), (dim, rewritten), embedder)
 
 
 @contextmanager
