@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from memorist import Memory
+from memorist import Memory, StoreError
 from memorist.reserved import PREVIOUS_NAME, RUN_PREFIX
 from memorist.store.sqlite.schema import SCHEMA_VERSION
 
@@ -147,3 +147,30 @@ def test_the_default_store_of_release_0_1_0_is_opened_where_it_is(tmp_path, monk
     current.parent.mkdir()
     Memory(str(current), embedder="hashing").close()
     assert default_db_path() == current  # once there is a store in the new place, it is the one
+
+
+def test_a_process_open_when_a_newer_memorist_migrates_the_store_writes_nothing_more(backend) -> None:
+    """The schema version was read when a store was opened: a process open while a
+    newer Memorist migrated the store went on writing the old format (a learner then had
+    playbooks under both layouts, and the migration never ran again)."""
+    import psycopg
+
+    with Memory(backend.target, embedder="hashing") as running:
+        kept = running.add("Likes green tea", user_id="sam", infer=False)["results"][0]["id"]
+        newer = SCHEMA_VERSION + 5  # a newer Memorist's migration, by another process
+        if backend.name == "sqlite":
+            with sqlite3.connect(backend.target) as conn:
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(newer),))
+        else:
+            with psycopg.connect(backend.target.split("&schema=")[0].split("?schema=")[0], autocommit=True) as conn:
+                schema = running.store.schema
+                conn.execute(f'UPDATE "{schema}".meta SET value = %s WHERE key = %s', (str(newer), "schema_version"))
+        for write in (lambda: running.add("Plays chess", user_id="sam", infer=False),
+                      lambda: running.delete(kept, user_id="sam"),
+                      lambda: running.update(kept, "Likes black tea", user_id="sam")):
+            with pytest.raises(StoreError, match=f"upgraded to schema version {newer} by a newer Memorist"):
+                write()
+        assert [m["memory"] for m in running.get_all(user_id="sam")["results"]] == ["Likes green tea"]  # reads go on
+        for _ in range(40):  # past a flush of their bookkeeping, which is dropped
+            assert running.search("green tea", user_id="sam")["results"]
+    # (and the process closes its store)

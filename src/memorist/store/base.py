@@ -78,6 +78,13 @@ UNNAMED_CHANGES = ("erase", "adopt")
 UNNAMED_CHANGES_SQL = "op IN (" + ", ".join(f"'{op}'" for op in UNNAMED_CHANGES) + ")"
 
 
+def upgraded_message(label: str, found: int, understood: int) -> str:
+    """Why a write is refused in a store a newer Memorist migrated while this process
+    had it open."""
+    return (f"{label} was upgraded to schema version {found} by a newer Memorist since this process opened it "
+            f"(it understands {understood}); restart it with that Memorist: nothing was written")
+
+
 def version_of(value: Any, label: str) -> int:
     """A store's stored ``schema_version``, which only damage makes other than a number."""
     try:

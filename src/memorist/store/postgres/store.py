@@ -90,7 +90,7 @@ from ...errors import (
 from ...model import EventRecord, MemoryRecord, RelationTuple, Scope, Status
 from ...policies.filters import Narrowing
 from .. import redact
-from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of
+from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of, upgraded_message, version_of
 from ..codec import AT, COLUMNS, FROM_MEMORIES, dumps, record_values, row_to_record, speaker_of
 from ..gate import SearchGate
 from ..sql import (
@@ -809,6 +809,11 @@ class PostgresStore(Store):
         self._local.conn = conn
         try:
             with conn.transaction():
+                # A newer Memorist may have migrated the store since this process opened
+                # it: this one would write the old format.
+                row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                if row is not None and version_of(row[0], self.label) > pg_schema.SCHEMA_VERSION:
+                    raise StoreError(upgraded_message(self.label, version_of(row[0], self.label), pg_schema.SCHEMA_VERSION))
                 batch = _PostgresBatch(self, conn)
                 self._local.batch = batch
                 yield batch

@@ -34,7 +34,7 @@ from ...model import EventRecord, MemoryRecord, RelationTuple, Scope, Status
 from ...policies.filters import Narrowing
 from ...policies.text import index_terms, query_terms, stable_token
 from ...work import charge
-from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of, version_of
+from ..base import TOMBSTONE, Batch, Erased, ScopeFilter, Store, holds_text_of, upgraded_message, version_of
 from ..codec import (
     AT,
     COLUMNS,
@@ -515,6 +515,7 @@ class SQLiteStore(Store):
                 raise StoreError(f"{self.path} takes no write: {self._refused}")
             self._begin(wait=wait)
             try:
+                self._not_upgraded()
                 yield self._conn
                 self._conn.execute("COMMIT")
             except BaseException:
@@ -528,6 +529,18 @@ class SQLiteStore(Store):
             # The write lock is free now: other writers go on during the sync.
             if sync:
                 self._sync_log()
+
+    def _not_upgraded(self) -> None:
+        """Inside a write: refuse it, and every later one (:meth:`refuse_writes`), when
+        a newer Memorist has migrated the store since this process opened it (one
+        indexed read): it would write the old format."""
+        try:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.OperationalError:
+            return  # no meta table yet: the store is being made (its first migration)
+        if row is not None and version_of(row[0], self.path) > SCHEMA_VERSION:
+            self._refused = upgraded_message(self.path, version_of(row[0], self.path), SCHEMA_VERSION)
+            raise StoreError(self._refused)  # and every later write; reads go on, their bookkeeping dropped
 
     def _sync_log(self) -> None:
         if self._log_sync is None:
@@ -1342,6 +1355,11 @@ class SQLiteStore(Store):
                     if not wait and is_busy(exc):
                         return  # another connection is writing: later
                     raise self._error(exc, "writing retrieval bookkeeping") from exc
+                except StoreError:
+                    if self._refused is None:
+                        raise
+                    self._touches.taken(len(self._touches))  # found upgraded meanwhile: reads write nothing
+                    return
                 self._touches.taken(flushed)
 
     # maintenance -------------------------------------------------------------------
