@@ -48,14 +48,14 @@ logger = logging.getLogger("memorist")
 MAX_FACTS_PER_TURN = 50
 
 
-def first_facts(facts: list[Fact], limit: int, source: str) -> list[Fact]:
+def first_facts(facts: list[Fact], limit: int, source: str, *, found: str = "found", noun: str = "facts") -> list[Fact]:
     """The first ``limit`` of ``facts``; a longer list is cut, and the cut logged
-    (``source`` names who found them, for the log line)."""
+    ("<source> <found> <n> <noun> in one turn": who found them, and how)."""
     if len(facts) <= limit:
         return facts
     logger.warning(
-        "memorist: %s found %d facts in one turn; keeping the first %d, dropping: %s",
-        source, len(facts), limit, preview("; ".join(f.text for f in facts[limit:]), 300),
+        "memorist: %s %s %d %s in one turn; keeping the first %d, dropping: %s",
+        source, found, len(facts), noun, limit, preview("; ".join(f.text for f in facts[limit:]), 300),
     )
     return facts[:limit]
 

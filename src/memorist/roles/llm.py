@@ -30,7 +30,7 @@ from ..prompts import reflection as reflection_prompt
 from ..prompts import trajectory as trajectory_prompt
 from .base import Extractor, FallbackRole, Reconciler
 from .evaluator import Evaluation, Evaluator, Gap, HeuristicEvaluator
-from .extractor import MAX_FACTS_PER_TURN
+from .extractor import MAX_FACTS_PER_TURN, first_facts
 from .learning import (
     HARMFUL,
     HELPFUL,
@@ -123,13 +123,7 @@ class LLMExtractor(_ModelRole, Extractor):
             if key and key not in seen:
                 seen.add(key)
                 facts.append(Fact(text, kind=item.kind, source_role=item.source_role, importance=item.importance))
-        if len(facts) > self.max_facts:
-            logger.warning(
-                "memorist: %s extractor returned %d distinct facts; keeping the first max_facts=%d, dropping: %s",
-                self.llm.name, len(facts), self.max_facts, preview("; ".join(f.text for f in facts[self.max_facts:]), 300),
-            )
-            del facts[self.max_facts:]
-        return facts
+        return first_facts(facts, self.max_facts, f"{self.llm.name} extractor", found="returned", noun="distinct facts")
 
 
 class LLMReconciler(_ModelRole, Reconciler):
