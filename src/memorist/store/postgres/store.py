@@ -812,8 +812,9 @@ class PostgresStore(Store):
                 # A newer Memorist may have migrated the store since this process opened
                 # it: this one would write the old format.
                 row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-                if row is not None and version_of(row[0], self.label) > pg_schema.SCHEMA_VERSION:
-                    raise StoreError(upgraded_message(self.label, version_of(row[0], self.label), pg_schema.SCHEMA_VERSION))
+                version = version_of(row[0], self.label) if row else 0
+                if version > pg_schema.SCHEMA_VERSION:
+                    raise StoreError(upgraded_message(self.label, version, pg_schema.SCHEMA_VERSION))
                 batch = _PostgresBatch(self, conn)
                 self._local.batch = batch
                 yield batch

@@ -534,12 +534,9 @@ class SQLiteStore(Store):
         """Inside a write: refuse it, and every later one (:meth:`refuse_writes`), when
         a newer Memorist has migrated the store since this process opened it (one
         indexed read): it would write the old format."""
-        try:
-            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        except sqlite3.OperationalError:
-            return  # no meta table yet: the store is being made (its first migration)
-        if row is not None and version_of(row[0], self.path) > SCHEMA_VERSION:
-            self._refused = upgraded_message(self.path, version_of(row[0], self.path), SCHEMA_VERSION)
+        version = self.schema_version()  # (0 while the store is being made: its first migration)
+        if version > SCHEMA_VERSION:
+            self._refused = upgraded_message(self.path, version, SCHEMA_VERSION)
             raise StoreError(self._refused)  # and every later write; reads go on, their bookkeeping dropped
 
     def _sync_log(self) -> None:
