@@ -478,7 +478,6 @@ class AsyncPlaybook:
     def __init__(self, owner: AsyncMemory, playbook: Playbook) -> None:
         self._owner = owner
         self.playbook = playbook
-        self._target: Any = playbook
 
     @property
     def config(self) -> Any:
@@ -503,7 +502,6 @@ class AsyncPlaybookTurn:
     def __init__(self, owner: AsyncMemory, turn: PlaybookTurn) -> None:
         self._owner = owner
         self.turn = turn
-        self._target: Any = turn
 
     @property
     def learner_id(self) -> str:
@@ -522,21 +520,22 @@ class AsyncPlaybookTurn:
         return f"AsyncPlaybookTurn(learner_id={self.turn.learner_id!r})"
 
 
-def _awaited_of(name: str, source: type) -> Callable[..., Any]:
-    """``<source>.<name>`` of the wrapped object (``_target``), awaited on the owner's worker thread."""
+def _awaited_of(name: str, source: type, wrapped: str) -> Callable[..., Any]:
+    """``<source>.<name>`` of the object in attribute ``wrapped``, awaited on the owner's worker thread."""
     target = getattr(source, name)
 
     @functools.wraps(target)
     async def method(self: AsyncPlaybook | AsyncPlaybookTurn, *args: Any, **kwargs: Any) -> Any:
-        return await self._owner._run(getattr(self._target, name), *args, **kwargs)
+        return await self._owner._run(getattr(getattr(self, wrapped), name), *args, **kwargs)
 
     return method
 
 
-for _cls, _source, _names in ((AsyncPlaybook, Playbook, PLAYBOOK_CALLS), (AsyncPlaybookTurn, PlaybookTurn, PLAYBOOK_TURN_CALLS)):
+for _cls, _source, _wrapped, _names in ((AsyncPlaybook, Playbook, "playbook", PLAYBOOK_CALLS),
+                                        (AsyncPlaybookTurn, PlaybookTurn, "turn", PLAYBOOK_TURN_CALLS)):
     for _name in _names:
-        setattr(_cls, _name, _awaited_of(_name, _source))
-del _cls, _source, _names, _name
+        setattr(_cls, _name, _awaited_of(_name, _source, _wrapped))
+del _cls, _source, _wrapped, _names, _name
 
 
 __all__ = [
